@@ -1,0 +1,1 @@
+"""Built-in and custom agents: `BaseAgent`, `StateAdapter`, the registry and the built-in types."""

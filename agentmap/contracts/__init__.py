@@ -1,0 +1,1 @@
+"""The data types of the contracts AgentMap implements (seeds 000-003): validation only, no behaviour."""

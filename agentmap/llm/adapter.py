@@ -1,0 +1,245 @@
+"""`LLMAdapter`: the seam between the decision engine and a langchain-core chat model.
+
+The adapter binds tools, passes the temperature and the time limit to every call, and turns whatever
+a provider raises into one of three errors the engine (and the `llm` agent types) can act on:
+
+* `LLMRateLimitError`: the provider refused the call for too many requests (HTTP 429).
+* `LLMTimeoutError`: no answer within the time limit.
+* `LLMError`: any other failure (a 500, a bad key, a dropped connection, malformed output).
+
+Providers are recognised by what their exceptions carry (`status_code`, class names such as
+`RateLimitError` or `APITimeoutError`), so no provider SDK is imported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel, LanguageModelInput
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.runnables import Runnable
+
+__all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "to_llm_error"]
+
+# Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
+_REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
+_RATE_LIMIT_NAMES = ("ratelimit", "toomanyrequests", "resourceexhausted")
+
+
+class LLMError(AgentMapError, RuntimeError):
+    """A model call failed (provider error, bad credentials, lost connection, bad output).
+
+    Attributes:
+        model: The model's name, when known.
+    """
+
+    default_code = "llm-error"
+
+    def __init__(self, message: str, *, model: str | None = None, hint: str | None = None) -> None:
+        self.model = model
+        super().__init__(message, hint=hint)
+
+
+class LLMRateLimitError(LLMError):
+    """The provider refused the call because of too many requests (HTTP 429)."""
+
+    default_code = "llm-rate-limit"
+
+
+class LLMTimeoutError(LLMError):
+    """The model did not answer within the time limit."""
+
+    default_code = "llm-timeout"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _status_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    if code is None:
+        code = getattr(getattr(exc, "response", None), "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def to_llm_error(exc: BaseException, *, model: str | None = None, timeout: float | None = None) -> LLMError:
+    """Classify an exception raised by a model call.
+
+    Args:
+        exc: What the chat model (or its client) raised.
+        model: The model's name, for the message.
+        timeout: The time limit that applied, for the message.
+
+    Returns:
+        An `LLMRateLimitError`, an `LLMTimeoutError` or an `LLMError`, with `exc` as its cause.
+    """
+    if isinstance(exc, LLMError):
+        return exc
+    who = f"model {model!r}" if model else "the model"
+    for link in _chain(exc):
+        name = type(link).__name__.lower()
+        if _status_code(link) == 429 or any(n in name for n in _RATE_LIMIT_NAMES):
+            return LLMRateLimitError(
+                f"{who} refused the call: rate limit reached ({link})",
+                model=model,
+                hint="Wait a moment and retry, or lower the request rate / raise the provider quota.",
+            )
+    for link in _chain(exc):
+        if isinstance(link, TimeoutError) or "timeout" in type(link).__name__.lower():
+            limit = f" within {timeout:g}s" if timeout is not None else ""
+            return LLMTimeoutError(
+                f"{who} did not answer{limit}",
+                model=model,
+                hint="Raise `timeout` in the node's Context, or check that the provider is reachable.",
+            )
+    status = _status_code(exc)
+    detail = f"HTTP {status}: " if status is not None else ""
+    return LLMError(
+        f"{who} call failed: {detail}{type(exc).__name__}: {exc}",
+        model=model,
+        hint="Check the provider's status, the model name and the API key.",
+    )
+
+
+def _model_name(model: BaseChatModel) -> str:
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+class LLMAdapter:
+    """Calls a langchain-core chat model for the decision engine.
+
+    Args:
+        model: Any `BaseChatModel` (`ChatOpenAI`, `ChatAnthropic`, the offline model, ...).
+        temperature: Default sampling temperature for each call; None leaves the model's own.
+        timeout_seconds: Default time limit of each call; None means no limit.
+
+    Example:
+        >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
+        >>> reply = await adapter.ainvoke([HumanMessage("hi")], tools=[add_task])
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        temperature: float | None = None,
+        timeout_seconds: float | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.timeout_seconds = timeout_seconds
+        self.model_name = _model_name(model)
+        fields = getattr(type(model), "model_fields", {})
+        self._takes_temperature = "temperature" in fields
+        self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
+
+    def bind_tools(self, tools: Sequence[Any]) -> Runnable[LanguageModelInput, BaseMessage]:
+        """Return the model with `tools` bound (LangChain tools, functions or OpenAI-style schemas).
+
+        Raises:
+            LLMError: When the model cannot call tools.
+        """
+        if not tools:
+            return self.model
+        try:
+            return self.model.bind_tools(list(tools))
+        except NotImplementedError as exc:
+            raise LLMError(
+                f"model {self.model_name!r} ({type(self.model).__name__}) cannot call tools",
+                model=self.model_name,
+                hint="Choose a model that supports tool calling, or remove the node's tools.",
+            ) from exc
+
+    def call_options(
+        self, *, temperature: float | None = None, timeout_seconds: float | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments passed to the model call for this temperature and time limit."""
+        options: dict[str, Any] = {}
+        temp = self.temperature if temperature is None else temperature
+        if temp is not None and self._takes_temperature:
+            options["temperature"] = temp
+        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
+        if limit is not None and self._takes_timeout:
+            options["timeout"] = limit
+        return options
+
+    async def ainvoke(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tools: Sequence[Any] | None = None,
+        bound: Runnable[LanguageModelInput, BaseMessage] | None = None,
+        temperature: float | None = None,
+        timeout_seconds: float | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> AIMessage:
+        """Call the model once and return its reply.
+
+        Args:
+            messages: The conversation, system message first.
+            tools: Tools to bind for this call (ignored when `bound` is given).
+            bound: A runnable from `bind_tools`, to reuse one binding across calls.
+            temperature: Overrides the adapter's temperature.
+            timeout_seconds: Overrides the adapter's time limit.
+            config: A LangChain `RunnableConfig` (callbacks, tags) passed through.
+
+        Raises:
+            LLMRateLimitError: On a rate limit (HTTP 429).
+            LLMTimeoutError: When the model does not answer in time.
+            LLMError: On any other failure.
+        """
+        runnable = bound if bound is not None else self.bind_tools(tools or ())
+        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
+        options = self.call_options(temperature=temperature, timeout_seconds=limit)
+        call = runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+        try:
+            reply = await (asyncio.wait_for(call, limit) if limit is not None else call)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
+        return self._as_ai_message(reply)
+
+    def invoke(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tools: Sequence[Any] | None = None,
+        temperature: float | None = None,
+        timeout_seconds: float | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> AIMessage:
+        """The synchronous twin of `ainvoke` (the time limit is enforced by the provider's client)."""
+        runnable = self.bind_tools(tools or ())
+        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
+        options = self.call_options(temperature=temperature, timeout_seconds=limit)
+        try:
+            reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
+        return self._as_ai_message(reply)
+
+    def _as_ai_message(self, reply: Any) -> AIMessage:
+        from langchain_core.messages import AIMessage
+
+        if isinstance(reply, AIMessage):
+            return reply
+        raise LLMError(
+            f"model {self.model_name!r} returned {type(reply).__name__}, not a chat message",
+            model=self.model_name,
+        )

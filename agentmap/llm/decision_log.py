@@ -1,0 +1,364 @@
+"""The decision log (seed 003 observability): every decision and tool call, stored in SQLite.
+
+The engine writes a decision row as `PENDING` before it calls the model and updates the same row with
+the outcome afterwards; each tool call adds a row to `tool_invocations`. Read them back with
+`SQLiteDecisionLog.list_decisions` / `get_tool_invocations`, or as text with `render_logs` (what
+`agentmap logs` prints).
+
+The database is a plain SQLite file: `AGENTMAP_DECISION_LOG` or an explicit path, by default
+`.agentmap/decisions.db` under the working directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "DecisionLogService",
+    "DecisionRecord",
+    "SQLiteDecisionLog",
+    "ToolInvocationRecord",
+    "default_log_path",
+    "render_logs",
+]
+
+ENV_VAR = "AGENTMAP_DECISION_LOG"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    decision_id TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    message TEXT NOT NULL,
+    intent_type TEXT NOT NULL,
+    decision_type TEXT NOT NULL,
+    outcome_category TEXT NOT NULL,
+    duration_ms REAL NOT NULL,
+    response_text TEXT,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_conversation ON decisions (conversation_id, created_at);
+CREATE TABLE IF NOT EXISTS tool_invocations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    decision_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    result TEXT,
+    success INTEGER NOT NULL,
+    error_code TEXT,
+    error_message TEXT,
+    duration_ms REAL NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tool_invocations_decision ON tool_invocations (decision_id, id);
+"""
+
+_UPSERT_DECISION = """
+INSERT INTO decisions (decision_id, conversation_id, user_id, message, intent_type, decision_type,
+    outcome_category, duration_ms, response_text, error, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (decision_id) DO UPDATE SET
+    intent_type = excluded.intent_type, decision_type = excluded.decision_type,
+    outcome_category = excluded.outcome_category, duration_ms = excluded.duration_ms,
+    response_text = excluded.response_text, error = excluded.error, updated_at = excluded.updated_at
+"""
+
+_INSERT_TOOL = """
+INSERT INTO tool_invocations (decision_id, tool_name, parameters, result, success, error_code,
+    error_message, duration_ms, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+@runtime_checkable
+class DecisionLogService(Protocol):
+    """What the engine needs of a logging service (the two calls the seed makes)."""
+
+    async def write_decision_log(
+        self,
+        *,
+        decision_id: str,
+        conversation_id: str,
+        user_id: str,
+        message: str,
+        intent_type: str,
+        decision_type: str,
+        outcome_category: str,
+        duration_ms: float,
+        response_text: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Insert the decision row, or update it when `decision_id` was written before."""
+
+    async def write_tool_invocation_log(
+        self,
+        *,
+        decision_id: str,
+        tool_name: str,
+        parameters: dict[str, Any],
+        result: Any,
+        success: bool,
+        error_code: str | None,
+        error_message: str | None,
+        duration_ms: float,
+    ) -> None:
+        """Record one tool call made while deciding `decision_id`."""
+
+
+@dataclass(frozen=True)
+class ToolInvocationRecord:
+    """One logged tool call."""
+
+    decision_id: str
+    tool_name: str
+    parameters: dict[str, Any]
+    result: Any
+    success: bool
+    error_code: str | None
+    error_message: str | None
+    duration_ms: float
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One logged decision (`decision_type` and `outcome_category` are `PENDING` until it finishes)."""
+
+    decision_id: str
+    conversation_id: str
+    user_id: str
+    message: str
+    intent_type: str
+    decision_type: str
+    outcome_category: str
+    duration_ms: float
+    response_text: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def default_log_path(base_dir: str | Path | None = None) -> Path:
+    """Where the decision log lives: `$AGENTMAP_DECISION_LOG`, else `<base_dir or cwd>/.agentmap/decisions.db`."""
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(base_dir or Path.cwd()) / ".agentmap" / "decisions.db"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+class SQLiteDecisionLog:
+    """A `DecisionLogService` writing to one SQLite file.
+
+    The file and its folder are created on the first write. Writes take a few tens of microseconds
+    (WAL journal), so they run inline rather than in a thread. One instance may be shared by several
+    engines and threads.
+
+    Args:
+        path: The database file; None means `default_log_path()`.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_log_path()
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    # -- connection ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self, *, create: bool) -> Iterator[sqlite3.Connection | None]:
+        with self._lock:
+            if self._conn is None:
+                if not create and not self.path.exists():
+                    yield None
+                    return
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                self._conn = conn
+            yield self._conn
+
+    def close(self) -> None:
+        """Close the database connection (it reopens on the next call)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SQLiteDecisionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------------
+
+    async def write_decision_log(
+        self,
+        *,
+        decision_id: str,
+        conversation_id: str,
+        user_id: str,
+        message: str,
+        intent_type: str,
+        decision_type: str,
+        outcome_category: str,
+        duration_ms: float,
+        response_text: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Insert the decision row, or update its outcome when `decision_id` was written before."""
+        now = _now()
+        row = (decision_id, conversation_id, user_id, message, intent_type, decision_type,
+               outcome_category, float(duration_ms), response_text, error, now, now)  # fmt: skip
+        with self._connection(create=True) as conn:
+            assert conn is not None
+            with conn:
+                conn.execute(_UPSERT_DECISION, row)
+
+    async def write_tool_invocation_log(
+        self,
+        *,
+        decision_id: str,
+        tool_name: str,
+        parameters: dict[str, Any],
+        result: Any,
+        success: bool,
+        error_code: str | None,
+        error_message: str | None,
+        duration_ms: float,
+    ) -> None:
+        """Record one tool call made while deciding `decision_id` (values stored as JSON)."""
+        row = (decision_id, tool_name, _dumps(parameters), _dumps(result), int(success), error_code,
+               error_message, float(duration_ms), _now())  # fmt: skip
+        with self._connection(create=True) as conn:
+            assert conn is not None
+            with conn:
+                conn.execute(_INSERT_TOOL, row)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def list_decisions(
+        self,
+        *,
+        conversation_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = 50,
+    ) -> list[DecisionRecord]:
+        """The latest decisions, oldest first, optionally of one conversation or user."""
+        where, args = [], []
+        if conversation_id is not None:
+            where.append("conversation_id = ?")
+            args.append(conversation_id)
+        if user_id is not None:
+            where.append("user_id = ?")
+            args.append(user_id)
+        sql = "SELECT * FROM decisions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, rowid DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._connection(create=False) as conn:
+            if conn is None:
+                return []
+            rows = conn.execute(sql, args).fetchall()
+        return [_decision(r) for r in reversed(rows)]
+
+    def get_decision(self, decision_id: str) -> DecisionRecord | None:
+        """The decision logged under `decision_id`, or None."""
+        with self._connection(create=False) as conn:
+            if conn is None:
+                return None
+            row = conn.execute("SELECT * FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone()
+        return _decision(row) if row else None
+
+    def get_tool_invocations(self, decision_id: str) -> list[ToolInvocationRecord]:
+        """The tool calls made while deciding `decision_id`, in the order they ran."""
+        with self._connection(create=False) as conn:
+            if conn is None:
+                return []
+            rows = conn.execute(
+                "SELECT decision_id, tool_name, parameters, result, success, error_code, error_message, "
+                "duration_ms, created_at FROM tool_invocations WHERE decision_id = ? ORDER BY id",
+                (decision_id,),
+            ).fetchall()
+        return [
+            ToolInvocationRecord(r[0], r[1], json.loads(r[2]), json.loads(r[3]) if r[3] else None,
+                                 bool(r[4]), r[5], r[6], r[7], datetime.fromisoformat(r[8]))  # fmt: skip
+            for r in rows
+        ]
+
+
+def _decision(r: tuple[Any, ...]) -> DecisionRecord:
+    return DecisionRecord(*r[:10], datetime.fromisoformat(r[10]), datetime.fromisoformat(r[11]))
+
+
+def render_logs(
+    path: str | Path | None = None,
+    *,
+    conversation_id: str | None = None,
+    user_id: str | None = None,
+    limit: int = 20,
+    show_tools: bool = True,
+) -> str:
+    """Render the latest decisions (and their tool calls) as text; what `agentmap logs` prints.
+
+    Args:
+        path: The decision log file; None means `default_log_path()`.
+        conversation_id: Only this conversation.
+        user_id: Only this user.
+        limit: How many of the latest decisions to show.
+        show_tools: Whether to list each decision's tool calls under it.
+    """
+    log = SQLiteDecisionLog(path)
+    if not log.path.exists():
+        return f"No decision log at {log.path} (an `assistant` node writes one when it runs)."
+    try:
+        decisions = log.list_decisions(conversation_id=conversation_id, user_id=user_id, limit=limit)
+        lines: list[str] = []
+        for d in decisions:
+            when = d.created_at.strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(
+                f"{when}  {d.decision_id[:12]}  conv={d.conversation_id} user={d.user_id}  "
+                f"{d.decision_type} / {d.outcome_category}  {d.duration_ms:.0f} ms"
+            )
+            lines.append(f"    user: {_clip(d.message)}")
+            if d.response_text:
+                lines.append(f"    reply: {_clip(d.response_text)}")
+            if d.error:
+                lines.append(f"    error: {_clip(d.error)}")
+            for t in log.get_tool_invocations(d.decision_id) if show_tools else ():
+                status = "ok" if t.success else f"FAILED {t.error_code or ''}: {t.error_message or ''}".rstrip()
+                lines.append(
+                    f"    tool {t.tool_name}({_clip(_dumps(t.parameters), 60)}) -> {status}  "
+                    f"{t.duration_ms:.0f} ms"
+                )
+        return "\n".join(lines) if lines else f"No decisions logged in {log.path}."
+    finally:
+        log.close()
+
+
+def _clip(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,138 @@
+"""Build a `Workflow` from a file: read the table, parse every cell, collect every problem as an `Issue`.
+
+Reading never stops at the first mistake: each bad cell becomes an issue with its row and column, and
+the rest of the file is still read, so `agentmap validate` can list everything at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentmap.spec.cells import CellError, parse_context, parse_fields, parse_targets, split_pipes
+from agentmap.spec.columns import map_headers
+from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
+from agentmap.spec.readers import read_table
+
+__all__ = ["parse_selector", "read_workflow"]
+
+
+def parse_selector(target: str | Path) -> tuple[Path, str | None]:
+    """Split `path.csv::Graph` into `(Path("path.csv"), "Graph")`; no `::` means no graph named."""
+    text = str(target)
+    path, sep, graph = text.partition("::")
+    return Path(path), (graph.strip() or None) if sep else None
+
+
+def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
+    """Read every graph of a workflow file.
+
+    Returns:
+        The workflow (rows with unusable names left out) and every problem found while reading.
+
+    Raises:
+        WorkflowFileError: The file is missing, a directory, unsupported, or not text.
+    """
+    table = read_table(path)
+    file = str(path)
+    headers = map_headers(table.headers)
+    issues = [
+        Issue(
+            severity="error" if p.severity == "error" else "warning",
+            code=p.code,
+            message=p.message,
+            fix=p.fix,
+            file=file,
+            row=table.header_line,
+            column=p.column,
+        )
+        for p in headers.problems
+    ]
+    if any(i.code == "missing-column" for i in issues):
+        return Workflow(file=file, graphs=()), issues
+
+    index = headers.index
+    written = headers.written
+    base_dir = path.parent
+    graphs: dict[str, list[NodeSpec]] = {}
+
+    for line, row in table.rows:
+
+        def cell(column: str, row: list[str] = row) -> str:
+            position = index.get(column)
+            return row[position].strip() if position is not None and position < len(row) else ""
+
+        def report(column: str, code: str, message: str, fix: str, *, line: int = line) -> None:
+            issues.append(
+                Issue(
+                    severity="error", code=code, message=message, fix=fix, file=file, row=line,
+                    column=written.get(column, column), graph=cell("GraphName") or None,
+                    node=cell("Node") or None,
+                )
+            )
+
+        graph_name, node_name = cell("GraphName"), cell("Node")
+        if not graph_name or not node_name:
+            missing = "GraphName" if not graph_name else "Node"
+            report(missing, f"missing-{'graph' if missing == 'GraphName' else 'node'}-name",
+                   f"this row has no {written.get(missing, missing)}",
+                   f"fill in the {written.get(missing, missing)} cell, or start the row with # to comment it out")
+            continue
+
+        fields: dict[str, Any] = {"name": node_name, "row": line}
+        try:
+            fields["context"] = parse_context(cell("Context"))
+        except CellError as err:
+            report("Context", err.code, err.message, err.fix)
+        for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
+            try:
+                fields[key] = parse_fields(cell(column), allow_rename=rename)
+            except CellError as err:
+                report(column, err.code, err.message, err.fix)
+        for column, key in (("Edge", "edge"), ("Success_Next", "success_next"), ("Failure_Next", "failure_next")):
+            try:
+                targets: Targets | None = parse_targets(cell(column))
+            except CellError as err:
+                report(column, err.code, err.message, err.fix)
+            else:
+                fields[key] = targets
+        prompt = cell("Prompt")
+        if prompt.lower().startswith("file:"):
+            prompt_path = (base_dir / prompt[len("file:") :].strip()).resolve()
+            try:
+                prompt = prompt_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                report("Prompt", "bad-prompt-file", f"cannot read prompt file {prompt_path}: {exc}",
+                       "fix the path after file: (relative to the workflow file's folder)")
+        fields.update(
+            agent_type=cell("AgentType"),
+            prompt=prompt,
+            description=cell("Description"),
+            tool_source=cell("Tool_Source"),
+            available_tools=split_pipes(cell("Available_Tools")),
+        )
+        graphs.setdefault(graph_name, []).append(NodeSpec.model_construct(**_with_defaults(fields)))
+
+    if not graphs and not any(i.severity == "error" for i in issues):
+        issues.append(
+            Issue(severity="error", code="no-graphs", message=f"{path} has a header row but no graph rows",
+                  fix="add one row per node: GraphName, Node, AgentType, ...", file=file)
+        )
+    workflow = Workflow(
+        file=file,
+        graphs=tuple(
+            GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=dict(written))
+            for name, nodes in graphs.items()
+        ),
+    )
+    return workflow, issues
+
+
+_DEFAULTS: dict[str, Any] = {
+    name: field.get_default(call_default_factory=True) for name, field in NodeSpec.model_fields.items()
+    if name != "name"
+}
+
+
+def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**_DEFAULTS, "context": {}, **fields}

@@ -1,0 +1,185 @@
+"""The workflow specification: `Workflow` -> `GraphSpec` -> `NodeSpec`, and validation `Issue`s.
+
+Plain, frozen, serialisable models; nothing here knows about agents or LangGraph. `Workflow` and its
+parts round-trip through JSON (`model_dump_json` / `model_validate_json`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow"]
+
+
+class FuncRef(BaseModel):
+    """A `func:` router reference: `func:name` (from the functions folder) or `func:module:function`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    module: str | None = None
+
+    def __str__(self) -> str:
+        return f"func:{self.module}:{self.name}" if self.module else f"func:{self.name}"
+
+
+Targets = tuple[str, ...] | FuncRef
+"""A next-node cell: node names (several mean a parallel fan-out) or a router function."""
+
+
+class NodeSpec(BaseModel):
+    """One row of a workflow: a node of a graph.
+
+    Attributes:
+        name: The node id, unique within its graph.
+        agent_type: The AgentType cell as written (empty means `default`).
+        prompt: The prompt text; a `file:` prompt is already loaded.
+        description: Documentation of the node.
+        context: The parsed Context cell.
+        inputs: Input_Fields entries (`key` or `state_key:param`).
+        outputs: Output_Field keys (several mean the agent returns a dict with those keys).
+        edge: Unconditional next node(s) or router.
+        success_next: Next node(s) or router when the node succeeded.
+        failure_next: Next node(s) or router when it failed.
+        tool_source: Where the node's tools come from.
+        available_tools: Tool names.
+        row: The line of the row in its file (1-based), when it came from a file.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    agent_type: str = ""
+    prompt: str = ""
+    description: str = ""
+    context: dict[str, Any] = Field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    edge: Targets | None = None
+    success_next: Targets | None = None
+    failure_next: Targets | None = None
+    tool_source: str = ""
+    available_tools: tuple[str, ...] = ()
+    row: int | None = None
+
+    def next_cells(self) -> list[tuple[str, Targets]]:
+        """The non-empty next columns as `(canonical column, targets)` pairs."""
+        cells: list[tuple[str, Targets | None]] = [
+            ("Edge", self.edge),
+            ("Success_Next", self.success_next),
+            ("Failure_Next", self.failure_next),
+        ]
+        return [(column, targets) for column, targets in cells if targets is not None]
+
+    def successors(self) -> set[str]:
+        """Every node this node may go to directly (router targets are unknown statically)."""
+        return {name for _, t in self.next_cells() if isinstance(t, tuple) for name in t}
+
+
+class GraphSpec(BaseModel):
+    """One graph: its nodes in file order (the first is the entry point).
+
+    Attributes:
+        name: The graph name.
+        nodes: The nodes, in the order of their rows.
+        file: The file the graph came from.
+        columns: Canonical column -> the header as the file spells it (for error locations).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    nodes: tuple[NodeSpec, ...]
+    file: str | None = None
+    columns: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def entry(self) -> str:
+        """The entry point: the first node."""
+        return self.nodes[0].name
+
+    @cached_property
+    def by_name(self) -> dict[str, NodeSpec]:
+        """Nodes by name (the first of duplicates)."""
+        found: dict[str, NodeSpec] = {}
+        for node in self.nodes:
+            found.setdefault(node.name, node)
+        return found
+
+    def column(self, canonical: str) -> str:
+        """The header the file uses for a canonical column (the canonical name if absent)."""
+        return self.columns.get(canonical, canonical)
+
+
+class Workflow(BaseModel):
+    """Every graph of one workflow file, in file order.
+
+    Attributes:
+        file: The file the workflow came from.
+        graphs: The graphs.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str | None = None
+    graphs: tuple[GraphSpec, ...] = ()
+
+    @property
+    def graph_names(self) -> list[str]:
+        """The graph names, in file order."""
+        return [g.name for g in self.graphs]
+
+    def get(self, name: str) -> GraphSpec | None:
+        """The graph called `name` (exact, then case-insensitive), or None."""
+        for graph in self.graphs:
+            if graph.name == name:
+                return graph
+        folded = name.casefold()
+        return next((g for g in self.graphs if g.name.casefold() == folded), None)
+
+
+class Issue(BaseModel):
+    """A validation finding.
+
+    Attributes:
+        severity: `error` stops compilation; `warning` does not.
+        code: A stable identifier (see csv_specs/validation.md).
+        message: What is wrong.
+        fix: What to change.
+        file: The workflow file.
+        row: The 1-based line of the row.
+        column: The column header as written in the file.
+        graph: The graph name.
+        node: The node name.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+    fix: str = ""
+    file: str | None = None
+    row: int | None = None
+    column: str | None = None
+    graph: str | None = None
+    node: str | None = None
+
+    @property
+    def where(self) -> str:
+        """`file:row:column`, as far as known."""
+        parts = [self.file or "<workflow>"]
+        if self.row is not None:
+            parts.append(str(self.row))
+            if self.column:
+                parts.append(self.column)
+        elif self.column:
+            parts.append(self.column)
+        return ":".join(parts)
+
+    def __str__(self) -> str:
+        fix = f" -> {self.fix}" if self.fix else ""
+        return f"{self.where}: {self.severity}[{self.code}]: {self.message}{fix}"

@@ -1,0 +1,189 @@
+"""Readers: turn a workflow file into a header row and data rows, each with its line number.
+
+CSV is read with the standard library (UTF-8 with or without BOM, RFC 4180 quoting). `.xlsx` needs
+the `excel` extra (openpyxl) and `.yaml`/`.yml` the `yaml` extra; both are imported only when used.
+Rows whose first cell starts with `#`, and blank rows, are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentmap.errors import WorkflowFileError
+
+__all__ = ["SUFFIXES", "Table", "read_table"]
+
+SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A file's header row and data rows; each row carries its 1-based line (or row) number."""
+
+    headers: list[str]
+    rows: list[tuple[int, list[str]]]
+    header_line: int = 1
+
+
+def read_table(path: Path) -> Table:
+    """Read a workflow file.
+
+    Raises:
+        WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
+            readable text.
+    """
+    check_file(path)
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
+    if suffix == ".xlsx":
+        return _read_xlsx(path)
+    return _read_yaml(path)
+
+
+def check_file(path: Path) -> None:
+    """Raise `WorkflowFileError` unless `path` is an existing file of a supported format."""
+    if path.is_dir():
+        raise WorkflowFileError(
+            f"{path} is a directory, not a workflow file",
+            code="not-a-file",
+            hint=_nearby(path, inside=True),
+        )
+    if not path.exists():
+        raise WorkflowFileError(f"workflow file {path} does not exist", hint=_nearby(path, inside=False))
+    if path.suffix.lower() not in SUFFIXES:
+        raise WorkflowFileError(
+            f"{path} is not a workflow file: AgentMap reads {', '.join(SUFFIXES)} files",
+            code="unsupported-format",
+            hint="save the spreadsheet as CSV (UTF-8) and run it again",
+        )
+
+
+def _nearby(path: Path, *, inside: bool) -> str | None:
+    folder = path if inside else path.parent
+    try:
+        candidates = [p.name for p in folder.iterdir() if p.suffix.lower() in SUFFIXES]
+    except OSError:
+        return None
+    if inside:
+        return f"workflow files there: {', '.join(sorted(candidates))}" if candidates else None
+    close = difflib.get_close_matches(path.name, candidates, n=3, cutoff=0.5)
+    return f"did you mean {' or '.join(str(folder / c) for c in close)}?" if close else None
+
+
+def _content_rows(numbered: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    for line, row in numbered:
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if row[0].lstrip().startswith("#"):
+            continue
+        yield line, row
+
+
+def _split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Table:
+    rows = _content_rows(numbered)
+    first = next(rows, None)
+    if first is None:
+        raise WorkflowFileError(
+            f"{path} is empty: it has no header row and no graph rows",
+            code="empty-file",
+            hint="the first row names the columns, e.g. GraphName,Node,AgentType,Edge",
+        )
+    return Table(headers=[h.strip() for h in first[1]], rows=list(rows), header_line=first[0])
+
+
+def _read_csv(path: Path, *, delimiter: str) -> Table:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+    if b"\x00" in data[:4096]:
+        raise WorkflowFileError(f"{path} is a binary file, not CSV text", code="not-text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise WorkflowFileError(
+            f"{path} is not UTF-8 text (byte {exc.start}): it is not a CSV file, or was saved in another "
+            "encoding",
+            code="not-text",
+            hint="save the spreadsheet as 'CSV UTF-8' and run it again",
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    numbered: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for row in reader:
+            numbered.append((start, row))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise WorkflowFileError(f"{path}:{start}: not valid CSV: {exc}", code="unreadable") from None
+    return _split_header(path, numbered)
+
+
+def _read_xlsx(path: Path) -> Table:
+    try:
+        import openpyxl
+    except ImportError:
+        raise WorkflowFileError(
+            f"reading {path.name} needs the excel extra", code="missing-extra",
+            hint='pip install "agentmap[excel]", or save the sheet as CSV',
+        ) from None
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:
+        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
+    sheet = book.worksheets[0]
+    numbered = [
+        (i, ["" if c is None else str(c) for c in row])
+        for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)
+    ]
+    return _split_header(path, numbered)
+
+
+def _read_yaml(path: Path) -> Table:
+    """YAML: a list of rows (mappings with column names as keys), or `{graphs: {Name: [rows]}}`."""
+    try:
+        import yaml
+    except ImportError:
+        raise WorkflowFileError(
+            f"reading {path.name} needs the yaml extra", code="missing-extra",
+            hint='pip install "agentmap[yaml]"',
+        ) from None
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code="not-text") from None
+    records: list[dict[str, Any]] = []
+    if isinstance(data, dict) and isinstance(data.get("graphs"), dict):
+        for graph, nodes in data["graphs"].items():
+            for node in nodes or []:
+                records.append({"GraphName": graph, **(node if isinstance(node, dict) else {})})
+    elif isinstance(data, list):
+        records = [r for r in data if isinstance(r, dict)]
+    else:
+        raise WorkflowFileError(
+            f"{path} must hold a list of rows or a 'graphs:' mapping", code="empty-file"
+        )
+    headers: list[str] = []
+    for record in records:
+        headers += [str(k) for k in record if str(k) not in headers]
+    rows = [(i, [_yaml_cell(r.get(h)) for h in headers]) for i, r in enumerate(records, start=1)]
+    return _split_header(path, [(0, headers), *rows])
+
+
+def _yaml_cell(value: Any) -> str:
+    import json
+
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "|".join(map(str, value))
+    return str(value)

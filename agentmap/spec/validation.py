@@ -1,0 +1,225 @@
+"""Checks on a parsed graph. `compile` and `validate` both run these: there is no second grammar.
+
+Each finding is an `Issue` with the row and column to change and a fix. Agent types are checked
+through a predicate the caller passes in, so this module knows nothing of agents.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
+
+__all__ = ["REDUCED_KEYS", "SYSTEM_KEYS", "branch_depths", "check_graph", "fan_outs"]
+
+SYSTEM_KEYS = frozenset({"last_action_success", "graph_success", "errors"})
+"""State keys every graph has; nodes may read them without writing them first."""
+
+REDUCED_KEYS = frozenset({"errors", "last_action_success", "graph_success"})
+"""Keys with reducers, which parallel branches may write together."""
+
+_RESERVED_CHARS = ("|", ":")
+
+
+def check_graph(
+    graph: GraphSpec,
+    *,
+    known_type: Callable[[str], bool],
+    unknown_type_message: Callable[[str], str],
+    unknown_type_fix: Callable[[str], str],
+) -> list[Issue]:
+    """Every finding for one graph, errors and warnings, in row order."""
+    checker = _Checker(graph)
+    checker.names_and_types(known_type, unknown_type_message, unknown_type_fix)
+    checker.routing()
+    checker.parallel_writes()
+    checker.reachability()
+    checker.unset_inputs()
+    return sorted(checker.issues, key=lambda i: (i.row or 0, i.severity != "error"))
+
+
+class _Checker:
+    def __init__(self, graph: GraphSpec) -> None:
+        self.graph = graph
+        self.nodes = graph.by_name
+        self.issues: list[Issue] = []
+        self.has_router = any(
+            isinstance(t, FuncRef) for node in graph.nodes for _, t in node.next_cells()
+        )
+
+    def add(self, node: NodeSpec, column: str, code: str, message: str, fix: str, *, warning: bool = False) -> None:
+        self.issues.append(
+            Issue(
+                severity="warning" if warning else "error", code=code, message=message, fix=fix,
+                file=self.graph.file, row=node.row, column=self.graph.column(column),
+                graph=self.graph.name, node=node.name,
+            )
+        )
+
+    def names_and_types(
+        self,
+        known_type: Callable[[str], bool],
+        unknown_type_message: Callable[[str], str],
+        unknown_type_fix: Callable[[str], str],
+    ) -> None:
+        seen: dict[str, NodeSpec] = {}
+        for node in self.graph.nodes:
+            first = seen.setdefault(node.name, node)
+            if first is not node:
+                self.add(node, "Node", "duplicate-node",
+                         f"node {node.name!r} is defined twice in graph {self.graph.name!r} (first on row {first.row})",
+                         "rename one of the two rows, or delete the duplicate")
+            if any(c in node.name for c in _RESERVED_CHARS) or node.name in ("__start__", "__end__"):
+                self.add(node, "Node", "reserved-name", f"node name {node.name!r} is reserved or contains '|' or ':'",
+                         "use letters, digits, spaces, '_' or '-' in node names")
+            if not known_type(node.agent_type or "default"):
+                self.add(node, "AgentType", "unknown-agent-type", unknown_type_message(node.agent_type),
+                         unknown_type_fix(node.agent_type))
+
+    def routing(self) -> None:
+        for node in self.graph.nodes:
+            if isinstance(node.edge, tuple) and (node.success_next is not None or node.failure_next is not None):
+                self.add(node, "Edge", "edge-conflict",
+                         f"node {node.name!r} has both Edge and Success_Next/Failure_Next",
+                         "use Edge alone for an unconditional next node, or Success_Next/Failure_Next alone "
+                         "to branch on success (Edge may hold a func: router that receives both)")
+            for column, targets in node.next_cells():
+                if isinstance(targets, FuncRef):
+                    continue
+                for target in targets:
+                    if target not in self.nodes:
+                        close = difflib.get_close_matches(target, list(self.nodes), n=1, cutoff=0.6)
+                        guess = f"; did you mean {close[0]!r}?" if close else ""
+                        self.add(node, column, "unknown-target",
+                                 f"{column} of {node.name!r} names {target!r}, which is not a node of graph "
+                                 f"{self.graph.name!r}{guess}",
+                                 f"use one of: {', '.join(self.nodes)}; leave the cell empty to end the graph")
+
+    def parallel_writes(self) -> None:
+        for source, targets in fan_outs(self.graph):
+            depths = branch_depths(self.graph, source, targets)
+            writers: dict[tuple[str, int], tuple[int, NodeSpec]] = {}
+            for branch, nodes in enumerate(depths):
+                for name, depth in nodes.items():
+                    node = self.nodes[name]
+                    for key in node.outputs:
+                        if key in REDUCED_KEYS:
+                            continue
+                        other = writers.setdefault((key, depth), (branch, node))
+                        if other[0] != branch:
+                            self.add(node, "Output_Field", "parallel-write",
+                                     f"parallel branches of {source!r} both write {key!r}: nodes "
+                                     f"{other[1].name!r} and {node.name!r} run at the same time",
+                                     "give each branch its own output field and combine them after the branches "
+                                     "join (a summary node reading both)")
+
+    def reachability(self) -> None:
+        if self.has_router or not self.graph.nodes:
+            return
+        reached = _reachable(self.graph, [self.graph.entry])
+        for node in self.graph.nodes:
+            if node.name not in reached:
+                self.add(node, "Node", "unreachable-node",
+                         f"node {node.name!r} can never run: no path from the entry node {self.graph.entry!r} "
+                         "reaches it", "add an edge to it, or delete the row", warning=True)
+
+    def unset_inputs(self) -> None:
+        if not self.graph.nodes:
+            return
+        entry = self.nodes[self.graph.entry]
+        provided = {_state_key(f) for f in entry.inputs} | SYSTEM_KEYS
+        if self.has_router:
+            provided |= {k for n in self.graph.nodes for k in n.outputs}
+        bit, masks = _written_before(self.graph)
+        for node in self.graph.nodes:
+            if node is entry:
+                continue
+            for field in node.inputs:
+                key = _state_key(field)
+                if key not in provided and not bit.get(key, 0) & masks[node.name]:
+                    self.add(node, "Input_Fields", "unset-input",
+                             f"no node before {node.name!r} writes {key!r}, and the entry node does not read it: "
+                             "it must be in the initial state", "check the spelling against the Output_Field of "
+                             "earlier nodes, or pass it in the initial state", warning=True)
+
+
+def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
+    """Which keys some node may have written before each node runs: a forward data flow.
+
+    Returns:
+        `(bit per key, mask per node)`: key `k` may be set before node `n` when `bit[k] & mask[n]`.
+    """
+    bit: dict[str, int] = {}
+    for node in graph.nodes:
+        for key in node.outputs:
+            bit.setdefault(key, 1 << len(bit))
+    written = {node.name: sum(bit[k] for k in set(node.outputs)) for node in graph.nodes}
+    predecessors: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        for nxt in node.successors():
+            predecessors.setdefault(nxt, []).append(node.name)
+    masks = dict.fromkeys(graph.by_name, 0)
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.nodes:
+            mask = masks[node.name]
+            for prev in predecessors.get(node.name, ()):
+                mask |= masks[prev] | written[prev]
+            if mask != masks[node.name]:
+                masks[node.name] = mask
+                changed = True
+    return bit, masks
+
+
+def _state_key(field: str) -> str:
+    return field.partition(":")[0].strip()
+
+
+def fan_outs(graph: GraphSpec) -> list[tuple[str, tuple[str, ...]]]:
+    """Every parallel fan-out: `(source node, its targets)` for each next cell with two or more nodes."""
+    return [
+        (node.name, targets)
+        for node in graph.nodes
+        for _, targets in node.next_cells()
+        if isinstance(targets, tuple) and len(set(targets)) > 1
+    ]
+
+
+def branch_depths(graph: GraphSpec, source: str, targets: Iterable[str]) -> list[dict[str, int]]:
+    """For each branch of a fan-out, the nodes only that branch reaches and their distance from `source`."""
+    reaches = [_distances(graph, target, stop=source) for target in targets]
+    counts: dict[str, int] = {}
+    for reach in reaches:
+        for name in reach:
+            counts[name] = counts.get(name, 0) + 1
+    return [{n: d for n, d in reach.items() if counts[n] == 1} for reach in reaches]
+
+
+def _distances(graph: GraphSpec, start: str, *, stop: str) -> dict[str, int]:
+    nodes = graph.by_name
+    if start not in nodes:
+        return {}
+    distances = {start: 1}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for nxt in nodes[current].successors():
+            if nxt in nodes and nxt != stop and nxt not in distances:
+                distances[nxt] = distances[current] + 1
+                queue.append(nxt)
+    return distances
+
+
+def _reachable(graph: GraphSpec, starts: list[str]) -> set[str]:
+    nodes = graph.by_name
+    seen = set(starts)
+    queue = deque(starts)
+    while queue:
+        for nxt in nodes[queue.popleft()].successors():
+            if nxt in nodes and nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return seen
