@@ -154,8 +154,6 @@ class AgentEngineConfig:
         if self.max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, got {self.max_iterations}")
         if self.include_history_messages < 0:
-            raise ValueError(
-                f"include_history_messages must be 0 or more, got {self.include_history_messages}"
-            )
+            raise ValueError(f"include_history_messages must be 0 or more, got {self.include_history_messages}")
         if self.timeout_seconds <= 0:
             raise ValueError(f"timeout_seconds must be positive, got {self.timeout_seconds}")

@@ -165,9 +165,7 @@ class LLMAdapter:
                 hint="Choose a model that supports tool calling, or remove the node's tools.",
             ) from exc
 
-    def call_options(
-        self, *, temperature: float | None = None, timeout_seconds: float | None = None
-    ) -> dict[str, Any]:
+    def call_options(self, *, temperature: float | None = None, timeout_seconds: float | None = None) -> dict[str, Any]:
         """The keyword arguments passed to the model call for this temperature and time limit."""
         options: dict[str, Any] = {}
         temp = self.temperature if temperature is None else temperature

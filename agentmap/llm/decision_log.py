@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS tool_invocations (
 CREATE INDEX IF NOT EXISTS tool_invocations_decision ON tool_invocations (decision_id, id);
 """
 
+_DECISION_COLUMNS = (
+    "decision_id, conversation_id, user_id, message, intent_type, decision_type, outcome_category, "
+    "duration_ms, response_text, error, created_at, updated_at"
+)
+
 _UPSERT_DECISION = """
 INSERT INTO decisions (decision_id, conversation_id, user_id, message, intent_type, decision_type,
     outcome_category, duration_ms, response_text, error, created_at, updated_at)
@@ -229,8 +234,20 @@ class SQLiteDecisionLog:
     ) -> None:
         """Insert the decision row, or update its outcome when `decision_id` was written before."""
         now = _now()
-        row = (decision_id, conversation_id, user_id, message, intent_type, decision_type,
-               outcome_category, float(duration_ms), response_text, error, now, now)  # fmt: skip
+        row = (
+            decision_id,
+            conversation_id,
+            user_id,
+            message,
+            intent_type,
+            decision_type,
+            outcome_category,
+            float(duration_ms),
+            response_text,
+            error,
+            now,
+            now,
+        )
         with self._connection(create=True) as conn:
             assert conn is not None
             with conn:
@@ -249,8 +266,17 @@ class SQLiteDecisionLog:
         duration_ms: float,
     ) -> None:
         """Record one tool call made while deciding `decision_id` (values stored as JSON)."""
-        row = (decision_id, tool_name, _dumps(parameters), _dumps(result), int(success), error_code,
-               error_message, float(duration_ms), _now())  # fmt: skip
+        row = (
+            decision_id,
+            tool_name,
+            _dumps(parameters),
+            _dumps(result),
+            int(success),
+            error_code,
+            error_message,
+            float(duration_ms),
+            _now(),
+        )
         with self._connection(create=True) as conn:
             assert conn is not None
             with conn:
@@ -273,7 +299,7 @@ class SQLiteDecisionLog:
         if user_id is not None:
             where.append("user_id = ?")
             args.append(user_id)
-        sql = "SELECT * FROM decisions"
+        sql = f"SELECT {_DECISION_COLUMNS} FROM decisions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC, rowid DESC"
@@ -290,7 +316,9 @@ class SQLiteDecisionLog:
         with self._connection(create=False) as conn:
             if conn is None:
                 return None
-            row = conn.execute("SELECT * FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone()
+            row = conn.execute(
+                f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE decision_id = ?", (decision_id,)
+            ).fetchone()
         return _decision(row) if row else None
 
     def get_tool_invocations(self, decision_id: str) -> list[ToolInvocationRecord]:
@@ -304,14 +332,36 @@ class SQLiteDecisionLog:
                 (decision_id,),
             ).fetchall()
         return [
-            ToolInvocationRecord(r[0], r[1], json.loads(r[2]), json.loads(r[3]) if r[3] else None,
-                                 bool(r[4]), r[5], r[6], r[7], datetime.fromisoformat(r[8]))  # fmt: skip
+            ToolInvocationRecord(
+                r[0],
+                r[1],
+                json.loads(r[2]),
+                json.loads(r[3]) if r[3] else None,
+                bool(r[4]),
+                r[5],
+                r[6],
+                r[7],
+                datetime.fromisoformat(r[8]),
+            )
             for r in rows
         ]
 
 
 def _decision(r: tuple[Any, ...]) -> DecisionRecord:
-    return DecisionRecord(*r[:10], datetime.fromisoformat(r[10]), datetime.fromisoformat(r[11]))
+    return DecisionRecord(
+        decision_id=r[0],
+        conversation_id=r[1],
+        user_id=r[2],
+        message=r[3],
+        intent_type=r[4],
+        decision_type=r[5],
+        outcome_category=r[6],
+        duration_ms=r[7],
+        response_text=r[8],
+        error=r[9],
+        created_at=datetime.fromisoformat(r[10]),
+        updated_at=datetime.fromisoformat(r[11]),
+    )
 
 
 def render_logs(
@@ -351,8 +401,7 @@ def render_logs(
             for t in log.get_tool_invocations(d.decision_id) if show_tools else ():
                 status = "ok" if t.success else f"FAILED {t.error_code or ''}: {t.error_message or ''}".rstrip()
                 lines.append(
-                    f"    tool {t.tool_name}({_clip(_dumps(t.parameters), 60)}) -> {status}  "
-                    f"{t.duration_ms:.0f} ms"
+                    f"    tool {t.tool_name}({_clip(_dumps(t.parameters), 60)}) -> {status}  {t.duration_ms:.0f} ms"
                 )
         return "\n".join(lines) if lines else f"No decisions logged in {log.path}."
     finally:
