@@ -1,0 +1,302 @@
+"""`agentmap eval run`: run scenarios against an agent and write one seed 000 log per run.
+
+Each scenario is run single-turn (one row) or multi-turn (several rows, the history passed back to the
+agent each turn). Every run ends in a valid log, even when the agent raises, times out, or there is no
+user message: the last assistant turn then holds a short error and `stop_reason` says which. Runs go
+concurrently under a semaphore; a folder that already holds a complete log for a run is resumed, not redone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
+from agentmap.errors import ConfigError
+from agentmap.interface.history import format_chat_history
+from agentmap.interface.logs import LogFormatError, read_log, write_log
+from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
+from agentmap.interface.scenarios import Scenario, load_scenarios
+
+__all__ = ["EvalRunSummary", "RunAgent", "RunOutcome", "as_async_agent", "reply_text", "run_eval"]
+
+RunAgent = Callable[..., Awaitable[Any]]
+"""`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
+
+_ERROR_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one run went.
+
+    Attributes:
+        scenario: The scenario's name.
+        run: The 1-based run number.
+        log: The log file.
+        stop_reason: The run's stop reason.
+        skipped: True when a complete log already existed and the run was not redone.
+    """
+
+    scenario: str
+    run: int
+    log: Path
+    stop_reason: str
+    skipped: bool = False
+
+
+@dataclass
+class EvalRunSummary:
+    """What `run_eval` did.
+
+    Attributes:
+        out_dir: The logs folder.
+        manifest: The manifest file written beside the logs.
+        outcomes: One entry per run, in scenario order.
+    """
+
+    out_dir: Path
+    manifest: Path
+    outcomes: list[RunOutcome] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Return how many runs ended with each stop reason, plus `skipped`."""
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes:
+            key = "skipped" if outcome.skipped else outcome.stop_reason
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
+    """Return `agent` as a coroutine function; a plain function runs in a worker thread."""
+    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
+        return agent
+
+    async def _threaded(*args: Any, **kwargs: Any) -> Any:
+        result = await asyncio.to_thread(agent, *args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    return _threaded
+
+
+def reply_text(result: Any) -> str | None:
+    """Return the reply text of an agent's result: a string, or the `content` of a mapping or object."""
+    if isinstance(result, str):
+        return result
+    content = result.get("content") if isinstance(result, Mapping) else getattr(result, "content", None)
+    return content if isinstance(content, str) else None
+
+
+async def run_eval(
+    scenarios: Sequence[Scenario] | str | os.PathLike[str],
+    agent: Callable[..., Any],
+    out_dir: str | os.PathLike[str],
+    *,
+    concurrency: int = 4,
+    max_turns: int | None = None,
+    timeout: float | None = None,
+    runs: int = 1,
+    mode: str = "synthetic",
+    memory: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    resume: bool = True,
+    progress: bool | None = None,
+) -> EvalRunSummary:
+    """Run every scenario `runs` times against `agent`, writing one log per run and a manifest.
+
+    Args:
+        scenarios: The scenarios, or the path of a scenarios CSV.
+        agent: `run_agent(prompt, chat_history=None, memory=None, config=None)`, async or not.
+        out_dir: The folder for the logs and `manifest.json` (created if needed).
+        concurrency: How many runs go at once.
+        max_turns: The most user turns per run; a longer scenario stops with `max_turns`.
+        timeout: Seconds the agent has for each reply; None waits forever.
+        runs: Runs per scenario (for pass^k).
+        mode: The `mode` written in each log's metadata.
+        memory: Passed to the agent as `memory` on every call.
+        config: Passed to the agent as `config` on every call.
+        resume: Skip runs whose log is already complete in `out_dir` (and whose messages are unchanged).
+        progress: Show a progress bar; None shows one when stderr is a terminal.
+
+    Returns:
+        The outcome of every run.
+
+    Raises:
+        ConfigError: When `concurrency`, `max_turns`, `timeout` or `runs` is out of range.
+        ScenarioError: When the scenarios file has a mistake.
+    """
+    _check_limits(concurrency=concurrency, max_turns=max_turns, timeout=timeout, runs=runs)
+    source = None
+    if isinstance(scenarios, str | os.PathLike):
+        source = str(scenarios)
+        scenarios = load_scenarios(scenarios)
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest, todo, done = _plan(folder, list(scenarios), runs, resume, source)
+    manifest_path = write_manifest(folder, manifest)
+    call = as_async_agent(agent)
+    gate = asyncio.Semaphore(concurrency)
+    settings = _Settings(max_turns, timeout, mode, memory, dict(config) if config is not None else None)
+    outcomes: dict[tuple[str, int], RunOutcome] = {(o.scenario, o.run): o for o in done}
+
+    with _ProgressBar(progress, total=len(todo) + len(done), completed=len(done)) as advance:
+
+        async def _one(scenario: Scenario, entry: ManifestEntry) -> None:
+            async with gate:
+                outcome = await _run_one(call, scenario, entry, folder, settings)
+            outcomes[(entry.scenario, entry.run)] = outcome
+            advance()
+
+        await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
+    order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
+    return EvalRunSummary(out_dir=folder, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
+
+
+@dataclass(frozen=True)
+class _Settings:
+    max_turns: int | None
+    timeout: float | None
+    mode: str
+    memory: str | None
+    config: dict[str, Any] | None
+
+
+def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | None, runs: int) -> None:
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+    if max_turns is not None and max_turns < 1:
+        raise ConfigError(f"--max-turns must be at least 1, got {max_turns}")
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if runs < 1:
+        raise ConfigError(f"--runs must be at least 1, got {runs}")
+
+
+def _plan(
+    folder: Path, scenarios: list[Scenario], runs: int, resume: bool, source: str | None
+) -> tuple[Manifest, list[tuple[Scenario, ManifestEntry]], list[RunOutcome]]:
+    """Decide which runs to do, reusing the manifest (and complete logs) already in `folder`."""
+    old = read_manifest(folder) or Manifest()
+    known = {(e.scenario, e.run): e for e in old.runs}
+    entries = dict(known)
+    todo: list[tuple[Scenario, ManifestEntry]] = []
+    done: list[RunOutcome] = []
+    for scenario in scenarios:
+        for run in range(1, runs + 1):
+            previous = known.get((scenario.name, run))
+            if resume and previous is not None and previous.fingerprint == scenario.fingerprint:
+                reason = _complete(folder / previous.log)
+                if reason is not None:
+                    done.append(RunOutcome(scenario.name, run, folder / previous.log, reason, skipped=True))
+                    continue
+            name = previous.log if previous is not None else f"{uuid.uuid4().hex[:12]}.log"
+            entry = ManifestEntry(log=name, scenario=scenario.name, run=run, fingerprint=scenario.fingerprint)
+            entries[(scenario.name, run)] = entry
+            todo.append((scenario, entry))
+    merged = dict(old.scenarios) | {s.name: s for s in scenarios}
+    manifest = Manifest(scenarios_file=source or old.scenarios_file, runs=list(entries.values()),
+                        scenarios=merged)
+    return manifest, todo, done
+
+
+def _complete(path: Path) -> str | None:
+    """Return the stop reason of a complete, valid log at `path`, or None."""
+    try:
+        return read_log(path).metadata.stop_reason
+    except (OSError, LogFormatError):
+        return None
+
+
+async def _run_one(
+    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: _Settings
+) -> RunOutcome:
+    limit = len(scenario.turns) if settings.max_turns is None else settings.max_turns
+    turns: list[Turn] = []
+    history: list[tuple[str, str]] = []
+    reason: str | None = None
+    for step in scenario.turns[:limit]:
+        if not step.message.strip():
+            reason = StopReason.MISSING_INPUT
+            turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
+            break
+        turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
+        error, reply = await _ask(call, step.message, history, settings)
+        if error is not None:
+            reason, text = error
+            turns.append(_assistant(text))
+            break
+        assert reply is not None
+        turns.append(_assistant(reply))
+        history += [("user", step.message), ("assistant", reply)]
+    if reason is None:
+        if len(scenario.turns) == 1 and limit >= 1:
+            reason = StopReason.SINGLE_TURN
+        else:
+            reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
+    session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
+    metadata = RunMetadata(
+        session_id=session, mode=settings.mode, scenario=scenario.name,
+        max_turns=1 if len(scenario.turns) == 1 else limit, stop_reason=str(reason),
+    )
+    path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
+    return RunOutcome(scenario.name, entry.run, path, str(reason))
+
+
+async def _ask(
+    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings
+) -> tuple[tuple[str, str] | None, str | None]:
+    """Call the agent once; return `((stop_reason, error text), None)` or `(None, reply)`."""
+    chat_history = format_chat_history(history) if history else None
+    try:
+        pending = call(prompt, chat_history=chat_history, memory=settings.memory, config=settings.config)
+        result = await asyncio.wait_for(pending, settings.timeout)
+    except TimeoutError:
+        return (StopReason.TIMEOUT, f"Error: the agent did not reply within {settings.timeout:g} seconds."), None
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [""])[0][:_ERROR_LIMIT]
+        what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return (StopReason.AGENT_ERROR, f"Error: the agent failed ({what})."), None
+    text = reply_text(result)
+    if text is None:
+        return (StopReason.AGENT_ERROR,
+                f"Error: the agent returned {type(result).__name__} without a 'content' text."), None
+    if not text.strip():
+        return (StopReason.AGENT_ERROR, "Error: the agent returned an empty reply."), None
+    return None, text
+
+
+def _assistant(text: str) -> Turn:
+    return Turn(role="assistant", timestamp=datetime.now(), text=text)
+
+
+class _ProgressBar:
+    """A rich progress bar on a terminal, or nothing; `__enter__` returns the advance callback."""
+
+    def __init__(self, enabled: bool | None, *, total: int, completed: int) -> None:
+        self._enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._total, self._completed = total, completed
+        self._bar: Any = None
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self._enabled:
+            return lambda: None
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._bar = Progress(console=Console(stderr=True), transient=False)
+        self._bar.start()
+        task = self._bar.add_task("eval run", total=self._total, completed=self._completed)
+        return lambda: self._bar.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,225 @@
+"""Evaluation scenarios: a CSV with one row per user turn.
+
+```
+scenario,turn,user_message,must_include,must_not_include,expect_refusal,expect_clarification
+greeting,1,Hello!,hello,,no,
+licensing,1,What does the document say about nurse licensing in Spain?,licens|Spain,,,
+licensing,2,And in Portugal?,Portugal,,,
+```
+
+Headers match case-insensitively ignoring `_`, `-` and spaces. `scenario` and `user_message` are required;
+`turn` is optional (rows are then numbered in file order). Expectations apply to the assistant's reply to
+that row's message; list cells hold `|`-separated terms. See csv_specs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from agentmap.errors import AgentMapError, Location
+
+__all__ = ["SCENARIO_COLUMNS", "Scenario", "ScenarioError", "ScenarioTurn", "load_scenarios"]
+
+SCENARIO_COLUMNS: dict[str, tuple[str, ...]] = {
+    "scenario": ("scenario_id", "scenario_name", "name", "id"),
+    "turn": ("turn_index", "step", "index"),
+    "user_message": ("message", "user", "prompt", "input", "user_text"),
+    "must_include": ("includes", "expected", "expect_include"),
+    "must_not_include": ("excludes", "forbidden", "expect_exclude"),
+    "expect_refusal": ("refusal", "should_refuse"),
+    "expect_clarification": ("clarification", "should_clarify"),
+    "rubric": ("judge_rubric", "criteria"),
+}
+"""Canonical scenario column -> its aliases."""
+
+_REQUIRED = ("scenario", "user_message")
+_TRUE = {"true", "yes", "y", "1"}
+_FALSE = {"false", "no", "n", "0"}
+
+
+class ScenarioError(AgentMapError, ValueError):
+    """The scenarios file is missing or has a mistake; the location names the file, row and column."""
+
+    default_code = "bad-scenarios"
+    exit_code: ClassVar[int] = 2
+
+
+class ScenarioTurn(BaseModel):
+    """One user turn of a scenario and what its reply must satisfy.
+
+    Attributes:
+        turn: The 1-based turn number.
+        message: The user's message; empty means the runner has no input for this turn.
+        must_include: Terms the reply must contain (case-insensitive).
+        must_not_include: Terms the reply must not contain (case-insensitive).
+        expect_refusal: True if the reply must be a refusal, False if it must not be, None if either.
+        expect_clarification: Likewise for a bounded clarifying question.
+        rubric: Criteria for the optional LLM judge.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int
+    message: str
+    must_include: tuple[str, ...] = ()
+    must_not_include: tuple[str, ...] = ()
+    expect_refusal: bool | None = None
+    expect_clarification: bool | None = None
+    rubric: str = ""
+
+
+class Scenario(BaseModel):
+    """A named, scripted conversation: the user messages in order, with expectations.
+
+    Attributes:
+        name: The scenario's name (never used in log file names).
+        turns: The user turns, numbered 1..n.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    turns: tuple[ScenarioTurn, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the user messages: a resumed run redoes a scenario whose messages changed."""
+        data = json.dumps([t.message for t in self.turns], ensure_ascii=False).encode()
+        return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _fold(header: str) -> str:
+    return re.sub(r"[\s_\-]+", "", header).lower()
+
+
+_LOOKUP = {_fold(name): canonical for canonical, aliases in SCENARIO_COLUMNS.items()
+           for name in (canonical, *aliases)}
+
+
+def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
+    """Read a scenarios CSV.
+
+    Args:
+        path: The CSV file (UTF-8, optionally with a byte-order mark).
+
+    Returns:
+        The scenarios in order of first appearance, each with its turns sorted by number.
+
+    Raises:
+        ScenarioError: When the file is missing, a required column is absent, a turn number is not a
+            positive whole number or repeats, turns skip a number, or a yes/no cell holds something else.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ScenarioError(f"scenarios file not found: {file}", location=Location(file=str(file)),
+                            hint="Pass the path of a CSV with columns scenario, turn, user_message.")
+    with file.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    header_at = next((i for i, row in enumerate(rows) if _content(row)), None)
+    if header_at is None:
+        raise ScenarioError("the scenarios file is empty", location=Location(file=str(file)))
+    columns = _map_header(rows[header_at], file, header_at + 1)
+    grouped: dict[str, list[tuple[int, dict[str, str]]]] = {}
+    for number, row in enumerate(rows[header_at + 1:], start=header_at + 2):
+        if not _content(row):
+            continue
+        cells = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
+        where = _Where(str(file), number)
+        name = cells["scenario"]
+        if not name:
+            raise ScenarioError("a row has no scenario name", location=where.at("scenario"),
+                                hint="Give every row the name of the scenario it belongs to.")
+        grouped.setdefault(name, []).append((number, cells))
+    return [_build(name, rows_, str(file)) for name, rows_ in grouped.items()]
+
+
+class _Where:
+    def __init__(self, file: str, row: int) -> None:
+        self.file, self.row = file, row
+
+    def at(self, column: str) -> Location:
+        return Location(file=self.file, row=self.row, column=column)
+
+
+def _content(row: list[str]) -> bool:
+    return any(cell.strip() for cell in row) and not row[0].lstrip().startswith("#")
+
+
+def _map_header(header: list[str], file: Path, line: int) -> dict[str, int]:
+    columns: dict[str, int] = {}
+    for index, cell in enumerate(header):
+        canonical = _LOOKUP.get(_fold(cell))
+        if canonical is None:
+            continue
+        if canonical in columns:
+            raise ScenarioError(f"two columns mean {canonical!r}: {header[columns[canonical]]!r} and {cell!r}",
+                                location=Location(file=str(file), row=line, column=cell),
+                                hint="Keep one of them.")
+        columns[canonical] = index
+    for required in _REQUIRED:
+        if required not in columns:
+            raise ScenarioError(
+                f"the scenarios file has no {required!r} column (header: {', '.join(header)})",
+                location=Location(file=str(file), row=line),
+                hint="The header needs at least: scenario, user_message (turn and expectations optional).",
+            )
+    return columns
+
+
+def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scenario:
+    turns: list[ScenarioTurn] = []
+    seen: dict[int, int] = {}
+    for position, (line, cells) in enumerate(rows, start=1):
+        where = _Where(file, line)
+        raw_turn = cells.get("turn", "")
+        if raw_turn:
+            if not raw_turn.isdigit() or int(raw_turn) < 1:
+                raise ScenarioError(f"turn must be a positive whole number, got {raw_turn!r}",
+                                    location=where.at("turn"))
+            number = int(raw_turn)
+        else:
+            number = position
+        if number in seen:
+            raise ScenarioError(f"scenario {name!r} has turn {number} twice (also on row {seen[number]})",
+                                location=where.at("turn"), hint="Number each scenario's turns 1, 2, 3, ...")
+        seen[number] = line
+        turns.append(ScenarioTurn(
+            turn=number,
+            message=cells["user_message"],
+            must_include=_terms(cells.get("must_include", "")),
+            must_not_include=_terms(cells.get("must_not_include", "")),
+            expect_refusal=_flag(cells.get("expect_refusal", ""), where.at("expect_refusal")),
+            expect_clarification=_flag(cells.get("expect_clarification", ""), where.at("expect_clarification")),
+            rubric=cells.get("rubric", ""),
+        ))
+    turns.sort(key=lambda t: t.turn)
+    for expected, turn in enumerate(turns, start=1):
+        if turn.turn != expected:
+            raise ScenarioError(f"scenario {name!r} skips turn {expected} (it has turn {turn.turn})",
+                                location=Location(file=file, row=seen[turn.turn], column="turn"),
+                                hint="Number each scenario's turns 1, 2, 3, ... without gaps.")
+    return Scenario(name=name, turns=tuple(turns))
+
+
+def _terms(cell: str) -> tuple[str, ...]:
+    return tuple(term.strip() for term in cell.split("|") if term.strip())
+
+
+def _flag(cell: str, where: Location) -> bool | None:
+    value = cell.lower()
+    if not value:
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ScenarioError(f"expected yes or no, got {cell!r}", location=where,
+                        hint="Use yes/no (or true/false, 1/0); leave empty for 'either'.")
