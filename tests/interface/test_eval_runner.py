@@ -1,0 +1,161 @@
+"""`eval run`: one valid log per run, every stop reason, concurrency and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmap.contracts.conversation import StopReason
+from agentmap.errors import ConfigError
+from agentmap.interface.eval_runner import run_eval
+from agentmap.interface.history import parse_chat_history
+from agentmap.interface.logs import read_log
+from agentmap.interface.manifest import read_manifest
+from agentmap.interface.scenarios import Scenario, ScenarioTurn
+
+SCENARIOS = (
+    "scenario,turn,user_message\n"
+    "secret_greeting,1,Hello there\n"
+    "secret_trip,1,Plan a trip\n"
+    "secret_trip,2,Make it cheaper\n"
+    "secret_trip,3,Thanks\n"
+    "secret_boom,1,please explode\n"
+    "secret_slow,1,please sleep\n"
+    "secret_blank,1,\n"
+    "secret_quiet,1,say nothing\n"
+)
+
+
+async def scripted_agent(
+    prompt: str, chat_history: str | None = None, memory: str | None = None, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Answers with the prompt and how many earlier messages it was given; misbehaves on request."""
+    if "explode" in prompt:
+        raise RuntimeError("kaboom\nsecond line of the traceback")
+    if "sleep" in prompt:
+        await asyncio.sleep(5)
+    if "nothing" in prompt:
+        return {"content": "   ", "response_time_secs": 0.0, "traces": []}
+    seen = len(parse_chat_history(chat_history))
+    return {"content": f"You said: {prompt} (after {seen} messages)", "response_time_secs": 0.0, "traces": []}
+
+
+@pytest.fixture
+def scenarios_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "scenarios.csv"
+    path.write_text(SCENARIOS, encoding="utf-8")
+    return path
+
+
+def _logs(summary: Any) -> dict[str, Any]:
+    return {o.scenario: read_log(o.log) for o in summary.outcomes}
+
+
+async def test_every_run_gets_a_valid_log_with_its_stop_reason(scenarios_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    summary = await run_eval(scenarios_csv, scripted_agent, out, timeout=0.2, progress=False)
+    logs = _logs(summary)
+    reasons = {name: log.metadata.stop_reason for name, log in logs.items()}
+    assert reasons == {
+        "secret_greeting": StopReason.SINGLE_TURN,
+        "secret_trip": StopReason.COMPLETED,
+        "secret_boom": StopReason.AGENT_ERROR,
+        "secret_slow": StopReason.TIMEOUT,
+        "secret_blank": StopReason.MISSING_INPUT,
+        "secret_quiet": StopReason.AGENT_ERROR,
+    }
+    trip = logs["secret_trip"].turns
+    assert [t.role for t in trip] == ["user", "assistant"] * 3
+    assert trip[5].text == "You said: Thanks (after 4 messages)"  # history was passed back each turn
+    boom = logs["secret_boom"].turns[-1]
+    assert boom.role == "assistant" and boom.text == "Error: the agent failed (RuntimeError: kaboom)."
+    assert "0.2 seconds" in logs["secret_slow"].turns[-1].text
+    assert [t.role for t in logs["secret_blank"].turns] == ["assistant"]
+    assert "empty reply" in logs["secret_quiet"].turns[-1].text
+    for path in out.iterdir():  # neutral names: nothing reveals a scenario
+        assert "secret" not in path.name
+    manifest = read_manifest(out)
+    assert manifest is not None
+    assert {e.scenario for e in manifest.runs} == set(logs)
+    assert set(manifest.scenarios) == set(logs)
+
+
+async def test_max_turns_cuts_a_long_scenario(scenarios_csv: Path, tmp_path: Path) -> None:
+    summary = await run_eval(scenarios_csv, scripted_agent, tmp_path / "logs", max_turns=2, timeout=0.2,
+                             progress=False)
+    trip = _logs(summary)["secret_trip"]
+    assert trip.metadata.stop_reason == StopReason.MAX_TURNS
+    assert trip.metadata.max_turns == 2
+    assert sum(t.role == "user" for t in trip.turns) == 2
+
+
+async def test_runs_go_concurrently_up_to_the_limit(tmp_path: Path) -> None:
+    active = peak = 0
+
+    async def busy(prompt: str, **_: Any) -> str:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.02)
+        active -= 1
+        return "ok " + prompt
+
+    scenarios = [Scenario(name=f"s{i}", turns=(ScenarioTurn(turn=1, message=f"m{i}"),)) for i in range(12)]
+    summary = await run_eval(scenarios, busy, tmp_path / "a", concurrency=4, progress=False)
+    assert peak == 4
+    assert len(summary.outcomes) == 12
+    peak = 0
+    await run_eval(scenarios, busy, tmp_path / "b", concurrency=1, progress=False)
+    assert peak == 1
+
+
+async def test_resume_skips_complete_logs_and_redoes_broken_or_changed_ones(
+    scenarios_csv: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "logs"
+    first = await run_eval(scenarios_csv, scripted_agent, out, timeout=0.2, runs=2, progress=False)
+    assert len(first.outcomes) == 12
+    calls: list[str] = []
+
+    async def counting(prompt: str, **kwargs: Any) -> Any:
+        calls.append(prompt)
+        return await scripted_agent(prompt, **kwargs)
+
+    again = await run_eval(scenarios_csv, counting, out, timeout=0.2, runs=2, progress=False)
+    assert calls == []
+    assert all(o.skipped for o in again.outcomes)
+    assert [o.log for o in again.outcomes] == [o.log for o in first.outcomes]
+
+    greeting = next(o for o in first.outcomes if o.scenario == "secret_greeting" and o.run == 2)
+    greeting.log.write_text(greeting.log.read_text(encoding="utf-8")[:40], encoding="utf-8")  # truncated
+    scenarios_csv.write_text(SCENARIOS.replace("Plan a trip", "Plan a holiday"), encoding="utf-8")
+    third = await run_eval(scenarios_csv, counting, out, timeout=0.2, runs=2, progress=False)
+    assert sorted(calls) == sorted(["Hello there"] + ["Plan a holiday", "Make it cheaper", "Thanks"] * 2)
+    assert read_log(greeting.log).metadata.stop_reason == StopReason.SINGLE_TURN
+    assert len({o.log for o in third.outcomes}) == 12
+    assert len(list(out.glob("*.log"))) == 12  # redone runs reuse their file
+
+
+async def test_sync_agents_and_plain_string_replies_work(tmp_path: Path) -> None:
+    def sync_agent(prompt: str, chat_history: str | None = None, memory: str | None = None,
+                   config: dict[str, Any] | None = None) -> str:
+        time.sleep(0.01)
+        return f"{prompt} / {memory} / {config}"
+
+    scenarios = [Scenario(name="x", turns=(ScenarioTurn(turn=1, message="hi"),))]
+    summary = await run_eval(scenarios, sync_agent, tmp_path, memory="likes tea", config={"k": 1},
+                             progress=False)
+    log = read_log(summary.outcomes[0].log)
+    assert log.turns[1].text == "hi / likes tea / {'k': 1}"
+    assert json.loads((tmp_path / "manifest.json").read_text())["runs"][0]["scenario"] == "x"
+
+
+@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"max_turns": 0}, {"timeout": 0}, {"runs": 0}])
+async def test_bad_limits_are_config_errors(tmp_path: Path, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="must be"):
+        await run_eval([], scripted_agent, tmp_path, **kwargs)
