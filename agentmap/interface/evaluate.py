@@ -1,0 +1,310 @@
+"""`agentmap eval score`: score conversation logs against the contract and the scenarios' expectations.
+
+The evaluator is log-only (seed 000): it reads the `Conversation:` section of each log and nothing else.
+Which scenario (and so which expectations) a log belongs to comes from the manifest the runner wrote beside
+the logs, never from the log's metadata. A run passes when its conversation keeps the contract and every
+expectation holds; with several runs per scenario the report gives pass^k, the chance that k runs all pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from math import comb
+from pathlib import Path
+from typing import Any
+
+from agentmap.contracts.conversation import Turn
+from agentmap.errors import AgentMapError, Location
+from agentmap.interface import detect
+from agentmap.interface.logs import LogFormatError, parse_conversation
+from agentmap.interface.manifest import read_manifest
+from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
+
+__all__ = ["EvalReport", "Finding", "Judge", "RunScore", "ScenarioScore", "pass_hat_k", "score_logs",
+           "score_turns"]
+
+Judge = Callable[[Scenario, Sequence[Turn]], Sequence["Finding"]]
+"""An optional extra check (an LLM judge): returns findings for one run of a scenario."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a run failed.
+
+    Attributes:
+        kind: `format` (the log is malformed), `contract` (seed 000 sections 4 and 6), `expectation`
+            (the scenario's must include / must not include / refusal / clarification) or `judge`.
+        message: What is wrong, in words.
+        turn: The 1-based user turn it concerns, when there is one.
+    """
+
+    kind: str
+    message: str
+    turn: int | None = None
+
+
+@dataclass
+class RunScore:
+    """The score of one log.
+
+    Attributes:
+        log: The log's file name.
+        scenario: The scenario it belongs to (from the manifest), or None when unmapped.
+        run: The run number (from the manifest).
+        passed: True when there are no findings.
+        user_turns: User turns in the conversation.
+        refusals: Replies detected as refusals.
+        clarifications: Replies detected as bounded clarifications.
+        findings: Why it failed.
+    """
+
+    log: str
+    scenario: str | None = None
+    run: int | None = None
+    passed: bool = False
+    user_turns: int = 0
+    refusals: int = 0
+    clarifications: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioScore:
+    """The runs of one scenario together.
+
+    Attributes:
+        name: The scenario's name.
+        runs: How many runs were scored.
+        passes: How many passed.
+        pass_hat_k: pass^k for k = 1..runs: the chance that k runs drawn from these all pass.
+    """
+
+    name: str
+    runs: int
+    passes: int
+    pass_hat_k: dict[int, float]
+
+
+@dataclass
+class EvalReport:
+    """Everything `score_logs` found.
+
+    Attributes:
+        logs_dir: The folder scored.
+        runs: One score per log, in file-name order.
+        scenarios: One entry per scenario that has runs, in manifest order.
+        pass_hat_k: pass^k averaged over the scenarios that have at least k runs.
+        warnings: Things the user should know (no manifest, unknown scenarios, ...).
+    """
+
+    logs_dir: str
+    runs: list[RunScore] = field(default_factory=list)
+    scenarios: list[ScenarioScore] = field(default_factory=list)
+    pass_hat_k: dict[int, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        """How many runs passed."""
+        return sum(r.passed for r in self.runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the report as JSON-ready data."""
+        data = asdict(self)
+        data["passed"] = self.passed
+        data["total"] = len(self.runs)
+        return data
+
+
+def pass_hat_k(runs: int, passes: int, k: int) -> float:
+    """Return pass^k: the chance that `k` runs drawn without replacement from `runs` all passed."""
+    return comb(passes, k) / comb(runs, k) if 0 < k <= runs else 0.0
+
+
+def score_turns(turns: Sequence[Turn], scenario: Scenario | None = None) -> RunScore:
+    """Score one conversation: the contract, then the scenario's expectations when there is a scenario.
+
+    Args:
+        turns: The conversation.
+        scenario: The scenario the conversation ran, for its expectations.
+
+    Returns:
+        A score with `log` left empty.
+    """
+    score = RunScore(log="")
+    findings = score.findings
+    replies = _contract(turns, findings)
+    score.user_turns = len(replies)
+    for reply in replies:
+        if reply is not None:
+            score.refusals += detect.is_refusal(reply)
+            score.clarifications += detect.clarification(reply) == "bounded"
+    if scenario is not None:
+        for step in scenario.turns:
+            _expect(step, replies[step.turn - 1] if step.turn <= len(replies) else None, findings)
+    score.passed = not findings
+    return score
+
+
+def score_logs(
+    logs_dir: str | os.PathLike[str],
+    *,
+    expectations: str | os.PathLike[str] | None = None,
+    judge: Judge | None = None,
+) -> EvalReport:
+    """Score every `*.log` in `logs_dir`.
+
+    Args:
+        logs_dir: The folder `eval run` wrote (logs and `manifest.json`).
+        expectations: A scenarios CSV whose expectations replace the ones recorded in the manifest.
+        judge: An optional extra check per run (see `agentmap.interface.judge`); off by default.
+
+    Returns:
+        The report; render it with `agentmap.interface.report`.
+
+    Raises:
+        AgentMapError: When `logs_dir` is not a folder, or the manifest or scenarios file is invalid.
+    """
+    folder = Path(logs_dir)
+    if not folder.is_dir():
+        raise AgentMapError(f"logs folder not found: {folder}", code="file-not-found",
+                            location=Location(file=str(folder)),
+                            hint="Pass the folder `agentmap eval run --out DIR` wrote.")
+    report = EvalReport(logs_dir=str(folder))
+    manifest = read_manifest(folder)
+    scenarios: Mapping[str, Scenario] = manifest.scenarios if manifest is not None else {}
+    if expectations is not None:
+        scenarios = {s.name: s for s in load_scenarios(expectations)}
+    entries = manifest.by_log() if manifest is not None else {}
+    if manifest is None:
+        report.warnings.append(
+            "no manifest.json beside the logs: only the contract is checked (expectations need the manifest "
+            "`agentmap eval run` writes; log metadata is never used for scoring)"
+        )
+    missing: set[str] = set()
+    for path in sorted(folder.glob("*.log")):
+        entry = entries.get(path.name)
+        scenario = scenarios.get(entry.scenario) if entry is not None else None
+        if entry is not None and scenario is None:
+            missing.add(entry.scenario)
+        report.runs.append(_score_file(path, entry.scenario if entry else None, entry.run if entry else None,
+                                       scenario, judge))
+    if missing:
+        report.warnings.append(f"no expectations for scenario(s) {', '.join(sorted(missing))}: "
+                               "only the contract is checked for them")
+    _summarize(report, [e.scenario for e in manifest.runs] if manifest is not None else [])
+    return report
+
+
+def _score_file(
+    path: Path, scenario_name: str | None, run: int | None, scenario: Scenario | None, judge: Judge | None
+) -> RunScore:
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            turns = parse_conversation(handle.read(), source=path.name)
+    except (LogFormatError, UnicodeDecodeError) as exc:
+        message = str(exc).split("\n", 1)[0]
+        return RunScore(log=path.name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
+    score = score_turns(turns, scenario)
+    if judge is not None and scenario is not None:
+        score.findings += judge(scenario, turns)
+        score.passed = not score.findings
+    score.log, score.scenario, score.run = path.name, scenario_name, run
+    return score
+
+
+def _contract(turns: Sequence[Turn], findings: list[Finding]) -> list[str | None]:
+    """Check seed 000's conversation contract; return the reply to each user turn (None if missing)."""
+    replies: list[str | None] = []
+    if not turns:
+        findings.append(Finding("contract", "the conversation is empty"))
+        return replies
+    if turns[0].role != "user":
+        findings.append(Finding("contract", f"the conversation must start with a user message, "
+                                            f"not a {turns[0].role!r} turn"))
+    expect_user = True
+    for turn in turns:
+        if turn.role not in ("user", "assistant"):
+            findings.append(Finding("contract", f"unknown role {turn.role!r}: only user and assistant may speak",
+                                    len(replies) or None))
+            continue
+        if turn.role == "user":
+            if not expect_user:
+                findings.append(Finding("contract", "two user messages in a row: the first got no reply",
+                                        len(replies)))
+            replies.append(None)
+            expect_user = False
+            continue
+        if expect_user:
+            findings.append(Finding("contract", "more than one assistant reply to one user message"
+                                    if replies else "an assistant reply with no user message before it",
+                                    len(replies) or None))
+            continue
+        expect_user = True
+        replies[-1] = turn.text
+        _check_reply(turn.text, len(replies), findings)
+    if replies and replies[-1] is None:
+        findings.append(Finding("contract", "the last user message got no reply", len(replies)))
+    return replies
+
+
+def _check_reply(text: str, number: int, findings: list[Finding]) -> None:
+    if not text.strip():
+        findings.append(Finding("contract", "the reply is empty", number))
+    elif detect.runner_error(text):
+        findings.append(Finding("contract", f"the agent gave no reply: {text.splitlines()[0]}", number))
+    elif detect.has_json_framing(text):
+        findings.append(Finding("contract", "the reply is wrapped in JSON instead of plain text", number))
+    elif detect.has_tool_trace(text):
+        findings.append(Finding("contract", "the reply shows tool calls or traces", number))
+
+
+def _expect(step: ScenarioTurn, reply: str | None, findings: list[Finding]) -> None:
+    checks = (step.must_include or step.must_not_include or step.expect_refusal is not None
+              or step.expect_clarification is not None)
+    if not checks:
+        return
+    if reply is None:
+        findings.append(Finding("expectation", "the conversation has no reply to this turn", step.turn))
+        return
+    folded = reply.casefold()
+    missing = [term for term in step.must_include if term.casefold() not in folded]
+    if missing:
+        findings.append(Finding("expectation", f"reply lacks {', '.join(map(repr, missing))}", step.turn))
+    present = [term for term in step.must_not_include if term.casefold() in folded]
+    if present:
+        findings.append(Finding("expectation", f"reply contains {', '.join(map(repr, present))}", step.turn))
+    if step.expect_refusal is not None and detect.is_refusal(reply) != step.expect_refusal:
+        findings.append(Finding("expectation", "expected a refusal" if step.expect_refusal
+                                else "the reply refuses, but an answer was expected", step.turn))
+    if step.expect_clarification is not None:
+        kind = detect.clarification(reply)
+        if step.expect_clarification and kind != "bounded":
+            findings.append(Finding("expectation", "expected a bounded clarifying question" if kind is None
+                                    else "the clarification asks too much (over "
+                                         f"{detect.MAX_CLARIFYING_QUESTIONS} questions or "
+                                         f"{detect.MAX_CLARIFICATION_WORDS} words)", step.turn))
+        elif not step.expect_clarification and kind is not None:
+            findings.append(Finding("expectation", "the reply asks a clarifying question, but an answer "
+                                                   "was expected", step.turn))
+
+
+def _summarize(report: EvalReport, order: list[str]) -> None:
+    tally: dict[str, list[int]] = {}
+    for name in order:
+        tally.setdefault(name, [0, 0])
+    for run in report.runs:
+        if run.scenario is not None:
+            counts = tally.setdefault(run.scenario, [0, 0])
+            counts[0] += 1
+            counts[1] += run.passed
+    for name, (runs, passes) in tally.items():
+        if runs:
+            ks = {k: pass_hat_k(runs, passes, k) for k in range(1, runs + 1)}
+            report.scenarios.append(ScenarioScore(name=name, runs=runs, passes=passes, pass_hat_k=ks))
+    most = max((s.runs for s in report.scenarios), default=0)
+    for k in range(1, most + 1):
+        values = [s.pass_hat_k[k] for s in report.scenarios if s.runs >= k]
+        report.pass_hat_k[k] = sum(values) / len(values)

@@ -1,0 +1,126 @@
+"""Render an `EvalReport`: a terminal table (rich), JSON, and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING
+
+from agentmap.interface.evaluate import EvalReport, RunScore
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["render_table", "report_html", "report_json"]
+
+_SHOWN_FAILURES = 20
+
+
+def report_json(report: EvalReport) -> str:
+    """Return the report as indented JSON text."""
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+
+
+def render_table(report: EvalReport, console: Console | None = None) -> None:
+    """Print the summary: one row per scenario, overall pass^k, then the first failing runs.
+
+    Args:
+        report: The report to show.
+        console: Where to print; a new stdout console by default.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    out = console or Console()
+    ks = sorted(report.pass_hat_k)
+    table = Table(title=f"Evaluation of {report.logs_dir}")
+    for column in ("scenario", "runs", "passed", *(f"pass^{k}" for k in ks)):
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for scenario in report.scenarios:
+        cells = [f"{scenario.pass_hat_k[k]:.2f}" if k in scenario.pass_hat_k else "-" for k in ks]
+        style = "green" if scenario.passes == scenario.runs else "red"
+        table.add_row(scenario.name, str(scenario.runs), str(scenario.passes), *cells, style=style)
+    unmapped = [r for r in report.runs if r.scenario is None]
+    if unmapped:
+        table.add_row("(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)),
+                      *("-" for _ in ks))
+    table.add_row("all", str(len(report.runs)), str(report.passed),
+                  *(f"{report.pass_hat_k[k]:.2f}" for k in ks), style="bold")
+    out.print(table)
+    failures = [r for r in report.runs if not r.passed]
+    for run in failures[:_SHOWN_FAILURES]:
+        out.print(f"[red]FAIL[/red] {run.log} ({_name(run)}): "
+                  + "; ".join(_finding_text(f.turn, f.message) for f in run.findings), markup=True,
+                  highlight=False)
+    if len(failures) > _SHOWN_FAILURES:
+        out.print(f"... and {len(failures) - _SHOWN_FAILURES} more failing runs (see --json or --report)")
+    for warning in report.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+def report_html(report: EvalReport) -> str:
+    """Return a self-contained HTML page (inline CSS, no scripts or external files) with every run."""
+    esc = html.escape
+    ks = sorted(report.pass_hat_k)
+    head = "".join(f"<th>pass^{k}</th>" for k in ks)
+    rows = []
+    for s in report.scenarios:
+        cells = "".join(f"<td>{s.pass_hat_k[k]:.2f}</td>" if k in s.pass_hat_k else "<td>-</td>" for k in ks)
+        cls = "ok" if s.passes == s.runs else "bad"
+        rows.append(f'<tr class="{cls}"><td>{esc(s.name)}</td><td>{s.runs}</td><td>{s.passes}</td>{cells}</tr>')
+    total = "".join(f"<td>{report.pass_hat_k[k]:.2f}</td>" for k in ks)
+    rows.append(f"<tr class=\"total\"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>")
+    runs = "".join(_run_row(r) for r in report.runs)
+    warnings = "".join(f"<p class=\"warn\">{esc(w)}</p>" for w in report.warnings)
+    return _PAGE.format(
+        title=esc(f"Evaluation of {report.logs_dir}"), passed=report.passed, total=len(report.runs),
+        head=head, scenarios="".join(rows), runs=runs, warnings=warnings,
+    )
+
+
+def _name(run: RunScore) -> str:
+    if run.scenario is None:
+        return "no scenario"
+    return f"{run.scenario} #{run.run}" if run.run is not None else run.scenario
+
+
+def _finding_text(turn: int | None, message: str) -> str:
+    return f"turn {turn}: {message}" if turn is not None else message
+
+
+def _run_row(run: RunScore) -> str:
+    esc = html.escape
+    found = "".join(f"<li>{esc(f.kind)}: {esc(_finding_text(f.turn, f.message))}</li>" for f in run.findings)
+    verdict = "pass" if run.passed else "fail"
+    return (f'<tr class="{"ok" if run.passed else "bad"}"><td>{esc(run.log)}</td><td>{esc(_name(run))}</td>'
+            f"<td>{verdict}</td><td>{run.user_turns}</td><td>{run.refusals}</td><td>{run.clarifications}</td>"
+            f"<td><ul>{found}</ul></td></tr>")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin-bottom: 2em; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }}
+tr.ok td:first-child {{ border-left: 4px solid #2a2; }}
+tr.bad td:first-child {{ border-left: 4px solid #c22; }}
+tr.total {{ font-weight: bold; }}
+ul {{ margin: 0; padding-left: 1.2em; }}
+.warn {{ color: #a60; }}
+</style></head>
+<body>
+<h1>{title}</h1>
+<p>{passed} of {total} runs passed.</p>
+{warnings}
+<h2>Scenarios</h2>
+<table><thead><tr><th>scenario</th><th>runs</th><th>passed</th>{head}</tr></thead>
+<tbody>{scenarios}</tbody></table>
+<h2>Runs</h2>
+<table><thead><tr><th>log</th><th>scenario</th><th>verdict</th><th>user turns</th><th>refusals</th>
+<th>clarifications</th><th>findings</th></tr></thead>
+<tbody>{runs}</tbody></table>
+</body></html>
+"""
+
+
