@@ -1,1 +1,114 @@
-"""AgentMap."""
+"""AgentMap: turn a spreadsheet into a running agent workflow on LangGraph.
+
+```python
+import agentmap
+
+app = agentmap.compile("graphs/hello_world.csv")
+result = app.invoke({"name": "Ada"})
+print(result.state["greeting"], result.success)
+```
+
+Names are imported on first use, so `import agentmap` stays cheap until a workflow is compiled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from agentmap.agents.base import AgentEnvironment, BaseAgent
+    from agentmap.agents.registry import agent, registry
+    from agentmap.agents.state import StateAdapter
+    from agentmap.errors import (
+        AgentMapError,
+        AgentNotFoundError,
+        ConfigError,
+        GraphNotFoundError,
+        NodeError,
+        ValidationError,
+        WorkflowFileError,
+    )
+    from agentmap.runtime.api import compile, load, run, validate
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
+    from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
+
+__all__ = [
+    # Workflows
+    "CompiledWorkflow",
+    "RunResult",
+    "compile",
+    "load",
+    "run",
+    "validate",
+    # The agent contract
+    "AgentEnvironment",
+    "BaseAgent",
+    "ExecutionTracker",
+    "NodeExecution",
+    "StateAdapter",
+    "agent",
+    "registry",
+    # The specification
+    "GraphSpec",
+    "Issue",
+    "NodeSpec",
+    "Workflow",
+    # Errors
+    "AgentMapError",
+    "AgentNotFoundError",
+    "ConfigError",
+    "GraphNotFoundError",
+    "NodeError",
+    "ValidationError",
+    "WorkflowFileError",
+    "__version__",
+]
+
+_HOMES = {
+    "CompiledWorkflow": "agentmap.runtime.runner",
+    "RunResult": "agentmap.runtime.runner",
+    "compile": "agentmap.runtime.api",
+    "load": "agentmap.runtime.api",
+    "run": "agentmap.runtime.api",
+    "validate": "agentmap.runtime.api",
+    "AgentEnvironment": "agentmap.agents.base",
+    "BaseAgent": "agentmap.agents.base",
+    "ExecutionTracker": "agentmap.runtime.tracking",
+    "NodeExecution": "agentmap.runtime.tracking",
+    "StateAdapter": "agentmap.agents.state",
+    "agent": "agentmap.agents.registry",
+    "registry": "agentmap.agents.registry",
+    "GraphSpec": "agentmap.spec.models",
+    "Issue": "agentmap.spec.models",
+    "NodeSpec": "agentmap.spec.models",
+    "Workflow": "agentmap.spec.models",
+    "AgentMapError": "agentmap.errors",
+    "AgentNotFoundError": "agentmap.errors",
+    "ConfigError": "agentmap.errors",
+    "GraphNotFoundError": "agentmap.errors",
+    "NodeError": "agentmap.errors",
+    "ValidationError": "agentmap.errors",
+    "WorkflowFileError": "agentmap.errors",
+}
+
+logging.getLogger("agentmap").addHandler(logging.NullHandler())
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentmap' has no attribute {name!r}")
+    if home == "agentmap.agents.registry":
+        importlib.import_module("agentmap.agents")  # registers the built-in types
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from agentmap.agents.state import StateAdapter, parse_input_field
+from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "Tracker"]
 
@@ -103,7 +103,9 @@ class BaseAgent:
         self._execution_tracker = execution_tracker
         self._log_prefix = f"[{self.__class__.__name__}:{self.name}]"
         self._inputs = tuple(parse_input_field(f) for f in self.input_fields)
-        self._outputs = tuple(k.strip() for k in (self.output_field or "").split("|") if k.strip())
+        self._outputs = tuple(
+            parse_output_field(k) for k in (self.output_field or "").split("|") if k.strip()
+        )
 
     # -- configuration checks ------------------------------------------------------------------
 
@@ -255,24 +257,31 @@ class BaseAgent:
                 self.log_trace(f"\n*** AGENT {self.name} RUN COMPLETED [{getattr(self, '_run_id', '')}] ***")
         return update
 
+    def state_keys(self) -> list[str]:
+        """State keys this agent writes besides its output fields (a memory key, say).
+
+        The compiler adds them to the graph's state schema; a key missing from the schema is dropped.
+        """
+        return []
+
     def _output_update(self, output: Any) -> dict[str, Any]:
         outputs = self._outputs
         if not outputs or output is None:
             return {}
-        if len(outputs) == 1:
-            return {outputs[0]: output}
+        if len(outputs) == 1 and outputs[0][1] is None:
+            return {outputs[0][0]: output}
         if not isinstance(output, Mapping):
             raise TypeError(
-                f"Output_Field '{self.output_field}' names {len(outputs)} fields, so the agent must return "
-                f"a dict with the keys {', '.join(outputs)}; it returned {type(output).__name__}"
+                f"Output_Field '{self.output_field}' maps several fields, so the agent must return a dict "
+                f"with the keys {', '.join(src or key for key, src in outputs)}; it returned {type(output).__name__}"
             )
-        missing = [k for k in outputs if k not in output]
+        missing = [src or key for key, src in outputs if (src or key) not in output]
         if missing:
             raise KeyError(
                 f"the agent's result has no key {', '.join(repr(k) for k in missing)} "
                 f"(Output_Field '{self.output_field}'); it returned keys {sorted(map(str, output))}"
             )
-        return {k: output[k] for k in outputs}
+        return {key: output[src or key] for key, src in outputs}
 
     def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"

@@ -12,6 +12,7 @@ Types are matched case-insensitively and an `Agent` suffix is optional, so `Echo
 from __future__ import annotations
 
 import difflib
+import importlib
 import importlib.util
 import inspect
 import sys
@@ -29,6 +30,22 @@ AgentClass = type[BaseAgent]
 T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "agentmap.agents"
+
+_LAZY_TYPES: dict[str, str] = {
+    "graph": "agentmap.runtime.subgraph",
+    "tool": "agentmap.agents.tools",
+    "planner": "agentmap.orchestration.agents",
+    "worker": "agentmap.orchestration.agents",
+    "orchestrator": "agentmap.orchestration.agents",
+    "llm": "agentmap.llm.agents",
+    "openai": "agentmap.llm.agents",
+    "anthropic": "agentmap.llm.agents",
+    "google": "agentmap.llm.agents",
+    "ollama": "agentmap.llm.agents",
+    "offline": "agentmap.llm.agents",
+    "assistant": "agentmap.llm.assistant",
+}
+"""Built-in types whose modules are imported on first use, so a deterministic graph loads no LLM stack."""
 
 
 def normalize_type(name: str) -> str:
@@ -84,6 +101,9 @@ class AgentRegistry:
         """Return the class registered under `name` (any spelling), or None."""
         key = normalize_type(name)
         found = self._types.get(key)
+        if found is None and key in _LAZY_TYPES and self is registry:
+            importlib.import_module(_LAZY_TYPES[key])
+            found = self._types.get(key)
         if found is None and not self._entry_points_loaded:
             self.load_entry_points()
             found = self._types.get(key)
@@ -116,8 +136,9 @@ class AgentRegistry:
         )
 
     def names(self) -> list[str]:
-        """All registered type keys, sorted."""
-        return sorted(self._types)
+        """All known type keys (registered, or built in and loaded on first use), sorted."""
+        lazy = _LAZY_TYPES if self is registry else {}
+        return sorted({*self._types, *lazy})
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None

@@ -10,14 +10,28 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["StateAdapter", "parse_input_field"]
+__all__ = ["StateAdapter", "parse_input_field", "parse_output_field"]
 
 
 def parse_input_field(field: str) -> tuple[str, str]:
-    """Split an Input_Fields entry `state_key:param` into `(state_key, param)`; no colon means both are one."""
+    """Split an Input_Fields entry into `(state_key, param)`.
+
+    `key` reads `key`; `state_key:param` and `param=state_key` both hand the agent `state[state_key]`
+    under the name `param` (the second is how subgraph mappings are usually written: `child=parent`).
+    """
+    if "=" in field:
+        param, _, key = field.partition("=")
+        return key.strip(), param.strip()
     key, sep, param = field.partition(":")
     key = key.strip()
     return (key, param.strip() or key) if sep else (key, key)
+
+
+def parse_output_field(field: str) -> tuple[str, str | None]:
+    """Split an Output_Field entry into `(state_key, result_key)`: `state_key=result_key` writes
+    `result[result_key]` to `state_key`; a plain `key` has no result key."""
+    key, sep, source = field.partition("=")
+    return (key.strip(), source.strip()) if sep else (key.strip(), None)
 
 
 class StateAdapter:

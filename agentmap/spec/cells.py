@@ -9,7 +9,7 @@ from typing import Any
 
 from agentmap.spec.models import FuncRef, Targets
 
-__all__ = ["CellError", "parse_context", "parse_fields", "parse_targets", "split_pipes"]
+__all__ = ["CellError", "parse_context", "parse_fields", "parse_targets", "split_pipes", "state_key"]
 
 _DIRECTIVE = re.compile(r"^\{\s*([A-Za-z_]\w*\s*=[^{}]*)\}$", re.S)
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]*$")
@@ -92,35 +92,38 @@ def _clip(text: str, limit: int = 80) -> str:
 
 
 def parse_fields(text: str, *, allow_rename: bool) -> tuple[str, ...]:
-    """Parse Input_Fields (`a|b`, `state_key:param`) or Output_Field (`a|b`).
+    """Parse Input_Fields (`a|b`, `state_key:param`, `param=state_key`) or Output_Field (`a|b`,
+    `state_key=result_key`).
 
     Raises:
-        CellError: For an empty part around a colon, more than one colon, or a rename in Output_Field.
+        CellError: For an empty side of a rename, several renames in one entry, or `:` in Output_Field.
     """
     fields = split_pipes(text)
     for field in fields:
-        if ":" not in field:
+        separators = field.count(":") + field.count("=")
+        if separators == 0:
             continue
-        key, _, param = field.partition(":")
-        if not allow_rename:
+        left, _, right = field.partition(":" if ":" in field else "=")
+        if not allow_rename and ":" in field:
             raise CellError(
                 "bad-field",
-                f"{field!r}: an output field cannot be renamed",
-                "name the state key to write, e.g. 'result'",
+                f"{field!r}: write an output rename as state_key=result_key",
+                "e.g. 'answer=text' writes the agent's result['text'] to the state key 'answer'",
             )
-        if not key.strip() or not param.strip() or ":" in param:
-            raise CellError(
-                "bad-field",
-                f"{field!r} is not 'state_key' or 'state_key:param'",
-                "write the state key, optionally followed by ':' and the name the agent sees",
+        if separators > 1 or not left.strip() or not right.strip():
+            usage = "'state_key', 'state_key:param' or 'param=state_key'" if allow_rename else (
+                "'state_key' or 'state_key=result_key'"
             )
-        if not param.strip().isidentifier():
-            raise CellError(
-                "bad-field",
-                f"{field!r}: the parameter name {param.strip()!r} is not a valid identifier",
-                "use letters, digits and underscores for the parameter name",
-            )
+            raise CellError("bad-field", f"{field!r} is not {usage}", f"write each entry as {usage}")
     return fields
+
+
+def state_key(field: str, *, output: bool) -> str:
+    """The state key an Input_Fields (`output=False`) or Output_Field entry reads or writes."""
+    if "=" in field:
+        left, _, right = field.partition("=")
+        return (left if output else right).strip()
+    return field.partition(":")[0].strip()
 
 
 def parse_targets(text: str) -> Targets | None:

@@ -10,6 +10,7 @@ import difflib
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
 
 __all__ = ["REDUCED_KEYS", "SYSTEM_KEYS", "branch_depths", "check_graph", "fan_outs"]
@@ -104,7 +105,7 @@ class _Checker:
             for branch, nodes in enumerate(depths):
                 for name, depth in nodes.items():
                     node = self.nodes[name]
-                    for key in node.outputs:
+                    for key in (state_key(f, output=True) for f in node.outputs):
                         if key in REDUCED_KEYS:
                             continue
                         other = writers.setdefault((key, depth), (branch, node))
@@ -129,15 +130,15 @@ class _Checker:
         if not self.graph.nodes:
             return
         entry = self.nodes[self.graph.entry]
-        provided = {_state_key(f) for f in entry.inputs} | SYSTEM_KEYS
+        provided = {state_key(f, output=False) for f in entry.inputs} | SYSTEM_KEYS
         if self.has_router:
-            provided |= {k for n in self.graph.nodes for k in n.outputs}
+            provided |= {state_key(f, output=True) for n in self.graph.nodes for f in n.outputs}
         bit, masks = _written_before(self.graph)
         for node in self.graph.nodes:
             if node is entry:
                 continue
             for field in node.inputs:
-                key = _state_key(field)
+                key = state_key(field, output=False)
                 if key not in provided and not bit.get(key, 0) & masks[node.name]:
                     self.add(node, "Input_Fields", "unset-input",
                              f"no node before {node.name!r} writes {key!r}, and the entry node does not read it: "
@@ -153,9 +154,11 @@ def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
     """
     bit: dict[str, int] = {}
     for node in graph.nodes:
-        for key in node.outputs:
-            bit.setdefault(key, 1 << len(bit))
-    written = {node.name: sum(bit[k] for k in set(node.outputs)) for node in graph.nodes}
+        for field in node.outputs:
+            bit.setdefault(state_key(field, output=True), 1 << len(bit))
+    written = {
+        node.name: sum(bit[k] for k in {state_key(f, output=True) for f in node.outputs}) for node in graph.nodes
+    }
     predecessors: dict[str, list[str]] = {}
     for node in graph.nodes:
         for nxt in node.successors():
@@ -172,10 +175,6 @@ def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
                 masks[node.name] = mask
                 changed = True
     return bit, masks
-
-
-def _state_key(field: str) -> str:
-    return field.partition(":")[0].strip()
 
 
 def fan_outs(graph: GraphSpec) -> list[tuple[str, tuple[str, ...]]]:

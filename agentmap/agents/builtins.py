@@ -1,0 +1,192 @@
+"""The built-in agent types that need no LLM: default, echo, template, branching, success, failure,
+input and summary. Context keys are documented in csv_specs/agents.md.
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.registry import agent
+
+__all__ = [
+    "BranchingAgent",
+    "DefaultAgent",
+    "EchoAgent",
+    "FailureAgent",
+    "InputAgent",
+    "SuccessAgent",
+    "SummaryAgent",
+    "TemplateAgent",
+    "safe_format",
+]
+
+
+class _SafeFormatter(string.Formatter):
+    """`str.format` restricted to plain names: no attribute or index access, no nested fields."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(
+                f"template field {{{field_name}}} is not allowed: use plain names such as {{name}} "
+                "(no attribute access, indexing or positional fields)"
+            )
+        if field_name not in kwargs:
+            raise KeyError(
+                f"the template uses {{{field_name}}} but the node's inputs are "
+                f"{', '.join(sorted(kwargs)) or 'empty'}: add {field_name} to Input_Fields"
+            )
+        return kwargs[field_name], field_name
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def safe_format(template: str, values: Mapping[str, Any]) -> str:
+    """Format `template` with `values`, allowing only `{name}` fields (and format specs).
+
+    Raises:
+        KeyError: A field is not among `values`.
+        ValueError: A field uses attribute or index access, or the template is malformed.
+    """
+    return _FORMATTER.vformat(template, (), dict(values))
+
+
+@agent("default")
+class DefaultAgent(BaseAgent):
+    """Returns a deterministic message naming the node and its prompt; a placeholder while designing."""
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return `"[Node] prompt"` (or `"[Node] DefaultAgent executed"` without a prompt)."""
+        return f"[{self.name}] {self.prompt}" if self.prompt else f"[{self.name}] DefaultAgent executed"
+
+
+@agent("echo")
+class EchoAgent(BaseAgent):
+    """Echo agent that simply returns input data unchanged."""
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return the inputs dict unchanged, or "No input provided to echo" without inputs."""
+        if inputs:
+            return inputs
+        return "No input provided to echo"
+
+
+@agent("template")
+class TemplateAgent(BaseAgent):
+    """Formats the Prompt with its inputs: `Hello, {name}!`."""
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return the formatted prompt."""
+        return safe_format(self.prompt, inputs)
+
+    @classmethod
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+        """A template node needs a prompt whose fields are plain names."""
+        if not prompt:
+            return ["a template node needs a Prompt such as 'Hello, {name}!'"]
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None]
+        except ValueError as exc:
+            return [f"the Prompt is not a valid template: {exc}"]
+        bad = [f for f in fields if not f.isidentifier()]
+        return [f"template field {{{f}}} is not allowed: use plain names such as {{name}}" for f in bad]
+
+
+_TRUE = ("true", "yes", "y", "1", "success", "ok", "pass")
+_FALSE = ("false", "no", "n", "0", "failure", "fail", "error", "", "none")
+
+
+@agent("branching")
+class BranchingAgent(BaseAgent):
+    """Succeeds or fails from an input value, so Success_Next / Failure_Next can branch on it.
+
+    Context:
+        field: The input to test (default: the first input).
+        success_values: Values meaning success (default: truthy values such as true, yes, 1, success).
+        failure_values: Values meaning failure (default: false, no, 0, failure, empty).
+    """
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return a message on success; raise (failing the node) on a failure value."""
+        key = self.context.get("field") or next(iter(inputs), None)
+        value = inputs.get(key) if key is not None else None
+        if self._is_success(value):
+            return f"{self.name}: {key}={value!r} -> success"
+        raise ValueError(f"{key}={value!r} is a failure value")
+
+    def _is_success(self, value: Any) -> bool:
+        text = str(value).strip().lower() if value is not None else ""
+        success = [str(v).lower() for v in self.context.get("success_values", ())]
+        failure = [str(v).lower() for v in self.context.get("failure_values", _FALSE)]
+        if success:
+            return text in success and text not in failure
+        return text not in failure
+
+    @classmethod
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+        """`success_values` and `failure_values` must be lists."""
+        return [
+            f"Context {key!r} must be a list of values, e.g. [\"yes\", \"ok\"]"
+            for key in ("success_values", "failure_values")
+            if key in context and not isinstance(context[key], list)
+        ]
+
+
+@agent("success")
+class SuccessAgent(BaseAgent):
+    """Always succeeds; returns a message naming the node."""
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return `"[Node] succeeded"` (or the prompt)."""
+        return self.prompt or f"[{self.name}] succeeded"
+
+
+@agent("failure")
+class FailureAgent(BaseAgent):
+    """Always fails (takes Failure_Next); the Prompt is the failure message."""
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Raise, so the node fails."""
+        raise RuntimeError(self.prompt or "this node always fails (agent type 'failure')")
+
+
+@agent("input")
+class InputAgent(BaseAgent):
+    """Asks the Prompt as a question on the terminal and returns the answer.
+
+    Context:
+        default: The answer used when there is no terminal (otherwise the node fails with a clear error).
+    """
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Read one line from stdin after printing the prompt."""
+        if not sys.stdin or not sys.stdin.isatty():
+            if "default" in self.context:
+                return self.context["default"]
+            raise RuntimeError(
+                "the input agent needs a terminal to ask its question; run interactively, pass the answer "
+                f"in the initial state and skip this node, or set a default in Context: {{\"default\": \"...\"}}"
+            )
+        question = safe_format(self.prompt, inputs) if self.prompt else f"{self.name}: "
+        return input(question.rstrip() + " ")
+
+
+@agent("summary")
+class SummaryAgent(BaseAgent):
+    """Joins its inputs into one text.
+
+    Context:
+        format: How each input is written, with `{key}` and `{value}` (default `"{key}: {value}"`).
+        separator: Between inputs (default a blank line).
+    """
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Return the joined text."""
+        item = self.context.get("format", "{key}: {value}")
+        separator = self.context.get("separator", "\n\n")
+        text = separator.join(safe_format(item, {"key": k, "value": v}) for k, v in inputs.items())
+        return f"{safe_format(self.prompt, inputs)}{separator}{text}" if self.prompt else text

@@ -1,0 +1,192 @@
+"""The public entry points: `load`, `validate`, `compile` and `run`.
+
+`validate` and `compile` run the same checks (`compiler.check`); `validate` reports, `compile` raises
+`ValidationError` when any finding is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from agentmap.agents.registry import AgentRegistry
+from agentmap.agents.registry import registry as default_registry
+from agentmap.errors import AgentMapError, GraphNotFoundError, ValidationError
+from agentmap.runtime.compiler import BuildOptions, build_state_graph, check
+from agentmap.runtime.runner import CompiledWorkflow, RunResult
+from agentmap.runtime.tracking import SuccessPolicy
+from agentmap.spec.loader import parse_selector, read_workflow
+from agentmap.spec.models import GraphSpec, Issue, Workflow
+
+__all__ = ["compile", "load", "run", "select_graph", "validate"]
+
+Source = str | Path | Workflow | GraphSpec
+
+
+def _options(
+    functions_dir: str | Path | None,
+    agents_dir: str | Path | None,
+    settings: Mapping[str, Any] | None,
+    registry: AgentRegistry | None,
+) -> BuildOptions:
+    return BuildOptions(
+        functions_dir=Path(functions_dir) if functions_dir else None,
+        agents_dir=Path(agents_dir) if agents_dir else None,
+        settings=dict(settings or {}),
+        registry=registry or default_registry,
+    )
+
+
+def _read(source: str | Path | Workflow) -> tuple[Workflow, list[Issue]]:
+    if isinstance(source, Workflow):
+        return source, []
+    path, _ = parse_selector(source)
+    return read_workflow(path)
+
+
+def load(
+    source: str | Path,
+    *,
+    functions_dir: str | Path | None = None,
+    agents_dir: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    registry: AgentRegistry | None = None,
+) -> Workflow:
+    """Read and validate every graph of a workflow file.
+
+    Raises:
+        WorkflowFileError: The file is missing or unreadable.
+        ValidationError: Any graph has an error (`.issues` lists every finding).
+    """
+    workflow, issues = _read(source)
+    options = _options(functions_dir, agents_dir, settings, registry)
+    for graph in workflow.graphs:
+        issues += check(graph, options)
+    if any(i.severity == "error" for i in issues):
+        raise ValidationError(issues, source=str(source))
+    return workflow
+
+
+def select_graph(workflow: Workflow, name: str | None, *, source: str | None = None) -> GraphSpec:
+    """The graph `name` of `workflow`, or its only graph when `name` is None.
+
+    Raises:
+        GraphNotFoundError: No such graph, or several graphs and no name; the message lists them.
+    """
+    where = source or workflow.file or "the workflow"
+    names = ", ".join(workflow.graph_names) or "none"
+    if name is None:
+        if len(workflow.graphs) == 1:
+            return workflow.graphs[0]
+        raise GraphNotFoundError(
+            f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
+            code="graph-not-selected",
+            hint=f"append ::GraphName to the path, e.g. {workflow.file}::{workflow.graph_names[0]}"
+            if workflow.graphs else None,
+        )
+    graph = workflow.get(name)
+    if graph is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, workflow.graph_names, n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
+    return graph
+
+
+def validate(
+    source: str | Path | Workflow,
+    graph: str | None = None,
+    *,
+    functions_dir: str | Path | None = None,
+    agents_dir: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    registry: AgentRegistry | None = None,
+) -> list[Issue]:
+    """Every finding (errors and warnings) for a workflow file, or one graph of it. Never raises on bad input.
+
+    Args:
+        source: A path (`file.csv` or `file.csv::Graph`) or a loaded `Workflow`.
+        graph: Only this graph (also selectable with `::Graph`).
+    """
+    try:
+        workflow, issues = _read(source)
+        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
+        options = _options(functions_dir, agents_dir, settings, registry)
+        graphs = [select_graph(workflow, selected)] if selected else list(workflow.graphs)
+        for spec in graphs:
+            issues += check(spec, options)
+    except AgentMapError as err:
+        file = str(parse_selector(source)[0]) if not isinstance(source, Workflow) else source.file
+        return [Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=file)]
+    return issues
+
+
+def compile(
+    source: Source,
+    graph: str | None = None,
+    *,
+    checkpointer: Any = None,
+    success_policy: SuccessPolicy | None = None,
+    critical_nodes: Sequence[str] = (),
+    functions_dir: str | Path | None = None,
+    agents_dir: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    registry: AgentRegistry | None = None,
+    state_keys: Sequence[str] = (),
+    **compile_kwargs: Any,
+) -> CompiledWorkflow:
+    """Load, validate and compile one graph into a `CompiledWorkflow`.
+
+    Args:
+        source: `file.csv`, `file.csv::Graph`, a `Workflow` or a `GraphSpec`.
+        graph: The graph to compile (needed when the file holds several and no `::Graph` is given).
+        checkpointer: A LangGraph checkpointer (e.g. `InMemorySaver()`, `SqliteSaver`), passed through.
+        success_policy: `all_nodes` (default), `final_node`, `critical_nodes`, or `f(summary) -> bool`.
+        critical_nodes: The nodes the `critical_nodes` policy looks at.
+        functions_dir: Where `func:` routers live (default `functions/` beside the file).
+        agents_dir: A custom agents folder (default `custom_agents/` beside the file).
+        settings: Global settings agents read through `environment.settings`.
+        registry: The agent registry (default: the global one).
+        state_keys: Extra state keys to keep in the schema (keys only the caller reads or writes).
+        **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
+
+    Raises:
+        WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
+    """
+    options = _options(functions_dir, agents_dir, settings, registry)
+    if isinstance(source, GraphSpec):
+        spec, issues = source, []
+    else:
+        workflow, issues = _read(source)
+        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
+        if any(i.severity == "error" for i in issues):
+            raise ValidationError(issues, source=str(workflow.file))
+        spec = select_graph(workflow, selected)
+    issues += check(spec, options)
+    if any(i.severity == "error" for i in issues):
+        raise ValidationError(issues, source=str(spec.file or spec.name))
+    builder, agents = build_state_graph(spec, options, state_keys)
+    compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
+    return CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
+
+
+def run(
+    source: Source,
+    state: Mapping[str, Any] | None = None,
+    *,
+    config: RunnableConfig | None = None,
+    graph: str | None = None,
+    **options: Any,
+) -> RunResult:
+    """Load, validate, compile and run one graph: `agentmap.run("file.csv::Graph", {"name": "Ada"})`.
+
+    Keys of `state` are added to the schema, so the final state carries them through. Other keyword
+    arguments are `compile`'s.
+    """
+    keys = tuple(state or ()) + tuple(options.pop("state_keys", ()))
+    app = compile(source, graph, state_keys=keys, **options)
+    return app.invoke(dict(state or {}), config)

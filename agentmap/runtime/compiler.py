@@ -1,0 +1,273 @@
+"""Compile a `GraphSpec` into a LangGraph `StateGraph` of `BaseAgent` nodes.
+
+Each node is a small `Runnable` that calls `BaseAgent.run` (or `arun` for async agents) with the
+run's `ExecutionTracker`, which the runner passes in the LangGraph config. The state schema has one
+key per field any node reads or writes, plus `last_action_success` (false if any branch of a step
+failed), `graph_success` and `errors` (appended to across nodes and parallel branches).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.channels import LastValue
+from langgraph.graph import END, START, StateGraph
+
+from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.registry import AgentRegistry, normalize_type
+from agentmap.agents.registry import registry as default_registry
+from agentmap.errors import AgentMapError
+from agentmap.runtime.routing import Route, RouterFn, load_router, static_edges
+from agentmap.runtime.tracking import ExecutionTracker
+from agentmap.spec.cells import state_key
+from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
+from agentmap.spec.validation import check_graph
+
+__all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check", "current_tracker"]
+
+TRACKER_KEY = "__agentmap_tracker"
+"""The `configurable` key the runner puts the run's tracker under (`__` keeps it out of checkpoints)."""
+
+logger = logging.getLogger("agentmap.agents")
+_CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("agentmap_tracker", default=None)
+
+
+def current_tracker() -> Any:
+    """The tracker of the node running in this context (None outside a node)."""
+    return _CURRENT.get()
+
+
+class _RunTracker:
+    """The tracker compiled agents hold: forwards to the tracker of the node running in this context."""
+
+    def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
+        _CURRENT.get().record_node_start(node_name, inputs)
+
+    def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
+        _CURRENT.get().record_node_result(node_name, success, result, error)
+
+    def update_graph_success(self) -> bool:
+        return bool(_CURRENT.get().update_graph_success())
+
+    def annotate(self, node_name: str, **metadata: Any) -> None:
+        _CURRENT.get().annotate(node_name, **metadata)
+
+
+_RUN_TRACKER = _RunTracker()
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to find what a graph refers to.
+
+    Attributes:
+        functions_dir: Where `func:name` routers live (default: `functions/` beside the workflow).
+        agents_dir: A custom agents folder (default: `custom_agents/` beside the workflow).
+        settings: Global settings handed to agents through `AgentEnvironment.settings`.
+        registry: The agent registry (the default one unless testing).
+    """
+
+    functions_dir: Path | None = None
+    agents_dir: Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    registry: AgentRegistry = default_registry
+
+    def base_dir(self, graph: GraphSpec) -> Path:
+        """The folder relative paths resolve against: the workflow file's folder."""
+        return Path(graph.file).parent if graph.file else Path.cwd()
+
+    def functions_for(self, graph: GraphSpec) -> Path:
+        """The functions folder for `graph`."""
+        return self.functions_dir or self.base_dir(graph) / "functions"
+
+    def load_custom_agents(self, graph: GraphSpec) -> None:
+        """Register the custom agents folder's classes (once per folder)."""
+        self.registry.load_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
+
+
+def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
+    """Every finding for `graph`: the spec checks plus what needs agents and routers resolved."""
+    options.load_custom_agents(graph)
+    registry = options.registry
+    issues = check_graph(
+        graph,
+        known_type=lambda name: registry.get(name) is not None,
+        unknown_type_message=registry.unknown_message,
+        unknown_type_fix=registry.register_hint,
+    )
+    environment = _environment(graph, options)
+    for node in graph.nodes:
+        for column, targets in node.next_cells():
+            if isinstance(targets, FuncRef):
+                try:
+                    load_router(targets, options.functions_for(graph))
+                except AgentMapError as err:
+                    issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
+        cls = registry.get(node.agent_type or "default")
+        if cls is not None:
+            try:
+                problems = cls.validate_config(node.prompt, _context(node), environment)
+            except Exception as exc:  # a custom agent's check must not hide the other findings
+                problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
+            for problem in problems:
+                issues.append(_issue(graph, node, "Context", "bad-config", problem,
+                                     f"fix the Context of {node.name!r} (see csv_specs/agents.md)"))
+    return issues
+
+
+def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: str, fix: str) -> Issue:
+    return Issue(severity="error", code=code, message=message, fix=fix, file=graph.file, row=node.row,
+                 column=graph.column(column), graph=graph.name, node=node.name)
+
+
+def _context(node: NodeSpec) -> dict[str, Any]:
+    context = dict(node.context)
+    context["input_fields"] = list(node.inputs)
+    context["output_field"] = "|".join(node.outputs)
+    context.setdefault("description", node.description)
+    if node.tool_source:
+        context["tool_source"] = node.tool_source
+    if node.available_tools:
+        context["available_tools"] = list(node.available_tools)
+    return context
+
+
+def _environment(
+    graph: GraphSpec, options: BuildOptions, agents: Mapping[str, BaseAgent] | None = None
+) -> AgentEnvironment:
+    return AgentEnvironment(
+        base_dir=options.base_dir(graph),
+        workflow_file=Path(graph.file) if graph.file else None,
+        graph_name=graph.name,
+        settings=options.settings,
+        agents=agents if agents is not None else {},
+    )
+
+
+class _AgentNode(Runnable[Any, Any]):
+    """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes)."""
+
+    def __init__(self, agent: BaseAgent, route: Route | None) -> None:
+        self.agent = agent
+        self.route = route
+        self.name = agent.name
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        token = _CURRENT.set(_tracker_from(config))
+        try:
+            update = self.agent.run(input)
+        finally:
+            _CURRENT.reset(token)
+        return update if self.route is None else self.route(input, update)
+
+
+class _AsyncAgentNode(_AgentNode):
+    """A node whose agent is async: `ainvoke` awaits `arun` on the event loop."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        token = _CURRENT.set(_tracker_from(config))
+        try:
+            update = await self.agent.arun(input)
+        finally:
+            _CURRENT.reset(token)
+        return update if self.route is None else self.route(input, update)
+
+
+def _tracker_from(config: RunnableConfig | None) -> Any:
+    tracker = (config or {}).get("configurable", {}).get(TRACKER_KEY)
+    # Embedded in a parent graph that is not an AgentMap run: track this node on its own.
+    return tracker if tracker is not None else ExecutionTracker()
+
+
+class _AllOfStep(LastValue[bool]):
+    """`last_action_success`: the last step's outcome, false if any parallel branch of that step failed."""
+
+    def update(self, values: Sequence[bool]) -> bool:
+        if not values:
+            return False
+        self.value = all(values)
+        return True
+
+
+class _LastOfStep(LastValue[bool]):
+    """`graph_success`: written by failing nodes; parallel failures in one step agree, so keep the last."""
+
+    def update(self, values: Sequence[bool]) -> bool:
+        if not values:
+            return False
+        self.value = values[-1]
+        return True
+
+
+def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Sequence[str] = ()) -> type:
+    """A TypedDict with every key the graph reads or writes, plus the system keys and their reducers."""
+    keys: dict[str, Any] = {}
+    for node in graph.nodes:
+        for f in node.inputs:
+            keys[state_key(f, output=False)] = Any
+        for f in node.outputs:
+            keys[state_key(f, output=True)] = Any
+    for agent in agents.values():
+        for key in agent.state_keys():
+            keys[key] = Any
+    for key in extra:
+        keys.setdefault(key, Any)
+    keys["last_action_success"] = Annotated[bool, _AllOfStep(bool)]
+    keys["graph_success"] = Annotated[bool, _LastOfStep(bool)]
+    keys["errors"] = Annotated[list[str], operator.add]
+    return TypedDict(f"{_identifier(graph.name)}State", keys, total=False)  # type: ignore[operator]
+
+
+def _identifier(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "_" for c in name)
+    return cleaned if cleaned[:1].isalpha() else f"G_{cleaned}"
+
+
+def build_state_graph(
+    graph: GraphSpec, options: BuildOptions, extra_keys: Sequence[str] = ()
+) -> tuple[StateGraph[Any, Any, Any, Any], dict[str, BaseAgent]]:
+    """Build (not compile) the LangGraph `StateGraph` for a graph that passed `check`.
+
+    Returns:
+        The builder and the agents by node name.
+    """
+    agents: dict[str, BaseAgent] = {}
+    environment = _environment(graph, options, agents)  # agents fill in below; the env sees them all
+    for node in graph.nodes:
+        cls = options.registry.resolve(node.agent_type or "default")
+        agent = cls(node.name, node.prompt, _context(node), logger, _RUN_TRACKER)
+        agent.environment = environment
+        agents[node.name] = agent
+
+    routers: dict[FuncRef, RouterFn] = {}
+    for node in graph.nodes:
+        for _, targets in node.next_cells():
+            if isinstance(targets, FuncRef) and targets not in routers:
+                routers[targets] = load_router(targets, options.functions_for(graph))
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))
+    for node in graph.nodes:
+        agent = agents[node.name]
+        dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
+        route = Route(graph, node, routers) if dynamic else None
+        node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
+        builder.add_node(
+            node.name,
+            node_cls(agent, route),
+            destinations=route.destinations if route is not None else None,
+            metadata={"agent_type": normalize_type(node.agent_type or "default")},
+        )
+    builder.add_edge(START, graph.entry)
+    for source, target in static_edges(graph):
+        builder.add_edge(source, target)
+    for node in graph.nodes:
+        if not node.next_cells():
+            builder.add_edge(node.name, END)
+    return builder, agents

@@ -1,0 +1,144 @@
+"""Routing: where a node goes next, and `func:` router functions.
+
+Edge-only nodes get static LangGraph edges (drawn as solid lines, with waiting joins after a fan-out).
+Nodes with Success_Next / Failure_Next or a router decide inside the node and return a LangGraph
+`Command(goto=...)`, so parallel branches each route on their own outcome, not on a merged flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph import END
+from langgraph.types import Command
+
+from agentmap.agents.registry import import_file
+from agentmap.errors import AgentNotFoundError, Location, NodeError
+from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec, Targets
+from agentmap.spec.validation import branch_depths, fan_outs
+
+__all__ = ["Route", "load_router", "static_edges"]
+
+RouterFn = Callable[..., Any]
+_END_NAMES = frozenset({"", "end", "__end__"})
+
+
+def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
+    """Find the function a `func:` reference names.
+
+    `func:name` looks for `name.py` defining `name` in `functions_dir`, then for any `.py` file there
+    defining it; `func:module:function` imports `module`.
+
+    Raises:
+        AgentNotFoundError: With code `unknown-function`, saying where it looked.
+    """
+    if ref.module:
+        try:
+            module = importlib.import_module(ref.module)
+        except ImportError as exc:
+            raise AgentNotFoundError(f"cannot import module {ref.module!r} for {ref}: {exc}",
+                                     code="unknown-function") from None
+        found = getattr(module, ref.name, None)
+        where = f"module {ref.module!r}"
+    else:
+        found = None
+        candidates = [functions_dir / f"{ref.name}.py"]
+        if functions_dir.is_dir():
+            candidates += sorted(p for p in functions_dir.glob("*.py") if p != candidates[0])
+        for path in candidates:
+            if path.is_file() and not path.name.startswith("_"):
+                found = getattr(import_file(path, prefix="agentmap_functions"), ref.name, None)
+                if found is not None:
+                    break
+        where = f"the functions folder {functions_dir}"
+    if not callable(found):
+        raise AgentNotFoundError(
+            f"router function {ref.name!r} ({ref}) was not found in {where}",
+            code="unknown-function",
+            hint=f"define `def {ref.name}(state, success_target, failure_target):` in "
+            f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function",
+        )
+    return found
+
+
+def static_edges(graph: GraphSpec) -> list[tuple[str | list[str], str]]:
+    """The graph's static edges: `(source, target)`, or `([sources], target)` for a waiting join.
+
+    A node that several parallel branches of one fan-out lead into (one predecessor exclusive to each
+    branch, all by plain Edge) gets a waiting join, so it runs once, after every branch.
+    """
+    plain = [
+        (node.name, target)
+        for node in graph.nodes
+        if isinstance(node.edge, tuple) and node.success_next is None and node.failure_next is None
+        for target in dict.fromkeys(node.edge)
+    ]
+    predecessors: dict[str, list[str]] = {}
+    for source, target in plain:
+        predecessors.setdefault(target, []).append(source)
+    joins: dict[str, list[str]] = {}
+    for source, targets in fan_outs(graph):
+        branches = branch_depths(graph, source, dict.fromkeys(targets))
+        for target, preds in predecessors.items():
+            owners = [next((i for i, b in enumerate(branches) if p in b), None) for p in preds]
+            if len(preds) == len(branches) and None not in owners and len(set(owners)) == len(preds):
+                joins[target] = preds
+    edges: list[tuple[str | list[str], str]] = [(s, t) for s, t in plain if t not in joins]
+    edges += [(preds, target) for target, preds in joins.items()]
+    return edges
+
+
+class Route:
+    """Decides a dynamic node's next node(s) from its own outcome and returns a `Command`."""
+
+    def __init__(self, graph: GraphSpec, node: NodeSpec, routers: Mapping[FuncRef, RouterFn]) -> None:
+        self.node = node
+        self.graph = graph
+        self.routers = routers
+        self.destinations = tuple(
+            dict.fromkeys(t for _, cell in node.next_cells() if isinstance(cell, tuple) for t in cell)
+        )
+
+    def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Command[Any]:
+        """Return `Command(update=update, goto=next nodes)`."""
+        node = self.node
+        success = update.get("last_action_success", True) is not False
+        if isinstance(node.edge, FuncRef):
+            goto = self._call(node.edge, "Edge", state, update)
+        else:
+            cell = node.success_next if success else node.failure_next
+            column = "Success_Next" if success else "Failure_Next"
+            goto = self._call(cell, column, state, update) if isinstance(cell, FuncRef) else list(cell or ())
+        return Command(update=update, goto=goto or END)
+
+    def _call(self, ref: FuncRef, column: str, state: Mapping[str, Any], update: dict[str, Any]) -> list[str]:
+        merged = {**state, **update}
+        if "errors" in update:
+            merged["errors"] = [*(state.get("errors") or ()), *update["errors"]]
+        result = self.routers[ref](merged, _cell_text(self.node.success_next), _cell_text(self.node.failure_next))
+        names = [result] if isinstance(result, str) or result is None else list(result)
+        targets: list[str] = []
+        for name in names:
+            text = "" if name is None else str(name).strip()
+            if text.lower() in _END_NAMES:
+                continue
+            for part in text.split("|"):
+                if part.strip() not in self.graph.by_name:
+                    raise NodeError(
+                        f"router {ref} of node {self.node.name!r} returned {part.strip()!r}, which is not a node of "
+                        f"graph {self.graph.name!r} (nodes: {', '.join(self.graph.by_name)})",
+                        code="bad-route",
+                        location=Location(self.graph.file, self.node.row, self.graph.column(column)),
+                        hint="return a node name, a list of names for a fan-out, or None to end the graph",
+                    )
+                targets.append(part.strip())
+        return targets
+
+
+def _cell_text(targets: Targets | None) -> str | None:
+    if targets is None:
+        return None
+    return str(targets) if isinstance(targets, FuncRef) else "|".join(targets)

@@ -1,0 +1,240 @@
+"""`CompiledWorkflow` runs a compiled graph and returns `RunResult`s.
+
+Every call gets its own `ExecutionTracker` (passed to the nodes through the LangGraph config), so one
+compiled workflow can serve concurrent runs, `batch`, and every LangGraph option: checkpointers,
+`thread_id`, `recursion_limit`, callbacks, stream modes, `interrupt()` and `Command(resume=...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from agentmap.errors import ConfigError, NodeError
+from agentmap.runtime.compiler import TRACKER_KEY
+from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from agentmap.agents.base import BaseAgent
+    from agentmap.spec.models import GraphSpec
+
+__all__ = ["CompiledWorkflow", "RunResult"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one run.
+
+    Attributes:
+        state: The final state (keys of the initial state the graph does not use are kept).
+        success: The success policy's verdict.
+        summary: One record per node execution, in execution order.
+        interrupts: Values of pending `interrupt()` calls, when the run paused for input.
+    """
+
+    state: dict[str, Any]
+    success: bool
+    summary: list[NodeExecution] = field(default_factory=list)
+    interrupts: tuple[Any, ...] = ()
+
+    @property
+    def errors(self) -> list[str]:
+        """The error messages of every failed node, in order."""
+        return list(self.state.get("errors") or [])
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        """The names of the nodes that failed, in order."""
+        return [e.name for e in self.summary if e.success is False]
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{"success", "state", "summary", "errors"}` (values that JSON cannot hold are left for the encoder)."""
+        return {
+            "success": self.success,
+            "state": self.state,
+            "summary": [e.to_dict() for e in self.summary],
+            "errors": self.errors,
+            **({"interrupts": [repr(i) for i in self.interrupts]} if self.interrupts else {}),
+        }
+
+    def summary_frame(self) -> Any:
+        """The summary as a pandas DataFrame (needs the `notebook` extra)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError('summary_frame() needs pandas: pip install "agentmap[notebook]"') from None
+        return pd.DataFrame([e.to_dict() for e in self.summary])
+
+
+class CompiledWorkflow:
+    """A compiled graph, ready to run.
+
+    Attributes:
+        spec: The graph's specification.
+        graph: LangGraph's `CompiledStateGraph`: stream it, checkpoint it, embed it in another graph.
+        agents: The node agents by name.
+    """
+
+    def __init__(
+        self,
+        spec: GraphSpec,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        agents: Mapping[str, BaseAgent],
+        *,
+        success_policy: SuccessPolicy | None = None,
+        critical_nodes: Sequence[str] = (),
+    ) -> None:
+        self.spec = spec
+        self.graph = graph
+        self.agents = dict(agents)
+        self._policy = success_policy
+        self._critical = tuple(critical_nodes)
+        ExecutionTracker(success_policy, critical_nodes)  # reject a bad policy now, not at the first run
+
+    @property
+    def name(self) -> str:
+        """The graph name."""
+        return self.spec.name
+
+    def __repr__(self) -> str:
+        return f"<CompiledWorkflow {self.name!r}: {len(self.spec.nodes)} nodes from {self.spec.file}>"
+
+    def new_tracker(self, listener: Callable[[NodeExecution], None] | None = None) -> ExecutionTracker:
+        """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
+        return ExecutionTracker(self._policy, self._critical, listener=listener)
+
+    def _prepare(
+        self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
+    ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
+        if state is None:
+            state = {}
+        elif not isinstance(state, (Mapping, Command)):
+            raise ConfigError(
+                f"the initial state must be a dict of state keys, not {type(state).__name__}",
+                code="bad-state",
+                hint='e.g. {"name": "Ada"}',
+            )
+        tracker = tracker or self.new_tracker()
+        config = dict(config or {})  # type: ignore[assignment]
+        config["configurable"] = {**config.get("configurable", {}), TRACKER_KEY: tracker}
+        return state, config, tracker
+
+    def _result(self, state: Any, final: Any, tracker: ExecutionTracker) -> RunResult:
+        values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
+        interrupts = tuple(values.pop("__interrupt__", ()))
+        if isinstance(state, Mapping):
+            values = {**{k: v for k, v in state.items() if k not in values}, **values}
+        success = tracker.update_graph_success()
+        values["graph_success"] = success
+        return RunResult(values, success, tracker.summary, interrupts)
+
+    def invoke(
+        self,
+        state: Mapping[str, Any] | Command[Any] | None = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """Run the graph to the end (or to an interrupt).
+
+        Args:
+            state: The initial state, or a `Command(resume=...)` to resume a paused thread.
+            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
+            tracker: A tracker to record into (default: a new one with the workflow's policy).
+            **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
+        """
+        state, config, tracker = self._prepare(state, config, tracker)
+        with _clear_errors(config):
+            final = self.graph.invoke(state, config, **kwargs)
+        return self._result(state, final, tracker)
+
+    async def ainvoke(
+        self,
+        state: Mapping[str, Any] | Command[Any] | None = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """The async twin of `invoke`."""
+        state, config, tracker = self._prepare(state, config, tracker)
+        with _clear_errors(config):
+            final = await self.graph.ainvoke(state, config, **kwargs)
+        return self._result(state, final, tracker)
+
+    def stream(
+        self,
+        state: Mapping[str, Any] | Command[Any] | None = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        stream_mode: Any = "updates",
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Yield LangGraph's stream chunks (per node updates by default; any `stream_mode` passes through)."""
+        state, config, tracker = self._prepare(state, config, tracker)
+        with _clear_errors(config):
+            yield from self.graph.stream(state, config, stream_mode=stream_mode, **kwargs)
+
+    async def astream(
+        self,
+        state: Mapping[str, Any] | Command[Any] | None = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        stream_mode: Any = "updates",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """The async twin of `stream`."""
+        state, config, tracker = self._prepare(state, config, tracker)
+        with _clear_errors(config):
+            async for chunk in self.graph.astream(state, config, stream_mode=stream_mode, **kwargs):
+                yield chunk
+
+    def batch(
+        self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[RunResult]:
+        """Run several initial states (concurrently, through LangGraph's batch), one result each."""
+        prepared = [self._prepare(s, config, None) for s in states]
+        with _clear_errors(config):
+            finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)
+        return [self._result(s, f, t) for (s, _, t), f in zip(prepared, finals, strict=True)]
+
+    async def abatch(
+        self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[RunResult]:
+        """The async twin of `batch`."""
+        return list(await asyncio.gather(*(self.ainvoke(s, config, **kwargs) for s in states)))
+
+    def draw_mermaid(self) -> str:
+        """The graph as Mermaid text (drawn offline by LangGraph)."""
+        return self.graph.get_graph().draw_mermaid()
+
+
+class _clear_errors:
+    """Turn LangGraph's recursion error into an actionable AgentMap error."""
+
+    def __init__(self, config: RunnableConfig | None) -> None:
+        self.limit = (config or {}).get("recursion_limit")
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, GraphRecursionError):
+            limit = f" ({self.limit})" if self.limit else ""
+            raise NodeError(
+                f"the run stopped after reaching the recursion limit{limit}: a loop in the graph never reaches "
+                "a node without a next node",
+                code="recursion-limit",
+                hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
+            ) from exc

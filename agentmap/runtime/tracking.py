@@ -1,0 +1,171 @@
+"""`ExecutionTracker`: records every node of a run, and decides the run's success by a policy.
+
+Policies:
+* `all_nodes` (default): every node that ran succeeded.
+* `final_node`: the last node that finished succeeded.
+* `critical_nodes`: every node named in `critical_nodes` that ran succeeded.
+* any callable `f(summary: list[NodeExecution]) -> bool`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ExecutionTracker", "NodeExecution", "SuccessPolicy", "resolve_policy"]
+
+PolicyName = Literal["all_nodes", "final_node", "critical_nodes"]
+SuccessPolicy = PolicyName | Callable[[Sequence["NodeExecution"]], bool]
+
+
+@dataclass(slots=True)
+class NodeExecution:
+    """One execution of one node.
+
+    Attributes:
+        name: The node name.
+        start: When it started (seconds since the epoch).
+        end: When it finished, or None while running.
+        duration: Seconds it took, or None while running.
+        success: Whether it succeeded, or None while running.
+        error: The error message of a failure.
+        inputs: The inputs it was given.
+        result: What it returned on success.
+        metadata: Extra facts an agent recorded (model, token usage, ...).
+        subgraph: The executions of a subgraph the node ran, in order.
+    """
+
+    name: str
+    start: float
+    end: float | None = None
+    duration: float | None = None
+    success: bool | None = None
+    error: str | None = None
+    inputs: Mapping[str, Any] | None = None
+    result: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    subgraph: list[NodeExecution] | None = None
+    _clock: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (without inputs and results, which may not serialise)."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "start": self.start,
+            "end": self.end,
+            "duration": self.duration,
+            "success": self.success,
+            "error": self.error,
+        }
+        if self.metadata:
+            data["metadata"] = self.metadata
+        if self.subgraph is not None:
+            data["subgraph"] = [e.to_dict() for e in self.subgraph]
+        return data
+
+
+def resolve_policy(
+    policy: SuccessPolicy | None, critical_nodes: Sequence[str] = ()
+) -> Callable[[Sequence[NodeExecution]], bool]:
+    """Turn a policy name (or callable) into a function of the summary.
+
+    Raises:
+        ValueError: For an unknown policy name, or `critical_nodes` without nodes.
+    """
+    if policy is None or policy == "all_nodes":
+        return lambda summary: all(e.success is not False for e in summary)
+    if policy == "final_node":
+        return lambda summary: next((e.success for e in reversed(summary) if e.success is not None), True)
+    if policy == "critical_nodes":
+        if not critical_nodes:
+            raise ValueError("the critical_nodes success policy needs the list of critical node names")
+        critical = frozenset(critical_nodes)
+        return lambda summary: all(e.success is not False for e in summary if e.name in critical)
+    if callable(policy):
+        return policy
+    raise ValueError(
+        f"unknown success policy {policy!r}: use all_nodes, final_node, critical_nodes or a callable"
+    )
+
+
+class ExecutionTracker:
+    """Records the nodes of one run, in execution order. Safe to use from parallel branches.
+
+    Args:
+        policy: How `update_graph_success` decides (see the module docstring).
+        critical_nodes: The nodes the `critical_nodes` policy looks at.
+        listener: Called with each `NodeExecution` when it starts and again when it ends
+            (the command line's live view uses it).
+    """
+
+    def __init__(
+        self,
+        policy: SuccessPolicy | None = None,
+        critical_nodes: Sequence[str] = (),
+        listener: Callable[[NodeExecution], None] | None = None,
+    ) -> None:
+        self._policy = resolve_policy(policy, critical_nodes)
+        self._listener = listener
+        self._executions: list[NodeExecution] = []
+        self._open: dict[str, NodeExecution] = {}
+        self._lock = threading.Lock()
+        self.graph_success = True
+
+    def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
+        """Record that `node_name` started with `inputs`."""
+        execution = NodeExecution(node_name, time.time(), inputs=inputs, _clock=time.perf_counter())
+        with self._lock:
+            self._executions.append(execution)
+            self._open[node_name] = execution
+        if self._listener is not None:
+            self._listener(execution)
+
+    def record_node_result(
+        self, node_name: str, success: bool, result: Any = None, error: str | None = None
+    ) -> None:
+        """Record how `node_name` ended (a result with no start recorded starts it now)."""
+        with self._lock:
+            execution = self._open.pop(node_name, None)
+        if execution is None:
+            self.record_node_start(node_name)
+            with self._lock:
+                execution = self._open.pop(node_name)
+        execution.duration = time.perf_counter() - execution._clock
+        execution.end = execution.start + execution.duration
+        execution.success = success
+        execution.result = result
+        execution.error = error
+        if self._listener is not None:
+            self._listener(execution)
+
+    def annotate(self, node_name: str, **metadata: Any) -> None:
+        """Attach metadata to the running (or last) execution of `node_name`."""
+        with self._lock:
+            execution = self._open.get(node_name) or next(
+                (e for e in reversed(self._executions) if e.name == node_name), None
+            )
+        if execution is not None:
+            execution.metadata.update(metadata)
+
+    def record_subgraph(self, node_name: str, executions: Sequence[NodeExecution]) -> None:
+        """Nest a subgraph's executions under the running execution of `node_name`."""
+        with self._lock:
+            execution = self._open.get(node_name)
+        if execution is not None:
+            execution.subgraph = list(executions)
+
+    def update_graph_success(self) -> bool:
+        """Recompute the run's success under the policy, store it in `graph_success` and return it."""
+        with self._lock:
+            summary = list(self._executions)
+        self.graph_success = bool(self._policy(summary))
+        return self.graph_success
+
+    @property
+    def summary(self) -> list[NodeExecution]:
+        """Every execution so far, in the order the nodes started."""
+        with self._lock:
+            return list(self._executions)
