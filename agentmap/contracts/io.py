@@ -33,6 +33,7 @@ __all__ = [
     "error_response",
     "new_trace_id",
     "success_response",
+    "trace_event",
     "utc_timestamp",
     "validate_request",
     "validate_response",
@@ -83,6 +84,11 @@ def utc_timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def trace_event(event: str, trace_id: str, **data: Any) -> dict[str, Any]:
+    """Return a trace event: `{"event": event, "trace_id": trace_id, "timestamp": <now>, **data}`."""
+    return {"event": event, "trace_id": trace_id, "timestamp": utc_timestamp(), **data}
+
+
 def _blank_to_missing(value: Any) -> Any:
     return {} if value is None else value
 
@@ -113,8 +119,7 @@ class RequestMetadata(BaseModel):
     def _require_trace_id(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and data.get("trace_id") is None:
             raise ValueError(
-                "trace_id is required: pass a unique id for the request, e.g. "
-                "RequestMetadata(trace_id=new_trace_id())"
+                "trace_id is required: pass a unique id for the request, e.g. RequestMetadata(trace_id=new_trace_id())"
             )
         return data
 
@@ -254,13 +259,9 @@ class AgentResponse(BaseModel):
         try:
             parsed = datetime.fromisoformat(value)
         except ValueError:
-            raise ValueError(
-                f"timestamp must be ISO 8601, e.g. 2025-01-01T10:00:00.123Z; got {value!r}"
-            ) from None
+            raise ValueError(f"timestamp must be ISO 8601, e.g. 2025-01-01T10:00:00.123Z; got {value!r}") from None
         if parsed.tzinfo is None:
-            raise ValueError(
-                f"timestamp must be in UTC with a zone, e.g. 2025-01-01T10:00:00.123Z; got {value!r}"
-            )
+            raise ValueError(f"timestamp must be in UTC with a zone, e.g. 2025-01-01T10:00:00.123Z; got {value!r}")
         if parsed.utcoffset():
             return parsed.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         return value
@@ -268,13 +269,9 @@ class AgentResponse(BaseModel):
     @model_validator(mode="after")
     def _status_fields(self) -> AgentResponse:
         if self.status is ResponseStatus.SUCCESS and self.result is None:
-            raise ValueError(
-                "a SUCCESS response requires a result; return error_response(...) when there is none"
-            )
+            raise ValueError("a SUCCESS response requires a result; return error_response(...) when there is none")
         if self.status is ResponseStatus.ERROR and self.error is None:
-            raise ValueError(
-                "an ERROR response requires an error; build it with error_response(type, message)"
-            )
+            raise ValueError("an ERROR response requires an error; build it with error_response(type, message)")
         return self
 
     def is_success(self) -> bool:
@@ -305,9 +302,7 @@ class OrchestrationError(AgentMapError, RuntimeError):
 
     default_code = "orchestration-failed"
 
-    def __init__(
-        self, message: str, *, error: AgentError | None = None, response: AgentResponse | None = None
-    ) -> None:
+    def __init__(self, message: str, *, error: AgentError | None = None, response: AgentResponse | None = None) -> None:
         super().__init__(message)
         self.error = error
         self.response = response
@@ -321,9 +316,7 @@ def success_response(
     Raises:
         pydantic.ValidationError: If `result` is None (a SUCCESS requires a result).
     """
-    return AgentResponse(
-        status=ResponseStatus.SUCCESS, result=result, trace=trace or [], metadata=metadata or {}
-    )
+    return AgentResponse(status=ResponseStatus.SUCCESS, result=result, trace=trace or [], metadata=metadata or {})
 
 
 def error_response(

@@ -1,0 +1,398 @@
+"""The moving parts of one orchestrated request: its record (`Run`), agent calls with retries, plan routing."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import ValidationError
+
+from agentmap.agents.protocol import as_protocol, error_for_exception
+from agentmap.contracts.io import (
+    AgentError,
+    AgentProtocol,
+    AgentRequest,
+    AgentResponse,
+    ErrorType,
+    RequestMetadata,
+    ResponseStatus,
+    describe_validation_error,
+    error_response,
+    trace_event,
+    validate_response,
+)
+from agentmap.orchestration.planner import PlanStep
+
+if TYPE_CHECKING:
+    from agentmap.agents.base import BaseAgent
+    from agentmap.orchestration.orchestrator import OrchestratorConfig
+
+_OK = frozenset({ResponseStatus.SUCCESS, ResponseStatus.PARTIAL})
+
+Routed = list[tuple[str, PlanStep, str]]
+
+
+class _Budget(Protocol):
+    def check(self, step: PlanStep, step_id: str) -> AgentError | None: ...
+
+    def record(self, step: PlanStep, response: AgentResponse | None) -> None: ...
+
+
+@dataclass
+class StepOutcome:
+    """How a call to the planner or a worker ended, after retries."""
+
+    response: AgentResponse | None = None
+    error: AgentError | None = None
+    attempts: int = 0
+
+    @property
+    def status(self) -> ResponseStatus:
+        """The response's status (ERROR when the step did not run)."""
+        return self.response.status if self.response is not None else ResponseStatus.ERROR
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call produced a result (SUCCESS or PARTIAL)."""
+        return self.status in _OK
+
+    @property
+    def result(self) -> Any:
+        """The response's result."""
+        return self.response.result if self.response is not None else None
+
+    def error_or(self, message: str) -> AgentError:
+        """The error of the call, or an EXECUTION error with `message` when there is none."""
+        found = self.error or (self.response.error if self.response is not None else None)
+        if found is not None:
+            return found
+        return AgentError(type=ErrorType.EXECUTION, message=f"{message} (status {self.status.value})")
+
+
+class Run:
+    """Everything one orchestrated request has done so far; builds the step requests and the answer."""
+
+    def __init__(self, request: AgentRequest, name: str) -> None:
+        self.request = request
+        self.name = name
+        self.trace_id = request.metadata.trace_id
+        self.started = time.perf_counter()
+        timeout = request.metadata.timeout_seconds
+        self.deadline = self.started + timeout if timeout else None
+        self.trace: list[dict[str, Any]] = []
+        self.steps: Routed = []
+        self.records: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {}
+        self.previous: Any = None
+        self.previous_agent: str | None = None
+        self.failures: list[tuple[str, AgentError]] = []
+        self.fatal: AgentError | None = None
+        self.cancelled = False
+        self.retries = 0
+        self.metadata: dict[str, Any] = {}
+
+    @property
+    def succeeded(self) -> int:
+        """Steps that produced a result."""
+        return len(self.results)
+
+    def event(self, name: str, **data: Any) -> None:
+        """Append a trace event stamped with the trace id."""
+        self.trace.append(trace_event(name, self.trace_id, orchestrator=self.name, **data))
+
+    def absorb(self, events: list[dict[str, Any]], label: str) -> None:
+        """Append a sub-agent's trace events, each given the trace id (when missing) and the step label."""
+        trace_id = self.trace_id
+        for event in events:
+            merged = {**event, "step": label}
+            merged.setdefault("trace_id", trace_id)
+            self.trace.append(merged)
+
+    def _metadata(self, timeout: float | None) -> RequestMetadata:
+        meta = self.request.metadata
+        if self.deadline is not None:
+            remaining = max(self.deadline - time.perf_counter(), 0.001)
+            timeout = remaining if timeout is None else min(timeout, remaining)
+        return RequestMetadata(
+            trace_id=self.trace_id,
+            profile=meta.profile,
+            priority=meta.priority,
+            timeout_seconds=timeout,
+            parent_context={"orchestrator": self.name, "task": self.request.task},
+            tags=meta.tags,
+        )
+
+    def planner_request(self, timeout: float | None) -> AgentRequest:
+        """The request sent to the planner: the goal, the caller's inputs, context and constraints."""
+        request = self.request
+        return AgentRequest(
+            goal=request.goal,
+            task=f"Generate an execution plan for: {request.task}",
+            metadata=self._metadata(timeout),
+            inputs=request.inputs,
+            context=request.context,
+            constraints=request.constraints,
+        )
+
+    def set_plan(self, routed: Routed) -> None:
+        """Record the routed plan."""
+        self.steps = routed
+        self.event("plan:received", step_count=len(routed), steps=[sid for sid, _, _ in routed])
+
+    def step_request(
+        self, index: int, step_id: str, step: PlanStep, worker: str, timeout: float | None
+    ) -> AgentRequest:
+        """The request for one step: the step in `inputs`, the results so far in `context`."""
+        action = f"call {step.tool}" if step.tool else f"send to {step.agent}"
+        return AgentRequest(
+            goal=self.request.goal,
+            task=f"Execute plan step {index + 1}: {action}",
+            metadata=self._metadata(timeout),
+            inputs={"tool": step.tool, "inputs": step.inputs, "id": step_id} if step.tool else step.inputs,
+            context={
+                "step_index": index,
+                "step_id": step_id,
+                "step_count": len(self.steps),
+                "previous_result": self.previous,
+                "previous_agent": self.previous_agent,
+                "results": self.results,
+            },
+            constraints=self.request.constraints,
+        )
+
+    def record(self, index: int, outcome: StepOutcome) -> None:
+        """Record how step `index` ended."""
+        step_id, step, worker = self.steps[index]
+        entry: dict[str, Any] = {"id": step_id, "worker": worker, "status": outcome.status.value}
+        entry["tool" if step.tool else "agent"] = step.target
+        entry["attempts"] = outcome.attempts
+        if outcome.ok:
+            self.results[step_id] = self.previous = entry["result"] = outcome.result
+            self.previous_agent = worker
+            self.event("step:complete", step=step_id, worker=worker, attempts=outcome.attempts)
+        else:
+            error = outcome.error_or(f"step '{step_id}' did not complete")
+            self.failures.append((step_id, error))
+            entry["error"] = error.model_dump(mode="json")
+            self.event("step:failed", step=step_id, worker=worker, error_type=error.type.value)
+        self.records.append(entry)
+
+    def fail_all(self, error: AgentError, stage: str | None = None) -> None:
+        """End the run with `error` (the answer will be ERROR)."""
+        message = f"{stage}: {error.message}" if stage and stage != "plan" else error.message
+        context = {**(error.trace_context or {}), "trace_id": self.trace_id, "stage": stage or "orchestrate"}
+        self.fatal = error.model_copy(update={"message": message, "trace_context": context})
+
+    def response(self) -> AgentResponse:
+        """The one answer: CANCELLED, ERROR, PARTIAL or SUCCESS, with the steps' records as the result."""
+        failed = len(self.failures)
+        skipped = max(len(self.steps) - len(self.records), 0)
+        error: AgentError | None = self.fatal
+        if self.cancelled:
+            status = ResponseStatus.CANCELLED
+        elif error is not None:
+            status = ResponseStatus.ERROR
+        elif failed and not self.succeeded:
+            status, error = ResponseStatus.ERROR, self._combined_error()
+        elif failed or skipped:
+            status = ResponseStatus.PARTIAL
+        else:
+            status = ResponseStatus.SUCCESS
+        self.event("orchestrate:complete", status=status.value, succeeded=self.succeeded, failed=failed)
+        result = {"goal": self.request.goal, "steps": self.records, "results": self.results, "final": self.previous}
+        metadata = {
+            **self.metadata,
+            "trace_id": self.trace_id,
+            "duration_ms": (time.perf_counter() - self.started) * 1000,
+            "steps_total": len(self.steps),
+            "steps_succeeded": self.succeeded,
+            "steps_failed": failed,
+            "steps_skipped": skipped,
+            "retries": self.retries,
+        }
+        return AgentResponse(status=status, result=result, error=error, trace=self.trace, metadata=metadata)
+
+    def _combined_error(self) -> AgentError:
+        kinds = {e.type for _, e in self.failures}
+        parts = [f"step '{sid}': {e.message}" for sid, e in self.failures]
+        return AgentError(
+            type=kinds.pop() if len(kinds) == 1 else ErrorType.EXECUTION,
+            message=f"all {len(self.failures)} step(s) failed: " + "; ".join(parts),
+            details={"failures": [{"step": sid, **e.model_dump(mode="json")} for sid, e in self.failures]},
+            trace_context={"trace_id": self.trace_id},
+        )
+
+
+async def call_agent(
+    agent: AgentProtocol,
+    request: AgentRequest,
+    run: Run,
+    label: str,
+    config: OrchestratorConfig,
+    *,
+    budget: _Budget | None = None,
+    step: PlanStep | None = None,
+) -> StepOutcome:
+    """Send `request` to `agent`, retrying recoverable errors; exceptions and hangs become errors."""
+    attempts = 0
+    timeout = config.step_timeout_seconds
+    while True:
+        attempts += 1
+        if budget is not None and step is not None and attempts > 1:
+            violation = budget.check(step, label)
+            if violation is not None:
+                run.event("policy:violation", step=label, constraint=(violation.details or {}).get("constraint"))
+                return StepOutcome(error=violation, attempts=attempts - 1)
+        response = await _answer(agent, request, label, timeout)
+        if budget is not None and step is not None:
+            budget.record(step, response)
+        run.absorb(response.trace, label)
+        error = response.error
+        if response.is_error() and error is not None and error.recoverable and attempts <= config.max_retries:
+            delay = min(config.retry_delay if error.retry_after is None else error.retry_after, config.max_retry_delay)
+            if run.deadline is None or time.perf_counter() + delay < run.deadline:
+                run.retries += 1
+                run.event("step:retry", step=label, attempt=attempts, delay=delay, error=error.message)
+                await asyncio.sleep(delay)
+                continue
+        return StepOutcome(response=response, attempts=attempts)
+
+
+async def _answer(agent: AgentProtocol, request: AgentRequest, label: str, timeout: float | None) -> AgentResponse:
+    trace = [trace_event("step:start", request.metadata.trace_id, step=label)]
+    try:
+        async with asyncio.timeout(timeout):
+            response: Any = await agent.process(request)
+        if isinstance(response, AgentResponse):
+            return response
+        return validate_response(response)
+    except TimeoutError:
+        message = f"'{label}' did not answer within step_timeout_seconds={timeout}; it was stopped"
+        return error_response(ErrorType.TIMEOUT, message, trace=trace)
+    except ValidationError as exc:
+        message = f"'{label}' answered with something that is not an AgentResponse: {describe_validation_error(exc)}"
+        return error_response(ErrorType.EXECUTION, message, trace=trace)
+    except Exception as exc:
+        kind, recoverable = error_for_exception(exc)
+        message = f"'{label}' raised {type(exc).__name__}: {exc}"
+        return error_response(kind, message, recoverable=recoverable, trace=trace)
+
+
+def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: str) -> Routed | AgentError:
+    """Check a planner's result and pick each step's worker; an unroutable plan is a VALIDATION error."""
+    raw = result.get("steps") if isinstance(result, Mapping) else None
+    if not isinstance(raw, list) or not raw:
+        what = "no steps" if isinstance(raw, list) else f"{type(result).__name__}"
+        return AgentError(
+            type=ErrorType.VALIDATION,
+            message=f'the planner must answer with {{"steps": [...]}} holding at least one step; it gave {what}',
+        )
+    problems: list[str] = []
+    tools: dict[str, list[str] | None] = {}
+    for worker_name, worker in workers.items():
+        getter = getattr(worker, "get_available_tools", None)
+        try:
+            tools[worker_name] = list(getter()) if callable(getter) and getter() is not None else None
+        except LookupError as exc:
+            problems.append(str(exc))
+    generic = [w for w, t in tools.items() if t is None]
+    routed: Routed = []
+    seen: set[str] = set()
+    for number, item in enumerate(raw, start=1):
+        try:
+            step = PlanStep.model_validate(item)
+        except ValidationError as exc:
+            problems.append(f"step {number}: {describe_validation_error(exc)}")
+            continue
+        worker_or_problem = _pick_worker(step, tools, generic, name)
+        if worker_or_problem.startswith("!"):
+            problems.append(f"step {number} ({step.target}): {worker_or_problem[1:]}")
+            continue
+        step_id = step.id or step.target
+        if step_id in seen:
+            step_id = next(f"{step_id}_{n}" for n in range(2, len(raw) + 2) if f"{step_id}_{n}" not in seen)
+        seen.add(step_id)
+        routed.append((step_id, step, worker_or_problem))
+    if problems:
+        return AgentError(
+            type=ErrorType.VALIDATION,
+            message="the plan cannot run, nothing was executed: " + "; ".join(dict.fromkeys(problems)),
+            details={"problems": problems},
+        )
+    return routed
+
+
+def _pick_worker(step: PlanStep, tools: Mapping[str, list[str] | None], generic: list[str], name: str) -> str:
+    """The worker for `step`, or a problem prefixed with `!`."""
+    wanted = step.agent or step.worker
+    if wanted:
+        if wanted not in tools:
+            return f"!names worker '{wanted}', which is not a worker of orchestrator '{name}'" + _did_you_mean(
+                wanted, list(tools)
+            )
+        offered = tools[wanted]
+        if step.tool and offered is not None and step.tool not in offered:
+            return f"!worker '{wanted}' has no tool '{step.tool}' (it has: {', '.join(offered)})" + _did_you_mean(
+                step.tool, offered
+            )
+        return wanted
+    for worker_name, offered in tools.items():
+        if offered is not None and step.tool in offered:
+            return worker_name
+    if len(generic) == 1:
+        return generic[0]
+    every = sorted({t for offered in tools.values() for t in offered or ()})
+    return f"!no worker of orchestrator '{name}' offers tool '{step.tool}' (tools: {', '.join(every) or 'none'})" + (
+        _did_you_mean(step.tool or "", every)
+    )
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known) or 'none'}"
+
+
+class NodeAgent:
+    """A planner or worker named by an orchestrator node: another node of the same graph, found at run time."""
+
+    def __init__(self, node: BaseAgent, target: str, *, role: str) -> None:
+        self.node = node
+        self.target = target
+        self.role = role
+        self._agent: AgentProtocol | None = None
+
+    def resolve(self) -> AgentProtocol:
+        """The node's agent as an `AgentProtocol`.
+
+        Raises:
+            LookupError: When the graph has no such node.
+        """
+        if self._agent is None:
+            agents = self.node.environment.agents
+            found = agents.get(self.target)
+            if found is None:
+                env = self.node.environment
+                raise LookupError(
+                    f"orchestrator node '{self.node.name}' names {self.role} '{self.target}', which is not a "
+                    f"node of graph '{env.graph_name}'" + _did_you_mean(self.target, sorted(agents))
+                )
+            self._agent = as_protocol(found)
+        return self._agent
+
+    def get_available_tools(self) -> list[str] | None:
+        """The node's tools, or None when it does not list tools (it takes any step sent to it)."""
+        getter = getattr(self.resolve(), "get_available_tools", None)
+        return list(getter()) if callable(getter) else None
+
+    async def process(self, request: AgentRequest) -> AgentResponse:
+        """Send `request` to the node's agent."""
+        try:
+            agent = self.resolve()
+        except LookupError as exc:
+            trace = [trace_event("agent:missing", request.metadata.trace_id, node=self.target)]
+            return error_response(ErrorType.VALIDATION, str(exc), trace=trace)
+        return await agent.process(request)
