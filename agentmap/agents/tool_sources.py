@@ -1,0 +1,233 @@
+"""Where a node's tools come from: the Tool_Source and Available_Tools columns.
+
+Tool_Source holds one source, or several separated by `|`:
+
+* a Python file or folder (`tools.py`, `tools/`): every public function and LangChain `@tool` defined
+  there (only the names in `__all__` when the module has one). Paths resolve against the workflow's
+  folder and must lie under it or under a folder of the `tools.roots` setting; any other path is refused.
+* an importable module: `module:my_pkg.tools`, or a plain dotted name `my_pkg.tools`.
+* an MCP server: `mcp:stdio:<command line>` (started in the workflow's folder; a leading `python` is the
+  interpreter AgentMap runs in) or `mcp:http://host/mcp` (streamable HTTP; a bare `http(s)://` URL too).
+
+An empty Tool_Source with Available_Tools set means the `tools/` folder beside the workflow.
+Available_Tools (`a|b`) picks tools by name from the sources; empty means all of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import inspect
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from agentmap.agents.base import AgentEnvironment
+from agentmap.agents.registry import import_file
+from agentmap.agents.tools import LocalToolExecutor, as_tool
+from agentmap.errors import ConfigError
+
+__all__ = [
+    "allowed_tool_roots",
+    "build_tool_executor",
+    "check_tool_config",
+    "load_python_tools",
+    "load_tools",
+    "split_names",
+    "tool_timeout",
+]
+
+# Sources whose loader lives outside `agentmap.agents` (imported only when such a source is used).
+_EXTERNAL_LOADERS = {"mcp": "agentmap.llm.mcp"}
+_DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+def split_names(value: Any) -> list[str]:
+    """`"a|b"`, `["a", "b"]` or None -> `["a", "b"]` (blank entries dropped)."""
+    if value is None:
+        return []
+    items = value.split("|") if isinstance(value, str) else [str(v) for v in value]
+    return [i.strip() for i in items if i and i.strip()]
+
+
+def _setting(settings: Mapping[str, Any], section: str, key: str) -> Any:
+    nested = settings.get(section)
+    if isinstance(nested, Mapping) and nested.get(key) is not None:
+        return nested[key]
+    return settings.get(f"{section}.{key}")
+
+
+def allowed_tool_roots(environment: AgentEnvironment) -> list[Path]:
+    """The folders tool files may come from: the workflow's folder and the `tools.roots` setting."""
+    base = environment.base_dir.resolve()
+    extra = _setting(environment.settings, "tools", "roots") or []
+    roots = [base] + [(base / Path(str(r)).expanduser()).resolve() for r in split_names(extra)]
+    return list(dict.fromkeys(roots))
+
+
+def tool_timeout(context: Mapping[str, Any], environment: AgentEnvironment) -> float | None:
+    """Seconds per tool call: Context `tool_timeout`, else the `tools.timeout` setting, else 30."""
+    value = context.get("tool_timeout", _setting(environment.settings, "tools", "timeout"))
+    if value is None:
+        return 30.0
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"tool_timeout must be a number of seconds, got {value!r}") from None
+    return seconds if seconds > 0 else None
+
+
+def _kind(source: str, base_dir: Path) -> str:
+    lowered = source.lower()
+    if lowered.startswith(("mcp:", "http://", "https://")):
+        return "mcp"
+    if lowered.startswith("module:"):
+        return "module"
+    if source.endswith(".py") or any(c in source for c in "/\\~") or source.startswith("."):
+        return "path"
+    if (base_dir / source).exists() or not _DOTTED.match(source):
+        return "path"
+    return "module"
+
+
+def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
+    base = environment.base_dir.resolve()
+    path = Path(source).expanduser()
+    resolved = (path if path.is_absolute() else base / path).resolve()
+    roots = allowed_tool_roots(environment)
+    if not any(resolved.is_relative_to(root) for root in roots):
+        raise ConfigError(
+            f"tool source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
+            "move it under the workflow's folder or add its folder to the tools.roots setting",
+            code="tool-path-refused",
+        )
+    if not resolved.exists():
+        raise ConfigError(f"tool source '{source}' does not exist (looked for {resolved})", code="tool-not-found")
+    return resolved
+
+
+def _module_tools(module: Any) -> list[BaseTool]:
+    exported = getattr(module, "__all__", None)
+    names = list(exported) if exported is not None else [n for n in vars(module) if not n.startswith("_")]
+    tools: list[BaseTool] = []
+    for name in names:
+        obj = getattr(module, name, None)
+        if isinstance(obj, BaseTool):
+            tools.append(obj)
+        elif inspect.isfunction(obj) and (exported is not None or obj.__module__ == module.__name__):
+            tools.append(as_tool(obj))
+    return tools
+
+
+def load_python_tools(source: str, environment: AgentEnvironment) -> list[BaseTool]:
+    """Load the tools of one Python source (file, folder or module).
+
+    Raises:
+        ConfigError: For a path outside the allowed roots, a missing file or module, or an import error.
+    """
+    if _kind(source, environment.base_dir) == "module":
+        name = source.removeprefix("module:").strip()
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(f"tool module '{name}' cannot be imported: {exc}", code="tool-not-found") from None
+        return _module_tools(module)
+    path = _resolve_path(source, environment)
+    files = [path] if path.is_file() else sorted(p for p in path.glob("*.py") if not p.name.startswith("_"))
+    tools: list[BaseTool] = []
+    for file in files:
+        try:
+            module = import_file(file, prefix="agentmap_tools")
+        except Exception as exc:
+            raise ConfigError(f"tool file '{file}' failed to import: {type(exc).__name__}: {exc}") from None
+        tools.extend(_module_tools(module))
+    return tools
+
+
+def _sources(context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    sources = split_names(context.get("tool_source"))
+    if not sources and split_names(context.get("available_tools")):
+        default = environment.base_dir / "tools"
+        if not default.is_dir():
+            raise ConfigError(
+                "Available_Tools names tools but Tool_Source is empty and there is no tools/ folder beside "
+                "the workflow: set Tool_Source to a .py file, a folder, a module or an mcp: server"
+            )
+        sources = ["tools"]
+    return sources
+
+
+async def load_tools(source: str, environment: AgentEnvironment) -> list[BaseTool]:
+    """Load the tools of one source, MCP servers included (see the module docstring for the forms)."""
+    kind = _kind(source, environment.base_dir)
+    if kind in _EXTERNAL_LOADERS:
+        loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
+        tools: list[BaseTool] = await loader.load_source_tools(source, base_dir=environment.base_dir)
+        return tools
+    return load_python_tools(source, environment)
+
+
+def _select(tools: Sequence[BaseTool], wanted: list[str]) -> list[BaseTool]:
+    by_name = {t.name: t for t in tools}
+    if not wanted:
+        return list(by_name.values())
+    for name in wanted:
+        if name not in by_name:
+            close = difflib.get_close_matches(name, list(by_name), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(
+                f"Available_Tools names '{name}', which no Tool_Source provides{hint} "
+                f"Tools found: {', '.join(by_name) or 'none'}",
+                code="unknown-tool",
+            )
+    return [by_name[n] for n in wanted]
+
+
+async def build_tool_executor(context: Mapping[str, Any], environment: AgentEnvironment) -> LocalToolExecutor:
+    """Load a node's tools (Context `tool_source`, `available_tools`, `tool_timeout`) into an executor.
+
+    Raises:
+        ConfigError: When a source cannot be loaded or a named tool is missing.
+    """
+    tools: list[BaseTool] = []
+    for source in _sources(context, environment):
+        tools.extend(await load_tools(source, environment))
+    chosen = _select(tools, split_names(context.get("available_tools")))
+    return LocalToolExecutor(chosen, timeout=tool_timeout(context, environment))
+
+
+def check_tool_config(context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    """Problems with a node's tool configuration, found without starting any MCP server.
+
+    Python sources are imported, so Available_Tools names are checked against what they define.
+    """
+    problems: list[str] = []
+    try:
+        sources = _sources(context, environment)
+        tool_timeout(context, environment)
+    except ConfigError as exc:
+        return [exc.message]
+    tools: list[BaseTool] = []
+    python_only = True
+    for source in sources:
+        kind = _kind(source, environment.base_dir)
+        if kind in _EXTERNAL_LOADERS:
+            python_only = False
+            loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
+            problems.extend(loader.check_source(source, base_dir=environment.base_dir))
+            continue
+        try:
+            tools.extend(load_python_tools(source, environment))
+        except ConfigError as exc:
+            problems.append(exc.message)
+            python_only = False
+    if python_only and not problems:
+        try:
+            _select(tools, split_names(context.get("available_tools")))
+        except ConfigError as exc:
+            problems.append(exc.message)
+    return problems

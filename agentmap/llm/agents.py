@@ -1,0 +1,349 @@
+"""LLM agent types: `llm`, and the provider shorthands `openai`, `anthropic`, `google`, `ollama`, `offline`.
+
+A node's Prompt is formatted with its inputs (`{name}` placeholders only: no attribute or index
+access; `{{`/`}}` are literal braces; an unknown name stays as written) and sent as the system message
+(Context `prompt_role: "system"`, the default) or as the user message (`"user"`). The user message is
+the inputs the prompt did not use: one input as its text, several as `name: value` lines; with the
+prompt as system message and no input left over, the prompt itself is the user message.
+
+Conversation memory (Context `memory_key`, off by default): the history is read from that state key,
+its last `max_memory_messages` (default 10) are sent before the new message, and the history with the
+new exchange appended (trimmed to the same window) is written back. The memory key must also be listed
+in Output_Field (`reply|chat_history`): the first other field gets the reply. Messages are stored as
+`{"role": "user" | "assistant", "content": str}` dicts.
+
+With Tool_Source / Available_Tools the model may call tools: the node runs `LLMAgentEngine`'s loop
+(`max_iterations` model calls at most) and writes the final reply. A provider error, rate limit or
+timeout fails the node (Failure_Next), and so does running out of iterations.
+
+Model options (Context, else the `llm.*` settings, else `AGENTMAP_LLM_*`): `model` (`provider:model`),
+`temperature`, `max_tokens`, `timeout`, `base_url`, `max_retries`, `api_key_env`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.registry import agent
+from agentmap.agents.state import StateAdapter
+from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
+from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    from agentmap.agents.tools import LocalToolExecutor
+    from agentmap.llm.adapter import LLMAdapter
+
+__all__ = [
+    "AnthropicAgent",
+    "GoogleAgent",
+    "LLMAgent",
+    "OfflineAgent",
+    "OllamaAgent",
+    "OpenAIAgent",
+    "format_prompt",
+]
+
+T = TypeVar("T")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ROLES = ("system", "user")
+_DEFAULT_WINDOW = 10
+
+
+def format_prompt(template: str, values: Mapping[str, Any]) -> tuple[str, set[str]]:
+    """Fill `{name}` placeholders from `values`; return the text and the names used.
+
+    Only plain names are replaced (`{user.name}` or `{items[0]}` stay as written), so a prompt can never
+    reach into an object's attributes.
+    """
+    used: set[str] = set()
+
+    def fill(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        name = match.group(1)
+        if name not in values:
+            return token
+        used.add(name)
+        value = values[name]
+        return "" if value is None else str(value)
+
+    return _PLACEHOLDER.sub(fill, template), used
+
+
+def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
+    kwargs = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
+    kwargs["spec"] = kwargs.pop("model", None)
+    return kwargs
+
+
+def _history(value: Any) -> list[dict[str, str]]:
+    """A stored conversation (dicts, LangChain messages or (role, text) pairs) as role/content dicts."""
+    roles = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
+    items: list[dict[str, str]] = []
+    for entry in value or []:
+        if isinstance(entry, Mapping):
+            role, content = entry.get("role", entry.get("type")), entry.get("content")
+        elif isinstance(entry, tuple | list) and len(entry) == 2:
+            role, content = entry
+        else:
+            role, content = getattr(entry, "role", getattr(entry, "type", None)), getattr(entry, "content", None)
+        role = roles.get(str(role).lower())
+        if role is not None and isinstance(content, str):
+            items.append({"role": role, "content": content})
+    return items
+
+
+@agent("llm")
+class LLMAgent(BaseAgent):
+    """`llm`: asks a chat model; see the module docstring for the Context keys.
+
+    Attributes:
+        provider: The provider a bare model name (or no name) means, for the shorthand types.
+    """
+
+    provider: ClassVar[str | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        context = self.context
+        self.prompt_role: str = str(context.get("prompt_role", "system")).lower()
+        self.memory_key: str | None = context.get("memory_key") or None
+        self.max_memory_messages: int = int(context.get("max_memory_messages", _DEFAULT_WINDOW))
+        fields = [f.strip() for f in (self.output_field or "").split("|") if f.strip()]
+        self._reply_field = next((f for f in fields if f != self.memory_key), None)
+        self._has_tools = bool(split_names(context.get("tool_source")) or split_names(context.get("available_tools")))
+        self._spec: ModelSpec | None = None
+        self._adapter: LLMAdapter | None = None
+        self._executor: LocalToolExecutor | None = None
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @classmethod
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+        """Check the model (extra installed, API key set), the memory settings and the tools."""
+        problems = check_model(**_model_kwargs(context), default_provider=cls.provider, settings=environment.settings)
+        role = str(context.get("prompt_role", "system")).lower()
+        if role not in _ROLES:
+            problems.append(f"Context prompt_role must be 'system' or 'user', got {context.get('prompt_role')!r}")
+        window = context.get("max_memory_messages", _DEFAULT_WINDOW)
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            problems.append(f"Context max_memory_messages must be a whole number >= 0, got {window!r}")
+        fields = [f.strip() for f in str(context.get("output_field") or "").split("|") if f.strip()]
+        memory_key = context.get("memory_key")
+        if memory_key and memory_key not in fields:
+            reply = fields[0] if fields else "reply"
+            problems.append(
+                f"Context memory_key '{memory_key}' must also be listed in Output_Field so the conversation "
+                f"is saved: write {reply}|{memory_key}"
+            )
+        if len([f for f in fields if f != memory_key]) > 1:
+            problems.append(
+                f"Output_Field '{context.get('output_field')}' names several fields; an LLM node writes its "
+                "reply to one field (and the conversation to its memory_key)"
+            )
+        if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
+            problems.extend(check_tool_config(context, environment))
+        return problems
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The node's resolved model choice."""
+        if self._spec is None:
+            self._spec = model_spec(
+                **_model_kwargs(self.context), default_provider=self.provider, settings=self.environment.settings
+            )
+        return self._spec
+
+    @property
+    def adapter(self) -> LLMAdapter:
+        """The node's model, wrapped for calls (built on first use)."""
+        if self._adapter is None:
+            from agentmap.llm.adapter import LLMAdapter
+
+            self._adapter = LLMAdapter(build_model(self.spec), timeout_seconds=self.spec.timeout)
+        return self._adapter
+
+    # -- the work ------------------------------------------------------------------------------
+
+    def _pre_process(self, state: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
+        if self.memory_key:
+            inputs = {**inputs, self.memory_key: StateAdapter.get_value(state, self.memory_key)}
+        return state, inputs
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Ask the model (synchronously); return the reply, or the reply and the history with memory."""
+        if self._has_tools:
+            return _run_sync(self.aprocess(inputs))
+        system, user, history = self._conversation(inputs)
+        started = time.perf_counter()
+        reply = self.adapter.invoke(self._messages(system, user, history))
+        return self._finish(reply.text, user, history, started, _usage(reply), 1)
+
+    async def aprocess(self, inputs: dict[str, Any]) -> Any:
+        """The async twin of `process`; runs the tool loop when the node has tools."""
+        system, user, history = self._conversation(inputs)
+        started = time.perf_counter()
+        if not self._has_tools:
+            reply = await self.adapter.ainvoke(self._messages(system, user, history))
+            return self._finish(reply.text, user, history, started, _usage(reply), 1)
+        return await self._with_tools(inputs, system, user, history, started)
+
+    async def _with_tools(
+        self, inputs: dict[str, Any], system: str, user: str, history: list[dict[str, str]], started: float
+    ) -> Any:
+        from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message
+        from agentmap.llm.engine import LLMAgentEngine
+
+        if self._executor is None:
+            self._executor = await build_tool_executor(self.context, self.environment)
+        defaults = AgentEngineConfig()
+        config = AgentEngineConfig(
+            max_iterations=int(self.context.get("max_iterations", defaults.max_iterations)),
+            include_history_messages=len(history),
+            temperature=self.spec.temperature if self.spec.temperature is not None else defaults.temperature,
+            timeout_seconds=max(1, round(self.spec.timeout)) if self.spec.timeout else defaults.timeout_seconds,
+        )
+        engine = LLMAgentEngine.from_config(self.adapter, self._executor, system, config, confirm_tools=())
+        user_id = str(inputs.get("user_id") or self.context.get("user_id") or "")
+        outcome = await engine.decide(
+            DecisionContext(
+                user_id=user_id,
+                message=user,
+                conversation_id=str(inputs.get("conversation_id") or self.context.get("conversation_id") or self.name),
+                message_history=[Message(role=m["role"], content=m["content"]) for m in history],  # type: ignore[arg-type]
+            )
+        )
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.outcome_category == "MAX_ITERATIONS":
+            raise RuntimeError(
+                f"the model was still calling tools after {config.max_iterations} model calls; raise Context "
+                "max_iterations or simplify the request"
+            )
+        decision = outcome.decision
+        text = decision.response_text or decision.clarification_question or ""
+        self.record_metadata(tool_calls=[c.tool_name for c in decision.tool_calls or []])
+        return self._finish(text, user, history, started, outcome.usage, outcome.model_calls)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _conversation(self, inputs: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
+        """(system text, user text, earlier messages) for this call."""
+        history: list[dict[str, str]] = []
+        values = dict(inputs)
+        if self.memory_key:
+            history = _history(values.pop(self.memory_key, None))
+            history = history[-self.max_memory_messages :] if self.max_memory_messages else []
+        prompt, used = format_prompt(self.prompt or "", values)
+        rest = {k: v for k, v in values.items() if k not in used and v is not None}
+        lines = [f"{k}: {v}" for k, v in rest.items()]
+        extra = str(next(iter(rest.values()))) if len(rest) == 1 else "\n".join(lines)
+        if self.prompt_role == "user":
+            return "", "\n\n".join(p for p in (prompt, extra) if p), history
+        if not extra:
+            return "", prompt, history
+        return prompt, extra, history
+
+    @staticmethod
+    def _messages(system: str, user: str, history: list[dict[str, str]]) -> list[BaseMessage]:
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+        kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
+        messages: list[BaseMessage] = [SystemMessage(content=system)] if system else []
+        messages += [kinds[m["role"]](content=m["content"]) for m in history]
+        messages.append(HumanMessage(content=user))
+        return messages
+
+    def _finish(
+        self,
+        text: str,
+        user: str,
+        history: list[dict[str, str]],
+        started: float,
+        usage: Mapping[str, int],
+        calls: int,
+    ) -> Any:
+        spec = self.spec
+        self.record_metadata(
+            model=spec.name,
+            provider=spec.provider,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            model_calls=calls,
+            **{k: usage[k] for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage},
+            **({"stand_in": True} if spec.provider == "offline" else {}),
+        )
+        if not self.memory_key:
+            return text
+        window = self.max_memory_messages
+        updated = [*history, {"role": "user", "content": user}, {"role": "assistant", "content": text}]
+        result: dict[str, Any] = {self.memory_key: updated[-window:] if window else []}
+        if self._reply_field:
+            result[self._reply_field] = text
+        return result
+
+
+def _usage(reply: AIMessage) -> dict[str, int]:
+    usage = reply.usage_metadata
+    if not usage:
+        return {}
+    return {k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens")}
+
+
+# A synchronous node with tools runs its loop here: provider clients cache async HTTP connections,
+# which break when each call gets a fresh event loop (`asyncio.run`), so one loop lives for the process.
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="agentmap-llm", daemon=True).start()
+        loop = _loop
+    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+@agent("openai")
+class OpenAIAgent(LLMAgent):
+    """`openai`: an LLM node whose bare model names (and default) are OpenAI's."""
+
+    provider = "openai"
+
+
+@agent("anthropic")
+class AnthropicAgent(LLMAgent):
+    """`anthropic`: an LLM node whose bare model names (and default) are Anthropic's."""
+
+    provider = "anthropic"
+
+
+@agent("google")
+class GoogleAgent(LLMAgent):
+    """`google`: an LLM node whose bare model names (and default) are Google Gemini's."""
+
+    provider = "google_genai"
+
+
+@agent("ollama")
+class OllamaAgent(LLMAgent):
+    """`ollama`: an LLM node whose bare model names (and default) are served by Ollama."""
+
+    provider = "ollama"
+
+
+@agent("offline")
+class OfflineAgent(LLMAgent):
+    """`offline`: an LLM node on the deterministic offline stand-in model (no network, no key)."""
+
+    provider = "offline"
