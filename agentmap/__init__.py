@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (grouped by topic)
     # Workflows
     "CompiledWorkflow",
     "RunResult",

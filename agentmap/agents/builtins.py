@@ -169,7 +169,7 @@ class InputAgent(BaseAgent):
                 return self.context["default"]
             raise RuntimeError(
                 "the input agent needs a terminal to ask its question; run interactively, pass the answer "
-                f"in the initial state and skip this node, or set a default in Context: {{\"default\": \"...\"}}"
+                'in the initial state and skip this node, or set a default in Context: {"default": "..."}'
             )
         question = safe_format(self.prompt, inputs) if self.prompt else f"{self.name}: "
         return input(question.rstrip() + " ")

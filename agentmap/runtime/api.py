@@ -158,6 +158,7 @@ def compile(
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
     """
     options = _options(functions_dir, agents_dir, settings, registry)
+    issues: list[Issue]
     if isinstance(source, GraphSpec):
         spec, issues = source, []
     else:

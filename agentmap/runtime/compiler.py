@@ -222,7 +222,8 @@ def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Seque
     keys["last_action_success"] = Annotated[bool, _AllOfStep(bool)]
     keys["graph_success"] = Annotated[bool, _LastOfStep(bool)]
     keys["errors"] = Annotated[list[str], operator.add]
-    return TypedDict(f"{_identifier(graph.name)}State", keys, total=False)  # type: ignore[operator]
+    schema: type = TypedDict(f"{_identifier(graph.name)}State", keys, total=False)  # type: ignore[misc]
+    return schema
 
 
 def _identifier(name: str) -> str:

@@ -61,7 +61,8 @@ def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
             hint=f"define `def {ref.name}(state, success_target, failure_target):` in "
             f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function",
         )
-    return found
+    router: RouterFn = found
+    return router
 
 
 def static_edges(graph: GraphSpec) -> list[tuple[str | list[str], str]]:

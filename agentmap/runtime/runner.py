@@ -123,9 +123,9 @@ class CompiledWorkflow:
                 hint='e.g. {"name": "Ada"}',
             )
         tracker = tracker or self.new_tracker()
-        config = dict(config or {})  # type: ignore[assignment]
-        config["configurable"] = {**config.get("configurable", {}), TRACKER_KEY: tracker}
-        return state, config, tracker
+        prepared: RunnableConfig = {**(config or {})}
+        prepared["configurable"] = {**prepared.get("configurable", {}), TRACKER_KEY: tracker}
+        return state, prepared, tracker
 
     def _result(self, state: Any, final: Any, tracker: ExecutionTracker) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
