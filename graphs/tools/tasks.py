@@ -1,0 +1,106 @@
+"""Task-management tools for `graphs/task_assistant.csv`: tasks kept in a SQLite file.
+
+The file is `$AGENTMAP_TASKS_DB`, or `.agentmap/tasks.db` under the working directory. Each tool is a
+plain typed function; AgentMap turns its signature and docstring into the schema the model sees. A
+tool that cannot do its job raises `ValueError` with a reason the assistant can relay.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["add_task", "complete_task", "delete_task", "list_tasks", "update_task"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0
+)
+"""
+
+
+def _db() -> sqlite3.Connection:
+    path = Path(os.environ.get("AGENTMAP_TASKS_DB") or Path.cwd() / ".agentmap" / "tasks.db")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def _task(row: tuple[Any, ...]) -> dict[str, Any]:
+    return {"id": row[0], "title": row[1], "done": bool(row[2])}
+
+
+def _get(conn: sqlite3.Connection, task_id: int) -> dict[str, Any]:
+    row = conn.execute("SELECT id, title, done FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    if row is None:
+        raise ValueError(f"there is no task {task_id}; list the tasks to see their numbers")
+    return _task(row)
+
+
+def add_task(title: str) -> dict[str, Any]:
+    """Add a new task to the to-do list.
+
+    Args:
+        title: What has to be done.
+    """
+    if not title.strip():
+        raise ValueError("a task needs a title")
+    with closing(_db()) as conn, conn:
+        cursor = conn.execute("INSERT INTO tasks (title) VALUES (?)", (title.strip(),))
+        return _get(conn, int(cursor.lastrowid or 0))
+
+
+def list_tasks(status: Literal["all", "open", "done"] = "all") -> list[dict[str, Any]]:
+    """List the tasks on the to-do list.
+
+    Args:
+        status: Which tasks to show: all, open or done.
+    """
+    where = {"all": "", "open": " WHERE done = 0", "done": " WHERE done = 1"}[status]
+    with closing(_db()) as conn:
+        rows = conn.execute(f"SELECT id, title, done FROM tasks{where} ORDER BY id").fetchall()
+    return [_task(r) for r in rows]
+
+
+def update_task(task_id: int, title: str) -> dict[str, Any]:
+    """Change the title of a task.
+
+    Args:
+        task_id: The task's number.
+        title: The new title.
+    """
+    with closing(_db()) as conn, conn:
+        _get(conn, task_id)
+        conn.execute("UPDATE tasks SET title = ? WHERE id = ?", (title.strip(), task_id))
+        return _get(conn, task_id)
+
+
+def complete_task(task_id: int) -> dict[str, Any]:
+    """Mark a task as done.
+
+    Args:
+        task_id: The task's number.
+    """
+    with closing(_db()) as conn, conn:
+        if _get(conn, task_id)["done"]:
+            raise ValueError(f"task {task_id} is already done")
+        conn.execute("UPDATE tasks SET done = 1 WHERE id = ?", (task_id,))
+        return _get(conn, task_id)
+
+
+def delete_task(task_id: int) -> dict[str, Any]:
+    """Delete a task from the to-do list for good.
+
+    Args:
+        task_id: The task's number.
+    """
+    with closing(_db()) as conn, conn:
+        task = _get(conn, task_id)
+        conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+        return {"deleted": task}

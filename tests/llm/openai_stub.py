@@ -1,0 +1,210 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for tests that drive the real `ChatOpenAI`.
+
+Usage (importable from any test under tests/llm: pytest puts this folder on `sys.path`)::
+
+    from openai_stub import OpenAIStub, chat_model, error, slow, text, tool_calls
+
+    with OpenAIStub() as stub:
+        stub.script(tool_calls(("add_task", {"title": "milk"})), text("Added."))
+        model = chat_model(stub)              # ChatOpenAI(base_url=stub.base_url, max_retries=0)
+        ...
+        assert stub.requests[0]["temperature"] == 0.0
+
+Each POST to `/v1/chat/completions` takes the next scripted reply; an exhausted script answers 500 with
+"no scripted reply left", so a test that calls the model more than it planned fails loudly. Replies:
+`text(...)`, `tool_calls(...)`, `error(status, ...)` (429, 500, ...), `slow(seconds, reply)`, or any
+callable taking the request body and returning one of those. Streaming requests (`"stream": true`) are
+answered as server-sent events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["OpenAIStub", "Reply", "chat_model", "error", "slow", "text", "tool_calls"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: a completion, or an HTTP error, optionally after a delay."""
+
+    content: str | None = None
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    status: int = 200
+    error_message: str = ""
+    delay: float = 0.0
+    usage: tuple[int, int] = (10, 5)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def text(content: str, *, usage: tuple[int, int] = (10, 5)) -> Reply:
+    """A plain assistant reply; `usage` is (prompt_tokens, completion_tokens)."""
+    return Reply(content=content, usage=usage)
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> Reply:
+    """A reply calling tools: each call is `(name, arguments)`."""
+    return Reply(content=content, calls=tuple(calls))
+
+
+def error(status: int, message: str = "stub error") -> Reply:
+    """An HTTP error reply (429 for a rate limit, 500 for a server failure, ...)."""
+    kind = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status, "server_error")
+    return Reply(status=status, error_message=message, headers={"x-error-type": kind})
+
+
+def slow(seconds: float, reply: Reply | None = None) -> Reply:
+    """`reply` (by default a text reply) sent only after `seconds`."""
+    base = reply or text("finally")
+    return Reply(base.content, base.calls, base.status, base.error_message, seconds, base.usage, base.headers)
+
+
+class OpenAIStub:
+    """The server; a context manager that starts it on a free port and stops it on exit.
+
+    Attributes:
+        requests: The JSON body of every request received, in order.
+        base_url: `http://127.0.0.1:<port>/v1`, for `ChatOpenAI(base_url=...)`.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._script: deque[ScriptItem] = deque()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL of this server."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def script(self, *replies: ScriptItem) -> None:
+        """Queue replies, answered in order, one per request."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies have not been used."""
+        with self._lock:
+            return len(self._script)
+
+    def close(self) -> None:
+        """Stop the server (slow replies in progress are cut short)."""
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAIStub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- serving -------------------------------------------------------------------------------
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            item = self._script.popleft() if self._script else None
+        if item is None:
+            return error(500, "no scripted reply left")
+        return item(body) if callable(item) else item
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.calls:
+            message["tool_calls"] = [
+                {"id": f"call_{next(self._ids)}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(args)}}
+                for name, args in reply.calls
+            ]  # fmt: skip
+        prompt, completion = reply.usage
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "stub"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                reply = stub._next(body)
+                if reply.delay and stub._closing.wait(reply.delay):
+                    return
+                try:
+                    if reply.status != 200:
+                        payload = {"error": {"message": reply.error_message, "type": reply.headers.get(
+                            "x-error-type", "server_error"), "code": None}}  # fmt: skip
+                        self._send(reply.status, json.dumps(payload).encode(), "application/json")
+                    elif body.get("stream"):
+                        self._send(200, _sse(stub._completion(body, reply)), "text/event-stream")
+                    else:
+                        self._send(200, json.dumps(stub._completion(body, reply)).encode(), "application/json")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def _send(self, status: int, data: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _sse(completion: dict[str, Any]) -> bytes:
+    """A completion as the chunks a streaming client expects."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message["content"] or ""}
+    if "tool_calls" in message:
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [
+        base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        base | {"choices": [], "usage": completion["usage"]},
+    ]
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
+def chat_model(stub: OpenAIStub, **kwargs: Any) -> Any:
+    """A real `ChatOpenAI` pointed at `stub` (dummy key, no retries); `kwargs` override its settings."""
+    from langchain_openai import ChatOpenAI
+
+    settings: dict[str, Any] = {"model": "gpt-stub", "api_key": "sk-test", "base_url": stub.base_url,
+                                "max_retries": 0}  # fmt: skip
+    settings.update(kwargs)
+    return ChatOpenAI(**settings)
