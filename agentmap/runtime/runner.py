@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError
+from langgraph.errors import GraphRecursionError, InvalidUpdateError
 from langgraph.types import Command
 
 from agentmap.errors import ConfigError, NodeError
@@ -221,7 +221,7 @@ class CompiledWorkflow:
 
 
 class _clear_errors:
-    """Turn LangGraph's recursion error into an actionable AgentMap error."""
+    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors."""
 
     def __init__(self, config: RunnableConfig | None) -> None:
         self.limit = (config or {}).get("recursion_limit")
@@ -237,4 +237,10 @@ class _clear_errors:
                 "a node without a next node",
                 code="recursion-limit",
                 hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
+            ) from exc
+        if isinstance(exc, InvalidUpdateError):
+            raise NodeError(
+                f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
+                code="parallel-write",
+                hint="give each parallel branch its own Output_Field and combine them after the branches join",
             ) from exc
