@@ -106,9 +106,9 @@ class ProtocolAgent(BaseAgent):
         if len(targets) > 1 or any(src for _, src in targets):
             problems += [
                 f"Output_Field '{key}' names no part of a response; with several output fields (or "
-                f"`field=part`) use parts from: {', '.join(_RESPONSE_PARTS)}"
+                f"`field=part.path`) start each with one of: {', '.join(_RESPONSE_PARTS)}"
                 for key, src in targets
-                if (src or key) not in _RESPONSE_PARTS
+                if (src or key).split(".")[0] not in _RESPONSE_PARTS
             ]
         try:
             RequestMetadata(trace_id="check", **{k: context[k] for k in _METADATA_KEYS if k in context})
@@ -226,13 +226,15 @@ class ProtocolAgent(BaseAgent):
         return AgentRequest(metadata=metadata, inputs=rest, **fields)
 
     def _output_value(self, parts: Mapping[str, Any]) -> Any:
-        # One plain output field gets the whole response; mapped or several fields pick parts by name.
+        # One plain output field gets the whole response; mapped or several fields pick parts by path.
         if len(self._targets) == 1 and self._targets[0][1] is None:
             return parts["response"]
-        return parts
+        return {src or key: _pick(parts, src or key) for key, src in self._targets}
 
     def _updates_from_parts(self, parts: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: parts.get(src or key) for key, src in self._targets}
+        if len(self._targets) == 1 and self._targets[0][1] is None:
+            return {self._targets[0][0]: parts["response"]}
+        return {key: _pick(parts, src or key) for key, src in self._targets}
 
     def _post_process(self, state: Any, inputs: dict[str, Any], output: Any) -> tuple[Any, Any]:
         call = inputs.get(_CALL_KEY)
@@ -241,6 +243,19 @@ class ProtocolAgent(BaseAgent):
             # The node failed on purpose: keep the response beside the error so the failure branch sees it.
             return state, {**output, **self._updates_from_parts(call.parts)}
         return state, output
+
+
+def _pick(parts: Mapping[str, Any], path: str) -> Any:
+    """Follow a dotted path (`result.final.summary`) into the response's parts; None when it is missing."""
+    current: Any = parts
+    for segment in path.split("."):
+        if isinstance(current, Mapping):
+            current = current.get(segment)
+        elif isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
+            current = current[int(segment)]
+        else:
+            return None
+    return current
 
 
 def _output_targets(output_field: str) -> list[tuple[str, str | None]]:

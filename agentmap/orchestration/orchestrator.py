@@ -33,7 +33,8 @@ from agentmap.contracts.io import (
     validate_request,
 )
 from agentmap.orchestration._queue import PriorityGate
-from agentmap.orchestration._run import NodeAgent, Run, StepOutcome, call_agent, route_plan
+from agentmap.orchestration._routing import NodeAgent, route_plan
+from agentmap.orchestration._run import Run, StepOutcome, call_agent
 from agentmap.orchestration.policy import PolicyEnforcer, PolicyError, PolicyLimits
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class Orchestrator:
         if not plan.ok:
             run.fail_all(plan.error_or("the planner failed"), stage="plan")
             return
-        routed = route_plan(plan.result, self.workers, self.name)
+        routed = await route_plan(plan.result, self.workers, self.name)
         if isinstance(routed, AgentError):
             run.fail_all(routed, stage="plan")
             return

@@ -13,8 +13,7 @@ import asyncio
 import difflib
 import re
 import time
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.protocol import error_for_exception
@@ -98,52 +97,69 @@ class WorkerAgent:
 
     Args:
         executor: Runs the tools (Python callables, LangChain or MCP tools).
+        loader: Builds the executor on first use instead (for tools that load asynchronously, such as
+            MCP servers); give `executor` or `loader`.
         name: The worker's name in trace events and messages.
         user_id: The user the tools run as.
     """
 
-    def __init__(self, executor: ToolExecutor, *, name: str = "worker", user_id: str = "agentmap") -> None:
+    def __init__(
+        self,
+        executor: ToolExecutor | None = None,
+        *,
+        loader: Callable[[], Awaitable[ToolExecutor]] | None = None,
+        name: str = "worker",
+        user_id: str = "agentmap",
+    ) -> None:
+        if executor is None and loader is None:
+            raise TypeError("WorkerAgent needs an executor (a ToolExecutor) or a loader that builds one")
         self.executor = executor
         self.name = name
         self.user_id = user_id
+        self._loader = loader
         self._known: frozenset[str] = frozenset()
 
     @classmethod
     def from_node(cls, node: BaseAgent) -> WorkerAgent:
-        """Build the worker of a `worker` node from its `tool_source` and `available_tools`.
+        """Build the worker of a `worker` node: its tools come from Tool_Source / Available_Tools."""
+        from agentmap.agents.tool_sources import build_tool_executor
 
-        Raises:
-            ValueError: When the tool source cannot be loaded.
-        """
-        from agentmap.orchestration._tools import CallableToolExecutor, load_python_tools
+        async def load() -> ToolExecutor:
+            return await build_tool_executor(node.context, node.environment)
 
-        source, names = _tool_config(node.context)
-        if not source:
-            raise ValueError(f"worker node '{node.name}' has no Tool_Source: name the Python file of its tools")
-        tools = load_python_tools(source, names, Path(node.environment.base_dir))
-        return cls(CallableToolExecutor(tools), name=node.name, user_id=str(node.context.get("user_id", "agentmap")))
+        return cls(loader=load, name=node.name, user_id=str(node.context.get("user_id", "agentmap")))
 
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
-        """Report a worker with no Tool_Source, or one whose file cannot be loaded."""
-        source, names = _tool_config(context)
-        if not source:
-            return ["a worker needs a Tool_Source (a Python file of tool functions beside the workflow)"]
-        from agentmap.orchestration._tools import load_python_tools
+        """Report a worker with no tools, or tools that cannot be loaded."""
+        from agentmap.agents.tool_sources import check_tool_config, split_names
 
-        try:
-            load_python_tools(source, names, Path(environment.base_dir))
-        except (ValueError, ImportError, SyntaxError) as exc:
-            return [f"cannot load the worker's tools: {exc}"]
-        return []
+        if not split_names(context.get("tool_source")) and not split_names(context.get("available_tools")):
+            return ["a worker needs a Tool_Source (a Python file, module or MCP server) or Available_Tools"]
+        return check_tool_config(context, environment)
+
+    async def ready(self) -> None:
+        """Load the tools, when a loader was given and they are not loaded yet.
+
+        Raises:
+            Exception: Whatever the loader raises (a `ConfigError` for a bad tool source).
+        """
+        if self.executor is None and self._loader is not None:
+            self.executor = await self._loader()
 
     def get_available_tools(self) -> list[str]:
-        """The tools this worker can call."""
-        return self.executor.get_available_tools()
+        """The tools this worker can call (empty until `ready()` has loaded them)."""
+        return self.executor.get_available_tools() if self.executor is not None else []
 
     async def process(self, request: AgentRequest) -> AgentResponse:
         """Run the step (or steps) in `request.inputs`, each within `request.metadata.timeout_seconds`."""
         trace_id = request.metadata.trace_id
+        if self.executor is None:
+            try:
+                await self.ready()
+            except Exception as exc:
+                message = f"worker '{self.name}' could not load its tools: {exc}"
+                return error_response(ErrorType.VALIDATION, message, trace=[trace_event("worker:invalid", trace_id)])
         inputs = request.inputs
         steps = inputs.get("steps", [inputs] if "tool" in inputs else [])
         if not steps or not isinstance(steps, list):
@@ -184,8 +200,10 @@ class WorkerAgent:
         if not tool:
             message = f'step {index + 1} names no tool: worker \'{self.name}\' runs steps like {{"tool": "<name>"}}'
             return _error(ErrorType.VALIDATION, message, trace, trace_id)
+        executor = self.executor
+        assert executor is not None
         if tool not in self._known:
-            self._known = frozenset(self.executor.get_available_tools())
+            self._known = frozenset(executor.get_available_tools())
             if tool not in self._known:
                 return _error(ErrorType.VALIDATION, self._unknown_tool(tool), trace, trace_id)
         try:
@@ -196,7 +214,7 @@ class WorkerAgent:
         timeout = request.metadata.timeout_seconds
         try:
             async with asyncio.timeout(timeout):
-                outcome: ToolResult = await self.executor.execute(tool, parameters, self.user_id)
+                outcome: ToolResult = await executor.execute(tool, parameters, self.user_id)
         except TimeoutError:
             message = f"tool '{tool}' did not finish within {timeout}s (the request's timeout_seconds)"
             return _error(ErrorType.TIMEOUT, message, trace, trace_id, recoverable=True)
@@ -209,7 +227,8 @@ class WorkerAgent:
         )
         if not outcome.success:
             kind, recoverable = _TOOL_ERRORS.get(outcome.error_code or "", (ErrorType.EXECUTION, False))
-            message = f"tool '{tool}' failed: {outcome.error or 'no reason given'}"
+            reason = outcome.error or "no reason given"
+            message = reason if f"'{tool}'" in reason else f"tool '{tool}' failed: {reason}"
             details = {"tool": tool, "error_code": outcome.error_code, "parameters": parameters}
             return _error(kind, message, trace, trace_id, recoverable=recoverable, details=details)
         return outcome.data if outcome.data is not None else f"tool '{tool}' completed (it returned nothing)"
@@ -232,11 +251,3 @@ def _error(
 ) -> AgentResponse:
     trace.append(trace_event("step:error", trace_id, error_type=kind.value))
     return error_response(kind, message, details=details, recoverable=recoverable, trace=trace)
-
-
-def _tool_config(context: Mapping[str, Any]) -> tuple[str, list[str]]:
-    source = str(context.get("tool_source") or "").strip()
-    names = context.get("available_tools") or context.get("tools") or []
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split("|") if n.strip()]
-    return source, [str(n) for n in names]
