@@ -14,14 +14,23 @@ so the tool's defaults apply. A failed call fails the node (Failure_Next) with t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import agent
-from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
-from agentmap.agents.tools import LocalToolExecutor
+
+if TYPE_CHECKING:
+    from agentmap.agents.tools import LocalToolExecutor
 
 __all__ = ["ToolAgent", "ToolCallFailed"]
+
+
+def _names(value: Any) -> list[str]:
+    """`"a|b"` or a list -> names (see `agentmap.agents.tool_sources.split_names`)."""
+    # Imported here: agentmap.agents.tools imports this module to register the `tool` type.
+    from agentmap.agents.tool_sources import split_names as split
+
+    return split(value)
 
 
 class ToolCallFailed(RuntimeError):
@@ -31,7 +40,7 @@ class ToolCallFailed(RuntimeError):
 def _effective(context: Mapping[str, Any]) -> dict[str, Any]:
     """The context with Available_Tools defaulting to the tool's name (so `tools/` is searched for it)."""
     effective = dict(context)
-    if not split_names(effective.get("tool_source")) and not split_names(effective.get("available_tools")):
+    if not _names(effective.get("tool_source")) and not _names(effective.get("available_tools")):
         effective["available_tools"] = _tool_name(context)
     return effective
 
@@ -40,7 +49,7 @@ def _tool_name(context: Mapping[str, Any]) -> str | None:
     name = context.get("tool")
     if isinstance(name, str) and name.strip():
         return name.strip()
-    available = split_names(context.get("available_tools"))
+    available = _names(context.get("available_tools"))
     return available[0] if len(available) == 1 else None
 
 
@@ -62,11 +71,13 @@ class ToolAgent(BaseAgent):
                 'a tool node needs the tool\'s name: set Context {"tool": "<name>"} or list exactly one '
                 "name in Available_Tools"
             )
-        if not split_names(context.get("tool_source")) and not (environment.base_dir / "tools").is_dir():
+        if not _names(context.get("tool_source")) and not (environment.base_dir / "tools").is_dir():
             problems.append("a tool node needs a Tool_Source (a .py file or folder, module:<name>, or an mcp: server)")
             return problems
+        from agentmap.agents.tool_sources import check_tool_config
+
         problems.extend(check_tool_config(_effective(context), environment))
-        available = split_names(context.get("available_tools"))
+        available = _names(context.get("available_tools"))
         if name and available and name not in available:
             problems.append(f"Context tool '{name}' is not listed in Available_Tools ({', '.join(available)})")
         return problems
@@ -74,6 +85,8 @@ class ToolAgent(BaseAgent):
     async def executor(self) -> LocalToolExecutor:
         """The node's tools, loaded on first use."""
         if self._executor is None:
+            from agentmap.agents.tool_sources import build_tool_executor
+
             self._executor = await build_tool_executor(_effective(self.context), self.environment)
         return self._executor
 

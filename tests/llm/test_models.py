@@ -1,0 +1,162 @@
+"""Model resolution: `provider:model`, defaults from settings and AGENTMAP_LLM_*, and the pre-run checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from agentmap.errors import ConfigError
+from agentmap.llm.models import check_model, model_spec, resolve_model
+from agentmap.llm.offline import OfflineChatModel
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MODEL", "TEMPERATURE", "MAX_TOKENS", "TIMEOUT", "BASE_URL", "MAX_RETRIES", "API_KEY_ENV"):
+        monkeypatch.delenv(f"AGENTMAP_LLM_{name}", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("spec", "provider", "model"),
+    [
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini"),
+        ("google:gemini-2.0-flash", "google_genai", "gemini-2.0-flash"),
+        ("google_genai:gemini-pro", "google_genai", "gemini-pro"),
+        ("Anthropic:claude-3-opus", "anthropic", "claude-3-opus"),
+        ("ollama:llama3.2:1b", "ollama", "llama3.2:1b"),
+        ("gpt-4o", "openai", "gpt-4o"),
+        ("claude-3-5-sonnet", "anthropic", "claude-3-5-sonnet"),
+        ("offline", "offline", "offline"),
+        ("openai", "openai", "gpt-4o-mini"),
+    ],
+)
+def test_provider_and_model_are_read_from_the_spec(spec: str, provider: str, model: str) -> None:
+    chosen = model_spec(spec)
+    assert (chosen.provider, chosen.model) == (provider, model)
+
+
+def test_unknown_provider_suggests_the_close_one() -> None:
+    with pytest.raises(ConfigError, match="unknown model provider 'opneai'; did you mean 'openai'"):
+        model_spec("opneai:gpt-4o")
+
+
+def test_bare_unknown_model_asks_for_a_provider() -> None:
+    with pytest.raises(ConfigError, match=r"write provider:model, e\.g\. openai:mistral-7b"):
+        model_spec("mistral-7b")
+
+
+def test_bare_model_takes_the_agent_types_provider() -> None:
+    assert model_spec("llama3.2", default_provider="ollama").name == "ollama:llama3.2"
+
+
+def test_no_model_anywhere_says_where_to_set_one() -> None:
+    with pytest.raises(ConfigError, match="AGENTMAP_LLM_MODEL"):
+        model_spec(None)
+
+
+def test_defaults_come_from_nested_or_flat_settings() -> None:
+    nested = model_spec(settings={"llm": {"model": "ollama:phi3", "temperature": 0.3, "timeout": 12}})
+    flat = model_spec(settings={"llm.model": "ollama:phi3", "llm.temperature": "0.3", "llm.timeout": "12"})
+    assert nested == flat
+    assert (nested.name, nested.temperature, nested.timeout) == ("ollama:phi3", 0.3, 12.0)
+
+
+def test_environment_variables_fill_what_settings_leave_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMAP_LLM_MODEL", "anthropic:claude-x")
+    monkeypatch.setenv("AGENTMAP_LLM_TEMPERATURE", "0.9")
+    monkeypatch.setenv("AGENTMAP_LLM_MAX_TOKENS", "77")
+    chosen = model_spec(settings={"llm": {"temperature": 0.1}})
+    assert (chosen.name, chosen.temperature, chosen.max_tokens) == ("anthropic:claude-x", 0.1, 77)
+    explicit = model_spec("openai:gpt-4o", temperature=0.5, settings={"llm": {"temperature": 0.1}})
+    assert (explicit.name, explicit.temperature) == ("openai:gpt-4o", 0.5)
+
+
+def test_bad_numbers_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="'temperature' must be a number, got 'hot'"):
+        model_spec("offline", settings={"llm": {"temperature": "hot"}})
+    with pytest.raises(ConfigError, match="'max_tokens' must not be negative"):
+        model_spec("offline", max_tokens=-1)
+
+
+def test_an_option_the_provider_cannot_take_is_refused() -> None:
+    with pytest.raises(ConfigError, match="'base_url' is not supported by provider 'google_genai'"):
+        model_spec("google:gemini-pro", base_url="http://127.0.0.1:1")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langchain_anthropic") is not None, reason="anthropic installed")
+def test_missing_extra_is_reported_with_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    expected = (
+        'model anthropic:claude-3-5-haiku needs the langchain-anthropic package: pip install "agentmap[anthropic]"'
+    )
+    assert check_model("anthropic:claude-3-5-haiku") == [expected]
+    with pytest.raises(ConfigError) as raised:
+        resolve_model("anthropic:claude-3-5-haiku")
+    assert raised.value.message == expected
+    assert raised.value.code == "missing-extra"
+
+
+def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("MY_GATEWAY_KEY", raising=False)
+    assert check_model("openai:gpt-4o-mini") == [
+        "model openai:gpt-4o-mini needs an API key: set the environment variable OPENAI_API_KEY"
+    ]
+    assert check_model("openai:gpt-4o-mini", api_key_env="MY_GATEWAY_KEY") == [
+        "model openai:gpt-4o-mini needs an API key: set the environment variable MY_GATEWAY_KEY"
+    ]
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY") as raised:
+        resolve_model("openai:gpt-4o-mini")
+    assert raised.value.code == "missing-api-key"
+
+
+def test_check_model_passes_when_key_and_package_are_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert check_model("openai:gpt-4o-mini") == []
+    assert check_model("offline") == []
+    assert check_model("ollama:llama3", base_url="http://127.0.0.1:11434") in (
+        [],
+        ['model ollama:llama3 needs the langchain-ollama package: pip install "agentmap[ollama]"'],
+    )
+
+
+def test_openai_model_gets_every_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEWAY_KEY", "sk-gateway")
+    model = resolve_model(
+        "openai:gpt-4o-mini",
+        temperature=0.25,
+        max_tokens=64,
+        timeout=7,
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        api_key_env="GATEWAY_KEY",
+    )
+    assert type(model).__name__ == "ChatOpenAI"
+    values = model.model_dump()
+    assert values["model_name"] == "gpt-4o-mini"
+    assert values["temperature"] == 0.25
+    assert values["max_tokens"] == 64
+    assert values["request_timeout"] == 7.0
+    assert values["openai_api_base"] == "http://127.0.0.1:9/v1"
+    assert values["max_retries"] == 0
+    assert model.openai_api_key.get_secret_value() == "sk-gateway"  # type: ignore[attr-defined]
+
+
+def test_offline_needs_nothing_and_is_labelled() -> None:
+    model = resolve_model("offline:demo")
+    assert isinstance(model, OfflineChatModel)
+    reply = model.invoke("hello")
+    assert reply.response_metadata["stand_in"] is True
+    assert reply.response_metadata["model_name"] == "demo"
+
+
+def test_importing_models_loads_no_provider_package() -> None:
+    code = (
+        "import sys, agentmap.llm.models, agentmap.llm.agents;"
+        "print(sorted(m for m in ('langchain_openai', 'openai', 'langchain_mcp_adapters', 'mcp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
