@@ -1,7 +1,8 @@
 """A small MCP server over stdio for the tests: arithmetic, a note store and a failing tool.
 
-Started by the tests as `mcp:stdio:python mcp_task_server.py`; it keeps notes in the file named by the
-first command-line argument (default `notes.json` in the working folder) so calls in separate sessions
+Started by the tests as `mcp:stdio:python mcp_task_server.py [notes.json]`, or as a streamable HTTP
+server on 127.0.0.1 with `python mcp_task_server.py notes.json --http PORT`. Notes are kept in the file
+named by the first argument (default `notes.json` in the working folder) so calls in separate sessions
 see each other's writes.
 """
 
@@ -14,8 +15,9 @@ from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 
-server = FastMCP("agentmap-test", log_level="WARNING")
-NOTES = Path(sys.argv[1] if len(sys.argv) > 1 else "notes.json")
+HTTP_PORT = int(sys.argv[sys.argv.index("--http") + 1]) if "--http" in sys.argv else 0
+server = FastMCP("agentmap-test", log_level="WARNING", host="127.0.0.1", port=HTTP_PORT or 8000)
+NOTES = Path(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--http" else "notes.json")
 
 
 @server.tool()
@@ -54,4 +56,4 @@ def slow(seconds: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    server.run("streamable-http" if HTTP_PORT else "stdio")
