@@ -72,6 +72,23 @@ _REFUSAL_OPENINGS = (
 )
 
 
+# Questions that offer help rather than ask for what the request lacks.
+_OFFERS = (
+    "how can i help",
+    "how may i help",
+    "how can i assist",
+    "how may i assist",
+    "what can i do for you",
+    "what can i help",
+    "anything else",
+    "is there anything",
+    "can i help you with anything",
+    "what would you like to do",
+    "what else",
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
 class ConfirmationReply(Enum):
     """How a user answered a confirmation question."""
 
@@ -101,8 +118,15 @@ def is_refusal(text: str) -> bool:
 
 
 def is_question(text: str) -> bool:
-    """Whether a reply asks the user something: its last sentence ends with a question mark."""
-    return text.rstrip(_TRAILING).endswith("?") and not is_refusal(text)
+    """Whether a reply asks the user for something it needs: its last sentence is a question.
+
+    Refusals and open offers ("How can I help you today?", "Anything else?") are not questions.
+    """
+    body = text.rstrip(_TRAILING)
+    if not body.endswith("?") or is_refusal(text):
+        return False
+    last = _SENTENCE_END.split(body[:-1])[-1].strip().lower().replace("’", "'")
+    return not any(offer in last for offer in _OFFERS)
 
 
 def _words(tool_name: str) -> list[str]:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import importlib.util
 import sqlite3
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool
-
+from agentmap.agents.tools import LocalToolExecutor
 from agentmap.contracts.tools import ToolResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,53 +32,37 @@ def load_tasks_module() -> ModuleType:
     return module
 
 
-def task_titles(db: Path) -> dict[int, tuple[str, bool]]:
-    """What the tasks database holds: `{id: (title, done)}`."""
+def task_titles(db: Path, user_id: str = "alice") -> dict[int, tuple[str, bool]]:
+    """What the tasks database holds for a user: `{id: (title, done)}`."""
     if not db.exists():
         return {}
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT id, title, done FROM tasks ORDER BY id").fetchall()
+        rows = conn.execute("SELECT id, title, done FROM tasks WHERE user_id = ? ORDER BY id", (user_id,)).fetchall()
     return {r[0]: (r[1], bool(r[2])) for r in rows}
 
 
-class FunctionExecutor:
-    """A minimal `ToolExecutor` over Python functions, exposing LangChain schemas.
+class RecordingExecutor:
+    """The real `LocalToolExecutor`, recording every call as `(tool_name, parameters, user_id)`.
 
-    Records every call as `(tool_name, parameters, user_id)`.
+    With `schemas=False` it hides `get_tool_schemas`, like a bare seed-003 executor would.
     """
 
     def __init__(self, functions: list[Callable[..., Any]], *, schemas: bool = True) -> None:
-        self.tools: dict[str, BaseTool] = {f.__name__: StructuredTool.from_function(f) for f in functions}
+        self.inner = LocalToolExecutor(functions)
         self.calls: list[tuple[str, dict[str, Any], str]] = []
-        if not schemas:
-            self.get_tool_schemas = None  # type: ignore[assignment]
+        if schemas:
+            self.get_tool_schemas = self.inner.get_tool_schemas
 
     async def execute(self, tool_name: str, parameters: dict[str, Any], user_id: str) -> ToolResult:
         self.calls.append((tool_name, dict(parameters), user_id))
-        started = time.perf_counter()
-        tool = self.tools.get(tool_name)
-        if tool is None:
-            return ToolResult(success=False, error=f"no tool named {tool_name!r}", error_code="unknown_tool")
-        try:
-            data = await tool.ainvoke(parameters)
-        except Exception as exc:
-            return ToolResult(
-                success=False,
-                error=str(exc),
-                error_code="execution_error",
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
-        return ToolResult(success=True, data=data, duration_ms=(time.perf_counter() - started) * 1000)
+        return await self.inner.execute(tool_name, parameters, user_id)
 
     def get_available_tools(self) -> list[str]:
-        return list(self.tools)
-
-    def get_tool_schemas(self) -> list[BaseTool]:
-        return list(self.tools.values())
+        return self.inner.get_available_tools()
 
 
-def task_executor(**kwargs: Any) -> FunctionExecutor:
-    """The five task tools of the example behind a `FunctionExecutor`."""
+def task_executor(**kwargs: Any) -> RecordingExecutor:
+    """The five task tools of the example behind the real executor."""
     tasks = load_tasks_module()
     functions = [tasks.add_task, tasks.list_tasks, tasks.update_task, tasks.complete_task, tasks.delete_task]
-    return FunctionExecutor(functions, **kwargs)
+    return RecordingExecutor(functions, **kwargs)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import CONSTITUTION, FunctionExecutor, load_tasks_module, task_executor, task_titles
+from engine_helpers import CONSTITUTION, RecordingExecutor, load_tasks_module, task_executor, task_titles
 from openai_stub import OpenAIStub, Reply, chat_model, error, slow, text, tool_calls
 
 from agentmap.contracts.engine import (
@@ -57,7 +57,7 @@ def log(tmp_path: Path) -> Iterator[SQLiteDecisionLog]:
 def make_engine(
     stub: OpenAIStub,
     log: SQLiteDecisionLog | None = None,
-    executor: FunctionExecutor | None = None,
+    executor: RecordingExecutor | None = None,
     **kwargs: Any,
 ) -> LLMAgentEngine:
     return LLMAgentEngine(
@@ -169,7 +169,7 @@ async def test_a_refusal_is_respond_only(stub: OpenAIStub, refusal: str) -> None
 async def add_tasks(*titles: str) -> None:
     tasks = load_tasks_module()
     for title in titles:
-        tasks.add_task(title)
+        tasks.add_task(title, user_id="alice")
 
 
 async def test_delete_asks_for_confirmation_and_runs_nothing(stub: OpenAIStub, tasks_db: Path) -> None:

@@ -1,0 +1,272 @@
+"""The `assistant` agent type: `LLMAgentEngine` (seed 003) as a workflow node.
+
+Each run handles one user message: it reads the message, the conversation so far and any action
+awaiting confirmation from the state, asks the engine for a decision, and writes what the Output_Field
+names. The node's Prompt is the constitution; its tools come from Tool_Source / Available_Tools.
+
+Inputs (by parameter name; rename a state key with `state_key:param` in Input_Fields):
+`message` (required; else the first input), `history`, `pending_confirmation`, `user_id`,
+`conversation_id`.
+
+Outputs: one Output_Field receives the decision (`AgentDecision` as a JSON-ready dict). Several
+fields pick from `decision`, `response`, `decision_type`, `history` (the conversation with this
+exchange appended), `pending_confirmation` and `tool_calls`; `state_key=response` renames.
+
+Context: the model options of the `llm` type (`model`, `temperature`, `timeout`, ...), `max_iterations`,
+`include_history_messages`, `confirm_tools`, `decision_log`, `user_id`, `conversation_id`,
+`fail_on_error`; see csv_specs/engine.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.registry import agent
+from agentmap.agents.state import parse_output_field
+from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
+from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message, PendingAction
+from agentmap.llm.decision_log import SQLiteDecisionLog, default_log_path
+from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
+
+if TYPE_CHECKING:
+    from agentmap.llm.engine import LLMAgentEngine
+
+__all__ = ["DEFAULT_CONSTITUTION", "OUTPUT_KEYS", "AssistantAgent"]
+
+DEFAULT_CONSTITUTION = """You are a helpful assistant.
+
+## Behavioral Rules
+1. Only use tools when the user clearly wants an operation they perform
+2. For greetings and general questions, respond conversationally WITHOUT tools
+3. If the user's intent is unclear, ask a clarifying question
+4. Destructive operations are confirmed with the user before they run
+5. Politely decline requests outside your tools' purpose
+
+## Response Guidelines
+- Be concise and helpful
+- Confirm successful operations
+- Explain errors in user-friendly terms
+- Never expose internal details or tool names to users"""
+"""The constitution of an `assistant` node whose Prompt is empty."""
+
+OUTPUT_KEYS = ("decision", "response", "decision_type", "history", "pending_confirmation", "tool_calls")
+"""What an `assistant` node can write when its Output_Field names several fields."""
+
+_INPUTS = ("message", "history", "pending_confirmation", "user_id", "conversation_id")
+_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
+_OFF = (False, "off", "false", "none", "")
+
+_logs: dict[Path, SQLiteDecisionLog] = {}
+_logs_lock = threading.Lock()
+
+
+def _shared_log(path: Path) -> SQLiteDecisionLog:
+    """One log object (one connection) per file for the whole process."""
+    path = path.resolve()
+    with _logs_lock:
+        log = _logs.get(path)
+        if log is None:
+            log = _logs[path] = SQLiteDecisionLog(path)
+        return log
+
+
+def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
+    kwargs = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
+    kwargs["spec"] = kwargs.pop("model", None)
+    return kwargs
+
+
+def _whole(context: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
+    value = context.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"Context {key} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _history(value: Any) -> list[Message]:
+    """A stored conversation (role/content dicts, `Message`s, LangChain messages, pairs) as `Message`s."""
+    messages: list[Message] = []
+    for entry in value or []:
+        if isinstance(entry, Message):
+            messages.append(entry)
+            continue
+        if isinstance(entry, Mapping):
+            role, content = entry.get("role", entry.get("type")), entry.get("content")
+        elif isinstance(entry, tuple | list) and len(entry) == 2:
+            role, content = entry
+        else:
+            role, content = getattr(entry, "role", getattr(entry, "type", None)), getattr(entry, "content", None)
+        kind = _ROLES.get(str(role).lower())
+        if kind is not None and isinstance(content, str):
+            messages.append(Message(role=kind, content=content))  # type: ignore[arg-type]
+    return messages
+
+
+@agent("assistant")
+class AssistantAgent(BaseAgent):
+    """`assistant`: one turn of a tool-using conversation, decided by `LLMAgentEngine`.
+
+    See the module docstring for its inputs, outputs and Context keys.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        context = self.context
+        self.constitution = (self.prompt or "").strip() or DEFAULT_CONSTITUTION
+        self.fail_on_error = bool(context.get("fail_on_error", False))
+        outputs = [parse_output_field(f) for f in (self.output_field or "").split("|") if f.strip()]
+        self._single_output = len(outputs) == 1 and outputs[0][1] is None
+        self._spec: ModelSpec | None = None
+        self._engine: LLMAgentEngine | None = None
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @classmethod
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+        """Check the model, the numbers, the inputs and outputs, the tools and the decision log path."""
+        problems = check_model(**_model_kwargs(context), settings=environment.settings)
+        for key, default, minimum in (("max_iterations", 5, 1), ("include_history_messages", 10, 0)):
+            try:
+                _whole(context, key, default, minimum)
+            except ValueError as exc:
+                problems.append(str(exc))
+        inputs = [f.partition(":")[2].strip() or f.strip() for f in context.get("input_fields", [])]
+        if not inputs:
+            problems.append("an assistant node needs the user's message: list it in Input_Fields (e.g. message)")
+        fields = [parse_output_field(f) for f in str(context.get("output_field") or "").split("|") if f.strip()]
+        if len(fields) > 1:
+            for key, source in fields:
+                if (source or key) not in OUTPUT_KEYS:
+                    problems.append(
+                        f"Output_Field '{key}' is not something an assistant writes: use one of "
+                        f"{', '.join(OUTPUT_KEYS)}, or rename with {key}=response"
+                    )
+        confirm = context.get("confirm_tools")
+        if confirm is not None and not isinstance(confirm, str | list):
+            problems.append(f"Context confirm_tools must be a list of tool names or 'a|b', got {confirm!r}")
+        if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
+            problems.extend(check_tool_config(context, environment))
+        return problems
+
+    def state_keys(self) -> list[str]:
+        """No keys besides the output fields."""
+        return []
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The node's resolved model choice."""
+        if self._spec is None:
+            self._spec = model_spec(**_model_kwargs(self.context), settings=self.environment.settings)
+        return self._spec
+
+    def decision_log_path(self) -> Path | None:
+        """Where decisions are logged: Context `decision_log` (relative to the workflow), the
+        `decision_log` setting, `$AGENTMAP_DECISION_LOG`, else `.agentmap/decisions.db`; None when off."""
+        value = self.context.get("decision_log", self.environment.settings.get("decision_log"))
+        if value is None:
+            return default_log_path()
+        if value in _OFF or (isinstance(value, str) and value.strip().lower() in _OFF):
+            return None
+        path = Path(str(value)).expanduser()
+        return path if path.is_absolute() else self.environment.base_dir / path
+
+    async def engine(self) -> LLMAgentEngine:
+        """The node's engine, built on first use (model, tools, decision log)."""
+        if self._engine is None:
+            from agentmap.llm.adapter import LLMAdapter
+            from agentmap.llm.engine import LLMAgentEngine
+
+            context, spec, defaults = self.context, self.spec, AgentEngineConfig()
+            config = AgentEngineConfig(
+                max_iterations=_whole(context, "max_iterations", defaults.max_iterations, 1),
+                include_history_messages=_whole(
+                    context, "include_history_messages", defaults.include_history_messages, 0
+                ),
+                temperature=spec.temperature if spec.temperature is not None else defaults.temperature,
+                timeout_seconds=max(1, round(spec.timeout)) if spec.timeout else defaults.timeout_seconds,
+            )
+            confirm = context.get("confirm_tools")
+            log_path = self.decision_log_path()
+            self._engine = LLMAgentEngine.from_config(
+                LLMAdapter(build_model(spec)),
+                await build_tool_executor(context, self.environment),
+                self.constitution,
+                config,
+                decision_log=_shared_log(log_path) if log_path is not None else None,
+                confirm_tools=split_names(confirm) if confirm is not None else None,
+            )
+        return self._engine
+
+    # -- the work ------------------------------------------------------------------------------
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        """Decide about the message (synchronously, on AgentMap's shared LLM event loop)."""
+        from agentmap.llm.agents import _run_sync
+
+        return _run_sync(self.aprocess(inputs))
+
+    async def aprocess(self, inputs: dict[str, Any]) -> Any:
+        """Decide about the message and return what the Output_Field names."""
+        started = time.perf_counter()
+        context = self._decision_context(inputs)
+        engine = await self.engine()
+        outcome = await engine.decide(context)
+        decision = outcome.decision
+        spec = self.spec
+        self.record_metadata(
+            model=spec.name,
+            provider=spec.provider,
+            decision_id=outcome.decision_id,
+            decision_type=decision.decision_type.value,
+            outcome=outcome.outcome_category,
+            model_calls=outcome.model_calls,
+            tool_calls=[c.tool_name for c in decision.tool_calls or []],
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            **outcome.usage,
+            **({"stand_in": True} if spec.provider == "offline" else {}),
+        )
+        if outcome.error is not None and self.fail_on_error:
+            raise outcome.error
+        dumped = decision.model_dump(mode="json")
+        if self._single_output:
+            return dumped
+        reply = decision.response_text or decision.clarification_question or ""
+        history = [m.model_dump(mode="json", exclude_none=True) for m in context.message_history]
+        history += [{"role": "user", "content": context.message}, {"role": "assistant", "content": reply}]
+        return {
+            "decision": dumped,
+            "response": reply,
+            "decision_type": decision.decision_type.value,
+            "history": history,
+            "pending_confirmation": dumped["pending_action"],
+            "tool_calls": dumped["tool_calls"] or [],
+        }
+
+    def _decision_context(self, inputs: dict[str, Any]) -> DecisionContext:
+        message = inputs.get("message")
+        if message is None:
+            others = [v for k, v in inputs.items() if k not in _INPUTS]
+            message = others[0] if others else None
+        if message is None or not str(message).strip():
+            raise ValueError(
+                f"no message to answer: the state has no value for the message input "
+                f"({', '.join(self.input_fields) or 'none listed'})"
+            )
+        pending = inputs.get("pending_confirmation")
+        return DecisionContext(
+            user_id=str(inputs.get("user_id") or self.context.get("user_id") or "default"),
+            message=str(message),
+            conversation_id=str(
+                inputs.get("conversation_id")
+                or self.context.get("conversation_id")
+                or self.environment.graph_name
+                or self.name
+            ),
+            message_history=_history(inputs.get("history")),
+            pending_confirmation=PendingAction.model_validate(pending) if pending else None,
+        )
