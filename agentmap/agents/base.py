@@ -197,7 +197,10 @@ class BaseAgent:
         state, inputs = started
         try:
             state, inputs = self._pre_process(state, inputs)
-            output = self.process(inputs)
+            process = self.process
+            if type(self).process is BaseAgent.process and hasattr(self, "aprocess"):
+                process = self.aprocess  # an agent with only the async twin still runs under invoke()
+            output = process(inputs)
             if inspect.iscoroutine(output):
                 output = asyncio.run(output)
             return self._succeed(state, inputs, output)
