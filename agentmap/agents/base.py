@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,6 +28,15 @@ __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "Tracker"]
 TRACE = 5
 """The level `log_trace` logs at, below DEBUG."""
 logging.addLevelName(TRACE, "TRACE")
+
+
+def _is_control_flow(exc: Exception) -> bool:
+    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up) are not agent failures.
+
+    Checked without importing LangGraph: if `langgraph.errors` is not loaded, `exc` cannot be one.
+    """
+    errors = sys.modules.get("langgraph.errors")
+    return errors is not None and isinstance(exc, errors.GraphBubbleUp)
 
 
 @runtime_checkable
@@ -205,6 +215,8 @@ class BaseAgent:
                 output = asyncio.run(output)
             return self._succeed(state, inputs, output)
         except Exception as exc:
+            if _is_control_flow(exc):
+                raise
             return self._fail(state, inputs, exc)
 
     async def arun(self, state: Any) -> dict[str, Any]:
@@ -218,6 +230,8 @@ class BaseAgent:
                 output = await output
             return self._succeed(state, inputs, output)
         except Exception as exc:
+            if _is_control_flow(exc):
+                raise
             return self._fail(state, inputs, exc)
 
     def invoke(self, state: Any) -> dict[str, Any]:
