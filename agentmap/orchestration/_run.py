@@ -155,7 +155,7 @@ class Run:
                 "step_count": len(self.steps),
                 "previous_result": self.previous,
                 "previous_agent": self.previous_agent,
-                "results": self.results,
+                "results": dict(self.results),
             },
             constraints=self.request.constraints,
         )

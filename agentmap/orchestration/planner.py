@@ -116,6 +116,11 @@ class PlanRule(BaseModel):
         return None
 
 
+class _PlannerConfig(BaseModel):
+    steps: list[PlanStep]
+    rules: list[PlanRule]
+
+
 @runtime_checkable
 class Planner(Protocol):
     """Anything that turns a goal into steps; an LLM planner implements this too."""
@@ -151,7 +156,10 @@ class DeterministicPlanner:
         Raises:
             pydantic.ValidationError: When a step or rule is malformed.
         """
-        return cls(steps=context.get("steps") or (), rules=context.get("rules") or ())
+        config = _PlannerConfig.model_validate(
+            {"steps": context.get("steps") or [], "rules": context.get("rules") or []}
+        )
+        return cls(steps=config.steps, rules=config.rules)
 
     async def plan(self, goal: str, request: AgentRequest) -> list[PlanStep]:
         """Return the steps of every rule matching `goal`, or the fixed steps when none matches.

@@ -117,10 +117,12 @@ class PolicyEnforcer:
     """
 
     def __init__(self, profiles: Mapping[str, PolicyLimits | Mapping[str, Any]] | None = None) -> None:
-        try:
-            self.profiles = {name: PolicyLimits.model_validate(p) for name, p in (profiles or {}).items()}
-        except ValidationError as exc:
-            raise PolicyError(f"invalid profile limits: {describe_validation_error(exc)}") from None
+        self.profiles: dict[str, PolicyLimits] = {}
+        for name, limits in (profiles or {}).items():
+            try:
+                self.profiles[name] = PolicyLimits.model_validate(limits)
+            except ValidationError as exc:
+                raise PolicyError(f"invalid limits for profile '{name}': {describe_validation_error(exc)}") from None
 
     def session(self, request: AgentRequest) -> PolicySession:
         """Combine the request's profile and constraints into the limits its steps must keep.
@@ -152,7 +154,12 @@ def _combine(profile: PolicyLimits, constraints: PolicyLimits, profile_source: s
             sources[key] = request_source if mine is None else profile_source
         else:
             merged[key] = tighter(mine, theirs)
-            sources[key] = request_source if merged[key] == theirs and theirs != mine else profile_source
+            if merged[key] == mine:
+                sources[key] = profile_source
+            elif merged[key] == theirs:
+                sources[key] = request_source
+            else:
+                sources[key] = f"{profile_source} and {request_source}"
 
     pick("max_api_calls", profile.max_api_calls, constraints.max_api_calls, min)
     pick("max_cost_usd", profile.max_cost_usd, constraints.max_cost_usd, min)
