@@ -35,7 +35,6 @@ _REFUSAL = re.compile(
     r"|\b(?:unable|not able) to (?:help|assist|comply) with\b"
     r"|\b(?:sorry|afraid)\b[^.?!]{0,40}\b(?:can't|cannot|unable|not able|won't)\b"
     r"|\bthat(?:'s| is) not something {_I} can\b".replace("{_I}", _I),
-    re.IGNORECASE,
 )
 _CLARIFY = re.compile(
     r"\b(?:could|can|would) you (?:please )?(?:clarify|specify|tell me|let me know|provide|share|confirm|"
@@ -43,27 +42,33 @@ _CLARIFY = re.compile(
     r"|\b(?:do|did) you mean\b|\bwhat do you mean\b|\bwhich (?:one|of|do you|would you)\b"
     r"|\bplease (?:clarify|specify|provide|confirm|tell me|let me know)\b"
     r"|\b(?:more|additional) (?:details|information|context)\b|\bto clarify\b|\bare you (?:asking|looking)\b",
-    re.IGNORECASE,
 )
 _TOOL_TRACE = re.compile(
-    r"^\s*(?:Action|Action Input|Observation|Tool call|Tool calls|Calling tool|Tool result|Tool output)\s*:"
+    r"^\s*(?:action|action input|observation|tool call|tool calls|calling tool|tool result|tool output)\s*:"
     r"|\"(?:tool_calls|traces|tool_call_id|function_call|tool_name)\"\s*:"
     r"|</?(?:tool_call|tool_use|tool_result|function_calls?|invoke)\b"
     r"|\b(?:tool|function)_call\(",
-    re.IGNORECASE | re.MULTILINE,
+    re.MULTILINE,
 )
 _RUNNER_ERROR = re.compile(r"Error: (?:the agent |there is no user message)")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_NEGATIONS = ("n't", "not", "unable", "decline", "refuse")
+_STATEMENT_END = re.compile(r"[.!](?:\s|$)")
 _FENCE = re.compile(r"```(?:json)?\s*[\[{]", re.IGNORECASE)
 
 
 def _plain(text: str) -> str:
-    return text.replace("\u2019", "'").replace("\u2018", "'")
+    """Lower-case `text` and straighten curly apostrophes: the patterns are written for that form."""
+    lowered = text.lower()
+    return lowered.replace("\u2019", "'").replace("\u2018", "'") if "\u2019" in lowered or "\u2018" in lowered \
+        else lowered
 
 
 def is_refusal(text: str) -> bool:
     """Return whether `text` declines the request ("I can't help with that", "I must decline")."""
-    return _REFUSAL.search(_plain(text)) is not None
+    plain = _plain(text)
+    if not any(word in plain for word in _NEGATIONS):
+        return False  # every refusal pattern holds one of these; most answers hold none
+    return _REFUSAL.search(plain) is not None
 
 
 def clarification(text: str) -> str | None:
@@ -78,7 +83,7 @@ def clarification(text: str) -> str | None:
         return None
     words = len(text.split())
     cued = _CLARIFY.search(_plain(text)) is not None
-    if not cued and not (words <= 40 and all(s.endswith("?") for s in _SENTENCE.split(text.strip()))):
+    if not cued and (words > 40 or not text.rstrip().endswith("?") or _STATEMENT_END.search(text)):
         return None  # an uncued question counts only when the whole reply is short questions
     bounded = questions <= MAX_CLARIFYING_QUESTIONS and words <= MAX_CLARIFICATION_WORDS
     return "bounded" if bounded else "unbounded"
@@ -101,7 +106,9 @@ def has_json_framing(text: str) -> bool:
 
 def has_tool_trace(text: str) -> bool:
     """Return whether the reply shows tool calls (ReAct `Action:` lines, `"tool_calls":`, `<tool_call>`...)."""
-    return _TOOL_TRACE.search(text) is not None
+    if ":" not in text and "<" not in text and "_call(" not in text:
+        return False  # every trace pattern holds one of these
+    return _TOOL_TRACE.search(text.lower()) is not None
 
 
 def runner_error(text: str) -> bool:

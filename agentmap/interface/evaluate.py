@@ -18,15 +18,15 @@ from typing import Any
 from agentmap.contracts.conversation import Turn
 from agentmap.errors import AgentMapError, Location
 from agentmap.interface import detect
-from agentmap.interface.logs import LogFormatError, parse_conversation
+from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 
 __all__ = ["EvalReport", "Finding", "Judge", "RunScore", "ScenarioScore", "pass_hat_k", "score_logs",
            "score_turns"]
 
-Judge = Callable[[Scenario, Sequence[Turn]], Sequence["Finding"]]
-"""An optional extra check (an LLM judge): returns findings for one run of a scenario."""
+Judge = Callable[[Scenario, Sequence[tuple[str, str]]], Sequence["Finding"]]
+"""An optional extra check (an LLM judge): given a scenario and a run's `(role, text)` turns, its findings."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,10 @@ def score_turns(turns: Sequence[Turn], scenario: Scenario | None = None) -> RunS
     Returns:
         A score with `log` left empty.
     """
+    return _score_pairs([(turn.role, turn.text) for turn in turns], scenario)
+
+
+def _score_pairs(turns: Sequence[tuple[str, str]], scenario: Scenario | None) -> RunScore:
     score = RunScore(log="")
     findings = score.findings
     replies = _contract(turns, findings)
@@ -184,8 +188,10 @@ def score_logs(
             "`agentmap eval run` writes; log metadata is never used for scoring)"
         )
     missing: set[str] = set()
-    for path in sorted(folder.glob("*.log")):
-        entry = entries.get(path.name)
+    names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".log") and e.is_file())
+    for name in names:
+        path = os.path.join(folder, name)
+        entry = entries.get(name)
         scenario = scenarios.get(entry.scenario) if entry is not None else None
         if entry is not None and scenario is None:
             missing.add(entry.scenario)
@@ -199,38 +205,39 @@ def score_logs(
 
 
 def _score_file(
-    path: Path, scenario_name: str | None, run: int | None, scenario: Scenario | None, judge: Judge | None
+    path: str, scenario_name: str | None, run: int | None, scenario: Scenario | None, judge: Judge | None
 ) -> RunScore:
+    name = os.path.basename(path)
     try:
         with open(path, encoding="utf-8-sig") as handle:
-            turns = parse_conversation(handle.read(), source=path.name)
+            turns = parse_conversation_texts(handle.read(), source=name)
     except (LogFormatError, UnicodeDecodeError) as exc:
         message = str(exc).split("\n", 1)[0]
-        return RunScore(log=path.name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
-    score = score_turns(turns, scenario)
+        return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
+    score = _score_pairs(turns, scenario)
     if judge is not None and scenario is not None:
         score.findings += judge(scenario, turns)
         score.passed = not score.findings
-    score.log, score.scenario, score.run = path.name, scenario_name, run
+    score.log, score.scenario, score.run = name, scenario_name, run
     return score
 
 
-def _contract(turns: Sequence[Turn], findings: list[Finding]) -> list[str | None]:
+def _contract(turns: Sequence[tuple[str, str]], findings: list[Finding]) -> list[str | None]:
     """Check seed 000's conversation contract; return the reply to each user turn (None if missing)."""
     replies: list[str | None] = []
     if not turns:
         findings.append(Finding("contract", "the conversation is empty"))
         return replies
-    if turns[0].role != "user":
+    if turns[0][0] != "user":
         findings.append(Finding("contract", f"the conversation must start with a user message, "
-                                            f"not a {turns[0].role!r} turn"))
+                                            f"not a {turns[0][0]!r} turn"))
     expect_user = True
-    for turn in turns:
-        if turn.role not in ("user", "assistant"):
-            findings.append(Finding("contract", f"unknown role {turn.role!r}: only user and assistant may speak",
+    for role, text in turns:
+        if role not in ("user", "assistant"):
+            findings.append(Finding("contract", f"unknown role {role!r}: only user and assistant may speak",
                                     len(replies) or None))
             continue
-        if turn.role == "user":
+        if role == "user":
             if not expect_user:
                 findings.append(Finding("contract", "two user messages in a row: the first got no reply",
                                         len(replies)))
@@ -243,8 +250,8 @@ def _contract(turns: Sequence[Turn], findings: list[Finding]) -> list[str | None
                                     len(replies) or None))
             continue
         expect_user = True
-        replies[-1] = turn.text
-        _check_reply(turn.text, len(replies), findings)
+        replies[-1] = text
+        _check_reply(text, len(replies), findings)
     if replies and replies[-1] is None:
         findings.append(Finding("contract", "the last user message got no reply", len(replies)))
     return replies

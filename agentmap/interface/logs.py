@@ -39,6 +39,7 @@ __all__ = [
     "LogFormatError",
     "format_log",
     "parse_conversation",
+    "parse_conversation_texts",
     "parse_log",
     "read_log",
     "write_log",
@@ -51,6 +52,10 @@ _METADATA_HEADER = "Run metadata:"
 _CONVERSATION_HEADER = "Conversation:"
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TURN = re.compile(r" - ([A-Za-z][A-Za-z0-9_-]*) \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]:")
+_TURN_BLOCK = re.compile(
+    r" - ([A-Za-z][A-Za-z0-9_-]*) \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]:\n((?:  [^\n]*\n)+)"
+)
+_CONVERSATION_LINE = re.compile(r"^Conversation:$", re.MULTILINE)
 _ITEM = re.compile(r"- ([a-z_]+): (.+)")
 
 
@@ -171,13 +176,49 @@ def parse_conversation(text: str, *, source: str | None = None) -> tuple[Turn, .
         LogFormatError: When the `Conversation:` header is missing or a turn is malformed.
     """
     lines = _split(text)
+    return _parse_turns(lines, _conversation_start(lines, source), source)
+
+
+def _conversation_start(lines: list[str], source: str | None) -> int:
     try:
         header = lines.index(_CONVERSATION_HEADER)
     except ValueError:
         _fail(source, len(lines) or 1, f"the header line {_CONVERSATION_HEADER!r} is missing")
     if header + 1 < len(lines) and lines[header + 1] != "":
         _fail(source, header + 2, "expected an empty line", lines[header + 1])
-    return _parse_turns(lines, header + 2, source)
+    return header + 2
+
+
+def parse_conversation_texts(text: str, *, source: str | None = None) -> list[tuple[str, str]]:
+    """Like `parse_conversation`, but return only `(role, text)` pairs: the evaluator's fast path.
+
+    Raises:
+        LogFormatError: As `parse_conversation`.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    header = _CONVERSATION_LINE.search(text)
+    pairs: list[tuple[str, str]] = []
+    if header is not None and text[header.end():header.end() + 1] in ("\n", ""):
+        # One regex match per turn over the whole section; anything unusual takes the line-by-line path,
+        # which gives the same result or the line-numbered error.
+        section = text[header.end() + 1:].rstrip("\n")
+        section = section + "\n" if section else section
+        at, end = 0, len(section)
+        while at < end:
+            match = _TURN_BLOCK.match(section, at)
+            if match is None:
+                break
+            try:
+                datetime.fromisoformat(match.group(2))
+            except ValueError:
+                break
+            pairs.append((match.group(1), match.group(3)[2:-1].replace("\n  ", "\n")))
+            at = match.end()
+        else:
+            return pairs
+    lines = _split(text)
+    return [(role, body) for role, _, body in _raw_turns(lines, _conversation_start(lines, source), source)]
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -214,7 +255,13 @@ def _expect_conversation_header(lines: list[str], blank: int, source: str | None
 
 
 def _parse_turns(lines: list[str], start: int, source: str | None) -> tuple[Turn, ...]:
-    turns: list[Turn] = []
+    # Everything was validated while parsing; skipping pydantic's validation keeps reading logs fast.
+    return tuple(Turn.model_construct(role=role, timestamp=stamp, text=text)
+                 for role, stamp, text in _raw_turns(lines, start, source))
+
+
+def _raw_turns(lines: list[str], start: int, source: str | None) -> list[tuple[str, datetime, str]]:
+    turns: list[tuple[str, datetime, str]] = []
     index = start
     count = len(lines)
     while index < count:
@@ -223,21 +270,20 @@ def _parse_turns(lines: list[str], start: int, source: str | None) -> tuple[Turn
         if match is None:
             _fail(source, index + 1, "expected a turn header ' - role [YYYY-MM-DD HH:MM:SS]:'", header)
         try:
-            stamp = datetime.strptime(match.group(2), _TIME_FORMAT)
+            stamp = datetime.fromisoformat(match.group(2))
         except ValueError as exc:
             _fail(source, index + 1, f"invalid timestamp {match.group(2)!r}: {exc}")
         index += 1
-        body: list[str] = []
+        first = index
         while index < count and lines[index].startswith("  "):
-            body.append(lines[index][2:])
             index += 1
-        if not body:
+        if index == first:
             where = lines[index] if index < count else ""
             _fail(source, index + 1, "a turn's text must follow its header, each line indented by two spaces",
                   where)
-        # Validation already happened above; skipping pydantic's keeps scoring thousands of logs fast.
-        turns.append(Turn.model_construct(role=match.group(1), timestamp=stamp, text="\n".join(body)))
-    return tuple(turns)
+        text = lines[first][2:] if index == first + 1 else "\n".join(line[2:] for line in lines[first:index])
+        turns.append((match.group(1), stamp, text))
+    return turns
 
 
 def _fail(source: str | None, line: int, message: str, found: str | None = None) -> NoReturn:

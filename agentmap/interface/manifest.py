@@ -6,11 +6,9 @@ manifest is what maps each log file to its scenario, its run number and the scen
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,8 +71,7 @@ def read_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
     if not path.is_file():
         return None
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-        return Manifest.model_validate(data)
+        return Manifest.model_validate_json(path.read_bytes())
     except ValueError as exc:
         raise AgentMapError(
             f"the evaluation manifest is damaged: {exc}",
