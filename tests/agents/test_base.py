@@ -248,7 +248,8 @@ def test_is_async() -> None:
 
 @pytest.mark.parametrize(("cls", "expected"), [(AsyncProcess, "async x"), (AsyncTwin, "twin x"), (BothWays, "sync")])
 def test_run_drives_async_agents_to_completion(cls: type[BaseAgent], expected: str) -> None:
-    assert _agent(cls, {"input_fields": ["text"]}).run({"text": "x"}) == {"output": expected, "last_action_success": True}
+    update = _agent(cls, {"input_fields": ["text"]}).run({"text": "x"})
+    assert update == {"output": expected, "last_action_success": True}
 
 
 @pytest.mark.parametrize(

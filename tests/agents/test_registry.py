@@ -1,0 +1,173 @@
+"""The agent registry: spellings, registration routes (decorator, folder, entry points) and lookups."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmap.agents import builtins
+from agentmap.agents.base import BaseAgent
+from agentmap.agents.registry import AgentRegistry, agent, normalize_type, registry
+from agentmap.errors import AgentNotFoundError
+
+
+class Shout(BaseAgent):
+    def process(self, inputs: dict[str, Any]) -> Any:
+        return "!"
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("Echo", "echo"), ("echo", "echo"), ("EchoAgent", "echo"), ("echo_agent", "echo"), ("", "default"),
+     ("  ", "default"), ("Agent", "agent"), ("my-type", "my_type"), ("LLMAgent", "llm")],
+)
+def test_normalize_type(name: str, key: str) -> None:
+    assert normalize_type(name) == key
+
+
+def test_decorator_registers_under_every_spelling() -> None:
+    local = AgentRegistry()
+
+    @agent("Shouter", registry=local)
+    class Loud(Shout):
+        pass
+
+    assert local.get("shouter") is Loud
+    assert local.get("ShouterAgent") is Loud
+    assert "SHOUTER" in local
+    assert local.names() == ["shouter"]
+
+
+def test_decorator_without_a_name_uses_the_class_name() -> None:
+    local = AgentRegistry()
+    agent(registry=local)(Shout)
+    assert local.resolve("shout") is Shout
+
+
+def test_register_refuses_to_replace_when_asked() -> None:
+    local = AgentRegistry()
+    local.register("x", Shout)
+
+    class Other(Shout):
+        pass
+
+    with pytest.raises(ValueError, match="already registered"):
+        local.register("X", Other, replace=False)
+    local.register("x", Shout, replace=False)  # the same class again is fine
+    local.register("x", Other)
+    assert local.get("x") is Other
+
+
+def test_a_class_that_is_not_an_agent_is_refused_with_both_ways_to_fix_it() -> None:
+    class NotAnAgent:
+        def process(self, inputs: dict[str, Any]) -> Any:
+            return inputs
+
+    with pytest.raises(TypeError, match=r"subclass agentmap\.BaseAgent") as info:
+        AgentRegistry().register("bad", NotAnAgent)
+    assert "async def process" in str(info.value)
+
+
+def test_a_protocol_agent_class_is_adapted_into_a_base_agent() -> None:
+    class Protocolish:
+        async def process(self, request: Any) -> Any:
+            return None
+
+    adapted = AgentRegistry().register("proto", Protocolish)
+    assert issubclass(adapted, BaseAgent)
+
+
+def test_resolve_unknown_type_suggests_close_names_and_how_to_register() -> None:
+    local = AgentRegistry()
+    local.register("summary", Shout)
+    local._entry_points_loaded = True  # keep installed packages out of this lookup
+    with pytest.raises(AgentNotFoundError) as info:
+        local.resolve("Sumary")
+    err = info.value
+    assert err.code == "unknown-agent-type"
+    assert err.message == "unknown agent type 'Sumary'; did you mean 'summary'?"
+    assert err.hint is not None
+    assert "custom_agents/" in err.hint and "@agentmap.agent('Sumary')" in err.hint
+    assert "SumaryAgent" in err.hint
+
+
+def test_builtin_types_are_in_the_default_registry_in_any_spelling() -> None:
+    assert registry.get("EchoAgent") is builtins.EchoAgent
+    assert registry.get("Default") is builtins.DefaultAgent
+    assert {"default", "echo", "template", "branching", "success", "failure", "input", "summary", "graph"} <= set(
+        registry.names()
+    )
+
+
+def test_the_graph_type_is_loaded_on_first_use() -> None:
+    from agentmap.runtime.subgraph import GraphAgent
+
+    assert registry.get("GraphAgent") is GraphAgent
+
+
+def _write_agents(folder: Path, stem: str, body: str) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / f"{stem}.py").write_text(body, encoding="utf-8")
+
+
+def test_load_folder_registers_each_agent_class_by_its_name(tmp_path: Path) -> None:
+    folder = tmp_path / "custom_agents"
+    _write_agents(
+        folder,
+        "weather",
+        "from agentmap import BaseAgent\n"
+        "from agentmap.agents.builtins import EchoAgent\n"
+        "class WeatherAgent(BaseAgent):\n    def process(self, inputs):\n        return 'sunny'\n"
+        "class Helper:\n    pass\n",
+    )
+    _write_agents(folder, "_private", "raise RuntimeError('files starting with _ are skipped')\n")
+    local = AgentRegistry()
+    assert local.load_folder(folder) == ["weather"]
+    cls = local.resolve("Weather")
+    assert cls.__name__ == "WeatherAgent"
+    assert local.get("echo") is None  # imported classes are not re-registered under the folder
+    assert local.load_folder(folder) == []  # once per folder
+    assert local.load_folder(tmp_path / "missing") == []
+
+
+def test_load_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: Path) -> None:
+    folder = tmp_path / "custom_agents"
+    type_name = f"named_{uuid.uuid4().hex[:8]}"
+    _write_agents(
+        folder,
+        "named",
+        "import agentmap\n"
+        f"@agentmap.agent({type_name!r})\n"
+        "class FancyAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n        return 1\n",
+    )
+    assert registry.load_folder(folder) == []
+    cls = registry.get(type_name)
+    assert cls is not None and cls.__name__ == "FancyAgent"
+    assert registry.get("fancy") is None
+
+
+def _dist_info(root: Path, module: str, entry: str) -> None:
+    (root / f"{module}.py").write_text(
+        "from agentmap import BaseAgent\n"
+        "class PluginAgent(BaseAgent):\n    def process(self, inputs):\n        return 'from a plugin'\n",
+        encoding="utf-8",
+    )
+    info = root / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[agentmap.agents]\n{entry} = {module}:PluginAgent\n", encoding="utf-8")
+
+
+def test_entry_points_of_installed_packages_register_on_the_first_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = f"agentmap_plugin_{uuid.uuid4().hex[:8]}"
+    _dist_info(tmp_path, module, "plugged")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    local = AgentRegistry()
+    cls = local.resolve("PluggedAgent")
+    assert cls.__name__ == "PluginAgent" and cls.__module__ == module
+    assert "plugged" in local.names()
