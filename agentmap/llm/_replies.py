@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Collection
@@ -133,6 +134,11 @@ def _words(tool_name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", tool_name).lower()) if w]
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_destructive(name: str) -> bool:
+    return any(w in _DESTRUCTIVE for w in _words(name))
+
+
 def confirmation_policy(
     confirm_tools: Collection[str] | Callable[[str], bool] | None,
 ) -> Callable[[str], bool]:
@@ -143,7 +149,7 @@ def confirmation_policy(
             tools whose name contains a destructive verb (delete, remove, erase, destroy, purge, drop).
     """
     if confirm_tools is None:
-        return lambda name: any(w in _DESTRUCTIVE for w in _words(name))
+        return _is_destructive
     if callable(confirm_tools):
         return confirm_tools
     names = frozenset(confirm_tools)

@@ -204,11 +204,10 @@ class LLMAdapter:
         runnable = bound if bound is not None else self.bind_tools(tools or ())
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
-        call = runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
         try:
-            reply = await (asyncio.wait_for(call, limit) if limit is not None else call)
-        except asyncio.CancelledError:
-            raise
+            # asyncio.timeout, not wait_for: no extra task per call.
+            async with asyncio.timeout(limit):
+                reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
         except Exception as exc:
             raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
         return self._as_ai_message(reply)
