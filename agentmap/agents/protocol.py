@@ -119,6 +119,10 @@ class ProtocolAgent(BaseAgent):
             problems += list(own(prompt, context, environment))
         return problems
 
+    def state_keys(self) -> list[str]:
+        """The state key a trace id is read from (`trace_id_field`), so the graph's state keeps it."""
+        return [str(self.context.get("trace_id_field", "trace_id"))]
+
     @property
     def protocol(self) -> AgentProtocol:
         """The wrapped protocol agent, built on first use (after the compiler set the environment).
