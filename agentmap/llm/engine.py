@@ -43,7 +43,7 @@ from agentmap.llm._replies import (
     read_confirmation,
     tool_result_text,
 )
-from agentmap.llm.adapter import LLMAdapter, LLMError, LLMRateLimitError, LLMTimeoutError
+from agentmap.llm.adapter import LLMAdapter, LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
 
 if TYPE_CHECKING:
     from langchain_core.language_models import LanguageModelInput
@@ -184,6 +184,10 @@ class LLMAgentEngine:
         except LLMError as exc:
             error, category = exc, "LLM_ERROR"
             decision = self._error_decision(turn, LLM_FAILURE_MESSAGE)
+        except Exception as exc:  # binding tools, a broken executor: the user still gets the seed's reply
+            _logger.exception("decision %s failed unexpectedly", turn.decision_id)
+            error, category = to_llm_error(exc, model=self.llm_adapter.model_name), "LLM_ERROR"
+            decision = self._error_decision(turn, LLM_FAILURE_MESSAGE)
         duration = (time.perf_counter() - started) * 1000
         intent = ",".join(dict.fromkeys(c.tool_name for c in turn.executed)) or (
             decision.pending_action.tool_name if decision.pending_action else "CONVERSATION"
@@ -319,12 +323,10 @@ class LLMAgentEngine:
 
     @staticmethod
     def _error_decision(turn: _Turn, sentence: str) -> AgentDecision:
-        # Tools that already ran stay on the record: the user must not believe nothing happened.
-        if turn.executed:
-            return AgentDecision(
-                decision_type=DecisionType.INVOKE_TOOL, tool_calls=list(turn.executed), response_text=sentence
-            )
-        return AgentDecision(decision_type=DecisionType.RESPOND_ONLY, response_text=sentence)
+        # RESPOND_ONLY as the seed says; tools that already ran stay on the record in `tool_calls`.
+        return AgentDecision(
+            decision_type=DecisionType.RESPOND_ONLY, tool_calls=list(turn.executed) or None, response_text=sentence
+        )
 
     # -- building the request ------------------------------------------------------------------
 

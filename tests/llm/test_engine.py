@@ -326,23 +326,19 @@ async def test_too_many_rounds_give_the_max_iterations_sentence(stub: OpenAIStub
     stub.script(*[tool_calls(("list_tasks", {})) for _ in range(3)])
     engine = make_engine(stub, max_iterations=3)
     decision = await engine.process_message(ctx("loop"))
+    assert decision.decision_type is DecisionType.RESPOND_ONLY
     assert decision.response_text == MAX_ITERATIONS_MESSAGE
+    # The calls that did run stay on the record.
+    assert decision.tool_calls is not None and [c.tool_name for c in decision.tool_calls] == ["list_tasks"] * 3
     assert len(stub.requests) == 3
-
-
-async def test_max_iterations_without_tools_is_respond_only(stub: OpenAIStub) -> None:
-    stub.script(tool_calls(("no_such_tool", {})))
-    decision = await make_engine(stub, max_iterations=1).process_message(ctx("loop"))
-    # The unknown tool "ran" (and failed), so the record keeps it.
-    assert decision.decision_type is DecisionType.INVOKE_TOOL
-    assert decision.response_text == MAX_ITERATIONS_MESSAGE
 
 
 async def test_an_error_after_a_tool_ran_keeps_the_tool_on_record(stub: OpenAIStub, tasks_db: Path) -> None:
     stub.script(tool_calls(("add_task", {"title": "x"})), error(500))
     decision = await make_engine(stub).process_message(ctx("add x"))
-    assert decision.decision_type is DecisionType.INVOKE_TOOL
+    assert decision.decision_type is DecisionType.RESPOND_ONLY
     assert decision.response_text == LLM_FAILURE_MESSAGE
+    assert decision.tool_calls is not None and [c.tool_name for c in decision.tool_calls] == ["add_task"]
     assert task_titles(tasks_db) == {1: ("x", False)}
 
 
@@ -421,3 +417,23 @@ async def test_a_broken_log_does_not_cost_the_answer(stub: OpenAIStub, tmp_path:
     stub.script(text("hello"))
     decision = await make_engine(stub, SQLiteDecisionLog(blocker / "decisions.db")).process_message(ctx("hi"))
     assert decision.response_text == "hello"
+
+
+class _BrokenExecutor:
+    async def execute(self, tool_name: str, parameters: dict[str, Any], user_id: str) -> Any:
+        raise AssertionError("never called")
+
+    def get_available_tools(self) -> list[str]:
+        return ["broken"]
+
+    def get_tool_schemas(self) -> list[Any]:
+        return [object()]  # nothing bind_tools can convert
+
+
+async def test_an_unexpected_failure_still_gets_the_failure_sentence(stub: OpenAIStub, log: SQLiteDecisionLog) -> None:
+    engine = LLMAgentEngine(LLMAdapter(chat_model(stub)), _BrokenExecutor(), CONSTITUTION, decision_log=log)
+    outcome = await engine.decide(ctx("hi"))
+    assert outcome.decision == AgentDecision(decision_type=DecisionType.RESPOND_ONLY, response_text=LLM_FAILURE_MESSAGE)
+    row = log.get_decision(outcome.decision_id)
+    assert row is not None and row.outcome_category == "LLM_ERROR"
+    assert stub.requests == []
