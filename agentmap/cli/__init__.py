@@ -1,0 +1,26 @@
+"""The `agentmap` command line: run, validate, inspect and export workflows, start projects.
+
+`main()` is the console script. `agentmap --version` is answered here, before typer or anything else
+is imported; every other command goes through the typer app in `agentmap.cli.app`, whose commands
+import the runtime only when they run. Exit codes are listed in `agentmap.cli.app.EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `agentmap` command with `argv` (default: `sys.argv[1:]`) and return its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from agentmap import __version__
+
+        sys.stdout.write(f"agentmap {__version__}\n")
+        return 0
+    from agentmap.cli.app import run_cli
+
+    return run_cli(args)

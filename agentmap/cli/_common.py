@@ -1,0 +1,76 @@
+"""What several commands share: option types, settings and logging, the workflow target."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.config import Settings
+
+__all__ = ["ConfigOption", "DebugOption", "JsonOption", "configure_logging", "load", "split_target"]
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config file (default: agentmap.yaml or agentmap.toml in the working directory, or $AGENTMAP_CONFIG).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document on stdout.")]
+
+_LEVELS = {
+    "TRACE": 5,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARNING": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "CRITICAL": logging.CRITICAL,
+}
+
+
+def configure_logging(level: str) -> None:
+    """Send the `agentmap` loggers to stderr at `level` (a name from the settings)."""
+    logger = logging.getLogger("agentmap")
+    logger.setLevel(_LEVELS.get(level.upper(), logging.WARNING))
+    if not any(getattr(h, "_agentmap_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._agentmap_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+
+
+def load(config: Path | None, debug: bool) -> Settings:
+    """Read the settings (config file and environment) and configure logging from them."""
+    from agentmap.config import load_settings
+
+    settings = load_settings(config)
+    configure_logging("DEBUG" if debug else settings.logging.level)
+    return settings
+
+
+def split_target(target: str | None, settings: Settings) -> tuple[Path, str | None]:
+    """`FILE[::GRAPH]` (or the configured `workflow`) as a path and an optional graph name.
+
+    Raises:
+        ConfigError: No FILE given and no `workflow` configured.
+    """
+    text = target or settings.workflow
+    if not text:
+        raise ConfigError(
+            "no workflow file given",
+            code="no-workflow",
+            hint="name one, e.g. `agentmap run graphs/hello_world.csv`, or set `workflow:` in agentmap.yaml",
+        )
+    path, sep, graph = text.partition("::")
+    return Path(path), (graph.strip() or None) if sep else None

@@ -1,0 +1,110 @@
+"""`agentmap validate FILE`: every finding with file:row:column, severity, code and fix.
+
+Exit code 0 when there are only warnings (or nothing), 4 when there are errors, 3 when the file or the
+graph cannot be found or read at all (reported as an error paragraph, like `run` does).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load, split_target
+from agentmap.cli.render import OutputMode
+from agentmap.errors import AgentMapError, GraphNotFoundError, WorkflowFileError
+
+if TYPE_CHECKING:
+    from agentmap.spec.models import Issue
+
+__all__ = ["register", "validate_workflow"]
+
+_UNREADABLE = frozenset(
+    {
+        "file-not-found",
+        "not-a-file",
+        "unsupported-format",
+        "empty-file",
+        "not-text",
+        "unreadable",
+        "missing-extra",
+    }
+)
+"""Codes of `WorkflowFileError`: the file could not be read as a workflow at all."""
+_NO_GRAPH = frozenset({"graph-not-found", "graph-not-selected"})
+
+
+def _as_error(issue: Issue) -> AgentMapError | None:
+    """The file-level error an issue stands for (so it exits 3, as `run` does), or None."""
+    if issue.row is not None or issue.severity != "error":
+        return None
+    if issue.code in _UNREADABLE:
+        return WorkflowFileError(issue.message, code=issue.code, hint=issue.fix or None)
+    if issue.code in _NO_GRAPH:
+        return GraphNotFoundError(issue.message, code=issue.code, hint=issue.fix or None)
+    return None
+
+
+def validate_workflow(
+    target: str | None,
+    graph: str | None = None,
+    *,
+    json_output: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+) -> int:
+    """The `validate` command: returns 0 (valid, maybe with warnings) or 4 (errors)."""
+    OutputMode.json = json_output
+    settings = load(config, debug)
+    path, selected = split_target(target, settings)
+    from agentmap.runtime.api import validate
+
+    issues = validate(path, graph or selected, **settings.compile_options())
+    for issue in issues:
+        error = _as_error(issue)
+        if error is not None:
+            raise error
+    errors = sum(1 for i in issues if i.severity == "error")
+    warnings = len(issues) - errors
+    code = 4 if errors else 0
+    if json_output:
+        from agentmap.cli.render import dump_json
+
+        dump_json(
+            {
+                "file": str(path),
+                "graph": graph or selected,
+                "valid": not errors,
+                "exit_code": code,
+                "errors": errors,
+                "warnings": warnings,
+                "issues": [i.model_dump() for i in issues],
+            }
+        )
+        return code
+    from agentmap.cli.render import print_issues
+
+    print_issues(issues)
+    counts = f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
+    verdict = f"{path}: {counts}" if errors else f"{path} is valid ({counts})"
+    sys.stdout.write(verdict + "\n")
+    return code
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap validate`."""
+
+    @app.command("validate")
+    def validate(
+        target: Annotated[str, typer.Argument(metavar="FILE[::GRAPH]", help="Workflow file to check.")],
+        graph: Annotated[
+            str | None, typer.Option("--graph", "-g", help="Check only this graph.", show_default=False)
+        ] = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Check a workflow file: every finding with file:row:column, severity, code and fix."""
+        raise typer.Exit(validate_workflow(target, graph, json_output=json_output, config=config, debug=debug))

@@ -1,0 +1,177 @@
+"""`agentmap init [DIR]` (a starter project) and `agentmap scaffold FILE` (stubs for what a workflow
+names but nobody wrote yet). Neither overwrites an existing file unless `--force`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, load, split_target
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.spec.models import GraphSpec, NodeSpec
+
+__all__ = ["init_project", "register", "scaffold_workflow"]
+
+
+def _write(path: Path, content: str, force: bool, base: Path) -> bool:
+    """Write `content` unless `path` exists (and not `force`); say what happened. True if written."""
+    shown = path.relative_to(base) if path.is_relative_to(base) else path
+    if path.exists() and not force:
+        sys.stdout.write(f"  kept    {shown} (it exists; --force overwrites it)\n")
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    sys.stdout.write(f"  wrote   {shown}\n")
+    return True
+
+
+def init_project(directory: Path, *, force: bool = False) -> int:
+    """The `init` command: write the starter project into `directory`."""
+    from agentmap.cli._templates import STARTER_FILES
+
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory} is a file, not a folder", code="not-a-folder",
+                          hint="name a new or existing folder: agentmap init my_project")
+    sys.stdout.write(f"Starter project in {directory}:\n")
+    for relative, content in STARTER_FILES.items():
+        _write(directory / relative, content, force, directory)
+    here = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "
+    sys.stdout.write(f"Next: {here}agentmap run   (or: agentmap run --state '{{\"name\": \"Ada\"}}')\n")
+    return 0
+
+
+@dataclass
+class _Need:
+    """Something a workflow names that does not exist yet, and the nodes that name it."""
+
+    written: str
+    nodes: list[NodeSpec] = field(default_factory=list)
+    targets: set[str] = field(default_factory=set)
+
+
+def _identifier(text: str) -> str:
+    cleaned = re.sub(r"\W+", "_", text).strip("_") or "custom"
+    return cleaned if not cleaned[0].isdigit() else f"t_{cleaned}"
+
+
+def _class_name(key: str) -> str:
+    return "".join(part.title() for part in _identifier(key).split("_") if part) + "Agent"
+
+
+def _find_missing(
+    graphs: list[GraphSpec], functions_dir: Path
+) -> tuple[dict[str, _Need], dict[str, _Need], list[str]]:
+    from agentmap.agents import normalize_type, registry
+    from agentmap.errors import AgentNotFoundError
+    from agentmap.runtime.routing import load_router
+    from agentmap.spec.models import FuncRef
+
+    agents: dict[str, _Need] = {}
+    routers: dict[str, _Need] = {}
+    skipped: list[str] = []
+    for graph in graphs:
+        for node in graph.nodes:
+            written = node.agent_type or "default"
+            if registry.get(written) is None:
+                agents.setdefault(normalize_type(written), _Need(written)).nodes.append(node)
+            for _, targets in node.next_cells():
+                if not isinstance(targets, FuncRef):
+                    continue
+                try:
+                    load_router(targets, functions_dir)
+                except AgentNotFoundError:
+                    if targets.module or not targets.name.isidentifier():
+                        skipped.append(f"{targets} (node {node.name!r}): define it in its module by hand")
+                        continue
+                    need = routers.setdefault(targets.name, _Need(targets.name))
+                    need.nodes.append(node)
+                    need.targets |= node.successors()
+    return agents, routers, skipped
+
+
+def _agent_stub(key: str, need: _Need, file: Path) -> str:
+    from agentmap.cli._templates import AGENT_STUB
+
+    inputs = sorted({f for n in need.nodes for f in n.inputs})
+    outputs = list(dict.fromkeys(o for n in need.nodes for o in n.outputs))
+    if len(outputs) > 1:
+        body = "return {" + ", ".join(f"{o!r}: f\"{{self.name}}: {o}\"" for o in outputs) + "}"
+    else:
+        body = 'return f"{self.name} received {inputs}"'
+    description = next((n.description for n in need.nodes if n.description), f"The {need.written} agent type.")
+    return AGENT_STUB.format(
+        type=need.written, file=file.name, nodes=", ".join(sorted({n.name for n in need.nodes})),
+        cls=_class_name(key), description=description.replace('"""', "'''"),
+        inputs=", ".join(inputs) or "none", outputs=" | ".join(outputs) or "output", body=body,
+    )
+
+
+def _router_stub(need: _Need, file: Path) -> str:
+    from agentmap.cli._templates import ROUTER_STUB
+
+    targets = sorted(need.targets)
+    candidates = f"Nodes it may want: {', '.join(targets)}." if targets else "Return node names of this graph."
+    return ROUTER_STUB.format(name=need.written, file=file.name, candidates=candidates,
+                              nodes=", ".join(sorted({n.name for n in need.nodes})))
+
+
+def scaffold_workflow(target: str | None, *, force: bool = False, config: Path | None = None,
+                      debug: bool = False) -> int:
+    """The `scaffold` command: stubs for unknown agent types and missing `func:` routers."""
+    settings = load(config, debug)
+    path, graph = split_target(target, settings)
+    from agentmap.agents import registry
+    from agentmap.runtime.api import select_graph
+    from agentmap.spec.loader import read_workflow
+
+    workflow, _ = read_workflow(path)
+    graphs = [select_graph(workflow, graph, source=str(path))] if graph else list(workflow.graphs)
+    agents_dir = settings.paths.custom_agents or path.parent / "custom_agents"
+    functions_dir = settings.paths.functions or path.parent / "functions"
+    registry.load_folder(agents_dir)
+    agents, routers, skipped = _find_missing(graphs, functions_dir)
+    if not agents and not routers:
+        sys.stdout.write(f"Nothing to scaffold: every agent type and func: router in {path} is known.\n")
+    base = Path.cwd()
+    for key, need in sorted(agents.items()):
+        sys.stdout.write(f"agent type {need.written!r} -> class {_class_name(key)}\n")
+        _write(agents_dir / f"{_identifier(key)}.py", _agent_stub(key, need, path), force, base)
+    for name, need in sorted(routers.items()):
+        sys.stdout.write(f"router func:{name}\n")
+        _write(functions_dir / f"{name}.py", _router_stub(need, path), force, base)
+    for line in skipped:
+        sys.stdout.write(f"  skipped {line}\n")
+    if agents or routers:
+        sys.stdout.write(f"Next: fill in the TODOs, then `agentmap validate {path}`\n")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap init` and `agentmap scaffold`."""
+
+    @app.command("init")
+    def init(
+        directory: Annotated[Path, typer.Argument(metavar="[DIR]", help="Folder to create the project in.")]
+        = Path("."),
+        force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    ) -> None:
+        """Start a project: a workflow CSV, agentmap.yaml, an example custom agent and an example router."""
+        raise typer.Exit(init_project(directory, force=force))
+
+    @app.command("scaffold")
+    def scaffold(
+        target: Annotated[str, typer.Argument(metavar="FILE[::GRAPH]", help="Workflow file.")],
+        force: Annotated[bool, typer.Option("--force", help="Overwrite existing stub files.")] = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Write documented stubs for unknown agent types and missing func: routers of a workflow."""
+        raise typer.Exit(scaffold_workflow(target, force=force, config=config, debug=debug))

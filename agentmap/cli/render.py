@@ -1,0 +1,221 @@
+"""Rendering for the command line: error paragraphs, JSON documents, tables and the live run view.
+
+Errors and JSON are written with the standard library only, so a failing or `--json` command never
+pays for importing rich; tables and the live view import rich when they are drawn. rich honours
+`NO_COLOR`; the error paragraph does too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
+    from agentmap.errors import AgentMapError
+    from agentmap.runtime.tracking import NodeExecution
+    from agentmap.spec.models import Issue
+
+__all__ = [
+    "LiveView",
+    "OutputMode",
+    "console",
+    "dump_json",
+    "print_error",
+    "print_issues",
+    "summary_table",
+    "use_color",
+]
+
+
+class OutputMode:
+    """What the running command promised to print; the error handler reads it.
+
+    Attributes:
+        json: The command writes one JSON document on stdout (errors become `{"error": ...}` there too).
+    """
+
+    json: bool = False
+
+
+def use_color(stream: IO[str]) -> bool:
+    """Whether to colour `stream`: a terminal, and `NO_COLOR` unset (https://no-color.org)."""
+    return not os.environ.get("NO_COLOR") and stream.isatty()
+
+
+def _style(text: str, code: str, stream: IO[str]) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if use_color(stream) else text
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console on stdout (or stderr); rich itself honours `NO_COLOR` and non-terminals."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def dump_json(document: Any, stream: IO[str] | None = None) -> None:
+    """Write `document` as indented JSON (values JSON cannot hold are written with `str`)."""
+    out = stream or sys.stdout
+    out.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    out.flush()
+
+
+def error_document(error: AgentMapError) -> dict[str, Any]:
+    """The JSON form of an error: code, message, location, hint and the exit code."""
+    location = error.location
+    issues = getattr(error, "issues", None)
+    data: dict[str, Any] = {
+        "code": error.code,
+        "message": error.message,
+        "location": None
+        if location is None
+        else {"file": location.file, "row": location.row, "column": location.column},
+        "hint": error.hint,
+    }
+    if issues:
+        data["issues"] = [i.model_dump() if hasattr(i, "model_dump") else str(i) for i in issues]
+    return {"success": False, "exit_code": error.exit_code, "error": data}
+
+
+def print_error(error: BaseException, *, debug: bool = False) -> None:
+    """Write `error` to stderr as one paragraph: `error[code]: file:row:column: message`, then the hint.
+
+    With `debug` the traceback comes first. Errors that are not AgentMap's are reported as internal.
+    """
+    from agentmap.errors import AgentMapError
+
+    err = sys.stderr
+    if debug:
+        traceback.print_exception(error, file=err)
+    if isinstance(error, AgentMapError):
+        label = _style(f"error[{error.code}]", "1;31", err)
+        where = f"{error.location}: " if error.location else ""
+        lines = [f"{label}: {where}{error.message}"]
+        if error.hint:
+            lines.append(f"  {_style('hint', '33', err)}: {error.hint}")
+    else:
+        label = _style("error[internal]", "1;31", err)
+        lines = [f"{label}: {type(error).__name__}: {error}"]
+        if not debug:
+            lines.append(
+                "  hint: this is a bug in AgentMap or in a custom agent; run again with --debug to see the traceback"
+            )
+    err.write("\n".join(lines) + "\n")
+    err.flush()
+    if OutputMode.json and isinstance(error, AgentMapError):
+        dump_json(error_document(error))
+
+
+def print_issues(issues: Sequence[Issue], stream: IO[str] | None = None) -> None:
+    """Write validation findings, one block each: `where: severity[code]: message`, then the fix."""
+    out = stream or sys.stdout
+    for issue in issues:
+        colour = "1;31" if issue.severity == "error" else "1;33"
+        head = _style(f"{issue.severity}[{issue.code}]", colour, out)
+        out.write(f"{issue.where}: {head}: {issue.message}\n")
+        if issue.fix:
+            out.write(f"    fix: {issue.fix}\n")
+    out.flush()
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _status(execution: NodeExecution) -> str:
+    if execution.success is None:
+        return "[yellow]running[/]"
+    return "[green]ok[/]" if execution.success else "[bold red]failed[/]"
+
+
+def _rows(executions: Sequence[NodeExecution], depth: int = 0) -> list[tuple[str, NodeExecution]]:
+    rows: list[tuple[str, NodeExecution]] = []
+    for execution in executions:
+        indent = "  " * depth + ("└ " if depth else "")
+        rows.append((indent + execution.name, execution))
+        if execution.subgraph:
+            rows += _rows(execution.subgraph, depth + 1)
+    return rows
+
+
+def summary_table(executions: Sequence[NodeExecution], *, title: str | None = None) -> Table:
+    """The execution summary as a rich table (subgraph nodes indented under their graph node)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("node")
+    table.add_column("status")
+    table.add_column("time", justify="right")
+    table.add_column("error", overflow="fold")
+    for number, (label, execution) in enumerate(_rows(executions), start=1):
+        table.add_row(
+            str(number), escape(label), _status(execution), _seconds(execution.duration), escape(execution.error or "")
+        )
+    return table
+
+
+def state_view(state: Mapping[str, Any]) -> RenderableType:
+    """The final state as pretty JSON."""
+    from rich.json import JSON
+
+    return JSON(json.dumps(dict(state), ensure_ascii=False, default=str), indent=2, highlight=True)
+
+
+class LiveView:
+    """A live table of the nodes of a run, redrawn on stderr as they start and finish.
+
+    Pass `update` as the tracker listener; it may be called from parallel branches.
+    """
+
+    def __init__(self, title: str) -> None:
+        self._title = title
+        self._executions: list[NodeExecution] = []
+        self._seen: set[int] = set()
+        self._lock = threading.Lock()
+        self._live: Any = None
+
+    def update(self, execution: NodeExecution) -> None:
+        """Record a node starting or finishing."""
+        with self._lock:
+            if id(execution) not in self._seen:
+                self._seen.add(id(execution))
+                self._executions.append(execution)
+        if self._live is not None:
+            self._live.refresh()
+
+    def _render(self) -> Table:
+        with self._lock:
+            executions = list(self._executions)
+        return summary_table(executions, title=self._title)
+
+    def start(self) -> None:
+        """Start drawing (transient: the view is erased when the run ends)."""
+        from rich.live import Live
+
+        self._live = Live(
+            console=console(stderr=True),
+            get_renderable=self._render,
+            transient=True,
+            refresh_per_second=8,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+
+    def stop(self) -> None:
+        """Stop drawing."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

@@ -1,0 +1,246 @@
+"""`agentmap run FILE[::GRAPH]`: run a workflow and show what happened.
+
+In a terminal: a live table of the nodes as they run (on stderr), then the execution summary, the
+final state and the verdict. With `--json`, or when stdout is not a terminal: one JSON document on
+stdout. Exit code 0 when the success policy passed, 1 when it failed, 130 on Ctrl-C.
+
+The initial state is `--state JSON`, `--state-file PATH`, or else `<stem>.state.json` beside the
+workflow file when there is one (so `graphs/hello_world.csv` runs with `graphs/hello_world.state.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load, split_target
+from agentmap.cli.render import OutputMode
+from agentmap.errors import ConfigError, WorkflowFileError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.tracking import ExecutionTracker
+
+__all__ = ["read_state", "register", "run_workflow"]
+
+_EXAMPLE = '--state \'{"name": "Ada"}\''
+
+
+def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tuple[dict[str, Any], Path | None]:
+    """The initial state from `--state`, `--state-file` or `<stem>.state.json`, and the file it came from.
+
+    Raises:
+        ConfigError: Both options given, or the text is not a JSON object.
+        WorkflowFileError: The state file does not exist.
+    """
+    if state is not None and state_file is not None:
+        raise ConfigError("give the initial state once: --state or --state-file, not both", code="bad-state")
+    source: Path | None = None
+    if state is not None:
+        text, where = state, "--state"
+    elif state_file is not None:
+        if not state_file.is_file():
+            what = "is a directory" if state_file.is_dir() else "does not exist"
+            raise WorkflowFileError(
+                f"state file {state_file} {what}",
+                code="state-file-not-found",
+                hint=f"write the initial state as a JSON object in a file, or pass {_EXAMPLE}",
+            )
+        text, where, source = state_file.read_text(encoding="utf-8-sig"), f"state file {state_file}", state_file
+    else:
+        default = workflow.with_name(f"{workflow.stem}.state.json")
+        if not default.is_file():
+            return {}, None
+        text, where, source = default.read_text(encoding="utf-8-sig"), f"state file {default}", default
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            code="bad-state",
+            hint=f"write a JSON object, e.g. {_EXAMPLE}",
+        ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where} must be a JSON object of state keys, not {type(value).__name__}",
+            code="bad-state",
+            hint=f"e.g. {_EXAMPLE}",
+        )
+    return value, source
+
+
+class _Interrupted(Exception):
+    """Ctrl-C arrived while the graph was running."""
+
+
+def _invoke(app: CompiledWorkflow, state: dict[str, Any], tracker: ExecutionTracker) -> RunResult:
+    """Run in a worker thread so Ctrl-C reaches this (main) thread even while a node blocks."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = app.invoke(state, tracker=tracker)
+        except BaseException as exc:  # handed to the main thread, raised there
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="agentmap-run", daemon=True)
+    worker.start()
+    try:
+        worker.join()
+    except KeyboardInterrupt:
+        raise _Interrupted from None
+    if "error" in box:
+        raise box["error"]
+    result: RunResult = box["result"]
+    return result
+
+
+def _verdict(result: RunResult, policy: str) -> str:
+    nodes = sum(1 for _ in result.summary)
+    if result.success:
+        return f"[bold green]succeeded[/] ({nodes} node{'s' if nodes != 1 else ''} ran)"
+    failed = ", ".join(result.failed_nodes) or "no node"
+    return f"[bold red]failed[/] under the {policy} success policy (failed: {failed})"
+
+
+def _print_human(app: CompiledWorkflow, result: RunResult, policy: str, state_source: Path | None) -> None:
+    from rich.markup import escape
+
+    from agentmap.cli.render import console, state_view, summary_table
+
+    out = console()
+    out.print(summary_table(result.summary, title=f"{escape(app.name)} ({escape(str(app.spec.file))})"))
+    out.print(
+        "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
+    )
+    out.print(state_view(result.state))
+    out.print(f"{escape(app.name)} {_verdict(result, policy)}")
+
+
+def _report_interrupt(app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool) -> None:
+    from agentmap.cli.render import dump_json
+
+    summary = tracker.summary
+    running = [e.name for e in summary if e.success is None]
+    done = [e.name for e in summary if e.success is not None]
+    where = (
+        f"while node{'s' if len(running) > 1 else ''} {', '.join(repr(n) for n in running)} "
+        f"{'were' if len(running) > 1 else 'was'} running"
+        if running
+        else "between nodes"
+    )
+    finished = f"; finished before: {', '.join(done)}" if done else "; no node had finished"
+    sys.stderr.write(f"interrupted: Ctrl-C stopped graph {app.name!r} {where}{finished}\n")
+    if json_mode:
+        dump_json(
+            {
+                "graph": app.name,
+                "file": app.spec.file,
+                "success": False,
+                "interrupted": True,
+                "exit_code": 130,
+                "running": running,
+                "summary": [e.to_dict() for e in summary],
+            }
+        )
+    sys.stderr.flush()
+
+
+def run_workflow(
+    target: str | None,
+    *,
+    state: str | None = None,
+    state_file: Path | None = None,
+    json_output: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+) -> int:
+    """The `run` command: returns the exit code (0 success, 1 the success policy failed)."""
+    json_mode = json_output or not sys.stdout.isatty()
+    OutputMode.json = json_mode
+    settings = load(config, debug)
+    path, graph = split_target(target, settings)
+    initial, state_source = read_state(state, state_file, path)
+
+    from agentmap.runtime.api import compile
+
+    app = compile(path, graph, state_keys=tuple(initial), **settings.compile_options(), **settings.policy_options())
+    view = None
+    interactive = any(n.agent_type.strip().lower() in ("input", "inputagent") for n in app.spec.nodes)
+    if sys.stderr.isatty() and not interactive:
+        from agentmap.cli.render import LiveView
+
+        view = LiveView(f"running {app.name}")
+    listener: Any = view.update if view is not None else None
+    tracker = app.new_tracker(listener=listener)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+    if view is not None:
+        view.start()
+    try:
+        result = _invoke(app, initial, tracker)
+    except _Interrupted:
+        if view is not None:
+            view.stop()
+        _report_interrupt(app, tracker, json_mode)
+        sys.stdout.flush()
+        # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
+        # exit would wait for it. Leave now: everything worth saying has been written.
+        os._exit(130)
+    finally:
+        if view is not None:
+            view.stop()
+    code = 0 if result.success else 1
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        document: dict[str, Any] = {"graph": app.name, "file": app.spec.file, "exit_code": code, **result.to_dict()}
+        if state_source is not None:
+            document["state_file"] = str(state_source)
+        dump_json(document)
+    else:
+        _print_human(app, result, settings.execution.success_policy, state_source)
+    return code
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap run`."""
+
+    @app.command("run")
+    def run(
+        target: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="FILE[::GRAPH]",
+                help="Workflow file, with ::GRAPH when it holds several graphs "
+                "(default: `workflow` from the config file).",
+                show_default=False,
+            ),
+        ] = None,
+        state: Annotated[
+            str | None, typer.Option("--state", "-s", help="Initial state as a JSON object.", show_default=False)
+        ] = None,
+        state_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--state-file",
+                help="Initial state from a JSON file (default: <stem>.state.json beside FILE, if any).",
+                show_default=False,
+            ),
+        ] = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
+        code = run_workflow(
+            target, state=state, state_file=state_file, json_output=json_output, config=config, debug=debug
+        )
+        raise typer.Exit(code)

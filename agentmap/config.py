@@ -1,0 +1,408 @@
+"""Settings for the command line: one optional file plus `AGENTMAP_*` environment variables.
+
+The file is `agentmap.yaml`, `agentmap.yml` or `agentmap.toml` in the working directory (or any file
+named by `--config` or `AGENTMAP_CONFIG`). An existing AgentMap `agentmap_config.yaml` is read too: the
+keys that mean the same here (`csv_path`, `paths.custom_agents`, `paths.functions`,
+`execution.success_policy`, `logging`, `llm`) are taken and the rest is ignored.
+
+```yaml
+workflow: workflow.csv            # what `agentmap run` runs when no FILE is given
+paths:
+  custom_agents: custom_agents    # relative paths resolve against the config file's folder
+  functions: functions
+execution:
+  success_policy: all_nodes       # all_nodes | final_node | critical_nodes
+  critical_nodes: []
+logging:
+  level: WARNING
+llm:                              # free-form model defaults, read by LLM agents (llm.model, ...)
+  model: openai:gpt-4o-mini
+tools:
+  roots: [tools]                  # extra folders tool files may come from
+```
+
+Environment variables override the file: `AGENTMAP_<SECTION>__<KEY>` (two underscores between levels),
+e.g. `AGENTMAP_PATHS__FUNCTIONS=./fns`, `AGENTMAP_EXECUTION__SUCCESS_POLICY=final_node`,
+`AGENTMAP_LOGGING__LEVEL=DEBUG`, `AGENTMAP_LLM__MODEL=openai:gpt-4o`; lists are JSON
+(`AGENTMAP_TOOLS__ROOTS='["tools"]'`). Every mistake raises `ConfigError` naming the file or variable
+and the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+from agentmap.errors import ConfigError
+
+__all__ = [
+    "CONFIG_NAMES",
+    "ENV_PREFIX",
+    "LEGACY_NAMES",
+    "ExecutionSettings",
+    "LoggingSettings",
+    "PathsSettings",
+    "Settings",
+    "ToolsSettings",
+    "find_config_file",
+    "load_settings",
+]
+
+ENV_PREFIX = "AGENTMAP_"
+CONFIG_NAMES = ("agentmap.yaml", "agentmap.yml", "agentmap.toml")
+"""The config files looked for in the working directory, in this order."""
+LEGACY_NAMES = ("agentmap_config.yaml", "agentmap_config.yml")
+"""Config files of the existing AgentMap, read for the keys that map onto ours."""
+
+_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class PathsSettings(BaseModel):
+    """Where custom code lives (default: `custom_agents/` and `functions/` beside the workflow file).
+
+    Attributes:
+        custom_agents: The folder of custom agent classes.
+        functions: The folder of `func:` router functions.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    custom_agents: Path | None = None
+    functions: Path | None = None
+
+
+class ExecutionSettings(BaseModel):
+    """How a run's success is decided.
+
+    Attributes:
+        success_policy: `all_nodes`, `final_node` or `critical_nodes`.
+        critical_nodes: The nodes the `critical_nodes` policy looks at.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    success_policy: Literal["all_nodes", "final_node", "critical_nodes"] = "all_nodes"
+    critical_nodes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_mapping(cls, data: Any) -> Any:
+        # The existing AgentMap writes `success_policy: {type: ..., critical_nodes: [...]}`.
+        if isinstance(data, Mapping) and isinstance(data.get("success_policy"), Mapping):
+            policy = dict(data["success_policy"])
+            flat = {k: v for k, v in data.items() if k != "success_policy"}
+            flat["success_policy"] = policy.pop("type", "all_nodes")
+            if policy.get("critical_nodes"):
+                flat.setdefault("critical_nodes", policy["critical_nodes"])
+            return flat
+        return data
+
+    @model_validator(mode="after")
+    def _critical_listed(self) -> ExecutionSettings:
+        if self.success_policy == "critical_nodes" and not self.critical_nodes:
+            raise ValueError("the critical_nodes policy needs execution.critical_nodes (a list of node names)")
+        return self
+
+
+class LoggingSettings(BaseModel):
+    """Logging of the `agentmap` loggers (to stderr).
+
+    Attributes:
+        level: TRACE, DEBUG, INFO, WARNING (default), ERROR or CRITICAL.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: str = "WARNING"
+
+    @field_validator("level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in _LEVELS:
+            raise ValueError(f"unknown logging level {value!r}: use one of {', '.join(_LEVELS)}")
+        return level
+
+
+class ToolsSettings(BaseModel):
+    """Settings tool-using agents read (`tools.roots`, `tools.timeout`, and any other key).
+
+    Attributes:
+        roots: Extra folders tool files may be loaded from.
+        timeout: Seconds per tool call (agents default to 30).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    roots: list[Path] = Field(default_factory=list)
+    timeout: float | None = None
+
+
+class Settings(BaseSettings):
+    """Everything the command line reads from the config file and `AGENTMAP_*` variables.
+
+    Build it with `load_settings()`, which also reads the config file; `Settings()` alone reads only the
+    environment.
+
+    Attributes:
+        workflow: The workflow `agentmap run` runs when no FILE is given.
+        paths: Custom agents and functions folders.
+        execution: The default success policy.
+        logging: The logging level.
+        llm: Free-form model defaults for LLM agents (`model`, `temperature`, ...).
+        tools: Tool settings (`roots`, `timeout`).
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    workflow: str | None = None
+    paths: PathsSettings = Field(default_factory=PathsSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    llm: dict[str, Any] = Field(default_factory=dict)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+
+    _source: Path | None = PrivateAttr(default=None)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then `AGENTMAP_*` variables; no `.env` or secrets files."""
+        return init_settings, env_settings
+
+    @property
+    def source(self) -> Path | None:
+        """The config file these settings came from, or None."""
+        return self._source
+
+    def agent_settings(self) -> dict[str, Any]:
+        """The mapping agents receive as `environment.settings` (`llm`, `tools`, ...), JSON-friendly."""
+        data: dict[str, Any] = self.model_dump(mode="json", exclude={"workflow"})
+        return data
+
+    def compile_options(self) -> dict[str, Any]:
+        """Keyword arguments for `agentmap.compile` / `agentmap.validate` from these settings."""
+        options: dict[str, Any] = {
+            "functions_dir": self.paths.functions,
+            "agents_dir": self.paths.custom_agents,
+            "settings": self.agent_settings(),
+        }
+        return options
+
+    def policy_options(self) -> dict[str, Any]:
+        """`success_policy` and `critical_nodes` for `agentmap.compile`."""
+        return {"success_policy": self.execution.success_policy, "critical_nodes": self.execution.critical_nodes}
+
+
+def find_config_file(folder: Path | None = None) -> Path | None:
+    """The config file in `folder` (default: the working directory): ours first, then a legacy one."""
+    folder = folder or Path.cwd()
+    for name in (*CONFIG_NAMES, *LEGACY_NAMES):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(
+    config: str | Path | None = None,
+    *,
+    cwd: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read the config file (named, `AGENTMAP_CONFIG`, or found in `cwd`) and the environment.
+
+    Precedence, highest first: `overrides`, `AGENTMAP_*` variables, the file, the defaults.
+
+    Raises:
+        ConfigError: The named file is missing or unreadable, or a key or value is wrong (the message
+            names the file or variable and the key).
+    """
+    named = config or os.environ.get(f"{ENV_PREFIX}CONFIG") or None
+    path: Path | None
+    if named is not None:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "does not exist"
+            via = "--config" if config else f"{ENV_PREFIX}CONFIG"
+            raise ConfigError(
+                f"config file {path} ({via}) {what}",
+                code="config-not-found",
+                hint="name an agentmap.yaml or agentmap.toml file, or leave it out",
+            )
+    else:
+        path = find_config_file(cwd)
+    file_data = _read_file(path) if path is not None else {}
+    try:
+        env_data: dict[str, Any] = EnvSettingsSource(Settings)()
+    except SettingsError as exc:
+        raise ConfigError(
+            f"an {ENV_PREFIX}* environment variable holds a value that cannot be read: {exc}",
+            code="bad-config",
+            hint=f"lists and objects are JSON, e.g. {ENV_PREFIX}TOOLS__ROOTS='[\"tools\"]'",
+        ) from None
+    merged = _merge(_merge(file_data, env_data), dict(overrides or {}))
+    try:
+        settings = Settings(**merged)
+    except PydanticValidationError as exc:
+        raise _config_error(exc, path, env_data, overrides or {}) from None
+    settings._source = path
+    return settings
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    suffix = path.suffix.lower()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}", code="bad-config") from None
+    data: Any
+    if suffix == ".toml":
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}", code="bad-config") from None
+    elif suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError(
+                f"reading {path} needs PyYAML",
+                code="missing-extra",
+                hint='pip install "agentmap[yaml]", or write agentmap.toml instead',
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}", code="bad-config") from None
+    else:
+        raise ConfigError(f"config file {path} must be .yaml, .yml or .toml", code="bad-config")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path} must hold a mapping of settings (paths:, execution:, ...), not {type(data).__name__}",
+            code="bad-config",
+        )
+    if path.name.lower() in LEGACY_NAMES:
+        data = _from_legacy(data)
+    else:
+        _check_keys(data, path)
+    return _resolve_paths(data, path.parent)
+
+
+def _check_keys(data: Mapping[str, Any], path: Path) -> None:
+    known = list(Settings.model_fields)
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"{path}: unknown key {key!r}{guess}",
+                code="bad-config",
+                hint=f"the top-level keys are {', '.join(known)} (see csv_specs/cli.md)",
+            )
+
+
+def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of an existing AgentMap `agentmap_config.yaml` that mean the same here."""
+    out: dict[str, Any] = {}
+    if isinstance(data.get("csv_path"), str):
+        out["workflow"] = data["csv_path"]
+    paths = data.get("paths")
+    if isinstance(paths, Mapping):
+        out["paths"] = {k: paths[k] for k in ("custom_agents", "functions") if paths.get(k)}
+    execution = data.get("execution")
+    if isinstance(execution, Mapping) and "success_policy" in execution:
+        policy = execution["success_policy"]
+        out["execution"] = {"success_policy": policy}
+        if isinstance(policy, Mapping) and policy.get("type") == "custom":
+            raise ConfigError(
+                "execution.success_policy type 'custom' (a custom function) cannot be set in a config file",
+                code="bad-config",
+                hint="pass success_policy=<callable> to agentmap.compile() in Python, or use all_nodes, "
+                "final_node or critical_nodes",
+            )
+    logging = data.get("logging")
+    if isinstance(logging, Mapping):
+        root = logging.get("root")
+        level = logging.get("level") or (root.get("level") if isinstance(root, Mapping) else None)
+        if level:
+            out["logging"] = {"level": level}
+    if isinstance(data.get("llm"), Mapping):
+        out["llm"] = dict(data["llm"])
+    return out
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    def resolve(value: Any) -> Any:
+        return str((base / Path(str(value)).expanduser()).resolve()) if value not in (None, "") else value
+
+    data = dict(data)
+    if isinstance(data.get("workflow"), str):
+        path, sep, graph = data["workflow"].partition("::")
+        data["workflow"] = resolve(path) + (sep + graph if sep else "")
+    paths = data.get("paths")
+    if isinstance(paths, Mapping):
+        data["paths"] = {k: resolve(v) if k in ("custom_agents", "functions") else v for k, v in paths.items()}
+    tools = data.get("tools")
+    if isinstance(tools, Mapping) and isinstance(tools.get("roots"), list):
+        data["tools"] = {**tools, "roots": [resolve(r) for r in tools["roots"]]}
+    return data
+
+
+def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _has(data: Mapping[str, Any], loc: tuple[str, ...]) -> bool:
+    current: Any = data
+    for part in loc:
+        if not isinstance(current, Mapping) or part not in current:
+            return False
+        current = current[part]
+    return True
+
+
+def _config_error(
+    exc: PydanticValidationError, path: Path | None, env: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> ConfigError:
+    first = exc.errors()[0]
+    loc = tuple(str(p) for p in first["loc"] if not isinstance(p, int))
+    key = ".".join(loc) or "(settings)"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    if loc and _has(overrides, loc):
+        where = "a command-line option"
+    elif loc and _has(env, loc):
+        where = f"environment variable {ENV_PREFIX}{'__'.join(loc).upper()}"
+    else:
+        where = str(path) if path is not None else "the settings"
+    return ConfigError(
+        f"{where}: {key}: {message}",
+        code="bad-config",
+        hint="see csv_specs/cli.md for every configuration key and its values",
+    )
