@@ -94,7 +94,7 @@ def agent_for(
         if keys.memory is not None and memory is not None:
             state[keys.memory] = memory
         if keys.config is not None:
-            state[keys.config] = resolved.model_dump()
+            state[keys.config] = resolved.model_dump(mode="json")
         collector = ToolTraceCollector()
         result = await app.ainvoke(state, {"callbacks": [collector]})
         traces = collector.traces

@@ -26,7 +26,9 @@ from agentmap.interface.logs import LogFormatError, read_log, write_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
 from agentmap.interface.scenarios import Scenario, load_scenarios
 
-__all__ = ["EvalRunSummary", "RunAgent", "RunOutcome", "as_async_agent", "reply_text", "run_eval"]
+__all__ = [
+    "EvalRunSummary", "RunAgent", "RunOutcome", "agent_error_text", "as_async_agent", "reply_text", "run_eval",
+]
 
 RunAgent = Callable[..., Awaitable[Any]]
 """`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
@@ -86,6 +88,13 @@ def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
         return await result if inspect.isawaitable(result) else result
 
     return _threaded
+
+
+def agent_error_text(exc: BaseException) -> str:
+    """The short, one-line error turn written when the agent raised `exc`."""
+    detail = (str(exc).strip().splitlines() or [""])[0][:_ERROR_LIMIT]
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return f"Error: the agent failed ({what})."
 
 
 def reply_text(result: Any) -> str | None:
@@ -203,8 +212,7 @@ def _plan(
             entries[(scenario.name, run)] = entry
             todo.append((scenario, entry))
     merged = dict(old.scenarios) | {s.name: s for s in scenarios}
-    manifest = Manifest(scenarios_file=source or old.scenarios_file, runs=list(entries.values()),
-                        scenarios=merged)
+    manifest = Manifest(scenarios_file=source or old.scenarios_file, runs=list(entries.values()), scenarios=merged)
     return manifest, todo, done
 
 
@@ -244,8 +252,11 @@ async def _run_one(
             reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
     metadata = RunMetadata(
-        session_id=session, mode=settings.mode, scenario=scenario.name,
-        max_turns=1 if len(scenario.turns) == 1 else limit, stop_reason=str(reason),
+        session_id=session,
+        mode=settings.mode,
+        scenario=scenario.name,
+        max_turns=1 if len(scenario.turns) == 1 else limit,
+        stop_reason=str(reason),
     )
     path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
     return RunOutcome(scenario.name, entry.run, path, str(reason))
@@ -262,13 +273,13 @@ async def _ask(
     except TimeoutError:
         return (StopReason.TIMEOUT, f"Error: the agent did not reply within {settings.timeout:g} seconds."), None
     except Exception as exc:
-        detail = (str(exc).strip().splitlines() or [""])[0][:_ERROR_LIMIT]
-        what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        return (StopReason.AGENT_ERROR, f"Error: the agent failed ({what})."), None
+        return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
     text = reply_text(result)
     if text is None:
-        return (StopReason.AGENT_ERROR,
-                f"Error: the agent returned {type(result).__name__} without a 'content' text."), None
+        return (
+            StopReason.AGENT_ERROR,
+            f"Error: the agent returned {type(result).__name__} without a 'content' text.",
+        ), None
     if not text.strip():
         return (StopReason.AGENT_ERROR, "Error: the agent returned an empty reply."), None
     return None, text
