@@ -14,16 +14,19 @@ import asyncio
 import inspect
 import logging
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
-__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "Tracker"]
+__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "Tracker", "run_sync"]
+
+T = TypeVar("T")
 
 TRACE = 5
 """The level `log_trace` logs at, below DEBUG."""
@@ -39,6 +42,26 @@ def _is_control_flow(exc: Exception) -> bool:
     return errors is not None and isinstance(exc, errors.GraphBubbleUp)
 
 
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code, on one long-lived background event loop.
+
+    One loop for the whole process (rather than `asyncio.run` per call) keeps clients that cache an
+    async connection pool per loop (langchain-openai does) working across runs, and works even when
+    the calling thread already runs a loop (a notebook). Context variables of the caller are kept.
+    """
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="agentmap-async", daemon=True).start()
+        loop = _loop
+    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
 @runtime_checkable
 class Tracker(Protocol):
     """What `BaseAgent.run` needs of an execution tracker (`agentmap.ExecutionTracker` implements it)."""
@@ -46,9 +69,7 @@ class Tracker(Protocol):
     def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
         """Record that `node_name` started with `inputs`."""
 
-    def record_node_result(
-        self, node_name: str, success: bool, result: Any = None, error: str | None = None
-    ) -> None:
+    def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
         """Record how `node_name` ended."""
 
     def update_graph_success(self) -> bool:
@@ -113,16 +134,12 @@ class BaseAgent:
         self._execution_tracker = execution_tracker
         self._log_prefix = f"[{self.__class__.__name__}:{self.name}]"
         self._inputs = tuple(parse_input_field(f) for f in self.input_fields)
-        self._outputs = tuple(
-            parse_output_field(k) for k in (self.output_field or "").split("|") if k.strip()
-        )
+        self._outputs = tuple(parse_output_field(k) for k in (self.output_field or "").split("|") if k.strip())
 
     # -- configuration checks ------------------------------------------------------------------
 
     @classmethod
-    def validate_config(
-        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
-    ) -> list[str]:
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
         """Return problems with a node's configuration, found when the workflow is validated.
 
         Override to reject bad Context keys, a missing API key, ... before any node runs. Each
@@ -212,7 +229,7 @@ class BaseAgent:
                 process = self.aprocess  # an agent with only the async twin still runs under invoke()
             output = process(inputs)
             if inspect.iscoroutine(output):
-                output = asyncio.run(output)
+                output = run_sync(output)
             return self._succeed(state, inputs, output)
         except Exception as exc:
             if _is_control_flow(exc):

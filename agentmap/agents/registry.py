@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "agentmap.agents"
 
 _LAZY_TYPES: dict[str, str] = {
     "graph": "agentmap.runtime.subgraph",
-    "tool": "agentmap.agents.tools",
+    "tool": "agentmap.agents.tool_agent",
     "planner": "agentmap.orchestration.agents",
     "worker": "agentmap.orchestration.agents",
     "orchestrator": "agentmap.orchestration.agents",

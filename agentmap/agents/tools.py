@@ -245,7 +245,3 @@ def _is_network(exc: BaseException) -> bool:
         return True
     names = {cls.__name__.lower() for cls in type(exc).__mro__}
     return any("connect" in n or "network" in n or "transport" in n for n in names)
-
-
-# The registry imports this module for the `tool` agent type, which lives beside it.
-from agentmap.agents import tool_agent as _tool_agent  # noqa: E402, F401

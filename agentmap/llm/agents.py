@@ -22,14 +22,12 @@ Model options (Context, else the `llm.*` settings, else `AGENTMAP_LLM_*`): `mode
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, run_sync
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -182,7 +180,7 @@ class LLMAgent(BaseAgent):
     def process(self, inputs: dict[str, Any]) -> Any:
         """Ask the model (synchronously); return the reply, or the reply and the history with memory."""
         if self._has_tools:
-            return _run_sync(self.aprocess(inputs))
+            return run_sync(self.aprocess(inputs))
         system, user, history = self._conversation(inputs)
         started = time.perf_counter()
         reply = self.adapter.invoke(self._messages(system, user, history))
@@ -296,22 +294,6 @@ def _usage(reply: AIMessage) -> dict[str, int]:
     if not usage:
         return {}
     return {k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens")}
-
-
-# A synchronous node with tools runs its loop here: provider clients cache async HTTP connections,
-# which break when each call gets a fresh event loop (`asyncio.run`), so one loop lives for the process.
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
-
-
-def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    global _loop
-    with _loop_lock:
-        if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="agentmap-llm", daemon=True).start()
-        loop = _loop
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
 
 @agent("openai")

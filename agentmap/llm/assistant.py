@@ -206,9 +206,9 @@ class AssistantAgent(BaseAgent):
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Decide about the message (synchronously, on AgentMap's shared LLM event loop)."""
-        from agentmap.llm.agents import _run_sync
+        from agentmap.agents.base import run_sync
 
-        return _run_sync(self.aprocess(inputs))
+        return run_sync(self.aprocess(inputs))
 
     async def aprocess(self, inputs: dict[str, Any]) -> Any:
         """Decide about the message and return what the Output_Field names."""
