@@ -1,0 +1,122 @@
+"""Routing: router functions, static edges with joins, and per-node decisions returned as Commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.graph import END
+
+from agentmap.errors import AgentNotFoundError, NodeError
+from agentmap.runtime.routing import Route, load_router, static_edges
+from agentmap.spec.loader import read_workflow
+from agentmap.spec.models import FuncRef, GraphSpec
+
+WriteCsv = Callable[..., Path]
+
+
+def _graph(write_csv: WriteCsv, text: str) -> GraphSpec:
+    workflow, issues = read_workflow(write_csv(text))
+    assert issues == []
+    return workflow.graphs[0]
+
+
+def test_func_name_is_found_in_its_own_file_then_in_any_file(tmp_path: Path) -> None:
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "choose.py").write_text("def choose(state, ok, bad):\n    return 'own file'\n", encoding="utf-8")
+    (functions / "routes.py").write_text("def other(state, ok, bad):\n    return 'shared file'\n", encoding="utf-8")
+    (functions / "_skip.py").write_text("def hidden(state, ok, bad):\n    return 'x'\n", encoding="utf-8")
+    assert load_router(FuncRef(name="choose"), functions)({}, None, None) == "own file"
+    assert load_router(FuncRef(name="other"), functions)({}, None, None) == "shared file"
+    with pytest.raises(AgentNotFoundError) as info:
+        load_router(FuncRef(name="hidden"), functions)
+    assert info.value.code == "unknown-function"
+    assert str(functions) in info.value.message
+    assert "def hidden(state, success_target, failure_target):" in (info.value.hint or "")
+
+
+def test_func_module_function_is_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_routes_mod.py").write_text("def pick(state, ok, bad):\n    return ok\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_routes_mod", raising=False)
+    assert load_router(FuncRef(name="pick", module="my_routes_mod"), tmp_path / "nowhere")({}, "A", "B") == "A"
+    with pytest.raises(AgentNotFoundError, match="cannot import module 'no_such_mod_x'"):
+        load_router(FuncRef(name="pick", module="no_such_mod_x"), tmp_path)
+    with pytest.raises(AgentNotFoundError, match="module 'my_routes_mod'"):
+        load_router(FuncRef(name="absent", module="my_routes_mod"), tmp_path)
+
+
+def test_static_edges_join_parallel_branches_once(write_csv: WriteCsv) -> None:
+    graph = _graph(
+        write_csv,
+        """
+        GraphName,Node,Edge
+        G,S,A|B
+        G,A,A2
+        G,A2,J
+        G,B,J
+        G,J,K
+        G,K,
+        """,
+    )
+    assert static_edges(graph) == [("S", "A"), ("S", "B"), ("A", "A2"), ("J", "K"), (["A2", "B"], "J")]
+
+
+def test_nodes_with_success_or_failure_targets_get_no_static_edges(write_csv: WriteCsv) -> None:
+    graph = _graph(write_csv, "GraphName,Node,Edge,Success_Next,Failure_Next\nG,A,,B,C\nG,B,C,,\nG,C,,,\n")
+    assert static_edges(graph) == [("B", "C")]
+
+
+def _route(graph: GraphSpec, node: str, routers: dict[FuncRef, Any] | None = None) -> Route:
+    return Route(graph, graph.by_name[node], routers or {})
+
+
+def test_route_follows_success_or_failure(write_csv: WriteCsv) -> None:
+    graph = _graph(write_csv, "GraphName,Node,Success_Next,Failure_Next\nG,A,B|C,D\nG,B,,\nG,C,,\nG,D,,\nG,E,,\n")
+    route = _route(graph, "A")
+    assert route.destinations == ("B", "C", "D")
+    ok = route({}, {"out": 1, "last_action_success": True})
+    assert (ok.goto, ok.update) == (["B", "C"], {"out": 1, "last_action_success": True})
+    assert route({}, {"last_action_success": False}).goto == ["D"]
+    assert _route(graph, "B")({}, {"last_action_success": True}).goto == END
+
+
+def test_router_gets_the_merged_state_and_both_targets(write_csv: WriteCsv) -> None:
+    graph = _graph(
+        write_csv, "GraphName,Node,Edge,Success_Next,Failure_Next\nG,A,func:pick,B,C|D\nG,B,,,\nG,C,,,\nG,D,,,\n"
+    )
+    calls: list[tuple[dict[str, Any], Any, Any]] = []
+
+    def pick(state: dict[str, Any], success: Any, failure: Any) -> Any:
+        calls.append((state, success, failure))
+        return failure if state["last_action_success"] is False else success
+
+    route = _route(graph, "A", {FuncRef(name="pick"): pick})
+    command = route({"x": 1, "errors": ["old"]}, {"last_action_success": False, "errors": ["new"]})
+    assert command.goto == ["C", "D"]
+    assert calls == [({"x": 1, "last_action_success": False, "errors": ["old", "new"]}, "B", "C|D")]
+
+
+@pytest.mark.parametrize(
+    ("returned", "goto"), [(None, END), ("END", END), (["B", "__end__"], ["B"]), ("B | C", ["B", "C"])]
+)
+def test_router_results(write_csv: WriteCsv, returned: Any, goto: Any) -> None:
+    graph = _graph(write_csv, "GraphName,Node,Edge\nG,A,func:pick\nG,B,\nG,C,\n")
+    route = _route(graph, "A", {FuncRef(name="pick"): lambda *_: returned})
+    assert route({}, {"last_action_success": True}).goto == goto
+
+
+def test_router_returning_an_unknown_node_is_a_node_error_at_its_cell(write_csv: WriteCsv) -> None:
+    graph = _graph(write_csv, "GraphName,Node,on_success\nG,A,func:pick\nG,B,\n")
+    route = _route(graph, "A", {FuncRef(name="pick"): lambda *_: "Bee"})
+    with pytest.raises(NodeError) as info:
+        route({}, {"last_action_success": True})
+    err = info.value
+    assert err.code == "bad-route"
+    assert err.location is not None
+    assert (err.location.row, err.location.column) == (2, "on_success")
+    assert "returned 'Bee'" in err.message and "nodes: A, B" in err.message

@@ -1,0 +1,215 @@
+"""CompiledWorkflow: invoke/ainvoke/stream/astream/batch/abatch, config passthrough, checkpoints, interrupts."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
+
+import agentmap
+from agentmap import BaseAgent, ConfigError, NodeError
+
+WriteCsv = Callable[..., Path]
+
+FLOW = """
+GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
+Flow,Greet,template,"Hello, {name}!",name,greeting,,Check,
+Flow,Check,branching,,ok,verdict,,Done,Sorry
+Flow,Done,success,done,,status,,,
+Flow,Sorry,failure,not ok,,,,,
+"""
+
+
+@pytest.fixture
+def app(write_csv: WriteCsv) -> agentmap.CompiledWorkflow:
+    return agentmap.compile(write_csv(FLOW))
+
+
+def test_invoke_returns_state_success_and_summary(app: agentmap.CompiledWorkflow) -> None:
+    result = app.invoke({"name": "Ada", "ok": "yes", "extra": [1]})
+    assert result.success is True
+    assert result.state["greeting"] == "Hello, Ada!"
+    assert result.state["status"] == "done"
+    assert result.state["extra"] == [1]  # keys the graph does not use are kept
+    assert result.state["graph_success"] is True
+    assert [e.name for e in result.summary] == ["Greet", "Check", "Done"]
+    assert result.errors == [] and result.failed_nodes == []
+    data = result.to_dict()
+    assert data["success"] is True and [s["name"] for s in data["summary"]] == ["Greet", "Check", "Done"]
+
+
+def test_a_failure_takes_failure_next_and_the_run_fails(app: agentmap.CompiledWorkflow) -> None:
+    result = app.invoke({"name": "Ada", "ok": "no"})
+    assert result.success is False
+    assert [e.name for e in result.summary] == ["Greet", "Check", "Sorry"]
+    assert result.failed_nodes == ["Check", "Sorry"]
+    assert result.errors == ["Error in Check: ok='no' is a failure value", "Error in Sorry: not ok"]
+    assert "status" not in result.state
+
+
+def test_initial_state_must_be_a_dict(app: agentmap.CompiledWorkflow) -> None:
+    with pytest.raises(ConfigError) as info:
+        app.invoke(["name"])  # type: ignore[arg-type]
+    assert info.value.code == "bad-state"
+    assert "must be a dict" in info.value.message
+
+
+def test_no_initial_state_runs_with_missing_inputs_as_none(app: agentmap.CompiledWorkflow) -> None:
+    result = app.invoke()
+    assert result.state["greeting"] == "Hello, None!"
+    assert result.failed_nodes == ["Check", "Sorry"]
+
+
+async def test_ainvoke_matches_invoke(app: agentmap.CompiledWorkflow) -> None:
+    state = {"name": "Ada", "ok": "yes"}
+    sync, other = app.invoke(state), await app.ainvoke(state)
+    assert other.state == sync.state
+    assert [e.name for e in other.summary] == [e.name for e in sync.summary]
+
+
+def test_stream_yields_one_update_per_node(app: agentmap.CompiledWorkflow) -> None:
+    chunks = list(app.stream({"name": "Ada", "ok": "yes"}))
+    assert [next(iter(c)) for c in chunks] == ["Greet", "Check", "Done"]
+    assert chunks[0]["Greet"] == {"greeting": "Hello, Ada!", "last_action_success": True}
+    values = list(app.stream({"name": "Ada", "ok": "yes"}, stream_mode="values"))
+    assert values[-1]["status"] == "done"
+
+
+async def test_astream_yields_one_update_per_node(app: agentmap.CompiledWorkflow) -> None:
+    names = [next(iter(c)) async for c in app.astream({"name": "Ada", "ok": "no"})]
+    assert names == ["Greet", "Check", "Sorry"]
+
+
+def test_stream_with_a_tracker_records_the_summary(app: agentmap.CompiledWorkflow) -> None:
+    heard: list[tuple[str, bool | None]] = []
+    tracker = app.new_tracker(listener=lambda e: heard.append((e.name, e.success)))
+    for _ in app.stream({"name": "Ada", "ok": "yes"}, tracker=tracker):
+        pass
+    assert [e.name for e in tracker.summary] == ["Greet", "Check", "Done"]
+    assert heard[:2] == [("Greet", None), ("Greet", True)]
+
+
+def test_batch_runs_each_state_with_its_own_summary(app: agentmap.CompiledWorkflow) -> None:
+    results = app.batch([{"name": "A", "ok": "yes"}, {"name": "B", "ok": "no"}])
+    assert [r.success for r in results] == [True, False]
+    assert [r.state["greeting"] for r in results] == ["Hello, A!", "Hello, B!"]
+    assert [len(r.summary) for r in results] == [3, 3]
+
+
+async def test_abatch_runs_each_state_with_its_own_summary(app: agentmap.CompiledWorkflow) -> None:
+    results = await app.abatch([{"name": "A", "ok": "no"}, {"name": "B", "ok": "yes"}])
+    assert [r.success for r in results] == [False, True]
+    assert [r.failed_nodes for r in results] == [["Check", "Sorry"], []]
+
+
+def test_concurrent_invokes_on_one_workflow_do_not_mix_summaries(app: agentmap.CompiledWorkflow) -> None:
+    results: dict[int, agentmap.RunResult] = {}
+    barrier = threading.Barrier(6)
+
+    def go(i: int) -> None:
+        barrier.wait()
+        results[i] = app.invoke({"name": str(i), "ok": "yes" if i % 2 else "no"})
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, result in results.items():
+        assert result.state["greeting"] == f"Hello, {i}!"
+        assert [e.name for e in result.summary][-1] == ("Done" if i % 2 else "Sorry")
+        assert len(result.summary) == 3
+
+
+def test_recursion_limit_becomes_a_clear_node_error(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv("GraphName,Node,Edge\nLoop,Ping,Pong\nLoop,Pong,Ping\n"))
+    with pytest.raises(NodeError) as info:
+        app.invoke({}, {"recursion_limit": 7})
+    err = info.value
+    assert err.code == "recursion-limit"
+    assert "recursion limit (7)" in err.message
+    assert "recursion_limit" in (err.hint or "")
+    with pytest.raises(NodeError, match="recursion limit"):
+        list(app.stream({}, {"recursion_limit": 4}))
+
+
+class _Recorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.started.append(str(kwargs.get("name")))
+
+
+def test_callbacks_in_config_receive_node_events(app: agentmap.CompiledWorkflow) -> None:
+    recorder = _Recorder()
+    app.invoke({"name": "Ada", "ok": "yes"}, {"callbacks": [recorder]})
+    assert {"Greet", "Check", "Done"} <= set(recorder.started)
+
+
+def test_checkpointer_keeps_state_per_thread(write_csv: WriteCsv) -> None:
+    path = write_csv(
+        'GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Greet,template,"Hi {name}",name,greeting\n'
+    )
+    app = agentmap.compile(path, checkpointer=InMemorySaver())
+    one = {"configurable": {"thread_id": "one"}}
+    two = {"configurable": {"thread_id": "two"}}
+    app.invoke({"name": "Ada"}, one)
+    app.invoke({"name": "Bob"}, two)
+    assert app.graph.get_state(one).values["greeting"] == "Hi Ada"
+    assert app.graph.get_state(two).values["greeting"] == "Hi Bob"
+    assert "__agentmap_tracker" not in str(app.graph.get_state(one).metadata)
+
+
+def test_sqlite_checkpointer_round_trips_through_a_real_file(write_csv: WriteCsv, tmp_path: Path) -> None:
+    sqlite = pytest.importorskip("langgraph.checkpoint.sqlite")
+    path = write_csv('GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Greet,template,"Hi {name}",name,g\n')
+    config = {"configurable": {"thread_id": "t"}}
+    with sqlite.SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+        agentmap.compile(path, checkpointer=saver).invoke({"name": "Ada"}, config)
+    with sqlite.SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+        state = agentmap.compile(path, checkpointer=saver).graph.get_state(config)
+    assert state.values["g"] == "Hi Ada"
+
+
+def test_interrupt_in_a_custom_agent_pauses_and_resumes(write_csv: WriteCsv) -> None:
+    type_name = f"ask_{uuid.uuid4().hex[:8]}"
+
+    @agentmap.agent(type_name)
+    class Ask(BaseAgent):
+        def process(self, inputs: dict[str, Any]) -> Any:
+            return interrupt({"question": inputs["question"]})
+
+    path = write_csv(
+        f"GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        f"G,Ask,{type_name},,question,answer,Show\nG,Show,template,You said {{answer}},answer,shown,\n"
+    )
+    app = agentmap.compile(path, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "chat"}}
+    paused = app.invoke({"question": "Your name?"}, config)
+    assert [i.value for i in paused.interrupts] == [{"question": "Your name?"}]
+    assert "answer" not in paused.state and paused.errors == []
+    assert [(e.name, e.success) for e in paused.summary] == [("Ask", None)]
+    resumed = app.invoke(Command(resume="Ada"), config)
+    assert resumed.interrupts == ()
+    assert resumed.state["shown"] == "You said Ada"
+    assert resumed.success is True and resumed.errors == []
+
+
+def test_bad_success_policy_is_refused_at_compile(write_csv: WriteCsv) -> None:
+    with pytest.raises(ValueError, match="unknown success policy 'most'"):
+        agentmap.compile(write_csv("GraphName,Node\nG,A\n"), success_policy="most")  # type: ignore[arg-type]
+
+
+def test_draw_mermaid_and_repr(app: agentmap.CompiledWorkflow) -> None:
+    text = app.draw_mermaid()
+    assert all(name in text for name in ("Greet", "Check", "Done", "Sorry"))
+    assert repr(app).startswith("<CompiledWorkflow 'Flow': 4 nodes from ")
+    assert app.name == "Flow"
