@@ -30,7 +30,7 @@ from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message, PendingAction
-from agentmap.llm.decision_log import SQLiteDecisionLog, default_log_path
+from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ OUTPUT_KEYS = ("decision", "response", "decision_type", "history", "pending_conf
 
 _INPUTS = ("message", "history", "pending_confirmation", "user_id", "conversation_id")
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
-_OFF = (False, "off", "false", "none", "")
+_OFF = ("off", "false", "none", "no", "")
 
 _logs: dict[Path, SQLiteDecisionLog] = {}
 _logs_lock = threading.Lock()
@@ -165,12 +165,13 @@ class AssistantAgent(BaseAgent):
         return self._spec
 
     def decision_log_path(self) -> Path | None:
-        """Where decisions are logged: Context `decision_log` (relative to the workflow), the
-        `decision_log` setting, `$AGENTMAP_DECISION_LOG`, else `.agentmap/decisions.db`; None when off."""
-        value = self.context.get("decision_log", self.environment.settings.get("decision_log"))
+        """Where decisions are logged: Context `decision_log` (relative to the workflow's folder), else
+        `configured_log_path(settings)` (the `llm.decision_log` setting, `$AGENTMAP_DECISION_LOG`,
+        `.agentmap/decisions.db`); None when turned off (`false`)."""
+        value = self.context.get("decision_log")
         if value is None:
-            return default_log_path()
-        if value in _OFF or (isinstance(value, str) and value.strip().lower() in _OFF):
+            return configured_log_path(self.environment.settings)
+        if value is False or str(value).strip().lower() in _OFF:
             return None
         path = Path(str(value)).expanduser()
         return path if path.is_absolute() else self.environment.base_dir / path

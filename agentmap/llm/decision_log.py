@@ -5,8 +5,8 @@ the outcome afterwards; each tool call adds a row to `tool_invocations`. Read th
 `SQLiteDecisionLog.list_decisions` / `get_tool_invocations`, or as text with `render_logs` (what
 `agentmap logs` prints).
 
-The database is a plain SQLite file: `AGENTMAP_DECISION_LOG` or an explicit path, by default
-`.agentmap/decisions.db` under the working directory.
+The database is a plain SQLite file: an explicit path, the `llm.decision_log` setting,
+`$AGENTMAP_DECISION_LOG`, by default `.agentmap/decisions.db` under the working directory.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,11 +27,13 @@ __all__ = [
     "DecisionRecord",
     "SQLiteDecisionLog",
     "ToolInvocationRecord",
+    "configured_log_path",
     "default_log_path",
     "render_logs",
 ]
 
 ENV_VAR = "AGENTMAP_DECISION_LOG"
+_OFF = ("off", "false", "none", "no", "")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -160,6 +162,23 @@ def default_log_path(base_dir: str | Path | None = None) -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path(base_dir or Path.cwd()) / ".agentmap" / "decisions.db"
+
+
+def configured_log_path(settings: Mapping[str, Any] | None = None) -> Path | None:
+    """The decision log the settings choose: `llm.decision_log` (nested or dotted) or `decision_log`,
+    relative to the working directory; else `default_log_path()`. None when set to false/"off"."""
+    value: Any = None
+    if settings:
+        llm = settings.get("llm")
+        if isinstance(llm, Mapping):
+            value = llm.get("decision_log")
+        for key in ("llm.decision_log", "decision_log"):
+            value = settings.get(key) if value is None else value
+    if value is None:
+        return default_log_path()
+    if value is False or str(value).strip().lower() in _OFF:
+        return None
+    return Path(str(value)).expanduser()
 
 
 def _now() -> str:

@@ -11,6 +11,7 @@ import pytest
 from agentmap.llm.decision_log import (
     DecisionLogService,
     SQLiteDecisionLog,
+    configured_log_path,
     default_log_path,
     render_logs,
 )
@@ -131,3 +132,13 @@ async def test_render_logs_shows_decisions_and_tool_calls(tmp_path: Path) -> Non
 
 def test_render_logs_says_when_there_is_no_log(tmp_path: Path) -> None:
     assert render_logs(tmp_path / "missing.db").startswith("No decision log at ")
+
+
+def test_configured_path_comes_from_the_llm_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTMAP_DECISION_LOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert configured_log_path({"llm": {"decision_log": "logs/d.db"}}) == Path("logs/d.db")
+    assert configured_log_path({"llm.decision_log": "x.db"}) == Path("x.db")
+    assert configured_log_path({"llm": {"decision_log": False}}) is None
+    assert configured_log_path({"llm": {"decision_log": "off"}}) is None
+    assert configured_log_path({}) == tmp_path / ".agentmap" / "decisions.db"
