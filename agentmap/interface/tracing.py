@@ -16,7 +16,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from agentmap.contracts.minimal import ToolTraceMinimal
 
-__all__ = ["ToolTraceCollector", "as_text", "unique_tool_names"]
+__all__ = ["TRACE_EVENT", "ToolTraceCollector", "as_text", "unique_tool_names"]
+
+TRACE_EVENT = "agentmap_trace"
+"""A custom callback event an agent dispatches to add a trace that is not a tool call (e.g. a domain that
+timed out): `await adispatch_custom_event(TRACE_EVENT, {"tool": ..., "output": ..., "duration_secs": ...})`."""
 
 
 def as_text(value: Any) -> str:
@@ -67,6 +71,14 @@ class ToolTraceCollector(BaseCallbackHandler):
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Record the call with its error as the output."""
         self._close(run_id, f"Error: {error}")
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record a `TRACE_EVENT` dispatched by an agent; other events are ignored."""
+        if name == TRACE_EVENT and isinstance(data, dict) and "tool" in data:
+            self.add(ToolTraceMinimal(
+                tool=str(data["tool"]), output=as_text(data.get("output", "")),
+                args=_json_safe(data.get("args")), duration_secs=data.get("duration_secs"),
+            ))
 
     def _close(self, run_id: UUID, output: str) -> None:
         with self._lock:

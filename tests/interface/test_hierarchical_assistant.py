@@ -1,0 +1,88 @@
+"""The hierarchical assistant in graphs/assistant: Router -> parallel domains -> Synthesizer, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from agentmap.contracts.minimal import AGENT_OUTPUT_SCHEMA
+from agentmap.interface.agent import agent_for
+
+ASSISTANT = Path(__file__).resolve().parents[2] / "graphs" / "assistant" / "assistant.csv"
+
+SLOW = '''
+import asyncio
+import time
+
+
+async def slow_lookup(topic: str) -> str:
+    """Look up a topic in the slow archive."""
+    await asyncio.sleep(3)
+    return "found"
+
+
+def slow_archive_search(topic: str) -> str:
+    """Search the slow archive for a topic."""
+    time.sleep(1.5)
+    return "found"
+'''
+
+WEATHER = '''
+def weather_forecast(city: str) -> str:
+    """Get the weather forecast for a city."""
+    return "sunny in " + city
+'''
+
+
+@pytest.fixture
+def tool_root(tmp_path: Path) -> Path:
+    for name, text in (("slow", SLOW), ("weather", WEATHER)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tools.py").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+async def test_the_bundled_assistant_answers_with_its_tools() -> None:
+    output = await agent_for(ASSISTANT)("What is the weather forecast in Paris?")
+    jsonschema.validate(output, AGENT_OUTPUT_SCHEMA)
+    assert "sunny" in output["content"]
+    assert output["tools"] == ["weather_forecast"]
+    assert set(output["timings"]) == {"Router", "Domains", "Synthesizer"}
+
+
+@pytest.mark.parametrize("mode", ["async", "threads"])
+async def test_a_domain_that_times_out_is_reported_while_the_others_answer(tool_root: Path, mode: str) -> None:
+    agent = agent_for(ASSISTANT)
+    output = await agent(
+        "Look up the weather forecast for Paris and the topic cats in the slow archive",
+        config={"tool_root": str(tool_root), "domain_timeout_secs": 0.5, "execution_mode": mode},
+    )
+    jsonschema.validate(output, AGENT_OUTPUT_SCHEMA)
+    assert output["content"].startswith("Done: weather forecast returned sunny in Paris")
+    assert "the slow domain did not answer within 0.5 seconds" in output["content"]
+    timed_out = [t for t in output["traces"] if t["tool"] == "domain:slow"]
+    assert len(timed_out) == 1 and timed_out[0]["output"].startswith("timeout:")
+    assert output["response_time_secs"] < 2.5  # the slow tool (3 s or 1.5 s) was not waited for
+
+
+async def test_only_domains_and_model_overrides(tool_root: Path) -> None:
+    agent = agent_for(ASSISTANT)
+    output = await agent(
+        "Look up the weather forecast for Paris and the topic cats in the slow archive",
+        config={"tool_root": str(tool_root), "only_domains": ["weather"],
+                "model_overrides": {"router": "offline:router-model", "synth": "offline:synth-model"}},
+    )
+    assert output["content"].startswith("Done: weather forecast returned sunny in Paris")
+    assert "Note:" not in output["content"]  # the slow domain was never started
+    assert [t["tool"] for t in output["traces"]] == ["weather_forecast"]
+    assert output["models"] == {"Router": "offline:router-model", "Domains": "offline",
+                                "Synthesizer": "offline:synth-model"}
+
+
+async def test_config_wins_over_environment(tool_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMAP_ONLY_DOMAINS", "slow")
+    monkeypatch.setenv("AGENTMAP_TOOL_ROOT", str(tool_root))
+    output = await agent_for(ASSISTANT)("weather forecast for Paris", config={"only_domains": ["weather"]})
+    assert output["tools"] == ["weather_forecast"]
