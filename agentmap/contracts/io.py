@@ -9,6 +9,7 @@ LangGraph state and checkpoints.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -79,9 +80,19 @@ def new_trace_id() -> str:
     return uuid.uuid4().hex
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def utc_timestamp() -> str:
     """Return the current time as ISO 8601 UTC with milliseconds: `2025-01-01T10:00:00.123Z`."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _last_stamp
+    millis = time.time_ns() // 1_000_000
+    last = _last_stamp
+    if last[0] == millis:  # trace events come in bursts: format each millisecond once
+        return last[1]
+    stamp = datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    _last_stamp = (millis, stamp)
+    return stamp
 
 
 def trace_event(event: str, trace_id: str, **data: Any) -> dict[str, Any]:
@@ -383,7 +394,7 @@ def describe_validation_error(exc: PydanticValidationError) -> str:
     """Condense a pydantic validation error into one line per problem: `field: message`."""
     lines = []
     for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or exc.title
+        where = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        lines.append(f"{where}: {msg}")
+        lines.append(f"{where}: {msg}" if where else msg)
     return "; ".join(lines)

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentmap.agents.protocol import as_protocol
 from agentmap.contracts.io import (
@@ -29,6 +29,8 @@ __all__ = ["NodeAgent", "Routed", "route_plan"]
 Routed = list[tuple[str, PlanStep, str]]
 """A routed plan: `(step id, step, worker name)` per step."""
 
+_STEP_LIST = TypeAdapter(list[PlanStep])
+
 
 async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: str) -> Routed | AgentError:
     """Check a planner's result and pick each step's worker; an unroutable plan is a VALIDATION error."""
@@ -49,19 +51,22 @@ async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: st
     generic = [w for w, t in tools.items() if t is None]
     routed: Routed = []
     seen: set[str] = set()
-    for number, item in enumerate(raw, start=1):
-        try:
-            step = PlanStep.model_validate(item)
-        except ValidationError as exc:
-            problems.append(f"step {number}: {describe_validation_error(exc)}")
+    repeats: dict[str, int] = {}
+    for number, step in enumerate(_steps(raw, problems), start=1):
+        if step is None:
+            continue
+        problem = step.problem()
+        if problem:
+            problems.append(f"step {number}: {problem}")
             continue
         worker_or_problem = _pick_worker(step, tools, generic, name)
         if worker_or_problem.startswith("!"):
             problems.append(f"step {number} ({step.target}): {worker_or_problem[1:]}")
             continue
-        step_id = step.id or step.target
-        if step_id in seen:
-            step_id = next(f"{step_id}_{n}" for n in range(2, len(raw) + 2) if f"{step_id}_{n}" not in seen)
+        step_id = base = step.id or step.target
+        while step_id in seen:
+            repeats[base] = repeats.get(base, 1) + 1
+            step_id = f"{base}_{repeats[base]}"
         seen.add(step_id)
         routed.append((step_id, step, worker_or_problem))
     if problems:
@@ -71,6 +76,22 @@ async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: st
             details={"problems": problems},
         )
     return routed
+
+
+def _steps(raw: list[Any], problems: list[str]) -> list[PlanStep | None]:
+    """Validate the steps at once (fast); on a failure, one by one so each problem names its step."""
+    try:
+        return list(_STEP_LIST.validate_python(raw))
+    except ValidationError:
+        pass
+    steps: list[PlanStep | None] = []
+    for number, item in enumerate(raw, start=1):
+        try:
+            steps.append(PlanStep.model_validate(item))
+        except ValidationError as exc:
+            problems.append(f"step {number}: {describe_validation_error(exc)}")
+            steps.append(None)
+    return steps
 
 
 async def _tools_of(worker: Any) -> list[str] | None:

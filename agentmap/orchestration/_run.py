@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
@@ -21,6 +20,7 @@ from agentmap.contracts.io import (
     describe_validation_error,
     error_response,
     trace_event,
+    utc_timestamp,
     validate_response,
 )
 from agentmap.orchestration._routing import Routed
@@ -38,23 +38,27 @@ class _Budget(Protocol):
     def record(self, step: PlanStep, response: AgentResponse | None) -> None: ...
 
 
-@dataclass
 class StepOutcome:
-    """How a call to the planner or a worker ended, after retries."""
+    """How a call to the planner or a worker ended, after retries.
 
-    response: AgentResponse | None = None
-    error: AgentError | None = None
-    attempts: int = 0
+    Attributes:
+        response: The agent's answer (None when the step did not run).
+        error: Why the step did not run (a policy violation).
+        attempts: How many times the agent was asked.
+        status: The response's status (ERROR when the step did not run).
+        ok: Whether the call produced a result (SUCCESS or PARTIAL).
+    """
 
-    @property
-    def status(self) -> ResponseStatus:
-        """The response's status (ERROR when the step did not run)."""
-        return self.response.status if self.response is not None else ResponseStatus.ERROR
+    __slots__ = ("attempts", "error", "ok", "response", "status")
 
-    @property
-    def ok(self) -> bool:
-        """Whether the call produced a result (SUCCESS or PARTIAL)."""
-        return self.status in _OK
+    def __init__(
+        self, response: AgentResponse | None = None, error: AgentError | None = None, attempts: int = 0
+    ) -> None:
+        self.response = response
+        self.error = error
+        self.attempts = attempts
+        self.status = response.status if response is not None else ResponseStatus.ERROR
+        self.ok = self.status in _OK
 
     @property
     def result(self) -> Any:
@@ -90,6 +94,7 @@ class Run:
         self.cancelled = False
         self.retries = 0
         self.metadata: dict[str, Any] = {}
+        self._fixed_metadata: RequestMetadata | None = None
 
     @property
     def succeeded(self) -> int:
@@ -109,11 +114,13 @@ class Run:
             self.trace.append(merged)
 
     def _metadata(self, timeout: float | None) -> RequestMetadata:
-        meta = self.request.metadata
         if self.deadline is not None:
             remaining = max(self.deadline - time.perf_counter(), 0.001)
             timeout = remaining if timeout is None else min(timeout, remaining)
-        return RequestMetadata(
+        elif self._fixed_metadata is not None and timeout == self._fixed_metadata.timeout_seconds:
+            return self._fixed_metadata
+        meta = self.request.metadata
+        built = RequestMetadata(
             trace_id=self.trace_id,
             profile=meta.profile,
             priority=meta.priority,
@@ -121,6 +128,9 @@ class Run:
             parent_context={"orchestrator": self.name, "task": self.request.task},
             tags=meta.tags,
         )
+        if self.deadline is None:
+            self._fixed_metadata = built  # immutable, so every step may share it
+        return built
 
     def planner_request(self, timeout: float | None) -> AgentRequest:
         """The request sent to the planner: the goal, the caller's inputs, context and constraints."""
@@ -144,11 +154,12 @@ class Run:
     ) -> AgentRequest:
         """The request for one step: the step in `inputs`, the results so far in `context`."""
         action = f"call {step.tool}" if step.tool else f"send to {step.agent}"
+        inputs = {"tool": step.tool, "inputs": dict(step.inputs), "id": step_id} if step.tool else dict(step.inputs)
         return AgentRequest(
             goal=self.request.goal,
             task=f"Execute plan step {index + 1}: {action}",
             metadata=self._metadata(timeout),
-            inputs={"tool": step.tool, "inputs": step.inputs, "id": step_id} if step.tool else step.inputs,
+            inputs=inputs,
             context={
                 "step_index": index,
                 "step_id": step_id,
@@ -169,7 +180,17 @@ class Run:
         if outcome.ok:
             self.results[step_id] = self.previous = entry["result"] = outcome.result
             self.previous_agent = worker
-            self.event("step:complete", step=step_id, worker=worker, attempts=outcome.attempts)
+            self.trace.append(
+                {
+                    "event": "step:complete",
+                    "trace_id": self.trace_id,
+                    "timestamp": utc_timestamp(),
+                    "orchestrator": self.name,
+                    "step": step_id,
+                    "worker": worker,
+                    "attempts": outcome.attempts,
+                }
+            )
         else:
             error = outcome.error_or(f"step '{step_id}' did not complete")
             self.failures.append((step_id, error))
@@ -210,7 +231,16 @@ class Run:
             "steps_skipped": skipped,
             "retries": self.retries,
         }
-        return AgentResponse(status=status, result=result, error=error, trace=self.trace, metadata=metadata)
+        # Every part was built here from checked values (SUCCESS has its result, ERROR its error), so
+        # skip re-validating hundreds of trace events.
+        return AgentResponse.model_construct(
+            status=status,
+            result=result,
+            error=error,
+            trace=self.trace,
+            metadata=metadata,
+            timestamp=utc_timestamp(),
+        )
 
     def _combined_error(self) -> AgentError:
         kinds = {e.type for _, e in self.failures}
@@ -252,7 +282,16 @@ async def call_agent(
             if violation is not None:
                 run.event("policy:violation", step=label, constraint=(violation.details or {}).get("constraint"))
                 return StepOutcome(error=violation, attempts=attempts - 1)
-        response = await _answer(agent, request, label, timeout)
+        try:
+            if timeout is None:
+                response = await agent.process(request)
+            else:
+                async with asyncio.timeout(timeout):
+                    response = await agent.process(request)
+            if not isinstance(response, AgentResponse):
+                response = validate_response(response)
+        except Exception as exc:
+            response = _no_answer(exc, request, label, timeout)
         if budget is not None and step is not None:
             budget.record(step, response)
         run.absorb(response.trace, label)
@@ -267,21 +306,19 @@ async def call_agent(
         return StepOutcome(response=response, attempts=attempts)
 
 
-async def _answer(agent: AgentProtocol, request: AgentRequest, label: str, timeout: float | None) -> AgentResponse:
-    trace = [trace_event("step:start", request.metadata.trace_id, step=label)]
-    try:
-        async with asyncio.timeout(timeout):
-            response: Any = await agent.process(request)
-        if isinstance(response, AgentResponse):
-            return response
-        return validate_response(response)
-    except TimeoutError:
+def _no_answer(exc: Exception, request: AgentRequest, label: str, timeout: float | None) -> AgentResponse:
+    """The error an agent's exception (or hang, or malformed answer) stands for."""
+    if isinstance(exc, TimeoutError) and timeout is not None:
+        kind, recoverable = ErrorType.TIMEOUT, False
         message = f"'{label}' did not answer within step_timeout_seconds={timeout}; it was stopped"
-        return error_response(ErrorType.TIMEOUT, message, trace=trace)
-    except ValidationError as exc:
+    elif isinstance(exc, ValidationError):
+        kind, recoverable = ErrorType.EXECUTION, False
         message = f"'{label}' answered with something that is not an AgentResponse: {describe_validation_error(exc)}"
-        return error_response(ErrorType.EXECUTION, message, trace=trace)
-    except Exception as exc:
+    else:
         kind, recoverable = error_for_exception(exc)
         message = f"'{label}' raised {type(exc).__name__}: {exc}"
-        return error_response(kind, message, recoverable=recoverable, trace=trace)
+    return error_response(kind, message, recoverable=recoverable, trace=_failed(request, label))
+
+
+def _failed(request: AgentRequest, label: str) -> list[dict[str, Any]]:
+    return [trace_event("step:no-answer", request.metadata.trace_id, step=label)]

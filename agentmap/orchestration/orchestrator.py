@@ -239,16 +239,17 @@ class Orchestrator:
         except PolicyError as exc:
             run.fail_all(AgentError(type=ErrorType.VALIDATION, message=str(exc)), stage="plan")
             return
-        on_failure = self.config.on_failure
+        config, workers = self.config, self.workers
+        on_failure, step_timeout = config.on_failure, config.step_timeout_seconds
         for index, (step_id, step, worker_name) in enumerate(routed):
             violation = policy.check(step, step_id)
             if violation is not None:
                 run.event("policy:violation", step=step_id, constraint=(violation.details or {}).get("constraint"))
                 outcome = StepOutcome(error=violation)
             else:
-                request = run.step_request(index, step_id, step, worker_name, self.config.step_timeout_seconds)
+                request = run.step_request(index, step_id, step, worker_name, step_timeout)
                 outcome = await call_agent(
-                    self.workers[worker_name], request, run, step_id, self.config, budget=policy, step=step
+                    workers[worker_name], request, run, step_id, config, budget=policy, step=step
                 )
             run.record(index, outcome)
             if outcome.status is ResponseStatus.CANCELLED:

@@ -64,16 +64,43 @@ class PlanStep(BaseModel):
     api_calls: int = Field(default=1, ge=0)
     description: str | None = None
 
-    @model_validator(mode="after")
-    def _one_target(self) -> PlanStep:
-        if bool(self.tool) == bool(self.agent):
-            raise ValueError('a step names exactly one of "tool" or "agent", e.g. {"tool": "search", "inputs": {}}')
-        return self
-
     @property
     def target(self) -> str:
         """The tool or agent the step names."""
         return self.tool or self.agent or ""
+
+    def problem(self) -> str | None:
+        """What is wrong with the step (it must name exactly one of `tool` or `agent`), or None.
+
+        Checked wherever plans enter (a planner's Context, the orchestrator's routing) rather than on
+        every construction, which keeps building long plans cheap.
+        """
+        if bool(self.tool) == bool(self.agent):
+            return 'a step names exactly one of "tool" or "agent", e.g. {"tool": "search", "inputs": {}}'
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as a plain dict, without the fields left at their defaults."""
+        data: dict[str, Any] = {"tool": self.tool} if self.tool else {}
+        if self.agent or not self.tool:
+            data["agent"] = self.agent  # both, or neither: kept so the receiver sees the problem
+        if self.inputs:
+            data["inputs"] = dict(self.inputs)
+        for key in ("id", "worker", "description"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        if self.cost_usd:
+            data["cost_usd"] = self.cost_usd
+        if self.api_calls != 1:
+            data["api_calls"] = self.api_calls
+        return data
+
+
+def _check_steps(steps: Sequence[PlanStep], where: str = "steps") -> None:
+    for index, step in enumerate(steps):
+        problem = step.problem()
+        if problem:
+            raise ValueError(f"{where}.{index}: {problem}")
 
 
 class PlanRule(BaseModel):
@@ -102,6 +129,7 @@ class PlanRule(BaseModel):
     def _has_matcher(self) -> PlanRule:
         if not self.keywords and not self.pattern:
             raise ValueError('a rule needs "keywords" (a list of words) or a "pattern" (a regex) to match goals')
+        _check_steps(self.steps)
         return self
 
     def match(self, goal: str) -> dict[str, str] | None:
@@ -119,6 +147,11 @@ class PlanRule(BaseModel):
 class _PlannerConfig(BaseModel):
     steps: list[PlanStep]
     rules: list[PlanRule]
+
+    @model_validator(mode="after")
+    def _steps_have_targets(self) -> _PlannerConfig:
+        _check_steps(self.steps)
+        return self
 
 
 @runtime_checkable
@@ -146,8 +179,13 @@ class DeterministicPlanner:
         steps: Sequence[PlanStep | Mapping[str, Any]] = (),
         rules: Sequence[PlanRule | Mapping[str, Any]] = (),
     ) -> None:
-        self.steps = [PlanStep.model_validate(s) for s in steps]
-        self.rules = [PlanRule.model_validate(r) for r in rules]
+        config = _PlannerConfig.model_validate({"steps": list(steps), "rules": list(rules)})
+        self.steps = config.steps
+        self.rules = config.rules
+        # Steps without placeholders are planned as they are; find them once, not on every plan.
+        self._fixed = {
+            id(step) for step in [*self.steps, *(s for r in self.rules for s in r.steps)] if not _templated(step)
+        }
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> DeterministicPlanner:
@@ -172,9 +210,10 @@ class DeterministicPlanner:
             captured = rule.match(goal)
             if captured is not None:
                 values = {**request.inputs, **captured}
-                planned += [_fill(step, values) for step in rule.steps]
+                planned += [step if id(step) in self._fixed else _fill(step, values) for step in rule.steps]
         if not planned:
-            planned = [_fill(step, dict(request.inputs)) for step in self.steps]
+            values = dict(request.inputs)
+            planned = [step if id(step) in self._fixed else _fill(step, values) for step in self.steps]
         return planned
 
 
@@ -191,9 +230,13 @@ def _fill(step: PlanStep, values: Mapping[str, Any]) -> PlanStep:
             return [fill(v, key) for v in value]
         return value
 
-    if not any(_PLACEHOLDER.search(str(v)) for v in step.inputs.values()):
+    if not _templated(step):
         return step
     return step.model_copy(update={"inputs": {k: fill(v, k) for k, v in step.inputs.items()}})
+
+
+def _templated(step: PlanStep) -> bool:
+    return any(_PLACEHOLDER.search(str(v)) for v in step.inputs.values())
 
 
 def _lookup(name: str, values: Mapping[str, Any], step: PlanStep, key: str) -> Any:
@@ -269,7 +312,7 @@ class PlannerAgent:
             steps = steps[:limit]
         trace.append(trace_event("plan:complete", trace_id, step_count=len(steps)))
         return success_response(
-            {"steps": [s.model_dump(mode="json", exclude_defaults=True) for s in steps]},
+            {"steps": [s.to_dict() for s in steps]},
             trace=trace,
             metadata={"duration_ms": (time.perf_counter() - started) * 1000, "tool_count": len(steps)},
         )

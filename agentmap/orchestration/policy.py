@@ -52,10 +52,13 @@ class PolicySession:
         self.sources = dict(sources)
         self.api_calls = 0
         self.cost_usd = 0.0
+        self._unlimited = limits == PolicyLimits()
 
     def check(self, step: PlanStep, step_id: str) -> AgentError | None:
         """Return the PERMISSION error `step` would cause, or None when it may run."""
         limits = self.limits
+        if self._unlimited:
+            return None
         if step.tool and limits.allowed_tools is not None and step.tool not in limits.allowed_tools:
             allowed = ", ".join(limits.allowed_tools) or "none"
             return self._violation(
@@ -94,6 +97,8 @@ class PolicySession:
 
     def record(self, step: PlanStep, response: AgentResponse | None) -> None:
         """Count what a step used: the response's `api_calls` / `cost_usd` metadata, else the step's estimates."""
+        if self._unlimited:
+            return
         meta = response.metadata if response is not None else {}
         calls = meta.get("api_calls", step.api_calls)
         cost = meta.get("cost_usd", step.cost_usd)
