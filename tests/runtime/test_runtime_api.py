@@ -1,0 +1,189 @@
+"""load / validate / compile / run: selectors, one parser for validate and compile, and file-level errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import agentmap
+from agentmap import GraphNotFoundError, ValidationError, WorkflowFileError
+from agentmap.runtime.api import select_graph
+from agentmap.spec.loader import read_workflow
+
+WriteCsv = Callable[..., Path]
+
+TWO_GRAPHS = """
+GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field
+Greeting,Hello,template,"Hello, {name}!",name,greeting
+Farewell,Bye,template,"Bye, {name}!",name,farewell
+"""
+
+
+def test_load_reads_and_validates_every_graph(write_csv: WriteCsv) -> None:
+    workflow = agentmap.load(write_csv(TWO_GRAPHS))
+    assert workflow.graph_names == ["Greeting", "Farewell"]
+
+
+def test_load_raises_with_every_error_of_every_graph(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,AgentType,Edge\nA,One,nope,\nB,Two,echo,Nowhere\n")
+    with pytest.raises(ValidationError) as info:
+        agentmap.load(path)
+    err = info.value
+    assert [(i.row, i.code) for i in err.issues] == [(2, "unknown-agent-type"), (3, "unknown-target")]
+    lines = str(err).splitlines()
+    assert lines[0] == f"2 validation errors in {path}:"
+    assert lines[1].startswith(f"  {path}:2:AgentType: error[unknown-agent-type]: unknown agent type 'nope'")
+    assert lines[2].startswith(f"  {path}:3:Edge: error[unknown-target]")
+
+
+def test_compile_selects_a_graph_by_suffix_or_argument_in_any_case(write_csv: WriteCsv) -> None:
+    path = write_csv(TWO_GRAPHS)
+    assert agentmap.compile(f"{path}::Farewell").invoke({"name": "Ada"}).state["farewell"] == "Bye, Ada!"
+    assert agentmap.compile(path, "greeting").name == "Greeting"
+    assert agentmap.run(path, {"name": "Bo"}, graph="Farewell").state["farewell"] == "Bye, Bo!"
+
+
+def test_several_graphs_and_none_named_lists_them(write_csv: WriteCsv) -> None:
+    path = write_csv(TWO_GRAPHS)
+    with pytest.raises(GraphNotFoundError) as info:
+        agentmap.compile(path)
+    err = info.value
+    assert err.code == "graph-not-selected"
+    assert "holds 2 graphs (Greeting, Farewell); say which to use" in err.message
+    assert err.hint == f"append ::GraphName to the path, e.g. {path}::Greeting"
+
+
+def test_unknown_graph_lists_the_graphs_and_suggests_one(write_csv: WriteCsv) -> None:
+    path = write_csv(TWO_GRAPHS)
+    with pytest.raises(GraphNotFoundError) as info:
+        agentmap.compile(f"{path}::Farewel")
+    assert info.value.code == "graph-not-found"
+    assert "has no graph 'Farewel'; did you mean 'Farewell'? (graphs there: Greeting, Farewell)" in info.value.message
+    (issue,) = agentmap.validate(f"{path}::Nothing")
+    assert (issue.code, issue.file, issue.row) == ("graph-not-found", str(path), None)
+    assert "(graphs there: Greeting, Farewell)" in issue.message
+
+
+def test_select_graph_of_a_single_graph_needs_no_name(write_csv: WriteCsv) -> None:
+    workflow, _ = read_workflow(write_csv("GraphName,Node\nOnly,A\n"))
+    assert select_graph(workflow, None).name == "Only"
+
+
+def test_validate_and_compile_report_the_same_findings(write_csv: WriteCsv) -> None:
+    path = write_csv(
+        """
+        GraphName,Node,AgentType,Input_Fields,Output_Field,Edge
+        G,A,echo,q,a,B|C
+        G,B,echo,a,x,
+        G,C,echo,a,x,
+        G,D,ech,,,
+        """
+    )
+    issues = agentmap.validate(path)
+    with pytest.raises(ValidationError) as info:
+        agentmap.compile(path)
+    assert info.value.issues == issues
+    assert [(i.severity, i.code) for i in issues] == [
+        ("error", "parallel-write"),
+        ("error", "unknown-agent-type"),
+        ("warning", "unreachable-node"),
+    ]
+
+
+def test_validate_one_graph_of_several(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,AgentType\nGood,A,echo\nBad,B,nope\n")
+    assert agentmap.validate(path, "Good") == []
+    assert agentmap.validate(f"{path}::Good") == []
+    assert [i.code for i in agentmap.validate(path)] == ["unknown-agent-type"]
+
+
+def test_warnings_do_not_stop_compile(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,Input_Fields,Colour\nG,A,,red\nG,B,never_set,\n")
+    assert {i.code for i in agentmap.validate(path)} == {"unknown-column", "unreachable-node", "unset-input"}
+    assert agentmap.run(path).success is True
+
+
+def test_compile_accepts_a_workflow_or_a_graph_spec(write_csv: WriteCsv) -> None:
+    workflow = agentmap.load(write_csv(TWO_GRAPHS))
+    assert agentmap.compile(workflow, "Farewell").invoke({"name": "X"}).state["farewell"] == "Bye, X!"
+    spec = workflow.get("Greeting")
+    assert spec is not None
+    assert agentmap.compile(spec).invoke({"name": "Y"}).state["greeting"] == "Hello, Y!"
+    assert agentmap.validate(workflow) == []
+
+
+def test_run_keeps_initial_keys_no_node_uses(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,A,echo,q,a\n")
+    result = agentmap.run(path, {"q": 1, "session": "s1"})
+    assert result.state["session"] == "s1" and result.state["a"] == {"q": 1}
+
+
+def test_settings_reach_agents_through_their_environment(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv("GraphName,Node\nG,A\n"), settings={"model": "offline"})
+    assert app.agents["A"].environment.settings == {"model": "offline"}
+
+
+def test_functions_and_agents_folders_can_be_named(write_csv: WriteCsv, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "routes").mkdir(parents=True)
+    (elsewhere / "agents").mkdir()
+    (elsewhere / "routes" / "r.py").write_text("def go_right(state, ok, bad):\n    return 'Right'\n", encoding="utf-8")
+    (elsewhere / "agents" / "x.py").write_text(
+        "from agentmap import BaseAgent\nclass ElsewhereAgent(BaseAgent):\n"
+        "    def process(self, inputs):\n        return 'from elsewhere'\n",
+        encoding="utf-8",
+    )
+    path = write_csv("GraphName,Node,AgentType,Output_Field,Edge\nG,Start,elsewhere,out,func:go_right\nG,Right,,,\n")
+    assert [i.code for i in agentmap.validate(path)] == ["unknown-agent-type", "unknown-function"]
+    result = agentmap.run(path, functions_dir=elsewhere / "routes", agents_dir=elsewhere / "agents")
+    assert result.state["out"] == "from elsewhere"
+    assert [e.name for e in result.summary] == ["Start", "Right"]
+
+
+# -- file-level errors ----------------------------------------------------------------------------
+
+
+def test_missing_file_suggests_the_close_name(write_csv: WriteCsv, tmp_path: Path) -> None:
+    write_csv("GraphName,Node\nG,A\n", name="hello_world.csv")
+    with pytest.raises(WorkflowFileError) as info:
+        agentmap.compile(tmp_path / "hello_wrld.csv::G")
+    assert info.value.code == "file-not-found"
+    assert f"did you mean {tmp_path / 'hello_world.csv'}?" == info.value.hint
+    (issue,) = agentmap.validate(tmp_path / "hello_wrld.csv")
+    assert (issue.code, issue.severity) == ("file-not-found", "error")
+    assert "hello_world.csv" in issue.fix
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "code"),
+    [
+        ("flow.txt", b"GraphName,Node\nG,A\n", "unsupported-format"),
+        ("flow.csv", b"\x00\x01\x02binary", "not-text"),
+        ("flow.csv", "GraphName,Node\nG,Caf\xe9\n".encode("latin-1"), "not-text"),
+        ("flow.csv", b"", "empty-file"),
+    ],
+)
+def test_unreadable_files_raise_and_validate_reports_them(tmp_path: Path, name: str, content: bytes, code: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(WorkflowFileError) as info:
+        agentmap.compile(path)
+    assert info.value.code == code
+    assert [i.code for i in agentmap.validate(path)] == [code]
+
+
+def test_a_directory_is_not_a_file(tmp_path: Path) -> None:
+    with pytest.raises(WorkflowFileError) as info:
+        agentmap.load(tmp_path)
+    assert info.value.code == "not-a-file"
+
+
+def test_header_only_file_has_no_graphs(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,AgentType\n")
+    (issue,) = agentmap.validate(path)
+    assert (issue.code, issue.row) == ("no-graphs", None)
+    with pytest.raises(ValidationError) as info:
+        agentmap.compile(path)
+    assert [i.code for i in info.value.issues] == ["no-graphs"]
