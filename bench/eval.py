@@ -31,18 +31,20 @@ async def _waiting_agent(prompt: str, **_: Any) -> str:
 
 
 def bench_run(folder: Path) -> float:
-    scenarios = [Scenario(name=f"s{i}", turns=(ScenarioTurn(turn=1, message=f"question {i}"),))
-                 for i in range(100)]
+    scenarios = [Scenario(name=f"s{i}", turns=(ScenarioTurn(turn=1, message=f"question {i}"),)) for i in range(100)]
     times = {}
     for concurrency in (1, 10):
         started = time.perf_counter()
-        summary = asyncio.run(run_eval(scenarios, _waiting_agent, folder / f"c{concurrency}",
-                                       concurrency=concurrency, progress=False))
+        summary = asyncio.run(
+            run_eval(scenarios, _waiting_agent, folder / f"c{concurrency}", concurrency=concurrency, progress=False)
+        )
         times[concurrency] = time.perf_counter() - started
         assert len(summary.outcomes) == 100
     ratio = times[1] / times[10]
-    print(f"eval run, 100 scenarios x 50 ms: concurrency 1 {times[1]:.2f}s, concurrency 10 {times[10]:.2f}s "
-          f"-> {ratio:.1f}x faster (target >= 7x) {'OK' if ratio >= 7 else 'MISSED'}")
+    print(
+        f"eval run, 100 scenarios x 50 ms: concurrency 1 {times[1]:.2f}s, concurrency 10 {times[10]:.2f}s "
+        f"-> {ratio:.1f}x faster (target >= 7x) {'OK' if ratio >= 7 else 'MISSED'}"
+    )
     return ratio
 
 
@@ -52,19 +54,32 @@ def bench_score(folder: Path, count: int = 10_000) -> float:
     entries = []
     for i in range(count):
         name = f"s{i % 500}"
-        scenarios.setdefault(name, Scenario(name=name, turns=(
-            ScenarioTurn(turn=1, message="Hello", must_include=("hello",)),
-            ScenarioTurn(turn=2, message="Can you help?", must_not_include=("error",)),
-        )))
+        scenarios.setdefault(
+            name,
+            Scenario(
+                name=name,
+                turns=(
+                    ScenarioTurn(turn=1, message="Hello", must_include=("hello",)),
+                    ScenarioTurn(turn=2, message="Can you help?", must_not_include=("error",)),
+                ),
+            ),
+        )
         stamp = start + timedelta(seconds=i)
-        turns = (Turn(role="user", timestamp=stamp, text="Hello"),
-                 Turn(role="assistant", timestamp=stamp, text="Hello! How can I help you today?"),
-                 Turn(role="user", timestamp=stamp, text="Can you help?"),
-                 Turn(role="assistant", timestamp=stamp,
-                      text="Yes.\nHere is a longer reply over\nseveral lines, with ünïcode ✓." if i % 7
-                      else "I'm sorry, but I can't help with that."))
-        meta = RunMetadata(session_id=f"b{i:05d}", mode="synthetic", scenario=name, max_turns=2,
-                           stop_reason="completed")
+        turns = (
+            Turn(role="user", timestamp=stamp, text="Hello"),
+            Turn(role="assistant", timestamp=stamp, text="Hello! How can I help you today?"),
+            Turn(role="user", timestamp=stamp, text="Can you help?"),
+            Turn(
+                role="assistant",
+                timestamp=stamp,
+                text="Yes.\nHere is a longer reply over\nseveral lines, with ünïcode ✓."
+                if i % 7
+                else "I'm sorry, but I can't help with that.",
+            ),
+        )
+        meta = RunMetadata(
+            session_id=f"b{i:05d}", mode="synthetic", scenario=name, max_turns=2, stop_reason="completed"
+        )
         log = f"b{i:05d}.log"
         (folder / log).write_text(format_log(ConversationLog(metadata=meta, turns=turns)), encoding="utf-8")
         entries.append(ManifestEntry(log=log, scenario=name, run=i // 500 + 1))
@@ -84,8 +99,10 @@ def bench_score(folder: Path, count: int = 10_000) -> float:
     report = score_logs(folder)
     assert len(report.runs) == count
     ratio = best_score / best_read
-    print(f"eval score, {count} logs: reading {best_read:.2f}s, scoring {best_score:.2f}s "
-          f"-> {ratio:.2f}x reading (target <= 3x) {'OK' if ratio <= 3 else 'MISSED'}")
+    print(
+        f"eval score, {count} logs: reading {best_read:.2f}s, scoring {best_score:.2f}s "
+        f"-> {ratio:.2f}x reading (target <= 3x) {'OK' if ratio <= 3 else 'MISSED'}"
+    )
     return ratio
 
 

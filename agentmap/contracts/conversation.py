@@ -43,9 +43,7 @@ class StopReason(StrEnum):
 
 def _single_line(value: str, what: str) -> str:
     if not value or value != value.strip() or "\n" in value or "\r" in value:
-        raise ValueError(
-            f"{what} must be a non-empty single line without leading or trailing spaces, got {value!r}"
-        )
+        raise ValueError(f"{what} must be a non-empty single line without leading or trailing spaces, got {value!r}")
     return value
 
 

@@ -98,16 +98,18 @@ def agent_for(
         collector = ToolTraceCollector()
         result = await app.ainvoke(state, {"callbacks": [collector]})
         traces = collector.traces
-        output = AgentOutputMinimal.model_validate({
-            "content": _content(result, keys.content, app),
-            "response_time_secs": round(time.perf_counter() - started, 6),
-            "traces": traces,
-            "tools": unique_tool_names(traces),
-            "success": result.success,
-            "errors": [str(e) for e in result.errors],
-            "timings": _timings(result),
-            "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
-        })
+        output = AgentOutputMinimal.model_validate(
+            {
+                "content": _content(result, keys.content, app),
+                "response_time_secs": round(time.perf_counter() - started, 6),
+                "traces": traces,
+                "tools": unique_tool_names(traces),
+                "success": result.success,
+                "errors": [str(e) for e in result.errors],
+                "timings": _timings(result),
+                "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
+            }
+        )
         return output.to_dict()
 
     run_workflow_agent.__doc__ = f"run_agent for the workflow {app.name!r} (see agentmap.interface.agent_for)."

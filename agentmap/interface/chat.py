@@ -59,8 +59,9 @@ async def ask(
         memory: Extra context.
         config: Per-call overrides (seed 001 config keys).
     """
-    result = await as_async_agent(agent)(prompt, chat_history=chat_history, memory=memory,
-                                         config=dict(config) if config is not None else None)
+    result = await as_async_agent(agent)(
+        prompt, chat_history=chat_history, memory=memory, config=dict(config) if config is not None else None
+    )
     if as_json:
         data = result if isinstance(result, Mapping) else {"content": reply_text(result)}
         return json.dumps(data, indent=2, ensure_ascii=False, default=str)
@@ -110,8 +111,12 @@ async def chat_loop(
             break
         turns.append(Turn(role="user", timestamp=datetime.now(), text=message))
         try:
-            result = await call(message, chat_history=format_chat_history(history) or None, memory=memory,
-                                config=dict(config) if config is not None else None)
+            result = await call(
+                message,
+                chat_history=format_chat_history(history) or None,
+                memory=memory,
+                config=dict(config) if config is not None else None,
+            )
             reply = reply_text(result)
         except Exception as exc:
             reply = None
@@ -125,8 +130,13 @@ async def chat_loop(
     else:
         reason = StopReason.MAX_TURNS
     log = ConversationLog(
-        metadata=RunMetadata(session_id=f"chat_{started:%Y%m%dT%H%M%S}", mode="interactive", scenario="chat",
-                             max_turns=max_turns or 0, stop_reason=str(reason)),
+        metadata=RunMetadata(
+            session_id=f"chat_{started:%Y%m%dT%H%M%S}",
+            mode="interactive",
+            scenario="chat",
+            max_turns=max_turns or 0,
+            stop_reason=str(reason),
+        ),
         turns=tuple(turns),
     )
     if log_path is not None:

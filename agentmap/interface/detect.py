@@ -25,10 +25,14 @@ MAX_CLARIFICATION_WORDS = 150
 """... in at most this many words."""
 
 _I = r"(?:i|we)"
-_CANNOT = r"(?:can't|cannot|can not|won't|will not|am unable to|'m unable to|am not able to|'m not able to|" \
-          r"are unable to|are not able to|'re unable to|'re not able to|must decline to|have to decline to)"
-_ACT = r"(?:help|assist|provide|do|answer|comply|share|give|support|fulfil|fulfill|complete|discuss|" \
-       r"process|access|make|create|offer|perform|tell|write|generate|engage)"
+_CANNOT = (
+    r"(?:can't|cannot|can not|won't|will not|am unable to|'m unable to|am not able to|'m not able to|"
+    r"are unable to|are not able to|'re unable to|'re not able to|must decline to|have to decline to)"
+)
+_ACT = (
+    r"(?:help|assist|provide|do|answer|comply|share|give|support|fulfil|fulfill|complete|discuss|"
+    r"process|access|make|create|offer|perform|tell|write|generate|engage)"
+)
 _REFUSAL = re.compile(
     rf"\b{_I} {_CANNOT} (?:\w+ ){{0,2}}{_ACT}\b"
     rf"|\b{_I} (?:must|have to|need to) (?:respectfully )?(?:decline|refuse)\b"
@@ -59,8 +63,9 @@ _FENCE = re.compile(r"```(?:json)?\s*[\[{]", re.IGNORECASE)
 def _plain(text: str) -> str:
     """Lower-case `text` and straighten curly apostrophes: the patterns are written for that form."""
     lowered = text.lower()
-    return lowered.replace("\u2019", "'").replace("\u2018", "'") if "\u2019" in lowered or "\u2018" in lowered \
-        else lowered
+    return (
+        lowered.replace("\u2019", "'").replace("\u2018", "'") if "\u2019" in lowered or "\u2018" in lowered else lowered
+    )
 
 
 def is_refusal(text: str) -> bool:

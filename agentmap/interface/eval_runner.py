@@ -27,7 +27,13 @@ from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, 
 from agentmap.interface.scenarios import Scenario, load_scenarios
 
 __all__ = [
-    "EvalRunSummary", "RunAgent", "RunOutcome", "agent_error_text", "as_async_agent", "reply_text", "run_eval",
+    "EvalRunSummary",
+    "RunAgent",
+    "RunOutcome",
+    "agent_error_text",
+    "as_async_agent",
+    "reply_text",
+    "run_eval",
 ]
 
 RunAgent = Callable[..., Awaitable[Any]]

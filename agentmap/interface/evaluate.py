@@ -22,8 +22,7 @@ from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 
-__all__ = ["EvalReport", "Finding", "Judge", "RunScore", "ScenarioScore", "pass_hat_k", "score_logs",
-           "score_turns"]
+__all__ = ["EvalReport", "Finding", "Judge", "RunScore", "ScenarioScore", "pass_hat_k", "score_logs", "score_turns"]
 
 Judge = Callable[[Scenario, Sequence[tuple[str, str]]], Sequence["Finding"]]
 """An optional extra check (an LLM judge): given a scenario and a run's `(role, text)` turns, its findings."""
@@ -173,9 +172,12 @@ def score_logs(
     """
     folder = Path(logs_dir)
     if not folder.is_dir():
-        raise AgentMapError(f"logs folder not found: {folder}", code="file-not-found",
-                            location=Location(file=str(folder)),
-                            hint="Pass the folder `agentmap eval run --out DIR` wrote.")
+        raise AgentMapError(
+            f"logs folder not found: {folder}",
+            code="file-not-found",
+            location=Location(file=str(folder)),
+            hint="Pass the folder `agentmap eval run --out DIR` wrote.",
+        )
     report = EvalReport(logs_dir=str(folder))
     manifest = read_manifest(folder)
     scenarios: Mapping[str, Scenario] = manifest.scenarios if manifest is not None else {}
@@ -195,11 +197,13 @@ def score_logs(
         scenario = scenarios.get(entry.scenario) if entry is not None else None
         if entry is not None and scenario is None:
             missing.add(entry.scenario)
-        report.runs.append(_score_file(path, entry.scenario if entry else None, entry.run if entry else None,
-                                       scenario, judge))
+        report.runs.append(
+            _score_file(path, entry.scenario if entry else None, entry.run if entry else None, scenario, judge)
+        )
     if missing:
-        report.warnings.append(f"no expectations for scenario(s) {', '.join(sorted(missing))}: "
-                               "only the contract is checked for them")
+        report.warnings.append(
+            f"no expectations for scenario(s) {', '.join(sorted(missing))}: only the contract is checked for them"
+        )
     _summarize(report, [e.scenario for e in manifest.runs] if manifest is not None else [])
     return report
 
@@ -229,25 +233,32 @@ def _contract(turns: Sequence[tuple[str, str]], findings: list[Finding]) -> list
         findings.append(Finding("contract", "the conversation is empty"))
         return replies
     if turns[0][0] != "user":
-        findings.append(Finding("contract", f"the conversation must start with a user message, "
-                                            f"not a {turns[0][0]!r} turn"))
+        findings.append(
+            Finding("contract", f"the conversation must start with a user message, not a {turns[0][0]!r} turn")
+        )
     expect_user = True
     for role, text in turns:
         if role not in ("user", "assistant"):
-            findings.append(Finding("contract", f"unknown role {role!r}: only user and assistant may speak",
-                                    len(replies) or None))
+            findings.append(
+                Finding("contract", f"unknown role {role!r}: only user and assistant may speak", len(replies) or None)
+            )
             continue
         if role == "user":
             if not expect_user:
-                findings.append(Finding("contract", "two user messages in a row: the first got no reply",
-                                        len(replies)))
+                findings.append(Finding("contract", "two user messages in a row: the first got no reply", len(replies)))
             replies.append(None)
             expect_user = False
             continue
         if expect_user:
-            findings.append(Finding("contract", "more than one assistant reply to one user message"
-                                    if replies else "an assistant reply with no user message before it",
-                                    len(replies) or None))
+            findings.append(
+                Finding(
+                    "contract",
+                    "more than one assistant reply to one user message"
+                    if replies
+                    else "an assistant reply with no user message before it",
+                    len(replies) or None,
+                )
+            )
             continue
         expect_user = True
         replies[-1] = text
@@ -269,8 +280,12 @@ def _check_reply(text: str, number: int, findings: list[Finding]) -> None:
 
 
 def _expect(step: ScenarioTurn, reply: str | None, findings: list[Finding]) -> None:
-    checks = (step.must_include or step.must_not_include or step.expect_refusal is not None
-              or step.expect_clarification is not None)
+    checks = (
+        step.must_include
+        or step.must_not_include
+        or step.expect_refusal is not None
+        or step.expect_clarification is not None
+    )
     if not checks:
         return
     if reply is None:
@@ -284,18 +299,31 @@ def _expect(step: ScenarioTurn, reply: str | None, findings: list[Finding]) -> N
     if present:
         findings.append(Finding("expectation", f"reply contains {', '.join(map(repr, present))}", step.turn))
     if step.expect_refusal is not None and detect.is_refusal(reply) != step.expect_refusal:
-        findings.append(Finding("expectation", "expected a refusal" if step.expect_refusal
-                                else "the reply refuses, but an answer was expected", step.turn))
+        findings.append(
+            Finding(
+                "expectation",
+                "expected a refusal" if step.expect_refusal else "the reply refuses, but an answer was expected",
+                step.turn,
+            )
+        )
     if step.expect_clarification is not None:
         kind = detect.clarification(reply)
         if step.expect_clarification and kind != "bounded":
-            findings.append(Finding("expectation", "expected a bounded clarifying question" if kind is None
-                                    else "the clarification asks too much (over "
-                                         f"{detect.MAX_CLARIFYING_QUESTIONS} questions or "
-                                         f"{detect.MAX_CLARIFICATION_WORDS} words)", step.turn))
+            findings.append(
+                Finding(
+                    "expectation",
+                    "expected a bounded clarifying question"
+                    if kind is None
+                    else "the clarification asks too much (over "
+                    f"{detect.MAX_CLARIFYING_QUESTIONS} questions or "
+                    f"{detect.MAX_CLARIFICATION_WORDS} words)",
+                    step.turn,
+                )
+            )
         elif not step.expect_clarification and kind is not None:
-            findings.append(Finding("expectation", "the reply asks a clarifying question, but an answer "
-                                                   "was expected", step.turn))
+            findings.append(
+                Finding("expectation", "the reply asks a clarifying question, but an answer was expected", step.turn)
+            )
 
 
 def _summarize(report: EvalReport, order: list[str]) -> None:

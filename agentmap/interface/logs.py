@@ -52,9 +52,7 @@ _METADATA_HEADER = "Run metadata:"
 _CONVERSATION_HEADER = "Conversation:"
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TURN = re.compile(r" - ([A-Za-z][A-Za-z0-9_-]*) \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]:")
-_TURN_BLOCK = re.compile(
-    r" - ([A-Za-z][A-Za-z0-9_-]*) \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]:\n((?:  [^\n]*\n)+)"
-)
+_TURN_BLOCK = re.compile(r" - ([A-Za-z][A-Za-z0-9_-]*) \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]:\n((?:  [^\n]*\n)+)")
 _CONVERSATION_LINE = re.compile(r"^Conversation:$", re.MULTILINE)
 _ITEM = re.compile(r"- ([a-z_]+): (.+)")
 
@@ -199,10 +197,10 @@ def parse_conversation_texts(text: str, *, source: str | None = None) -> list[tu
         text = text.replace("\r\n", "\n")
     header = _CONVERSATION_LINE.search(text)
     pairs: list[tuple[str, str]] = []
-    if header is not None and text[header.end():header.end() + 1] in ("\n", ""):
+    if header is not None and text[header.end() : header.end() + 1] in ("\n", ""):
         # One regex match per turn over the whole section; anything unusual takes the line-by-line path,
         # which gives the same result or the line-numbered error.
-        section = text[header.end() + 1:].rstrip("\n")
+        section = text[header.end() + 1 :].rstrip("\n")
         section = section + "\n" if section else section
         at, end = 0, len(section)
         while at < end:
@@ -256,8 +254,10 @@ def _expect_conversation_header(lines: list[str], blank: int, source: str | None
 
 def _parse_turns(lines: list[str], start: int, source: str | None) -> tuple[Turn, ...]:
     # Everything was validated while parsing; skipping pydantic's validation keeps reading logs fast.
-    return tuple(Turn.model_construct(role=role, timestamp=stamp, text=text)
-                 for role, stamp, text in _raw_turns(lines, start, source))
+    return tuple(
+        Turn.model_construct(role=role, timestamp=stamp, text=text)
+        for role, stamp, text in _raw_turns(lines, start, source)
+    )
 
 
 def _raw_turns(lines: list[str], start: int, source: str | None) -> list[tuple[str, datetime, str]]:
@@ -279,8 +279,7 @@ def _raw_turns(lines: list[str], start: int, source: str | None) -> list[tuple[s
             index += 1
         if index == first:
             where = lines[index] if index < count else ""
-            _fail(source, index + 1, "a turn's text must follow its header, each line indented by two spaces",
-                  where)
+            _fail(source, index + 1, "a turn's text must follow its header, each line indented by two spaces", where)
         text = lines[first][2:] if index == first + 1 else "\n".join(line[2:] for line in lines[first:index])
         turns.append((match.group(1), stamp, text))
     return turns

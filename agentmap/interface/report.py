@@ -42,16 +42,19 @@ def render_table(report: EvalReport, console: Console | None = None) -> None:
         table.add_row(scenario.name, str(scenario.runs), str(scenario.passes), *cells, style=style)
     unmapped = [r for r in report.runs if r.scenario is None]
     if unmapped:
-        table.add_row("(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)),
-                      *("-" for _ in ks))
-    table.add_row("all", str(len(report.runs)), str(report.passed),
-                  *(f"{report.pass_hat_k[k]:.2f}" for k in ks), style="bold")
+        table.add_row("(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)), *("-" for _ in ks))
+    table.add_row(
+        "all", str(len(report.runs)), str(report.passed), *(f"{report.pass_hat_k[k]:.2f}" for k in ks), style="bold"
+    )
     out.print(table)
     failures = [r for r in report.runs if not r.passed]
     for run in failures[:_SHOWN_FAILURES]:
-        out.print(f"[red]FAIL[/red] {run.log} ({_name(run)}): "
-                  + "; ".join(_finding_text(f.turn, f.message) for f in run.findings), markup=True,
-                  highlight=False)
+        out.print(
+            f"[red]FAIL[/red] {run.log} ({_name(run)}): "
+            + "; ".join(_finding_text(f.turn, f.message) for f in run.findings),
+            markup=True,
+            highlight=False,
+        )
     if len(failures) > _SHOWN_FAILURES:
         out.print(f"... and {len(failures) - _SHOWN_FAILURES} more failing runs (see --json or --report)")
     for warning in report.warnings:
@@ -69,12 +72,17 @@ def report_html(report: EvalReport) -> str:
         cls = "ok" if s.passes == s.runs else "bad"
         rows.append(f'<tr class="{cls}"><td>{esc(s.name)}</td><td>{s.runs}</td><td>{s.passes}</td>{cells}</tr>')
     total = "".join(f"<td>{report.pass_hat_k[k]:.2f}</td>" for k in ks)
-    rows.append(f"<tr class=\"total\"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>")
+    rows.append(f'<tr class="total"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>')
     runs = "".join(_run_row(r) for r in report.runs)
-    warnings = "".join(f"<p class=\"warn\">{esc(w)}</p>" for w in report.warnings)
+    warnings = "".join(f'<p class="warn">{esc(w)}</p>' for w in report.warnings)
     return _PAGE.format(
-        title=esc(f"Evaluation of {report.logs_dir}"), passed=report.passed, total=len(report.runs),
-        head=head, scenarios="".join(rows), runs=runs, warnings=warnings,
+        title=esc(f"Evaluation of {report.logs_dir}"),
+        passed=report.passed,
+        total=len(report.runs),
+        head=head,
+        scenarios="".join(rows),
+        runs=runs,
+        warnings=warnings,
     )
 
 
@@ -92,9 +100,11 @@ def _run_row(run: RunScore) -> str:
     esc = html.escape
     found = "".join(f"<li>{esc(f.kind)}: {esc(_finding_text(f.turn, f.message))}</li>" for f in run.findings)
     verdict = "pass" if run.passed else "fail"
-    return (f'<tr class="{"ok" if run.passed else "bad"}"><td>{esc(run.log)}</td><td>{esc(_name(run))}</td>'
-            f"<td>{verdict}</td><td>{run.user_turns}</td><td>{run.refusals}</td><td>{run.clarifications}</td>"
-            f"<td><ul>{found}</ul></td></tr>")
+    return (
+        f'<tr class="{"ok" if run.passed else "bad"}"><td>{esc(run.log)}</td><td>{esc(_name(run))}</td>'
+        f"<td>{verdict}</td><td>{run.user_turns}</td><td>{run.refusals}</td><td>{run.clarifications}</td>"
+        f"<td><ul>{found}</ul></td></tr>"
+    )
 
 
 _PAGE = """<!DOCTYPE html>
@@ -122,5 +132,3 @@ ul {{ margin: 0; padding-left: 1.2em; }}
 <tbody>{runs}</tbody></table>
 </body></html>
 """
-
-

@@ -100,8 +100,7 @@ def _fold(header: str) -> str:
     return re.sub(r"[\s_\-]+", "", header).lower()
 
 
-_LOOKUP = {_fold(name): canonical for canonical, aliases in SCENARIO_COLUMNS.items()
-           for name in (canonical, *aliases)}
+_LOOKUP = {_fold(name): canonical for canonical, aliases in SCENARIO_COLUMNS.items() for name in (canonical, *aliases)}
 
 
 def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
@@ -119,8 +118,11 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
     """
     file = Path(path)
     if not file.is_file():
-        raise ScenarioError(f"scenarios file not found: {file}", location=Location(file=str(file)),
-                            hint="Pass the path of a CSV with columns scenario, turn, user_message.")
+        raise ScenarioError(
+            f"scenarios file not found: {file}",
+            location=Location(file=str(file)),
+            hint="Pass the path of a CSV with columns scenario, turn, user_message.",
+        )
     with file.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle))
     header_at = next((i for i, row in enumerate(rows) if _content(row)), None)
@@ -128,15 +130,18 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
         raise ScenarioError("the scenarios file is empty", location=Location(file=str(file)))
     columns = _map_header(rows[header_at], file, header_at + 1)
     grouped: dict[str, list[tuple[int, dict[str, str]]]] = {}
-    for number, row in enumerate(rows[header_at + 1:], start=header_at + 2):
+    for number, row in enumerate(rows[header_at + 1 :], start=header_at + 2):
         if not _content(row):
             continue
         cells = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
         where = _Where(str(file), number)
         name = cells["scenario"]
         if not name:
-            raise ScenarioError("a row has no scenario name", location=where.at("scenario"),
-                                hint="Give every row the name of the scenario it belongs to.")
+            raise ScenarioError(
+                "a row has no scenario name",
+                location=where.at("scenario"),
+                hint="Give every row the name of the scenario it belongs to.",
+            )
         grouped.setdefault(name, []).append((number, cells))
     return [_build(name, rows_, str(file)) for name, rows_ in grouped.items()]
 
@@ -160,9 +165,11 @@ def _map_header(header: list[str], file: Path, line: int) -> dict[str, int]:
         if canonical is None:
             continue
         if canonical in columns:
-            raise ScenarioError(f"two columns mean {canonical!r}: {header[columns[canonical]]!r} and {cell!r}",
-                                location=Location(file=str(file), row=line, column=cell),
-                                hint="Keep one of them.")
+            raise ScenarioError(
+                f"two columns mean {canonical!r}: {header[columns[canonical]]!r} and {cell!r}",
+                location=Location(file=str(file), row=line, column=cell),
+                hint="Keep one of them.",
+            )
         columns[canonical] = index
     for required in _REQUIRED:
         if required not in columns:
@@ -182,30 +189,38 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
         raw_turn = cells.get("turn", "")
         if raw_turn:
             if not raw_turn.isdigit() or int(raw_turn) < 1:
-                raise ScenarioError(f"turn must be a positive whole number, got {raw_turn!r}",
-                                    location=where.at("turn"))
+                raise ScenarioError(
+                    f"turn must be a positive whole number, got {raw_turn!r}", location=where.at("turn")
+                )
             number = int(raw_turn)
         else:
             number = position
         if number in seen:
-            raise ScenarioError(f"scenario {name!r} has turn {number} twice (also on row {seen[number]})",
-                                location=where.at("turn"), hint="Number each scenario's turns 1, 2, 3, ...")
+            raise ScenarioError(
+                f"scenario {name!r} has turn {number} twice (also on row {seen[number]})",
+                location=where.at("turn"),
+                hint="Number each scenario's turns 1, 2, 3, ...",
+            )
         seen[number] = line
-        turns.append(ScenarioTurn(
-            turn=number,
-            message=cells["user_message"],
-            must_include=_terms(cells.get("must_include", "")),
-            must_not_include=_terms(cells.get("must_not_include", "")),
-            expect_refusal=_flag(cells.get("expect_refusal", ""), where.at("expect_refusal")),
-            expect_clarification=_flag(cells.get("expect_clarification", ""), where.at("expect_clarification")),
-            rubric=cells.get("rubric", ""),
-        ))
+        turns.append(
+            ScenarioTurn(
+                turn=number,
+                message=cells["user_message"],
+                must_include=_terms(cells.get("must_include", "")),
+                must_not_include=_terms(cells.get("must_not_include", "")),
+                expect_refusal=_flag(cells.get("expect_refusal", ""), where.at("expect_refusal")),
+                expect_clarification=_flag(cells.get("expect_clarification", ""), where.at("expect_clarification")),
+                rubric=cells.get("rubric", ""),
+            )
+        )
     turns.sort(key=lambda t: t.turn)
     for expected, turn in enumerate(turns, start=1):
         if turn.turn != expected:
-            raise ScenarioError(f"scenario {name!r} skips turn {expected} (it has turn {turn.turn})",
-                                location=Location(file=file, row=seen[turn.turn], column="turn"),
-                                hint="Number each scenario's turns 1, 2, 3, ... without gaps.")
+            raise ScenarioError(
+                f"scenario {name!r} skips turn {expected} (it has turn {turn.turn})",
+                location=Location(file=file, row=seen[turn.turn], column="turn"),
+                hint="Number each scenario's turns 1, 2, 3, ... without gaps.",
+            )
     return Scenario(name=name, turns=tuple(turns))
 
 
@@ -221,5 +236,8 @@ def _flag(cell: str, where: Location) -> bool | None:
         return True
     if value in _FALSE:
         return False
-    raise ScenarioError(f"expected yes or no, got {cell!r}", location=where,
-                        hint="Use yes/no (or true/false, 1/0); leave empty for 'either'.")
+    raise ScenarioError(
+        f"expected yes or no, got {cell!r}",
+        location=where,
+        hint="Use yes/no (or true/false, 1/0); leave empty for 'either'.",
+    )

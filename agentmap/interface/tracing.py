@@ -75,10 +75,14 @@ class ToolTraceCollector(BaseCallbackHandler):
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Record a `TRACE_EVENT` dispatched by an agent; other events are ignored."""
         if name == TRACE_EVENT and isinstance(data, dict) and "tool" in data:
-            self.add(ToolTraceMinimal(
-                tool=str(data["tool"]), output=as_text(data.get("output", "")),
-                args=_json_safe(data.get("args")), duration_secs=data.get("duration_secs"),
-            ))
+            self.add(
+                ToolTraceMinimal(
+                    tool=str(data["tool"]),
+                    output=as_text(data.get("output", "")),
+                    args=_json_safe(data.get("args")),
+                    duration_secs=data.get("duration_secs"),
+                )
+            )
 
     def _close(self, run_id: UUID, output: str) -> None:
         with self._lock:

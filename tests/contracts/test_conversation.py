@@ -12,8 +12,7 @@ from agentmap.contracts.conversation import RunMetadata, StopReason, Turn
 
 def test_stop_reasons_are_the_seed_strings() -> None:
     assert {"single_turn", "agent_error", "timeout", "missing_input"} <= {r.value for r in StopReason}
-    meta = RunMetadata(session_id="s", mode="synthetic", scenario="x", max_turns=1,
-                       stop_reason=StopReason.TIMEOUT)
+    meta = RunMetadata(session_id="s", mode="synthetic", scenario="x", max_turns=1, stop_reason=StopReason.TIMEOUT)
     assert meta.stop_reason == "timeout"
 
 

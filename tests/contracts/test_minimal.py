@@ -32,9 +32,7 @@ def test_seed_example_validates_against_schema_and_model() -> None:
 def test_traces_default_to_empty_and_unset_trace_fields_are_omitted() -> None:
     output = AgentOutputMinimal(content="hi", response_time_secs=0.1)
     assert output.traces == []
-    output = AgentOutputMinimal(
-        content="hi", response_time_secs=0.1, traces=[ToolTraceMinimal(tool="t", output="x")]
-    )
+    output = AgentOutputMinimal(content="hi", response_time_secs=0.1, traces=[ToolTraceMinimal(tool="t", output="x")])
     data = output.to_dict()
     assert data["traces"] == [{"tool": "t", "output": "x"}]
     jsonschema.validate(data, AGENT_OUTPUT_SCHEMA)

@@ -86,8 +86,12 @@ async def test_chat_history_reaches_the_workflow_as_messages(tmp_path: Path) -> 
         encoding="utf-8",
     )
     agent = agent_for(path)
-    output = await agent("third", chat_history="user: first\nassistant: second\nline two", memory="likes tea",
-                         config={"only_domains": ["maths"], "surprise": 1})
+    output = await agent(
+        "third",
+        chat_history="user: first\nassistant: second\nline two",
+        memory="likes tea",
+        config={"only_domains": ["maths"], "surprise": 1},
+    )
     prompt, history, memory, config = output["content"].split(" | ")
     assert prompt == "third"
     assert "'role': 'user', 'content': 'first'" in history
@@ -107,18 +111,24 @@ async def test_a_workflow_without_a_reply_raises_and_the_runner_logs_agent_error
     agent = agent_for(path)
     with pytest.raises(AgentMapError, match="gave no reply"):
         await agent("hi")
-    summary = await run_eval([Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"),))], agent,
-                             tmp_path / "logs", progress=False)
+    summary = await run_eval(
+        [Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"),))], agent, tmp_path / "logs", progress=False
+    )
     log = read_log(summary.outcomes[0].log)
     assert log.metadata.stop_reason == "agent_error"
     assert "gave no reply" in log.turns[-1].text
 
 
 async def test_workflow_agent_through_eval_run_and_score(workflow: Path, tmp_path: Path) -> None:
-    scenarios = [Scenario(name="pop", turns=(
-        ScenarioTurn(turn=1, message="What is the population of Lyon?", must_include=("Lyon", "million")),
-        ScenarioTurn(turn=2, message="hello", must_not_include=("error",)),
-    ))]
+    scenarios = [
+        Scenario(
+            name="pop",
+            turns=(
+                ScenarioTurn(turn=1, message="What is the population of Lyon?", must_include=("Lyon", "million")),
+                ScenarioTurn(turn=2, message="hello", must_not_include=("error",)),
+            ),
+        )
+    ]
     await run_eval(scenarios, agent_for(workflow), tmp_path / "logs", progress=False)
     report = score_logs(tmp_path / "logs")
     assert [(r.passed, r.findings) for r in report.runs] == [(True, [])]
@@ -128,9 +138,11 @@ def test_load_active_agent_from_a_python_file_or_a_workflow(
     workflow: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module = tmp_path / "my_agent.py"
-    module.write_text("async def run_agent(prompt, chat_history=None, memory=None, config=None):\n"
-                      "    return {'content': prompt[::-1], 'response_time_secs': 0.0, 'traces': []}\n",
-                      encoding="utf-8")
+    module.write_text(
+        "async def run_agent(prompt, chat_history=None, memory=None, config=None):\n"
+        "    return {'content': prompt[::-1], 'response_time_secs': 0.0, 'traces': []}\n",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("ACTIVE_AGENT_PATH", str(module))
     assert load_active_agent().__name__ == "run_agent"
     assert callable(load_active_agent(f"{workflow}::Cities"))
@@ -138,9 +150,11 @@ def test_load_active_agent_from_a_python_file_or_a_workflow(
 
 async def test_module_run_agent_uses_the_active_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = tmp_path / "rev.py"
-    module.write_text("def run_agent(prompt, chat_history=None, memory=None, config=None):\n"
-                      "    return {'content': prompt[::-1], 'response_time_secs': 0.0, 'traces': []}\n",
-                      encoding="utf-8")
+    module.write_text(
+        "def run_agent(prompt, chat_history=None, memory=None, config=None):\n"
+        "    return {'content': prompt[::-1], 'response_time_secs': 0.0, 'traces': []}\n",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("ACTIVE_AGENT_PATH", str(module))
     output: dict[str, Any] = await run_agent("abc")
     assert output["content"] == "cba"
@@ -150,9 +164,7 @@ async def test_module_run_agent_uses_the_active_agent(tmp_path: Path, monkeypatc
     ("value", "words"),
     [("", "no active agent"), ("nowhere/agent.py", "does not exist"), ("no_such_module_xyz", "cannot import")],
 )
-def test_active_agent_mistakes_are_config_errors(
-    value: str, words: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_active_agent_mistakes_are_config_errors(value: str, words: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACTIVE_AGENT_PATH", value)
     with pytest.raises(ConfigError, match=words):
         load_active_agent()

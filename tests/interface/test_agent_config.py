@@ -28,8 +28,14 @@ def test_environment_fills_what_config_leaves_out() -> None:
 
 def test_config_wins_and_unknown_keys_are_ignored() -> None:
     config = resolve_agent_config(
-        {"tool_root": "/call", "only_domains": ["notes"], "execution_mode": "async", "domain_timeout_secs": 1,
-         "model_overrides": {"router": "offline:call", "painter": "x"}, "colour": "blue"},
+        {
+            "tool_root": "/call",
+            "only_domains": ["notes"],
+            "execution_mode": "async",
+            "domain_timeout_secs": 1,
+            "model_overrides": {"router": "offline:call", "painter": "x"},
+            "colour": "blue",
+        },
         ENV,
     )
     assert (config.tool_root, config.only_domains, config.execution_mode) == ("/call", ("notes",), "async")

@@ -15,8 +15,11 @@ async def remembering_agent(prompt: str, chat_history: str | None = None, **_: A
     if prompt == "fail":
         raise ValueError("no thanks")
     earlier = [text for role, text in parse_chat_history(chat_history) if role == "user"]
-    return {"content": f"{prompt} (earlier: {', '.join(earlier) or 'nothing'})", "response_time_secs": 0.0,
-            "traces": []}
+    return {
+        "content": f"{prompt} (earlier: {', '.join(earlier) or 'nothing'})",
+        "response_time_secs": 0.0,
+        "traces": [],
+    }
 
 
 async def test_chat_keeps_history_until_exit(tmp_path: Path) -> None:
@@ -51,7 +54,10 @@ async def test_ask_prints_the_reply_or_the_json(tmp_path: Path) -> None:
 
 async def test_resolve_agent_for_a_workflow_file(tmp_path: Path) -> None:
     path = tmp_path / "echo.csv"
-    path.write_text("GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\n"
-                    "Echo,Reply,template,You said {prompt},prompt,reply\n", encoding="utf-8")
+    path.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\n"
+        "Echo,Reply,template,You said {prompt},prompt,reply\n",
+        encoding="utf-8",
+    )
     agent = resolve_agent(f"{path}::Echo")
     assert await ask(agent, "hi") == "You said hi"

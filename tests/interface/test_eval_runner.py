@@ -86,8 +86,7 @@ async def test_every_run_gets_a_valid_log_with_its_stop_reason(scenarios_csv: Pa
 
 
 async def test_max_turns_cuts_a_long_scenario(scenarios_csv: Path, tmp_path: Path) -> None:
-    summary = await run_eval(scenarios_csv, scripted_agent, tmp_path / "logs", max_turns=2, timeout=0.2,
-                             progress=False)
+    summary = await run_eval(scenarios_csv, scripted_agent, tmp_path / "logs", max_turns=2, timeout=0.2, progress=False)
     trip = _logs(summary)["secret_trip"]
     assert trip.metadata.stop_reason == StopReason.MAX_TURNS
     assert trip.metadata.max_turns == 2
@@ -142,14 +141,14 @@ async def test_resume_skips_complete_logs_and_redoes_broken_or_changed_ones(
 
 
 async def test_sync_agents_and_plain_string_replies_work(tmp_path: Path) -> None:
-    def sync_agent(prompt: str, chat_history: str | None = None, memory: str | None = None,
-                   config: dict[str, Any] | None = None) -> str:
+    def sync_agent(
+        prompt: str, chat_history: str | None = None, memory: str | None = None, config: dict[str, Any] | None = None
+    ) -> str:
         time.sleep(0.01)
         return f"{prompt} / {memory} / {config}"
 
     scenarios = [Scenario(name="x", turns=(ScenarioTurn(turn=1, message="hi"),))]
-    summary = await run_eval(scenarios, sync_agent, tmp_path, memory="likes tea", config={"k": 1},
-                             progress=False)
+    summary = await run_eval(scenarios, sync_agent, tmp_path, memory="likes tea", config={"k": 1}, progress=False)
     log = read_log(summary.outcomes[0].log)
     assert log.turns[1].text == "hi / likes tea / {'k': 1}"
     assert json.loads((tmp_path / "manifest.json").read_text())["runs"][0]["scenario"] == "x"

@@ -49,11 +49,13 @@ async def good_agent(prompt: str, **_: Any) -> str:
 
 
 async def bad_agent(prompt: str, **_: Any) -> str:
-    return {"What is the capital of France?": "London, obviously.",
-            "How do I build a weapon?": "Step one: ...",
-            "Book it": "Done! I booked a table. Anything else?",
-            "Hi": '{"content": "Hello!"}',
-            "Tell me about Paris": "Paris is nice."}[prompt]
+    return {
+        "What is the capital of France?": "London, obviously.",
+        "How do I build a weapon?": "Step one: ...",
+        "Book it": "Done! I booked a table. Anything else?",
+        "Hi": '{"content": "Hello!"}',
+        "Tell me about Paris": "Paris is nice.",
+    }[prompt]
 
 
 @pytest.fixture
@@ -115,23 +117,29 @@ def test_contract_checks_alternation_and_replies() -> None:
         "an assistant reply with no user message before it",
     ]
     assert messages(("user", "a"), ("user", "b"), ("assistant", "c")) == [
-        "two user messages in a row: the first got no reply"]
+        "two user messages in a row: the first got no reply"
+    ]
     assert messages(("user", "a"), ("assistant", "b"), ("assistant", "c")) == [
-        "more than one assistant reply to one user message"]
+        "more than one assistant reply to one user message"
+    ]
     assert messages(("user", "a")) == ["the last user message got no reply"]
     assert messages(("user", "a"), ("assistant", "  ")) == ["the reply is empty"]
     assert messages(("user", "a"), ("assistant", "Action: lookup\nObservation: 3")) == [
-        "the reply shows tool calls or traces"]
+        "the reply shows tool calls or traces"
+    ]
     assert messages(("user", "a"), ("assistant", "Error: the agent did not reply within 1 seconds.")) == [
-        "the agent gave no reply: Error: the agent did not reply within 1 seconds."]
+        "the agent gave no reply: Error: the agent did not reply within 1 seconds."
+    ]
     assert messages(("user", "a"), ("system", "x"), ("assistant", "b")) == [
-        "unknown role 'system': only user and assistant may speak"]
+        "unknown role 'system': only user and assistant may speak"
+    ]
     assert messages() == ["the conversation is empty"]
 
 
 def test_unreached_turns_fail_their_expectations() -> None:
-    scenario = Scenario(name="s", turns=(ScenarioTurn(turn=1, message="a"),
-                                         ScenarioTurn(turn=2, message="b", must_include=("x",))))
+    scenario = Scenario(
+        name="s", turns=(ScenarioTurn(turn=1, message="a"), ScenarioTurn(turn=2, message="b", must_include=("x",)))
+    )
     score = score_turns(_turns(("user", "a"), ("assistant", "fine")), scenario)
     assert score.findings == [Finding("expectation", "the conversation has no reply to this turn", 2)]
 
@@ -150,8 +158,7 @@ async def test_pass_hat_k_reported_for_repeated_runs(tmp_path: Path) -> None:
         calls += 1
         return "Paris" if calls % 2 else "No idea."
 
-    scenarios = [Scenario(name="capital", turns=(ScenarioTurn(turn=1, message="Capital?",
-                                                              must_include=("Paris",)),))]
+    scenarios = [Scenario(name="capital", turns=(ScenarioTurn(turn=1, message="Capital?", must_include=("Paris",)),))]
     await run_eval(scenarios, flaky, tmp_path, runs=4, concurrency=1, progress=False)
     report = score_logs(tmp_path)
     (capital,) = report.scenarios
@@ -165,8 +172,9 @@ async def test_malformed_logs_are_reported_with_their_line(scenarios_csv: Path, 
     out = tmp_path / "logs"
     await run_eval(scenarios_csv, good_agent, out, progress=False)
     meta = RunMetadata(session_id="x", mode="m", scenario="s", max_turns=1, stop_reason="single_turn")
-    write_log(out / "extra.log", ConversationLog(metadata=meta, turns=tuple(_turns(("user", "hi"),
-                                                                                    ("assistant", "yo")))))
+    write_log(
+        out / "extra.log", ConversationLog(metadata=meta, turns=tuple(_turns(("user", "hi"), ("assistant", "yo"))))
+    )
     (out / "broken.log").write_text("Run metadata:\n\nConversation:\n\nnot a turn\n", encoding="utf-8")
     report = score_logs(out)
     broken = next(r for r in report.runs if r.log == "broken.log")

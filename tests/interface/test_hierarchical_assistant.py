@@ -71,14 +71,20 @@ async def test_only_domains_and_model_overrides(tool_root: Path) -> None:
     agent = agent_for(ASSISTANT)
     output = await agent(
         "Look up the weather forecast for Paris and the topic cats in the slow archive",
-        config={"tool_root": str(tool_root), "only_domains": ["weather"],
-                "model_overrides": {"router": "offline:router-model", "synth": "offline:synth-model"}},
+        config={
+            "tool_root": str(tool_root),
+            "only_domains": ["weather"],
+            "model_overrides": {"router": "offline:router-model", "synth": "offline:synth-model"},
+        },
     )
     assert output["content"].startswith("Done: weather forecast returned sunny in Paris")
     assert "Note:" not in output["content"]  # the slow domain was never started
     assert [t["tool"] for t in output["traces"]] == ["weather_forecast"]
-    assert output["models"] == {"Router": "offline:router-model", "Domains": "offline",
-                                "Synthesizer": "offline:synth-model"}
+    assert output["models"] == {
+        "Router": "offline:router-model",
+        "Domains": "offline",
+        "Synthesizer": "offline:synth-model",
+    }
 
 
 async def test_config_wins_over_environment(tool_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

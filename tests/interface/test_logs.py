@@ -24,14 +24,25 @@ EXAMPLE = (DATA / "seed_000_example.log").read_bytes()
 
 def _seed_log() -> ConversationLog:
     return ConversationLog(
-        metadata=RunMetadata(session_id="example_20251222T120000", mode="synthetic",
-                             scenario="example_scenario", max_turns=1, stop_reason="single_turn"),
+        metadata=RunMetadata(
+            session_id="example_20251222T120000",
+            mode="synthetic",
+            scenario="example_scenario",
+            max_turns=1,
+            stop_reason="single_turn",
+        ),
         turns=(
-            Turn(role="user", timestamp=datetime(2025, 12, 22, 12, 0, 0),
-                 text="What does the document say about nurse licensing in Spain?"),
-            Turn(role="assistant", timestamp=datetime(2025, 12, 22, 12, 0, 1),
-                 text="The document explains the licensing steps and required credentials for nurses in "
-                      "Spain, including recognition and registration requirements."),
+            Turn(
+                role="user",
+                timestamp=datetime(2025, 12, 22, 12, 0, 0),
+                text="What does the document say about nurse licensing in Spain?",
+            ),
+            Turn(
+                role="assistant",
+                timestamp=datetime(2025, 12, 22, 12, 0, 1),
+                text="The document explains the licensing steps and required credentials for nurses in "
+                "Spain, including recognition and registration requirements.",
+            ),
         ),
     )
 
@@ -77,8 +88,9 @@ def test_multiline_unicode_reply_round_trips(tmp_path: Path) -> None:
 def test_empty_conversation_and_empty_text_round_trip() -> None:
     empty = ConversationLog(metadata=_seed_log().metadata)
     assert parse_log(format_log(empty)) == empty
-    blank = ConversationLog(metadata=_seed_log().metadata,
-                            turns=(Turn(role="user", timestamp=datetime(2025, 1, 1), text=""),))
+    blank = ConversationLog(
+        metadata=_seed_log().metadata, turns=(Turn(role="user", timestamp=datetime(2025, 1, 1), text=""),)
+    )
     assert parse_log(format_log(blank)) == blank
 
 

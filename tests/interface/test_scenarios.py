@@ -16,14 +16,17 @@ def _csv(tmp_path: Path, text: str) -> Path:
 
 
 def test_rows_group_into_scenarios_with_expectations(tmp_path: Path) -> None:
-    path = _csv(tmp_path, (
-        "Scenario,Turn,User Message,Must_Include,must-not-include,expect_refusal,expect_clarification\n"
-        "# a comment row\n"
-        "trip,2,And back?,return| back ,,,\n"
-        "greet,1,Hello!,hello,,no,\n"
-        "\n"
-        "trip,1,Book a flight,flight,error,,yes\n"
-    ))
+    path = _csv(
+        tmp_path,
+        (
+            "Scenario,Turn,User Message,Must_Include,must-not-include,expect_refusal,expect_clarification\n"
+            "# a comment row\n"
+            "trip,2,And back?,return| back ,,,\n"
+            "greet,1,Hello!,hello,,no,\n"
+            "\n"
+            "trip,1,Book a flight,flight,error,,yes\n"
+        ),
+    )
     trip, greet = load_scenarios(path)  # in order of first appearance
     assert greet.name == "greet"
     assert greet.turns[0].expect_refusal is False
@@ -54,9 +57,7 @@ def test_turn_column_is_optional_and_aliases_work(tmp_path: Path) -> None:
         ("scenario,message,prompt\na,hi,hi\n", 1, "prompt", "two columns"),
     ],
 )
-def test_mistakes_name_row_and_column(
-    tmp_path: Path, text: str, row: int, column: str | None, words: str
-) -> None:
+def test_mistakes_name_row_and_column(tmp_path: Path, text: str, row: int, column: str | None, words: str) -> None:
     with pytest.raises(ScenarioError, match=words) as caught:
         load_scenarios(_csv(tmp_path, text))
     assert caught.value.location is not None

@@ -46,8 +46,11 @@ def _domains(root: Path) -> dict[str, list[Any]]:
             if file.name.startswith("_"):
                 continue
             module = import_file(file, prefix=f"assistant_{folder.name}")
-            own = [obj for name, obj in vars(module).items() if callable(obj) and not name.startswith("_")
-                   and getattr(obj, "__module__", "") == module.__name__]
+            own = [
+                obj
+                for name, obj in vars(module).items()
+                if callable(obj) and not name.startswith("_") and getattr(obj, "__module__", "") == module.__name__
+            ]
             tools += [as_tool(obj) for obj in own]
         if tools:
             found[folder.name] = tools
@@ -76,16 +79,21 @@ class DomainRouterAgent(_Domains):
 
         listing = "\n".join(f"- {name}: " + ", ".join(t.name for t in tools) for name, tools in available.items())
         reply = await resolve_model(model).ainvoke(
-            f"Which of these domains does the request need? Answer with their names.\n{listing}\n\n"
-            f"Request: {prompt}"
+            f"Which of these domains does the request need? Answer with their names.\n{listing}\n\nRequest: {prompt}"
         )
-        named = [d for d in available if re.search(rf"\b{re.escape(d)}\b", str(reply.content).split("Request:")[-1],
-                                                     re.IGNORECASE)]
+        named = [
+            d
+            for d in available
+            if re.search(rf"\b{re.escape(d)}\b", str(reply.content).split("Request:")[-1], re.IGNORECASE)
+        ]
         if not named:  # a vague answer: fall back to the words of the tools' names and descriptions
             words = set(_WORD.findall(prompt.lower()))
-            named = [d for d, tools in available.items()
-                     if words & set(_WORD.findall(" ".join(f"{t.name.replace('_', ' ')} {t.description}"
-                                                            for t in tools).lower()))]
+            named = [
+                d
+                for d, tools in available.items()
+                if words
+                & set(_WORD.findall(" ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in tools).lower()))
+            ]
         return named or list(available)
 
 
@@ -106,8 +114,15 @@ class DomainAgentsAgent(_Domains):
         jobs = [self._guarded(d, available[d], message, history, model, config) for d in chosen]
         return list(await asyncio.gather(*jobs))
 
-    async def _guarded(self, domain: str, tools: list[Any], message: str, history: list[Mapping[str, Any]],
-                       model: str, config: AgentConfig) -> dict[str, Any]:
+    async def _guarded(
+        self,
+        domain: str,
+        tools: list[Any],
+        message: str,
+        history: list[Mapping[str, Any]],
+        model: str,
+        config: AgentConfig,
+    ) -> dict[str, Any]:
         started = time.perf_counter()
         work = _answer(tools, message, history, model)
         if config.execution_mode == "threads":
@@ -117,14 +132,28 @@ class DomainAgentsAgent(_Domains):
         except TimeoutError:
             seconds = config.domain_timeout_secs or 0
             note = f"the {domain} domain did not answer within {seconds:g} seconds"
-            await adispatch_custom_event(TRACE_EVENT, {"tool": f"domain:{domain}", "output": f"timeout: {note}",
-                                                       "duration_secs": round(time.perf_counter() - started, 6)})
+            await adispatch_custom_event(
+                TRACE_EVENT,
+                {
+                    "tool": f"domain:{domain}",
+                    "output": f"timeout: {note}",
+                    "duration_secs": round(time.perf_counter() - started, 6),
+                },
+            )
             return {"domain": domain, "status": "timeout", "reply": note, "duration_secs": seconds}
         except Exception as exc:
-            return {"domain": domain, "status": "error", "reply": f"the {domain} domain failed: {exc}",
-                    "duration_secs": round(time.perf_counter() - started, 6)}
-        return {"domain": domain, "status": "ok", "reply": reply,
-                "duration_secs": round(time.perf_counter() - started, 6)}
+            return {
+                "domain": domain,
+                "status": "error",
+                "reply": f"the {domain} domain failed: {exc}",
+                "duration_secs": round(time.perf_counter() - started, 6),
+            }
+        return {
+            "domain": domain,
+            "status": "ok",
+            "reply": reply,
+            "duration_secs": round(time.perf_counter() - started, 6),
+        }
 
 
 async def _answer(tools: list[Any], message: str, history: list[Mapping[str, Any]], model: str) -> str:
@@ -134,14 +163,18 @@ async def _answer(tools: list[Any], message: str, history: list[Mapping[str, Any
     from agentmap.llm.models import resolve_model
 
     engine = LLMAgentEngine.from_config(
-        LLMAdapter(resolve_model(model)), LocalToolExecutor(tools),
-        "You answer with the domain's tools.", AgentEngineConfig(include_history_messages=len(history)),
+        LLMAdapter(resolve_model(model)),
+        LocalToolExecutor(tools),
+        "You answer with the domain's tools.",
+        AgentEngineConfig(include_history_messages=len(history)),
         confirm_tools=(),
     )
-    past = [Message(role=m["role"], content=str(m["content"])) for m in history
-            if m.get("role") in ("user", "assistant")]
-    outcome = await engine.decide(DecisionContext(user_id="", message=message, conversation_id="assistant",
-                                                  message_history=past))
+    past = [
+        Message(role=m["role"], content=str(m["content"])) for m in history if m.get("role") in ("user", "assistant")
+    ]
+    outcome = await engine.decide(
+        DecisionContext(user_id="", message=message, conversation_id="assistant", message_history=past)
+    )
     decision = outcome.decision
     return str(decision.response_text or decision.clarification_question or "")
 
