@@ -119,6 +119,15 @@ class ProtocolAgent(BaseAgent):
             problems += list(own(prompt, context, environment))
         return problems
 
+    @classmethod
+    def referenced_nodes(cls, context: Mapping[str, Any]) -> list[str]:
+        """Nodes of the same graph this node calls by name (an orchestrator's planner and workers).
+
+        They run without an edge leading to them, so validation should not call them unreachable.
+        """
+        own = getattr(cls.protocol_class, "referenced_nodes", None)
+        return list(own(context)) if callable(own) else []
+
     def state_keys(self) -> list[str]:
         """The state key a trace id is read from (`trace_id_field`), so the graph's state keeps it."""
         return [str(self.context.get("trace_id_field", "trace_id"))]

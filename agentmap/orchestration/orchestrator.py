@@ -135,6 +135,12 @@ class Orchestrator:
             problems.append(str(exc))
         return problems
 
+    @classmethod
+    def referenced_nodes(cls, context: Mapping[str, Any]) -> list[str]:
+        """The planner and worker nodes an orchestrator node's Context names."""
+        planner, workers = _node_names(context)
+        return [n for n in [planner, *workers] if n]
+
     # -- the protocol ----------------------------------------------------------------------------
 
     async def run(

@@ -203,3 +203,25 @@ def test_validation_reports_bad_orchestration_rows_at_their_context(tmp_path: Pa
     assert 'a planner needs "steps" (a fixed plan) or "rules" (goal patterns -> steps) in its Context' in messages
     assert any("nowhere.py" in m for m in messages)
     assert all(i.column == "Context" for i in agentmap.validate(path) if i.severity == "error")
+
+
+async def test_every_node_of_the_trip_workflow_passes_the_compliance_check() -> None:
+    from agentmap.agents.protocol import ProtocolAgent
+    from agentmap.testing import assert_agent_io_compliance
+
+    app = agentmap.compile(TRIP)
+    checked = []
+    for name, node in app.agents.items():
+        response = await assert_agent_io_compliance(node)
+        checked.append((name, response.status.value, isinstance(node, ProtocolAgent)))
+    assert ("plan_trip", "error", True) in checked  # "Test goal" matches no rule: a clean ERROR
+    assert ("flights", "error", True) in checked  # no step in the request: a clean ERROR
+    assert ("show_itinerary", "success", False) in checked  # a template node behind as_protocol
+
+
+def test_an_orchestrator_node_declares_the_nodes_it_calls() -> None:
+    from agentmap.orchestration.agents import OrchestratorNode, PlannerNode
+
+    context = {"planner": "trip_planner", "workers": "flights|hotels"}
+    assert OrchestratorNode.referenced_nodes(context) == ["trip_planner", "flights", "hotels"]
+    assert PlannerNode.referenced_nodes({"steps": []}) == []
