@@ -250,3 +250,13 @@ def test_as_protocol_unwraps_adapted_nodes_and_passes_protocol_objects_through()
     assert as_protocol(plain) is plain
     with pytest.raises(TypeError, match="cannot take an AgentRequest"):
         as_protocol(object())
+
+
+async def test_an_input_holding_a_whole_request_is_sent_as_it_is() -> None:
+    greet = node({"input_fields": ["request"]})
+    given = {"goal": "Lin", "task": "Greet warmly", "metadata": {"priority": 9}, "inputs": {"lang": "sv"}}
+    update = await greet.arun({"request": given, "trace_id": "outer"})
+    seen = greeter_of(greet).seen[0]
+    assert (seen.goal, seen.task, seen.inputs) == ("Lin", "Greet warmly", {"lang": "sv"})
+    assert (seen.metadata.priority, seen.metadata.trace_id) == (9, "outer")
+    assert update["reply"]["result"] == {"text": "Hello, Lin!"}

@@ -420,3 +420,29 @@ async def test_every_shipped_agent_passes_the_compliance_check() -> None:
     worker = math_worker()
     for agent in (planner, worker, Orchestrator(planner, {"m": worker}), PlannerAgent()):
         await assert_agent_io_compliance(agent)
+
+
+async def test_a_queued_request_can_be_cancelled_before_it_starts() -> None:
+    gate_open = asyncio.Event()
+
+    async def work(req: AgentRequest, n: int) -> Any:
+        await gate_open.wait()
+        return "ok"
+
+    worker = RecordingWorker(work, tools=["t"])
+    orchestrator = Orchestrator(
+        fixed_planner({"tool": "t"}), {"w": worker}, config=OrchestratorConfig(max_concurrent=1)
+    )
+    running = asyncio.create_task(orchestrator.process(request("first", trace_id="run")))
+    await asyncio.sleep(0.01)
+    queued = asyncio.create_task(orchestrator.process(request("second", trace_id="wait")))
+    await asyncio.sleep(0.01)
+
+    assert orchestrator.cancel("wait")
+    cancelled = await asyncio.wait_for(queued, timeout=5)
+    gate_open.set()
+    finished = await asyncio.wait_for(running, timeout=5)
+
+    assert cancelled.status is ResponseStatus.CANCELLED and cancelled.result["steps"] == []
+    assert finished.status is ResponseStatus.SUCCESS
+    assert [r.goal for r in worker.requests] == ["first"]
