@@ -41,14 +41,10 @@ async def assert_agent_io_compliance(agent: Any, request: AgentRequest | None = 
     assert process is not None and inspect.iscoroutinefunction(process), (
         f"{type(agent).__name__} must define `async def process(self, request: AgentRequest) -> AgentResponse`"
     )
-    request = request or AgentRequest(
-        goal="Test goal", task="Test task", metadata=RequestMetadata(trace_id="test-123")
-    )
+    request = request or AgentRequest(goal="Test goal", task="Test task", metadata=RequestMetadata(trace_id="test-123"))
     response = await process(request)
 
-    assert isinstance(response, AgentResponse), (
-        f"process() must return an AgentResponse, not {type(response).__name__}"
-    )
+    assert isinstance(response, AgentResponse), f"process() must return an AgentResponse, not {type(response).__name__}"
     validate_response(response)
     assert response.status in ResponseStatus, f"unknown status {response.status!r}"
     if response.status == ResponseStatus.SUCCESS:
