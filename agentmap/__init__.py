@@ -13,9 +13,10 @@ Names are imported on first use, so `import agentmap` stays cheap until a workfl
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentmap._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -81,8 +82,8 @@ _HOMES = {
     "ExecutionTracker": "agentmap.runtime.tracking",
     "NodeExecution": "agentmap.runtime.tracking",
     "StateAdapter": "agentmap.agents.state",
-    "agent": "agentmap.agents.registry",
-    "registry": "agentmap.agents.registry",
+    "agent": "agentmap.agents",  # the package, which registers the built-in types
+    "registry": "agentmap.agents",
     "GraphSpec": "agentmap.spec.models",
     "Issue": "agentmap.spec.models",
     "NodeSpec": "agentmap.spec.models",
@@ -99,16 +100,4 @@ _HOMES = {
 logging.getLogger("agentmap").addHandler(logging.NullHandler())
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'agentmap' has no attribute {name!r}")
-    if home == "agentmap.agents.registry":
-        importlib.import_module("agentmap.agents")  # registers the built-in types
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
