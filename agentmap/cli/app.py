@@ -70,6 +70,7 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # click's plain help: importing rich's help formatter would double --help's time
         context_settings={"help_option_names": ["-h", "--help"]},
     )
 

@@ -10,6 +10,7 @@ workflow file when there is one (so `graphs/hello_world.csv` runs with `graphs/h
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -184,6 +185,8 @@ def run_workflow(
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
     if view is not None:
         view.start()
+    gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
+    gc.enable()
     try:
         result = _invoke(app, initial, tracker)
     except _Interrupted:
