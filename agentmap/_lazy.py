@@ -22,6 +22,6 @@ def lazy_exports(package: str, homes: Mapping[str, str]) -> tuple[Callable[[str]
         return value
 
     def __dir__() -> list[str]:
-        return sorted(homes)
+        return sorted(namespace.get("__all__", homes))
 
     return __getattr__, __dir__

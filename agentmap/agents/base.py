@@ -148,6 +148,14 @@ class BaseAgent:
         return []
 
     @classmethod
+    def referenced_nodes(cls, context: Mapping[str, Any]) -> list[str]:
+        """Nodes of the same graph this agent calls by name (through `environment.agents`), not by an edge.
+
+        Validation counts them as reachable from this node. An orchestrator returns its planner and workers.
+        """
+        return []
+
+    @classmethod
     def is_async(cls) -> bool:
         """Whether the agent's work is a coroutine (`async def process` or an `aprocess` twin)."""
         return inspect.iscoroutinefunction(cls.process) or hasattr(cls, "aprocess")

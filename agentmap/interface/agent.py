@@ -203,16 +203,16 @@ class _Keys:
             if isinstance(node.context.get("run_agent"), Mapping):
                 declared = dict(node.context["run_agent"])
                 break
-        reads = [i.split(":", 1)[0].strip() for node in spec.nodes for i in node.inputs]
+        reads = [key for node in spec.nodes for key in node.reads]
         reads += [str(n.context["memory_key"]) for n in spec.nodes if n.context.get("memory_key")]
-        writes = {o for node in spec.nodes for o in node.outputs}
+        writes = {key for node in spec.nodes for key in node.writes}
         prompt, history, memory, config, content = (
             g or declared.get(name)
             for g, name in zip(given, ("prompt", "history", "memory", "config", "content"), strict=True)
         )
         if prompt is None:
             first = spec.nodes[0].inputs if spec.nodes else ()
-            prompt = "prompt" if "prompt" in reads or not first else first[0].split(":", 1)[0].strip()
+            prompt = "prompt" if "prompt" in reads or not first else spec.nodes[0].reads[0]
         history = history or next((k for k in _HISTORY_KEYS if k in reads), None)
         memory = memory or ("memory" if "memory" in reads else None)
         config = config or ("agent_config" if "agent_config" in reads else None)
@@ -224,11 +224,9 @@ class _Keys:
 
 
 def _load_spec(workflow: str | os.PathLike[str]) -> Any:
-    from agentmap.runtime.api import load, select_graph
-    from agentmap.spec.loader import parse_selector
+    from agentmap.runtime.api import load_graph
 
-    file, graph = parse_selector(str(workflow))
-    return select_graph(load(file), graph, source=str(file))
+    return load_graph(str(workflow))
 
 
 def _compile(workflow: str | os.PathLike[str], keys: _Keys, options: dict[str, Any]) -> CompiledWorkflow:

@@ -21,7 +21,7 @@ from agentmap.runtime.tracking import SuccessPolicy
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 
-__all__ = ["compile", "load", "run", "select_graph", "validate"]
+__all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
 
 Source = str | Path | Workflow | GraphSpec
 
@@ -85,7 +85,8 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
             code="graph-not-selected",
             hint=f"append ::GraphName to the path, e.g. {workflow.file}::{workflow.graph_names[0]}"
-            if workflow.graphs else None,
+            if workflow.graphs
+            else None,
         )
     graph = workflow.get(name)
     if graph is None:
@@ -95,6 +96,16 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         guess = f"; did you mean {close[0]!r}?" if close else ""
         raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
     return graph
+
+
+def load_graph(source: str | Path, graph: str | None = None, **options: Any) -> GraphSpec:
+    """Load and validate a workflow file and return one graph (`file.csv::Graph`, or its only graph).
+
+    Raises:
+        WorkflowFileError, GraphNotFoundError, ValidationError: As `load` and `select_graph`.
+    """
+    path, selected = parse_selector(source)
+    return select_graph(load(path, **options), graph or selected, source=str(path))
 
 
 def validate(

@@ -101,6 +101,7 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         known_type=lambda name: registry.get(name) is not None,
         unknown_type_message=registry.unknown_message,
         unknown_type_fix=registry.register_hint,
+        calls=lambda node: _called_nodes(registry, node),
     )
     environment = _environment(graph, options)
     for node in graph.nodes:
@@ -117,14 +118,36 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
             except Exception as exc:  # a custom agent's check must not hide the other findings
                 problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
             for problem in problems:
-                issues.append(_issue(graph, node, "Context", "bad-config", problem,
-                                     f"fix the Context of {node.name!r} (see csv_specs/agents.md)"))
+                issues.append(
+                    _issue(
+                        graph,
+                        node,
+                        "Context",
+                        "bad-config",
+                        problem,
+                        f"fix the Context of {node.name!r} (see csv_specs/agents.md)",
+                    )
+                )
     return issues
 
 
+def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
+    cls = registry.get(node.agent_type or "default")
+    return cls.referenced_nodes(node.context) if cls is not None else []
+
+
 def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: str, fix: str) -> Issue:
-    return Issue(severity="error", code=code, message=message, fix=fix, file=graph.file, row=node.row,
-                 column=graph.column(column), graph=graph.name, node=node.name)
+    return Issue(
+        severity="error",
+        code=code,
+        message=message,
+        fix=fix,
+        file=graph.file,
+        row=node.row,
+        column=graph.column(column),
+        graph=graph.name,
+        node=node.name,
+    )
 
 
 def _context(node: NodeSpec) -> dict[str, Any]:

@@ -39,8 +39,9 @@ def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
         try:
             module = importlib.import_module(ref.module)
         except ImportError as exc:
-            raise AgentNotFoundError(f"cannot import module {ref.module!r} for {ref}: {exc}",
-                                     code="unknown-function") from None
+            raise AgentNotFoundError(
+                f"cannot import module {ref.module!r} for {ref}: {exc}", code="unknown-function"
+            ) from None
         found = getattr(module, ref.name, None)
         where = f"module {ref.module!r}"
     else:

@@ -86,9 +86,7 @@ def resolve_policy(
         return lambda summary: all(e.success is not False for e in summary if e.name in critical)
     if callable(policy):
         return policy
-    raise ValueError(
-        f"unknown success policy {policy!r}: use all_nodes, final_node, critical_nodes or a callable"
-    )
+    raise ValueError(f"unknown success policy {policy!r}: use all_nodes, final_node, critical_nodes or a callable")
 
 
 class ExecutionTracker:
@@ -123,9 +121,7 @@ class ExecutionTracker:
         if self._listener is not None:
             self._listener(execution)
 
-    def record_node_result(
-        self, node_name: str, success: bool, result: Any = None, error: str | None = None
-    ) -> None:
+    def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
         """Record how `node_name` ended (a result with no start recorded starts it now)."""
         with self._lock:
             execution = self._open.pop(node_name, None)

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from agentmap.spec.models import FuncRef, Targets
+from agentmap.spec.models import FuncRef, Targets, state_key
 
 __all__ = ["CellError", "parse_context", "parse_fields", "parse_targets", "split_pipes", "state_key"]
 
@@ -51,9 +51,8 @@ def parse_context(text: str) -> dict[str, Any]:
                 return directive
             raise CellError(
                 "bad-context",
-                f"Context is not a JSON object: {json_error.msg} at character {json_error.pos + 1} "
-                f"in {_clip(text)}",
-                'write an object such as {"key": "value"} (JSON) or {\'key\': \'value\'} (Python), '
+                f"Context is not a JSON object: {json_error.msg} at character {json_error.pos + 1} in {_clip(text)}",
+                "write an object such as {\"key\": \"value\"} (JSON) or {'key': 'value'} (Python), "
                 "or move plain text to the Description column",
             ) from None
     if not isinstance(value, dict):
@@ -111,19 +110,13 @@ def parse_fields(text: str, *, allow_rename: bool) -> tuple[str, ...]:
                 "e.g. 'answer=text' writes the agent's result['text'] to the state key 'answer'",
             )
         if separators > 1 or not left.strip() or not right.strip():
-            usage = "'state_key', 'state_key:param' or 'param=state_key'" if allow_rename else (
-                "'state_key' or 'state_key=result_key'"
+            usage = (
+                "'state_key', 'state_key:param' or 'param=state_key'"
+                if allow_rename
+                else ("'state_key' or 'state_key=result_key'")
             )
             raise CellError("bad-field", f"{field!r} is not {usage}", f"write each entry as {usage}")
     return fields
-
-
-def state_key(field: str, *, output: bool) -> str:
-    """The state key an Input_Fields (`output=False`) or Output_Field entry reads or writes."""
-    if "=" in field:
-        left, _, right = field.partition("=")
-        return (left if output else right).strip()
-    return field.partition(":")[0].strip()
 
 
 def parse_targets(text: str) -> Targets | None:

@@ -65,8 +65,14 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
         def report(column: str, code: str, message: str, fix: str, *, line: int = line) -> None:
             issues.append(
                 Issue(
-                    severity="error", code=code, message=message, fix=fix, file=file, row=line,
-                    column=written.get(column, column), graph=cell("GraphName") or None,
+                    severity="error",
+                    code=code,
+                    message=message,
+                    fix=fix,
+                    file=file,
+                    row=line,
+                    column=written.get(column, column),
+                    graph=cell("GraphName") or None,
                     node=cell("Node") or None,
                 )
             )
@@ -74,9 +80,12 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
         graph_name, node_name = cell("GraphName"), cell("Node")
         if not graph_name or not node_name:
             missing = "GraphName" if not graph_name else "Node"
-            report(missing, f"missing-{'graph' if missing == 'GraphName' else 'node'}-name",
-                   f"this row has no {written.get(missing, missing)}",
-                   f"fill in the {written.get(missing, missing)} cell, or start the row with # to comment it out")
+            report(
+                missing,
+                f"missing-{'graph' if missing == 'GraphName' else 'node'}-name",
+                f"this row has no {written.get(missing, missing)}",
+                f"fill in the {written.get(missing, missing)} cell, or start the row with # to comment it out",
+            )
             continue
 
         fields: dict[str, Any] = {"name": node_name, "row": line}
@@ -102,8 +111,12 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
             try:
                 prompt = prompt_path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                report("Prompt", "bad-prompt-file", f"cannot read prompt file {prompt_path}: {exc}",
-                       "fix the path after file: (relative to the workflow file's folder)")
+                report(
+                    "Prompt",
+                    "bad-prompt-file",
+                    f"cannot read prompt file {prompt_path}: {exc}",
+                    "fix the path after file: (relative to the workflow file's folder)",
+                )
         fields.update(
             agent_type=cell("AgentType"),
             prompt=prompt,
@@ -115,21 +128,26 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
 
     if not graphs and not any(i.severity == "error" for i in issues):
         issues.append(
-            Issue(severity="error", code="no-graphs", message=f"{path} has a header row but no graph rows",
-                  fix="add one row per node: GraphName, Node, AgentType, ...", file=file)
+            Issue(
+                severity="error",
+                code="no-graphs",
+                message=f"{path} has a header row but no graph rows",
+                fix="add one row per node: GraphName, Node, AgentType, ...",
+                file=file,
+            )
         )
     workflow = Workflow(
         file=file,
         graphs=tuple(
-            GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=dict(written))
-            for name, nodes in graphs.items()
+            GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=dict(written)) for name, nodes in graphs.items()
         ),
     )
     return workflow, issues
 
 
 _DEFAULTS: dict[str, Any] = {
-    name: field.get_default(call_default_factory=True) for name, field in NodeSpec.model_fields.items()
+    name: field.get_default(call_default_factory=True)
+    for name, field in NodeSpec.model_fields.items()
     if name != "name"
 }
 

@@ -11,7 +11,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow"]
+__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow", "state_key"]
+
+
+def state_key(field: str, *, output: bool) -> str:
+    """The state key an Input_Fields entry (`output=False`) or Output_Field entry reads or writes.
+
+    Inputs: `key`, `key:param` and `param=key` read `key`. Outputs: `key` and `key=result_key` write `key`.
+    """
+    if "=" in field:
+        left, _, right = field.partition("=")
+        return (left if output else right).strip()
+    return field.partition(":")[0].strip()
 
 
 class FuncRef(BaseModel):
@@ -64,6 +75,16 @@ class NodeSpec(BaseModel):
     tool_source: str = ""
     available_tools: tuple[str, ...] = ()
     row: int | None = None
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The state keys the node reads (Input_Fields without renames)."""
+        return tuple(state_key(f, output=False) for f in self.inputs)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The state keys the node writes (Output_Field without renames)."""
+        return tuple(state_key(f, output=True) for f in self.outputs)
 
     def next_cells(self) -> list[tuple[str, Targets]]:
         """The non-empty next columns as `(canonical column, targets)` pairs."""

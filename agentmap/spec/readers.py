@@ -109,8 +109,7 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise WorkflowFileError(
-            f"{path} is not UTF-8 text (byte {exc.start}): it is not a CSV file, or was saved in another "
-            "encoding",
+            f"{path} is not UTF-8 text (byte {exc.start}): it is not a CSV file, or was saved in another encoding",
             code="not-text",
             hint="save the spreadsheet as 'CSV UTF-8' and run it again",
         ) from None
@@ -131,7 +130,8 @@ def _read_xlsx(path: Path) -> Table:
         import openpyxl
     except ImportError:
         raise WorkflowFileError(
-            f"reading {path.name} needs the excel extra", code="missing-extra",
+            f"reading {path.name} needs the excel extra",
+            code="missing-extra",
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     try:
@@ -152,7 +152,8 @@ def _read_yaml(path: Path) -> Table:
         import yaml
     except ImportError:
         raise WorkflowFileError(
-            f"reading {path.name} needs the yaml extra", code="missing-extra",
+            f"reading {path.name} needs the yaml extra",
+            code="missing-extra",
             hint='pip install "agentmap[yaml]"',
         ) from None
     try:
@@ -167,9 +168,7 @@ def _read_yaml(path: Path) -> Table:
     elif isinstance(data, list):
         records = [r for r in data if isinstance(r, dict)]
     else:
-        raise WorkflowFileError(
-            f"{path} must hold a list of rows or a 'graphs:' mapping", code="empty-file"
-        )
+        raise WorkflowFileError(f"{path} must hold a list of rows or a 'graphs:' mapping", code="empty-file")
     headers: list[str] = []
     for record in records:
         headers += [str(k) for k in record if str(k) not in headers]

@@ -30,13 +30,23 @@ def check_graph(
     known_type: Callable[[str], bool],
     unknown_type_message: Callable[[str], str],
     unknown_type_fix: Callable[[str], str],
+    calls: Callable[[NodeSpec], Iterable[str]] = lambda node: (),
 ) -> list[Issue]:
-    """Every finding for one graph, errors and warnings, in row order."""
+    """Every finding for one graph, errors and warnings, in row order.
+
+    Args:
+        graph: The graph.
+        known_type: Whether an agent type name is known.
+        unknown_type_message: The message for an unknown type (with a "did you mean").
+        unknown_type_fix: How to make a type known.
+        calls: The nodes a node calls by name rather than by an edge (an orchestrator's workers);
+            they count as reachable from it.
+    """
     checker = _Checker(graph)
     checker.names_and_types(known_type, unknown_type_message, unknown_type_fix)
     checker.routing()
     checker.parallel_writes()
-    checker.reachability()
+    checker.reachability(calls)
     checker.unset_inputs()
     return sorted(checker.issues, key=lambda i: (i.row or 0, i.severity != "error"))
 
@@ -46,16 +56,20 @@ class _Checker:
         self.graph = graph
         self.nodes = graph.by_name
         self.issues: list[Issue] = []
-        self.has_router = any(
-            isinstance(t, FuncRef) for node in graph.nodes for _, t in node.next_cells()
-        )
+        self.has_router = any(isinstance(t, FuncRef) for node in graph.nodes for _, t in node.next_cells())
 
     def add(self, node: NodeSpec, column: str, code: str, message: str, fix: str, *, warning: bool = False) -> None:
         self.issues.append(
             Issue(
-                severity="warning" if warning else "error", code=code, message=message, fix=fix,
-                file=self.graph.file, row=node.row, column=self.graph.column(column),
-                graph=self.graph.name, node=node.name,
+                severity="warning" if warning else "error",
+                code=code,
+                message=message,
+                fix=fix,
+                file=self.graph.file,
+                row=node.row,
+                column=self.graph.column(column),
+                graph=self.graph.name,
+                node=node.name,
             )
         )
 
@@ -69,23 +83,41 @@ class _Checker:
         for node in self.graph.nodes:
             first = seen.setdefault(node.name, node)
             if first is not node:
-                self.add(node, "Node", "duplicate-node",
-                         f"node {node.name!r} is defined twice in graph {self.graph.name!r} (first on row {first.row})",
-                         "rename one of the two rows, or delete the duplicate")
+                self.add(
+                    node,
+                    "Node",
+                    "duplicate-node",
+                    f"node {node.name!r} is defined twice in graph {self.graph.name!r} (first on row {first.row})",
+                    "rename one of the two rows, or delete the duplicate",
+                )
             if any(c in node.name for c in _RESERVED_CHARS) or node.name in ("__start__", "__end__"):
-                self.add(node, "Node", "reserved-name", f"node name {node.name!r} is reserved or contains '|' or ':'",
-                         "use letters, digits, spaces, '_' or '-' in node names")
+                self.add(
+                    node,
+                    "Node",
+                    "reserved-name",
+                    f"node name {node.name!r} is reserved or contains '|' or ':'",
+                    "use letters, digits, spaces, '_' or '-' in node names",
+                )
             if not known_type(node.agent_type or "default"):
-                self.add(node, "AgentType", "unknown-agent-type", unknown_type_message(node.agent_type),
-                         unknown_type_fix(node.agent_type))
+                self.add(
+                    node,
+                    "AgentType",
+                    "unknown-agent-type",
+                    unknown_type_message(node.agent_type),
+                    unknown_type_fix(node.agent_type),
+                )
 
     def routing(self) -> None:
         for node in self.graph.nodes:
             if isinstance(node.edge, tuple) and (node.success_next is not None or node.failure_next is not None):
-                self.add(node, "Edge", "edge-conflict",
-                         f"node {node.name!r} has both Edge and Success_Next/Failure_Next",
-                         "use Edge alone for an unconditional next node, or Success_Next/Failure_Next alone "
-                         "to branch on success (Edge may hold a func: router that receives both)")
+                self.add(
+                    node,
+                    "Edge",
+                    "edge-conflict",
+                    f"node {node.name!r} has both Edge and Success_Next/Failure_Next",
+                    "use Edge alone for an unconditional next node, or Success_Next/Failure_Next alone "
+                    "to branch on success (Edge may hold a func: router that receives both)",
+                )
             for column, targets in node.next_cells():
                 if isinstance(targets, FuncRef):
                     continue
@@ -93,10 +125,14 @@ class _Checker:
                     if target not in self.nodes:
                         close = difflib.get_close_matches(target, list(self.nodes), n=1, cutoff=0.6)
                         guess = f"; did you mean {close[0]!r}?" if close else ""
-                        self.add(node, column, "unknown-target",
-                                 f"{column} of {node.name!r} names {target!r}, which is not a node of graph "
-                                 f"{self.graph.name!r}{guess}",
-                                 f"use one of: {', '.join(self.nodes)}; leave the cell empty to end the graph")
+                        self.add(
+                            node,
+                            column,
+                            "unknown-target",
+                            f"{column} of {node.name!r} names {target!r}, which is not a node of graph "
+                            f"{self.graph.name!r}{guess}",
+                            f"use one of: {', '.join(self.nodes)}; leave the cell empty to end the graph",
+                        )
 
     def parallel_writes(self) -> None:
         for source, targets in fan_outs(self.graph):
@@ -110,21 +146,31 @@ class _Checker:
                             continue
                         other = writers.setdefault((key, depth), (branch, node))
                         if other[0] != branch:
-                            self.add(node, "Output_Field", "parallel-write",
-                                     f"parallel branches of {source!r} both write {key!r}: nodes "
-                                     f"{other[1].name!r} and {node.name!r} run at the same time",
-                                     "give each branch its own output field and combine them after the branches "
-                                     "join (a summary node reading both)")
+                            self.add(
+                                node,
+                                "Output_Field",
+                                "parallel-write",
+                                f"parallel branches of {source!r} both write {key!r}: nodes "
+                                f"{other[1].name!r} and {node.name!r} run at the same time",
+                                "give each branch its own output field and combine them after the branches "
+                                "join (a summary node reading both)",
+                            )
 
-    def reachability(self) -> None:
+    def reachability(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
         if self.has_router or not self.graph.nodes:
             return
-        reached = _reachable(self.graph, [self.graph.entry])
+        called = {node.name: set(calls(node)) for node in self.graph.nodes}
+        reached = _reachable(self.graph, [self.graph.entry], called)
         for node in self.graph.nodes:
             if node.name not in reached:
-                self.add(node, "Node", "unreachable-node",
-                         f"node {node.name!r} can never run: no path from the entry node {self.graph.entry!r} "
-                         "reaches it", "add an edge to it, or delete the row", warning=True)
+                self.add(
+                    node,
+                    "Node",
+                    "unreachable-node",
+                    f"node {node.name!r} can never run: no path from the entry node {self.graph.entry!r} reaches it",
+                    "add an edge to it, or delete the row",
+                    warning=True,
+                )
 
     def unset_inputs(self) -> None:
         if not self.graph.nodes:
@@ -140,10 +186,15 @@ class _Checker:
             for field in node.inputs:
                 key = state_key(field, output=False)
                 if key not in provided and not bit.get(key, 0) & masks[node.name]:
-                    self.add(node, "Input_Fields", "unset-input",
-                             f"no node before {node.name!r} writes {key!r}, and the entry node does not read it: "
-                             "it must be in the initial state", "check the spelling against the Output_Field of "
-                             "earlier nodes, or pass it in the initial state", warning=True)
+                    self.add(
+                        node,
+                        "Input_Fields",
+                        "unset-input",
+                        f"no node before {node.name!r} writes {key!r}, and the entry node does not read it: "
+                        "it must be in the initial state",
+                        "check the spelling against the Output_Field of earlier nodes, or pass it in the initial state",
+                        warning=True,
+                    )
 
 
 def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
@@ -212,12 +263,13 @@ def _distances(graph: GraphSpec, start: str, *, stop: str) -> dict[str, int]:
     return distances
 
 
-def _reachable(graph: GraphSpec, starts: list[str]) -> set[str]:
+def _reachable(graph: GraphSpec, starts: list[str], called: dict[str, set[str]]) -> set[str]:
     nodes = graph.by_name
     seen = set(starts)
     queue = deque(starts)
     while queue:
-        for nxt in nodes[queue.popleft()].successors():
+        current = queue.popleft()
+        for nxt in nodes[current].successors() | called.get(current, set()):
             if nxt in nodes and nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
