@@ -130,7 +130,7 @@ class BranchingAgent(BaseAgent):
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
         """`success_values` and `failure_values` must be lists."""
         return [
-            f"Context {key!r} must be a list of values, e.g. [\"yes\", \"ok\"]"
+            f'Context {key!r} must be a list of values, e.g. ["yes", "ok"]'
             for key in ("success_values", "failure_values")
             if key in context and not isinstance(context[key], list)
         ]
