@@ -73,8 +73,11 @@ def _nearby(path: Path, *, inside: bool) -> str | None:
         return None
     if inside:
         return f"workflow files there: {', '.join(sorted(candidates))}" if candidates else None
-    close = difflib.get_close_matches(path.name, candidates, n=3, cutoff=0.5)
-    return f"did you mean {' or '.join(str(folder / c) for c in close)}?" if close else None
+    stems = {Path(c).stem: c for c in candidates}  # compare stems: a shared ".csv" is no likeness
+    close = difflib.get_close_matches(path.stem, list(stems), n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(str(folder / stems[c]) for c in close)}?"
+    return f"workflow files there: {', '.join(sorted(candidates))}" if candidates else None
 
 
 def _content_rows(numbered: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
