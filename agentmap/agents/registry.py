@@ -151,16 +151,24 @@ class AgentRegistry:
 
         Returns:
             The type keys the folder registered.
+
+        Raises:
+            AgentNotFoundError: A file of the folder cannot be imported (the folder is read again next time).
         """
         folder = folder.resolve()
         if folder in self._folders or not folder.is_dir():
             return []
-        self._folders.add(folder)
         added: list[str] = []
         for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_"):
                 continue
-            module = import_file(path, prefix="agentmap_custom_agents")
+            try:
+                module = import_file(path, prefix="agentmap_custom_agents")
+            except Exception as exc:  # report a broken file; the folder is read again once it is fixed
+                raise AgentNotFoundError(
+                    f"cannot import the custom agent file {path}: {type(exc).__name__}: {exc}",
+                    hint=f"fix the error in {path.name}, or move it out of {folder}",
+                ) from None
             for obj in vars(module).values():
                 if (
                     isinstance(obj, type)
@@ -172,6 +180,7 @@ class AgentRegistry:
                     key = normalize_type(obj.__name__)
                     self.register(key, obj)
                     added.append(key)
+        self._folders.add(folder)
         return added
 
     def load_entry_points(self) -> None:

@@ -38,9 +38,9 @@ def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
     if ref.module:
         try:
             module = importlib.import_module(ref.module)
-        except ImportError as exc:
+        except Exception as exc:  # a SyntaxError or an error raised at import, too
             raise AgentNotFoundError(
-                f"cannot import module {ref.module!r} for {ref}: {exc}", code="unknown-function"
+                f"cannot import module {ref.module!r} for {ref}: {type(exc).__name__}: {exc}", code="unknown-function"
             ) from None
         found = getattr(module, ref.name, None)
         where = f"module {ref.module!r}"
@@ -51,7 +51,15 @@ def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
             candidates += sorted(p for p in functions_dir.glob("*.py") if p != candidates[0])
         for path in candidates:
             if path.is_file() and not path.name.startswith("_"):
-                found = getattr(import_file(path, prefix="agentmap_functions"), ref.name, None)
+                try:
+                    module = import_file(path, prefix="agentmap_functions")
+                except Exception as exc:  # a broken file must be reported at the cell, not crash validate
+                    raise AgentNotFoundError(
+                        f"cannot import {path} for {ref}: {type(exc).__name__}: {exc}",
+                        code="unknown-function",
+                        hint="fix the error in that file (or move it out of the functions folder)",
+                    ) from None
+                found = getattr(module, ref.name, None)
                 if found is not None:
                     break
         where = f"the functions folder {functions_dir}"
