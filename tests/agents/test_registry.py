@@ -171,3 +171,16 @@ def test_entry_points_of_installed_packages_register_on_the_first_miss(
     cls = local.resolve("PluggedAgent")
     assert cls.__name__ == "PluginAgent" and cls.__module__ == module
     assert "plugged" in local.names()
+
+
+def test_a_custom_agent_file_that_does_not_import_is_an_agentmap_error(tmp_path: Path) -> None:
+    folder = tmp_path / "custom_agents"
+    _write_agents(folder, "broken", "class BrokenAgent(:\n")
+    local = AgentRegistry()
+    with pytest.raises(AgentNotFoundError) as info:
+        local.load_folder(folder)
+    assert "broken.py" in info.value.message and "SyntaxError" in info.value.message
+    _write_agents(
+        folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n"
+    )
+    assert local.load_folder(folder) == ["broken"]  # fixed: loading the folder again works

@@ -120,3 +120,21 @@ def test_router_returning_an_unknown_node_is_a_node_error_at_its_cell(write_csv:
     assert err.location is not None
     assert (err.location.row, err.location.column) == (2, "on_success")
     assert "returned 'Bee'" in err.message and "nodes: A, B" in err.message
+
+
+def test_a_router_file_that_does_not_import_is_reported_not_raised(tmp_path: Path) -> None:
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "pick.py").write_text("def pick(state, ok, bad:\n", encoding="utf-8")
+    with pytest.raises(AgentNotFoundError) as info:
+        load_router(FuncRef(name="pick"), functions)
+    assert info.value.code == "unknown-function"
+    assert "pick.py" in info.value.message and "SyntaxError" in info.value.message
+
+
+def test_a_router_module_that_fails_on_import_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "exploding_routes.py").write_text("raise RuntimeError('boom at import')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AgentNotFoundError, match="boom at import") as info:
+        load_router(FuncRef(name="pick", module="exploding_routes"), tmp_path)
+    assert info.value.code == "unknown-function"

@@ -187,3 +187,13 @@ def test_header_only_file_has_no_graphs(write_csv: WriteCsv) -> None:
     with pytest.raises(ValidationError) as info:
         agentmap.compile(path)
     assert [i.code for i in info.value.issues] == ["no-graphs"]
+
+
+def test_validate_reports_broken_python_files_instead_of_raising(write_csv: WriteCsv) -> None:
+    write_csv("def pick(state, ok, bad:\n", name="functions/pick.py")
+    path = write_csv("GraphName,Node,next\nG,A,func:pick\n")
+    (issue,) = agentmap.validate(path)
+    assert (issue.row, issue.column, issue.code) == (2, "next", "unknown-function")
+    write_csv("class Oops(:\n", name="custom_agents/oops.py")
+    (issue,) = agentmap.validate(path)
+    assert issue.code == "unknown-agent-type" and "oops.py" in issue.message
