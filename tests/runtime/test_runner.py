@@ -179,25 +179,40 @@ def test_sqlite_checkpointer_round_trips_through_a_real_file(write_csv: WriteCsv
     assert state.values["g"] == "Hi Ada"
 
 
-def test_interrupt_in_a_custom_agent_pauses_and_resumes(write_csv: WriteCsv) -> None:
+class _SyncAsk(BaseAgent):
+    def process(self, inputs: dict[str, Any]) -> Any:
+        self.record_metadata(asked=inputs["question"])
+        return interrupt({"question": inputs["question"]})
+
+
+class _AsyncAsk(BaseAgent):
+    async def process(self, inputs: dict[str, Any]) -> Any:
+        self.record_metadata(asked=inputs["question"])
+        return interrupt({"question": inputs["question"]})
+
+
+@pytest.mark.parametrize("cls", [_SyncAsk, _AsyncAsk])
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+async def test_interrupt_in_a_custom_agent_pauses_and_resumes(
+    write_csv: WriteCsv, cls: type[BaseAgent], use_async: bool
+) -> None:
     type_name = f"ask_{uuid.uuid4().hex[:8]}"
-
-    @agentmap.agent(type_name)
-    class Ask(BaseAgent):
-        def process(self, inputs: dict[str, Any]) -> Any:
-            return interrupt({"question": inputs["question"]})
-
+    agentmap.agent(type_name)(cls)
     path = write_csv(
         f"GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
         f"G,Ask,{type_name},,question,answer,Show\nG,Show,template,You said {{answer}},answer,shown,\n"
     )
     app = agentmap.compile(path, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "chat"}}
-    paused = app.invoke({"question": "Your name?"}, config)
+    config: Any = {"configurable": {"thread_id": "chat"}}
+
+    async def call(state: Any) -> agentmap.RunResult:
+        return await app.ainvoke(state, config) if use_async else app.invoke(state, config)
+
+    paused = await call({"question": "Your name?"})
     assert [i.value for i in paused.interrupts] == [{"question": "Your name?"}]
     assert "answer" not in paused.state and paused.errors == []
-    assert [(e.name, e.success) for e in paused.summary] == [("Ask", None)]
-    resumed = app.invoke(Command(resume="Ada"), config)
+    assert [(e.name, e.success, e.metadata) for e in paused.summary] == [("Ask", None, {"asked": "Your name?"})]
+    resumed = await call(Command(resume="Ada"))
     assert resumed.interrupts == ()
     assert resumed.state["shown"] == "You said Ada"
     assert resumed.success is True and resumed.errors == []
