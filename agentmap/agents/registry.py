@@ -63,6 +63,7 @@ class AgentRegistry:
         self._types: dict[str, AgentClass] = {}
         self._entry_points_loaded = False
         self._folders: set[Path] = set()
+        self._broken: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def register(self, name: str, cls: type[Any], *, replace: bool = True) -> AgentClass:
@@ -124,6 +125,9 @@ class AgentRegistry:
         """The message for an unknown type, with the closest known names."""
         close = difflib.get_close_matches(normalize_type(name), self.names(), n=3, cutoff=0.6)
         suggestion = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        broken = self._broken.get(normalize_type(name))
+        if broken is not None:
+            suggestion = f" (an installed package declares it, but it could not be loaded: {broken})"
         return f"unknown agent type {name!r}{suggestion}"
 
     @staticmethod
@@ -189,7 +193,10 @@ class AgentRegistry:
         from importlib.metadata import entry_points
 
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            self.register(ep.name, ep.load())
+            try:
+                self.register(ep.name, ep.load())
+            except Exception as exc:  # one broken plugin must not hide the others, nor crash validation
+                self._broken[normalize_type(ep.name)] = f"{ep.value}: {type(exc).__name__}: {exc}"
 
 
 def import_file(path: Path, *, prefix: str) -> Any:
