@@ -184,3 +184,22 @@ def test_a_custom_agent_file_that_does_not_import_is_an_agentmap_error(tmp_path:
         folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n"
     )
     assert local.load_folder(folder) == ["broken"]  # fixed: loading the folder again works
+
+
+def test_a_broken_entry_point_does_not_hide_the_others_and_is_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = f"agentmap_plugin_{uuid.uuid4().hex[:8]}"
+    _dist_info(tmp_path, module, "good")
+    entry_points = tmp_path / f"{module}-1.0.dist-info" / "entry_points.txt"
+    entry_points.write_text(
+        f"[agentmap.agents]\nbroken = {module}_missing_dependency:Agent\ngood = {module}:PluginAgent\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    local = AgentRegistry()
+    assert local.resolve("good").__name__ == "PluginAgent"
+    with pytest.raises(AgentNotFoundError) as info:
+        local.resolve("broken")
+    assert f"{module}_missing_dependency" in info.value.message
+    assert "could not be loaded" in info.value.message
