@@ -22,10 +22,17 @@ from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 
-__all__ = ["EvalReport", "Finding", "Judge", "RunScore", "ScenarioScore", "pass_hat_k", "score_logs", "score_turns"]
-
-Judge = Callable[[Scenario, Sequence[tuple[str, str]]], Sequence["Finding"]]
-"""An optional extra check (an LLM judge): given a scenario and a run's `(role, text)` turns, its findings."""
+__all__ = [
+    "EvalReport",
+    "Finding",
+    "Judge",
+    "JudgeScore",
+    "RunScore",
+    "ScenarioScore",
+    "pass_hat_k",
+    "score_logs",
+    "score_turns",
+]
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,41 @@ class Finding:
     turn: int | None = None
 
 
+@dataclass(frozen=True)
+class JudgeScore:
+    """An LLM judge's verdict on one run (`agentmap.interface.judge`).
+
+    Attributes:
+        model: The judge model, `provider:model`.
+        score: 1 (unacceptable) to 5 (excellent), or None when the judge gave no usable verdict.
+        passed: True when the run meets the rubric: the score reaches `threshold` and the judge did not fail it.
+        threshold: The lowest passing score.
+        reasons: The judge's reasons.
+        error: Why there is no verdict (the call failed, the reply held no JSON verdict), or None.
+    """
+
+    model: str
+    score: int | None
+    passed: bool
+    threshold: int
+    reasons: tuple[str, ...] = ()
+    error: str | None = None
+
+    def findings(self) -> list[Finding]:
+        """The run's `judge` finding: none when the run passed, else why it failed."""
+        if self.error is not None:
+            return [Finding("judge", f"the judge ({self.model}) gave no verdict: {self.error}")]
+        if self.passed:
+            return []
+        why = f": {'; '.join(self.reasons)}" if self.reasons else ""
+        return [Finding("judge", f"the judge ({self.model}) scored {self.score}/5, pass needs {self.threshold}{why}")]
+
+
+Judge = Callable[[Scenario | None, Sequence[tuple[str, str]]], Sequence[Finding] | JudgeScore]
+"""An optional extra check (an LLM judge): given a run's scenario (None when unmapped) and its `(role, text)`
+turns, either findings or a `JudgeScore` (whose findings join the run's and which the report shows)."""
+
+
 @dataclass
 class RunScore:
     """The score of one log.
@@ -57,6 +99,7 @@ class RunScore:
         refusals: Replies detected as refusals.
         clarifications: Replies detected as bounded clarifications.
         findings: Why it failed.
+        judge: The LLM judge's verdict, when a judge ran (left out of `EvalReport.to_dict` when None).
     """
 
     log: str
@@ -67,6 +110,7 @@ class RunScore:
     refusals: int = 0
     clarifications: int = 0
     findings: list[Finding] = field(default_factory=list)
+    judge: JudgeScore | None = None
 
 
 @dataclass
@@ -112,6 +156,9 @@ class EvalReport:
     def to_dict(self) -> dict[str, Any]:
         """Return the report as JSON-ready data."""
         data = asdict(self)
+        for run in data["runs"]:
+            if run["judge"] is None:
+                del run["judge"]  # without a judge the JSON is what it always was
         data["passed"] = self.passed
         data["total"] = len(self.runs)
         return data
@@ -219,8 +266,11 @@ def _score_file(
         message = str(exc).split("\n", 1)[0]
         return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
     score = _score_pairs(turns, scenario)
-    if judge is not None and scenario is not None:
-        score.findings += judge(scenario, turns)
+    if judge is not None:
+        verdict = judge(scenario, turns)
+        if isinstance(verdict, JudgeScore):
+            score.judge, verdict = verdict, verdict.findings()
+        score.findings += verdict
         score.passed = not score.findings
     score.log, score.scenario, score.run = name, scenario_name, run
     return score

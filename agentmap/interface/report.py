@@ -6,7 +6,7 @@ import html
 import json
 from typing import TYPE_CHECKING
 
-from agentmap.interface.evaluate import EvalReport, RunScore
+from agentmap.interface.evaluate import EvalReport, RunScore, ScenarioScore
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,19 +33,23 @@ def render_table(report: EvalReport, console: Console | None = None) -> None:
 
     out = console or Console()
     ks = sorted(report.pass_hat_k)
+    judged = _judged(report)
     table = Table(title=f"Evaluation of {report.logs_dir}")
-    for column in ("scenario", "runs", "passed", *(f"pass^{k}" for k in ks)):
+    for column in ("scenario", "runs", "passed", *(f"pass^{k}" for k in ks), *(("judge",) if judged else ())):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     for scenario in report.scenarios:
         cells = [f"{scenario.pass_hat_k[k]:.2f}" if k in scenario.pass_hat_k else "-" for k in ks]
+        cells += [_mean_score(_runs_of(report, scenario))] if judged else []
         style = "green" if scenario.passes == scenario.runs else "red"
         table.add_row(scenario.name, str(scenario.runs), str(scenario.passes), *cells, style=style)
     unmapped = [r for r in report.runs if r.scenario is None]
     if unmapped:
-        table.add_row("(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)), *("-" for _ in ks))
-    table.add_row(
-        "all", str(len(report.runs)), str(report.passed), *(f"{report.pass_hat_k[k]:.2f}" for k in ks), style="bold"
-    )
+        extra = [_mean_score(unmapped)] if judged else []
+        table.add_row(
+            "(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)), *("-" for _ in ks), *extra
+        )
+    total = [f"{report.pass_hat_k[k]:.2f}" for k in ks] + ([_mean_score(report.runs)] if judged else [])
+    table.add_row("all", str(len(report.runs)), str(report.passed), *total, style="bold")
     out.print(table)
     failures = [r for r in report.runs if not r.passed]
     for run in failures[:_SHOWN_FAILURES]:
@@ -65,15 +69,18 @@ def report_html(report: EvalReport) -> str:
     """Return a self-contained HTML page (inline CSS, no scripts or external files) with every run."""
     esc = html.escape
     ks = sorted(report.pass_hat_k)
-    head = "".join(f"<th>pass^{k}</th>" for k in ks)
+    judged = _judged(report)
+    head = "".join(f"<th>pass^{k}</th>" for k in ks) + ("<th>judge</th>" if judged else "")
     rows = []
     for s in report.scenarios:
         cells = "".join(f"<td>{s.pass_hat_k[k]:.2f}</td>" if k in s.pass_hat_k else "<td>-</td>" for k in ks)
+        cells += f"<td>{_mean_score(_runs_of(report, s))}</td>" if judged else ""
         cls = "ok" if s.passes == s.runs else "bad"
         rows.append(f'<tr class="{cls}"><td>{esc(s.name)}</td><td>{s.runs}</td><td>{s.passes}</td>{cells}</tr>')
     total = "".join(f"<td>{report.pass_hat_k[k]:.2f}</td>" for k in ks)
+    total += f"<td>{_mean_score(report.runs)}</td>" if judged else ""
     rows.append(f'<tr class="total"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>')
-    runs = "".join(_run_row(r) for r in report.runs)
+    runs = "".join(_run_row(r, judged) for r in report.runs)
     warnings = "".join(f'<p class="warn">{esc(w)}</p>' for w in report.warnings)
     return _PAGE.format(
         title=esc(f"Evaluation of {report.logs_dir}"),
@@ -82,8 +89,23 @@ def report_html(report: EvalReport) -> str:
         head=head,
         scenarios="".join(rows),
         runs=runs,
+        run_judge="<th>judge</th>" if judged else "",
         warnings=warnings,
     )
+
+
+def _judged(report: EvalReport) -> bool:
+    return any(r.judge is not None for r in report.runs)
+
+
+def _runs_of(report: EvalReport, scenario: ScenarioScore) -> list[RunScore]:
+    return [r for r in report.runs if r.scenario == scenario.name]
+
+
+def _mean_score(runs: list[RunScore]) -> str:
+    """The mean judge score of `runs` that got one, as `4.50`, or `-`."""
+    scores = [r.judge.score for r in runs if r.judge is not None and r.judge.score is not None]
+    return f"{sum(scores) / len(scores):.2f}" if scores else "-"
 
 
 def _name(run: RunScore) -> str:
@@ -96,15 +118,24 @@ def _finding_text(turn: int | None, message: str) -> str:
     return f"turn {turn}: {message}" if turn is not None else message
 
 
-def _run_row(run: RunScore) -> str:
+def _run_row(run: RunScore, judged: bool) -> str:
     esc = html.escape
     found = "".join(f"<li>{esc(f.kind)}: {esc(_finding_text(f.turn, f.message))}</li>" for f in run.findings)
     verdict = "pass" if run.passed else "fail"
     return (
         f'<tr class="{"ok" if run.passed else "bad"}"><td>{esc(run.log)}</td><td>{esc(_name(run))}</td>'
         f"<td>{verdict}</td><td>{run.user_turns}</td><td>{run.refusals}</td><td>{run.clarifications}</td>"
-        f"<td><ul>{found}</ul></td></tr>"
+        f"{_judge_cell(run) if judged else ''}<td><ul>{found}</ul></td></tr>"
     )
+
+
+def _judge_cell(run: RunScore) -> str:
+    """The judge's score and reasons for one run (its failure, if any, is also among the findings)."""
+    if run.judge is None:
+        return "<td>-</td>"
+    score = "-" if run.judge.score is None else f"{run.judge.score}/5"
+    reasons = "".join(f"<li>{html.escape(reason)}</li>" for reason in run.judge.reasons)
+    return f"<td>{score}<ul>{reasons}</ul></td>" if reasons else f"<td>{score}</td>"
 
 
 _PAGE = """<!DOCTYPE html>
@@ -128,7 +159,7 @@ ul {{ margin: 0; padding-left: 1.2em; }}
 <tbody>{scenarios}</tbody></table>
 <h2>Runs</h2>
 <table><thead><tr><th>log</th><th>scenario</th><th>verdict</th><th>user turns</th><th>refusals</th>
-<th>clarifications</th><th>findings</th></tr></thead>
+<th>clarifications</th>{run_judge}<th>findings</th></tr></thead>
 <tbody>{runs}</tbody></table>
 </body></html>
 """
