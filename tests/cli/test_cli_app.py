@@ -1,0 +1,49 @@
+"""The `agentmap` command itself: version, help, usage errors, `python -m agentmap`."""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import agentmap
+
+import agentmap as package
+
+COMMANDS = ("run", "validate", "inspect", "export", "init", "scaffold")
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str) -> None:
+    result = agentmap(flag)
+    assert result.code == 0
+    assert result.out.strip() == f"agentmap {package.__version__}"
+
+
+def test_help_lists_every_command_and_the_exit_codes() -> None:
+    result = agentmap("--help")
+    assert result.code == 0
+    for command in COMMANDS:
+        assert f"  {command} " in result.out
+    assert "130 interrupted" in result.out.replace("\n", " ").replace("  ", " ")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_has_help(command: str) -> None:
+    result = agentmap(command, "-h")
+    assert result.code == 0
+    assert f"Usage: agentmap {command}" in result.out
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["bogus"], ["No such command 'bogus'"]),
+        (["run", "--state"], ["'--state' requires an argument"]),
+        (["export", "graphs/hello_world.csv", "--format", "png"], ["'png'", "mermaid", "json"]),
+        (["validate"], ["Missing argument"]),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(args: list[str], words: list[str]) -> None:
+    result = agentmap(*args)
+    assert result.code == 2
+    for word in words:
+        assert word in result.err
+    assert "Traceback" not in result.text
