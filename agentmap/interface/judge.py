@@ -210,22 +210,20 @@ class _LLMJudge:
         from agentmap.llm.adapter import LLMError
 
         messages = self.messages(turns, extra)
-        for attempt in range(self.parse_retries + 1):
+        asks_left = self.parse_retries
+        while True:
             try:
                 reply = self._adapter.invoke(messages)
             except LLMError as exc:
                 return self._verdict(None, None, (), f"{exc.code}: {exc.message}")
-            text = reply.text
             try:
-                score, passed, reasons = parse_verdict(text)
+                return self._verdict(*parse_verdict(reply.text), None)
             except ValueError as exc:
-                if attempt == self.parse_retries:
-                    shown = " ".join(text.split())[:_SHOWN_REPLY]
+                if asks_left == 0:
+                    shown = " ".join(reply.text.split())[:_SHOWN_REPLY]
                     return self._verdict(None, None, (), f"{exc} (reply: {shown!r})")
-                messages = [*messages, reply, HumanMessage(_RETRY)]
-                continue
-            return self._verdict(score, passed, reasons, None)
-        raise AssertionError("unreachable")  # pragma: no cover
+            asks_left -= 1
+            messages = [*messages, reply, HumanMessage(_RETRY)]
 
     def _verdict(self, score: int | None, said: bool | None, reasons: tuple[str, ...], error: str | None) -> JudgeScore:
         passed = score is not None and score >= self.threshold and said is not False
