@@ -47,6 +47,7 @@ __all__ = [
     "OllamaAgent",
     "OpenAIAgent",
     "format_prompt",
+    "history_entries",
 ]
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _history(value: Any) -> list[dict[str, str]]:
+def history_entries(value: Any) -> list[dict[str, str]]:
     """A stored conversation (dicts, LangChain messages or (role, text) pairs) as role/content dicts."""
     roles = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
     items: list[dict[str, str]] = []
@@ -239,7 +240,7 @@ class LLMAgent(BaseAgent):
         history: list[dict[str, str]] = []
         values = dict(inputs)
         if self.memory_key:
-            history = _history(values.pop(self.memory_key, None))
+            history = history_entries(values.pop(self.memory_key, None))
             history = history[-self.max_memory_messages :] if self.max_memory_messages else []
         prompt, used = format_prompt(self.prompt or "", values)
         rest = {k: v for k, v in values.items() if k not in used and v is not None}

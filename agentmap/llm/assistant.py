@@ -30,6 +30,7 @@ from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message, PendingAction
+from agentmap.llm.agents import history_entries
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
 
@@ -58,7 +59,6 @@ OUTPUT_KEYS = ("decision", "response", "decision_type", "history", "pending_conf
 """What an `assistant` node can write when its Output_Field names several fields."""
 
 _INPUTS = ("message", "history", "pending_confirmation", "user_id", "conversation_id")
-_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
 _OFF = ("off", "false", "none", "no", "")
 
 _logs: dict[Path, SQLiteDecisionLog] = {}
@@ -90,21 +90,7 @@ def _whole(context: Mapping[str, Any], key: str, default: int, minimum: int) -> 
 
 def _history(value: Any) -> list[Message]:
     """A stored conversation (role/content dicts, `Message`s, LangChain messages, pairs) as `Message`s."""
-    messages: list[Message] = []
-    for entry in value or []:
-        if isinstance(entry, Message):
-            messages.append(entry)
-            continue
-        if isinstance(entry, Mapping):
-            role, content = entry.get("role", entry.get("type")), entry.get("content")
-        elif isinstance(entry, tuple | list) and len(entry) == 2:
-            role, content = entry
-        else:
-            role, content = getattr(entry, "role", getattr(entry, "type", None)), getattr(entry, "content", None)
-        kind = _ROLES.get(str(role).lower())
-        if kind is not None and isinstance(content, str):
-            messages.append(Message(role=kind, content=content))  # type: ignore[arg-type]
-    return messages
+    return [Message(role=e["role"], content=e["content"]) for e in history_entries(value)]  # type: ignore[arg-type]
 
 
 @agent("assistant")
