@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from agentmap.interface.chat import ask, chat_loop
     from agentmap.interface.eval_runner import run_eval
     from agentmap.interface.evaluate import score_logs
+    from agentmap.interface.judge import load_rubric, make_llm_judge
     from agentmap.interface.logs import LogFormatError, parse_log, read_log, write_log
     from agentmap.interface.scenarios import load_scenarios
 
@@ -24,6 +25,8 @@ _HOMES = {
     "chat_loop": "agentmap.interface.chat",
     "run_eval": "agentmap.interface.eval_runner",
     "score_logs": "agentmap.interface.evaluate",
+    "load_rubric": "agentmap.interface.judge",
+    "make_llm_judge": "agentmap.interface.judge",
     "LogFormatError": "agentmap.interface.logs",
     "parse_log": "agentmap.interface.logs",
     "read_log": "agentmap.interface.logs",
@@ -36,7 +39,9 @@ __all__ = [
     "ask",
     "chat_loop",
     "load_active_agent",
+    "load_rubric",
     "load_scenarios",
+    "make_llm_judge",
     "parse_log",
     "read_log",
     "run_agent",
