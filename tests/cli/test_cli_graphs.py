@@ -1,0 +1,99 @@
+"""Every workflow in graphs/ runs through the real command, with its initial state, and succeeds.
+
+The initial state of `graphs/<name>.csv` is `graphs/<name>.state.json` (the same file `agentmap run`
+picks up by itself); `_FALLBACK_STATES` covers files that have none yet. A file with several graphs
+runs each of them. CSV files under a `data/` folder are data, not workflows. Each run happens in a
+temporary working directory, so nothing a workflow writes lands in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import GRAPHS, agentmap
+
+import agentmap as package
+
+WORKFLOWS = sorted(p for p in GRAPHS.rglob("*.csv") if "data" not in p.relative_to(GRAPHS).parts)
+
+_FALLBACK_STATES: dict[str, dict[str, Any]] = {
+    "llm_offline.csv": {"request": "count the words in hello there world"},
+    "task_assistant.csv": {"message": "add a task: buy milk", "user_id": "cli-test"},
+    "trip_planner.csv": {"goal": "trip from Paris to Rome for 2 nights"},
+    "assistant/assistant.csv": {"prompt": "what is 2 plus 3?"},
+}
+
+_EXPECTED: dict[str, dict[str, Any]] = {
+    "hello_world.csv::HelloWorld": {"greeting": "Hello, World!"},
+    "branching.csv::Approval": {"decision": "Approved: a new laptop"},
+    "parallel.csv::Briefing": {"weather": "Weather in Lisbon: sunny", "news": "News from Lisbon: all quiet",
+                               "agenda": "Agenda in Lisbon: stand-up at 9"},
+    "subgraph.csv::Main": {"greeting": "Hello, Ada Lovelace!", "framed": "*** Hello, Ada Lovelace! ***"},
+    "subgraph.csv::Frame": {"framed": "*** standalone ***"},
+    "custom_router.csv::Orders": {"lane": "Manual review for 250 EUR"},
+}
+
+
+def _state_args(path: Path) -> list[str]:
+    if path.with_name(f"{path.stem}.state.json").is_file():
+        return []  # the command reads it by itself
+    key = path.relative_to(GRAPHS).as_posix()
+    return ["--state", json.dumps(_FALLBACK_STATES.get(key, {}))]
+
+
+def test_the_starter_workflows_are_here() -> None:
+    names = {p.name for p in WORKFLOWS}
+    assert {"hello_world.csv", "branching.csv", "parallel.csv", "subgraph.csv", "custom_router.csv"} <= names
+    assert (GRAPHS / "functions" / "choose_lane.py").is_file()
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(GRAPHS).as_posix())
+def test_every_graph_runs_and_succeeds(path: Path, tmp_path: Path) -> None:
+    key = path.relative_to(GRAPHS).as_posix()
+    for graph in package.load(path).graph_names:
+        result = agentmap("run", f"{path}::{graph}", *_state_args(path), cwd=tmp_path)
+        assert "Traceback" not in result.err
+        assert result.code == 0, f"{key}::{graph} exited {result.code}: {result.err or result.out[-2000:]}"
+        document = json.loads(result.out)
+        assert document["success"] is True and document["graph"] == graph
+        assert document["summary"] and all(e["success"] for e in document["summary"]), document["summary"]
+        for state_key, value in _EXPECTED.get(f"{key}::{graph}", {}).items():
+            assert document["state"][state_key] == value, (key, graph, state_key)
+
+
+def test_branching_failure_path(tmp_path: Path) -> None:
+    args = ("run", GRAPHS / "branching.csv", "--state", '{"request": "a yacht", "approved": "no"}')
+    strict = agentmap(*args, cwd=tmp_path)
+    assert strict.code == 1  # Check failed (that is how the branch is taken), so all_nodes says no
+    document = json.loads(strict.out)
+    assert document["state"]["decision"] == "Rejected: a yacht"
+    assert [e["name"] for e in document["summary"]] == ["Check", "Reject", "Report"]
+    relaxed = agentmap(*args, cwd=tmp_path, env={"AGENTMAP_EXECUTION__SUCCESS_POLICY": "final_node"})
+    assert relaxed.code == 0
+
+
+def test_custom_router_small_order(tmp_path: Path) -> None:
+    result = agentmap("run", GRAPHS / "custom_router.csv", "--state", '{"amount": 40}', cwd=tmp_path)
+    assert result.code == 0
+    document = json.loads(result.out)
+    assert document["state"]["lane"] == "Express lane for 40 EUR"
+    assert [e["name"] for e in document["summary"]] == ["Receive", "Express", "Confirm"]
+
+
+def test_parallel_join_runs_once_after_every_branch(tmp_path: Path) -> None:
+    result = agentmap("run", GRAPHS / "parallel.csv", cwd=tmp_path)
+    summary = json.loads(result.out)["summary"]
+    names = [e["name"] for e in summary]
+    assert names.count("Join") == 1 and names[-1] == "Join" and names[0] == "Start"
+    join = summary[-1]
+    assert all(e["end"] <= join["start"] for e in summary if e["name"] in ("Weather", "News", "Agenda"))
+
+
+def test_subgraph_summaries_nest(tmp_path: Path) -> None:
+    result = agentmap("run", f"{GRAPHS / 'subgraph.csv'}::Main", cwd=tmp_path)
+    summary = {e["name"]: e for e in json.loads(result.out)["summary"]}
+    assert [e["name"] for e in summary["Greet"]["subgraph"]] == ["Greet", "Finish"]
+    assert [e["name"] for e in summary["Decorate"]["subgraph"]] == ["Border"]
