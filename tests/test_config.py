@@ -136,7 +136,7 @@ def test_bad_files_name_the_file_and_key(tmp_path: Path, name: str, text: str, w
 @pytest.mark.parametrize(
     ("variable", "value", "words"),
     [
-        ("AGENTMAP_EXECUTION__SUCCESS_POLICY", "sometimes", ["environment variable AGENTMAP_EXECUTION__SUCCESS_POLICY"]),
+        ("AGENTMAP_EXECUTION__SUCCESS_POLICY", "sometimes", ["variable AGENTMAP_EXECUTION__SUCCESS_POLICY"]),
         ("AGENTMAP_TOOLS__ROOTS", "a,b", ["AGENTMAP_*", "JSON"]),
         ("AGENTMAP_LOGGING__LEVEL", "chatty", ["AGENTMAP_LOGGING__LEVEL", "unknown logging level"]),
     ],
