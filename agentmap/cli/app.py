@@ -34,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.check",
     "agentmap.cli.show",
     "agentmap.cli.project",
+    "agentmap.cli.logs",
 )
 """The modules whose `register(app)` adds commands, in help order."""
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+import typer
 from cli_helpers import agentmap
 
 import agentmap as package
+from agentmap.cli.app import build_app
 
-COMMANDS = ("run", "validate", "inspect", "export", "init", "scaffold")
+CORE = ("run", "validate", "inspect", "export", "init", "scaffold")
+REGISTERED = sorted(typer.main.get_command(build_app()).commands)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
@@ -20,12 +23,13 @@ def test_version(flag: str) -> None:
 def test_help_lists_every_command_and_the_exit_codes() -> None:
     result = agentmap("--help")
     assert result.code == 0
-    for command in COMMANDS:
+    assert set(CORE) <= set(REGISTERED)
+    for command in REGISTERED:
         assert f"  {command} " in result.out
     assert "130 interrupted" in result.out.replace("\n", " ").replace("  ", " ")
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", REGISTERED)
 def test_each_command_has_help(command: str) -> None:
     result = agentmap(command, "-h")
     assert result.code == 0
