@@ -39,14 +39,25 @@ _LEVELS = {
 }
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is now, so the live view can show log lines above itself."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
 def configure_logging(level: str) -> None:
     """Send the `agentmap` loggers to stderr at `level` (a name from the settings)."""
     logger = logging.getLogger("agentmap")
     logger.setLevel(_LEVELS.get(level.upper(), logging.WARNING))
-    if not any(getattr(h, "_agentmap_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler._agentmap_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
 
 
