@@ -82,3 +82,17 @@ def test_logging_level_reaches_agent_logs(tmp_path: Path) -> None:
     loud = agentmap("run", "graphs/hello_world.csv", env={"AGENTMAP_LOGGING__LEVEL": "DEBUG"})
     assert loud.code == 0 and "DEBUG agentmap.agents" in loud.err
     assert json.loads(loud.out)["success"] is True  # logs stay off stdout
+
+
+def test_llm_and_tools_settings_reach_the_agents(tmp_path: Path) -> None:
+    write(tmp_path / "custom_agents" / "peek.py", (
+        "import agentmap\n\nclass PeekAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n"
+        "        s = self.environment.settings\n"
+        "        return {'model': s['llm']['model'], 'roots': s['tools']['roots']}\n"
+    ))
+    csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,Peek,peek,seen\n")
+    write(tmp_path / "agentmap.toml", '[llm]\nmodel = "offline"\n[tools]\nroots = ["shared/tools"]\n')
+    result = agentmap("run", csv, cwd=tmp_path, env={"AGENTMAP_LLM__MODEL": "openai:gpt-4o-mini"})
+    assert result.code == 0, result.err
+    seen = json.loads(result.out)["state"]["seen"]
+    assert seen == {"model": "openai:gpt-4o-mini", "roots": [str((tmp_path / "shared" / "tools").resolve())]}
