@@ -5,21 +5,9 @@ named by `--config` or `AGENTMAP_CONFIG`). An existing AgentMap `agentmap_config
 keys that mean the same here (`csv_path`, `paths.custom_agents`, `paths.functions`,
 `execution.success_policy`, `logging`, `llm`) are taken and the rest is ignored.
 
-```yaml
-workflow: workflow.csv            # what `agentmap run` runs when no FILE is given
-paths:
-  custom_agents: custom_agents    # relative paths resolve against the config file's folder
-  functions: functions
-execution:
-  success_policy: all_nodes       # all_nodes | final_node | critical_nodes
-  critical_nodes: []
-logging:
-  level: WARNING
-llm:                              # free-form model defaults, read by LLM agents (llm.model, ...)
-  model: openai:gpt-4o-mini
-tools:
-  roots: [tools]                  # extra folders tool files may come from
-```
+Keys: `workflow`, `paths.custom_agents`, `paths.functions`, `execution.success_policy`,
+`execution.critical_nodes`, `logging.level`, `llm.*` (free-form model defaults) and `tools.roots` /
+`tools.timeout`; relative paths resolve against the config file's folder. csv_specs/cli.md has them all.
 
 Environment variables override the file: `AGENTMAP_<SECTION>__<KEY>` (two underscores between levels),
 e.g. `AGENTMAP_PATHS__FUNCTIONS=./fns`, `AGENTMAP_EXECUTION__SUCCESS_POLICY=final_node`,
