@@ -87,6 +87,8 @@ class AgentEnvironment:
         settings: Global settings (model defaults, tool roots, ...) as a plain mapping.
         agents: The agents of the same graph by node name, filled in once all are built (an
             orchestrator node finds its planner and workers here).
+        compile_options: The options the graph was compiled with (functions and custom agents folders,
+            registry), so a node that compiles another graph (a subgraph) finds what its parent found.
     """
 
     base_dir: Path = field(default_factory=Path.cwd)
@@ -94,6 +96,7 @@ class AgentEnvironment:
     graph_name: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
     agents: Mapping[str, BaseAgent] = field(default_factory=dict)
+    compile_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BaseAgent:

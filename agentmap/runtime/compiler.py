@@ -171,6 +171,12 @@ def _environment(
         graph_name=graph.name,
         settings=options.settings,
         agents=agents if agents is not None else {},
+        compile_options={
+            "functions_dir": options.functions_dir,
+            "agents_dir": options.agents_dir,
+            "settings": options.settings,
+            "registry": options.registry,
+        },
     )
 
 

@@ -66,7 +66,7 @@ class GraphAgent(BaseAgent):
                 from agentmap.runtime.api import compile
 
                 path, graph = _reference(self.context.get("workflow") or self.context.get("graph"), self.environment)
-                self._child = compile(path, graph, settings=self.environment.settings)
+                self._child = compile(path, graph, **self.environment.compile_options)
             return self._child
 
     def process(self, inputs: dict[str, Any]) -> Any:

@@ -53,10 +53,12 @@ def test_a_failing_subgraph_fails_its_node_which_takes_failure_next(write_csv: W
 
 
 def test_other_file_subgraph_with_a_single_output_gets_the_childs_whole_state(write_csv: WriteCsv) -> None:
-    write_csv('GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nLib,Shout,template,"{text}!!",text,loud\n',
-              name="lib/other.csv")
+    write_csv(
+        'GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nLib,Shout,template,"{text}!!",text,loud\n',
+        name="lib/other.csv",
+    )
     main = write_csv(
-        'GraphName,Node,AgentType,Context,Input_Fields,Output_Field\n'
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field\n"
         'Main,Call,graph,"{""workflow"": ""lib/other.csv::Lib""}",text=msg,result\n'
     )
     result = agentmap.run(main, {"msg": "hey"})
@@ -64,8 +66,7 @@ def test_other_file_subgraph_with_a_single_output_gets_the_childs_whole_state(wr
 
 
 def test_other_file_with_one_graph_needs_no_selector(write_csv: WriteCsv) -> None:
-    write_csv('GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nLib,Up,template,"{t}?",t,q\n',
-              name="lib.csv")
+    write_csv('GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nLib,Up,template,"{t}?",t,q\n', name="lib.csv")
     main = write_csv(
         "GraphName,Node,AgentType,Context,Input_Fields,Output_Field\nM,Call,graph,{workflow=lib.csv},t,q=q\n"
     )
@@ -93,3 +94,22 @@ def test_an_indirect_cycle_through_another_file_is_found(write_csv: WriteCsv) ->
     a = write_csv("GraphName,Node,AgentType,Context\nA,Go,graph,{workflow=b.csv::B}\n", name="a.csv")
     (issue,) = agentmap.validate(a)
     assert issue.code == "bad-config" and "(a cycle)" in issue.message
+
+
+def test_a_subgraph_in_another_folder_finds_the_parents_configured_functions_folder(
+    write_csv: WriteCsv, tmp_path: Path
+) -> None:
+    routers = tmp_path / "shared_routers"
+    routers.mkdir()
+    (routers / "pick.py").write_text("def pick(state, success, failure):\n    return 'B'\n", encoding="utf-8")
+    write_csv(
+        "GraphName,Node,AgentType,Prompt,Output_Field,Edge\nLib,A,success,,a,func:pick\nLib,B,success,b!,b,\n",
+        name="lib/child.csv",
+    )
+    main = write_csv(
+        'GraphName,Node,AgentType,Context,Output_Field\nMain,Call,graph,"{""workflow"": ""lib/child.csv""}",b=b\n'
+    )
+    result = agentmap.run(main, {}, functions_dir=routers)
+    assert result.success is True
+    assert result.state["b"] == "b!"
+    assert [e.name for e in result.summary[0].subgraph or []] == ["A", "B"]
