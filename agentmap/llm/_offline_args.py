@@ -30,6 +30,8 @@ _SYNONYMS = {
     "done": "complete", "finish": "complete", "finished": "complete", "completed": "complete",
     "change": "update", "edit": "update", "rename": "update", "modify": "update",
     "find": "search", "lookup": "search", "fetch": "get",
+    "plus": "add", "sum": "add", "total": "add", "times": "multiply", "product": "multiply",
+    "minus": "subtract", "difference": "subtract",
 }  # fmt: skip
 _STOP = {
     "a", "an", "the", "to", "of", "and", "or", "for", "in", "on", "with", "my", "me", "i", "you", "is",

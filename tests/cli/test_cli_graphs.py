@@ -1,7 +1,7 @@
 """Every workflow in graphs/ runs through the real command, with its initial state, and succeeds.
 
 The initial state of `graphs/<name>.csv` is `graphs/<name>.state.json` (the same file `agentmap run`
-picks up by itself); `_FALLBACK_STATES` covers files that have none yet. A file with several graphs
+picks up by itself); every workflow must have one. A file with several graphs
 runs each of them. CSV files under a `data/` folder are data, not workflows. Each run happens in a
 temporary working directory, so nothing a workflow writes lands in the repository.
 """
@@ -19,13 +19,6 @@ import agentmap as package
 
 WORKFLOWS = sorted(p for p in GRAPHS.rglob("*.csv") if "data" not in p.relative_to(GRAPHS).parts)
 
-_FALLBACK_STATES: dict[str, dict[str, Any]] = {
-    "llm_offline.csv": {"request": "count the words in hello there world"},
-    "task_assistant.csv": {"message": "add a task: buy milk", "user_id": "cli-test"},
-    "trip_planner.csv": {"goal": "trip from Paris to Rome for 2 nights"},
-    "assistant/assistant.csv": {"prompt": "what is 2 plus 3?"},
-}
-
 _EXPECTED: dict[str, dict[str, Any]] = {
     "hello_world.csv::HelloWorld": {"greeting": "Hello, World!"},
     "branching.csv::Approval": {"decision": "Approved: a new laptop"},
@@ -34,14 +27,18 @@ _EXPECTED: dict[str, dict[str, Any]] = {
     "subgraph.csv::Main": {"greeting": "Hello, Ada Lovelace!", "framed": "*** Hello, Ada Lovelace! ***"},
     "subgraph.csv::Frame": {"framed": "*** standalone ***"},
     "custom_router.csv::Orders": {"lane": "Manual review for 250 EUR"},
+    "llm_offline.csv::LLMOfflineDemo": {"message": "Done: title case returned Hello World. (your request had 5 words)"},
+    "trip_planner.csv::TripPlanner": {
+        "message": "Your trip: Fly Air France AF11 from New York to Paris at 19:30 ($575), then stay 3 nights at "
+        "Maison Rivoli ($1020). Total: $1595."
+    },
+    "assistant/assistant.csv::Assistant": {"domains": ["maths"], "content": "Done: add numbers returned 5.0."},
 }
 
 
-def _state_args(path: Path) -> list[str]:
-    if path.with_name(f"{path.stem}.state.json").is_file():
-        return []  # the command reads it by itself
-    key = path.relative_to(GRAPHS).as_posix()
-    return ["--state", json.dumps(_FALLBACK_STATES.get(key, {}))]
+def test_every_workflow_has_its_initial_state_file() -> None:
+    missing = [p for p in WORKFLOWS if not p.with_name(f"{p.stem}.state.json").is_file()]
+    assert not missing
 
 
 def test_the_starter_workflows_are_here() -> None:
@@ -54,7 +51,7 @@ def test_the_starter_workflows_are_here() -> None:
 def test_every_graph_runs_and_succeeds(path: Path, tmp_path: Path) -> None:
     key = path.relative_to(GRAPHS).as_posix()
     for graph in package.load(path).graph_names:
-        result = agentmap("run", f"{path}::{graph}", *_state_args(path), cwd=tmp_path)
+        result = agentmap("run", f"{path}::{graph}", cwd=tmp_path)  # reads <name>.state.json by itself
         assert "Traceback" not in result.err
         assert result.code == 0, f"{key}::{graph} exited {result.code}: {result.err or result.out[-2000:]}"
         document = json.loads(result.out)

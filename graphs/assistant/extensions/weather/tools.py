@@ -4,5 +4,5 @@ _FORECASTS = {"paris": "sunny, 21°C", "london": "light rain, 15°C", "madrid": 
 
 
 def weather_forecast(city: str) -> str:
-    """Get the weather forecast for a city."""
+    """Get the weather forecast for a city: will it rain, how warm or sunny is it."""
     return _FORECASTS.get(city.strip().lower(), f"no forecast for {city}")
