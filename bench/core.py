@@ -103,7 +103,10 @@ def main() -> int:
     theirs = peak(lambda: yardstick_build(1000).invoke({"k0": 1}))
     ok &= report("peak memory of a 1,000-node run (MB)", mine / 1e6, theirs / 1e6, 1.15, unit="MB")
 
-    probe = "import sys, agentmap; agentmap.compile; print(','.join(m for m in ('pandas','fastapi','openai','anthropic','langchain_openai') if m in sys.modules))"
+    probe = (
+        "import sys, agentmap; agentmap.compile; heavy = ('pandas', 'fastapi', 'openai', 'anthropic', "
+        "'langchain_openai'); print(','.join(m for m in heavy if m in sys.modules))"
+    )
     leaked = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     print(f"{'import agentmap imports no pandas/FastAPI/provider':<58} {'OK' if not leaked else 'MISSED: ' + leaked}")
     ok &= not leaked
