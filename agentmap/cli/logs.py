@@ -14,7 +14,7 @@ import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
 
-__all__ = ["register", "show_logs"]
+__all__ = ["register", "render_logs", "show_logs"]
 
 
 def show_logs(
@@ -29,7 +29,7 @@ def show_logs(
     debug: bool = False,
 ) -> int:
     """The `logs` command: print the latest decisions; returns the exit code (0, or 3 with no log)."""
-    from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, render_logs
+    from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 
     settings = load(config, debug)
     path = db or configured_log_path(settings.agent_settings())
@@ -53,6 +53,57 @@ def show_logs(
             decisions.append(item)
     typer.echo(json.dumps({"log": str(path), "decisions": decisions}, default=str, ensure_ascii=False))
     return 0
+
+
+def render_logs(
+    path: str | Path | None = None,
+    *,
+    conversation_id: str | None = None,
+    user_id: str | None = None,
+    limit: int = 20,
+    show_tools: bool = True,
+) -> str:
+    """Render the latest decisions (and their tool calls) as text; what `agentmap logs` prints.
+
+    Args:
+        path: The decision log file; None means `default_log_path()`.
+        conversation_id: Only this conversation.
+        user_id: Only this user.
+        limit: How many of the latest decisions to show.
+        show_tools: Whether to list each decision's tool calls under it.
+    """
+    from agentmap.llm.decision_log import SQLiteDecisionLog, dumps
+
+    log = SQLiteDecisionLog(path)
+    if not log.path.exists():
+        return f"No decision log at {log.path} (an `assistant` node writes one when it runs)."
+    try:
+        decisions = log.list_decisions(conversation_id=conversation_id, user_id=user_id, limit=limit)
+        lines: list[str] = []
+        for d in decisions:
+            when = d.created_at.strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(
+                f"{when}  {d.decision_id[:12]}  conv={d.conversation_id} user={d.user_id}  "
+                f"{d.decision_type} / {d.outcome_category}  {d.duration_ms:.0f} ms"
+            )
+            lines.append(f"    user: {_clip(d.message)}")
+            if d.response_text:
+                lines.append(f"    reply: {_clip(d.response_text)}")
+            if d.error:
+                lines.append(f"    error: {_clip(d.error)}")
+            for t in log.get_tool_invocations(d.decision_id) if show_tools else ():
+                status = "ok" if t.success else f"FAILED {t.error_code or ''}: {t.error_message or ''}".rstrip()
+                lines.append(
+                    f"    tool {t.tool_name}({_clip(dumps(t.parameters), 60)}) -> {status}  {t.duration_ms:.0f} ms"
+                )
+        return "\n".join(lines) if lines else f"No decisions logged in {log.path}."
+    finally:
+        log.close()
+
+
+def _clip(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from agentmap.llm.adapter import LLMAdapter, LLMError, LLMRateLimitError, LLMTimeoutError
     from agentmap.llm.agents import LLMAgent
     from agentmap.llm.assistant import AssistantAgent
-    from agentmap.llm.decision_log import SQLiteDecisionLog, render_logs
+    from agentmap.llm.decision_log import SQLiteDecisionLog
     from agentmap.llm.engine import DecisionOutcome, LLMAgentEngine
     from agentmap.llm.models import check_model, resolve_model
     from agentmap.llm.offline import OfflineChatModel
@@ -26,7 +26,6 @@ _HOMES = {
     "LLMAgent": "agentmap.llm.agents",
     "AssistantAgent": "agentmap.llm.assistant",
     "SQLiteDecisionLog": "agentmap.llm.decision_log",
-    "render_logs": "agentmap.llm.decision_log",
     "DecisionOutcome": "agentmap.llm.engine",
     "LLMAgentEngine": "agentmap.llm.engine",
     "check_model": "agentmap.llm.models",
@@ -45,7 +44,6 @@ __all__ = [
     "OfflineChatModel",
     "SQLiteDecisionLog",
     "check_model",
-    "render_logs",
     "resolve_model",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

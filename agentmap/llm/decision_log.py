@@ -2,8 +2,7 @@
 
 The engine writes a decision row as `PENDING` before it calls the model and updates the same row with
 the outcome afterwards; each tool call adds a row to `tool_invocations`. Read them back with
-`SQLiteDecisionLog.list_decisions` / `get_tool_invocations`, or as text with `render_logs` (what
-`agentmap logs` prints).
+`SQLiteDecisionLog.list_decisions` / `get_tool_invocations` (`agentmap logs` prints them).
 
 The database is a plain SQLite file: an explicit path, the `llm.decision_log` setting,
 `$AGENTMAP_DECISION_LOG`, by default `.agentmap/decisions.db` under the working directory.
@@ -29,7 +28,7 @@ __all__ = [
     "ToolInvocationRecord",
     "configured_log_path",
     "default_log_path",
-    "render_logs",
+    "dumps",
 ]
 
 ENV_VAR = "AGENTMAP_DECISION_LOG"
@@ -185,7 +184,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
+    """JSON text of a logged value (non-JSON values as their str)."""
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
@@ -288,8 +288,8 @@ class SQLiteDecisionLog:
         row = (
             decision_id,
             tool_name,
-            _dumps(parameters),
-            _dumps(result),
+            dumps(parameters),
+            dumps(result),
             int(success),
             error_code,
             error_message,
@@ -381,52 +381,3 @@ def _decision(r: tuple[Any, ...]) -> DecisionRecord:
         created_at=datetime.fromisoformat(r[10]),
         updated_at=datetime.fromisoformat(r[11]),
     )
-
-
-def render_logs(
-    path: str | Path | None = None,
-    *,
-    conversation_id: str | None = None,
-    user_id: str | None = None,
-    limit: int = 20,
-    show_tools: bool = True,
-) -> str:
-    """Render the latest decisions (and their tool calls) as text; what `agentmap logs` prints.
-
-    Args:
-        path: The decision log file; None means `default_log_path()`.
-        conversation_id: Only this conversation.
-        user_id: Only this user.
-        limit: How many of the latest decisions to show.
-        show_tools: Whether to list each decision's tool calls under it.
-    """
-    log = SQLiteDecisionLog(path)
-    if not log.path.exists():
-        return f"No decision log at {log.path} (an `assistant` node writes one when it runs)."
-    try:
-        decisions = log.list_decisions(conversation_id=conversation_id, user_id=user_id, limit=limit)
-        lines: list[str] = []
-        for d in decisions:
-            when = d.created_at.strftime("%Y-%m-%d %H:%M:%S")
-            lines.append(
-                f"{when}  {d.decision_id[:12]}  conv={d.conversation_id} user={d.user_id}  "
-                f"{d.decision_type} / {d.outcome_category}  {d.duration_ms:.0f} ms"
-            )
-            lines.append(f"    user: {_clip(d.message)}")
-            if d.response_text:
-                lines.append(f"    reply: {_clip(d.response_text)}")
-            if d.error:
-                lines.append(f"    error: {_clip(d.error)}")
-            for t in log.get_tool_invocations(d.decision_id) if show_tools else ():
-                status = "ok" if t.success else f"FAILED {t.error_code or ''}: {t.error_message or ''}".rstrip()
-                lines.append(
-                    f"    tool {t.tool_name}({_clip(_dumps(t.parameters), 60)}) -> {status}  {t.duration_ms:.0f} ms"
-                )
-        return "\n".join(lines) if lines else f"No decisions logged in {log.path}."
-    finally:
-        log.close()
-
-
-def _clip(text: str, width: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -17,7 +17,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from openai_stub import OpenAIStub, error, text, tool_calls
 
 import agentmap
-from agentmap.llm.decision_log import SQLiteDecisionLog, render_logs
+from agentmap.cli.logs import render_logs
+from agentmap.llm.decision_log import SQLiteDecisionLog
 from agentmap.llm.engine import RATE_LIMIT_MESSAGE
 
 EXAMPLE = REPO / "graphs" / "task_assistant.csv"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from agentmap.cli.logs import render_logs
 from agentmap.llm.decision_log import (
     DecisionLogService,
     SQLiteDecisionLog,
     configured_log_path,
     default_log_path,
-    render_logs,
 )
 
 
