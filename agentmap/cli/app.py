@@ -35,6 +35,8 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.show",
     "agentmap.cli.project",
     "agentmap.cli.logs",
+    "agentmap.cli.chat",
+    "agentmap.cli.evaluation",
 )
 """The modules whose `register(app)` adds commands, in help order."""
 

@@ -1,0 +1,393 @@
+"""`agentmap eval run` and `agentmap eval score`: the run -> conversation log -> score pipeline (seed 000).
+
+`eval run SCENARIOS.csv` runs every scenario against an agent (`--agent`, `--workflow`, else
+`ACTIVE_AGENT_PATH`) and writes one log per run plus `manifest.json` into `--out`; it exits 0 once every
+run has its log, whatever the agent answered (an agent error or a timeout is recorded in the log and
+fails at scoring). Running it again into the same folder skips the runs whose log is complete.
+
+`eval score LOGS_DIR` scores the logs: exit 0 when every run passes, 1 when some fail.
+
+Missing files and folders exit 3; mistakes in options or in the scenarios file exit 2; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
+from agentmap.cli.chat import AgentConfigOption, MemoryOption
+from agentmap.cli.render import OutputMode
+from agentmap.errors import ConfigError, Location, WorkflowFileError
+
+if TYPE_CHECKING:
+    from agentmap.interface.eval_runner import EvalRunSummary
+    from agentmap.interface.evaluate import EvalReport
+
+__all__ = ["register", "run_scenarios", "score_folder"]
+
+_DEFAULT_OUT = Path("eval_logs")
+
+
+def _existing_file(path: Path, what: str, hint: str) -> None:
+    if not path.is_file():
+        state = "is a folder" if path.is_dir() else "does not exist"
+        raise WorkflowFileError(
+            f"the {what} {state}", code="file-not-found", location=Location(file=str(path)), hint=hint
+        )
+
+
+_SCENARIOS_HINT = "pass a CSV with columns scenario, turn, user_message (see csv_specs/evaluation.md)"
+
+
+def run_scenarios(
+    scenarios: Path,
+    *,
+    agent: str | None = None,
+    workflow: str | None = None,
+    out: Path | None = None,
+    concurrency: int = 4,
+    max_turns: int | None = None,
+    timeout: float | None = None,
+    runs: int = 1,
+    resume: bool = True,
+    memory: str | None = None,
+    agent_config: str | None = None,
+    json_output: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+) -> int:
+    """The `eval run` command: write one log per run; returns the exit code (0).
+
+    Raises:
+        WorkflowFileError: The scenarios file or the agent's file does not exist.
+        ConfigError: Both `--agent` and `--workflow`, a bad `--timeout` or `--agent-config`, no agent.
+        ScenarioError: A mistake in the scenarios file.
+    """
+    OutputMode.json = json_output
+    if agent is not None and workflow is not None:
+        raise ConfigError(
+            "give the agent once: --agent or --workflow, not both",
+            code="usage",
+            hint="--agent takes a Python file, a module or a workflow; --workflow a workflow file",
+        )
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout:g}", code="usage")
+    _existing_file(scenarios, "scenarios file", _SCENARIOS_HINT)
+    from agentmap.interface.scenarios import load_scenarios
+
+    names = {s.name for s in load_scenarios(scenarios)}  # mistakes in the file stop before the agent loads
+    settings = load(config, debug)
+
+    from agentmap.cli.chat import load_agent, read_agent_config, run_interruptible
+
+    call_config = read_agent_config(agent_config)
+    if workflow is not None:
+        _existing_file(
+            Path(workflow.partition("::")[0]), "workflow", "pass a workflow file, e.g. graphs/llm_offline.csv"
+        )
+        from agentmap.interface.agent import agent_for
+
+        run_agent: Any = agent_for(workflow, **settings.compile_options(), **settings.policy_options())
+    else:
+        run_agent = load_agent(agent, settings, source="--agent")
+    folder = out if out is not None else _DEFAULT_OUT / scenarios.stem
+
+    from agentmap.interface.eval_runner import run_eval
+
+    summary = run_interruptible(
+        run_eval(
+            scenarios,
+            run_agent,
+            folder,
+            concurrency=concurrency,
+            max_turns=max_turns,
+            timeout=timeout,
+            runs=runs,
+            memory=memory,
+            config=call_config,
+            resume=resume,
+        ),
+        lambda: (
+            f"Ctrl-C stopped the evaluation; finished runs have their logs in {folder}. "
+            "Run the same command again to resume: complete logs are skipped."
+        ),
+    )
+    _print_run(summary, len(names), json_output)
+    return 0
+
+
+def _print_run(summary: EvalRunSummary, scenarios: int, json_output: bool) -> None:
+    counts = summary.counts()
+    if json_output:
+        from agentmap.cli.render import dump_json
+
+        dump_json(
+            {
+                "out_dir": str(summary.out_dir),
+                "manifest": str(summary.manifest),
+                "exit_code": 0,
+                "counts": counts,
+                "runs": [
+                    {
+                        "scenario": o.scenario,
+                        "run": o.run,
+                        "log": str(o.log),
+                        "stop_reason": o.stop_reason,
+                        "skipped": o.skipped,
+                    }
+                    for o in summary.outcomes
+                ],
+            }
+        )
+        return
+    total = len(summary.outcomes)
+    skipped = counts.pop("skipped", 0)
+    parts = [f"{n} {reason}" for reason, n in sorted(counts.items())]
+    parts += [f"{skipped} skipped (complete logs already there)"] if skipped else []
+    lines = [
+        f"{total} run{'s' if total != 1 else ''} of {scenarios} scenario{'s' if scenarios != 1 else ''}: "
+        + ("; ".join(parts) or "nothing to run"),
+        f"Logs and manifest in {summary.out_dir}. Score them: agentmap eval score {summary.out_dir}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
+def score_folder(
+    logs_dir: Path,
+    *,
+    expectations: Path | None = None,
+    json_output: bool = False,
+    report: Path | None = None,
+    judge: str | None = None,
+    rubric: Path | None = None,
+    judge_threshold: int | None = None,
+    config: Path | None = None,
+    debug: bool = False,
+) -> int:
+    """The `eval score` command: returns 0 when every run passes, 1 when some fail.
+
+    Raises:
+        ConfigError: `--rubric` or `--judge-threshold` without `--judge`, or a judge that cannot be built.
+        WorkflowFileError: The logs folder or the expectations file does not exist, or the folder has no logs.
+    """
+    OutputMode.json = json_output
+    if judge is None and (rubric is not None or judge_threshold is not None):
+        options = (("--rubric", rubric), ("--judge-threshold", judge_threshold))
+        given = [name for name, value in options if value is not None]
+        raise ConfigError(
+            f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to the LLM judge, which is off",
+            code="usage",
+            hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
+        )
+    if not logs_dir.is_dir():
+        state = "is a file" if logs_dir.exists() else "does not exist"
+        raise WorkflowFileError(
+            f"the logs folder {state}",
+            code="file-not-found",
+            location=Location(file=str(logs_dir)),
+            hint="pass the folder `agentmap eval run --out DIR` wrote",
+        )
+    if not any(p.is_file() for p in logs_dir.glob("*.log")):
+        raise WorkflowFileError(
+            "the logs folder holds no conversation logs (*.log)",
+            code="no-logs",
+            location=Location(file=str(logs_dir)),
+            hint="run `agentmap eval run SCENARIOS.csv --out DIR` first, then score DIR",
+        )
+    if expectations is not None:
+        _existing_file(expectations, "expectations file", _SCENARIOS_HINT)
+    scorer = None
+    if judge is not None:
+        settings = load(config, debug)
+        from agentmap.interface.judge import load_rubric, make_llm_judge
+
+        criteria = load_rubric(rubric) if rubric is not None else None
+        threshold = 3 if judge_threshold is None else judge_threshold
+        scorer = make_llm_judge(judge, rubric=criteria, threshold=threshold, settings=settings.agent_settings())
+    from agentmap.interface.evaluate import score_logs
+
+    result = score_logs(logs_dir, expectations=expectations, judge=scorer)
+    code = 0 if result.passed == len(result.runs) else 1
+    if report is not None:
+        _write_report(result, report)
+    _print_score(result, code, report, json_output)
+    return code
+
+
+def _write_report(result: EvalReport, path: Path) -> None:
+    from agentmap.interface.report import report_html
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report_html(result), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the HTML report to {path}: {exc.strerror or exc}",
+            code="bad-report-path",
+            hint="pass --report a file path in a folder you can write to",
+        ) from None
+
+
+def _print_score(result: EvalReport, code: int, report: Path | None, json_output: bool) -> None:
+    if json_output:
+        from agentmap.cli.render import dump_json
+
+        document = {**result.to_dict(), "exit_code": code}
+        if report is not None:
+            document["report"] = str(report)
+        dump_json(document)
+        return
+    from agentmap.cli.render import console
+    from agentmap.interface.report import render_table
+
+    out = console()
+    render_table(result, console=out)
+    verdict = "every run passed" if code == 0 else f"{len(result.runs) - result.passed} failed"
+    out.print(f"{result.passed} of {len(result.runs)} runs passed ({verdict})", highlight=False, markup=False)
+    if report is not None:
+        out.print(f"HTML report written to {report}", highlight=False, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `agentmap eval` group (`eval run`, `eval score`) to `app`."""
+    group = typer.Typer(
+        help="Run scenarios against an agent into conversation logs, and score the logs.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.add_typer(group, name="eval")
+
+    @group.command("run")
+    def run(
+        scenarios: Annotated[
+            Path, typer.Argument(metavar="SCENARIOS.csv", help="The scenarios: one row per user turn.")
+        ],
+        agent: Annotated[
+            str | None,
+            typer.Option(
+                "--agent",
+                help="A Python file or module exposing run_agent, or a workflow (default: $ACTIVE_AGENT_PATH).",
+                show_default=False,
+            ),
+        ] = None,
+        workflow: Annotated[
+            str | None,
+            typer.Option("--workflow", metavar="FILE[::GRAPH]", help="Evaluate this workflow.", show_default=False),
+        ] = None,
+        out: Annotated[
+            Path | None,
+            typer.Option(
+                "--out",
+                "-o",
+                help="Folder for the logs and manifest.json (default: eval_logs/<SCENARIOS stem>).",
+                show_default=False,
+                file_okay=False,
+            ),
+        ] = None,
+        concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs at once.")] = 4,
+        max_turns: Annotated[
+            int | None,
+            typer.Option("--max-turns", min=1, help="The most user turns per run.", show_default=False),
+        ] = None,
+        timeout: Annotated[
+            float | None,
+            typer.Option(
+                "--timeout", help="Seconds the agent has for each reply (default: no limit).", show_default=False
+            ),
+        ] = None,
+        runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="Runs per scenario (for pass^k).")] = 1,
+        resume: Annotated[
+            bool, typer.Option("--resume/--no-resume", help="Skip runs whose log is already complete in --out.")
+        ] = True,
+        memory: MemoryOption = None,
+        agent_config: AgentConfigOption = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Run every scenario against an agent; write one conversation log per run (exit 0 when all are written)."""
+        raise typer.Exit(
+            run_scenarios(
+                scenarios,
+                agent=agent,
+                workflow=workflow,
+                out=out,
+                concurrency=concurrency,
+                max_turns=max_turns,
+                timeout=timeout,
+                runs=runs,
+                resume=resume,
+                memory=memory,
+                agent_config=agent_config,
+                json_output=json_output,
+                config=config,
+                debug=debug,
+            )
+        )
+
+    @group.command("score")
+    def score(
+        logs_dir: Annotated[Path, typer.Argument(metavar="LOGS_DIR", help="The folder `eval run` wrote.")],
+        expectations: Annotated[
+            Path | None,
+            typer.Option(
+                "--expectations",
+                "-e",
+                metavar="SCENARIOS.csv",
+                help="Take the expectations from this scenarios CSV instead of the manifest.",
+                show_default=False,
+            ),
+        ] = None,
+        json_output: JsonOption = False,
+        report: Annotated[
+            Path | None,
+            typer.Option(
+                "--report", help="Also write a self-contained HTML report here.", show_default=False, dir_okay=False
+            ),
+        ] = None,
+        judge: Annotated[
+            str | None,
+            typer.Option(
+                "--judge",
+                metavar="MODEL",
+                help="Also score each conversation with an LLM judge (provider:model); off by default.",
+                show_default=False,
+            ),
+        ] = None,
+        rubric: Annotated[
+            Path | None,
+            typer.Option("--rubric", help="The judge's rubric (text or Markdown file).", show_default=False),
+        ] = None,
+        judge_threshold: Annotated[
+            int | None,
+            typer.Option(
+                "--judge-threshold",
+                metavar="N",
+                help="Lowest passing judge score, 1-5 (default 3).",
+                show_default=False,
+            ),
+        ] = None,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Score conversation logs; exit 0 when every run passes, 1 when some fail."""
+        raise typer.Exit(
+            score_folder(
+                logs_dir,
+                expectations=expectations,
+                json_output=json_output,
+                report=report,
+                judge=judge,
+                rubric=rubric,
+                judge_threshold=judge_threshold,
+                config=config,
+                debug=debug,
+            )
+        )
