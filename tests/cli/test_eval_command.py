@@ -1,0 +1,218 @@
+"""`agentmap eval run` and `agentmap eval score` (agentmap/cli/evaluation.py) through the real command."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import GRAPHS, ROOT, agentmap, agentmap_tty, write
+
+from agentmap.interface.logs import read_log
+
+SCENARIOS = (
+    "scenario,turn,user_message,must_include,must_not_include\n"
+    "secret_reverse,1,please reverse the text hello world,dlrow olleh,\n"
+    "secret_chat,1,hello there,hello there,\n"
+    "secret_chat,2,please title case the text big apple,Big Apple,\n"
+    "secret_wrong,1,count the words in this,seven,\n"
+)
+"""Against graphs/llm_offline.csv (the offline model): the first two scenarios pass, the last does not."""
+
+AGENT = '''
+import asyncio
+
+
+async def run_agent(prompt, chat_history=None, memory=None, config=None):
+    if "explode" in prompt:
+        raise RuntimeError("kaboom")
+    if "sleep" in prompt:
+        await asyncio.sleep(30)
+    return {"content": f"You said {prompt}", "response_time_secs": 0.0, "traces": []}
+'''
+
+WORKFLOW = str(GRAPHS / "llm_offline.csv")
+
+
+@pytest.fixture
+def scenarios(tmp_path: Path) -> Path:
+    return write(tmp_path / "scenarios.csv", SCENARIOS)
+
+
+def run_json(*args: str | Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = agentmap("eval", "run", *args, "--json", env=env)
+    assert result.code == 0, result.text
+    document: dict[str, Any] = json.loads(result.out)
+    return document
+
+
+def test_run_then_score_a_workflow(scenarios: Path, tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    ran = run_json(scenarios, "--workflow", WORKFLOW, "--out", out, "--concurrency", "2")
+    assert ran["counts"] == {"single_turn": 2, "completed": 1}
+    logs = sorted(out.glob("*.log"))
+    assert len(logs) == 3 and not [p for p in logs if "secret" in p.name]  # neutral names
+    chat = read_log(next(Path(r["log"]) for r in ran["runs"] if r["scenario"] == "secret_chat"))
+    assert [t.text for t in chat.turns][-1] == "Done: title case returned Big Apple. (your request had 7 words)"
+
+    report = tmp_path / "html" / "report.html"
+    result = agentmap("eval", "score", out, "--json", "--report", report)
+    assert result.code == 1, result.text  # secret_wrong fails
+    scored = json.loads(result.out)
+    assert (scored["passed"], scored["total"], scored["exit_code"]) == (2, 3, 1)
+    verdicts = {r["scenario"]: r["passed"] for r in scored["runs"]}
+    assert verdicts == {"secret_reverse": True, "secret_chat": True, "secret_wrong": False}
+    page = report.read_text(encoding="utf-8")
+    assert all(name in page for name in ("secret_reverse", "secret_chat", "secret_wrong"))
+    assert "seven" in page  # the failed expectation is explained
+
+
+def test_score_exits_0_when_every_run_passes_and_prints_a_table(scenarios: Path, tmp_path: Path) -> None:
+    passing = write(tmp_path / "passing.csv", "\n".join(SCENARIOS.splitlines()[:-1]) + "\n")
+    run_json(passing, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    result = agentmap("eval", "score", tmp_path / "logs")
+    assert result.code == 0, result.text
+    assert "secret_chat" in result.out
+    assert "2 of 2 runs passed (every run passed)" in result.out
+
+
+def test_expectations_file_replaces_the_manifest(scenarios: Path, tmp_path: Path) -> None:
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    fixed = write(tmp_path / "fixed.csv", SCENARIOS.replace(",seven,", ",1,"))
+    result = agentmap("eval", "score", tmp_path / "logs", "--expectations", fixed, "--json")
+    assert result.code == 0, result.text
+    assert json.loads(result.out)["passed"] == 3
+
+
+def test_resume_skips_complete_logs(scenarios: Path, tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    first = run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    again = run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert again["counts"] == {"skipped": 3}
+    assert [r["log"] for r in again["runs"]] == [r["log"] for r in first["runs"]]
+
+    redo = next(Path(r["log"]) for r in first["runs"] if r["scenario"] == "secret_chat")
+    redo.write_text(redo.read_text(encoding="utf-8")[:60], encoding="utf-8")  # a run cut short
+    resumed = run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert resumed["counts"] == {"skipped": 2, "completed": 1}
+    assert read_log(redo).metadata.stop_reason == "completed"
+
+    fresh = run_json(scenarios, "--workflow", WORKFLOW, "--out", out, "--no-resume")
+    assert "skipped" not in fresh["counts"]
+
+
+def test_human_summary_names_the_folder_and_the_next_step(scenarios: Path, tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert result.code == 0, result.text
+    assert "3 runs of 3 scenarios: 1 completed; 2 single_turn" in result.out
+    assert f"agentmap eval score {out}" in result.out
+
+
+def test_active_agent_errors_timeouts_and_runs(tmp_path: Path) -> None:
+    agent = write(tmp_path / "agent.py", AGENT)
+    csv = write(tmp_path / "trouble.csv", "scenario,user_message\nok,hi\nboom,please explode\nslow,please sleep\n")
+    ran = run_json(csv, "--out", tmp_path / "logs", "--timeout", "0.5", "--runs", "2",
+                   env={"ACTIVE_AGENT_PATH": str(agent)})
+    reasons = {(r["scenario"], r["run"]): r["stop_reason"] for r in ran["runs"]}
+    assert reasons == {("ok", 1): "single_turn", ("ok", 2): "single_turn", ("boom", 1): "agent_error",
+                       ("boom", 2): "agent_error", ("slow", 1): "timeout", ("slow", 2): "timeout"}
+    result = agentmap("eval", "score", tmp_path / "logs", "--json")
+    assert result.code == 1
+    scored = json.loads(result.out)
+    assert {s["name"]: s["pass_hat_k"]["2"] for s in scored["scenarios"]} == {"ok": 1.0, "boom": 0.0, "slow": 0.0}
+
+
+def test_the_offline_judge_is_wired(scenarios: Path, tmp_path: Path) -> None:
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    rubric = write(tmp_path / "rubric.md", "- Be brief.\n")
+    result = agentmap("eval", "score", tmp_path / "logs", "--judge", "offline", "--rubric", rubric,
+                      "--judge-threshold", "4", "--json")
+    assert result.code == 1, result.text
+    judged = [run["judge"] for run in json.loads(result.out)["runs"]]
+    assert len(judged) == 3 and all(j["model"] == "offline" and j["threshold"] == 4 for j in judged)
+
+
+def _coloured(text: str) -> bool:
+    """Whether `text` sets a foreground colour (NO_COLOR still allows bold and italic)."""
+    codes = {int(c) for params in re.findall(r"\x1b\[([0-9;]*)m", text) for c in params.split(";") if c}
+    return bool(codes & {*range(30, 39), *range(90, 98)})
+
+
+@pytest.mark.parametrize("no_color", [True, False])
+def test_score_table_in_a_terminal_honours_no_color(scenarios: Path, tmp_path: Path, no_color: bool) -> None:
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    result = agentmap_tty("eval", "score", tmp_path / "logs", env={"NO_COLOR": "1"} if no_color else {})
+    assert result.code == 1
+    assert "FAIL" in result.plain and "secret_wrong" in result.plain
+    assert _coloured(result.out) is not no_color
+
+
+BAD_SCENARIOS = "scenario,turn,user_message\nchat,1,hi\nchat,1,again\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["eval", "run", "missing.csv", "--workflow", WORKFLOW], 3, ["scenarios file does not exist"]),
+        (["eval", "run", "BAD", "--workflow", WORKFLOW], 2, ["BAD:3", "turn"]),
+        (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--concurrency", "0"], 2, ["--concurrency"]),
+        (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--concurrency", "many"], 2, ["--concurrency"]),
+        (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--timeout", "0"], 2, ["--timeout must be a positive"]),
+        (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--agent", "a.py"], 2, ["--agent or --workflow"]),
+        (["eval", "run", "GOOD"], 2, ["no active agent", "ACTIVE_AGENT_PATH"]),
+        (["eval", "run", "GOOD", "--workflow", "nowhere.csv"], 3, ["workflow does not exist"]),
+        (["eval", "run", "GOOD", "--agent", "nowhere.py"], 3, ["--agent nowhere.py does not exist"]),
+        (["eval", "score", "missing_logs"], 3, ["missing_logs", "logs folder does not exist"]),
+        (["eval", "score", "EMPTY"], 3, ["no conversation logs"]),
+        (["eval", "score", "EMPTY", "--rubric", "rubric.md"], 2, ["--rubric only applies", "--judge MODEL"]),
+        (["eval", "score", "EMPTY", "--judge-threshold", "4"], 2, ["--judge-threshold only applies"]),
+        (["eval", "score", "EMPTY", "--judge", "nope:model"], 3, ["no conversation logs"]),
+    ],
+)
+def test_bad_input_is_one_paragraph_with_the_right_exit_code(
+    tmp_path: Path, args: list[str], code: int, words: list[str]
+) -> None:
+    places = {
+        "BAD": write(tmp_path / "bad.csv", BAD_SCENARIOS),
+        "GOOD": write(tmp_path / "good.csv", SCENARIOS),
+        "EMPTY": tmp_path / "empty",
+    }
+    places["EMPTY"].mkdir()
+    result = agentmap(*(str(places.get(a, a)) for a in args))
+    assert result.code == code, result.text
+    for word in words:
+        assert word.replace("BAD", str(places["BAD"])) in result.err
+    assert "Traceback" not in result.text
+    assert not list(tmp_path.glob("**/*.log"))  # nothing ran
+
+
+def test_a_judge_that_cannot_be_built_stops_before_scoring(scenarios: Path, tmp_path: Path) -> None:
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    result = agentmap("eval", "score", tmp_path / "logs", "--judge", "nope:model")
+    assert result.code == 2
+    assert "unknown model provider 'nope'" in result.err and "Traceback" not in result.text
+
+
+def test_errors_are_json_with_json(tmp_path: Path) -> None:
+    result = agentmap("eval", "score", tmp_path / "nothing", "--json")
+    assert result.code == 3
+    assert json.loads(result.out)["error"]["code"] == "file-not-found"
+
+
+def test_the_documented_example_runs_as_shown(tmp_path: Path) -> None:
+    doc = (ROOT / "csv_specs" / "cli.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## `agentmap eval run SCENARIOS.csv`") :]
+    block = re.search(r"```csv\n(.*?)```", section, re.S)
+    assert block is not None
+    csv = write(tmp_path / "scenarios.csv", block.group(1))
+    ran = agentmap("eval", "run", csv, "--workflow", "graphs/llm_offline.csv", "--out", tmp_path / "logs",
+                   "--concurrency", "8")
+    assert ran.code == 0, ran.text
+    assert ran.out.splitlines()[0] in section
+    scored = agentmap("eval", "score", tmp_path / "logs", "--report", tmp_path / "report.html")
+    assert scored.code == 1
+    assert "(wrong_count #1): turn 1: reply lacks 'seven'" in scored.out
+    assert "2 of 3 runs passed (1 failed)" in scored.out and "2 of 3 runs passed (1 failed)" in section
