@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BASELINE = '''\
+BASELINE = """\
 import json
 from typing import Any, TypedDict
 
@@ -49,7 +49,7 @@ builder.add_edge("Finish", END)
 with open("graphs/hello_world.state.json", encoding="utf-8") as f:
     initial = json.load(f)
 print(json.dumps({"state": builder.compile().invoke(initial)}, indent=2))
-'''
+"""
 
 
 def median_times(commands: dict[str, list[str]], repeat: int) -> dict[str, float]:
@@ -71,8 +71,10 @@ def report(label: str, ours: float, base: float, target: float) -> bool:
     """Print one ratio line; True when within the target."""
     ratio = ours / base
     ok = ratio <= target
-    print(f"{label:<44} ours {ours:7.3f}s  baseline {base:7.3f}s  ratio {ratio:5.2f}x "
-          f"(target <= {target}x) {'OK' if ok else 'MISSED'}")
+    print(
+        f"{label:<44} ours {ours:7.3f}s  baseline {base:7.3f}s  ratio {ratio:5.2f}x "
+        f"(target <= {target}x) {'OK' if ok else 'MISSED'}"
+    )
     return ok
 
 
@@ -89,24 +91,32 @@ def main() -> int:
         # The command turns the garbage collector off during start-up (see agentmap/cli/__init__.py); this
         # variant of the baseline does the same, to show how much of the lead comes from that alone.
         script_gc = Path(folder) / "baseline_gc.py"
-        script_gc.write_text("import gc\ngc.disable()\n" + BASELINE.replace(
-            "print(json.dumps(", "gc.freeze()\ngc.enable()\nprint(json.dumps("), encoding="utf-8")
-        t = median_times({
-            "run_base": [python, str(script)],
-            "run_base_gc": [python, str(script_gc)],
-            "run_ours": [*agentmap, "run", "graphs/hello_world.csv", "--json"],
-            "import_base": [python, "-c", "import langgraph.graph"],
-            "version": [*agentmap, "--version"],
-            "help": [*agentmap, "--help"],
-        }, repeat)
+        script_gc.write_text(
+            "import gc\ngc.disable()\n"
+            + BASELINE.replace("print(json.dumps(", "gc.freeze()\ngc.enable()\nprint(json.dumps("),
+            encoding="utf-8",
+        )
+        t = median_times(
+            {
+                "run_base": [python, str(script)],
+                "run_base_gc": [python, str(script_gc)],
+                "run_ours": [*agentmap, "run", "graphs/hello_world.csv", "--json"],
+                "import_base": [python, "-c", "import langgraph.graph"],
+                "version": [*agentmap, "--version"],
+                "help": [*agentmap, "--help"],
+            },
+            repeat,
+        )
     results = [
         report("agentmap run graphs/hello_world.csv --json", t["run_ours"], t["run_base"], 1.1),
         report("agentmap --version", t["version"], t["import_base"], 0.2),
         report("agentmap --help", t["help"], t["import_base"], 0.2),
     ]
     ratio = t["run_ours"] / t["run_base_gc"]
-    print(f"{'(info) run vs baseline with the same gc start-up':<44} ours {t['run_ours']:7.3f}s  baseline "
-          f"{t['run_base_gc']:7.3f}s  ratio {ratio:5.2f}x")
+    print(
+        f"{'(info) run vs baseline with the same gc start-up':<44} ours {t['run_ours']:7.3f}s  baseline "
+        f"{t['run_base_gc']:7.3f}s  ratio {ratio:5.2f}x"
+    )
     return 0 if all(results) else 1
 
 

@@ -73,8 +73,10 @@ def peak(fn: Callable[[], Any]) -> int:
 def report(label: str, ours: float, base: float, target: float, unit: str = "s") -> bool:
     ratio = ours / base
     ok = ratio <= target
-    print(f"{label:<58} ours {ours:9.4f}{unit}  yardstick {base:9.4f}{unit}  ratio {ratio:5.2f}x "
-          f"(target <= {target}x) {'OK' if ok else 'MISSED'}")
+    print(
+        f"{label:<58} ours {ours:9.4f}{unit}  yardstick {base:9.4f}{unit}  ratio {ratio:5.2f}x "
+        f"(target <= {target}x) {'OK' if ok else 'MISSED'}"
+    )
     return ok
 
 

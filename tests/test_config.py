@@ -119,8 +119,11 @@ def test_our_file_wins_over_the_legacy_one(tmp_path: Path) -> None:
         ("agentmap.yaml", "- a\n- b\n", ["must hold a mapping"]),
         ("agentmap.yaml", "paths: {functions: [\n", ["not valid YAML"]),
         ("agentmap.toml", "[paths\n", ["not valid TOML"]),
-        ("agentmap_config.yaml", "execution:\n  success_policy: {type: custom, custom_function: f}\n",
-         ["'custom'", "success_policy=<callable>"]),
+        (
+            "agentmap_config.yaml",
+            "execution:\n  success_policy: {type: custom, custom_function: f}\n",
+            ["'custom'", "success_policy=<callable>"],
+        ),
     ],
 )
 def test_bad_files_name_the_file_and_key(tmp_path: Path, name: str, text: str, words: list[str]) -> None:
@@ -141,8 +144,9 @@ def test_bad_files_name_the_file_and_key(tmp_path: Path, name: str, text: str, w
         ("AGENTMAP_LOGGING__LEVEL", "chatty", ["AGENTMAP_LOGGING__LEVEL", "unknown logging level"]),
     ],
 )
-def test_bad_variables_name_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str,
-                                         words: list[str]) -> None:
+def test_bad_variables_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, words: list[str]
+) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError) as caught:
         load_settings()

@@ -289,8 +289,12 @@ S,Fallback,success,,,
 
 @pytest.mark.parametrize(
     ("policy", "critical", "success"),
-    [("all_nodes", (), False), ("final_node", (), True), ("critical_nodes", ("Fallback",), True),
-     ("critical_nodes", ("Risky",), False)],
+    [
+        ("all_nodes", (), False),
+        ("final_node", (), True),
+        ("critical_nodes", ("Fallback",), True),
+        ("critical_nodes", ("Risky",), False),
+    ],
 )
 def test_success_policies(write_csv: WriteCsv, policy: str, critical: tuple[str, ...], success: bool) -> None:
     app = agentmap.compile(write_csv(POLICY_FLOW), success_policy=policy, critical_nodes=critical)  # type: ignore[arg-type]
@@ -349,9 +353,7 @@ def test_async_agents_run_under_invoke_and_ainvoke(write_csv: WriteCsv) -> None:
             await asyncio.sleep(0)
             return f"{inputs['y']}+twin"
 
-    path = write_csv(
-        f"GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,{coro},x,y,B\nG,B,{twin},y,z,\n"
-    )
+    path = write_csv(f"GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,{coro},x,y,B\nG,B,{twin},y,z,\n")
     app = agentmap.compile(path)
     assert app.invoke({"x": "1"}).state["z"] == "1+coro+twin"
     assert asyncio.run(app.ainvoke({"x": "2"})).state["z"] == "2+coro+twin"
@@ -368,17 +370,26 @@ FINDINGS: list[tuple[str, str, list[tuple[int | None, str | None, str]]]] = [
     ("bad-context", "GraphName,Node,Config\nG,A,temperature=2\n", [(2, "Config", "bad-context")]),
     ("bad-field", "GraphName,Node,Output\nG,A,a:b\n", [(2, "Output", "bad-field")]),
     ("bad-target", "GraphName,Node,next_node\nG,A,A|func:pick\n", [(2, "next_node", "bad-target")]),
-    ("bad-prompt-file", "GraphName,Node,Instructions\nG,A,file:nowhere.txt\n",
-     [(2, "Instructions", "bad-prompt-file")]),
+    (
+        "bad-prompt-file",
+        "GraphName,Node,Instructions\nG,A,file:nowhere.txt\n",
+        [(2, "Instructions", "bad-prompt-file")],
+    ),
     ("no-graphs", "GraphName,Node\n", [(None, None, "no-graphs")]),
     ("duplicate-node", "GraphName,Node,Edge\nG,A,\nG,A,\n", [(3, "Node", "duplicate-node")]),
     ("reserved-name", "GraphName,Node\nG,a:b\n", [(2, "Node", "reserved-name")]),
     ("unknown-agent-type", "GraphName,Node,Type\nG,A,Ecko\n", [(2, "Type", "unknown-agent-type")]),
     ("edge-conflict", "GraphName,Node,Edge,on_failure\nG,A,B,B\nG,B,,\n", [(2, "Edge", "edge-conflict")]),
-    ("unknown-target", "GraphName,Node,SuccessTarget\nG,A,Nxt\nG,Next,\n",
-     [(2, "SuccessTarget", "unknown-target"), (3, "Node", "unreachable-node")]),
-    ("parallel-write", "GraphName,Node,Output_Field,Edge\nG,S,,A|B\nG,A,x,\nG,B,x,\n",
-     [(4, "Output_Field", "parallel-write")]),
+    (
+        "unknown-target",
+        "GraphName,Node,SuccessTarget\nG,A,Nxt\nG,Next,\n",
+        [(2, "SuccessTarget", "unknown-target"), (3, "Node", "unreachable-node")],
+    ),
+    (
+        "parallel-write",
+        "GraphName,Node,Output_Field,Edge\nG,S,,A|B\nG,A,x,\nG,B,x,\n",
+        [(4, "Output_Field", "parallel-write")],
+    ),
     ("unreachable-node", "GraphName,Node,Edge\nG,A,\nG,B,\n", [(3, "Node", "unreachable-node")]),
     ("unset-input", "GraphName,Node,Inputs,Edge\nG,A,,B\nG,B,typo,\n", [(3, "Inputs", "unset-input")]),
     ("unknown-function", "GraphName,Node,on_success\nG,A,func:nowhere\n", [(2, "on_success", "unknown-function")]),

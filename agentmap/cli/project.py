@@ -38,13 +38,16 @@ def init_project(directory: Path, *, force: bool = False) -> int:
     from agentmap.cli._templates import STARTER_FILES
 
     if directory.exists() and not directory.is_dir():
-        raise ConfigError(f"{directory} is a file, not a folder", code="not-a-folder",
-                          hint="name a new or existing folder: agentmap init my_project")
+        raise ConfigError(
+            f"{directory} is a file, not a folder",
+            code="not-a-folder",
+            hint="name a new or existing folder: agentmap init my_project",
+        )
     sys.stdout.write(f"Starter project in {directory}:\n")
     for relative, content in STARTER_FILES.items():
         _write(directory / relative, content, force, directory)
     here = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "
-    sys.stdout.write(f"Next: {here}agentmap run   (or: agentmap run --state '{{\"name\": \"Ada\"}}')\n")
+    sys.stdout.write(f'Next: {here}agentmap run   (or: agentmap run --state \'{{"name": "Ada"}}\')\n')
     return 0
 
 
@@ -66,9 +69,7 @@ def _class_name(key: str) -> str:
     return "".join(part.title() for part in _identifier(key).split("_") if part) + "Agent"
 
 
-def _find_missing(
-    graphs: list[GraphSpec], functions_dir: Path
-) -> tuple[dict[str, _Need], dict[str, _Need], list[str]]:
+def _find_missing(graphs: list[GraphSpec], functions_dir: Path) -> tuple[dict[str, _Need], dict[str, _Need], list[str]]:
     from agentmap.agents import normalize_type, registry
     from agentmap.errors import AgentNotFoundError
     from agentmap.runtime.routing import load_router
@@ -103,14 +104,19 @@ def _agent_stub(key: str, need: _Need, file: Path) -> str:
     inputs = sorted({f for n in need.nodes for f in n.inputs})
     outputs = list(dict.fromkeys(o for n in need.nodes for o in n.outputs))
     if len(outputs) > 1:
-        body = "return {" + ", ".join(f"{o!r}: f\"{{self.name}}: {o}\"" for o in outputs) + "}"
+        body = "return {" + ", ".join(f'{o!r}: f"{{self.name}}: {o}"' for o in outputs) + "}"
     else:
         body = 'return f"{self.name} received {inputs}"'
     description = next((n.description for n in need.nodes if n.description), f"The {need.written} agent type.")
     return AGENT_STUB.format(
-        type=need.written, file=file.name, nodes=", ".join(sorted({n.name for n in need.nodes})),
-        cls=_class_name(key), description=description.replace('"""', "'''"),
-        inputs=", ".join(inputs) or "none", outputs=" | ".join(outputs) or "output", body=body,
+        type=need.written,
+        file=file.name,
+        nodes=", ".join(sorted({n.name for n in need.nodes})),
+        cls=_class_name(key),
+        description=description.replace('"""', "'''"),
+        inputs=", ".join(inputs) or "none",
+        outputs=" | ".join(outputs) or "output",
+        body=body,
     )
 
 
@@ -119,12 +125,14 @@ def _router_stub(need: _Need, file: Path) -> str:
 
     targets = sorted(need.targets)
     candidates = f"Nodes it may want: {', '.join(targets)}." if targets else "Return node names of this graph."
-    return ROUTER_STUB.format(name=need.written, file=file.name, candidates=candidates,
-                              nodes=", ".join(sorted({n.name for n in need.nodes})))
+    return ROUTER_STUB.format(
+        name=need.written, file=file.name, candidates=candidates, nodes=", ".join(sorted({n.name for n in need.nodes}))
+    )
 
 
-def scaffold_workflow(target: str | None, *, force: bool = False, config: Path | None = None,
-                      debug: bool = False) -> int:
+def scaffold_workflow(
+    target: str | None, *, force: bool = False, config: Path | None = None, debug: bool = False
+) -> int:
     """The `scaffold` command: stubs for unknown agent types and missing `func:` routers."""
     settings = load(config, debug)
     path, graph = split_target(target, settings)
@@ -159,8 +167,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("init")
     def init(
-        directory: Annotated[Path, typer.Argument(metavar="[DIR]", help="Folder to create the project in.")]
-        = Path("."),
+        directory: Annotated[Path, typer.Argument(metavar="[DIR]", help="Folder to create the project in.")] = Path(
+            "."
+        ),
         force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     ) -> None:
         """Start a project: a workflow CSV, agentmap.yaml, an example custom agent and an example router."""

@@ -60,8 +60,13 @@ def test_logging_without_a_logger_raises_value_error(method: str) -> None:
 
 @pytest.mark.parametrize(
     ("method", "level"),
-    [("log_debug", logging.DEBUG), ("log_info", logging.INFO), ("log_warning", logging.WARNING),
-     ("log_error", logging.ERROR), ("log_trace", TRACE)],
+    [
+        ("log_debug", logging.DEBUG),
+        ("log_info", logging.INFO),
+        ("log_warning", logging.WARNING),
+        ("log_error", logging.ERROR),
+        ("log_trace", TRACE),
+    ],
 )
 def test_log_methods_prefix_the_agent_and_use_their_level(
     method: str, level: int, caplog: pytest.LogCaptureFixture

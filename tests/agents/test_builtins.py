@@ -83,8 +83,13 @@ def test_safe_format_does_not_reach_into_objects() -> None:
     [
         ("Hello {name}", []),
         ("", ["a template node needs a Prompt such as 'Hello, {name}!'"]),
-        ("{user.name} {x[1]}", ["template field {user.name} is not allowed: use plain names such as {name}",
-                                "template field {x[1]} is not allowed: use plain names such as {name}"]),
+        (
+            "{user.name} {x[1]}",
+            [
+                "template field {user.name} is not allowed: use plain names such as {name}",
+                "template field {x[1]} is not allowed: use plain names such as {name}",
+            ],
+        ),
     ],
 )
 def test_template_checks_its_prompt_before_the_run(prompt: str, problems: list[str]) -> None:
@@ -98,8 +103,18 @@ def test_template_reports_a_malformed_prompt() -> None:
 
 @pytest.mark.parametrize(
     ("value", "success"),
-    [("yes", True), ("TRUE", True), (1, True), ("anything else", True), ("no", False), ("0", False), ("", False),
-     (None, False), (False, False), ("Failure", False)],
+    [
+        ("yes", True),
+        ("TRUE", True),
+        (1, True),
+        ("anything else", True),
+        ("no", False),
+        ("0", False),
+        ("", False),
+        (None, False),
+        (False, False),
+        ("Failure", False),
+    ],
 )
 def test_branching_default_values(value: Any, success: bool) -> None:
     update = run(BranchingAgent, {"decision": value})
@@ -124,7 +139,7 @@ def test_branching_without_inputs_fails() -> None:
 
 def test_branching_values_must_be_lists() -> None:
     assert BranchingAgent.validate_config("", {"success_values": "yes", "failure_values": ["no"]}, ENV) == [
-        "Context 'success_values' must be a list of values, e.g. [\"yes\", \"ok\"]"
+        'Context \'success_values\' must be a list of values, e.g. ["yes", "ok"]'
     ]
 
 

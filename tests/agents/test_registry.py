@@ -21,8 +21,17 @@ class Shout(BaseAgent):
 
 @pytest.mark.parametrize(
     ("name", "key"),
-    [("Echo", "echo"), ("echo", "echo"), ("EchoAgent", "echo"), ("echo_agent", "echo"), ("", "default"),
-     ("  ", "default"), ("Agent", "agent"), ("my-type", "my_type"), ("LLMAgent", "llm")],
+    [
+        ("Echo", "echo"),
+        ("echo", "echo"),
+        ("EchoAgent", "echo"),
+        ("echo_agent", "echo"),
+        ("", "default"),
+        ("  ", "default"),
+        ("Agent", "agent"),
+        ("my-type", "my_type"),
+        ("LLMAgent", "llm"),
+    ],
 )
 def test_normalize_type(name: str, key: str) -> None:
     assert normalize_type(name) == key
@@ -180,9 +189,7 @@ def test_a_custom_agent_file_that_does_not_import_is_an_agentmap_error(tmp_path:
     with pytest.raises(AgentNotFoundError) as info:
         local.load_folder(folder)
     assert "broken.py" in info.value.message and "SyntaxError" in info.value.message
-    _write_agents(
-        folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n"
-    )
+    _write_agents(folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n")
     assert local.load_folder(folder) == ["broken"]  # fixed: loading the folder again works
 
 

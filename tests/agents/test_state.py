@@ -56,8 +56,13 @@ def test_get_inputs_of_no_fields_is_empty() -> None:
 
 @pytest.mark.parametrize(
     ("field", "parsed"),
-    [("key", ("key", "key")), ("query:question", ("query", "question")), ("question=query", ("query", "question")),
-     (" a : b ", ("a", "b")), ("key:", ("key", "key"))],
+    [
+        ("key", ("key", "key")),
+        ("query:question", ("query", "question")),
+        ("question=query", ("query", "question")),
+        (" a : b ", ("a", "b")),
+        ("key:", ("key", "key")),
+    ],
 )
 def test_parse_input_field(field: str, parsed: tuple[str, str]) -> None:
     assert parse_input_field(field) == parsed

@@ -47,22 +47,36 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def agentmap(*args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
-             timeout: float = 120) -> Result:
+def agentmap(*args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120) -> Result:
     """Run `python -m agentmap ARGS` with pipes (so stdout is not a terminal)."""
-    proc = subprocess.run([*COMMAND, *map(str, args)], cwd=cwd, env=_env(env), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*COMMAND, *map(str, args)],
+        cwd=cwd,
+        env=_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def agentmap_tty(*args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
-                 timeout: float = 120, columns: int = 160) -> Result:
+def agentmap_tty(
+    *args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120, columns: int = 160
+) -> Result:
     """Run `python -m agentmap ARGS` with stdout and stderr on a pseudo-terminal (output merged)."""
     master, slave = pty.openpty()
     environment = _env(env)
     environment.update({"COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"})
-    proc = subprocess.Popen([*COMMAND, *map(str, args)], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, close_fds=True)
+    proc = subprocess.Popen(
+        [*COMMAND, *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout

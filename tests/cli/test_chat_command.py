@@ -47,15 +47,26 @@ def agent_file(tmp_path: Path) -> Path:
 
 def chat(*args: str | Path, lines: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> Result:
     """`agentmap chat ARGS` with `lines` on stdin."""
-    proc = subprocess.run([*COMMAND, "chat", *map(str, args)], cwd=cwd, env=_env(env), input=lines,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*COMMAND, "chat", *map(str, args)],
+        cwd=cwd,
+        env=_env(env),
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def test_chat_keeps_the_history_across_turns_and_writes_the_log(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "session.log"
-    result = chat("--log", log, lines="hello\n\nhow are you\nexplode now\nthird\nexit\nnever asked\n",
-                  env={"ACTIVE_AGENT_PATH": str(agent_file)})
+    result = chat(
+        "--log",
+        log,
+        lines="hello\n\nhow are you\nexplode now\nthird\nexit\nnever asked\n",
+        env={"ACTIVE_AGENT_PATH": str(agent_file)},
+    )
     assert result.code == 0, result.text
     assert result.out.splitlines() == [
         "heard hello after []",
@@ -81,8 +92,18 @@ def test_chat_with_a_workflow_file_ends_at_end_of_input() -> None:
 
 def test_chat_max_turns_memory_and_agent_config(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "short.log"
-    result = chat(agent_file, "--max-turns", "2", "--memory", "likes tea", "--agent-config",
-                  '{"execution_mode": "threads"}', "--log", log, lines="one\ntwo\nthree\n")
+    result = chat(
+        agent_file,
+        "--max-turns",
+        "2",
+        "--memory",
+        "likes tea",
+        "--agent-config",
+        '{"execution_mode": "threads"}',
+        "--log",
+        log,
+        lines="one\ntwo\nthree\n",
+    )
     assert result.code == 0, result.text
     assert result.out.splitlines() == [
         "heard one after [] memory=likes tea config=['execution_mode']",
@@ -93,8 +114,15 @@ def test_chat_max_turns_memory_and_agent_config(agent_file: Path, tmp_path: Path
 
 def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "interrupted.log"
-    proc = subprocess.Popen([*COMMAND, "chat", str(agent_file), "--log", str(log)], cwd=ROOT, env=_env(None),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*COMMAND, "chat", str(agent_file), "--log", str(log)],
+        cwd=ROOT,
+        env=_env(None),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         proc.stdin.write("hello\n")
@@ -171,9 +199,15 @@ def test_debug_shows_the_agents_traceback(agent_file: Path) -> None:
 
 def test_ctrl_c_while_the_agent_replies_exits_130(agent_file: Path, tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    proc = subprocess.Popen([*COMMAND, "ask", "please sleep", str(agent_file)], cwd=ROOT,
-                            env=_env({"READY_FILE": str(ready)}), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*COMMAND, "ask", "please sleep", str(agent_file)],
+        cwd=ROOT,
+        env=_env({"READY_FILE": str(ready)}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and time.monotonic() < deadline:  # the agent has started its minute of sleep
@@ -211,8 +245,15 @@ def _read_until(master: int, marker: str, deadline: float) -> str:
 
 def test_chat_in_a_terminal_prompts_and_says_how_to_leave(agent_file: Path) -> None:
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*COMMAND, "chat", str(agent_file)], cwd=ROOT, env={**_env(None), "NO_COLOR": "1"},
-                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    proc = subprocess.Popen(
+        [*COMMAND, "chat", str(agent_file)],
+        cwd=ROOT,
+        env={**_env(None), "NO_COLOR": "1"},
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     deadline = time.monotonic() + 60
     try:

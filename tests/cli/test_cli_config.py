@@ -28,29 +28,46 @@ def test_success_policy_from_file_then_variable(tmp_path: Path) -> None:
 
 def test_functions_and_agents_folders_from_config(tmp_path: Path) -> None:
     write(tmp_path / "lib" / "routers" / "pick.py", "def pick(state, ok, fail):\n    return 'B'\n")
-    write(tmp_path / "lib" / "agents" / "shout.py", (
-        "import agentmap\n\nclass ShoutAgent(agentmap.BaseAgent):\n"
-        "    def process(self, inputs):\n        return str(inputs.get('text', '')).upper()\n"
-    ))
-    csv = write(tmp_path / "flows" / "flow.csv",
-                "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,shout,text,loud,func:pick\nG,B,echo,loud,out,\n")
-    config = write(tmp_path / "settings" / "team.yaml", "paths:\n  functions: ../lib/routers\n"
-                   "  custom_agents: ../lib/agents\n")
+    write(
+        tmp_path / "lib" / "agents" / "shout.py",
+        (
+            "import agentmap\n\nclass ShoutAgent(agentmap.BaseAgent):\n"
+            "    def process(self, inputs):\n        return str(inputs.get('text', '')).upper()\n"
+        ),
+    )
+    csv = write(
+        tmp_path / "flows" / "flow.csv",
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,shout,text,loud,func:pick\nG,B,echo,loud,out,\n",
+    )
+    config = write(
+        tmp_path / "settings" / "team.yaml", "paths:\n  functions: ../lib/routers\n  custom_agents: ../lib/agents\n"
+    )
     without = agentmap("run", csv, "--state", '{"text": "hi"}', cwd=tmp_path)
     assert without.code == 4 and "shout" in without.err
     result = agentmap("run", csv, "--state", '{"text": "hi"}', "--config", config, cwd=tmp_path)
     assert result.code == 0, result.err
     assert json.loads(result.out)["state"]["loud"] == "HI"
-    by_variable = agentmap("run", csv, "--state", '{"text": "hi"}', cwd=tmp_path,
-                           env={"AGENTMAP_PATHS__FUNCTIONS": str(tmp_path / "lib" / "routers"),
-                                "AGENTMAP_PATHS__CUSTOM_AGENTS": str(tmp_path / "lib" / "agents")})
+    by_variable = agentmap(
+        "run",
+        csv,
+        "--state",
+        '{"text": "hi"}',
+        cwd=tmp_path,
+        env={
+            "AGENTMAP_PATHS__FUNCTIONS": str(tmp_path / "lib" / "routers"),
+            "AGENTMAP_PATHS__CUSTOM_AGENTS": str(tmp_path / "lib" / "agents"),
+        },
+    )
     assert by_variable.code == 0, by_variable.err
 
 
 def test_legacy_config_is_read(tmp_path: Path) -> None:
     csv = write(tmp_path / "flow.csv", _FLOW)
-    write(tmp_path / "agentmap_config.yaml", "csv_path: flow.csv\nrouting: {enabled: true}\n"
-          "execution:\n  success_policy:\n    type: critical_nodes\n    critical_nodes: [Recover]\n")
+    write(
+        tmp_path / "agentmap_config.yaml",
+        "csv_path: flow.csv\nrouting: {enabled: true}\n"
+        "execution:\n  success_policy:\n    type: critical_nodes\n    critical_nodes: [Recover]\n",
+    )
     result = agentmap("run", cwd=tmp_path)
     assert result.code == 0, result.err
     assert json.loads(result.out)["file"] == str(csv.resolve())
@@ -85,11 +102,14 @@ def test_logging_level_reaches_agent_logs(tmp_path: Path) -> None:
 
 
 def test_llm_and_tools_settings_reach_the_agents(tmp_path: Path) -> None:
-    write(tmp_path / "custom_agents" / "peek.py", (
-        "import agentmap\n\nclass PeekAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n"
-        "        s = self.environment.settings\n"
-        "        return {'model': s['llm']['model'], 'roots': s['tools']['roots']}\n"
-    ))
+    write(
+        tmp_path / "custom_agents" / "peek.py",
+        (
+            "import agentmap\n\nclass PeekAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n"
+            "        s = self.environment.settings\n"
+            "        return {'model': s['llm']['model'], 'roots': s['tools']['roots']}\n"
+        ),
+    )
     csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,Peek,peek,seen\n")
     write(tmp_path / "agentmap.toml", '[llm]\nmodel = "offline"\n[tools]\nroots = ["shared/tools"]\n')
     result = agentmap("run", csv, cwd=tmp_path, env={"AGENTMAP_LLM__MODEL": "openai:gpt-4o-mini"})

@@ -22,8 +22,11 @@ WORKFLOWS = sorted(p for p in GRAPHS.rglob("*.csv") if "data" not in p.relative_
 _EXPECTED: dict[str, dict[str, Any]] = {
     "hello_world.csv::HelloWorld": {"greeting": "Hello, World!"},
     "branching.csv::Approval": {"decision": "Approved: a new laptop"},
-    "parallel.csv::Briefing": {"weather": "Weather in Lisbon: sunny", "news": "News from Lisbon: all quiet",
-                               "agenda": "Agenda in Lisbon: stand-up at 9"},
+    "parallel.csv::Briefing": {
+        "weather": "Weather in Lisbon: sunny",
+        "news": "News from Lisbon: all quiet",
+        "agenda": "Agenda in Lisbon: stand-up at 9",
+    },
     "subgraph.csv::Main": {"greeting": "Hello, Ada Lovelace!", "framed": "*** Hello, Ada Lovelace! ***"},
     "subgraph.csv::Frame": {"framed": "*** standalone ***"},
     "custom_router.csv::Orders": {"lane": "Manual review for 250 EUR"},

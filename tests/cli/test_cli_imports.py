@@ -11,11 +11,23 @@ import pytest
 from cli_helpers import ROOT
 
 _FORBIDDEN_IN_RUN = (
-    "pandas", "fastapi", "starlette", "uvicorn",
-    "openai", "anthropic", "google.genai", "google.generativeai", "ollama",
-    "langchain_openai", "langchain_anthropic", "langchain_google_genai", "langchain_ollama",
-    "mcp", "langchain_mcp_adapters",
-    "agentmap.llm", "agentmap.orchestration",
+    "pandas",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "google.generativeai",
+    "ollama",
+    "langchain_openai",
+    "langchain_anthropic",
+    "langchain_google_genai",
+    "langchain_ollama",
+    "mcp",
+    "langchain_mcp_adapters",
+    "agentmap.llm",
+    "agentmap.orchestration",
 )
 
 _PROBE = """
@@ -29,8 +41,14 @@ with open(sys.argv[1], "w") as f:
 
 def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     report = tmp_path / "modules.json"
-    subprocess.run([sys.executable, "-c", _PROBE, str(report), *args], cwd=ROOT, capture_output=True, text=True,
-                   timeout=120, check=False)
+    subprocess.run(
+        [sys.executable, "-c", _PROBE, str(report), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     data = json.loads(report.read_text())
     return data["code"], set(data["modules"])
 
@@ -39,8 +57,9 @@ def _loaded(modules: set[str], package: str) -> bool:
     return package in modules or any(m.startswith(package + ".") for m in modules)
 
 
-@pytest.mark.parametrize("target", ["graphs/hello_world.csv", "graphs/parallel.csv", "graphs/subgraph.csv::Main",
-                                    "graphs/custom_router.csv"])
+@pytest.mark.parametrize(
+    "target", ["graphs/hello_world.csv", "graphs/parallel.csv", "graphs/subgraph.csv::Main", "graphs/custom_router.csv"]
+)
 def test_deterministic_run_imports_no_llm_stack(tmp_path: Path, target: str) -> None:
     code, modules = _modules(tmp_path, "run", target, "--json")
     assert code == 0
@@ -57,5 +76,16 @@ def test_version_imports_nothing_heavy(tmp_path: Path) -> None:
 def test_help_imports_no_runtime(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "--help")
     assert code == 0 and "typer" in modules
-    assert not [p for p in ("langgraph", "langchain_core", "pydantic_settings", "agentmap.runtime", "agentmap.spec",
-                            "rich.live", "rich.table") if _loaded(modules, p)]
+    assert not [
+        p
+        for p in (
+            "langgraph",
+            "langchain_core",
+            "pydantic_settings",
+            "agentmap.runtime",
+            "agentmap.spec",
+            "rich.live",
+            "rich.table",
+        )
+        if _loaded(modules, p)
+    ]

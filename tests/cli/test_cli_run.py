@@ -82,7 +82,7 @@ def test_state_file_option(tmp_path: Path) -> None:
 
 
 def test_values_json_cannot_hold_are_written_as_text(tmp_path: Path) -> None:
-    agent = '''\
+    agent = """\
 import datetime
 import agentmap
 
@@ -90,7 +90,7 @@ import agentmap
 class ClockAgent(agentmap.BaseAgent):
     def process(self, inputs):
         return datetime.date(2024, 2, 29)
-'''
+"""
     csv = _project(tmp_path, "GraphName,Node,AgentType,Output_Field\nG,Tick,clock,when\n", {"clock": agent})
     result = agentmap("run", csv, "--json", cwd=tmp_path)
     assert result.code == 0, result.err
@@ -123,12 +123,16 @@ def test_json_flag_in_a_terminal_prints_only_json_on_stdout(tmp_path: Path) -> N
 
 
 def test_agent_that_raises_takes_failure_next_and_exits_1(tmp_path: Path) -> None:
-    csv = _project(tmp_path, (
-        "GraphName,Node,AgentType,Input_Fields,Output_Field,Success_Next,Failure_Next,Prompt\n"
-        "Pay,Charge,flaky,amount,receipt,Thanks,Refund,\n"
-        "Pay,Thanks,template,receipt,message,,,Thanks: {receipt}\n"
-        "Pay,Refund,template,amount,message,,,Refunded {amount}\n"
-    ), {"flaky": _RAISING_AGENT})
+    csv = _project(
+        tmp_path,
+        (
+            "GraphName,Node,AgentType,Input_Fields,Output_Field,Success_Next,Failure_Next,Prompt\n"
+            "Pay,Charge,flaky,amount,receipt,Thanks,Refund,\n"
+            "Pay,Thanks,template,receipt,message,,,Thanks: {receipt}\n"
+            "Pay,Refund,template,amount,message,,,Refunded {amount}\n"
+        ),
+        {"flaky": _RAISING_AGENT},
+    )
     failed = agentmap("run", csv, "--state", '{"amount": 13}', cwd=tmp_path)
     assert failed.code == 1
     document = json.loads(failed.out)
@@ -143,8 +147,11 @@ def test_agent_that_raises_takes_failure_next_and_exits_1(tmp_path: Path) -> Non
 
 
 def test_failed_node_is_reported_in_the_terminal(tmp_path: Path) -> None:
-    csv = _project(tmp_path, "GraphName,Node,AgentType,Input_Fields,Output_Field\nPay,Charge,flaky,amount,r\n",
-                   {"flaky": _RAISING_AGENT})
+    csv = _project(
+        tmp_path,
+        "GraphName,Node,AgentType,Input_Fields,Output_Field\nPay,Charge,flaky,amount,r\n",
+        {"flaky": _RAISING_AGENT},
+    )
     result = agentmap_tty("run", csv, "--state", '{"amount": 13}', cwd=tmp_path, env={"NO_COLOR": "1"})
     assert result.code == 1
     assert "amount 13 is unlucky" in result.plain
@@ -221,8 +228,10 @@ def test_validation_errors_name_row_and_column(tmp_path: Path) -> None:
 
 
 def test_workflow_from_the_config_file(tmp_path: Path) -> None:
-    write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Hi,template,"
-          "Hi {who},who,line\n")
+    write(
+        tmp_path / "flow.csv",
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Hi,template,Hi {who},who,line\n",
+    )
     write(tmp_path / "agentmap.yaml", "workflow: flow.csv\n")
     result = agentmap("run", "--state", '{"who": "there"}', cwd=tmp_path)
     assert result.code == 0, result.err
@@ -231,14 +240,25 @@ def test_workflow_from_the_config_file(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_cleanly_and_names_the_running_node(tmp_path: Path) -> None:
     marker = tmp_path / "started"
-    csv = _project(tmp_path, (
-        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Context\n"
-        "Slow,First,echo,x,y,Wait,\n"
-        f"Slow,Wait,block,y,z,,\"{{\"\"marker\"\": \"\"{marker}\"\"}}\"\n"
-    ), {"block": _BLOCKING_AGENT})
+    csv = _project(
+        tmp_path,
+        (
+            "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Context\n"
+            "Slow,First,echo,x,y,Wait,\n"
+            f'Slow,Wait,block,y,z,,"{{""marker"": ""{marker}""}}"\n'
+        ),
+        {"block": _BLOCKING_AGENT},
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-    proc = subprocess.Popen([*COMMAND, "run", str(csv), "--state", '{"x": 1}', "--json"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*COMMAND, "run", str(csv), "--state", '{"x": 1}', "--json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -263,6 +283,11 @@ def test_python_dash_m_and_console_script_agree() -> None:
     script = Path(sys.executable).with_name("agentmap")
     if not script.exists():
         pytest.skip("the agentmap console script is not installed beside this interpreter")
-    proc = subprocess.run([str(script), "run", "graphs/hello_world.csv", "--state", '{"name": "X"}'], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(script), "run", "graphs/hello_world.csv", "--state", '{"name": "X"}'],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["state"]["greeting"] == "Hello, X!"

@@ -51,7 +51,11 @@ def test_json_report(tmp_path: Path) -> None:
     assert report["valid"] is False and report["errors"] == 3 and report["exit_code"] == 4
     unknown = next(i for i in report["issues"] if i["code"] == "unknown-agent-type")
     assert (unknown["file"], unknown["row"], unknown["column"], unknown["severity"]) == (
-        str(csv), 2, "AgentType", "error")
+        str(csv),
+        2,
+        "AgentType",
+        "error",
+    )
     assert unknown["node"] == "A" and unknown["fix"]
     assert {i["row"] for i in report["issues"]} == {2, 3, 4}
 

@@ -21,7 +21,7 @@ SCENARIOS = (
 )
 """Against graphs/llm_offline.csv (the offline model): the first two scenarios pass, the last does not."""
 
-AGENT = '''
+AGENT = """
 import asyncio
 
 
@@ -31,7 +31,7 @@ async def run_agent(prompt, chat_history=None, memory=None, config=None):
     if "sleep" in prompt:
         await asyncio.sleep(30)
     return {"content": f"You said {prompt}", "response_time_secs": 0.0, "traces": []}
-'''
+"""
 
 WORKFLOW = str(GRAPHS / "llm_offline.csv")
 
@@ -114,11 +114,18 @@ def test_human_summary_names_the_folder_and_the_next_step(scenarios: Path, tmp_p
 def test_active_agent_errors_timeouts_and_runs(tmp_path: Path) -> None:
     agent = write(tmp_path / "agent.py", AGENT)
     csv = write(tmp_path / "trouble.csv", "scenario,user_message\nok,hi\nboom,please explode\nslow,please sleep\n")
-    ran = run_json(csv, "--out", tmp_path / "logs", "--timeout", "0.5", "--runs", "2",
-                   env={"ACTIVE_AGENT_PATH": str(agent)})
+    ran = run_json(
+        csv, "--out", tmp_path / "logs", "--timeout", "0.5", "--runs", "2", env={"ACTIVE_AGENT_PATH": str(agent)}
+    )
     reasons = {(r["scenario"], r["run"]): r["stop_reason"] for r in ran["runs"]}
-    assert reasons == {("ok", 1): "single_turn", ("ok", 2): "single_turn", ("boom", 1): "agent_error",
-                       ("boom", 2): "agent_error", ("slow", 1): "timeout", ("slow", 2): "timeout"}
+    assert reasons == {
+        ("ok", 1): "single_turn",
+        ("ok", 2): "single_turn",
+        ("boom", 1): "agent_error",
+        ("boom", 2): "agent_error",
+        ("slow", 1): "timeout",
+        ("slow", 2): "timeout",
+    }
     result = agentmap("eval", "score", tmp_path / "logs", "--json")
     assert result.code == 1
     scored = json.loads(result.out)
@@ -128,8 +135,9 @@ def test_active_agent_errors_timeouts_and_runs(tmp_path: Path) -> None:
 def test_the_offline_judge_is_wired(scenarios: Path, tmp_path: Path) -> None:
     run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
     rubric = write(tmp_path / "rubric.md", "- Be brief.\n")
-    result = agentmap("eval", "score", tmp_path / "logs", "--judge", "offline", "--rubric", rubric,
-                      "--judge-threshold", "4", "--json")
+    result = agentmap(
+        "eval", "score", tmp_path / "logs", "--judge", "offline", "--rubric", rubric, "--judge-threshold", "4", "--json"
+    )
     assert result.code == 1, result.text
     judged = [run["judge"] for run in json.loads(result.out)["runs"]]
     assert len(judged) == 3 and all(j["model"] == "offline" and j["threshold"] == 4 for j in judged)
@@ -208,8 +216,9 @@ def test_the_documented_example_runs_as_shown(tmp_path: Path) -> None:
     block = re.search(r"```csv\n(.*?)```", section, re.S)
     assert block is not None
     csv = write(tmp_path / "scenarios.csv", block.group(1))
-    ran = agentmap("eval", "run", csv, "--workflow", "graphs/llm_offline.csv", "--out", tmp_path / "logs",
-                   "--concurrency", "8")
+    ran = agentmap(
+        "eval", "run", csv, "--workflow", "graphs/llm_offline.csv", "--out", tmp_path / "logs", "--concurrency", "8"
+    )
     assert ran.code == 0, ran.text
     assert ran.out.splitlines()[0] in section
     scored = agentmap("eval", "score", tmp_path / "logs", "--report", tmp_path / "report.html")

@@ -15,12 +15,21 @@ EXAMPLES = ROOT / "examples"
 
 
 def test_embed_in_langgraph_script(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(EXAMPLES / "embed_in_langgraph.py"), "grace", "porto"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "embed_in_langgraph.py"), "grace", "porto"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:4]] == [
-        "finished tidy", "finished hello", "finished briefing", "finished card"]
+        "finished tidy",
+        "finished hello",
+        "finished briefing",
+        "finished card",
+    ]
     assert "Hello, Grace!" in lines and "Weather in Porto: sunny" in done.stdout
     assert "Traceback" not in done.stderr
 
@@ -37,8 +46,9 @@ def test_notebook_outputs_are_empty() -> None:
 
 
 @pytest.mark.parametrize("folder", [EXAMPLES, ROOT], ids=["from-examples", "from-root"])
-def test_notebook_cells_run_in_order(folder: Path, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_notebook_cells_run_in_order(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(folder)
     namespace: dict[str, Any] = {"__name__": "__notebook__"}
     for source in _code_cells():

@@ -70,8 +70,12 @@ def test_agents_receive_their_row_as_context_and_a_shared_environment(write_csv:
     builder, agents = build_state_graph(graph, BuildOptions(settings={"model": "m"}))
     a = agents["A"]
     assert a.context == {
-        "k": 1, "input_fields": ["x:y", "z"], "output_field": "out", "description": "reads things",
-        "tool_source": "tools.py", "available_tools": ["t1", "t2"],
+        "k": 1,
+        "input_fields": ["x:y", "z"],
+        "output_field": "out",
+        "description": "reads things",
+        "tool_source": "tools.py",
+        "available_tools": ["t1", "t2"],
     }
     assert graph.nodes[0].context == {"k": 1}  # the spec is not touched
     assert agents["B"].output_field == ""  # no Output_Field: the node writes nothing

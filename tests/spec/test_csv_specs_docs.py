@@ -105,17 +105,42 @@ def test_agents_custom_agent_example_registers_and_runs(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "weather.py").write_text(code.replace('@agentmap.agent("weather")', ""), encoding="utf-8")
     path = tmp_path / "flow.csv"
-    path.write_text('GraphName,Node,AgentType,Context,Input_Fields,Output_Field\n'
-                    'W,Look,Weather,"{""units"": ""imperial""}",city,report\n', encoding="utf-8")
+    path.write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field\n"
+        'W,Look,Weather,"{""units"": ""imperial""}",city,report\n',
+        encoding="utf-8",
+    )
     assert agentmap.run(path, {"city": "Oslo"}).state["report"] == "sunny in Oslo (imperial)"
 
 
 VALIDATION_CODES = {
-    "missing-column", "duplicate-column", "unknown-column", "missing-graph-name", "missing-node-name",
-    "bad-context", "bad-field", "bad-target", "bad-prompt-file", "no-graphs", "duplicate-node", "reserved-name",
-    "unknown-agent-type", "edge-conflict", "unknown-target", "parallel-write", "unreachable-node", "unset-input",
-    "unknown-function", "bad-config", "graph-not-found", "graph-not-selected", "file-not-found", "not-a-file",
-    "unsupported-format", "not-text", "empty-file",
+    "missing-column",
+    "duplicate-column",
+    "unknown-column",
+    "missing-graph-name",
+    "missing-node-name",
+    "bad-context",
+    "bad-field",
+    "bad-target",
+    "bad-prompt-file",
+    "no-graphs",
+    "duplicate-node",
+    "reserved-name",
+    "unknown-agent-type",
+    "edge-conflict",
+    "unknown-target",
+    "parallel-write",
+    "unreachable-node",
+    "unset-input",
+    "unknown-function",
+    "bad-config",
+    "graph-not-found",
+    "graph-not-selected",
+    "file-not-found",
+    "not-a-file",
+    "unsupported-format",
+    "not-text",
+    "empty-file",
 }
 
 
@@ -123,8 +148,12 @@ def test_validation_md_documents_every_code() -> None:
     assert set(_sections("validation.md")) == VALIDATION_CODES
 
 
-FAILING = [(code, body) for code, section in _sections("validation.md").items() for body in _BLOCK.findall(section)
-           if body[0] == "csv"]
+FAILING = [
+    (code, body)
+    for code, section in _sections("validation.md").items()
+    for body in _BLOCK.findall(section)
+    if body[0] == "csv"
+]
 
 
 @pytest.mark.parametrize(("code", "block"), FAILING, ids=[c for c, _ in FAILING])

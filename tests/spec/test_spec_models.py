@@ -65,8 +65,9 @@ def test_workflow_get_prefers_exact_case_then_any_case() -> None:
 
 
 def test_issue_location_and_text() -> None:
-    issue = Issue(severity="error", code="unknown-target", message="bad", fix="fix it", file="f.csv", row=3,
-                  column="next")
+    issue = Issue(
+        severity="error", code="unknown-target", message="bad", fix="fix it", file="f.csv", row=3, column="next"
+    )
     assert issue.where == "f.csv:3:next"
     assert str(issue) == "f.csv:3:next: error[unknown-target]: bad -> fix it"
     assert Issue(severity="warning", code="c", message="m").where == "<workflow>"

@@ -70,9 +70,7 @@ def test_edge_router_with_success_and_failure_targets_is_allowed(write_csv: Writ
 
 
 def test_unknown_target_names_the_column_and_suggests_a_node(write_csv: WriteCsv) -> None:
-    graph = _graph(
-        write_csv, "GraphName,Node,SuccessTarget,FailureTarget\nG,Start,Finsh,Nowhere\nG,Finish,,\n"
-    )
+    graph = _graph(write_csv, "GraphName,Node,SuccessTarget,FailureTarget\nG,Start,Finsh,Nowhere\nG,Finish,,\n")
     issues = _check(graph)
     assert _found(issues) == [
         (2, "SuccessTarget", "unknown-target", "error"),
