@@ -165,7 +165,8 @@ class LocalToolExecutor:
         if problem:
             return fail("invalid_arguments", f"invalid arguments for tool '{tool_name}': {problem}")
         try:
-            data = await asyncio.wait_for(tool.ainvoke(args), timeout=self.timeout)
+            async with asyncio.timeout(self.timeout):  # unlike wait_for (3.11), no extra task per call
+                data = await tool.ainvoke(args)
         except TimeoutError:
             limit = f"within {self.timeout:g} seconds" if self.timeout is not None else "in time"
             return fail("timeout", f"tool '{tool_name}' did not finish {limit}")
