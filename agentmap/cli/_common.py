@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +15,7 @@ from agentmap.errors import ConfigError
 if TYPE_CHECKING:
     from agentmap.config import Settings
 
-__all__ = ["ConfigOption", "DebugOption", "JsonOption", "configure_logging", "load", "split_target"]
+__all__ = ["ConfigOption", "DebugOption", "JsonOption", "configure_logging", "json_object", "load", "split_target"]
 
 ConfigOption = Annotated[
     Path | None,
@@ -85,3 +86,32 @@ def split_target(target: str | None, settings: Settings) -> tuple[Path, str | No
         )
     path, sep, graph = text.partition("::")
     return Path(path), (graph.strip() or None) if sep else None
+
+
+def json_object(text: str, where: str, *, code: str, example: str, what: str = "", hint: str = "") -> dict[str, Any]:
+    """Parse an option's or file's text as a JSON object.
+
+    Args:
+        text: The text.
+        where: What it came from, for the message (`--state`, `state file x.json`).
+        code: The error code.
+        example: A JSON object to show in the hint.
+        what: What the object holds, for the message (` of state keys`).
+        hint: Extra words for the hint of invalid JSON.
+
+    Raises:
+        ConfigError: The text is not valid JSON, or not an object.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            code=code,
+            hint=f"write a JSON object, e.g. {example}{hint}",
+        ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where} must be a JSON object{what}, not {type(value).__name__}", code=code, hint=f"e.g. {example}"
+        )
+    return value

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import signal
 import sys
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.cli._common import ConfigOption, DebugOption, json_object, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
@@ -77,21 +76,9 @@ def read_agent_config(value: str | None) -> dict[str, Any] | None:
             text = file.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {where}: {exc}", code="bad-agent-config") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        problem = f"not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
-        raise ConfigError(
-            f"{where} is {problem}" + ("" if where != "--agent-config" else " nor an existing file"),
-            code="bad-agent-config",
-            hint=f"e.g. {_CONFIG_EXAMPLE}, or the path of a .json file holding such an object",
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{where} must be a JSON object, not {type(data).__name__}",
-            code="bad-agent-config",
-            hint=f"e.g. {_CONFIG_EXAMPLE}",
-        )
+    data = json_object(
+        text, where, code="bad-agent-config", example=_CONFIG_EXAMPLE, hint=", or the path of a .json file holding one"
+    )
     from agentmap.interface.agent_config import resolve_agent_config
 
     resolve_agent_config(data)  # a wrong value stops here, not on every turn

@@ -11,7 +11,6 @@ workflow file when there is one (so `graphs/hello_world.csv` runs with `graphs/h
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import sys
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load, split_target
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, json_object, load, split_target
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -60,21 +59,7 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
         if not default.is_file():
             return {}, None
         text, where, source = default.read_text(encoding="utf-8-sig"), f"state file {default}", default
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            code="bad-state",
-            hint=f"write a JSON object, e.g. {_EXAMPLE}",
-        ) from None
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"{where} must be a JSON object of state keys, not {type(value).__name__}",
-            code="bad-state",
-            hint=f"e.g. {_EXAMPLE}",
-        )
-    return value, source
+    return json_object(text, where, code="bad-state", example=_EXAMPLE, what=" of state keys"), source
 
 
 class _Interrupted(Exception):
