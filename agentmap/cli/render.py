@@ -201,21 +201,23 @@ class LiveView:
         return summary_table(executions, title=self._title)
 
     def start(self) -> None:
-        """Start drawing (transient: the view is erased when the run ends)."""
+        """Start drawing; the last frame stays on screen as the run's summary table."""
         from rich.live import Live
 
         self._live = Live(
             console=console(stderr=True),
             get_renderable=self._render,
-            transient=True,
+            transient=False,
             refresh_per_second=8,
             redirect_stdout=False,
-            redirect_stderr=False,
+            redirect_stderr=True,  # log lines print above the table instead of breaking it
         )
         self._live.start()
 
-    def stop(self) -> None:
-        """Stop drawing."""
+    def stop(self, title: str | None = None) -> None:
+        """Stop drawing, leaving the final table (retitled `title`, when given) on screen."""
+        if title is not None:
+            self._title = title
         if self._live is not None:
             self._live.stop()
             self._live = None

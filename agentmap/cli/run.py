@@ -96,13 +96,22 @@ def _verdict(result: RunResult, policy: str) -> str:
     return f"[bold red]failed[/] under the {policy} success policy (failed: {failed})"
 
 
-def _print_human(app: CompiledWorkflow, result: RunResult, policy: str, state_source: Path | None) -> None:
+def _title(app: CompiledWorkflow) -> str:
+    from rich.markup import escape
+
+    return f"{escape(app.name)} ({escape(str(app.spec.file))})"
+
+
+def _print_human(
+    app: CompiledWorkflow, result: RunResult, policy: str, state_source: Path | None, *, table_shown: bool
+) -> None:
     from rich.markup import escape
 
     from agentmap.cli.render import console, state_view, summary_table
 
     out = console()
-    out.print(summary_table(result.summary, title=f"{escape(app.name)} ({escape(str(app.spec.file))})"))
+    if not table_shown:  # the live view's last frame is the summary table already
+        out.print(summary_table(result.summary, title=_title(app)))
     out.print(
         "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
     )
@@ -184,7 +193,7 @@ def run_workflow(
         os._exit(130)
     finally:
         if view is not None:
-            view.stop()
+            view.stop(_title(app))
     code = 0 if result.success else 1
     if json_mode:
         from agentmap.cli.render import dump_json
@@ -194,7 +203,7 @@ def run_workflow(
             document["state_file"] = str(state_source)
         dump_json(document)
     else:
-        _print_human(app, result, settings.execution.success_policy, state_source)
+        _print_human(app, result, settings.execution.success_policy, state_source, table_shown=view is not None)
     return code
 
 
