@@ -175,9 +175,11 @@ def compile(
     else:
         workflow, issues = _read(source)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
-        if any(i.severity == "error" for i in issues):
-            raise ValidationError(issues, source=str(workflow.file))
+        if not workflow.graphs and any(i.severity == "error" for i in issues):
+            raise ValidationError(issues, source=str(workflow.file))  # nothing readable to select from
         spec = select_graph(workflow, selected)
+        # The file's findings that concern this graph (or every graph, like a bad header), then the graph's own
+        issues = [i for i in issues if i.graph in (None, spec.name)]
     issues += check(spec, options)
     if any(i.severity == "error" for i in issues):
         raise ValidationError(issues, source=str(spec.file or spec.name))

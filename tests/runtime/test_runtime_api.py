@@ -197,3 +197,16 @@ def test_validate_reports_broken_python_files_instead_of_raising(write_csv: Writ
     write_csv("class Oops(:\n", name="custom_agents/oops.py")
     (issue,) = agentmap.validate(path)
     assert issue.code == "unknown-agent-type" and "oops.py" in issue.message
+
+
+def test_compile_reports_every_error_of_its_graph_at_once_and_ignores_other_graphs(write_csv: WriteCsv) -> None:
+    path = write_csv(
+        "GraphName,Node,AgentType,Context,Success_Next\n"
+        "Broken,A,ecoh,{bad,Nowhere\n"  # a bad cell (read time) and two graph findings
+        "Good,B,echo,,\n"
+    )
+    with pytest.raises(ValidationError) as caught:
+        agentmap.compile(path, "Broken")
+    codes = sorted(i.code for i in caught.value.issues if i.severity == "error")
+    assert codes == ["bad-context", "unknown-agent-type", "unknown-target"]
+    assert agentmap.compile(path, "Good").invoke({}).success is True  # Broken's bad cell is not Good's problem
