@@ -108,9 +108,11 @@ class Route:
         self.node = node
         self.graph = graph
         self.routers = routers
-        self.destinations = tuple(
-            dict.fromkeys(t for _, cell in node.next_cells() if isinstance(cell, tuple) for t in cell)
-        )
+        named = [t for _, cell in node.next_cells() if isinstance(cell, tuple) for t in cell]
+        if any(isinstance(cell, FuncRef) for _, cell in node.next_cells()):
+            named += [n.name for n in graph.nodes if n.name != node.name]  # a router may pick any node
+        self.destinations = tuple(dict.fromkeys(named))
+        """Where the node may go: drawn as conditional edges (a router's targets are not known statically)."""
 
     def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Command[Any]:
         """Return `Command(update=update, goto=next nodes)`."""
