@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langgraph.graph import END
 
+import agentmap
 from agentmap.errors import AgentNotFoundError, NodeError
 from agentmap.runtime.routing import Route, load_router, static_edges
 from agentmap.spec.loader import read_workflow
@@ -138,3 +139,10 @@ def test_a_router_module_that_fails_on_import_is_reported(tmp_path: Path, monkey
     with pytest.raises(AgentNotFoundError, match="boom at import") as info:
         load_router(FuncRef(name="pick", module="exploding_routes"), tmp_path)
     assert info.value.code == "unknown-function"
+
+
+def test_a_router_node_is_drawn_with_conditional_edges_to_the_nodes_it_may_pick() -> None:
+    graphs = Path(__file__).resolve().parents[2] / "graphs"
+    mermaid = agentmap.compile(graphs / "custom_router.csv").draw_mermaid()
+    assert "Receive -.-> Express;" in mermaid and "Receive -.-> Review;" in mermaid
+    assert "Receive --> __end__" not in mermaid
