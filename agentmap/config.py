@@ -26,8 +26,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
 
 from agentmap.errors import ConfigError
 
@@ -134,11 +132,11 @@ class ToolsSettings(BaseModel):
     timeout: float | None = None
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Everything the command line reads from the config file and `AGENTMAP_*` variables.
 
-    Build it with `load_settings()`, which also reads the config file; `Settings()` alone reads only the
-    environment.
+    Build it with `load_settings()`, which reads the config file and the environment; `Settings()` alone
+    holds the defaults.
 
     Attributes:
         workflow: The workflow `agentmap run` runs when no FILE is given.
@@ -149,7 +147,7 @@ class Settings(BaseSettings):
         tools: Tool settings (`roots`, `timeout`).
     """
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
     workflow: str | None = None
     paths: PathsSettings = Field(default_factory=PathsSettings)
@@ -159,18 +157,6 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
     _source: Path | None = PrivateAttr(default=None)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Arguments, then `AGENTMAP_*` variables; no `.env` or secrets files."""
-        return init_settings, env_settings
 
     @property
     def source(self) -> Path | None:
@@ -194,6 +180,32 @@ class Settings(BaseSettings):
     def policy_options(self) -> dict[str, Any]:
         """`success_policy` and `critical_nodes` for `agentmap.compile`."""
         return {"success_policy": self.execution.success_policy, "critical_nodes": self.execution.critical_nodes}
+
+
+def _read_environment() -> dict[str, Any]:
+    """The `AGENTMAP_<SECTION>__<KEY>` variables as nested settings data, read by pydantic-settings.
+
+    pydantic-settings is imported only when such a variable is set: it costs a tenth of a second of
+    start-up, which `agentmap run` should not pay to learn that nothing is configured.
+    """
+    sections = tuple(f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields)
+    if not any(key.upper().startswith(sections) for key in os.environ):
+        return {}
+    from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+    from pydantic_settings.exceptions import SettingsError
+
+    class _FromEnvironment(Settings, BaseSettings):
+        model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    try:
+        data: dict[str, Any] = EnvSettingsSource(_FromEnvironment)()
+    except SettingsError as exc:
+        raise ConfigError(
+            f"an {ENV_PREFIX}* environment variable holds a value that cannot be read: {exc}",
+            code="bad-config",
+            hint=f"lists and objects are JSON, e.g. {ENV_PREFIX}TOOLS__ROOTS='[\"tools\"]'",
+        ) from None
+    return data
 
 
 def find_config_file(folder: Path | None = None) -> Path | None:
@@ -235,14 +247,7 @@ def load_settings(
     else:
         path = find_config_file(cwd)
     file_data = _read_file(path) if path is not None else {}
-    try:
-        env_data: dict[str, Any] = EnvSettingsSource(Settings)()
-    except SettingsError as exc:
-        raise ConfigError(
-            f"an {ENV_PREFIX}* environment variable holds a value that cannot be read: {exc}",
-            code="bad-config",
-            hint=f"lists and objects are JSON, e.g. {ENV_PREFIX}TOOLS__ROOTS='[\"tools\"]'",
-        ) from None
+    env_data = _read_environment()
     merged = _merge(_merge(file_data, env_data), dict(overrides or {}))
     try:
         settings = Settings(**merged)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,6 +165,20 @@ def test_named_file_must_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         load_settings()
 
 
-def test_settings_alone_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_is_read_by_load_settings_and_only_then_costs_pydantic_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTMAP_EXECUTION__SUCCESS_POLICY", "final_node")
-    assert Settings().execution.success_policy == "final_node"
+    assert load_settings().execution.success_policy == "final_node"
+    assert Settings().execution.success_policy == "all_nodes"  # the model alone holds the defaults
+    probe = (
+        "import sys; from agentmap.config import load_settings; load_settings(); "
+        "print('pydantic_settings' in sys.modules)"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    quiet = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=clean, capture_output=True, text=True)
+    assert quiet.stdout.strip() == "False", quiet.stderr
+    configured = {**clean, "AGENTMAP_LOGGING__LEVEL": "DEBUG"}
+    loud = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=configured, capture_output=True, text=True)
+    assert loud.stdout.strip() == "True", loud.stderr
