@@ -247,9 +247,13 @@ def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:
                 break
     value = result.state.get(key) if key else None
     if value is None:
-        errors = "; ".join(map(str, result.errors)) or "no node wrote a reply"
+        if result.errors:  # a node failed: its error, not the reply's key, is what to fix
+            errors = "; ".join(" ".join(str(e).split()) for e in result.errors)
+            raise AgentMapError(f"workflow {app.name!r} gave no reply: {errors}", code="no-reply")
         raise AgentMapError(
-            f"workflow {app.name!r} gave no reply ({errors})",
+            f"workflow {app.name!r} gave no reply: no node wrote {key!r}"
+            if key
+            else f"workflow {app.name!r} gave no reply: no node that succeeded wrote an output",
             code="no-reply",
             hint='Name the reply\'s state key: agent_for(..., content_key="...") or Context '
             '{"run_agent": {"content": "..."}}.',

@@ -109,14 +109,22 @@ async def test_a_workflow_without_a_reply_raises_and_the_runner_logs_agent_error
     )
     (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
     agent = agent_for(path)
-    with pytest.raises(AgentMapError, match="gave no reply"):
+    with pytest.raises(AgentMapError, match=r"gave no reply: .*missing") as caught:
         await agent("hi")
+    assert caught.value.hint is None  # the node's error is what to fix, not the reply's key
+    assert "\n" not in caught.value.message
     summary = await run_eval(
         [Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"),))], agent, tmp_path / "logs", progress=False
     )
     log = read_log(summary.outcomes[0].log)
     assert log.metadata.stop_reason == "agent_error"
     assert "gave no reply" in log.turns[-1].text
+
+
+async def test_a_reply_key_no_node_writes_says_how_to_name_it(workflow: Path) -> None:
+    with pytest.raises(AgentMapError, match="gave no reply: no node wrote 'verdict'") as caught:
+        await agent_for(workflow, content_key="verdict")("hi")
+    assert caught.value.hint is not None and "content_key" in caught.value.hint
 
 
 async def test_workflow_agent_through_eval_run_and_score(workflow: Path, tmp_path: Path) -> None:
