@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from agentmap.contracts.minimal import AGENT_OUTPUT_SCHEMA
+from agentmap.errors import AgentMapError
 from agentmap.interface.agent import agent_for
 
 ASSISTANT = Path(__file__).resolve().parents[2] / "graphs" / "assistant" / "assistant.csv"
@@ -92,3 +94,55 @@ async def test_config_wins_over_environment(tool_root: Path, monkeypatch: pytest
     monkeypatch.setenv("AGENTMAP_TOOL_ROOT", str(tool_root))
     output = await agent_for(ASSISTANT)("weather forecast for Paris", config={"only_domains": ["weather"]})
     assert output["tools"] == ["weather_forecast"]
+
+
+THREADS = '''
+import asyncio
+import threading
+
+
+async def {name}_where(topic: str) -> str:
+    """Tell where the {name} lookup of a topic ran."""
+    await asyncio.sleep(0.05)
+    return str(threading.get_ident())
+'''
+
+
+@pytest.mark.parametrize("mode", ["async", "threads"])
+async def test_execution_mode_runs_domains_on_the_loop_or_in_threads(tmp_path: Path, mode: str) -> None:
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tools.py").write_text(THREADS.replace("{name}", name), encoding="utf-8")
+    output = await agent_for(ASSISTANT)(
+        "Where did the alpha and beta lookups of the topic run?",
+        config={"tool_root": str(tmp_path), "execution_mode": mode},
+    )
+    where = {t["tool"]: int(t["output"]) for t in output["traces"]}
+    assert set(where) == {"alpha_where", "beta_where"}
+    loop_thread = threading.get_ident()
+    if mode == "async":
+        assert set(where.values()) == {loop_thread}
+    else:
+        assert loop_thread not in where.values()
+        assert len(set(where.values())) == 2  # one thread per domain
+
+
+async def test_a_relative_tool_root_in_config_is_read_from_the_working_folder(
+    tool_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tool_root.parent)
+    monkeypatch.setenv("AGENTMAP_TOOL_ROOT", tool_root.name)
+    output = await agent_for(ASSISTANT)("weather forecast for Paris", config={"only_domains": ["weather"]})
+    assert output["tools"] == ["weather_forecast"]
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"tool_root": "no/such/folder"}, "tool_root .*no/such/folder is not a folder"),
+        ({"only_domains": ["wether"]}, "only_domains names 'wether', which is not a domain .* maths, notes, weather"),
+    ],
+)
+async def test_config_mistakes_fail_the_call_instead_of_a_vague_reply(config: dict[str, object], words: str) -> None:
+    with pytest.raises(AgentMapError, match=words):
+        await agent_for(ASSISTANT)("What is 2 plus 3?", config=config)

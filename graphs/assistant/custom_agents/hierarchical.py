@@ -59,7 +59,11 @@ def _domains(root: Path) -> dict[str, list[Any]]:
 
 class _Domains(BaseAgent):
     def _root(self, config: AgentConfig) -> Path:
-        root = Path(config.tool_root or self.context.get("tool_root") or "extensions")
+        """`tool_root` from config or the environment (relative to the working folder), else the Context's
+        (relative to the workflow's folder)."""
+        if config.tool_root:
+            return Path(config.tool_root).resolve()
+        root = Path(str(self.context.get("tool_root") or "extensions"))
         return root if root.is_absolute() else self.environment.base_dir / root
 
 
@@ -71,6 +75,13 @@ class DomainRouterAgent(_Domains):
         config = _config(inputs)
         available = _domains(self._root(config))
         if config.only_domains is not None:
+            unknown = [d for d in config.only_domains if d not in available]
+            if unknown:
+                raise ConfigError(
+                    f"only_domains names {', '.join(map(repr, unknown))}, which is not a domain under "
+                    f"{self._root(config)}; the domains are {', '.join(available) or 'none'}",
+                    hint="only_domains lists sub-folder names of tool_root.",
+                )
             available = {k: v for k, v in available.items() if k in config.only_domains}
         model = _model("router", config, self.context)
         self.record_metadata(model=model)
