@@ -76,10 +76,11 @@ class ToolAgent(BaseAgent):
             return problems
         from agentmap.agents.tool_sources import check_tool_config
 
-        problems.extend(check_tool_config(_effective(context), environment))
         available = _names(context.get("available_tools"))
         if name and available and name not in available:
             problems.append(f"Context tool '{name}' is not listed in Available_Tools ({', '.join(available)})")
+            name = None  # already reported
+        problems.extend(check_tool_config(_effective(context), environment, tool=name))
         return problems
 
     async def executor(self) -> LocalToolExecutor:

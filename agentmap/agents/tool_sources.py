@@ -101,12 +101,12 @@ def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
     roots = allowed_tool_roots(environment)
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ConfigError(
-            f"tool source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
+            f"Tool_Source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
             "move it under the workflow's folder or add its folder to the tools.roots setting",
             code="tool-path-refused",
         )
     if not resolved.exists():
-        raise ConfigError(f"tool source '{source}' does not exist (looked for {resolved})", code="tool-not-found")
+        raise ConfigError(f"Tool_Source '{source}' does not exist (looked for {resolved})", code="tool-not-found")
     return resolved
 
 
@@ -171,19 +171,19 @@ async def load_tools(source: str, environment: AgentEnvironment) -> list[BaseToo
     return load_python_tools(source, environment)
 
 
+def _unknown(lead: str, name: str, found: Sequence[str]) -> ConfigError:
+    close = difflib.get_close_matches(name, list(found), n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigError(f"{lead}{hint} Tools found: {', '.join(found) or 'none'}", code="unknown-tool")
+
+
 def _select(tools: Sequence[BaseTool], wanted: list[str]) -> list[BaseTool]:
     by_name = {t.name: t for t in tools}
     if not wanted:
         return list(by_name.values())
     for name in wanted:
         if name not in by_name:
-            close = difflib.get_close_matches(name, list(by_name), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(
-                f"Available_Tools names '{name}', which no Tool_Source provides{hint} "
-                f"Tools found: {', '.join(by_name) or 'none'}",
-                code="unknown-tool",
-            )
+            raise _unknown(f"Available_Tools names '{name}', which no Tool_Source provides", name, list(by_name))
     return [by_name[n] for n in wanted]
 
 
@@ -200,17 +200,23 @@ async def build_tool_executor(context: Mapping[str, Any], environment: AgentEnvi
     return LocalToolExecutor(chosen, timeout=tool_timeout(context, environment))
 
 
-def check_tool_config(context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+def check_tool_config(
+    context: Mapping[str, Any], environment: AgentEnvironment, *, tool: str | None = None
+) -> list[str]:
     """Problems with a node's tool configuration, found without starting any MCP server.
 
-    Python sources are imported, so Available_Tools names are checked against what they define.
+    Python sources are imported, so Available_Tools names (and `tool`, a name the node will call) are
+    checked against what they define.
     """
     problems: list[str] = []
     try:
-        sources = _sources(context, environment)
         tool_timeout(context, environment)
     except ConfigError as exc:
-        return [exc.message]
+        problems.append(exc.message)
+    try:
+        sources = _sources(context, environment)
+    except ConfigError as exc:
+        return [*problems, exc.message]
     tools: list[BaseTool] = []
     python_only = True
     for source in sources:
@@ -227,7 +233,10 @@ def check_tool_config(context: Mapping[str, Any], environment: AgentEnvironment)
             python_only = False
     if python_only and not problems:
         try:
-            _select(tools, split_names(context.get("available_tools")))
+            chosen = _select(tools, split_names(context.get("available_tools")))
+            names = [t.name for t in chosen]
+            if tool is not None and tool not in names:
+                raise _unknown(f"Context tool '{tool}' is not among the tools of Tool_Source", tool, names)
         except ConfigError as exc:
             problems.append(exc.message)
     return problems

@@ -225,7 +225,7 @@ def test_configured_tool_roots_are_allowed(tmp_path: Path, workflow_dir: Path) -
 
 
 def test_missing_source_and_unknown_tool_names_are_reported(workflow_dir: Path) -> None:
-    with pytest.raises(ConfigError, match=r"tool source 'nope\.py' does not exist"):
+    with pytest.raises(ConfigError, match=r"Tool_Source 'nope\.py' does not exist"):
         load_python_tools("nope.py", env(workflow_dir))
     problems = check_tool_config({"tool_source": "tools.py", "available_tools": ["add_numbrs"]}, env(workflow_dir))
     assert problems == [
@@ -311,3 +311,19 @@ def test_tool_node_in_a_csv_workflow(workflow_dir: Path) -> None:
     bad = app.invoke({"a": 1, "b": "many", "text": "x"})
     assert "words" not in bad.state and bad.success is False
     assert "invalid arguments for tool 'add_numbers'" in str(bad.state["problem"])
+
+
+def test_tool_agent_reports_a_tool_its_source_lacks(workflow_dir: Path) -> None:
+    context = {"tool": "add_numbrs", "tool_source": "tools.py"}
+    assert ToolAgent.validate_config("", context, env(workflow_dir)) == [
+        "Context tool 'add_numbrs' is not among the tools of Tool_Source; did you mean 'add_numbers'? "
+        "Tools found: add_numbers, word_count"
+    ]
+
+
+def test_every_tool_problem_is_reported_at_once(tmp_path: Path, workflow_dir: Path) -> None:
+    write(tmp_path / "elsewhere" / "evil.py", 'def run() -> None:\n    """Run."""\n')
+    context = {"tool_source": "../elsewhere/evil.py", "tool_timeout": "soon"}
+    problems = check_tool_config(context, env(workflow_dir))
+    assert [p.split(" ")[0] for p in problems] == ["tool_timeout", "Tool_Source"]
+    assert "'../elsewhere/evil.py' is outside the allowed tool folders" in problems[1]
