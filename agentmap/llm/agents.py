@@ -133,9 +133,10 @@ class LLMAgent(BaseAgent):
         role = str(context.get("prompt_role", "system")).lower()
         if role not in _ROLES:
             problems.append(f"Context prompt_role must be 'system' or 'user', got {context.get('prompt_role')!r}")
-        window = context.get("max_memory_messages", _DEFAULT_WINDOW)
-        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-            problems.append(f"Context max_memory_messages must be a whole number >= 0, got {window!r}")
+        for key, default, least in (("max_memory_messages", _DEFAULT_WINDOW, 0), ("max_iterations", 1, 1)):
+            value = context.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                problems.append(f"Context {key} must be a whole number >= {least}, got {value!r}")
         fields = [f.strip() for f in str(context.get("output_field") or "").split("|") if f.strip()]
         memory_key = context.get("memory_key")
         if memory_key and memory_key not in fields:

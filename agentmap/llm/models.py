@@ -162,15 +162,20 @@ def _setting(settings: Mapping[str, Any] | None, key: str) -> Any:
 def _number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise ConfigError(f"model option {name!r} must be a number, got {value!r}")
+    what = "a whole number" if kind is int else "a number"
     try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"model option {name!r} must be a number, got {value!r}") from None
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        if kind is int and not number.is_integer():
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"model option {name!r} must be {what}, got {value!r}") from None
     if number < 0:
         raise ConfigError(f"model option {name!r} must not be negative, got {value!r}")
-    return number
+    if number == 0 and name == "timeout":
+        raise ConfigError(f"model option 'timeout' must be greater than 0, got {value!r}")
+    return kind(number)
 
 
 def _provider(name: str) -> str:

@@ -226,3 +226,14 @@ def test_validate_config_accepts_a_good_node(tmp_path: Path) -> None:
 
     context = {"model": "offline", "memory_key": "chat", "output_field": "reply|chat"}
     assert LLMAgent.validate_config("x", context, AgentEnvironment(base_dir=tmp_path)) == []
+
+
+@pytest.mark.parametrize("value", ["many", 0, 2.5, True])
+def test_a_bad_max_iterations_is_reported_before_the_run(tmp_path: Path, value: Any) -> None:
+    from agentmap.agents.base import AgentEnvironment
+
+    (tmp_path / "tools.py").write_text(TOOLS)
+    context = {"model": "offline", "max_iterations": value, "tool_source": "tools.py", "output_field": "a"}
+    assert LLMAgent.validate_config("x", context, AgentEnvironment(base_dir=tmp_path)) == [
+        f"Context max_iterations must be a whole number >= 1, got {value!r}"
+    ]

@@ -160,3 +160,15 @@ def test_importing_models_loads_no_provider_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_zero_timeout_is_refused() -> None:
+    with pytest.raises(ConfigError, match="model option 'timeout' must be greater than 0, got 0"):
+        model_spec("offline", timeout=0)
+    assert model_spec("offline", timeout=0.5).timeout == 0.5
+
+
+def test_a_fractional_max_tokens_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"model option .max_tokens. must be a whole number, got 5\.5"):
+        model_spec("offline", max_tokens=5.5)
+    assert model_spec("offline", settings={"llm.max_tokens": "64"}).max_tokens == 64
