@@ -3,7 +3,8 @@
 Each scenario is run single-turn (one row) or multi-turn (several rows, the history passed back to the
 agent each turn). Every run ends in a valid log, even when the agent raises, times out, or there is no
 user message: the last assistant turn then holds a short error and `stop_reason` says which. Runs go
-concurrently under a semaphore; a folder that already holds a complete log for a run is resumed, not redone.
+concurrently under a semaphore; a folder that already holds a complete log for a run is resumed, not redone,
+unless that run failed (`agent_error`, `timeout`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, 
 from agentmap.interface.scenarios import Scenario, load_scenarios
 
 __all__ = [
+    "RETRIED_STOP_REASONS",
     "EvalRunSummary",
     "RunAgent",
     "RunOutcome",
@@ -35,6 +37,10 @@ __all__ = [
     "reply_text",
     "run_eval",
 ]
+
+RETRIED_STOP_REASONS = frozenset({StopReason.AGENT_ERROR, StopReason.TIMEOUT})
+"""Stop reasons a resumed run does again: the failure may be transient (a provider down, a slow reply).
+`missing_input` is kept: the scenario has no message to send, so running it again cannot help."""
 
 RunAgent = Callable[..., Awaitable[Any]]
 """`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
@@ -51,7 +57,8 @@ class RunOutcome:
         run: The 1-based run number.
         log: The log file.
         stop_reason: The run's stop reason.
-        skipped: True when a complete log already existed and the run was not redone.
+        skipped: True when a complete log already existed and the run was not redone (a run that had
+            failed with `agent_error` or `timeout` is always redone).
     """
 
     scenario: str
@@ -139,7 +146,8 @@ async def run_eval(
         mode: The `mode` written in each log's metadata.
         memory: Passed to the agent as `memory` on every call.
         config: Passed to the agent as `config` on every call.
-        resume: Skip runs whose log is already complete in `out_dir` (and whose messages are unchanged).
+        resume: Skip runs whose log is already complete in `out_dir` (and whose messages are unchanged),
+            except those that stopped with `agent_error` or `timeout`, which run again.
         progress: Show a progress bar; None shows one when stderr is a terminal.
 
     Returns:
@@ -210,7 +218,7 @@ def _plan(
             previous = known.get((scenario.name, run))
             if resume and previous is not None and previous.fingerprint == scenario.fingerprint:
                 reason = _complete(folder / previous.log)
-                if reason is not None:
+                if reason is not None and reason not in RETRIED_STOP_REASONS:
                     done.append(RunOutcome(scenario.name, run, folder / previous.log, reason, skipped=True))
                     continue
             name = previous.log if previous is not None else f"{uuid.uuid4().hex[:12]}.log"

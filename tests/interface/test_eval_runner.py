@@ -126,18 +126,60 @@ async def test_resume_skips_complete_logs_and_redoes_broken_or_changed_ones(
         return await scripted_agent(prompt, **kwargs)
 
     again = await run_eval(scenarios_csv, counting, out, timeout=0.2, runs=2, progress=False)
-    assert calls == []
-    assert all(o.skipped for o in again.outcomes)
+    assert sorted(calls) == sorted(["please explode", "please sleep", "say nothing"] * 2)  # failures retried
+    assert {o.scenario for o in again.outcomes if not o.skipped} == {"secret_boom", "secret_slow", "secret_quiet"}
     assert [o.log for o in again.outcomes] == [o.log for o in first.outcomes]
+    calls.clear()
 
     greeting = next(o for o in first.outcomes if o.scenario == "secret_greeting" and o.run == 2)
     greeting.log.write_text(greeting.log.read_text(encoding="utf-8")[:40], encoding="utf-8")  # truncated
     scenarios_csv.write_text(SCENARIOS.replace("Plan a trip", "Plan a holiday"), encoding="utf-8")
     third = await run_eval(scenarios_csv, counting, out, timeout=0.2, runs=2, progress=False)
-    assert sorted(calls) == sorted(["Hello there"] + ["Plan a holiday", "Make it cheaper", "Thanks"] * 2)
+    failing = ["please explode", "please sleep", "say nothing"]
+    assert sorted(calls) == sorted(["Hello there"] + ["Plan a holiday", "Make it cheaper", "Thanks", *failing] * 2)
     assert read_log(greeting.log).metadata.stop_reason == StopReason.SINGLE_TURN
     assert len({o.log for o in third.outcomes}) == 12
     assert len(list(out.glob("*.log"))) == 12  # redone runs reuse their file
+
+
+async def test_resume_retries_a_run_that_failed_and_keeps_it_once_it_succeeds(tmp_path: Path) -> None:
+    attempts: list[str] = []
+
+    async def flaky(prompt: str, **_: Any) -> str:
+        attempts.append(prompt)
+        if len(attempts) == 1:
+            raise ConnectionError("the provider is down")
+        if len(attempts) == 2:
+            await asyncio.sleep(5)
+        return "fine"
+
+    scenarios = [Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"),))]
+    reasons = []
+    for _ in range(4):
+        summary = await run_eval(scenarios, flaky, tmp_path, timeout=0.2, progress=False)
+        reasons.append((summary.outcomes[0].stop_reason, summary.outcomes[0].skipped))
+    assert reasons == [
+        (StopReason.AGENT_ERROR, False),
+        (StopReason.TIMEOUT, False),
+        (StopReason.SINGLE_TURN, False),
+        (StopReason.SINGLE_TURN, True),
+    ]
+    assert len(attempts) == 3
+    assert len(list(tmp_path.glob("*.log"))) == 1
+
+
+async def test_resume_keeps_a_missing_input_run(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    async def agent(prompt: str, **_: Any) -> str:
+        calls.append(prompt)
+        return "ok"
+
+    scenarios = [Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"), ScenarioTurn(turn=2, message="")))]
+    await run_eval(scenarios, agent, tmp_path, progress=False)
+    again = await run_eval(scenarios, agent, tmp_path, progress=False)
+    assert calls == ["hi"]  # the scenario has no message to send: running it again cannot help
+    assert again.outcomes[0].skipped and again.outcomes[0].stop_reason == StopReason.MISSING_INPUT
 
 
 async def test_sync_agents_and_plain_string_replies_work(tmp_path: Path) -> None:
