@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +174,43 @@ def test_a_fractional_max_tokens_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"model option .max_tokens. must be a whole number, got 5\.5"):
         model_spec("offline", max_tokens=5.5)
     assert model_spec("offline", settings={"llm.max_tokens": "64"}).max_tokens == 64
+
+
+def _scrubbed_cli(folder: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """Run the real `agentmap` command with no provider keys and no AGENTMAP_* settings but `extra`."""
+    environment = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "NO_COLOR": "1", **extra}
+    command = [sys.executable, "-m", "agentmap", *args]
+    return subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_cli_refuses_a_missing_key_or_extra_before_the_run(tmp_path: Path, command: str) -> None:
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next,Failure_Next\n"
+        'g,Ask,llm,Be brief.,"{""model"": ""openai:gpt-4o-mini""}",q,answer,Claude,Oops\n'
+        "g,Claude,anthropic,Be brief.,,q,answer2,,Oops\n"
+        "g,Oops,echo,,,errors,problem,,\n"
+    )
+    args = ["run", "flow.csv", "--state", '{"q": "hi"}'] if command == "run" else ["validate", "flow.csv"]
+    done = _scrubbed_cli(tmp_path, *args)
+    output = done.stdout + done.stderr
+    assert done.returncode == 4, output
+    assert "Traceback" not in output
+    assert "flow.csv:2:Context" in output
+    assert "model openai:gpt-4o-mini needs an API key: set the environment variable OPENAI_API_KEY" in output
+    assert "needs an API key: set the environment variable ANTHROPIC_API_KEY" in output
+    if importlib.util.find_spec("langchain_anthropic") is None:
+        assert 'needs the langchain-anthropic package: pip install "agentmap[anthropic]"' in output
+
+
+def test_the_cli_takes_the_model_from_agentmap_llm_model(tmp_path: Path) -> None:
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\ng,Ask,llm,Be brief.,q,answer\n"
+    )
+    args = ("run", "flow.csv", "--state", '{"q": "hi there"}', "--json")
+    missing = _scrubbed_cli(tmp_path, *args)
+    assert missing.returncode == 4 and "no model configured" in missing.stdout + missing.stderr
+    done = _scrubbed_cli(tmp_path, *args, AGENTMAP_LLM_MODEL="offline:env-model")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"answer": "[offline] hi there"' in done.stdout
+    assert '"model": "offline:env-model"' in done.stdout and '"stand_in": true' in done.stdout
