@@ -24,7 +24,7 @@ from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
-from agentmap.runtime.routing import Route, RouterFn, load_router, static_edges
+from agentmap.runtime.routing import Route, RouterFn, load_router, plan_joins
 from agentmap.runtime.tracking import ExecutionTracker
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
@@ -282,6 +282,7 @@ def build_state_graph(
             if isinstance(targets, FuncRef) and targets not in routers:
                 routers[targets] = load_router(targets, options.functions_for(graph))
 
+    edges, deferred = plan_joins(graph)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))
     for node in graph.nodes:
         agent = agents[node.name]
@@ -291,11 +292,12 @@ def build_state_graph(
         builder.add_node(
             node.name,
             node_cls(agent, route),
+            defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,
             metadata={"agent_type": normalize_type(node.agent_type or "default")},
         )
     builder.add_edge(START, graph.entry)
-    for source, target in static_edges(graph):
+    for source, target in edges:
         builder.add_edge(source, target)
     for node in graph.nodes:
         if not node.next_cells():

@@ -20,7 +20,7 @@ from agentmap.errors import AgentNotFoundError, Location, NodeError
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec, Targets
 from agentmap.spec.validation import branch_depths, fan_outs
 
-__all__ = ["Route", "load_router", "static_edges"]
+__all__ = ["Route", "load_router", "plan_joins", "static_edges"]
 
 RouterFn = Callable[..., Any]
 _END_NAMES = frozenset({"", "end", "__end__"})
@@ -78,27 +78,87 @@ def static_edges(graph: GraphSpec) -> list[tuple[str | list[str], str]]:
     """The graph's static edges: `(source, target)`, or `([sources], target)` for a waiting join.
 
     A node that several parallel branches of one fan-out lead into (one predecessor exclusive to each
-    branch, all by plain Edge) gets a waiting join, so it runs once, after every branch.
+    branch, all by plain Edge, each certain to run once its branch starts) gets a waiting join, so it
+    runs once, after every branch.
+    """
+    return plan_joins(graph)[0]
+
+
+def plan_joins(graph: GraphSpec) -> tuple[list[tuple[str | list[str], str]], set[str]]:
+    """The static edges (see `static_edges`) and the deferred joins.
+
+    A deferred join is any other node that two or more branches of one fan-out may reach (through any
+    next column) and that leads into no other such node. It is added with LangGraph's `defer=True`:
+    reached by any branch, it runs once, when no other node is left to run (at once on a single path).
+    A barrier cannot serve it: a branch may route elsewhere (Success_Next / Failure_Next, or end
+    early), and a barrier would wait for it forever.
     """
     plain = [
         (node.name, target)
         for node in graph.nodes
-        if isinstance(node.edge, tuple) and node.success_next is None and node.failure_next is None
+        if isinstance(node.edge, tuple) and _is_plain(node)
         for target in dict.fromkeys(node.edge)
     ]
+    fans = fan_outs(graph)
+    if not fans:
+        return list[tuple[str | list[str], str]](plain), set()
     predecessors: dict[str, list[str]] = {}
     for source, target in plain:
         predecessors.setdefault(target, []).append(source)
-    joins: dict[str, list[str]] = {}
-    for source, targets in fan_outs(graph):
-        branches = branch_depths(graph, source, dict.fromkeys(targets))
+    callers: dict[str, set[str]] = {}
+    for node in graph.nodes:
+        for target in node.successors():
+            callers.setdefault(target, set()).add(node.name)
+    barriers: dict[str, list[str]] = {}
+    deferred: set[str] = set()
+    for source, targets in fans:
+        unique = tuple(dict.fromkeys(targets))
+        branches = branch_depths(graph, source, unique)
         for target, preds in predecessors.items():
-            owners = [next((i for i, b in enumerate(branches) if p in b), None) for p in preds]
-            if len(preds) == len(branches) and None not in owners and len(set(owners)) == len(preds):
-                joins[target] = preds
-    edges: list[tuple[str | list[str], str]] = [(s, t) for s, t in plain if t not in joins]
-    edges += [(preds, target) for target, preds in joins.items()]
-    return edges
+            owners = [next((b for b in branches if p in b), None) for p in preds]
+            if (
+                len(preds) == len(branches)
+                and len({id(b) for b in owners if b is not None}) == len(preds)
+                and all(b is not None and _certain(graph, b, p, callers) for p, b in zip(preds, owners, strict=True))
+            ):
+                barriers[target] = preds
+        for target, sources in callers.items():
+            reached = {i for i, b in enumerate(branches) if target == unique[i] or not sources.isdisjoint(b)}
+            if len(reached) > 1:
+                deferred.add(target)
+    edges: list[tuple[str | list[str], str]] = [(s, t) for s, t in plain if t not in barriers]
+    edges += [(preds, target) for target, preds in barriers.items()]
+    deferred -= barriers.keys()
+    # Deferred nodes are released together, so an inner join leading into an outer one would let the
+    # outer one run early: only the outermost is deferred, an inner one runs per arrival as before.
+    return edges, {name for name in deferred if deferred.isdisjoint(_reach(graph, name) - {name})}
+
+
+def _reach(graph: GraphSpec, start: str) -> set[str]:
+    seen: set[str] = set()
+    queue = [start]
+    while queue:
+        for name in graph.by_name[queue.pop()].successors():
+            if name not in seen and name in graph.by_name:
+                seen.add(name)
+                queue.append(name)
+    return seen
+
+
+def _is_plain(node: NodeSpec) -> bool:
+    return isinstance(node.edge, tuple) and node.success_next is None and node.failure_next is None
+
+
+def _certain(graph: GraphSpec, branch: Mapping[str, int], node: str, callers: Mapping[str, set[str]]) -> bool:
+    """Whether `node` runs whenever its branch starts: every branch node on a path to it goes on by Edge."""
+    seen = {node}
+    queue = [node]
+    while queue:
+        for caller in callers.get(queue.pop(), ()):
+            if caller in branch and caller not in seen:
+                seen.add(caller)
+                queue.append(caller)
+    return all(_is_plain(graph.by_name[name]) for name in seen)
 
 
 class Route:

@@ -146,3 +146,68 @@ def test_a_router_node_is_drawn_with_conditional_edges_to_the_nodes_it_may_pick(
     mermaid = agentmap.compile(graphs / "custom_router.csv").draw_mermaid()
     assert "Receive -.-> Express;" in mermaid and "Receive -.-> Review;" in mermaid
     assert "Receive --> __end__" not in mermaid
+
+
+def _order(write_csv: WriteCsv, text: str, state: dict[str, Any]) -> list[str]:
+    return [record.name for record in agentmap.compile(write_csv(text)).invoke(state).summary]
+
+
+_DYNAMIC_JOIN = """
+GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
+G,A,echo,x,a,B|C,,
+G,B,success,x,b,,J,
+G,C,echo,x,c,C2,,
+G,C2,success,x,c2,,J,
+G,J,echo,x,j,,,
+"""
+
+
+def test_a_join_reached_through_success_next_runs_once_after_every_branch(write_csv: WriteCsv) -> None:
+    assert _order(write_csv, _DYNAMIC_JOIN, {"x": 1}) == ["A", "B", "C", "C2", "J"]
+
+
+def test_a_plain_join_whose_branch_may_end_early_still_runs_for_the_other_branch(write_csv: WriteCsv) -> None:
+    text = """
+    GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
+    G,A,echo,x,a,B|C,,
+    G,B,branching,x,b,,B2,
+    G,B2,echo,x,b2,J,,
+    G,C,echo,x,c,J,,
+    G,J,echo,x,j,,,
+    """
+    assert _order(write_csv, text, {"x": True}) == ["A", "B", "C", "B2", "J"]
+    assert _order(write_csv, text, {"x": False}) == ["A", "B", "C", "J"]
+
+
+def test_a_join_on_a_single_path_runs_at_once_and_takes_no_extra_step(write_csv: WriteCsv) -> None:
+    text = """
+    GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
+    G,A,branching,x,a,,B|C,C2
+    G,B,success,x,b,,J,
+    G,C,echo,x,c,C2,,
+    G,C2,success,x,c2,,J,
+    G,J,echo,x,j,K,,
+    G,K,echo,x,k,,,
+    """
+    workflow = agentmap.compile(write_csv(text))
+    result = workflow.invoke({"x": False}, config={"recursion_limit": 5})
+    assert [r.name for r in result.summary] == ["A", "C2", "J", "K"]
+    assert [r.name for r in workflow.invoke({"x": True}).summary] == ["A", "B", "C", "C2", "J", "K"]
+
+
+def test_nested_joins_the_outer_one_waits_for_the_inner_one(write_csv: WriteCsv) -> None:
+    text = """
+    GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
+    G,A,echo,x,a,B|C,,
+    G,B,echo,x,b,B1|B2,,
+    G,B1,success,x,b1,,JB,
+    G,B2,success,x,b2,,JB,
+    G,JB,echo,x,jb,JB2,,
+    G,JB2,success,x,jb2,,J,
+    G,C,echo,x,c,C1,,
+    G,C1,success,x,c1,,J,
+    G,J,echo,x,j,,,
+    """
+    order = _order(write_csv, text, {"x": 1})
+    assert order.count("J") == 1
+    assert order.index("J") > order.index("JB2")
