@@ -44,6 +44,7 @@ _LAZY_TYPES: dict[str, str] = {
     "ollama": "agentmap.llm.agents",
     "offline": "agentmap.llm.agents",
     "assistant": "agentmap.llm.assistant",
+    "llm_planner": "agentmap.llm.planner",
 }
 """Built-in types whose modules are imported on first use, so a deterministic graph loads no LLM stack."""
 

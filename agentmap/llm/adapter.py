@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.runnables import Runnable
 
-__all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "to_llm_error"]
+__all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
 
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
 _REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
@@ -110,6 +110,18 @@ def to_llm_error(exc: BaseException, *, model: str | None = None, timeout: float
         model=model,
         hint="Check the provider's status, the model name and the API key.",
     )
+
+
+def open_tool_schema(name: str, description: str = "") -> dict[str, Any]:
+    """An OpenAI-style schema for a tool known only by name: any arguments, as the model sees fit."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description or f"The {name} tool.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
+        },
+    }
 
 
 def _model_name(model: BaseChatModel) -> str:

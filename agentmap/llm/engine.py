@@ -43,7 +43,14 @@ from agentmap.llm._replies import (
     read_confirmation,
     tool_result_text,
 )
-from agentmap.llm.adapter import LLMAdapter, LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
+from agentmap.llm.adapter import (
+    LLMAdapter,
+    LLMError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+    open_tool_schema,
+    to_llm_error,
+)
 
 if TYPE_CHECKING:
     from langchain_core.language_models import LanguageModelInput
@@ -350,17 +357,7 @@ class LLMAgentEngine:
         get_schemas = getattr(self.tool_executor, "get_tool_schemas", None)
         if callable(get_schemas):
             return list(get_schemas())
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "description": f"The {name} tool.",
-                    "parameters": {"type": "object", "properties": {}, "additionalProperties": True},
-                },
-            }
-            for name in names
-        ]
+        return [open_tool_schema(name) for name in names]
 
     @staticmethod
     def _count(turn: _Turn, ai: AIMessage) -> None:
