@@ -197,10 +197,11 @@ def parse_conversation_texts(text: str, *, source: str | None = None) -> list[tu
         text = text.replace("\r\n", "\n")
     header = _CONVERSATION_LINE.search(text)
     pairs: list[tuple[str, str]] = []
-    if header is not None and text[header.end() : header.end() + 1] in ("\n", ""):
+    after = text[header.end() :] if header is not None else None
+    if after is not None and (after.startswith("\n\n") or not after.strip("\n")):
         # One regex match per turn over the whole section; anything unusual takes the line-by-line path,
         # which gives the same result or the line-numbered error.
-        section = text[header.end() + 1 :].rstrip("\n")
+        section = after[2:].rstrip("\n")
         section = section + "\n" if section else section
         at, end = 0, len(section)
         while at < end:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -12,6 +13,7 @@ from agentmap.interface.logs import (
     LogFormatError,
     format_log,
     parse_conversation,
+    parse_conversation_texts,
     parse_log,
     read_log,
     write_log,
@@ -142,3 +144,43 @@ def test_invalid_utf8_is_a_log_error(tmp_path: Path) -> None:
     path.write_bytes(EXAMPLE.replace(b"Spain", "España".encode("latin-1")))
     with pytest.raises(LogFormatError, match="not valid UTF-8"):
         read_log(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        EXAMPLE.decode(),
+        EXAMPLE.decode() + "\n\n",
+        EXAMPLE.decode().replace("\n", "\r\n"),
+        _broken("  What does the document", "  Line one\n  \n  What does the document"),
+        EXAMPLE.decode().split("\n - user")[0] + "\n",  # no turns
+    ],
+)
+def test_the_evaluator_fast_path_reads_well_formed_logs_like_the_strict_parser(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [(t.role, t.text) for t in parse_conversation(text)]
+    import agentmap.interface.logs as logs
+
+    def _no_slow_path(*args: object) -> NoReturn:
+        raise AssertionError("a well-formed log took the line-by-line path")
+
+    monkeypatch.setattr(logs, "_raw_turns", _no_slow_path)
+    assert parse_conversation_texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _broken("\n\n - user", "\n - user"),
+        _broken(" - user [2025-12-22 12:00:00]:", " - user [2025-13-22 12:00:00]:"),
+        _broken("  What does", "What does"),
+        _broken(" - assistant [2025-12-22 12:00:01]:", " - assistant [2025-12-22 12:00:01]: "),
+    ],
+)
+def test_the_evaluator_fast_path_leaves_malformed_logs_to_the_strict_parser(text: str) -> None:
+    with pytest.raises(LogFormatError) as strict:
+        parse_conversation(text, source="bad.log")
+    with pytest.raises(LogFormatError) as fast:
+        parse_conversation_texts(text, source="bad.log")
+    assert str(fast.value) == str(strict.value)
