@@ -246,11 +246,11 @@ async def _run_one(
     history: list[tuple[str, str]] = []
     reason: str | None = None
     for step in scenario.turns[:limit]:
-        if not step.message.strip():
+        turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
+        if not step.message.strip():  # logged as is, so the turns still alternate (seed 000, 6.3)
             reason = StopReason.MISSING_INPUT
             turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
             break
-        turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
         error, reply = await _ask(call, step.message, history, settings)
         if error is not None:
             reason, text = error

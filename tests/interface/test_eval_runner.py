@@ -13,6 +13,7 @@ import pytest
 from agentmap.contracts.conversation import StopReason
 from agentmap.errors import ConfigError
 from agentmap.interface.eval_runner import run_eval
+from agentmap.interface.evaluate import score_logs
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.logs import read_log
 from agentmap.interface.manifest import read_manifest
@@ -75,7 +76,15 @@ async def test_every_run_gets_a_valid_log_with_its_stop_reason(scenarios_csv: Pa
     boom = logs["secret_boom"].turns[-1]
     assert boom.role == "assistant" and boom.text == "Error: the agent failed (RuntimeError: kaboom)."
     assert "0.2 seconds" in logs["secret_slow"].turns[-1].text
-    assert [t.role for t in logs["secret_blank"].turns] == ["assistant"]
+    blank = logs["secret_blank"].turns  # the empty message is logged, so the turns still alternate
+    assert [(t.role, t.text) for t in blank] == [
+        ("user", ""),
+        ("assistant", "Error: there is no user message for turn 1."),
+    ]
+    scored = {r.scenario: r.findings for r in score_logs(out).runs}
+    assert [f.message for f in scored["secret_blank"]] == [
+        "the agent gave no reply: Error: there is no user message for turn 1."
+    ]
     assert "empty reply" in logs["secret_quiet"].turns[-1].text
     for path in out.iterdir():  # neutral names: nothing reveals a scenario
         assert "secret" not in path.name
