@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,8 @@ OUTPUT_KEYS = ("decision", "response", "decision_type", "history", "pending_conf
 
 _INPUTS = ("message", "history", "pending_confirmation", "user_id", "conversation_id")
 _OFF = ("off", "false", "none", "no", "")
+
+_MAX_REMEMBERED = 1024
 
 _logs: dict[Path, SQLiteDecisionLog] = {}
 _logs_lock = threading.Lock()
@@ -109,6 +112,10 @@ class AssistantAgent(BaseAgent):
         self._single_output = len(outputs) == 1 and outputs[0][1] is None
         self._spec: ModelSpec | None = None
         self._engine: LLMAgentEngine | None = None
+        # The action each conversation was last asked to confirm, for callers that keep only the text of
+        # the conversation (`agentmap chat`): see `_remembered`.
+        self._asked: OrderedDict[tuple[str, str], PendingAction] = OrderedDict()
+        self._asked_lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -204,6 +211,7 @@ class AssistantAgent(BaseAgent):
         engine = await self.engine()
         outcome = await engine.decide(context)
         decision = outcome.decision
+        self._remember(context, decision.pending_action)
         spec = self.spec
         self.record_metadata(
             model=spec.name,
@@ -245,7 +253,7 @@ class AssistantAgent(BaseAgent):
                 f"({', '.join(self.input_fields) or 'none listed'})"
             )
         pending = inputs.get("pending_confirmation")
-        return DecisionContext(
+        context = DecisionContext(
             user_id=str(inputs.get("user_id") or self.context.get("user_id") or "default"),
             message=str(message),
             conversation_id=str(
@@ -257,3 +265,27 @@ class AssistantAgent(BaseAgent):
             message_history=_history(inputs.get("history")),
             pending_confirmation=PendingAction.model_validate(pending) if pending else None,
         )
+        if context.pending_confirmation is None:
+            context.pending_confirmation = self._remembered(context)
+        return context
+
+    def _remember(self, context: DecisionContext, action: PendingAction | None) -> None:
+        key = (context.user_id, context.conversation_id)
+        with self._asked_lock:
+            self._asked.pop(key, None)
+            if action is not None:
+                self._asked[key] = action
+                while len(self._asked) > _MAX_REMEMBERED:
+                    self._asked.popitem(last=False)
+
+    def _remembered(self, context: DecisionContext) -> PendingAction | None:
+        """The action this conversation was asked to confirm, when the state does not carry it.
+
+        Only while the history's last message is that very question, so the user's reply answers it.
+        """
+        history = context.message_history
+        with self._asked_lock:
+            action = self._asked.get((context.user_id, context.conversation_id))
+        if action is None or not history or history[-1].role != "assistant":
+            return None
+        return action if " ".join(history[-1].content.split()) == " ".join(action.description.split()) else None

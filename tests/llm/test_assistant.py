@@ -237,3 +237,30 @@ def test_missing_openai_key_is_found_before_the_run(tmp_path: Path, monkeypatch:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     issues = agentmap.validate(write_graph(tmp_path, '"{""model"": ""openai:gpt-4o-mini""}"'))
     assert any("OPENAI_API_KEY" in i.message for i in issues)
+
+
+async def test_a_chat_keeping_only_the_text_history_can_confirm_a_delete(dbs: tuple[Path, Path]) -> None:
+    # `agentmap chat` (seed 001's run_agent) passes back only the text of the conversation, not the
+    # pending action: the node remembers the action it asked about while its question is the last reply.
+    from agentmap.interface.agent import agent_for
+    from agentmap.interface.history import format_chat_history
+
+    tasks_db, _ = dbs
+    run_agent = agent_for(EXAMPLE)
+    history: list[tuple[str, str]] = []
+
+    async def say(message: str) -> str:
+        reply = str((await run_agent(message, chat_history=format_chat_history(history) or None))["content"])
+        history.extend([("user", message), ("assistant", reply)])
+        return reply
+
+    await say("add a task buy milk")
+    await say("add a task walk the dog")
+    assert (await say("delete task 1")).startswith("Please confirm: delete task (task_id=1).")
+    assert "deleted" in await say("yes")
+    assert task_titles(tasks_db, "default") == {2: ("walk the dog", False)}
+
+    assert (await say("delete task 2")).startswith("Please confirm")
+    assert await say("no") == "Okay, I won't do that. Nothing was changed."
+    assert "deleted" not in await say("yes")  # the question was answered: a later yes confirms nothing
+    assert task_titles(tasks_db, "default") == {2: ("walk the dog", False)}
