@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -19,12 +20,13 @@ from agentmap.contracts.io import (
     error_response,
     trace_event,
 )
+from agentmap.orchestration._matching import match_worker, profile
 from agentmap.orchestration.planner import PlanStep
 
 if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent
 
-__all__ = ["NodeAgent", "Routed", "route_plan"]
+__all__ = ["NodeAgent", "Routed", "RoutedPlan", "route_plan"]
 
 Routed = list[tuple[str, PlanStep, str]]
 """A routed plan: `(step id, step, worker name)` per step."""
@@ -32,7 +34,20 @@ Routed = list[tuple[str, PlanStep, str]]
 _STEP_LIST = TypeAdapter(list[PlanStep])
 
 
-async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: str) -> Routed | AgentError:
+@dataclass
+class RoutedPlan:
+    """A plan whose every step has a worker.
+
+    Attributes:
+        steps: `(step id, step, worker name)` per step, in order.
+        matches: For each step routed by description, the data of its `step:matched` trace event.
+    """
+
+    steps: Routed
+    matches: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: str) -> RoutedPlan | AgentError:
     """Check a planner's result and pick each step's worker; an unroutable plan is a VALIDATION error."""
     raw = result.get("steps") if isinstance(result, Mapping) else None
     if not isinstance(raw, list) or not raw:
@@ -48,8 +63,8 @@ async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: st
             tools[worker_name] = await _tools_of(worker)
         except Exception as exc:  # a missing node or a tool source that does not load
             problems.append(f"worker '{worker_name}': {exc}")
-    generic = [w for w, t in tools.items() if t is None]
-    routed: Routed = []
+    router = _Router(tools, workers, name)
+    plan = RoutedPlan([])
     seen: set[str] = set()
     repeats: dict[str, int] = {}
     for number, step in enumerate(_steps(raw, problems), start=1):
@@ -59,23 +74,26 @@ async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: st
         if problem:
             problems.append(f"step {number}: {problem}")
             continue
-        worker_or_problem = _pick_worker(step, tools, generic, name)
-        if worker_or_problem.startswith("!"):
-            problems.append(f"step {number} ({step.target}): {worker_or_problem[1:]}")
+        try:
+            chosen, match = router.pick(step)
+        except _Unroutable as exc:
+            problems.append(f"step {number} ({step.target}): {exc}")
             continue
         step_id = base = step.id or step.target
         while step_id in seen:
             repeats[base] = repeats.get(base, 1) + 1
             step_id = f"{base}_{repeats[base]}"
         seen.add(step_id)
-        routed.append((step_id, step, worker_or_problem))
+        plan.steps.append((step_id, step, chosen))
+        if match is not None:
+            plan.matches.append({"step": step_id, **match})
     if problems:
         return AgentError(
             type=ErrorType.VALIDATION,
             message="the plan cannot run, nothing was executed: " + "; ".join(dict.fromkeys(problems)),
             details={"problems": problems},
         )
-    return routed
+    return plan
 
 
 def _steps(raw: list[Any], problems: list[str]) -> list[PlanStep | None]:
@@ -103,29 +121,102 @@ async def _tools_of(worker: Any) -> list[str] | None:
     return None if found is None else list(found)
 
 
-def _pick_worker(step: PlanStep, tools: Mapping[str, list[str] | None], generic: list[str], name: str) -> str:
-    """The worker for `step`, or a problem prefixed with `!`."""
-    wanted = step.agent or step.worker
-    if wanted:
-        if wanted not in tools:
-            return f"!names worker '{wanted}', which is not a worker of orchestrator '{name}'" + _did_you_mean(
-                wanted, list(tools)
+class _Unroutable(Exception):
+    """A step no worker can take; the message says why and what to change."""
+
+
+_Pick = tuple[str, dict[str, Any] | None]
+
+
+class _Router:
+    """Picks each step's worker; steps alike (same tool, agent, worker, description) are decided once."""
+
+    def __init__(self, tools: dict[str, list[str] | None], workers: Mapping[str, AgentProtocol], name: str) -> None:
+        self.tools = tools
+        self.workers = workers
+        self.name = name
+        self._decided: dict[tuple[str | None, ...], _Pick | str] = {}
+        self._profiles: dict[str, frozenset[str]] = {}
+
+    def pick(self, step: PlanStep) -> _Pick:
+        """The worker for `step` and, when it was chosen by description, why.
+
+        Raises:
+            _Unroutable: When no worker (or no single worker) fits.
+        """
+        key = (step.tool, step.agent, step.worker, step.description)
+        decided = self._decided.get(key)
+        if decided is None:
+            try:
+                decided = self._pick(step)
+            except _Unroutable as exc:
+                decided = str(exc)
+            self._decided[key] = decided
+        if isinstance(decided, str):
+            raise _Unroutable(decided)
+        return decided
+
+    def _pick(self, step: PlanStep) -> _Pick:
+        tools, tool = self.tools, step.tool
+        wanted = step.agent or step.worker
+        if wanted and wanted in tools:
+            offered = tools[wanted]
+            if tool and offered is not None and tool not in offered:
+                raise _Unroutable(
+                    f"worker '{wanted}' has no tool '{tool}' (it has: {', '.join(offered)})"
+                    + _did_you_mean(tool, offered)
+                )
+            return wanted, None
+        able = [w for w, offered in tools.items() if not tool or offered is None or tool in offered]
+        if wanted and able:
+            return self._by_description(step, wanted, able)
+        if tool:
+            offering = [w for w in able if tools[w] is not None]
+            if offering or len(able) == 1:
+                return (offering or able)[0], None
+        if wanted:
+            raise _Unroutable(self._not_a_worker(wanted))
+        every = sorted({t for offered in tools.values() for t in offered or ()})
+        raise _Unroutable(
+            f"no worker of orchestrator '{self.name}' offers tool '{tool}' (tools: {', '.join(every) or 'none'})"
+            + _did_you_mean(tool or "", every)
+        )
+
+    def _by_description(self, step: PlanStep, wanted: str, able: list[str]) -> _Pick:
+        profiles = {w: self._profile(w) for w in able}
+        found = match_worker((wanted, step.description), profiles)
+        if len(found.best) == 1:
+            worker = found.best[0]
+            shared = list(found.shared[worker])
+            reason = (
+                f"'{wanted}' is not a worker of orchestrator '{self.name}'; worker '{worker}' matches it best "
+                f"on its Description and tools: {', '.join(shared)}"
             )
-        offered = tools[wanted]
-        if step.tool and offered is not None and step.tool not in offered:
-            return f"!worker '{wanted}' has no tool '{step.tool}' (it has: {', '.join(offered)})" + _did_you_mean(
-                step.tool, offered
+            return worker, {"requested": wanted, "worker": worker, "matched": shared, "reason": reason}
+        if found.best:
+            *rest, last = (f"'{w}'" for w in found.best)
+            on = "; ".join(f"{w} on: {', '.join(found.shared[w])}" for w in found.best)
+            raise _Unroutable(
+                f"'{wanted}' matches workers {', '.join(rest)} and {last} equally ({on}); name one of them"
             )
-        return wanted
-    for worker_name, offered in tools.items():
-        if offered is not None and step.tool in offered:
-            return worker_name
-    if len(generic) == 1:
-        return generic[0]
-    every = sorted({t for offered in tools.values() for t in offered or ()})
-    return f"!no worker of orchestrator '{name}' offers tool '{step.tool}' (tools: {', '.join(every) or 'none'})" + (
-        _did_you_mean(step.tool or "", every)
-    )
+        raise _Unroutable(
+            self._not_a_worker(wanted) + "; no worker's Description or tools share a word with it: name a worker, "
+            "or describe the step with words from a worker's Description"
+        )
+
+    def _not_a_worker(self, wanted: str) -> str:
+        known = list(self.tools)
+        return f"names worker '{wanted}', which is not a worker of orchestrator '{self.name}'" + _did_you_mean(
+            wanted, known
+        )
+
+    def _profile(self, worker: str) -> frozenset[str]:
+        found = self._profiles.get(worker)
+        if found is None:
+            description = getattr(self.workers[worker], "description", None)
+            text = description if isinstance(description, str) else None
+            found = self._profiles[worker] = profile(worker, text, self.tools[worker])
+        return found
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
@@ -159,6 +250,12 @@ class NodeAgent:
                 )
             self._agent = as_protocol(found)
         return self._agent
+
+    @property
+    def description(self) -> str:
+        """The node's Description (what the orchestrator matches a step naming a capability on)."""
+        found = self.node.environment.agents.get(self.target)
+        return str(getattr(found, "description", "") or "")
 
     async def ready(self) -> None:
         """Resolve the node and let its agent load what it needs (a worker's tools).

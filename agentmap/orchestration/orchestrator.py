@@ -239,7 +239,9 @@ class Orchestrator:
         if isinstance(routed, AgentError):
             run.fail_all(routed, stage="plan")
             return
-        run.set_plan(routed)
+        run.set_plan(routed.steps)
+        for match in routed.matches:
+            run.event("step:matched", **match)
         try:
             policy = self.policy.session(run.request)
         except PolicyError as exc:
@@ -247,7 +249,7 @@ class Orchestrator:
             return
         config, workers = self.config, self.workers
         on_failure, step_timeout = config.on_failure, config.step_timeout_seconds
-        for index, (step_id, step, worker_name) in enumerate(routed):
+        for index, (step_id, step, worker_name) in enumerate(routed.steps):
             violation = policy.check(step, step_id)
             if violation is not None:
                 run.event("policy:violation", step=step_id, constraint=(violation.details or {}).get("constraint"))

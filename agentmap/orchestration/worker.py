@@ -101,6 +101,8 @@ class WorkerAgent:
             MCP servers); give `executor` or `loader`.
         name: The worker's name in trace events and messages.
         user_id: The user the tools run as.
+        description: What the worker does; an orchestrator sends a step naming a capability (not a
+            worker) to the worker whose description and tool names match it best.
     """
 
     def __init__(
@@ -110,12 +112,14 @@ class WorkerAgent:
         loader: Callable[[], Awaitable[ToolExecutor]] | None = None,
         name: str = "worker",
         user_id: str = "agentmap",
+        description: str = "",
     ) -> None:
         if executor is None and loader is None:
             raise TypeError("WorkerAgent needs an executor (a ToolExecutor) or a loader that builds one")
         self.executor = executor
         self.name = name
         self.user_id = user_id
+        self.description = description
         self._loader = loader
         self._known: frozenset[str] = frozenset()
 
@@ -127,7 +131,8 @@ class WorkerAgent:
         async def load() -> ToolExecutor:
             return await build_tool_executor(node.context, node.environment)
 
-        return cls(loader=load, name=node.name, user_id=str(node.context.get("user_id", "agentmap")))
+        user_id = str(node.context.get("user_id", "agentmap"))
+        return cls(loader=load, name=node.name, user_id=user_id, description=node.description)
 
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:

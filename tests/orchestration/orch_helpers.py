@@ -31,9 +31,11 @@ class RecordingWorker:
         *,
         name: str = "rec",
         tools: list[str] | None = None,
+        description: str = "",
     ) -> None:
         self.behaviour = behaviour or (lambda request, n: {"echo": request.inputs})
         self.name = name
+        self.description = description
         self.requests: list[AgentRequest] = []
         self.calls_at: list[float] = []
         self._tools = tools

@@ -16,7 +16,7 @@ from agentmap.contracts.io import AgentRequest, AgentResponse, success_response,
 
 GRAPHS = Path(__file__).resolve().parents[2] / "graphs"
 TRIP = GRAPHS / "trip_planner.csv"
-HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field"]
+HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Description", "Context", "Input_Fields", "Output_Field"]
 HEADER += ["Success_Next", "Failure_Next", "Tool_Source", "Available_Tools"]
 
 
@@ -147,6 +147,87 @@ def test_workers_can_be_custom_protocol_agents_and_plain_base_agents(tmp_path: P
         "greet": "Hello, Ada!",
         "count_2": {"calls": 2, "seen": "Hello, Ada!"},
     }
+
+
+def _described_workers(tmp_path: Path, steps: list[dict[str, Any]]) -> Path:
+    return write_graph(
+        tmp_path,
+        [
+            {
+                "Node": "run",
+                "AgentType": "orchestrator",
+                "Context": {"planner": "plan", "workers": ["greeter", "tally", "flights"]},
+                "Input_Fields": "goal",
+                "Output_Field": "answer",
+            },
+            {"Node": "plan", "AgentType": "planner", "Context": {"steps": steps}},
+            {
+                "Node": "greeter",
+                "AgentType": "template",
+                "Prompt": "Hello, {name}!",
+                "Description": "Writes a greeting for a traveller by name",
+                "Input_Fields": "name",
+            },
+            {"Node": "tally", "AgentType": "test_orchestration_counter", "Description": "Counts the requests it gets"},
+            {
+                "Node": "flights",
+                "AgentType": "worker",
+                "Description": "Searches flights between two cities",
+                "Tool_Source": "tools/travel.py",
+                "Available_Tools": "search_flights",
+            },
+        ],
+    )
+
+
+def test_a_step_naming_a_capability_goes_to_the_worker_whose_description_matches(tmp_path: Path) -> None:
+    steps = [
+        {"agent": "greeting writer", "inputs": {"name": "Ada"}},
+        {"agent": "request counter"},
+        {"tool": "search_flights", "worker": "flight search", "inputs": {"origin": "London", "destination": "Rome"}},
+    ]
+    answer = agentmap.run(_described_workers(tmp_path, steps), {"goal": "Greet, count, fly"}).state["answer"]
+
+    assert answer["status"] == "success"
+    assert [s["worker"] for s in answer["result"]["steps"]] == ["greeter", "tally", "flights"]
+    assert answer["result"]["results"]["greeting writer"] == "Hello, Ada!"
+    matched = [e for e in answer["trace"] if e["event"] == "step:matched"]
+    assert [(e["step"], e["worker"], e["matched"]) for e in matched] == [
+        ("greeting writer", "greeter", ["greeting", "writer"]),
+        ("request counter", "tally", ["counter", "request"]),
+        ("search_flights", "flights", ["flight", "search"]),
+    ]
+    assert matched[0]["reason"] == (
+        "'greeting writer' is not a worker of orchestrator 'run'; worker 'greeter' matches it best "
+        "on its Description and tools: greeting, writer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        (
+            {"agent": "spaceship booking"},
+            "step 1 (spaceship booking): names worker 'spaceship booking', which is not a worker of orchestrator "
+            "'run'; known: greeter, tally, flights; no worker's Description or tools share a word with it: name "
+            "a worker, or describe the step with words from a worker's Description",
+        ),
+        (
+            {"agent": "writes and counts"},
+            "step 1 (writes and counts): 'writes and counts' matches workers 'greeter' and 'tally' equally "
+            "(greeter on: writes; tally on: counts); name one of them",
+        ),
+    ],
+)
+def test_a_step_no_description_matches_or_several_match_equally_runs_nothing(
+    tmp_path: Path, step: dict[str, Any], words: str
+) -> None:
+    result = agentmap.run(_described_workers(tmp_path, [step]), {"goal": "Do it"})
+    answer = result.state["answer"]
+    assert not result.success and answer["status"] == "error"
+    assert answer["error"]["type"] == "validation"
+    assert words in answer["error"]["message"]
+    assert "nothing was executed" in answer["error"]["message"]
 
 
 def test_a_policy_violation_in_a_workflow_is_reported_and_the_step_skipped(tmp_path: Path) -> None:

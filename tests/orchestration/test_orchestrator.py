@@ -261,6 +261,29 @@ async def test_an_unroutable_plan_runs_nothing(step: dict[str, Any], words: str)
     assert spy.requests == []
 
 
+async def test_a_step_naming_a_capability_goes_to_the_worker_whose_description_matches() -> None:
+    rooms = RecordingWorker(tools=["search"], description="Finds hotel rooms")
+    math = WorkerAgent(LocalToolExecutor([add, double]), name="math", description="Does arithmetic on numbers")
+    planner = _RawPlanner(
+        [
+            {"tool": "search", "worker": "hotel finder", "inputs": {"city": "Rome"}},
+            {"agent": "arithmetic", "inputs": {"tool": "add", "inputs": {"a": 1, "b": 2}}},
+        ]
+    )
+    orchestrator = Orchestrator(planner, {"flights": RecordingWorker(tools=["search"]), "rooms": rooms, "math": math})
+
+    response = await orchestrator.process(request())
+
+    assert response.is_success(), response.error
+    assert [s["worker"] for s in response.result["steps"]] == ["rooms", "math"]
+    assert response.result["final"] == 3 and len(rooms.requests) == 1
+    matched = [e for e in response.trace if e["event"] == "step:matched"]
+    assert [(e["requested"], e["worker"], e["matched"]) for e in matched] == [
+        ("hotel finder", "rooms", ["finder", "hotel"]),
+        ("arithmetic", "math", ["arithmetic"]),
+    ]
+
+
 class _RawPlanner:
     """A planner answering with raw step dicts, as an LLM planner might."""
 
