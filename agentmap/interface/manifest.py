@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from agentmap.errors import AgentMapError, Location
 from agentmap.interface.scenarios import Scenario
@@ -72,13 +73,17 @@ def read_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
         return None
     try:
         return Manifest.model_validate_json(path.read_bytes())
-    except ValueError as exc:
+    except PydanticValidationError as exc:
+        problem = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()[:3]
+        )
         raise AgentMapError(
-            f"the evaluation manifest is damaged: {exc}",
+            f"the evaluation manifest is damaged ({problem})",
             code="bad-manifest",
             location=Location(file=str(path)),
-            hint="Delete it and run `agentmap eval run` again into this folder (complete logs are kept).",
-        ) from exc
+            hint="Restore it, or run `agentmap eval run` again into a new --out folder: without it the logs "
+            "here cannot be matched to their scenarios.",
+        ) from None
 
 
 def write_manifest(folder: str | os.PathLike[str], manifest: Manifest) -> Path:

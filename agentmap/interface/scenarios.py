@@ -113,7 +113,7 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
         The scenarios in order of first appearance, each with its turns sorted by number.
 
     Raises:
-        ScenarioError: When the file is missing, a required column is absent, a turn number is not a
+        ScenarioError: When the file is missing or has no rows, a required column is absent, a turn number is not a
             positive whole number or repeats, turns skip a number, or a yes/no cell holds something else.
     """
     file = Path(path)
@@ -143,6 +143,12 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
                 hint="Give every row the name of the scenario it belongs to.",
             )
         grouped.setdefault(name, []).append((number, cells))
+    if not grouped:
+        raise ScenarioError(
+            "the scenarios file has a header but no scenario rows",
+            location=Location(file=str(file), row=header_at + 1),
+            hint="Add one row per user turn: scenario, turn, user_message.",
+        )
     return [_build(name, rows_, str(file)) for name, rows_ in grouped.items()]
 
 

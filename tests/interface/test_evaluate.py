@@ -202,3 +202,11 @@ async def test_reports_render_as_table_json_and_html(scenarios_csv: Path, tmp_pa
 def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(AgentMapError, match="logs folder not found"):
         score_logs(tmp_path / "nope")
+
+
+def test_a_damaged_manifest_says_so_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("{bad", encoding="utf-8")
+    with pytest.raises(AgentMapError, match="damaged") as caught:
+        score_logs(tmp_path)
+    assert "\n" not in caught.value.message and "pydantic" not in caught.value.message
+    assert caught.value.hint is not None and "new --out folder" in caught.value.hint

@@ -55,6 +55,7 @@ def test_turn_column_is_optional_and_aliases_work(tmp_path: Path) -> None:
         ("scenario,message,expect_refusal\na,hi,maybe\n", 2, "expect_refusal", "yes or no"),
         ("scenario,message\n,hi\n", 2, "scenario", "no scenario name"),
         ("scenario,message,prompt\na,hi,hi\n", 1, "prompt", "two columns"),
+        ("scenario,message\n# later\n\n", 1, None, "has a header but no scenario rows"),
     ],
 )
 def test_mistakes_name_row_and_column(tmp_path: Path, text: str, row: int, column: str | None, words: str) -> None:
