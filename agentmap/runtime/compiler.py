@@ -9,6 +9,7 @@ failed), `graph_success` and `errors` (appended to across nodes and parallel bra
 from __future__ import annotations
 
 import contextvars
+import copy
 import logging
 import operator
 from collections.abc import Mapping, Sequence
@@ -151,7 +152,7 @@ def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: st
 
 
 def _context(node: NodeSpec) -> dict[str, Any]:
-    context = dict(node.context)
+    context = copy.deepcopy(node.context)  # an agent that changes its context must not change the spec
     context["input_fields"] = list(node.inputs)
     context["output_field"] = "|".join(node.outputs)
     context.setdefault("description", node.description)

@@ -120,3 +120,20 @@ def test_async_agents_become_nodes_that_await(write_csv: WriteCsv) -> None:
     node = app.graph.builder.nodes["A"].runnable
     assert type(node).__name__ == "_AsyncAgentNode"
     assert app.invoke({}).state["out"] == "awaited"
+
+
+def test_an_agent_changing_its_context_does_not_change_the_workflow_or_other_compiles(write_csv: WriteCsv) -> None:
+    type_name = _unique("mutator")
+
+    @agentmap.agent(type_name)
+    class Mutator(BaseAgent):
+        def process(self, inputs: dict[str, Any]) -> Any:
+            self.context["opts"]["n"] += 1
+            return self.context["opts"]["n"]
+
+    workflow = agentmap.load(
+        write_csv(f'GraphName,Node,AgentType,Context,Output_Field\nG,M,{type_name},"{{""opts"": {{""n"": 0}}}}",out\n')
+    )
+    assert agentmap.compile(workflow).invoke({}).state["out"] == 1
+    assert agentmap.compile(workflow).invoke({}).state["out"] == 1
+    assert workflow.graphs[0].nodes[0].context == {"opts": {"n": 0}}
