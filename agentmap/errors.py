@@ -11,12 +11,14 @@ The command line maps classes to exit codes: see `AgentMapError.exit_code`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "FILE_ERROR_CODES",
     "AgentMapError",
     "AgentNotFoundError",
     "ConfigError",
@@ -128,3 +130,21 @@ class ValidationError(AgentMapError, ValueError):
         lines = [f"{len(errors)} validation error{'s' if len(errors) != 1 else ''}{where}:"]
         lines += [f"  {i}" for i in errors]
         super().__init__("\n".join(lines))
+
+
+FILE_ERROR_CODES: Mapping[str, type[AgentMapError]] = MappingProxyType(
+    {
+        **dict.fromkeys(
+            ("file-not-found", "not-a-file", "unsupported-format", "empty-file", "not-text", "unreadable"),
+            WorkflowFileError,
+        ),
+        "missing-extra": WorkflowFileError,
+        "graph-not-found": GraphNotFoundError,
+        "graph-not-selected": GraphNotFoundError,
+    }
+)
+"""Every code a `WorkflowFileError` or `GraphNotFoundError` carries, with its class.
+
+`agentmap.validate` reports these errors about the file as a whole as issues without a row; the
+command line maps such an issue back to its class (and so its exit code) through this table.
+"""

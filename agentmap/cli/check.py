@@ -14,37 +14,20 @@ import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load, split_target
 from agentmap.cli.render import OutputMode
-from agentmap.errors import AgentMapError, GraphNotFoundError, WorkflowFileError
+from agentmap.errors import FILE_ERROR_CODES, AgentMapError
 
 if TYPE_CHECKING:
     from agentmap.spec.models import Issue
 
 __all__ = ["register", "validate_workflow"]
 
-_UNREADABLE = frozenset(
-    {
-        "file-not-found",
-        "not-a-file",
-        "unsupported-format",
-        "empty-file",
-        "not-text",
-        "unreadable",
-        "missing-extra",
-    }
-)
-"""Codes of `WorkflowFileError`: the file could not be read as a workflow at all."""
-_NO_GRAPH = frozenset({"graph-not-found", "graph-not-selected"})
-
 
 def _as_error(issue: Issue) -> AgentMapError | None:
     """The file-level error an issue stands for (so it exits 3, as `run` does), or None."""
     if issue.row is not None or issue.severity != "error":
         return None
-    if issue.code in _UNREADABLE:
-        return WorkflowFileError(issue.message, code=issue.code, hint=issue.fix or None)
-    if issue.code in _NO_GRAPH:
-        return GraphNotFoundError(issue.message, code=issue.code, hint=issue.fix or None)
-    return None
+    cls = FILE_ERROR_CODES.get(issue.code)
+    return cls(issue.message, code=issue.code, hint=issue.fix or None) if cls is not None else None
 
 
 def validate_workflow(
