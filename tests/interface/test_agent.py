@@ -104,12 +104,15 @@ async def test_a_workflow_without_a_reply_raises_and_the_runner_logs_agent_error
     path = tmp_path / "silent.csv"
     path.write_text(
         "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
-        'Silent,A,tool,"{""tool"": ""missing""}",prompt:text,out,tools.py\n',
+        'Silent,A,tool,"{""tool"": ""lookup""}",prompt:text,out,tools.py\n',
         encoding="utf-8",
     )
-    (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(
+        'def lookup(text: str) -> str:\n    """Look a text up."""\n    raise RuntimeError("the archive is offline")\n',
+        encoding="utf-8",
+    )
     agent = agent_for(path)
-    with pytest.raises(AgentMapError, match=r"gave no reply: .*missing") as caught:
+    with pytest.raises(AgentMapError, match=r"gave no reply: .*the archive is offline") as caught:
         await agent("hi")
     assert caught.value.hint is None  # the node's error is what to fix, not the reply's key
     assert "\n" not in caught.value.message
