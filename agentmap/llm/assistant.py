@@ -26,11 +26,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import agent
-from agentmap.agents.state import parse_output_field
+from agentmap.agents.state import parse_input_field, parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message, PendingAction
+from agentmap.contracts.io import describe_validation_error
 from agentmap.llm.agents import history_entries
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
@@ -243,16 +246,18 @@ class AssistantAgent(BaseAgent):
         }
 
     def _decision_context(self, inputs: dict[str, Any]) -> DecisionContext:
-        message = inputs.get("message")
-        if message is None:
-            others = [v for k, v in inputs.items() if k not in _INPUTS]
-            message = others[0] if others else None
+        key = "message" if "message" in inputs else next((k for k in inputs if k not in _INPUTS), "message")
+        message = inputs.get(key)
         if message is None or not str(message).strip():
-            raise ValueError(
-                f"no message to answer: the state has no value for the message input "
-                f"({', '.join(self.input_fields) or 'none listed'})"
-            )
+            raise ValueError(f"the message to answer is empty: give the state a non-blank {self._state_key(key)!r}")
         pending = inputs.get("pending_confirmation")
+        try:
+            action = PendingAction.model_validate(pending) if pending else None
+        except ValidationError as exc:
+            raise ValueError(
+                f"the state's pending_confirmation is not a pending action ({describe_validation_error(exc)}): "
+                "pass back the pending_confirmation the previous turn wrote, or null"
+            ) from None
         context = DecisionContext(
             user_id=str(inputs.get("user_id") or self.context.get("user_id") or "default"),
             message=str(message),
@@ -263,11 +268,15 @@ class AssistantAgent(BaseAgent):
                 or self.name
             ),
             message_history=_history(inputs.get("history")),
-            pending_confirmation=PendingAction.model_validate(pending) if pending else None,
+            pending_confirmation=action,
         )
         if context.pending_confirmation is None:
             context.pending_confirmation = self._remembered(context)
         return context
+
+    def _state_key(self, param: str) -> str:
+        """The state key feeding the input `param` (Input_Fields `state_key:param` renames)."""
+        return next((key for key, name in map(parse_input_field, self.input_fields) if name == param), param)
 
     def _remember(self, context: DecisionContext, action: PendingAction | None) -> None:
         key = (context.user_id, context.conversation_id)

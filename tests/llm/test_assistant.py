@@ -264,3 +264,28 @@ async def test_a_chat_keeping_only_the_text_history_can_confirm_a_delete(dbs: tu
     assert await say("no") == "Okay, I won't do that. Nothing was changed."
     assert "deleted" not in await say("yes")  # the question was answered: a later yes confirms nothing
     assert task_titles(tasks_db, "default") == {2: ("walk the dog", False)}
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (
+            {"message": "yes", "pending_confirmation": "delete"},
+            "the state's pending_confirmation is not a pending action",
+        ),
+        (
+            {"message": "yes", "pending_confirmation": {"parameters": {}}},
+            "the state's pending_confirmation is not a pending action (tool_name: Field required)",
+        ),
+        ({"message": "   "}, "the message to answer is empty: give the state a non-blank 'message'"),
+        ({"user_id": "ada"}, "the message to answer is empty: give the state a non-blank 'message'"),
+    ],
+)
+def test_bad_turn_state_fails_the_node_with_what_to_change(
+    dbs: tuple[Path, Path], state: dict[str, Any], expected: str
+) -> None:
+    result = agentmap.compile(EXAMPLE).invoke(state)
+    assert not result.success
+    (error,) = result.errors
+    assert expected in str(error)
+    assert "pydantic" not in str(error)
