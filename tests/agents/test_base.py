@@ -302,3 +302,20 @@ async def test_langgraph_control_flow_signals_pass_through_arun() -> None:
 
     with pytest.raises(GraphInterrupt):
         await _agent(APauses).arun({})
+
+
+def test_a_post_process_raising_after_success_makes_the_node_fail_once() -> None:
+    class BadPost(Upper):
+        calls = 0
+
+        def _post_process(self, state: Any, inputs: dict[str, Any], output: Any) -> tuple[Any, Any]:
+            BadPost.calls += 1
+            if BadPost.calls == 1:
+                raise ValueError("bad output")
+            return state, output
+
+    tracker = ExecutionTracker()
+    update = _agent(BadPost, execution_tracker=tracker).run({})
+    assert update["last_action_success"] is False
+    assert update["errors"] == ["Error in Node: bad output"]
+    assert [(r.name, r.success, r.error) for r in tracker.summary] == [("Node", False, "Error in Node: bad output")]
