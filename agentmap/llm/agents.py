@@ -202,6 +202,7 @@ class LLMAgent(BaseAgent):
     ) -> Any:
         from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message
         from agentmap.llm.engine import LLMAgentEngine
+        from agentmap.llm.mcp import mcp_sessions
 
         if self._executor is None:
             self._executor = await build_tool_executor(self.context, self.environment)
@@ -214,14 +215,14 @@ class LLMAgent(BaseAgent):
         )
         engine = LLMAgentEngine.from_config(self.adapter, self._executor, system, config, confirm_tools=())
         user_id = str(inputs.get("user_id") or self.context.get("user_id") or "")
-        outcome = await engine.decide(
-            DecisionContext(
-                user_id=user_id,
-                message=user,
-                conversation_id=str(inputs.get("conversation_id") or self.context.get("conversation_id") or self.name),
-                message_history=[Message(role=m["role"], content=m["content"]) for m in history],  # type: ignore[arg-type]
-            )
+        request = DecisionContext(
+            user_id=user_id,
+            message=user,
+            conversation_id=str(inputs.get("conversation_id") or self.context.get("conversation_id") or self.name),
+            message_history=[Message(role=m["role"], content=m["content"]) for m in history],  # type: ignore[arg-type]
         )
+        async with mcp_sessions():  # an MCP server serves the whole loop, not one process per call
+            outcome = await engine.decide(request)
         if outcome.error is not None:
             raise outcome.error
         if outcome.outcome_category == "MAX_ITERATIONS":

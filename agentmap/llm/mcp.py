@@ -8,16 +8,23 @@ Tool_Source forms:
 * `mcp:http://host:port/mcp` (or a bare `http(s)://` URL): a streamable HTTP server.
 * `mcp:sse:http://host:port/sse`: a server-sent-events server.
 
-Tools are listed once when the node is built. Each call opens a fresh session (for stdio, a fresh
-server process), so no server outlives the call that needed it. A tool's result is its structured
-content when the server sends one, else its text.
+Tools are listed once when the node is built. Outside `mcp_sessions()` each call opens a fresh session
+(for stdio, a fresh server process, about half a second); inside it, calls reuse one session per server,
+opened on the first call and closed when the block ends, so no server outlives the block that needed
+it. An LLM node runs its tool loop inside such a block. A tool's result is its structured content when
+the server sends one, else its text.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shlex
 import shutil
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +32,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from agentmap.errors import ConfigError
 
-__all__ = ["check_source", "load_source_tools", "mcp_connection"]
+__all__ = ["check_source", "load_source_tools", "mcp_connection", "mcp_sessions"]
 
 _PYTHON = {"python", "python3"}
 
@@ -106,7 +113,7 @@ async def load_source_tools(source: str, *, base_dir: Path) -> list[BaseTool]:
         raise ConfigError(
             f"MCP source '{source}' could not be listed: {_reason(exc)}", code="mcp-unavailable"
         ) from None
-    return [_plain(tool) for tool in tools]
+    return [_plain(tool, connection) for tool in tools]
 
 
 def _reason(exc: BaseException) -> str:
@@ -116,11 +123,13 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _plain(tool: BaseTool) -> BaseTool:
+def _plain(tool: BaseTool, connection: dict[str, Any]) -> BaseTool:
     """Wrap an adapter tool so a call returns the result's data rather than content blocks."""
 
     async def call(**kwargs: Any) -> Any:
-        message = await tool.ainvoke({"type": "tool_call", "name": tool.name, "args": kwargs, "id": "agentmap"})
+        pool = _POOL.get()
+        runner = tool if pool is None else await pool.tool(connection, tool.name)
+        message = await runner.ainvoke({"type": "tool_call", "name": tool.name, "args": kwargs, "id": "agentmap"})
         artifact = getattr(message, "artifact", None)
         if isinstance(artifact, dict) and isinstance(artifact.get("structured_content"), dict):
             data = artifact["structured_content"]
@@ -135,6 +144,84 @@ def _plain(tool: BaseTool) -> BaseTool:
         coroutine=call,
         metadata={**(tool.metadata or {}), "source": "mcp"},
     )
+
+
+class _Session:
+    """One open session, owned by its own task so that it is opened and closed in the same task."""
+
+    def __init__(self, connection: dict[str, Any]) -> None:
+        self._ready: asyncio.Future[dict[str, BaseTool]] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self.task = asyncio.create_task(self._own(connection))
+
+    async def _own(self, connection: dict[str, Any]) -> None:
+        from langchain_mcp_adapters.client import MultiServerMCPClient
+        from langchain_mcp_adapters.tools import load_mcp_tools
+
+        client = MultiServerMCPClient({"server": connection}, handle_tool_errors=False)  # type: ignore[dict-item]
+        try:
+            async with client.session("server") as session:
+                tools = await load_mcp_tools(session, handle_tool_errors=False)
+                self._ready.set_result({t.name: t for t in tools})
+                await self._stop.wait()
+        except Exception as exc:  # reported to the callers waiting for the session; a later call reopens it
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+
+    async def tools(self) -> dict[str, BaseTool]:
+        return await asyncio.shield(self._ready)
+
+    async def close(self) -> None:
+        self._stop.set()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+class _Pool:
+    """The sessions of one `mcp_sessions()` block, one per server connection."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    async def tool(self, connection: dict[str, Any], name: str) -> BaseTool:
+        key = json.dumps(connection, sort_keys=True, default=str)
+        session = self._sessions.get(key)
+        if session is None or session.task.done():  # first call, or the server went away
+            session = self._sessions[key] = _Session(connection)
+        tools = await session.tools()
+        if name not in tools:
+            raise RuntimeError(f"the MCP server no longer offers the tool '{name}'")
+        return tools[name]
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self._sessions.values()))
+
+
+_POOL: ContextVar[_Pool | None] = ContextVar("agentmap_mcp_sessions", default=None)
+
+
+@asynccontextmanager
+async def mcp_sessions() -> AsyncIterator[None]:
+    """Within this block, MCP tool calls reuse one session per server instead of one per call.
+
+    A session is opened by the first call to one of the server's tools and closed (for stdio, the
+    server process ended) when the block ends, error or cancellation included. Nested blocks share
+    the outer block's sessions.
+
+    Example:
+        >>> async with mcp_sessions():  # doctest: +SKIP
+        ...     await executor.execute("add_task", {"title": "milk"}, "ada")
+        ...     await executor.execute("list_tasks", {}, "ada")  # same server process
+    """
+    if _POOL.get() is not None:
+        yield
+        return
+    pool = _Pool()
+    token = _POOL.set(pool)
+    try:
+        yield
+    finally:
+        _POOL.reset(token)
+        await asyncio.shield(pool.close())
 
 
 def _text(content: Any) -> Any:

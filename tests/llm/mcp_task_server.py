@@ -9,6 +9,7 @@ see each other's writes.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,6 +54,12 @@ def slow(seconds: float) -> str:
     """Sleep for the given number of seconds."""
     time.sleep(seconds)
     return "woke up"
+
+
+@server.tool()
+def server_pid() -> int:
+    """The id of this server's process (tests check which calls share a session)."""
+    return os.getpid()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -19,7 +20,7 @@ from agentmap.agents.base import AgentEnvironment
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config
 from agentmap.agents.tools import LocalToolExecutor
 from agentmap.errors import ConfigError
-from agentmap.llm.mcp import check_source, load_source_tools, mcp_connection
+from agentmap.llm.mcp import check_source, load_source_tools, mcp_connection, mcp_sessions
 
 SERVER = Path(__file__).with_name("mcp_task_server.py")
 
@@ -35,14 +36,14 @@ def flow_dir(tmp_path: Path) -> Path:
 def stdio_executor(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalToolExecutor, Path]:
     base = tmp_path_factory.mktemp("mcp")
     shutil.copy(SERVER, base / "server.py")
-    context = {"tool_source": "mcp:stdio:python server.py notes.json", "tool_timeout": 1.5}
+    context = {"tool_source": "mcp:stdio:python server.py notes.json"}
     executor = asyncio.run(build_tool_executor(context, AgentEnvironment(base_dir=base)))
     return executor, base / "notes.json"
 
 
 def test_tools_are_listed_with_their_schemas(stdio_executor: tuple[LocalToolExecutor, Path]) -> None:
     executor, _ = stdio_executor
-    assert executor.get_available_tools() == ["add_numbers", "save_note", "list_notes", "explode", "slow"]
+    assert executor.get_available_tools() == ["add_numbers", "save_note", "list_notes", "explode", "slow", "server_pid"]
     [schema] = [s["function"] for s in executor.get_tool_schemas() if s["function"]["name"] == "add_numbers"]
     assert schema["description"] == "Add two integers."
     assert schema["parameters"]["required"] == ["a", "b"]
@@ -68,8 +69,48 @@ async def test_server_errors_bad_arguments_and_timeouts_are_results(
     bad = await executor.execute("add_numbers", {"a": "two", "b": 1}, "u")
     assert bad.error_code == "invalid_arguments"
     assert "a: expected integer, got str" in (bad.error or "")
-    slow = await executor.execute("slow", {"seconds": 30}, "u")
+
+
+async def test_a_call_that_overruns_times_out(stdio_executor: tuple[LocalToolExecutor, Path]) -> None:
+    executor, _ = stdio_executor
+    async with mcp_sessions():
+        assert (await executor.execute("server_pid", {}, "u")).success  # the server is up: time the call alone
+        quick = LocalToolExecutor([executor.get_tool("slow")], timeout=0.5)  # type: ignore[list-item]
+        slow = await quick.execute("slow", {"seconds": 30}, "u")
     assert slow.error_code == "timeout"
+    assert slow.error == "tool 'slow' did not finish within 0.5 seconds"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_calls_in_a_sessions_block_share_one_server(stdio_executor: tuple[LocalToolExecutor, Path]) -> None:
+    executor, _ = stdio_executor
+    apart = [(await executor.execute("server_pid", {}, "u")).data for _ in range(2)]
+    assert apart[0] != apart[1]  # one process per call
+    async with mcp_sessions():
+        together = [(await executor.execute("server_pid", {}, "u")).data for _ in range(3)]
+        both = await asyncio.gather(*(executor.execute("server_pid", {}, "u") for _ in range(2)))
+        assert len({*together, *(r.data for r in both)}) == 1
+        assert _alive(together[0])
+    assert not _alive(together[0])  # the block's end stopped the server
+
+
+async def test_a_sessions_block_reopens_a_server_that_failed(flow_dir: Path) -> None:
+    executor = await build_tool_executor(
+        {"tool_source": "mcp:stdio:python server.py notes.json"}, AgentEnvironment(base_dir=flow_dir)
+    )
+    (flow_dir / "server.py").rename(flow_dir / "gone.py")  # the next session cannot start
+    async with mcp_sessions():
+        failed = await executor.execute("add_numbers", {"a": 1, "b": 1}, "u")
+        assert failed.success is False and failed.error_code in ("execution_error", "network")
+        (flow_dir / "gone.py").rename(flow_dir / "server.py")
+        assert (await executor.execute("add_numbers", {"a": 1, "b": 1}, "u")).data == 2
 
 
 @pytest.mark.parametrize(
@@ -164,3 +205,22 @@ def test_mcp_tools_in_a_csv_workflow(flow_dir: Path) -> None:
     assert result.state["total"] == 42
     assert result.state["reply"].startswith("Done: save note returned")
     assert [n["title"] for n in json.loads((flow_dir / "notes.json").read_text())] == ["call the bank"]
+
+
+def test_an_llm_node_keeps_one_server_for_its_tool_loop(flow_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from openai_stub import OpenAIStub, text, tool_calls
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")
+    with OpenAIStub() as stub:
+        stub.script(tool_calls(("server_pid", {}), ("server_pid", {})), tool_calls(("server_pid", {})), text("ok"))
+        context = json.dumps({"model": "gpt-stub", "base_url": stub.base_url, "max_retries": 0}).replace('"', '""')
+        (flow_dir / "pids.csv").write_text(
+            "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Tool_Source\n"
+            f'g,Ask,openai,Use tools.,"{context}",q,answer,mcp:stdio:python server.py\n'
+        )
+        result = agentmap.compile(flow_dir / "pids.csv").invoke({"q": "pids?"})
+        assert result.success and result.state["answer"] == "ok", result.state
+        tool_results = [m["content"] for r in stub.requests for m in r["messages"] if m["role"] == "tool"]
+    # 2 calls in the first reply, then the same 2 resent plus 1 more in the third request: one process.
+    assert len(tool_results) == 5 and len(set(tool_results)) == 1
+    assert not _alive(int(tool_results[0]))
