@@ -44,7 +44,9 @@ def validate_workflow(
     path, selected = split_target(target, settings)
     from agentmap.runtime.api import validate
 
-    issues = validate(path, graph or selected, **settings.compile_options())
+    found = validate(path, graph or selected, **settings.compile_options())
+    # The checks run in passes; list the findings as the user reads the file (this file's first).
+    issues = sorted(found, key=lambda i: (i.file not in (None, str(path)), i.file or "", i.row or 0))
     for issue in issues:
         error = _as_error(issue)
         if error is not None:
@@ -81,7 +83,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate")
     def validate(
-        target: Annotated[str, typer.Argument(metavar="FILE[::GRAPH]", help="Workflow file to check.")],
+        target: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="[FILE[::GRAPH]]",
+                help="Workflow file to check (default: `workflow` from the config file).",
+                show_default=False,
+            ),
+        ] = None,
         graph: Annotated[
             str | None, typer.Option("--graph", "-g", help="Check only this graph.", show_default=False)
         ] = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cli_helpers import agentmap, write
@@ -77,3 +78,33 @@ def test_missing_file_and_unknown_graph_exit_3_as_run_does(tmp_path: Path) -> No
     assert unknown.code == 3 and "has no graph 'Nope'" in unknown.err and "Main" in unknown.err
     for result in (missing, unknown):
         assert "Traceback" not in result.text
+
+
+def test_findings_are_listed_in_row_order(tmp_path: Path) -> None:
+    # The checks run in passes (cells, then types, then routes); the user reads the file top to bottom.
+    csv = write(
+        tmp_path / "flow.csv",
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "G,A,echo,,a,func:nowhere\n"
+        "G,B,nosuchtype,a,b,\n"
+        "G,C,echo,never_written,c,\n",
+    )
+    for args in ([], ["--json"]):
+        result = agentmap("validate", csv, *args)
+        assert result.code == 4, result.text
+        if args:
+            rows = [i["row"] for i in json.loads(result.out)["issues"]]
+        else:
+            rows = [int(m) for m in re.findall(rf"^{re.escape(str(csv))}:(\d+):", result.out, re.MULTILINE)]
+        assert len(rows) >= 3 and rows == sorted(rows), rows
+
+
+def test_without_file_checks_the_configured_workflow(tmp_path: Path) -> None:
+    write(tmp_path / "flow.csv", "GraphName,Node,AgentType\nG,A,nosuchtype\n")
+    write(tmp_path / "agentmap.yaml", "workflow: flow.csv\n")
+    result = agentmap("validate", cwd=tmp_path)
+    assert result.code == 4, result.text
+    assert "flow.csv:2:AgentType: error[unknown-agent-type]" in result.out
+    (tmp_path / "elsewhere").mkdir()
+    bare = agentmap("validate", cwd=tmp_path / "elsewhere")
+    assert bare.code == 2 and "no workflow file given" in bare.err
