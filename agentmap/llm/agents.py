@@ -184,18 +184,26 @@ class LLMAgent(BaseAgent):
         if self._has_tools:
             return run_sync(self.aprocess(inputs))
         system, user, history = self._conversation(inputs)
-        started = time.perf_counter()
-        reply = self.adapter.invoke(self._messages(system, user, history))
+        started = self._begin_call()
+        try:
+            reply = self.adapter.invoke(self._messages(system, user, history))
+        except Exception:
+            self.record_metadata(duration_ms=_since(started))
+            raise
         return self._finish(reply.text, user, history, started, _usage(reply), 1)
 
     async def aprocess(self, inputs: dict[str, Any]) -> Any:
         """The async twin of `process`; runs the tool loop when the node has tools."""
         system, user, history = self._conversation(inputs)
-        started = time.perf_counter()
-        if not self._has_tools:
+        started = self._begin_call()
+        try:
+            if self._has_tools:
+                return await self._with_tools(inputs, system, user, history, started)
             reply = await self.adapter.ainvoke(self._messages(system, user, history))
-            return self._finish(reply.text, user, history, started, _usage(reply), 1)
-        return await self._with_tools(inputs, system, user, history, started)
+        except Exception:
+            self.record_metadata(duration_ms=_since(started))
+            raise
+        return self._finish(reply.text, user, history, started, _usage(reply), 1)
 
     async def _with_tools(
         self, inputs: dict[str, Any], system: str, user: str, history: list[dict[str, str]], started: float
@@ -264,6 +272,13 @@ class LLMAgent(BaseAgent):
         messages.append(HumanMessage(content=user))
         return messages
 
+    def _begin_call(self) -> float:
+        """Record the model (so a failed call names it too) and return the start time."""
+        spec = self.spec
+        stand_in = {"stand_in": True} if spec.provider == "offline" else {}
+        self.record_metadata(model=spec.name, provider=spec.provider, **stand_in)
+        return time.perf_counter()
+
     def _finish(
         self,
         text: str,
@@ -273,14 +288,10 @@ class LLMAgent(BaseAgent):
         usage: Mapping[str, int],
         calls: int,
     ) -> Any:
-        spec = self.spec
         self.record_metadata(
-            model=spec.name,
-            provider=spec.provider,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            duration_ms=_since(started),
             model_calls=calls,
             **{k: usage[k] for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage},
-            **({"stand_in": True} if spec.provider == "offline" else {}),
         )
         if not self.memory_key:
             return text
@@ -290,6 +301,11 @@ class LLMAgent(BaseAgent):
         if self._reply_field:
             result[self._reply_field] = text
         return result
+
+
+def _since(started: float) -> float:
+    """Milliseconds since `started` (a `time.perf_counter()` reading)."""
+    return round((time.perf_counter() - started) * 1000, 3)
 
 
 def _usage(reply: AIMessage) -> dict[str, int]:

@@ -146,6 +146,8 @@ def test_provider_failures_fail_the_node(
     [message] = result.state["errors"]
     assert message.startswith("Error in Ask: model 'gpt-stub'") and reason in message
     assert reason in str(result.state["problem"])
+    metadata = result.summary[0].metadata
+    assert metadata["model"] == "openai:gpt-stub" and metadata["duration_ms"] > 0
 
 
 def test_tools_loop_through_the_engine(tmp_path: Path, stub: OpenAIStub) -> None:
