@@ -70,15 +70,11 @@ async def route_plan(result: Any, workers: Mapping[str, AgentProtocol], name: st
     for number, step in enumerate(_steps(raw, problems), start=1):
         if step is None:
             continue
-        problem = step.problem()
-        if problem:
-            problems.append(f"step {number}: {problem}")
+        decided = router.decide(step)
+        if isinstance(decided, str):
+            problems.append(f"step {number}{decided}")
             continue
-        try:
-            chosen, match = router.pick(step)
-        except _Unroutable as exc:
-            problems.append(f"step {number} ({step.target}): {exc}")
-            continue
+        chosen, match = decided
         step_id = base = step.id or step.target
         while step_id in seen:
             repeats[base] = repeats.get(base, 1) + 1
@@ -138,22 +134,23 @@ class _Router:
         self._decided: dict[tuple[str | None, ...], _Pick | str] = {}
         self._profiles: dict[str, frozenset[str]] = {}
 
-    def pick(self, step: PlanStep) -> _Pick:
-        """The worker for `step` and, when it was chosen by description, why.
+    def decide(self, step: PlanStep) -> _Pick | str:
+        """The worker for `step` and, when it was chosen by description, why; or what is wrong with the step.
 
-        Raises:
-            _Unroutable: When no worker (or no single worker) fits.
+        A problem is returned as the end of a message about the step: `" (target): why"`.
         """
         key = (step.tool, step.agent, step.worker, step.description)
         decided = self._decided.get(key)
         if decided is None:
-            try:
-                decided = self._pick(step)
-            except _Unroutable as exc:
-                decided = str(exc)
+            problem = step.problem()
+            if problem:
+                decided = f": {problem}"
+            else:
+                try:
+                    decided = self._pick(step)
+                except _Unroutable as exc:
+                    decided = f" ({step.target}): {exc}"
             self._decided[key] = decided
-        if isinstance(decided, str):
-            raise _Unroutable(decided)
         return decided
 
     def _pick(self, step: PlanStep) -> _Pick:

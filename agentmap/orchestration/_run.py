@@ -29,7 +29,9 @@ from agentmap.orchestration.planner import PlanStep
 if TYPE_CHECKING:
     from agentmap.orchestration.orchestrator import OrchestratorConfig
 
-_OK = frozenset({ResponseStatus.SUCCESS, ResponseStatus.PARTIAL})
+# Enum members read through the class, `in` tests on enum sets and `.value` all run Python code in 3.11;
+# these names keep the per-step path to plain identity checks.
+_SUCCESS, _PARTIAL, _ERROR = ResponseStatus.SUCCESS, ResponseStatus.PARTIAL, ResponseStatus.ERROR
 
 
 class _Budget(Protocol):
@@ -57,8 +59,8 @@ class StepOutcome:
         self.response = response
         self.error = error
         self.attempts = attempts
-        self.status = response.status if response is not None else ResponseStatus.ERROR
-        self.ok = self.status in _OK
+        status = self.status = response.status if response is not None else _ERROR
+        self.ok = status is _SUCCESS or status is _PARTIAL
 
     @property
     def result(self) -> Any:
@@ -109,8 +111,10 @@ class Run:
         """Append a sub-agent's trace events, each given the trace id (when missing) and the step label."""
         trace_id = self.trace_id
         for event in events:
-            merged = {**event, "step": label}
-            merged.setdefault("trace_id", trace_id)
+            merged = event.copy()
+            merged["step"] = label
+            if "trace_id" not in merged:
+                merged["trace_id"] = trace_id
             self.trace.append(merged)
 
     def _metadata(self, timeout: float | None) -> RequestMetadata:
@@ -174,7 +178,7 @@ class Run:
     def record(self, index: int, outcome: StepOutcome) -> None:
         """Record how step `index` ended."""
         step_id, step, worker = self.steps[index]
-        entry: dict[str, Any] = {"id": step_id, "worker": worker, "status": outcome.status.value}
+        entry: dict[str, Any] = {"id": step_id, "worker": worker, "status": outcome.status._value_}
         entry["tool" if step.tool else "agent"] = step.target
         entry["attempts"] = outcome.attempts
         if outcome.ok:
@@ -296,7 +300,7 @@ async def call_agent(
             budget.record(step, response)
         run.absorb(response.trace, label)
         error = response.error
-        if response.is_error() and error is not None and error.recoverable and attempts <= config.max_retries:
+        if error is not None and error.recoverable and response.status is _ERROR and attempts <= config.max_retries:
             delay = min(config.retry_delay if error.retry_after is None else error.retry_after, config.max_retry_delay)
             if run.deadline is None or time.perf_counter() + delay < run.deadline:
                 run.retries += 1

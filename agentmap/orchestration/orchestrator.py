@@ -68,6 +68,7 @@ class OrchestratorConfig(BaseModel):
 
 
 _CONFIG_KEYS = frozenset(OrchestratorConfig.model_fields)
+_CANCELLED = ResponseStatus.CANCELLED
 
 
 class Orchestrator:
@@ -153,7 +154,8 @@ class Orchestrator:
         **metadata: Any,
     ) -> AgentResponse:
         """Build a request for `goal` (a fresh trace id unless one is given) and `process` it."""
-        metadata.setdefault("trace_id", new_trace_id())
+        if metadata.get("trace_id") is None:
+            metadata["trace_id"] = new_trace_id()
         request = AgentRequest(
             goal=goal,
             task=task,
@@ -260,7 +262,7 @@ class Orchestrator:
                     workers[worker_name], request, run, step_id, config, budget=policy, step=step
                 )
             run.record(index, outcome)
-            if outcome.status is ResponseStatus.CANCELLED:
+            if outcome.status is _CANCELLED:
                 run.cancelled = True
                 return
             if not outcome.ok and on_failure != "continue":

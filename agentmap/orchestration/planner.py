@@ -86,9 +86,12 @@ class PlanStep(BaseModel):
             data["agent"] = self.agent  # both, or neither: kept so the receiver sees the problem
         if self.inputs:
             data["inputs"] = dict(self.inputs)
-        for key in ("id", "worker", "description"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
+        if self.id is not None:
+            data["id"] = self.id
+        if self.worker is not None:
+            data["worker"] = self.worker
+        if self.description is not None:
+            data["description"] = self.description
         if self.cost_usd:
             data["cost_usd"] = self.cost_usd
         if self.api_calls != 1:

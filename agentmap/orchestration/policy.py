@@ -44,6 +44,9 @@ class PolicyLimits(BaseModel):
     blocked_domains: list[str] = Field(default_factory=list)
 
 
+_NO_LIMITS = PolicyLimits()
+
+
 class PolicySession:
     """The effective limits of one request and what its steps have used so far."""
 
@@ -52,7 +55,7 @@ class PolicySession:
         self.sources = dict(sources)
         self.api_calls = 0
         self.cost_usd = 0.0
-        self._unlimited = limits == PolicyLimits()
+        self._unlimited = limits == _NO_LIMITS
 
     def check(self, step: PlanStep, step_id: str) -> AgentError | None:
         """Return the PERMISSION error `step` would cause, or None when it may run."""
@@ -140,7 +143,9 @@ class PolicyEnforcer:
         if profile is None:
             if self.profiles and name != "default":
                 raise PolicyError(f"unknown profile '{name}'; the profiles are: {', '.join(sorted(self.profiles))}")
-            profile = PolicyLimits()
+            profile = _NO_LIMITS
+        if not request.constraints and profile == _NO_LIMITS:
+            return PolicySession(_NO_LIMITS, {})
         try:
             constraints = PolicyLimits.model_validate(request.constraints)
         except ValidationError as exc:
