@@ -9,6 +9,7 @@ LangGraph state and checkpoints.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Mapping
@@ -151,9 +152,9 @@ class RequestMetadata(BaseModel):
     @field_validator("timeout_seconds")
     @classmethod
     def _timeout_positive(cls, value: float | None) -> float | None:
-        if value is not None and not value > 0:
+        if value is not None and not 0 < value < math.inf:
             raise ValueError(
-                f"timeout_seconds must be a positive number of seconds (or None for no deadline), got {value}"
+                f"timeout_seconds must be a positive number of seconds (finite; None means no deadline), got {value}"
             )
         return value
 
@@ -231,8 +232,8 @@ class AgentError(BaseModel):
     @field_validator("retry_after")
     @classmethod
     def _retry_after_not_negative(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError(f"retry_after must be zero or a positive number of seconds, got {value}")
+        if value is not None and not 0 <= value < math.inf:
+            raise ValueError(f"retry_after must be zero or a positive number of seconds (finite), got {value}")
         return value
 
 

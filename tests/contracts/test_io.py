@@ -73,6 +73,8 @@ def test_request_defaults_and_none_mean_empty() -> None:
         ({"metadata": {"trace_id": "t", "priority": -1}}, "metadata.priority", "got -1"),
         ({"metadata": {"trace_id": "t", "timeout_seconds": -5}}, "metadata.timeout_seconds", "positive number"),
         ({"metadata": {"trace_id": "t", "timeout_seconds": 0}}, "metadata.timeout_seconds", "positive number"),
+        ({"metadata": {"trace_id": "t", "timeout_seconds": float("inf")}}, "metadata.timeout_seconds", "finite"),
+        ({"metadata": {"trace_id": "t", "timeout_seconds": float("nan")}}, "metadata.timeout_seconds", "got nan"),
     ],
 )
 def test_bad_requests_are_rejected_with_a_message_naming_the_field(
@@ -132,6 +134,9 @@ def test_error_message_must_say_something() -> None:
         error_response(ErrorType.EXECUTION, " ")
     with pytest.raises(ValidationError, match="retry_after must be zero or a positive"):
         error_response("timeout", "slow", retry_after=-1)
+    for endless in (float("nan"), float("inf")):  # JSON has neither: they would not survive a round trip
+        with pytest.raises(ValidationError, match=r"retry_after must be .* \(finite\), got"):
+            error_response("timeout", "slow", retry_after=endless)
 
 
 def test_helpers_build_the_shapes_the_seed_shows() -> None:
