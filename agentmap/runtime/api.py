@@ -54,14 +54,20 @@ def load(
     agents_dir: str | Path | None = None,
     settings: Mapping[str, Any] | None = None,
     registry: AgentRegistry | None = None,
+    strict: bool = True,
 ) -> Workflow:
     """Read and validate every graph of a workflow file.
 
+    Args:
+        strict: False returns the workflow as read, errors and all (`validate(workflow)` lists them).
+
     Raises:
         WorkflowFileError: The file is missing or unreadable.
-        ValidationError: Any graph has an error (`.issues` lists every finding).
+        ValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
     workflow, issues = _read(source)
+    if not strict:
+        return workflow
     options = _options(functions_dir, agents_dir, settings, registry)
     for graph in workflow.graphs:
         issues += check(graph, options)

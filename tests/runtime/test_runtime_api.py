@@ -38,6 +38,18 @@ def test_load_raises_with_every_error_of_every_graph(write_csv: WriteCsv) -> Non
     assert lines[2].startswith(f"  {path}:3:Edge: error[unknown-target]")
 
 
+def test_load_not_strict_returns_the_workflow_validate_reports_on(write_csv: WriteCsv) -> None:
+    path = write_csv("GraphName,Node,AgentType,Edge\nA,One,nope,\nB,Two,echo,Nowhere\n")
+    workflow = agentmap.load(path, strict=False)
+    assert workflow.graph_names == ["A", "B"]
+    assert [(i.node, i.code) for i in agentmap.validate(workflow)] == [
+        ("One", "unknown-agent-type"),
+        ("Two", "unknown-target"),
+    ]
+    with pytest.raises(WorkflowFileError):
+        agentmap.load(path.with_name("missing.csv"), strict=False)
+
+
 def test_compile_selects_a_graph_by_suffix_or_argument_in_any_case(write_csv: WriteCsv) -> None:
     path = write_csv(TWO_GRAPHS)
     assert agentmap.compile(f"{path}::Farewell").invoke({"name": "Ada"}).state["farewell"] == "Bye, Ada!"
