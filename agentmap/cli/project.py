@@ -8,7 +8,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,7 +16,7 @@ from agentmap.cli._common import ConfigOption, DebugOption, load, split_target
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.spec.models import GraphSpec, NodeSpec
+    from agentmap.spec.models import NodeSpec, Workflow
 
 __all__ = ["init_project", "register", "scaffold_workflow"]
 
@@ -60,6 +60,15 @@ class _Need:
     targets: set[str] = field(default_factory=set)
 
 
+@dataclass
+class _Missing:
+    """Unknown agent types by normalised key, missing routers by name, references left to the user."""
+
+    agents: dict[str, _Need] = field(default_factory=dict)
+    routers: dict[str, _Need] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
 def _identifier(text: str) -> str:
     cleaned = re.sub(r"\W+", "_", text).strip("_") or "custom"
     return cleaned if not cleaned[0].isdigit() else f"t_{cleaned}"
@@ -69,33 +78,33 @@ def _class_name(key: str) -> str:
     return "".join(part.title() for part in _identifier(key).split("_") if part) + "Agent"
 
 
-def _find_missing(graphs: list[GraphSpec], functions_dir: Path) -> tuple[dict[str, _Need], dict[str, _Need], list[str]]:
-    from agentmap.agents import normalize_type, registry
-    from agentmap.errors import AgentNotFoundError
-    from agentmap.runtime.routing import load_router
+def _find_missing(workflow: Workflow, graph: str | None, options: dict[str, Any]) -> _Missing:
+    """What `validate` reports as unknown: agent types (by key) and `func:` routers (by name)."""
+    from agentmap.agents import normalize_type
+    from agentmap.runtime.api import select_graph, validate
     from agentmap.spec.models import FuncRef
 
-    agents: dict[str, _Need] = {}
-    routers: dict[str, _Need] = {}
-    skipped: list[str] = []
-    for graph in graphs:
-        for node in graph.nodes:
-            written = node.agent_type or "default"
-            if registry.get(written) is None:
-                agents.setdefault(normalize_type(written), _Need(written)).nodes.append(node)
-            for _, targets in node.next_cells():
-                if not isinstance(targets, FuncRef):
+    graphs = [select_graph(workflow, graph, source=workflow.file)] if graph else list(workflow.graphs)
+    missing = _Missing()
+    for spec in graphs:
+        unknown = {(i.node, i.code, i.column) for i in validate(workflow, spec.name, **options)}
+        for node in spec.nodes:
+            if (node.name, "unknown-agent-type", spec.column("AgentType")) in unknown:
+                written = node.agent_type or "default"
+                missing.agents.setdefault(normalize_type(written), _Need(written)).nodes.append(node)
+            for column, targets in node.next_cells():
+                if (
+                    not isinstance(targets, FuncRef)
+                    or (node.name, "unknown-function", spec.column(column)) not in unknown
+                ):
                     continue
-                try:
-                    load_router(targets, functions_dir)
-                except AgentNotFoundError:
-                    if targets.module or not targets.name.isidentifier():
-                        skipped.append(f"{targets} (node {node.name!r}): define it in its module by hand")
-                        continue
-                    need = routers.setdefault(targets.name, _Need(targets.name))
-                    need.nodes.append(node)
-                    need.targets |= node.successors()
-    return agents, routers, skipped
+                if targets.module or not targets.name.isidentifier():
+                    missing.skipped.append(f"{targets} (node {node.name!r}): define it in its module by hand")
+                    continue
+                need = missing.routers.setdefault(targets.name, _Need(targets.name))
+                need.nodes.append(node)
+                need.targets |= node.successors() or {n.name for n in spec.nodes if n.name != node.name}
+    return missing
 
 
 def _agent_stub(key: str, need: _Need, file: Path) -> str:
@@ -136,16 +145,13 @@ def scaffold_workflow(
     """The `scaffold` command: stubs for unknown agent types and missing `func:` routers."""
     settings = load(config, debug)
     path, graph = split_target(target, settings)
-    from agentmap.agents import registry
-    from agentmap.runtime.api import select_graph
-    from agentmap.spec.loader import read_workflow
+    from agentmap.runtime.api import load as load_workflow
 
-    workflow, _ = read_workflow(path)
-    graphs = [select_graph(workflow, graph, source=str(path))] if graph else list(workflow.graphs)
+    workflow = load_workflow(path, strict=False)
+    missing = _find_missing(workflow, graph, settings.compile_options())
+    agents, routers = missing.agents, missing.routers
     agents_dir = settings.paths.custom_agents or path.parent / "custom_agents"
     functions_dir = settings.paths.functions or path.parent / "functions"
-    registry.load_folder(agents_dir)
-    agents, routers, skipped = _find_missing(graphs, functions_dir)
     if not agents and not routers:
         sys.stdout.write(f"Nothing to scaffold: every agent type and func: router in {path} is known.\n")
     base = Path.cwd()
@@ -155,7 +161,7 @@ def scaffold_workflow(
     for name, need in sorted(routers.items()):
         sys.stdout.write(f"router func:{name}\n")
         _write(functions_dir / f"{name}.py", _router_stub(need, path), force, base)
-    for line in skipped:
+    for line in missing.skipped:
         sys.stdout.write(f"  skipped {line}\n")
     if agents or routers:
         sys.stdout.write(f"Next: fill in the TODOs, then `agentmap validate {path}`\n")

@@ -93,3 +93,32 @@ def test_scaffold_uses_the_configured_folders(tmp_path: Path) -> None:
     assert not (tmp_path / "flows" / "custom_agents").exists()
     run = agentmap("run", csv, "--state", '{"city": "Oslo"}', cwd=tmp_path)
     assert run.code == 0, run.err
+
+
+def test_scaffold_lists_module_routers_and_offers_the_graph_nodes_to_a_bare_router(tmp_path: Path) -> None:
+    csv = write(
+        tmp_path / "flow.csv",
+        "GraphName,Node,AgentType,Edge\n"
+        "G,Start,echo,func:choose\n"
+        "G,Left,echo,func:no_such_module_xyz:decide\n"
+        "G,Right,echo,\n",
+    )
+    result = agentmap("scaffold", csv, cwd=tmp_path)
+    assert result.code == 0, result.text
+    assert "skipped func:no_such_module_xyz:decide (node 'Left')" in result.out
+    assert not list((tmp_path / "functions").glob("decide*"))
+    choose = (tmp_path / "functions" / "choose.py").read_text()
+    assert "Nodes it may want: Left, Right." in choose
+
+
+def test_scaffold_one_graph_and_bad_targets(tmp_path: Path) -> None:
+    csv = write(tmp_path / "two.csv", "GraphName,Node,AgentType\nA,One,alpha_type\nB,Two,beta_type\n")
+    result = agentmap("scaffold", f"{csv}::B", cwd=tmp_path)
+    assert result.code == 0, result.text
+    assert [p.name for p in (tmp_path / "custom_agents").iterdir()] == ["beta_type.py"]
+    unknown = agentmap("scaffold", f"{csv}::C", cwd=tmp_path)
+    assert unknown.code == 3 and "has no graph 'C'" in unknown.err
+    missing = agentmap("scaffold", tmp_path / "nope.csv", cwd=tmp_path)
+    assert missing.code == 3 and "does not exist" in missing.err
+    for bad in (unknown, missing):
+        assert "Traceback" not in bad.text
