@@ -15,7 +15,16 @@ from agentmap.errors import ConfigError
 if TYPE_CHECKING:
     from agentmap.config import Settings
 
-__all__ = ["ConfigOption", "DebugOption", "JsonOption", "configure_logging", "json_object", "load", "split_target"]
+__all__ = [
+    "ConfigOption",
+    "DebugOption",
+    "JsonOption",
+    "WorkflowArgument",
+    "configure_logging",
+    "json_object",
+    "load",
+    "split_target",
+]
 
 ConfigOption = Annotated[
     Path | None,
@@ -29,6 +38,14 @@ ConfigOption = Annotated[
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document on stdout.")]
+WorkflowArgument = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="FILE[::GRAPH]",
+        help="Workflow file, with ::GRAPH when it holds several graphs (default: `workflow` from the config file).",
+        show_default=False,
+    ),
+]
 
 _LEVELS = {
     "TRACE": 5,

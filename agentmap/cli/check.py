@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load, split_target
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, load, split_target
 from agentmap.cli.render import OutputMode
 from agentmap.errors import FILE_ERROR_CODES, AgentMapError
 
@@ -83,14 +83,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate")
     def validate(
-        target: Annotated[
-            str | None,
-            typer.Argument(
-                metavar="[FILE[::GRAPH]]",
-                help="Workflow file to check (default: `workflow` from the config file).",
-                show_default=False,
-            ),
-        ] = None,
+        target: WorkflowArgument = None,
         graph: Annotated[
             str | None, typer.Option("--graph", "-g", help="Check only this graph.", show_default=False)
         ] = None,

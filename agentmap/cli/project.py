@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, load, split_target
+from agentmap.cli._common import ConfigOption, DebugOption, WorkflowArgument, load, split_target
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -173,9 +173,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("init")
     def init(
-        directory: Annotated[Path, typer.Argument(metavar="[DIR]", help="Folder to create the project in.")] = Path(
-            "."
-        ),
+        directory: Annotated[Path, typer.Argument(metavar="DIR", help="Folder to create the project in.")] = Path("."),
         force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     ) -> None:
         """Start a project: a workflow CSV, agentmap.yaml, an example custom agent and an example router."""
@@ -183,7 +181,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("scaffold")
     def scaffold(
-        target: Annotated[str, typer.Argument(metavar="FILE[::GRAPH]", help="Workflow file.")],
+        target: WorkflowArgument = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite existing stub files.")] = False,
         config: ConfigOption = None,
         debug: DebugOption = False,

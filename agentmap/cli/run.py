@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, json_object, load, split_target
+from agentmap.cli._common import (
+    ConfigOption,
+    DebugOption,
+    JsonOption,
+    WorkflowArgument,
+    json_object,
+    load,
+    split_target,
+)
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -212,15 +220,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run(
-        target: Annotated[
-            str | None,
-            typer.Argument(
-                metavar="FILE[::GRAPH]",
-                help="Workflow file, with ::GRAPH when it holds several graphs "
-                "(default: `workflow` from the config file).",
-                show_default=False,
-            ),
-        ] = None,
+        target: WorkflowArgument = None,
         state: Annotated[
             str | None, typer.Option("--state", "-s", help="Initial state as a JSON object.", show_default=False)
         ] = None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, load, split_target
+from agentmap.cli._common import ConfigOption, DebugOption, WorkflowArgument, load, split_target
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
         target: Annotated[
             str | None,
             typer.Argument(
-                metavar="[FILE[::GRAPH]]", help="Workflow file (without it: the known agent types).", show_default=False
+                metavar="FILE[::GRAPH]", help="Workflow file (without it: the known agent types).", show_default=False
             ),
         ] = None,
         agents: Annotated[bool, typer.Option("--agents", help="List the known agent types.")] = False,
@@ -174,7 +174,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("export")
     def export(
-        target: Annotated[str, typer.Argument(metavar="FILE[::GRAPH]", help="Workflow file.")],
+        target: WorkflowArgument = None,
         fmt: Annotated[
             ExportFormat,
             typer.Option(

@@ -42,7 +42,7 @@ def test_each_command_has_help(command: str) -> None:
         (["bogus"], ["No such command 'bogus'"]),
         (["run", "--state"], ["'--state' requires an argument"]),
         (["export", "graphs/hello_world.csv", "--format", "png"], ["'png'", "mermaid", "json"]),
-        (["validate"], ["Missing argument"]),
+        (["validate"], ["no workflow file given", "agentmap.yaml"]),  # no FILE and none configured
     ],
 )
 def test_usage_errors_exit_2_without_traceback(args: list[str], words: list[str]) -> None:

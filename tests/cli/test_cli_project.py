@@ -122,3 +122,17 @@ def test_scaffold_one_graph_and_bad_targets(tmp_path: Path) -> None:
     assert missing.code == 3 and "does not exist" in missing.err
     for bad in (unknown, missing):
         assert "Traceback" not in bad.text
+
+
+def test_every_workflow_command_defaults_to_the_configured_workflow(tmp_path: Path) -> None:
+    assert agentmap("init", tmp_path).code == 0
+    for args, expected in (
+        (["validate"], "workflow.csv is valid"),
+        (["inspect"], "Starter"),
+        (["export"], "Greet"),
+        (["export", "--format", "json"], '"Starter"'),
+        (["scaffold"], "Nothing to scaffold"),
+    ):
+        result = agentmap(*args, cwd=tmp_path)
+        assert result.code == 0, (args, result.text)
+        assert expected in result.out, (args, result.out)
