@@ -1,25 +1,18 @@
 """Settings for the command line: one optional file plus `AGENTMAP_*` environment variables.
 
 The file is `agentmap.yaml`, `agentmap.yml` or `agentmap.toml` in the working directory (or any file
-named by `--config` or `AGENTMAP_CONFIG`). An existing AgentMap `agentmap_config.yaml` is read too: the
-keys that mean the same here (`csv_path`, `paths.custom_agents`, `paths.functions`,
-`execution.success_policy`, `logging`, `llm`) are taken and the rest is ignored.
-
-Keys: `workflow`, `paths.custom_agents`, `paths.functions`, `execution.success_policy`,
-`execution.critical_nodes`, `logging.level`, `llm.*` (free-form model defaults) and `tools.roots` /
-`tools.timeout`; relative paths resolve against the config file's folder. csv_specs/cli.md has them all.
-
-Environment variables override the file: `AGENTMAP_<SECTION>__<KEY>` (two underscores between levels),
-e.g. `AGENTMAP_PATHS__FUNCTIONS=./fns`, `AGENTMAP_EXECUTION__SUCCESS_POLICY=final_node`,
-`AGENTMAP_LOGGING__LEVEL=DEBUG`, `AGENTMAP_LLM__MODEL=openai:gpt-4o`; lists are JSON
-(`AGENTMAP_TOOLS__ROOTS='["tools"]'`). Every mistake raises `ConfigError` naming the file or variable
-and the key.
+named by `--config` or `AGENTMAP_CONFIG`); relative paths in it resolve against its folder. An existing
+AgentMap `agentmap_config.yaml` is read for the keys that mean the same here. Variables override the
+file: `AGENTMAP_<SECTION>__<KEY>` (`AGENTMAP_EXECUTION__SUCCESS_POLICY=final_node`), lists as JSON.
+Every mistake raises `ConfigError` naming the file or variable and the key. csv_specs/cli.md lists
+every key.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -200,8 +193,12 @@ def _read_environment() -> dict[str, Any]:
     try:
         data: dict[str, Any] = EnvSettingsSource(_FromEnvironment)()
     except SettingsError as exc:
+        field_name = re.search(r'field "(\w+)"', str(exc))
+        section = f"{ENV_PREFIX}{field_name.group(1).upper()}" if field_name else ENV_PREFIX
+        names = sorted(key for key in os.environ if key.upper().startswith(section)) or [f"{ENV_PREFIX}*"]
+        keys = ", ".join(f"{name} ({name[len(ENV_PREFIX) :].lower().replace('__', '.')})" for name in names)
         raise ConfigError(
-            f"an {ENV_PREFIX}* environment variable holds a value that cannot be read: {exc}",
+            f"environment variable {keys}: the value cannot be read",
             code="bad-config",
             hint=f"lists and objects are JSON, e.g. {ENV_PREFIX}TOOLS__ROOTS='[\"tools\"]'",
         ) from None
@@ -283,7 +280,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path} is not valid YAML: {exc}", code="bad-config") from None
+            raise ConfigError(
+                f"{path} is not valid YAML: {_yaml_problem(exc)}",
+                code="bad-config",
+                hint="indent with spaces, not tabs, and close every bracket and quote",
+            ) from None
     else:
         raise ConfigError(f"config file {path} must be .yaml, .yml or .toml", code="bad-config")
     if data is None:
@@ -298,6 +299,14 @@ def _read_file(path: Path) -> dict[str, Any]:
     else:
         _check_keys(data, path)
     return _resolve_paths(data, path.parent)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """PyYAML's error on one line: where, then what (its own text spans several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + " ".join(str(problem).split())
 
 
 def _check_keys(data: Mapping[str, Any], path: Path) -> None:

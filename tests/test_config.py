@@ -120,7 +120,8 @@ def test_our_file_wins_over_the_legacy_one(tmp_path: Path) -> None:
         ("agentmap.yaml", "logging:\n  level: LOUD\n", ["logging.level", "unknown logging level 'LOUD'"]),
         ("agentmap.yaml", "paths: [1, 2]\n", ["agentmap.yaml: paths"]),
         ("agentmap.yaml", "- a\n- b\n", ["must hold a mapping"]),
-        ("agentmap.yaml", "paths: {functions: [\n", ["not valid YAML"]),
+        ("agentmap.yaml", "paths: {functions: [\n", ["agentmap.yaml is not valid YAML: line 2, column 1: expected"]),
+        ("agentmap.yaml", "paths:\n\tfunctions: x\n", ["agentmap.yaml is not valid YAML: line 2, column 1: found"]),
         ("agentmap.toml", "[paths\n", ["not valid TOML"]),
         (
             "agentmap_config.yaml",
@@ -136,6 +137,7 @@ def test_bad_files_name_the_file_and_key(tmp_path: Path, name: str, text: str, w
     message = str(caught.value)
     for word in words:
         assert word in message
+    assert "\n" not in caught.value.message  # one paragraph
     assert caught.value.exit_code == 2
 
 
@@ -143,7 +145,8 @@ def test_bad_files_name_the_file_and_key(tmp_path: Path, name: str, text: str, w
     ("variable", "value", "words"),
     [
         ("AGENTMAP_EXECUTION__SUCCESS_POLICY", "sometimes", ["variable AGENTMAP_EXECUTION__SUCCESS_POLICY"]),
-        ("AGENTMAP_TOOLS__ROOTS", "a,b", ["AGENTMAP_*", "JSON"]),
+        ("AGENTMAP_TOOLS__ROOTS", "a,b", ["variable AGENTMAP_TOOLS__ROOTS", "tools.roots", "JSON"]),
+        ("AGENTMAP_EXECUTION__CRITICAL_NODES", "Pay", ["variable AGENTMAP_EXECUTION__CRITICAL_NODES", "JSON"]),
         ("AGENTMAP_LOGGING__LEVEL", "chatty", ["AGENTMAP_LOGGING__LEVEL", "unknown logging level"]),
     ],
 )
