@@ -17,16 +17,20 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
-__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "Tracker", "run_sync"]
+__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "run_sync"]
 
 T = TypeVar("T")
+
+ConfigProblem = str | tuple[str, str]
+"""A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
+report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"Prompt"`, ...)."""
 
 TRACE = 5
 """The level `log_trace` logs at, below DEBUG."""
@@ -142,11 +146,13 @@ class BaseAgent:
     # -- configuration checks ------------------------------------------------------------------
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> Sequence[ConfigProblem]:
         """Return problems with a node's configuration, found when the workflow is validated.
 
-        Override to reject bad Context keys, a missing API key, ... before any node runs. Each
-        message is reported at the node's Context cell.
+        Override to reject bad Context keys, a missing API key, ... before any node runs. A message is
+        reported at the node's Context cell; a `(column, message)` pair at that column of the row.
         """
         return []
 

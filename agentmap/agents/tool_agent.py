@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
 
 if TYPE_CHECKING:
@@ -62,9 +62,11 @@ class ToolAgent(BaseAgent):
         self._executor: LocalToolExecutor | None = None
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
         """Report a missing tool name or source, and what `check_tool_config` finds."""
-        problems = []
+        problems: list[ConfigProblem] = []
         name = _tool_name(context)
         if name is None:
             problems.append(

@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from agentmap.agents.base import AgentEnvironment
+from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
 from agentmap.errors import ConfigError
@@ -202,13 +202,13 @@ async def build_tool_executor(context: Mapping[str, Any], environment: AgentEnvi
 
 def check_tool_config(
     context: Mapping[str, Any], environment: AgentEnvironment, *, tool: str | None = None
-) -> list[str]:
+) -> list[ConfigProblem]:
     """Problems with a node's tool configuration, found without starting any MCP server.
 
     Python sources are imported, so Available_Tools names (and `tool`, a name the node will call) are
-    checked against what they define.
+    checked against what they define. Each problem names the column it is about.
     """
-    problems: list[str] = []
+    problems: list[ConfigProblem] = []
     try:
         tool_timeout(context, environment)
     except ConfigError as exc:
@@ -216,7 +216,7 @@ def check_tool_config(
     try:
         sources = _sources(context, environment)
     except ConfigError as exc:
-        return [*problems, exc.message]
+        return [*problems, ("Tool_Source", exc.message)]
     tools: list[BaseTool] = []
     python_only = True
     for source in sources:
@@ -224,19 +224,22 @@ def check_tool_config(
         if kind in _EXTERNAL_LOADERS:
             python_only = False
             loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
-            problems.extend(loader.check_source(source, base_dir=environment.base_dir))
+            problems.extend(("Tool_Source", p) for p in loader.check_source(source, base_dir=environment.base_dir))
             continue
         try:
             tools.extend(load_python_tools(source, environment))
         except ConfigError as exc:
-            problems.append(exc.message)
+            problems.append(("Tool_Source", exc.message))
             python_only = False
     if python_only and not problems:
         try:
             chosen = _select(tools, split_names(context.get("available_tools")))
             names = [t.name for t in chosen]
-            if tool is not None and tool not in names:
-                raise _unknown(f"Context tool '{tool}' is not among the tools of Tool_Source", tool, names)
         except ConfigError as exc:
-            problems.append(exc.message)
+            problems.append(("Available_Tools", exc.message))
+        else:
+            if tool is not None and tool not in names:
+                problems.append(
+                    _unknown(f"Context tool '{tool}' is not among the tools of Tool_Source", tool, names).message
+                )
     return problems

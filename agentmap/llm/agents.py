@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent, run_sync
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -127,9 +127,13 @@ class LLMAgent(BaseAgent):
     # -- configuration -------------------------------------------------------------------------
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
         """Check the model (extra installed, API key set), the memory settings and the tools."""
-        problems = check_model(**_model_kwargs(context), default_provider=cls.provider, settings=environment.settings)
+        problems: list[ConfigProblem] = [
+            *check_model(**_model_kwargs(context), default_provider=cls.provider, settings=environment.settings)
+        ]
         role = str(context.get("prompt_role", "system")).lower()
         if role not in _ROLES:
             problems.append(f"Context prompt_role must be 'system' or 'user', got {context.get('prompt_role')!r}")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field, parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -123,9 +123,11 @@ class AssistantAgent(BaseAgent):
     # -- configuration -------------------------------------------------------------------------
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
         """Check the model, the numbers, the inputs and outputs, the tools and the decision log path."""
-        problems = check_model(**_model_kwargs(context), settings=environment.settings)
+        problems: list[ConfigProblem] = [*check_model(**_model_kwargs(context), settings=environment.settings)]
         for key, default, minimum in (("max_iterations", 5, 1), ("include_history_messages", 10, 0)):
             try:
                 _whole(context, key, default, minimum)

@@ -28,7 +28,7 @@ from agentmap.contracts.io import (
 from agentmap.contracts.tools import ToolExecutor, ToolResult
 
 if TYPE_CHECKING:
-    from agentmap.agents.base import AgentEnvironment, BaseAgent
+    from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 
 __all__ = ["StepError", "WorkerAgent", "resolve_references"]
 
@@ -135,7 +135,9 @@ class WorkerAgent:
         return cls(loader=load, name=node.name, user_id=user_id, description=node.description)
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
         """Report a worker with no tools, or tools that cannot be loaded."""
         from agentmap.agents.tool_sources import check_tool_config, split_names
 

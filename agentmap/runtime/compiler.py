@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
@@ -115,20 +115,13 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         cls = registry.get(node.agent_type or "default")
         if cls is not None:
             try:
-                problems = cls.validate_config(node.prompt, _context(node), environment)
+                problems: Sequence[ConfigProblem] = cls.validate_config(node.prompt, _context(node), environment)
             except Exception as exc:  # a custom agent's check must not hide the other findings
                 problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
             for problem in problems:
-                issues.append(
-                    _issue(
-                        graph,
-                        node,
-                        "Context",
-                        "bad-config",
-                        problem,
-                        f"fix the Context of {node.name!r} (see csv_specs/agents.md)",
-                    )
-                )
+                column, message = problem if isinstance(problem, tuple) else ("Context", problem)
+                fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
+                issues.append(_issue(graph, node, column, "bad-config", message, fix))
     return issues
 
 

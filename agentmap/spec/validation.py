@@ -157,9 +157,21 @@ class _Checker:
                             )
 
     def reachability(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
+        called = {node.name: set(calls(node)) for node in self.graph.nodes}
+        for node in self.graph.nodes:
+            for name in sorted(called[node.name] - set(self.nodes)):
+                close = difflib.get_close_matches(name, list(self.nodes), n=1, cutoff=0.6)
+                guess = f"; did you mean {close[0]!r}?" if close else ""
+                self.add(
+                    node,
+                    "Context",
+                    "unknown-target",
+                    f"the Context of {node.name!r} names node {name!r}, which is not a node of graph "
+                    f"{self.graph.name!r}{guess}",
+                    f"use one of: {', '.join(self.nodes)}",
+                )
         if self.has_router or not self.graph.nodes:
             return
-        called = {node.name: set(calls(node)) for node in self.graph.nodes}
         reached = _reachable(self.graph, [self.graph.entry], called)
         for node in self.graph.nodes:
             if node.name not in reached:

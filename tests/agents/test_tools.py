@@ -229,8 +229,11 @@ def test_missing_source_and_unknown_tool_names_are_reported(workflow_dir: Path) 
         load_python_tools("nope.py", env(workflow_dir))
     problems = check_tool_config({"tool_source": "tools.py", "available_tools": ["add_numbrs"]}, env(workflow_dir))
     assert problems == [
-        "Available_Tools names 'add_numbrs', which no Tool_Source provides; did you mean 'add_numbers'? "
-        "Tools found: add_numbers, word_count"
+        (
+            "Available_Tools",
+            "Available_Tools names 'add_numbrs', which no Tool_Source provides; did you mean 'add_numbers'? "
+            "Tools found: add_numbers, word_count",
+        )
     ]
     assert (
         check_tool_config({"tool_source": "tools.py|lib", "available_tools": "ping|word_count"}, env(workflow_dir))
@@ -249,7 +252,13 @@ async def test_the_tools_folder_is_the_default_source(tmp_path: Path) -> None:
     write(tmp_path / "tools" / "t.py", 'def hello() -> str:\n    """Hello."""\n    return "hi"\n')
     executor = await build_tool_executor({"available_tools": ["hello"]}, env(tmp_path))
     assert (await executor.execute("hello", {}, "")).data == "hi"
-    assert "no tools/ folder" in check_tool_config({"available_tools": ["x"]}, env(tmp_path / "empty"))[0]
+    assert check_tool_config({"available_tools": ["x"]}, env(tmp_path / "empty")) == [
+        (
+            "Tool_Source",
+            "Available_Tools names tools but Tool_Source is empty and there is no tools/ folder beside the workflow: "
+            "set Tool_Source to a .py file, a folder, a module or an mcp: server",
+        )
+    ]
 
 
 # -- the `tool` agent type ---------------------------------------------------------------------
@@ -290,7 +299,8 @@ def test_tool_agent_validation(workflow_dir: Path) -> None:
         == []
     )
     outside = ToolAgent.validate_config("", {"tool": "x", "tool_source": "/etc/passwd.py"}, env(workflow_dir))
-    assert "outside the allowed tool folders" in outside[0]
+    column, message = outside[0]
+    assert column == "Tool_Source" and "outside the allowed tool folders" in message
 
 
 def test_tool_node_in_a_csv_workflow(workflow_dir: Path) -> None:
@@ -325,5 +335,17 @@ def test_every_tool_problem_is_reported_at_once(tmp_path: Path, workflow_dir: Pa
     write(tmp_path / "elsewhere" / "evil.py", 'def run() -> None:\n    """Run."""\n')
     context = {"tool_source": "../elsewhere/evil.py", "tool_timeout": "soon"}
     problems = check_tool_config(context, env(workflow_dir))
-    assert [p.split(" ")[0] for p in problems] == ["tool_timeout", "Tool_Source"]
-    assert "'../elsewhere/evil.py' is outside the allowed tool folders" in problems[1]
+    assert [p if isinstance(p, str) else p[0] for p in problems][1:] == ["Tool_Source"]  # each at its own column
+    assert isinstance(problems[0], str) and problems[0].startswith("tool_timeout")  # a Context key: no column
+    assert "'../elsewhere/evil.py' is outside the allowed tool folders" in problems[1][1]
+
+
+def test_validate_reports_a_tool_problem_at_its_own_cell_as_the_file_spells_it(tmp_path: Path) -> None:
+    import agentmap
+
+    flow = tmp_path / "flow" / "flow.csv"
+    write(flow, 'GraphName,Node,AgentType,Context,ToolFile,Tools\nG,Call,tool,"{""tool"": ""x""}",../evil.py,x\n')
+    (issue,) = [i for i in agentmap.validate(flow) if i.severity == "error"]
+    assert (issue.row, issue.column, issue.code) == (2, "ToolFile", "bad-config")
+    assert "outside the allowed tool folders" in issue.message
+    assert "ToolFile cell of 'Call'" in issue.fix

@@ -256,10 +256,13 @@ def test_a_hanging_tool_past_the_timeout_takes_failure_next(tmp_path: Path) -> N
     assert "failed: " in result.state["message"] and "timeout_seconds=0.3" in result.state["message"]
 
 
-def test_an_orchestrator_naming_a_missing_node_fails_with_a_suggestion(tmp_path: Path) -> None:
+def test_an_orchestrator_naming_a_missing_node_is_a_validation_error_with_a_suggestion(tmp_path: Path) -> None:
     path = orchestrated(tmp_path, {"planner": "plann"}, {"steps": [{"tool": "search_flights"}]})
-    result = agentmap.run(path, {"goal": "x"})
-    assert "names planner 'plann', which is not a node of graph 'G'; did you mean 'plan'?" in result.errors[0]
+    (issue,) = [i for i in agentmap.validate(path) if i.severity == "error"]
+    assert (issue.code, issue.column, issue.row) == ("unknown-target", "Context", 2)
+    assert "names node 'plann', which is not a node of graph 'G'; did you mean 'plan'?" in issue.message
+    with pytest.raises(agentmap.ValidationError):
+        agentmap.run(path, {"goal": "x"})  # caught before any node runs
 
 
 async def test_the_workflow_runs_asynchronously_too() -> None:
@@ -283,7 +286,8 @@ def test_validation_reports_bad_orchestration_rows_at_their_context(tmp_path: Pa
     assert any("max_retries" in m and "greater than or equal to 0" in m for m in messages)
     assert 'a planner needs "steps" (a fixed plan) or "rules" (goal patterns -> steps) in its Context' in messages
     assert any("nowhere.py" in m for m in messages)
-    assert all(i.column == "Context" for i in agentmap.validate(path) if i.severity == "error")
+    columns = {i.column for i in agentmap.validate(path) if i.severity == "error"}
+    assert columns == {"Context", "Tool_Source"}  # the missing tool file is reported at its own cell
 
 
 async def test_every_node_of_the_trip_workflow_passes_the_compliance_check() -> None:

@@ -194,7 +194,7 @@ async def test_a_worker_node_with_a_bad_tool_source_answers_with_a_validation_er
     assert response.error.message.startswith("worker 'w' could not load its tools:")
     assert "missing.py" in response.error.message
     problems = WorkerAgent.validate_config("", node.context, node.environment)
-    assert problems and "missing.py" in problems[0]
+    assert problems and problems[0][0] == "Tool_Source" and "missing.py" in problems[0][1]
     assert WorkerAgent.validate_config("", {}, node.environment) == [
         "a worker needs a Tool_Source (a Python file, module or MCP server) or Available_Tools"
     ]
