@@ -31,7 +31,7 @@ from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
-from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
+from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
@@ -76,12 +76,6 @@ def format_prompt(template: str, values: Mapping[str, Any]) -> tuple[str, set[st
         return "" if value is None else str(value)
 
     return _PLACEHOLDER.sub(fill, template), used
-
-
-def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
-    kwargs = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
-    kwargs["spec"] = kwargs.pop("model", None)
-    return kwargs
 
 
 def history_entries(value: Any) -> list[dict[str, str]]:
@@ -132,7 +126,7 @@ class LLMAgent(BaseAgent):
     ) -> list[ConfigProblem]:
         """Check the model (extra installed, API key set), the memory settings and the tools."""
         problems: list[ConfigProblem] = [
-            *check_model(**_model_kwargs(context), default_provider=cls.provider, settings=environment.settings)
+            *check_model(**model_options(context), default_provider=cls.provider, settings=environment.settings)
         ]
         role = str(context.get("prompt_role", "system")).lower()
         if role not in _ROLES:
@@ -163,7 +157,7 @@ class LLMAgent(BaseAgent):
         """The node's resolved model choice."""
         if self._spec is None:
             self._spec = model_spec(
-                **_model_kwargs(self.context), default_provider=self.provider, settings=self.environment.settings
+                **model_options(self.context), default_provider=self.provider, settings=self.environment.settings
             )
         return self._spec
 

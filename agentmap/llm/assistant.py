@@ -36,7 +36,7 @@ from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Messag
 from agentmap.contracts.io import describe_validation_error
 from agentmap.llm.agents import history_entries
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
-from agentmap.llm.models import MODEL_OPTIONS, ModelSpec, build_model, check_model, model_spec
+from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
 
 if TYPE_CHECKING:
     from agentmap.llm.engine import LLMAgentEngine
@@ -81,12 +81,6 @@ def _shared_log(path: Path) -> SQLiteDecisionLog:
         return log
 
 
-def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
-    kwargs = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
-    kwargs["spec"] = kwargs.pop("model", None)
-    return kwargs
-
-
 def _whole(context: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
     value = context.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -127,7 +121,7 @@ class AssistantAgent(BaseAgent):
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:
         """Check the model, the numbers, the inputs and outputs, the tools and the decision log path."""
-        problems: list[ConfigProblem] = [*check_model(**_model_kwargs(context), settings=environment.settings)]
+        problems: list[ConfigProblem] = [*check_model(**model_options(context), settings=environment.settings)]
         for key, default, minimum in (("max_iterations", 5, 1), ("include_history_messages", 10, 0)):
             try:
                 _whole(context, key, default, minimum)
@@ -159,7 +153,7 @@ class AssistantAgent(BaseAgent):
     def spec(self) -> ModelSpec:
         """The node's resolved model choice."""
         if self._spec is None:
-            self._spec = model_spec(**_model_kwargs(self.context), settings=self.environment.settings)
+            self._spec = model_spec(**model_options(self.context), settings=self.environment.settings)
         return self._spec
 
     def decision_log_path(self) -> Path | None:

@@ -32,12 +32,20 @@ __all__ = [
     "ProviderInfo",
     "build_model",
     "check_model",
+    "model_options",
     "model_spec",
     "resolve_model",
 ]
 
 MODEL_OPTIONS = ("model", "temperature", "max_tokens", "timeout", "base_url", "max_retries", "api_key_env")
 """The Context keys (and `llm.*` settings) that configure a chat model."""
+
+
+def model_options(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The model options a node's Context sets, as keyword arguments of `model_spec` / `check_model`."""
+    options = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
+    options["spec"] = options.pop("model", None)
+    return options
 
 
 @dataclass(frozen=True)

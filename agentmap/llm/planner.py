@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from agentmap.agents.registry import agent
 from agentmap.contracts.io import AgentRequest, describe_validation_error
 from agentmap.llm.adapter import LLMAdapter, LLMRateLimitError, LLMTimeoutError, open_tool_schema
-from agentmap.llm.models import MODEL_OPTIONS, build_model, check_model, model_spec
+from agentmap.llm.models import build_model, check_model, model_options, model_spec
 from agentmap.orchestration.planner import PlannerAgent, PlanningError, PlanStep
 
 if TYPE_CHECKING:
@@ -210,12 +210,6 @@ class LLMPlanner:
         return parse_plan(reply.text, names)
 
 
-def _model_kwargs(context: Mapping[str, Any]) -> dict[str, Any]:
-    kwargs = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
-    kwargs["spec"] = kwargs.pop("model", None)
-    return kwargs
-
-
 class _NodeTools(LLMPlanner):
     """An `LLMPlanner` of a CSV node: Context `tools`, plus the tools of the worker nodes it names."""
 
@@ -257,7 +251,7 @@ class LLMPlannerAgent(PlannerAgent):
     @classmethod
     def from_node(cls, node: BaseAgent) -> LLMPlannerAgent:
         """Build the planner of an `llm_planner` node from its Context and Prompt."""
-        spec = model_spec(**_model_kwargs(node.context), settings=node.environment.settings)
+        spec = model_spec(**model_options(node.context), settings=node.environment.settings)
         planner = _NodeTools(
             node,
             LLMAdapter(build_model(spec)),
@@ -270,7 +264,7 @@ class LLMPlannerAgent(PlannerAgent):
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
         """Check the model (package, API key) and that the planner has tools to plan with."""
-        problems = check_model(**_model_kwargs(context), settings=environment.settings)
+        problems = check_model(**model_options(context), settings=environment.settings)
         tools = context.get("tools")
         if not tools and not _worker_names(context):
             problems.append(
