@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,7 +21,9 @@ __all__ = [
     "DebugOption",
     "JsonOption",
     "WorkflowArgument",
+    "cannot_write",
     "configure_logging",
+    "ensure_writable",
     "json_object",
     "load",
     "split_target",
@@ -132,3 +135,28 @@ def json_object(text: str, where: str, *, code: str, example: str, what: str = "
             f"{where} must be a JSON object{what}, not {type(value).__name__}", code=code, hint=f"e.g. {example}"
         )
     return value
+
+
+def cannot_write(path: Path, what: str, exc: OSError) -> ConfigError:
+    """The error for an output the command could not write (exit 2: the user named the path)."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        reason = "a file stands where a folder is needed"
+    return ConfigError(
+        f"cannot write {what} {path}: {reason}", code="cannot-write", hint="name a path in a folder you can write to"
+    )
+
+
+def ensure_writable(path: Path, what: str, *, folder: bool = False) -> None:
+    """Make the folder of `path` (or `path` itself when `folder`) and check it can be written, before any work.
+
+    Raises:
+        ConfigError: The folder cannot be made or written to.
+    """
+    target = path if folder else path.parent
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise cannot_write(path, what, PermissionError(13, "permission denied"))

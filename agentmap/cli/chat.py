@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, json_object, load
+from agentmap.cli._common import ConfigOption, DebugOption, ensure_writable, json_object, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
@@ -208,6 +208,8 @@ def chat_session(
     """The `chat` command: talk until the user leaves; returns the exit code (0)."""
     settings = load(config, debug)
     call_config = read_agent_config(agent_config)
+    if log is not None:
+        ensure_writable(log, "the conversation log")
     agent = load_agent(target, settings)
     interactive = sys.stdin.isatty()
     if interactive:

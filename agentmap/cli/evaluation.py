@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, cannot_write, ensure_writable, load
 from agentmap.cli.chat import AgentConfigOption, MemoryOption
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, Location, WorkflowFileError
@@ -95,6 +95,7 @@ def run_scenarios(
     else:
         run_agent = load_agent(agent, settings, source="--agent")
     folder = out if out is not None else _DEFAULT_OUT / scenarios.stem
+    ensure_writable(folder, "the logs folder", folder=True)
 
     from agentmap.interface.eval_runner import run_eval
 
@@ -222,15 +223,11 @@ def score_folder(
 def _write_report(result: EvalReport, path: Path) -> None:
     from agentmap.interface.report import report_html
 
+    ensure_writable(path, "the HTML report")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(report_html(result), encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(
-            f"cannot write the HTML report to {path}: {exc.strerror or exc}",
-            code="bad-report-path",
-            hint="pass --report a file path in a folder you can write to",
-        ) from None
+        raise cannot_write(path, "the HTML report", exc) from None
 
 
 def _print_score(result: EvalReport, code: int, report: Path | None, json_output: bool) -> None:

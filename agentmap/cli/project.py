@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, WorkflowArgument, load, split_target
+from agentmap.cli._common import (
+    ConfigOption,
+    DebugOption,
+    WorkflowArgument,
+    cannot_write,
+    ensure_writable,
+    load,
+    split_target,
+)
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,8 +35,11 @@ def _write(path: Path, content: str, force: bool, base: Path) -> bool:
     if path.exists() and not force:
         sys.stdout.write(f"  kept    {shown} (it exists; --force overwrites it)\n")
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
+    ensure_writable(path, "the file")
+    try:
+        path.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise cannot_write(path, "the file", exc) from None
     sys.stdout.write(f"  wrote   {shown}\n")
     return True
 
@@ -43,6 +54,7 @@ def init_project(directory: Path, *, force: bool = False) -> int:
             code="not-a-folder",
             hint="name a new or existing folder: agentmap init my_project",
         )
+    ensure_writable(directory, "the project folder", folder=True)
     sys.stdout.write(f"Starter project in {directory}:\n")
     for relative, content in STARTER_FILES.items():
         _write(directory / relative, content, force, directory)

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, WorkflowArgument, load, split_target
+from agentmap.cli._common import (
+    ConfigOption,
+    DebugOption,
+    WorkflowArgument,
+    cannot_write,
+    ensure_writable,
+    load,
+    split_target,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -149,7 +157,11 @@ def export_workflow(
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
-        output.write_text(text, encoding="utf-8")
+        ensure_writable(output, "the export")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise cannot_write(output, "the export", exc) from None
         sys.stderr.write(f"wrote {output}\n")
     return 0
 
