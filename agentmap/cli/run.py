@@ -45,28 +45,30 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
     """The initial state from `--state`, `--state-file` or `<stem>.state.json`, and the file it came from.
 
     Raises:
-        ConfigError: Both options given, or the text is not a JSON object.
+        ConfigError: Both options given, or the text is not UTF-8 or not a JSON object.
         WorkflowFileError: The state file does not exist.
     """
     if state is not None and state_file is not None:
         raise ConfigError("give the initial state once: --state or --state-file, not both", code="bad-state")
-    source: Path | None = None
     if state is not None:
-        text, where = state, "--state"
-    elif state_file is not None:
-        if not state_file.is_file():
-            what = "is a directory" if state_file.is_dir() else "does not exist"
-            raise WorkflowFileError(
-                f"state file {state_file} {what}",
-                code="state-file-not-found",
-                hint=f"write the initial state as a JSON object in a file, or pass {_EXAMPLE}",
-            )
-        text, where, source = state_file.read_text(encoding="utf-8-sig"), f"state file {state_file}", state_file
-    else:
-        default = workflow.with_name(f"{workflow.stem}.state.json")
-        if not default.is_file():
-            return {}, None
-        text, where, source = default.read_text(encoding="utf-8-sig"), f"state file {default}", default
+        return json_object(state, "--state", code="bad-state", example=_EXAMPLE, what=" of state keys"), None
+    if state_file is not None and not state_file.is_file():
+        what = "is a directory" if state_file.is_dir() else "does not exist"
+        raise WorkflowFileError(
+            f"state file {state_file} {what}",
+            code="state-file-not-found",
+            hint=f"write the initial state as a JSON object in a file, or pass {_EXAMPLE}",
+        )
+    source = state_file or workflow.with_name(f"{workflow.stem}.state.json")
+    if not source.is_file():
+        return {}, None
+    where = f"state file {source}"
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where} is not UTF-8 text", code="bad-state", hint="save it as UTF-8 JSON") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {where}: {exc.strerror or exc}", code="bad-state") from None
     return json_object(text, where, code="bad-state", example=_EXAMPLE, what=" of state keys"), source
 
 

@@ -202,6 +202,18 @@ def test_bad_input_gets_one_paragraph_and_its_exit_code(args: list[str], code: i
     assert "Traceback" not in result.err
 
 
+def test_state_file_that_is_not_utf8_text(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.json"
+    latin.write_bytes('{"name": "\u00e9"}'.encode("latin-1"))
+    csv = write(tmp_path / "hello.csv", (GRAPHS / "hello_world.csv").read_text())
+    csv.with_name("hello.state.json").write_bytes(latin.read_bytes())
+    for args in (["--state-file", str(latin)], []):
+        result = agentmap("run", csv, *args)
+        assert result.code == 2, result.err
+        assert result.err.startswith("error[bad-state]") and "not UTF-8 text" in result.err
+        assert "Traceback" not in result.err and "internal" not in result.err
+
+
 def test_csv_without_graph_rows_is_a_validation_error(tmp_path: Path) -> None:
     csv = write(tmp_path / "empty.csv", "GraphName,Node,AgentType\n# nothing yet\n")
     result = agentmap("run", csv)
