@@ -336,7 +336,8 @@ class BaseAgent:
 
     def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
-        self.log_error(error_msg)
+        debugging = self._logger is not None and self._logger.isEnabledFor(logging.DEBUG)
+        self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
         tracker = self._execution_tracker
         assert tracker is not None
         tracker.record_node_result(self.name, False, error=error_msg)

@@ -15,6 +15,7 @@ import difflib
 import importlib
 import importlib.util
 import inspect
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -134,10 +135,13 @@ class AgentRegistry:
     @staticmethod
     def register_hint(name: str) -> str:
         """How to make `name` a known type."""
+        words = re.findall(r"[A-Za-z0-9]+", normalize_type(name))
+        cls = "".join(w[:1].upper() + w[1:] for w in words) or "Custom"
+        cls = cls if cls[0].isalpha() else f"Agent{cls}"
         return (
             f"Known types are listed by `agentmap inspect`. To add {name!r}: put a BaseAgent subclass named "
-            f"{normalize_type(name).title().replace('_', '')}Agent in the custom_agents/ folder beside the "
-            f"workflow, decorate a class with @agentmap.agent({name!r}), or run `agentmap scaffold`."
+            f"{cls}Agent in the custom_agents/ folder beside the workflow, decorate a class with "
+            f"@agentmap.agent({name!r}), or run `agentmap scaffold`."
         )
 
     def names(self) -> list[str]:

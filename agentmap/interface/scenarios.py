@@ -123,8 +123,15 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
             location=Location(file=str(file)),
             hint="Pass the path of a CSV with columns scenario, turn, user_message.",
         )
-    with file.open(encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
+    try:
+        with file.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"the scenarios file is not UTF-8 text (byte {exc.start})",
+            location=Location(file=str(file)),
+            hint="save it as 'CSV UTF-8' and run again",
+        ) from None
     header_at = next((i for i, row in enumerate(rows) if _content(row)), None)
     if header_at is None:
         raise ScenarioError("the scenarios file is empty", location=Location(file=str(file)))

@@ -40,7 +40,11 @@ def load_router(ref: FuncRef, functions_dir: Path) -> RouterFn:
             module = importlib.import_module(ref.module)
         except Exception as exc:  # a SyntaxError or an error raised at import, too
             raise AgentNotFoundError(
-                f"cannot import module {ref.module!r} for {ref}: {type(exc).__name__}: {exc}", code="unknown-function"
+                f"cannot import module {ref.module!r} for {ref}: {type(exc).__name__}: {exc}",
+                code="unknown-function",
+                hint=f"check the module name; it must be importable from where agentmap runs (installed, or on "
+                f"PYTHONPATH), or put `def {ref.name}(state, success_target, failure_target)` in the functions folder "
+                f"and write func:{ref.name}",
             ) from None
         found = getattr(module, ref.name, None)
         where = f"module {ref.module!r}"

@@ -53,7 +53,7 @@ def check_file(path: Path) -> None:
         raise WorkflowFileError(
             f"{path} is a directory, not a workflow file",
             code="not-a-file",
-            hint=_nearby(path, inside=True),
+            hint=_nearby(path, inside=True) or "name a .csv, .tsv, .xlsx or .yaml workflow file",
         )
     if not path.exists():
         raise WorkflowFileError(f"workflow file {path} does not exist", hint=_nearby(path, inside=False))
@@ -107,7 +107,11 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
     except OSError as exc:
         raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
     if b"\x00" in data[:4096]:
-        raise WorkflowFileError(f"{path} is a binary file, not CSV text", code="not-text")
+        raise WorkflowFileError(
+            f"{path} is a binary file, not CSV text",
+            code="not-text",
+            hint="save the spreadsheet as 'CSV UTF-8' (an .xlsx file is read as is, with the excel extra)",
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

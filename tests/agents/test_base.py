@@ -319,3 +319,20 @@ def test_a_post_process_raising_after_success_makes_the_node_fail_once() -> None
     assert update["last_action_success"] is False
     assert update["errors"] == ["Error in Node: bad output"]
     assert [(r.name, r.success, r.error) for r in tracker.summary] == [("Node", False, "Error in Node: bad output")]
+
+
+def test_a_failure_logs_its_traceback_only_when_debugging(caplog: pytest.LogCaptureFixture) -> None:
+    class Boom(BaseAgent):
+        def process(self, inputs: dict[str, Any]) -> Any:
+            raise RuntimeError("boom")
+
+    logger = logging.getLogger("agentmap.test.debug")
+    tracker = ExecutionTracker()
+    agent = Boom("B", "", {}, logger, tracker)
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        agent.run({})
+    assert caplog.records[-1].exc_info is None
+    with caplog.at_level(logging.DEBUG, logger=logger.name):
+        agent.run({})
+    error = [r for r in caplog.records if r.levelno == logging.ERROR][-1]
+    assert error.exc_info is not None and "boom" in str(error.exc_info[1])

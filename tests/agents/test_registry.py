@@ -210,3 +210,12 @@ def test_a_broken_entry_point_does_not_hide_the_others_and_is_explained(
         local.resolve("broken")
     assert f"{module}_missing_dependency" in info.value.message
     assert "could not be loaded" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("written", "cls"), [("Parser Agent", "ParserAgent"), ("web-scraper", "WebScraperAgent"), ("3d", "Agent3dAgent")]
+)
+def test_the_register_hint_names_a_valid_class(written: str, cls: str) -> None:
+    hint = AgentRegistry().register_hint(written)
+    assert f"named {cls} in the custom_agents/ folder" in hint
+    assert cls.isidentifier()

@@ -68,3 +68,11 @@ def test_mistakes_name_row_and_column(tmp_path: Path, text: str, row: int, colum
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="not found"):
         load_scenarios(tmp_path / "nope.csv")
+
+
+def test_a_scenarios_file_that_is_not_utf8_is_a_scenario_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("scenario,turn,user_message\ncafé,1,olé\n".encode("latin-1"))
+    with pytest.raises(ScenarioError, match="not UTF-8") as caught:
+        load_scenarios(path)
+    assert caught.value.exit_code == 2 and "CSV UTF-8" in (caught.value.hint or "")
