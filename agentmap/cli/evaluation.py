@@ -3,7 +3,8 @@
 `eval run SCENARIOS.csv` runs every scenario against an agent (`--agent`, `--workflow`, else
 `ACTIVE_AGENT_PATH`) and writes one log per run plus `manifest.json` into `--out`; it exits 0 once every
 run has its log, whatever the agent answered (an agent error or a timeout is recorded in the log and
-fails at scoring). Running it again into the same folder skips the runs whose log is complete.
+fails at scoring). Running it again into the same folder skips the runs whose log is complete, except runs that
+ended in agent_error or timeout, which run again (the failure may have been passing).
 
 `eval score LOGS_DIR` scores the logs: exit 0 when every run passes, 1 when some fail.
 
@@ -114,7 +115,7 @@ def run_scenarios(
         ),
         lambda: (
             f"Ctrl-C stopped the evaluation; finished runs have their logs in {folder}. "
-            "Run the same command again to resume: complete logs are skipped."
+            "Run the same command again to resume: complete logs are skipped (agent_error and timeout runs run again)."
         ),
     )
     _print_run(summary, len(names), json_output)
@@ -301,7 +302,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="Runs per scenario (for pass^k).")] = 1,
         resume: Annotated[
-            bool, typer.Option("--resume/--no-resume", help="Skip runs whose log is already complete in --out.")
+            bool,
+            typer.Option(
+                "--resume/--no-resume",
+                help="Skip runs whose log is already complete in --out (agent_error and timeout runs run again).",
+            ),
         ] = True,
         memory: MemoryOption = None,
         agent_config: AgentConfigOption = None,
