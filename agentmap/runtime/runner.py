@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -220,27 +221,22 @@ class CompiledWorkflow:
         return self.graph.get_graph().draw_mermaid()
 
 
-class _clear_errors:
+@contextmanager
+def _clear_errors(config: RunnableConfig | None) -> Iterator[None]:
     """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors."""
-
-    def __init__(self, config: RunnableConfig | None) -> None:
-        self.limit = (config or {}).get("recursion_limit")
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, GraphRecursionError):
-            limit = f" ({self.limit})" if self.limit else ""
-            raise NodeError(
-                f"the run stopped after reaching the recursion limit{limit}: a loop in the graph never reaches "
-                "a node without a next node",
-                code="recursion-limit",
-                hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
-            ) from exc
-        if isinstance(exc, InvalidUpdateError):
-            raise NodeError(
-                f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
-                code="parallel-write",
-                hint="give each parallel branch its own Output_Field and combine them after the branches join",
-            ) from exc
+    try:
+        yield
+    except GraphRecursionError as exc:
+        limit = (config or {}).get("recursion_limit")
+        raise NodeError(
+            f"the run stopped after reaching the recursion limit{f' ({limit})' if limit else ''}: a loop in the "
+            "graph never reaches a node without a next node",
+            code="recursion-limit",
+            hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
+        ) from exc
+    except InvalidUpdateError as exc:
+        raise NodeError(
+            f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
+            code="parallel-write",
+            hint="give each parallel branch its own Output_Field and combine them after the branches join",
+        ) from exc
