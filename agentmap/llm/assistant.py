@@ -207,8 +207,11 @@ class AssistantAgent(BaseAgent):
         """Decide about the message and return what the Output_Field names."""
         started = time.perf_counter()
         context = self._decision_context(inputs)
+        from agentmap.llm.mcp import mcp_sessions
+
         engine = await self.engine()
-        outcome = await engine.decide(context)
+        async with mcp_sessions():  # an MCP server serves the whole decision loop, not one process per call
+            outcome = await engine.decide(context)
         decision = outcome.decision
         self._remember(context, decision.pending_action)
         spec = self.spec
