@@ -161,7 +161,10 @@ def compile(
     Args:
         source: `file.csv`, `file.csv::Graph`, a `Workflow` or a `GraphSpec`.
         graph: The graph to compile (needed when the file holds several and no `::Graph` is given).
-        checkpointer: A LangGraph checkpointer (e.g. `InMemorySaver()`, `SqliteSaver`), passed through.
+        checkpointer: A LangGraph checkpointer (e.g. `InMemorySaver()`), passed through, or a string:
+            `"memory"` (an `InMemorySaver`), or a path ending in `.db`/`.sqlite` or `sqlite:PATH` (a
+            `SqliteSaver` on that file; needs the `sqlite` extra). The SQLite saver serves sync runs
+            (`invoke`, `stream`, `batch`); for `ainvoke`/`astream` pass an `AsyncSqliteSaver` yourself.
         success_policy: `all_nodes` (default), `final_node`, `critical_nodes`, or `f(summary) -> bool`.
         critical_nodes: The nodes the `critical_nodes` policy looks at.
         functions_dir: Where `func:` routers live (default `functions/` beside the file).
@@ -173,6 +176,7 @@ def compile(
 
     Raises:
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
+        ConfigError: A checkpointer string names nothing known, or a file that cannot be opened.
     """
     options = _options(functions_dir, agents_dir, settings, registry)
     issues: list[Issue]
@@ -190,6 +194,10 @@ def compile(
     if any(i.severity == "error" for i in issues):
         raise ValidationError(issues, source=str(spec.file or spec.name))
     builder, agents = build_state_graph(spec, options, state_keys)
+    if isinstance(checkpointer, str):
+        from agentmap.runtime.checkpoint import resolve_checkpointer
+
+        checkpointer = resolve_checkpointer(checkpointer)
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     return CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
 

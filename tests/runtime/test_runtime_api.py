@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agentmap
-from agentmap import GraphNotFoundError, ValidationError, WorkflowFileError
+from agentmap import ConfigError, GraphNotFoundError, ValidationError, WorkflowFileError
 from agentmap.runtime.api import select_graph
 from agentmap.spec.loader import read_workflow
 
@@ -222,3 +223,63 @@ def test_compile_reports_every_error_of_its_graph_at_once_and_ignores_other_grap
     codes = sorted(i.code for i in caught.value.issues if i.severity == "error")
     assert codes == ["bad-context", "unknown-agent-type", "unknown-target"]
     assert agentmap.compile(path, "Good").invoke({}).success is True  # Broken's bad cell is not Good's problem
+
+
+ASK = """
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+Ask,Name,input,"What is your name, {title}?","{""interrupt"": true}",title,name,Greet
+Ask,Greet,template,"Hello, {name}!",,name,greeting,
+"""
+
+
+def test_compile_accepts_memory_as_a_checkpointer(write_csv: WriteCsv) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    app = agentmap.compile(write_csv(ASK), checkpointer="memory")
+    assert isinstance(app.graph.checkpointer, InMemorySaver)
+    config: Any = {"configurable": {"thread_id": "one"}}
+    paused = app.invoke({"title": "sir"}, config)
+    assert [i.value for i in paused.interrupts] == [{"question": "What is your name, sir?", "node": "Name"}]
+    assert app.invoke(Command(resume="Ada"), config).state["greeting"] == "Hello, Ada!"
+
+
+@pytest.mark.parametrize("spelling", ["{path}", "sqlite:{path}"])
+def test_a_sqlite_checkpoint_file_survives_a_new_compile(write_csv: WriteCsv, tmp_path: Path, spelling: str) -> None:
+    from langgraph.types import Command
+
+    path = write_csv(ASK)
+    db = tmp_path / "runs.db"
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    first = agentmap.compile(path, checkpointer=spelling.format(path=db))
+    assert first.invoke({"title": "sir"}, config).interrupts
+    assert db.is_file()
+    again = agentmap.compile(path, checkpointer=spelling.format(path=db))  # as a new process would
+    result = again.invoke(Command(resume="Ada"), config)
+    assert result.success and not result.interrupts
+    assert result.state["greeting"] == "Hello, Ada!"
+    assert [e.name for e in result.summary] == ["Name", "Greet"]
+
+
+def test_a_checkpoint_file_in_a_missing_folder_is_a_config_error(write_csv: WriteCsv, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"folder .*missing does not exist"):
+        agentmap.compile(write_csv(ASK), checkpointer=str(tmp_path / "missing" / "runs.db"))
+
+
+def test_an_unknown_checkpointer_string_is_a_config_error(write_csv: WriteCsv) -> None:
+    with pytest.raises(ConfigError, match="unknown checkpointer 'postgres'") as info:
+        agentmap.compile(write_csv(ASK), checkpointer="postgres")
+    assert "memory" in (info.value.hint or "")
+
+
+def test_a_checkpointer_object_passes_through(write_csv: WriteCsv) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    assert agentmap.compile(write_csv(ASK), checkpointer=saver).graph.checkpointer is saver
+
+
+def test_interrupt_mode_without_a_checkpointer_fails_the_node_saying_what_to_pass(write_csv: WriteCsv) -> None:
+    result = agentmap.compile(write_csv(ASK)).invoke({"title": "sir"})
+    assert not result.success and result.failed_nodes == ["Name"]
+    assert 'checkpointer="memory"' in result.errors[0]
