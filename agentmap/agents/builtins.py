@@ -156,14 +156,26 @@ class FailureAgent(BaseAgent):
 
 @agent("input")
 class InputAgent(BaseAgent):
-    """Asks the Prompt as a question on the terminal and returns the answer.
+    """Asks the Prompt as a question and returns the answer: on the terminal, or by pausing the run.
 
     Context:
         default: The answer used when there is no terminal (otherwise the node fails with a clear error).
+        interrupt: True pauses the graph with LangGraph's `interrupt()` (the value is
+            `{"question": ..., "node": ...}`) and returns the value the run is resumed with
+            (`Command(resume=...)`, `agentmap run --resume`); the graph needs a checkpointer.
     """
 
+    @classmethod
+    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
+        """`interrupt` must be true or false."""
+        flag = context.get("interrupt", False)
+        return [] if isinstance(flag, bool) else [f'Context "interrupt" must be true or false, not {flag!r}']
+
     def process(self, inputs: dict[str, Any]) -> Any:
-        """Read one line from stdin after printing the prompt."""
+        """Pause for the answer (`interrupt` mode), or read one line from stdin after printing the prompt."""
+        question = safe_format(self.prompt, inputs) if self.prompt else f"{self.name}: "
+        if self.context.get("interrupt") is True:
+            return self._pause(question.strip())
         if not sys.stdin or not sys.stdin.isatty():
             if "default" in self.context:
                 return self.context["default"]
@@ -171,8 +183,24 @@ class InputAgent(BaseAgent):
                 "the input agent needs a terminal to ask its question; run interactively, pass the answer "
                 'in the initial state and skip this node, or set a default in Context: {"default": "..."}'
             )
-        question = safe_format(self.prompt, inputs) if self.prompt else f"{self.name}: "
         return input(question.rstrip() + " ")
+
+    def _pause(self, question: str) -> Any:
+        from langgraph.config import get_config
+        from langgraph.types import interrupt
+
+        try:
+            configurable = get_config().get("configurable", {})
+        except RuntimeError:  # not inside a graph run
+            configurable = {}
+        # LangGraph pauses without one too, but then the run can never be resumed
+        if configurable.get("__pregel_checkpointer") is None:
+            raise RuntimeError(
+                f"input node {self.name!r} pauses the run for an answer (Context interrupt: true) and needs a "
+                'checkpointer to resume it: pass checkpointer="memory" or "runs.db" to agentmap.compile, '
+                "or --checkpoint runs.db to agentmap run"
+            )
+        return interrupt({"question": question, "node": self.name})
 
 
 @agent("summary")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -179,3 +179,55 @@ def test_summary_joins_inputs_with_format_and_separator() -> None:
     assert run(SummaryAgent, state)["output"] == "a: one\n\nb: 2"
     assert run(SummaryAgent, state, format="<{value}>", separator=", ")["output"] == "<one>, <2>"
     assert run(SummaryAgent, state, "Report for {a}", separator=" | ")["output"] == "Report for one | a: one | b: 2"
+
+
+class _AskState(TypedDict, total=False):
+    title: str
+    name: str
+    last_action_success: bool
+    errors: list[str]
+
+
+def _ask_graph(checkpointer: Any) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    agent = InputAgent(
+        "Ask",
+        "What is your name, {title}?",
+        {"interrupt": True, "input_fields": ["title"], "output_field": "name"},
+        LOG,
+        ExecutionTracker(),
+    )
+    builder = StateGraph(_AskState)
+    builder.add_node("Ask", agent.run)
+    builder.add_edge(START, "Ask")
+    builder.add_edge("Ask", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def test_input_in_interrupt_mode_pauses_and_returns_the_resume_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("not read\n"))
+    graph = _ask_graph(InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    paused = graph.invoke({"title": "sir"}, config)
+    assert [i.value for i in paused["__interrupt__"]] == [{"question": "What is your name, sir?", "node": "Ask"}]
+    assert "name" not in paused
+    final = graph.invoke(Command(resume="Ada"), config)
+    assert final["name"] == "Ada"
+    assert final["last_action_success"] is True
+    assert "__interrupt__" not in final
+
+
+def test_input_in_interrupt_mode_without_a_checkpointer_fails_saying_what_to_pass() -> None:
+    final = _ask_graph(None).invoke({"title": "sir"})
+    assert final["last_action_success"] is False
+    assert "needs a checkpointer" in final["errors"][0]
+    assert "--checkpoint" in final["errors"][0]
+
+
+def test_input_interrupt_must_be_a_boolean() -> None:
+    assert InputAgent.validate_config("Q?", {"interrupt": "yes"}, ENV)
+    assert not InputAgent.validate_config("Q?", {"interrupt": True}, ENV)
