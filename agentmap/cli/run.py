@@ -6,6 +6,10 @@ stdout. Exit code 0 when the success policy passed, 1 when it failed, 130 on Ctr
 
 The initial state is `--state JSON`, `--state-file PATH`, or else `<stem>.state.json` beside the
 workflow file when there is one (so `graphs/hello_world.csv` runs with `graphs/hello_world.state.json`).
+
+`--checkpoint runs.db` saves the run in a SQLite file under `--thread ID` (a new id when not given). A run
+that pauses on an `interrupt()` (an `input` node with Context `{"interrupt": true}`) exits 0 and prints the
+question and the command that resumes it: `--resume JSON` on the same file and thread.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["read_state", "register", "run_workflow"]
 
 _EXAMPLE = '--state \'{"name": "Ada"}\''
+_RESUME_EXAMPLE = "--resume '\"your answer\"'"
 
 
 def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tuple[dict[str, Any], Path | None]:
@@ -76,13 +81,13 @@ class _Interrupted(Exception):
     """Ctrl-C arrived while the graph was running."""
 
 
-def _invoke(app: CompiledWorkflow, state: dict[str, Any], tracker: ExecutionTracker) -> RunResult:
+def _invoke(app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None) -> RunResult:
     """Run in a worker thread so Ctrl-C reaches this (main) thread even while a node blocks."""
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["result"] = app.invoke(state, tracker=tracker)
+            box["result"] = app.invoke(state, config, tracker=tracker)  # type: ignore[arg-type]
         except BaseException as exc:  # handed to the main thread, raised there
             box["error"] = exc
 
@@ -100,6 +105,8 @@ def _invoke(app: CompiledWorkflow, state: dict[str, Any], tracker: ExecutionTrac
 
 def _verdict(result: RunResult, policy: str) -> str:
     nodes = sum(1 for _ in result.summary)
+    if result.interrupts:
+        return "[bold yellow]paused[/] for input"
     if result.success:
         return f"[bold green]succeeded[/] ({nodes} node{'s' if nodes != 1 else ''} ran)"
     failed = ", ".join(result.failed_nodes) or "no node"
@@ -158,6 +165,68 @@ def _report_interrupt(app: CompiledWorkflow, tracker: ExecutionTracker, json_mod
     sys.stderr.flush()
 
 
+def _check_persistence(
+    checkpoint: Path | None, thread: str | None, resume: str | None, state: str | None, state_file: Path | None
+) -> Any:
+    """The `--resume` value (or None), after the options' combinations are checked."""
+    if resume is None:
+        if thread is not None and checkpoint is None:
+            raise ConfigError(
+                "--thread names a thread of a checkpoint file: give --checkpoint too",
+                code="usage",
+                hint="e.g. --checkpoint runs.db --thread my-run",
+            )
+        return None
+    if checkpoint is None or thread is None:
+        raise ConfigError(
+            "--resume continues a paused run: give the --checkpoint file and the --thread it paused in",
+            code="usage",
+            hint=f"e.g. --checkpoint runs.db --thread 1a2b3c {_RESUME_EXAMPLE} (a paused run prints its command)",
+        )
+    if state is not None or state_file is not None:
+        raise ConfigError(
+            "--resume continues a paused run from its saved state: drop --state/--state-file", code="usage"
+        )
+    import json
+
+    try:
+        return json.loads(resume)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            code="usage",
+            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}",
+        ) from None
+
+
+def _pausing_nodes(app: CompiledWorkflow) -> list[str]:
+    return [
+        n.name
+        for n in app.spec.nodes
+        if n.agent_type.strip().lower() in ("input", "inputagent") and n.context.get("interrupt") is True
+    ]
+
+
+def _saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
+    """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
+    saved = saver.get_tuple(config)
+    values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
+    return tuple(k for k in values if not k.startswith(("__", "branch:")))
+
+
+def _resume_command(target: str, checkpoint: Path, thread: str) -> str:
+    import shlex
+
+    return (
+        f"agentmap run {shlex.quote(target)} --checkpoint {shlex.quote(str(checkpoint))} "
+        f"--thread {shlex.quote(thread)} {_RESUME_EXAMPLE}"
+    )
+
+
+def _questions(result: RunResult) -> list[Any]:
+    return [getattr(i, "value", i) for i in result.interrupts]
+
+
 def run_workflow(
     target: str | None,
     *,
@@ -166,19 +235,61 @@ def run_workflow(
     json_output: bool = False,
     config: Path | None = None,
     debug: bool = False,
+    checkpoint: Path | None = None,
+    thread: str | None = None,
+    resume: str | None = None,
 ) -> int:
-    """The `run` command: returns the exit code (0 success, 1 the success policy failed)."""
+    """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
     OutputMode.json = json_mode
+    resume_value = _check_persistence(checkpoint, thread, resume, state, state_file)
     settings = load(config, debug)
     path, graph = split_target(target, settings)
-    initial, state_source = read_state(state, state_file, path)
+    initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
 
     from agentmap.runtime.api import compile
 
-    app = compile(path, graph, state_keys=tuple(initial), **settings.compile_options(), **settings.policy_options())
+    saver: Any = None
+    run_config: dict[str, Any] | None = None
+    keys = tuple(initial)
+    if checkpoint is not None:
+        from agentmap.runtime.checkpoint import resolve_checkpointer
+
+        saver = resolve_checkpointer(f"sqlite:{checkpoint}")
+        if thread is None:
+            import uuid
+
+            thread = uuid.uuid4().hex[:12]
+        run_config = {"configurable": {"thread_id": thread}}
+        if resume is not None:
+            keys = _saved_keys(saver, run_config)
+    options = {**settings.compile_options(), **settings.policy_options()}
+    app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
+    pausing = _pausing_nodes(app)
+    if pausing and saver is None:
+        raise ConfigError(
+            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
+            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer "
+            "(Context interrupt: true), which needs a checkpoint file to resume from",
+            code="usage",
+            hint=f"run with --checkpoint runs.db (e.g. agentmap run {target or path} --checkpoint runs.db)",
+        )
+    run_input: Any = initial
+    if resume is not None:
+        assert thread is not None and run_config is not None
+        if not app.graph.get_state(run_config).interrupts:  # type: ignore[arg-type]
+            raise ConfigError(
+                f"thread {thread!r} in {checkpoint} has no paused run of graph {app.name!r} to resume",
+                code="nothing-to-resume",
+                hint="check the --thread id the paused run printed, and the --checkpoint file and graph it used",
+            )
+        from langgraph.types import Command
+
+        run_input = Command(resume=resume_value)
     view = None
-    interactive = any(n.agent_type.strip().lower() in ("input", "inputagent") for n in app.spec.nodes)
+    interactive = any(
+        n.agent_type.strip().lower() in ("input", "inputagent") and n.name not in pausing for n in app.spec.nodes
+    )
     if sys.stderr.isatty() and not interactive:
         from agentmap.cli.render import LiveView
 
@@ -192,7 +303,7 @@ def run_workflow(
     gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
     gc.enable()
     try:
-        result = _invoke(app, initial, tracker)
+        result = _invoke(app, run_input, tracker, run_config)
     except _Interrupted:
         if view is not None:
             view.stop()
@@ -204,17 +315,40 @@ def run_workflow(
     finally:
         if view is not None:
             view.stop(_title(app))
-    code = 0 if result.success else 1
+    code = 0 if result.success or result.interrupts else 1
+    resume_with = _resume_command(target or str(path), checkpoint, thread) if checkpoint and thread else ""
     if json_mode:
         from agentmap.cli.render import dump_json
 
         document: dict[str, Any] = {"graph": app.name, "file": app.spec.file, "exit_code": code, **result.to_dict()}
         if state_source is not None:
             document["state_file"] = str(state_source)
+        if thread is not None:
+            document["thread"] = thread
+        if result.interrupts:
+            document.update(paused=True, interrupts=_questions(result), resume=resume_with)
         dump_json(document)
     else:
         _print_human(app, result, settings.execution.success_policy, state_source, table_shown=view is not None)
+        _print_pause(result, thread, resume_with)
     return code
+
+
+def _print_pause(result: RunResult, thread: str | None, resume_with: str) -> None:
+    from rich.markup import escape
+
+    from agentmap.cli.render import console
+
+    out = console()
+    for value in _questions(result):
+        question = value.get("question", value) if isinstance(value, dict) else value
+        node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
+        out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
+    if result.interrupts:
+        out.print("Resume with your answer as JSON:")
+        out.print(f"  {escape(resume_with)}", soft_wrap=True)
+    elif thread is not None:
+        out.print(f"[dim]thread {escape(thread)}[/]")
 
 
 def register(app: typer.Typer) -> None:
@@ -234,12 +368,42 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        checkpoint: Annotated[
+            Path | None,
+            typer.Option(
+                "--checkpoint",
+                help="Save the run in this SQLite file (e.g. runs.db), so a paused run can be resumed.",
+                show_default=False,
+            ),
+        ] = None,
+        thread: Annotated[
+            str | None,
+            typer.Option(
+                "--thread", help="The run's thread id in the checkpoint file (default: a new one).", show_default=False
+            ),
+        ] = None,
+        resume: Annotated[
+            str | None,
+            typer.Option(
+                "--resume",
+                help="Resume the paused run of --thread with this JSON value as the answer.",
+                show_default=False,
+            ),
+        ] = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
-            target, state=state, state_file=state_file, json_output=json_output, config=config, debug=debug
+            target,
+            state=state,
+            state_file=state_file,
+            json_output=json_output,
+            config=config,
+            debug=debug,
+            checkpoint=checkpoint,
+            thread=thread,
+            resume=resume,
         )
         raise typer.Exit(code)

@@ -1,0 +1,80 @@
+"""`agentmap run --checkpoint/--thread/--resume`: a run that pauses for an answer, resumed by a second process."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from cli_helpers import agentmap, agentmap_tty, write
+
+ASK = """\
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+Ask,Name,input,"What is your name, {title}?","{""interrupt"": true}",title,name,Greet
+Ask,Greet,template,"Hello, {name}!",,name,greeting,
+"""
+
+
+@pytest.fixture
+def workflow(tmp_path: Path) -> Path:
+    write(tmp_path / "ask.state.json", '{"title": "sir", "note": "kept"}')
+    return write(tmp_path / "ask.csv", ASK)
+
+
+def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: Path) -> None:
+    paused = agentmap("run", workflow, "--checkpoint", "runs.db", cwd=tmp_path)
+    assert paused.code == 0, paused.err
+    document = json.loads(paused.out)
+    assert document["paused"] is True
+    assert document["interrupts"] == [{"question": "What is your name, sir?", "node": "Name"}]
+    thread = document["thread"]
+    assert thread and "greeting" not in document["state"]
+    assert f"--thread {thread} --resume" in document["resume"]
+
+    done = agentmap("run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Ada"', cwd=tmp_path)
+    assert done.code == 0, done.err
+    final = json.loads(done.out)
+    assert final["success"] is True and "paused" not in final
+    assert final["state"]["name"] == "Ada"
+    assert final["state"]["greeting"] == "Hello, Ada!"
+    assert final["state"]["note"] == "kept"  # the first run's initial state, from the checkpoint
+
+    again = agentmap("run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Bo"', cwd=tmp_path)
+    assert again.code == 2
+    assert "error[nothing-to-resume]" in again.err and f"thread {thread!r}" in again.err
+    assert "Traceback" not in again.err
+
+
+def test_a_paused_run_in_a_terminal_shows_the_question_and_the_command_to_resume(
+    workflow: Path, tmp_path: Path
+) -> None:
+    shown = agentmap_tty("run", workflow, "--checkpoint", "runs.db", "--thread", "t-1", cwd=tmp_path)
+    assert shown.code == 0
+    assert "paused for input" in shown.plain
+    assert "Name: What is your name, sir?" in shown.plain
+    command = f"agentmap run {shlex.quote(str(workflow))} --checkpoint runs.db --thread t-1 --resume"
+    assert command in " ".join(shown.plain.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--resume", '"Ada"'], "give the --checkpoint file and the --thread"),
+        (["--checkpoint", "runs.db", "--resume", '"Ada"'], "give the --checkpoint file and the --thread"),
+        (["--thread", "t1"], "give --checkpoint too"),
+        (["--checkpoint", "runs.db", "--thread", "t1", "--resume", "Ada"], "--resume is not valid JSON"),
+        (["--checkpoint", "runs.db", "--thread", "t1", "--resume", "1", "--state", "{}"], "drop --state"),
+        (["--checkpoint", "missing/runs.db"], "the folder missing does not exist"),
+        (["--checkpoint", "runs.db", "--thread", "never", "--resume", '"Ada"'], "has no paused run"),
+        ([], "which needs a checkpoint file"),
+    ],
+)
+def test_bad_persistence_options_exit_2_with_a_message(
+    workflow: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = agentmap("run", workflow, *args, cwd=tmp_path)
+    assert result.code == 2, result.text
+    assert message in result.err
+    assert "Traceback" not in result.err
+    assert not (tmp_path / "missing").exists()
