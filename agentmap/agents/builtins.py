@@ -193,8 +193,9 @@ class InputAgent(BaseAgent):
             configurable = get_config().get("configurable", {})
         except RuntimeError:  # not inside a graph run
             configurable = {}
-        # LangGraph pauses without one too, but then the run can never be resumed
-        if configurable.get("__pregel_checkpointer") is None:
+        # LangGraph pauses without one too, but then the run can never be resumed. The key is LangGraph's
+        # own; should a release rename it, the check is skipped rather than refusing every run.
+        if "__pregel_checkpointer" in configurable and configurable["__pregel_checkpointer"] is None:
             raise RuntimeError(
                 f"input node {self.name!r} pauses the run for an answer (Context interrupt: true) and needs a "
                 'checkpointer to resume it: pass checkpointer="memory" or "runs.db" to agentmap.compile, '
