@@ -136,7 +136,7 @@ def _seconds(value: float | None) -> str:
 
 def _status(execution: NodeExecution) -> str:
     if execution.success is None:
-        return "[yellow]running[/]"
+        return "[yellow]paused[/]" if execution.metadata.get("paused") else "[yellow]running[/]"
     return "[green]ok[/]" if execution.success else "[bold red]failed[/]"
 
 

@@ -135,7 +135,12 @@ class CompiledWorkflow:
             values = {**{k: v for k, v in state.items() if k not in values}, **values}
         success = tracker.update_graph_success()
         values["graph_success"] = success
-        return RunResult(values, success, tracker.summary, interrupts)
+        summary = tracker.summary
+        if interrupts:  # a node still open when the run paused is the one waiting for input
+            for execution in summary:
+                if execution.success is None:
+                    execution.metadata["paused"] = True
+        return RunResult(values, success, summary, interrupts)
 
     def invoke(
         self,

@@ -31,6 +31,8 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     thread = document["thread"]
     assert thread and "greeting" not in document["state"]
     assert f"--thread {thread} --resume" in document["resume"]
+    (waiting,) = [e for e in document["summary"] if e["success"] is None]
+    assert waiting["name"] == "Name" and waiting["metadata"] == {"paused": True}
 
     done = agentmap("run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Ada"', cwd=tmp_path)
     assert done.code == 0, done.err

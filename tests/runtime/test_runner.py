@@ -211,7 +211,9 @@ async def test_interrupt_in_a_custom_agent_pauses_and_resumes(
     paused = await call({"question": "Your name?"})
     assert [i.value for i in paused.interrupts] == [{"question": "Your name?"}]
     assert "answer" not in paused.state and paused.errors == []
-    assert [(e.name, e.success, e.metadata) for e in paused.summary] == [("Ask", None, {"asked": "Your name?"})]
+    assert [(e.name, e.success, e.metadata) for e in paused.summary] == [
+        ("Ask", None, {"asked": "Your name?", "paused": True})  # the node waiting for the answer
+    ]
     resumed = await call(Command(resume="Ada"))
     assert resumed.interrupts == ()
     assert resumed.state["shown"] == "You said Ada"
