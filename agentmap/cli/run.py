@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentmap.cli import _resume
 from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["read_state", "register", "run_workflow"]
 
 _EXAMPLE = '--state \'{"name": "Ada"}\''
-_RESUME_EXAMPLE = "--resume '\"your answer\"'"
 
 
 def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tuple[dict[str, Any], Path | None]:
@@ -165,68 +165,6 @@ def _report_interrupt(app: CompiledWorkflow, tracker: ExecutionTracker, json_mod
     sys.stderr.flush()
 
 
-def _check_persistence(
-    checkpoint: Path | None, thread: str | None, resume: str | None, state: str | None, state_file: Path | None
-) -> Any:
-    """The `--resume` value (or None), after the options' combinations are checked."""
-    if resume is None:
-        if thread is not None and checkpoint is None:
-            raise ConfigError(
-                "--thread names a thread of a checkpoint file: give --checkpoint too",
-                code="usage",
-                hint="e.g. --checkpoint runs.db --thread my-run",
-            )
-        return None
-    if checkpoint is None or thread is None:
-        raise ConfigError(
-            "--resume continues a paused run: give the --checkpoint file and the --thread it paused in",
-            code="usage",
-            hint=f"e.g. --checkpoint runs.db --thread 1a2b3c {_RESUME_EXAMPLE} (a paused run prints its command)",
-        )
-    if state is not None or state_file is not None:
-        raise ConfigError(
-            "--resume continues a paused run from its saved state: drop --state/--state-file", code="usage"
-        )
-    import json
-
-    try:
-        return json.loads(resume)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            code="usage",
-            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}",
-        ) from None
-
-
-def _pausing_nodes(app: CompiledWorkflow) -> list[str]:
-    return [
-        n.name
-        for n in app.spec.nodes
-        if n.agent_type.strip().lower() in ("input", "inputagent") and n.context.get("interrupt") is True
-    ]
-
-
-def _saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
-    """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
-    saved = saver.get_tuple(config)
-    values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
-    return tuple(k for k in values if not k.startswith(("__", "branch:")))
-
-
-def _resume_command(target: str, checkpoint: Path, thread: str) -> str:
-    import shlex
-
-    return (
-        f"agentmap run {shlex.quote(target)} --checkpoint {shlex.quote(str(checkpoint))} "
-        f"--thread {shlex.quote(thread)} {_RESUME_EXAMPLE}"
-    )
-
-
-def _questions(result: RunResult) -> list[Any]:
-    return [getattr(i, "value", i) for i in result.interrupts]
-
-
 def run_workflow(
     target: str | None,
     *,
@@ -242,7 +180,7 @@ def run_workflow(
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
     OutputMode.json = json_mode
-    resume_value = _check_persistence(checkpoint, thread, resume, state, state_file)
+    resume_value = _resume.check_persistence(checkpoint, thread, resume, state, state_file)
     settings = load(config, debug)
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
@@ -262,10 +200,10 @@ def run_workflow(
             thread = uuid.uuid4().hex[:12]
         run_config = {"configurable": {"thread_id": thread}}
         if resume is not None:
-            keys = _saved_keys(saver, run_config)
+            keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
     app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
-    pausing = _pausing_nodes(app)
+    pausing = _resume.pausing_nodes(app)
     if pausing and saver is None:
         raise ConfigError(
             f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
@@ -316,7 +254,7 @@ def run_workflow(
         if view is not None:
             view.stop(_title(app))
     code = 0 if result.success or result.interrupts else 1
-    resume_with = _resume_command(target or str(path), checkpoint, thread) if checkpoint and thread else ""
+    resume_with = _resume.resume_command(target or str(path), checkpoint, thread) if checkpoint and thread else ""
     if json_mode:
         from agentmap.cli.render import dump_json
 
@@ -326,29 +264,12 @@ def run_workflow(
         if thread is not None:
             document["thread"] = thread
         if result.interrupts:
-            document.update(paused=True, interrupts=_questions(result), resume=resume_with)
+            document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
         dump_json(document)
     else:
         _print_human(app, result, settings.execution.success_policy, state_source, table_shown=view is not None)
-        _print_pause(result, thread, resume_with)
+        _resume.print_pause(result, thread, resume_with)
     return code
-
-
-def _print_pause(result: RunResult, thread: str | None, resume_with: str) -> None:
-    from rich.markup import escape
-
-    from agentmap.cli.render import console
-
-    out = console()
-    for value in _questions(result):
-        question = value.get("question", value) if isinstance(value, dict) else value
-        node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
-        out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
-    if result.interrupts:
-        out.print("Resume with your answer as JSON:")
-        out.print(f"  {escape(resume_with)}", soft_wrap=True)
-    elif thread is not None:
-        out.print(f"[dim]thread {escape(thread)}[/]")
 
 
 def register(app: typer.Typer) -> None:

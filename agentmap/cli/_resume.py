@@ -1,0 +1,94 @@
+"""Persistent runs for `agentmap run`: `--checkpoint`, `--thread`, `--resume`, and showing a paused run."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+
+__all__ = ["check_persistence", "pausing_nodes", "print_pause", "questions", "resume_command", "saved_keys"]
+
+_RESUME_EXAMPLE = "--resume '\"your answer\"'"
+
+
+def check_persistence(
+    checkpoint: Path | None, thread: str | None, resume: str | None, state: str | None, state_file: Path | None
+) -> Any:
+    """The `--resume` value (or None), after the options' combinations are checked."""
+    if resume is None:
+        if thread is not None and checkpoint is None:
+            raise ConfigError(
+                "--thread names a thread of a checkpoint file: give --checkpoint too",
+                code="usage",
+                hint="e.g. --checkpoint runs.db --thread my-run",
+            )
+        return None
+    if checkpoint is None or thread is None:
+        raise ConfigError(
+            "--resume continues a paused run: give the --checkpoint file and the --thread it paused in",
+            code="usage",
+            hint=f"e.g. --checkpoint runs.db --thread 1a2b3c {_RESUME_EXAMPLE} (a paused run prints its command)",
+        )
+    if state is not None or state_file is not None:
+        raise ConfigError(
+            "--resume continues a paused run from its saved state: drop --state/--state-file", code="usage"
+        )
+    import json
+
+    try:
+        return json.loads(resume)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            code="usage",
+            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}",
+        ) from None
+
+
+def pausing_nodes(app: CompiledWorkflow) -> list[str]:
+    return [
+        n.name
+        for n in app.spec.nodes
+        if n.agent_type.strip().lower() in ("input", "inputagent") and n.context.get("interrupt") is True
+    ]
+
+
+def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
+    """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
+    saved = saver.get_tuple(config)
+    values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
+    return tuple(k for k in values if not k.startswith(("__", "branch:")))
+
+
+def resume_command(target: str, checkpoint: Path, thread: str) -> str:
+
+    return (
+        f"agentmap run {shlex.quote(target)} --checkpoint {shlex.quote(str(checkpoint))} "
+        f"--thread {shlex.quote(thread)} {_RESUME_EXAMPLE}"
+    )
+
+
+def questions(result: RunResult) -> list[Any]:
+    return [getattr(i, "value", i) for i in result.interrupts]
+
+
+def print_pause(result: RunResult, thread: str | None, resume_with: str) -> None:
+    from rich.markup import escape
+
+    from agentmap.cli.render import console
+
+    out = console()
+    for value in questions(result):
+        question = value.get("question", value) if isinstance(value, dict) else value
+        node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
+        out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
+    if result.interrupts:
+        out.print("Resume with your answer as JSON:")
+        out.print(f"  {escape(resume_with)}", soft_wrap=True)
+    elif thread is not None:
+        out.print(f"[dim]thread {escape(thread)}[/]")
