@@ -139,7 +139,7 @@ class AgentRegistry:
         cls = "".join(w[:1].upper() + w[1:] for w in words) or "Custom"
         cls = cls if cls[0].isalpha() else f"Agent{cls}"
         return (
-            f"Known types are listed by `agentmap inspect`. To add {name!r}: put a BaseAgent subclass named "
+            f"Known types are listed by `agentmap inspect --agents`. To add {name!r}: put a BaseAgent subclass named "
             f"{cls}Agent in the custom_agents/ folder beside the workflow, decorate a class with "
             f"@agentmap.agent({name!r}), or run `agentmap scaffold`."
         )
