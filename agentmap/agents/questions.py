@@ -1,0 +1,130 @@
+"""What a paused node asks, and whether an answer fits it.
+
+A node that pauses a run (`input` with `interrupt: true`, `human`, `suspend`) hands LangGraph's
+`interrupt()` a *question*: a plain dict, so it checkpoints with any serializer and crosses HTTP as JSON.
+Whoever resumes the run (`agentmap resume`, `CompiledWorkflow.resume`, the server) calls `check_answer`
+first: an answer that does not fit is refused with what would fit, and the run stays paused. The node
+calls it again on the value `interrupt()` returns, so an answer that skipped the check cannot slip through.
+
+```python
+q = question("Review", "human", "Publish this draft?", interaction="approval")
+check_answer(q, "yes")      # -> True
+check_answer(q, "maybe")    # AnswerError: ... answer one of: yes, no, true, false, approve, reject
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from agentmap.errors import ConfigError
+
+__all__ = ["INTERACTIONS", "AnswerError", "Interaction", "check_answer", "is_question", "question"]
+
+Interaction = Literal["any", "approval", "choice", "text_input", "edit", "conversation", "event"]
+INTERACTIONS: tuple[str, ...] = ("any", "approval", "choice", "text_input", "edit", "conversation", "event")
+
+_YES = ("yes", "y", "true", "approve", "approved", "ok", "accept")
+_NO = ("no", "n", "false", "reject", "rejected", "deny", "decline")
+_MARK = "agentmap.question"
+
+
+class AnswerError(ConfigError):
+    """An answer does not fit the question of a paused node; the run stays paused."""
+
+    default_code = "bad-answer"
+
+
+def question(
+    node: str,
+    kind: str,
+    text: str,
+    *,
+    interaction: str = "any",
+    options: Sequence[Any] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """The value a pausing node passes to `interrupt()`.
+
+    Args:
+        node: The node's name.
+        kind: The agent type that asks (`input`, `human`, `suspend`).
+        text: The question shown to the person (or the event awaited).
+        interaction: One of `INTERACTIONS`; decides which answers fit.
+        options: The allowed answers of a `choice` question.
+        **extra: Anything else worth showing (`timeout_seconds`, the value to `edit`, ...); JSON values only.
+    """
+    if interaction not in INTERACTIONS:
+        raise ValueError(f"unknown interaction {interaction!r}; use one of {', '.join(INTERACTIONS)}")
+    payload: dict[str, Any] = {
+        "type": _MARK,
+        "node": node,
+        "kind": kind,
+        "question": text,
+        "interaction": interaction,
+    }
+    if options:
+        payload["options"] = list(options)
+    payload.update(extra)
+    return payload
+
+
+def is_question(value: Any) -> bool:
+    """True for a dict made by `question` (other `interrupt()` values carry no answer rules)."""
+    return isinstance(value, Mapping) and value.get("type") == _MARK
+
+
+def check_answer(payload: Any, answer: Any) -> Any:
+    """The answer as the paused node will receive it, or `AnswerError` saying what fits.
+
+    `approval` takes a bool, `yes`/`no`/`approve`/`reject` (any case), or `{"approved": bool, ...}`, and
+    returns `{"approved": bool, ...}`; `choice` takes one of the options (or its 1-based number as text);
+    `text_input`, `edit` and `conversation` take text (a non-text JSON value is refused); `event` and `any`
+    take anything, `None` included. A value that is not a question (another node's `interrupt()`) passes.
+    """
+    if not is_question(payload):
+        return answer
+    interaction = payload.get("interaction", "any")
+    node = payload.get("node", "?")
+    if interaction == "approval":
+        return _approval(node, answer)
+    if interaction == "choice":
+        return _choice(node, list(payload.get("options") or ()), answer)
+    if interaction in ("text_input", "edit", "conversation"):
+        if isinstance(answer, str):
+            return answer
+        raise AnswerError(
+            f"node {node!r} asks for text; {answer!r} is not text",
+            hint="answer with a JSON string, e.g. '\"my answer\"' (plain text is taken as text)",
+        )
+    return answer
+
+
+def _approval(node: str, answer: Any) -> dict[str, Any]:
+    if isinstance(answer, Mapping) and isinstance(answer.get("approved"), bool):
+        return dict(answer)
+    if isinstance(answer, bool):
+        return {"approved": answer}
+    if isinstance(answer, str) and answer.strip().lower() in (*_YES, *_NO):
+        return {"approved": answer.strip().lower() in _YES}
+    raise AnswerError(
+        f"node {node!r} asks for an approval; {answer!r} is neither yes nor no",
+        hint='answer one of: yes, no, approve, reject, true, false, or {"approved": true, "note": "..."}',
+    )
+
+
+def _choice(node: str, options: list[Any], answer: Any) -> Any:
+    if answer in options:
+        return answer
+    if isinstance(answer, str):
+        folded = {str(o).strip().lower(): o for o in options}
+        if answer.strip().lower() in folded:
+            return folded[answer.strip().lower()]
+        if answer.strip().isdigit() and 1 <= int(answer) <= len(options):
+            return options[int(answer) - 1]
+    listed = ", ".join(repr(o) for o in options) or "(no options given)"
+    raise AnswerError(
+        f"node {node!r} asks to choose one option; {answer!r} is not one of them",
+        hint=f"answer one of: {listed} (or its number, 1 to {len(options)})",
+    )

@@ -1,0 +1,43 @@
+"""The questions a paused node asks, and which answers fit them."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentmap.agents.questions import AnswerError, check_answer, is_question, question
+
+
+def test_approval_accepts_words_bools_and_dicts() -> None:
+    q = question("Review", "human", "Publish?", interaction="approval")
+    assert check_answer(q, "Approve") == {"approved": True}
+    assert check_answer(q, False) == {"approved": False}
+    assert check_answer(q, {"approved": True, "note": "ok"}) == {"approved": True, "note": "ok"}
+    with pytest.raises(AnswerError, match="neither yes nor no") as info:
+        check_answer(q, "maybe")
+    assert info.value.code == "bad-answer" and "approve" in (info.value.hint or "")
+
+
+def test_choice_takes_an_option_its_case_folded_text_or_its_number() -> None:
+    q = question("Pick", "human", "Which?", interaction="choice", options=["Red", "Blue"])
+    assert check_answer(q, "Blue") == "Blue"
+    assert check_answer(q, "red") == "Red"
+    assert check_answer(q, "2") == "Blue"
+    with pytest.raises(AnswerError, match="not one of them") as info:
+        check_answer(q, "3")
+    assert "'Red', 'Blue'" in (info.value.hint or "")
+
+
+def test_text_questions_refuse_non_text_and_events_take_anything() -> None:
+    assert check_answer(question("N", "input", "Name?", interaction="text_input"), "Ada") == "Ada"
+    with pytest.raises(AnswerError):
+        check_answer(question("N", "input", "Name?", interaction="text_input"), 42)
+    event = question("Wait", "suspend", "payment", interaction="event")
+    assert check_answer(event, None) is None
+    assert check_answer(event, {"paid": 3}) == {"paid": 3}
+
+
+def test_values_that_are_not_questions_pass_unchanged() -> None:
+    assert not is_question({"question": "old style"})
+    assert check_answer({"question": "old style"}, 7) == 7
+    with pytest.raises(ValueError, match="unknown interaction"):
+        question("N", "human", "?", interaction="telepathy")
