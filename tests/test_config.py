@@ -168,6 +168,7 @@ def test_named_file_must_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         load_settings()
 
 
+@pytest.mark.slow
 def test_the_environment_is_read_by_load_settings_and_only_then_costs_pydantic_settings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ def test_every_exported_name_resolves() -> None:
         agentmap.nope  # noqa: B018
 
 
+@pytest.mark.slow
 def test_import_agentmap_loads_no_heavy_package() -> None:
     probe = (
         "import sys, agentmap; heavy = ('pandas', 'fastapi', 'openai', 'anthropic', 'langchain_openai', "
@@ -257,6 +258,7 @@ def test_custom_agent_from_the_custom_agents_folder(write_csv: WriteCsv) -> None
     assert agentmap.run(path, {"city": "Oslo"}).state["w"] == "sunny in Oslo"
 
 
+@pytest.mark.slow
 def test_custom_agent_from_an_installed_entry_point(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()

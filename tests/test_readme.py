@@ -25,6 +25,7 @@ def test_the_readme_has_examples() -> None:
     assert len(PYTHON_BLOCKS) >= 3 and len(RUN_LINES) >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", PYTHON_BLOCKS, ids=[f"python-{i}" for i in range(len(PYTHON_BLOCKS))])
 def test_python_example_runs(code: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -32,6 +33,7 @@ def test_python_example_runs(code: str) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_python_examples_print_what_their_comments_say() -> None:
     done = subprocess.run([sys.executable, "-c", PYTHON_BLOCKS[0]], cwd=ROOT, capture_output=True, text=True)
     assert "Hello, Ada!" in done.stdout and "True" in done.stdout
@@ -41,6 +43,7 @@ def test_python_examples_print_what_their_comments_say() -> None:
     assert done.stdout.strip() == "HELLO, ADA!"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", RUN_LINES)
 def test_command_example_runs(line: str) -> None:
     argv = shlex.split(line)

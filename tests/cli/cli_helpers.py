@@ -1,7 +1,16 @@
-"""Run the real `agentmap` command in a subprocess (with pipes, or in a pseudo-terminal)."""
+"""Run the real `agentmap` command: in-process (fast), in a subprocess (with pipes), or in a pseudo-terminal.
+
+`agentmap()` calls `agentmap.cli.main` inside the test process, with stdin empty and stdout/stderr captured
+(not terminals, as with pipes), the environment scrubbed as for a child process, and the process-wide state
+the command changes (working folder, garbage collector, logging, SIGINT handler, output mode) put back
+afterwards. `agentmap_subprocess()` starts `python -m agentmap` for what only a real process shows
+(start-up, signals, exit codes seen by a shell); `agentmap_tty()` runs it on a pseudo-terminal.
+"""
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import pty
 import re
@@ -9,9 +18,13 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from signal import SIGINT, getsignal, signal
+
+from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
@@ -48,6 +61,74 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def agentmap(*args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120) -> Result:
+    """Run `agentmap ARGS` in this process, as `agentmap_subprocess` would run it with pipes.
+
+    `timeout` is accepted for symmetry with `agentmap_subprocess` and not enforced in-process.
+    """
+    from agentmap.cli import main
+
+    overrides: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AGENTMAP_")}
+    overrides["NO_COLOR"] = None
+    overrides.update(env or {})
+    with _restored_process_state(cwd), CliRunner().isolation(env=overrides) as (out, err, _):
+        code = main([str(arg) for arg in args])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Result(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+
+
+_USER_FILE_MODULES = ("agentmap_custom_agents", "agentmap_functions", "agentmap_tools")
+
+
+@contextmanager
+def _restored_process_state(cwd: Path) -> Iterator[None]:
+    """Enter `cwd`; afterwards restore what a command may change for the whole process."""
+    from agentmap.agents.registry import registry
+    from agentmap.cli.render import OutputMode
+
+    # The global agent registry keeps the custom agent folders a command loaded; a new process would not.
+    saved_registry = (dict(registry._types), set(registry._folders), dict(registry._broken))
+    saved_modules = set(sys.modules)
+    logger = logging.getLogger("agentmap")
+    saved_logger = (logger.level, list(logger.handlers), logger.propagate)
+    saved_sigint = getsignal(SIGINT)
+    gc_was_enabled = gc.isenabled()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+        for key, cls in list(registry._types.items()):  # built-in types imported meanwhile stay registered
+            if cls.__module__.startswith("agentmap_custom_agents") and saved_registry[0].get(key) is not cls:
+                registry._types.pop(key)
+                if key in saved_registry[0]:
+                    registry._types[key] = saved_registry[0][key]
+        for name in (
+            set(sys.modules) - saved_modules
+        ):  # the user's files a command imported: a new process re-reads them
+            if name.startswith(_USER_FILE_MODULES):
+                del sys.modules[name]
+        registry._folders.clear()
+        registry._folders.update(saved_registry[1])
+        registry._broken.clear()
+        registry._broken.update(saved_registry[2])
+        OutputMode.json = False
+        logger.setLevel(saved_logger[0])
+        logger.handlers[:] = saved_logger[1]
+        logger.propagate = saved_logger[2]
+        if saved_sigint is not None:
+            signal(SIGINT, saved_sigint)
+        gc.unfreeze()
+        if gc_was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def agentmap_subprocess(
+    *args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> Result:
     """Run `python -m agentmap ARGS` with pipes (so stdout is not a terminal)."""
     proc = subprocess.run(
         [*COMMAND, *map(str, args)],

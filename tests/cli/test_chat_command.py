@@ -59,6 +59,7 @@ def chat(*args: str | Path, lines: str, env: dict[str, str] | None = None, cwd: 
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+@pytest.mark.slow
 def test_chat_keeps_the_history_across_turns_and_writes_the_log(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "session.log"
     result = chat(
@@ -81,6 +82,7 @@ def test_chat_keeps_the_history_across_turns_and_writes_the_log(agent_file: Path
     assert "Traceback" not in result.text
 
 
+@pytest.mark.slow
 def test_chat_with_a_workflow_file_ends_at_end_of_input() -> None:
     result = chat(GRAPHS / "llm_offline.csv", lines="please reverse the text hello world\nhello there\n")
     assert result.code == 0, result.text
@@ -90,6 +92,7 @@ def test_chat_with_a_workflow_file_ends_at_end_of_input() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_chat_max_turns_memory_and_agent_config(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "short.log"
     result = chat(
@@ -112,6 +115,7 @@ def test_chat_max_turns_memory_and_agent_config(agent_file: Path, tmp_path: Path
     assert read_log(log).metadata.stop_reason == "max_turns"
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(agent_file: Path, tmp_path: Path) -> None:
     log = tmp_path / "interrupted.log"
     proc = subprocess.Popen(
@@ -197,6 +201,7 @@ def test_debug_shows_the_agents_traceback(agent_file: Path) -> None:
     assert "Traceback" in result.err and "kaboom" in result.err
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_agent_replies_exits_130(agent_file: Path, tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
@@ -222,6 +227,7 @@ def test_ctrl_c_while_the_agent_replies_exits_130(agent_file: Path, tmp_path: Pa
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("no_color", [True, False])
 def test_errors_honour_no_color(no_color: bool) -> None:
     env = {"NO_COLOR": "1"} if no_color else {}
@@ -243,6 +249,7 @@ def _read_until(master: int, marker: str, deadline: float) -> str:
     return seen.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_chat_in_a_terminal_prompts_and_says_how_to_leave(agent_file: Path) -> None:
     master, slave = pty.openpty()
     proc = subprocess.Popen(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import typer
-from cli_helpers import agentmap
+from cli_helpers import agentmap, agentmap_subprocess
 
 import agentmap as package
 from agentmap.cli.app import build_app
@@ -50,4 +50,24 @@ def test_usage_errors_exit_2_without_traceback(args: list[str], words: list[str]
     assert result.code == 2
     for word in words:
         assert word in result.err
+    assert "Traceback" not in result.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "code", "stream", "words"),
+    [
+        (["--version"], 0, "out", [f"agentmap {package.__version__}"]),
+        (["run", "graphs/hello_world.csv", "--state", '{"name": "Ada"}'], 0, "out", ['"Hello, Ada!"']),
+        (["bogus"], 2, "err", ["No such command 'bogus'"]),
+        (["run", "graphs/helo_world.csv"], 3, "err", ["does not exist"]),
+        (["validate", "graphs/../pyproject.toml"], 3, "err", ["is not a workflow file"]),
+    ],
+)
+def test_a_real_process_exits_as_in_process(args: list[str], code: int, stream: str, words: list[str]) -> None:
+    """What the in-process tests check holds for `python -m agentmap` as a shell starts it."""
+    result = agentmap_subprocess(*args)
+    assert result.code == code, result.err
+    for word in words:
+        assert word in getattr(result, stream)
     assert "Traceback" not in result.text

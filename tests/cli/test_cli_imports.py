@@ -57,6 +57,7 @@ def _loaded(modules: set[str], package: str) -> bool:
     return package in modules or any(m.startswith(package + ".") for m in modules)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "target", ["graphs/hello_world.csv", "graphs/parallel.csv", "graphs/subgraph.csv::Main", "graphs/custom_router.csv"]
 )
@@ -67,12 +68,14 @@ def test_deterministic_run_imports_no_llm_stack(tmp_path: Path, target: str) -> 
     assert not [p for p in _FORBIDDEN_IN_RUN if _loaded(modules, p)]
 
 
+@pytest.mark.slow
 def test_version_imports_nothing_heavy(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "--version")
     assert code == 0
     assert not [p for p in ("typer", "rich", "pydantic", "langgraph", "langchain_core") if _loaded(modules, p)]
 
 
+@pytest.mark.slow
 def test_help_imports_no_runtime(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "--help")
     assert code == 0 and "typer" in modules

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT, Result, agentmap, write
 
 
@@ -35,6 +36,7 @@ def test_init_and_scaffold_below_a_file(tmp_path: Path) -> None:
     _assert_cannot_write(agentmap("scaffold", csv, cwd=tmp_path), blocker / "agents")
 
 
+@pytest.mark.slow
 def test_chat_log_that_cannot_be_written_stops_before_the_chat(tmp_path: Path) -> None:
     blocker = write(tmp_path / "taken", "x")
     proc = subprocess.run(

@@ -97,6 +97,7 @@ class ClockAgent(agentmap.BaseAgent):
     assert json.loads(result.out)["state"]["when"] == "2024-02-29"
 
 
+@pytest.mark.slow
 def test_terminal_shows_summary_table_final_state_and_verdict() -> None:
     result = agentmap_tty("run", "graphs/parallel.csv", "--state", '{"city": "Porto"}')
     assert result.code == 0, result.out
@@ -108,6 +109,7 @@ def test_terminal_shows_summary_table_final_state_and_verdict() -> None:
     assert "\x1b[32m" in result.out  # coloured in a terminal
 
 
+@pytest.mark.slow
 def test_no_color_is_honoured_in_a_terminal() -> None:
     result = agentmap_tty("run", "graphs/hello_world.csv", env={"NO_COLOR": "1"})
     assert result.code == 0, result.out
@@ -116,6 +118,7 @@ def test_no_color_is_honoured_in_a_terminal() -> None:
         assert colour not in result.out
 
 
+@pytest.mark.slow
 def test_json_flag_in_a_terminal_prints_only_json_on_stdout(tmp_path: Path) -> None:
     result = agentmap_tty("run", "graphs/hello_world.csv", "--json", env={"NO_COLOR": "1"})
     document = json.loads(result.out[result.out.index("{") : result.out.rindex("}") + 1])
@@ -146,6 +149,7 @@ def test_agent_that_raises_takes_failure_next_and_exits_1(tmp_path: Path) -> Non
     assert json.loads(passed.out)["state"]["message"] == "Thanks: charged 5"
 
 
+@pytest.mark.slow
 def test_failed_node_is_reported_in_the_terminal(tmp_path: Path) -> None:
     csv = _project(
         tmp_path,
@@ -250,6 +254,7 @@ def test_workflow_from_the_config_file(tmp_path: Path) -> None:
     assert json.loads(result.out)["state"]["line"] == "Hi there"
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_names_the_running_node(tmp_path: Path) -> None:
     marker = tmp_path / "started"
     csv = _project(
@@ -291,6 +296,7 @@ def test_ctrl_c_stops_cleanly_and_names_the_running_node(tmp_path: Path) -> None
     assert document["interrupted"] is True and document["running"] == ["Wait"]
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_console_script_agree() -> None:
     script = Path(sys.executable).with_name("agentmap")
     if not script.exists():

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from cli_helpers import agentmap, agentmap_tty, write
+from cli_helpers import agentmap, agentmap_subprocess, agentmap_tty, write
 
 ASK = """\
 GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
@@ -22,6 +22,7 @@ def workflow(tmp_path: Path) -> Path:
     return write(tmp_path / "ask.csv", ASK)
 
 
+@pytest.mark.slow
 def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: Path) -> None:
     paused = agentmap("run", workflow, "--checkpoint", "runs.db", cwd=tmp_path)
     assert paused.code == 0, paused.err
@@ -34,7 +35,9 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     (waiting,) = [e for e in document["summary"] if e["success"] is None]
     assert waiting["name"] == "Name" and waiting["metadata"] == {"paused": True}
 
-    done = agentmap("run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Ada"', cwd=tmp_path)
+    done = agentmap_subprocess(
+        "run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Ada"', cwd=tmp_path
+    )
     assert done.code == 0, done.err
     final = json.loads(done.out)
     assert final["success"] is True and "paused" not in final
@@ -48,6 +51,7 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     assert "Traceback" not in again.err
 
 
+@pytest.mark.slow
 def test_a_paused_run_in_a_terminal_shows_the_question_and_the_command_to_resume(
     workflow: Path, tmp_path: Path
 ) -> None:

@@ -149,6 +149,7 @@ def _coloured(text: str) -> bool:
     return bool(codes & {*range(30, 39), *range(90, 98)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("no_color", [True, False])
 def test_score_table_in_a_terminal_honours_no_color(scenarios: Path, tmp_path: Path, no_color: bool) -> None:
     run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")

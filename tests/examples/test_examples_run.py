@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.mark.slow
 def test_embed_in_langgraph_script(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "embed_in_langgraph.py"), "grace", "porto"],

@@ -155,6 +155,7 @@ def test_offline_needs_nothing_and_is_labelled() -> None:
     assert reply.response_metadata["model_name"] == "demo"
 
 
+@pytest.mark.slow
 def test_importing_models_loads_no_provider_package() -> None:
     code = (
         "import sys, agentmap.llm.models, agentmap.llm.agents;"
@@ -183,6 +184,7 @@ def _scrubbed_cli(folder: Path, *args: str, **extra: str) -> subprocess.Complete
     return subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_the_cli_refuses_a_missing_key_or_extra_before_the_run(tmp_path: Path, command: str) -> None:
     (tmp_path / "flow.csv").write_text(
@@ -203,6 +205,7 @@ def test_the_cli_refuses_a_missing_key_or_extra_before_the_run(tmp_path: Path, c
         assert 'needs the langchain-anthropic package: pip install "agentmap[anthropic]"' in output
 
 
+@pytest.mark.slow
 def test_the_cli_takes_the_model_from_agentmap_llm_model(tmp_path: Path) -> None:
     (tmp_path / "flow.csv").write_text(
         "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\ng,Ask,llm,Be brief.,q,answer\n"
