@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -124,7 +124,7 @@ class ValidationError(AgentMapError, ValueError):
     exit_code = 4
 
     def __init__(self, issues: Sequence[object], *, source: str | None = None) -> None:
-        self.issues = list(issues)
+        self.issues: list[Any] = list(issues)
         errors = [i for i in self.issues if getattr(i, "severity", "error") == "error"]
         where = f" in {source}" if source else ""
         lines = [f"{len(errors)} validation error{'s' if len(errors) != 1 else ''}{where}:"]

@@ -31,7 +31,8 @@ def run_example(code: str) -> dict[str, Any]:
     lines = code.splitlines()
     for node in ast.parse(code).body:
         source = ast.get_source_segment(code, node) or ""
-        expected = _expectation(lines[node.end_lineno - 1]) if isinstance(node, ast.Expr) else None
+        last = node.end_lineno or node.lineno
+        expected = _expectation(lines[last - 1]) if isinstance(node, ast.Expr) else None
         target = ast.Expression(node.value) if isinstance(node, ast.Expr) else ast.Module([node], type_ignores=[])
         compiled = compile(
             target, "<doc>", "eval" if isinstance(node, ast.Expr) else "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT

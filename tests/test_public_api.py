@@ -33,7 +33,7 @@ def test_every_exported_name_resolves() -> None:
     for name in agentmap.__all__:
         assert getattr(agentmap, name) is not None, name
     assert issubclass(agentmap.ValidationError, AgentMapError)
-    assert callable(agent) and StateAdapter and ExecutionTracker and BaseAgent
+    assert callable(agent) and all(isinstance(c, type) for c in (StateAdapter, ExecutionTracker, BaseAgent))
     assert dir(agentmap) == sorted(agentmap.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         agentmap.nope  # noqa: B018

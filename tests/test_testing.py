@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentmap.agents.base import BaseAgent
-from agentmap.contracts.io import AgentRequest, AgentResponse, error_response, success_response
+from agentmap.contracts.io import AgentRequest, AgentResponse, RequestMetadata, error_response, success_response
 from agentmap.testing import assert_agent_io_compliance
 
 
@@ -54,7 +54,7 @@ async def test_compliant_agents_pass_and_their_response_is_returned() -> None:
 
 
 async def test_a_custom_request_can_be_given() -> None:
-    request = AgentRequest(goal="g", task="Other task", metadata={"trace_id": "mine"})
+    request = AgentRequest(goal="g", task="Other task", metadata=RequestMetadata(trace_id="mine"))
     assert (await assert_agent_io_compliance(Compliant(), request)).result == {"done": "Other task"}
 
 

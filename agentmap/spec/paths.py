@@ -29,7 +29,7 @@ def is_under(path: Path, roots: Sequence[Path]) -> bool:
     return any(path.is_relative_to(root) for root in roots)
 
 
-def confine(text: str, base: Path, roots: Sequence[Path] = ()) -> Path:
+def confine(text: str, base: Path, roots: Sequence[str | Path] = ()) -> Path:
     """`text` resolved against `base` (symlinks and `..` followed), when it lies under `base` or a root.
 
     Args:

@@ -16,6 +16,7 @@ from agentmap.contracts.io import (
     AgentRequest,
     AgentResponse,
     ErrorType,
+    RequestMetadata,
     ResponseStatus,
     error_response,
     success_response,
@@ -39,7 +40,7 @@ class Greeter:
         if request.goal == "fail":
             return error_response(ErrorType.RESOURCE, "no greetings left", trace=[trace_event("x", "-")])
         if request.goal == "partial":
-            return AgentResponse(status="partial", result={"text": "Hel"}, trace=[{"event": "cut"}])
+            return AgentResponse(status=ResponseStatus.PARTIAL, result={"text": "Hel"}, trace=[{"event": "cut"}])
         if request.goal == "raise":
             raise ConnectionError("greeting service down")
         return success_response(
@@ -222,7 +223,7 @@ class AsyncShout(BaseAgent):
 
 
 def _request(goal: str = "g", **inputs: Any) -> AgentRequest:
-    return AgentRequest(goal=goal, task="t", metadata={"trace_id": "as-1"}, inputs=inputs)
+    return AgentRequest(goal=goal, task="t", metadata=RequestMetadata(trace_id="as-1"), inputs=inputs)
 
 
 async def test_as_protocol_wraps_a_base_agent_mapping_request_inputs_to_its_input_fields() -> None:

@@ -74,7 +74,7 @@ def multiply(a: float, b: float) -> float:
 
 @pytest.fixture
 def executor() -> LocalToolExecutor:
-    tools = [add, shout, whoami, broken, forbidden, offline_service, sleepy, sleepy_sync, multiply]
+    tools: list[Any] = [add, shout, whoami, broken, forbidden, offline_service, sleepy, sleepy_sync, multiply]
     return LocalToolExecutor(tools, timeout=0.3)
 
 
@@ -299,7 +299,9 @@ def test_tool_agent_validation(workflow_dir: Path) -> None:
         == []
     )
     outside = ToolAgent.validate_config("", {"tool": "x", "tool_source": "/etc/passwd.py"}, env(workflow_dir))
-    column, message = outside[0]
+    problem = outside[0]
+    assert isinstance(problem, tuple)
+    column, message = problem
     assert column == "Tool_Source" and "outside the allowed tool folders" in message
 
 

@@ -173,7 +173,7 @@ def test_a_zero_timeout_is_refused() -> None:
 
 def test_a_fractional_max_tokens_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"model option .max_tokens. must be a whole number, got 5\.5"):
-        model_spec("offline", max_tokens=5.5)
+        model_spec("offline", max_tokens=5.5)  # type: ignore[arg-type]
     assert model_spec("offline", settings={"llm.max_tokens": "64"}).max_tokens == 64
 
 

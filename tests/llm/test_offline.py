@@ -37,7 +37,7 @@ def get_weather(city: str, unit: str = "celsius") -> str:
     return "sunny"
 
 
-TOOLS = [add_task, delete_task, list_tasks, update_task, get_weather]
+TOOLS: list[Any] = [add_task, delete_task, list_tasks, update_task, get_weather]
 
 
 def ask(message: str, tools: list[Any] = TOOLS, **kwargs: Any) -> AIMessage:

@@ -181,7 +181,7 @@ def _described_workers(tmp_path: Path, steps: list[dict[str, Any]]) -> Path:
 
 
 def test_a_step_naming_a_capability_goes_to_the_worker_whose_description_matches(tmp_path: Path) -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"agent": "greeting writer", "inputs": {"name": "Ada"}},
         {"agent": "request counter"},
         {"tool": "search_flights", "worker": "flight search", "inputs": {"origin": "London", "destination": "Rome"}},

@@ -392,7 +392,9 @@ async def test_cancel_answers_cancelled_with_what_finished() -> None:
 async def test_a_worker_answering_cancelled_cancels_the_run() -> None:
     from agentmap.contracts.io import AgentResponse as Response
 
-    worker = RecordingWorker(lambda req, n: Response(status="cancelled", trace=[{"event": "stop"}]), tools=["t"])
+    worker = RecordingWorker(
+        lambda req, n: Response(status=ResponseStatus.CANCELLED, trace=[{"event": "stop"}]), tools=["t"]
+    )
     response = await Orchestrator(fixed_planner({"tool": "t"}, {"tool": "t"}), {"w": worker}).process(request())
     assert response.status is ResponseStatus.CANCELLED
     assert len(worker.requests) == 1

@@ -51,7 +51,7 @@ async def slow() -> str:
 
 
 def worker() -> WorkerAgent:
-    tools = [search_flights, book, refuse, unreachable, broken, nothing, slow]
+    tools: list[Any] = [search_flights, book, refuse, unreachable, broken, nothing, slow]
     return WorkerAgent(LocalToolExecutor(tools), name="travel")
 
 
@@ -61,7 +61,7 @@ def _request(inputs: dict[str, Any], context: dict[str, Any] | None = None, **me
         task="Execute step",
         metadata=RequestMetadata(trace_id="w-1", **meta),
         inputs=inputs,
-        context=context,
+        context=context or {},
     )
 
 

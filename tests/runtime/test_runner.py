@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
@@ -159,8 +160,8 @@ def test_checkpointer_keeps_state_per_thread(write_csv: WriteCsv) -> None:
         'GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Greet,template,"Hi {name}",name,greeting\n'
     )
     app = agentmap.compile(path, checkpointer=InMemorySaver())
-    one = {"configurable": {"thread_id": "one"}}
-    two = {"configurable": {"thread_id": "two"}}
+    one: RunnableConfig = {"configurable": {"thread_id": "one"}}
+    two: RunnableConfig = {"configurable": {"thread_id": "two"}}
     app.invoke({"name": "Ada"}, one)
     app.invoke({"name": "Bob"}, two)
     assert app.graph.get_state(one).values["greeting"] == "Hi Ada"
@@ -171,7 +172,7 @@ def test_checkpointer_keeps_state_per_thread(write_csv: WriteCsv) -> None:
 def test_sqlite_checkpointer_round_trips_through_a_real_file(write_csv: WriteCsv, tmp_path: Path) -> None:
     sqlite = pytest.importorskip("langgraph.checkpoint.sqlite")
     path = write_csv('GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Greet,template,"Hi {name}",name,g\n')
-    config = {"configurable": {"thread_id": "t"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     with sqlite.SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
         agentmap.compile(path, checkpointer=saver).invoke({"name": "Ada"}, config)
     with sqlite.SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:

@@ -33,7 +33,7 @@ def test_workflow_round_trips_through_json(write_csv: WriteCsv) -> None:
 def test_models_are_frozen() -> None:
     node = NodeSpec(name="A")
     with pytest.raises(ValidationError):
-        node.name = "B"  # type: ignore[misc]
+        node.name = "B"
 
 
 def test_graph_entry_lookup_and_columns() -> None:
