@@ -28,10 +28,12 @@ if TYPE_CHECKING:
         AgentMapError,
         AgentNotFoundError,
         ConfigError,
+        ErrorCode,
         GraphNotFoundError,
         NodeError,
         ValidationError,
         WorkflowFileError,
+        WorkflowValidationError,
     )
     from agentmap.runtime.api import compile, load, run, validate
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
@@ -67,6 +69,8 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "NodeError",
     "ValidationError",
     "WorkflowFileError",
+    "WorkflowValidationError",
+    "ErrorCode",
     "__version__",
 ]
 
@@ -95,6 +99,8 @@ _HOMES = {
     "NodeError": "agentmap.errors",
     "ValidationError": "agentmap.errors",
     "WorkflowFileError": "agentmap.errors",
+    "WorkflowValidationError": "agentmap.errors",
+    "ErrorCode": "agentmap.errors",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

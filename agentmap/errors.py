@@ -5,12 +5,15 @@ what to change, and, where one exists, the `Location` (file, row, column) of the
 also derives from the matching builtin (`FileNotFoundError`, `ValueError`, `LookupError`, ...) so
 callers can catch either.
 
-The command line maps classes to exit codes: see `AgentMapError.exit_code`.
+The command line maps classes to exit codes: see `AgentMapError.exit_code`. Every code is a member of
+`ErrorCode`, and has a section of `csv_specs/errors.md` (`ErrorCode.docs`) saying what it means and what to do.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,16 +21,113 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "ERRORS_PAGE",
     "FILE_ERROR_CODES",
     "AgentMapError",
     "AgentNotFoundError",
     "ConfigError",
+    "ErrorCode",
     "GraphNotFoundError",
     "Location",
     "NodeError",
-    "ValidationError",
     "WorkflowFileError",
+    "WorkflowValidationError",
 ]
+
+ERRORS_PAGE = "csv_specs/errors.md"
+"""The page with one section per error code; `ErrorCode.docs` links into it."""
+
+
+class ErrorCode(StrEnum):
+    """Every stable error and finding code AgentMap reports, as the text it prints (`error[bad-config]`).
+
+    A member compares equal to its text, so `err.code == "bad-config"` holds. Each has a section of
+    `csv_specs/errors.md`; `ErrorCode.BAD_CONFIG.docs` is its link.
+    """
+
+    # any error (the root class's code)
+    AGENTMAP_ERROR = "agentmap-error"
+    # the workflow file, the state file and other files named on the command line (exit 3)
+    FILE_NOT_FOUND = "file-not-found"
+    NOT_A_FILE = "not-a-file"
+    UNSUPPORTED_FORMAT = "unsupported-format"
+    EMPTY_FILE = "empty-file"
+    NOT_TEXT = "not-text"
+    UNREADABLE = "unreadable"
+    MISSING_EXTRA = "missing-extra"
+    STATE_FILE_NOT_FOUND = "state-file-not-found"
+    NO_LOGS = "no-logs"
+    AGENT_NOT_FOUND = "agent-not-found"
+    # selecting a graph (exit 3)
+    GRAPH_NOT_FOUND = "graph-not-found"
+    GRAPH_NOT_SELECTED = "graph-not-selected"
+    # validation findings (exit 4): the header row
+    VALIDATION_FAILED = "validation-failed"
+    MISSING_COLUMN = "missing-column"
+    DUPLICATE_COLUMN = "duplicate-column"
+    UNKNOWN_COLUMN = "unknown-column"
+    # validation findings: cells
+    MISSING_GRAPH_NAME = "missing-graph-name"
+    MISSING_NODE_NAME = "missing-node-name"
+    BAD_CONTEXT = "bad-context"
+    BAD_FIELD = "bad-field"
+    BAD_TARGET = "bad-target"
+    BAD_PROMPT_FILE = "bad-prompt-file"
+    NO_GRAPHS = "no-graphs"
+    # validation findings: graphs
+    DUPLICATE_NODE = "duplicate-node"
+    RESERVED_NAME = "reserved-name"
+    UNKNOWN_AGENT_TYPE = "unknown-agent-type"
+    EDGE_CONFLICT = "edge-conflict"
+    UNKNOWN_TARGET = "unknown-target"
+    PARALLEL_WRITE = "parallel-write"
+    UNREACHABLE_NODE = "unreachable-node"
+    UNSET_INPUT = "unset-input"
+    UNKNOWN_FUNCTION = "unknown-function"
+    # configuration and usage (exit 2)
+    BAD_CONFIG = "bad-config"
+    CONFIG_NOT_FOUND = "config-not-found"
+    USAGE = "usage"
+    NO_WORKFLOW = "no-workflow"
+    BAD_STATE = "bad-state"
+    BAD_CHECKPOINTER = "bad-checkpointer"
+    NOTHING_TO_RESUME = "nothing-to-resume"
+    CANNOT_WRITE = "cannot-write"
+    NOT_A_FOLDER = "not-a-folder"
+    BAD_AGENT_CONFIG = "bad-agent-config"
+    MISSING_API_KEY = "missing-api-key"
+    TOOL_NOT_FOUND = "tool-not-found"
+    TOOL_PATH_REFUSED = "tool-path-refused"
+    UNKNOWN_TOOL = "unknown-tool"
+    MCP_UNAVAILABLE = "mcp-unavailable"
+    BAD_ANSWER = "bad-answer"
+    # while running (exit 5)
+    NODE_ERROR = "node-error"
+    BAD_ROUTE = "bad-route"
+    RECURSION_LIMIT = "recursion-limit"
+    AGENT_ERROR = "agent-error"
+    NO_REPLY = "no-reply"
+    LLM_ERROR = "llm-error"
+    LLM_RATE_LIMIT = "llm-rate-limit"
+    LLM_TIMEOUT = "llm-timeout"
+    ORCHESTRATION_FAILED = "orchestration-failed"
+    # evaluation files
+    BAD_SCENARIOS = "bad-scenarios"
+    BAD_CONVERSATION_LOG = "bad-conversation-log"
+    BAD_MANIFEST = "bad-manifest"
+
+    @property
+    def docs(self) -> str:
+        """The link to this code's section of `csv_specs/errors.md`."""
+        return f"{ERRORS_PAGE}#{self.value}"
+
+    @classmethod
+    def coerce(cls, code: str) -> str:
+        """`code` as a member when it is one, else the text unchanged (a code not listed yet)."""
+        try:
+            return cls(code)
+        except ValueError:
+            return code
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +151,8 @@ class AgentMapError(Exception):
     """Root of every error AgentMap raises on purpose.
 
     Attributes:
-        code: A stable, machine-readable identifier (`"unknown-agent-type"`); never reworded.
+        code: A stable, machine-readable identifier (`"unknown-agent-type"`); never reworded. An
+            `ErrorCode` member when the code is listed there (a plain string otherwise).
         message: What went wrong and what to change, in words a workflow author can act on.
         location: The file, row and column of the mistake, when there is one.
         hint: An optional extra line ("did you mean ...?").
@@ -69,10 +170,15 @@ class AgentMapError(Exception):
         hint: str | None = None,
     ) -> None:
         self.message = message
-        self.code = code or self.default_code
+        self.code: str = ErrorCode.coerce(code or self.default_code)
         self.location = location
         self.hint = hint
         super().__init__(self.__str__())
+
+    @property
+    def docs(self) -> str | None:
+        """The link to the section of `csv_specs/errors.md` that explains this error's code (None if unlisted)."""
+        return self.code.docs if isinstance(self.code, ErrorCode) else None
 
     def __str__(self) -> str:
         text = f"{self.location}: {self.message}" if self.location else self.message
@@ -114,7 +220,7 @@ class NodeError(AgentMapError, RuntimeError):
     exit_code = 5
 
 
-class ValidationError(AgentMapError, ValueError):
+class WorkflowValidationError(AgentMapError, ValueError):
     """A workflow has validation errors; `issues` holds every finding (errors and warnings).
 
     The message lists the errors one per line, each prefixed with its file:row:column.
@@ -148,3 +254,20 @@ FILE_ERROR_CODES: Mapping[str, type[AgentMapError]] = MappingProxyType(
 `agentmap.validate` reports these errors about the file as a whole as issues without a row; the
 command line maps such an issue back to its class (and so its exit code) through this table.
 """
+
+
+if TYPE_CHECKING:
+    ValidationError = WorkflowValidationError  # the deprecated name, for type checkers
+
+
+def __getattr__(name: str) -> Any:
+    """`ValidationError`, the former name of `WorkflowValidationError`, still works and warns (one release)."""
+    if name == "ValidationError":
+        warnings.warn(
+            "agentmap.errors.ValidationError is renamed WorkflowValidationError (it shadowed pydantic's "
+            "ValidationError); the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return WorkflowValidationError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

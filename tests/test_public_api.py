@@ -32,7 +32,7 @@ def _unique(prefix: str) -> str:
 def test_every_exported_name_resolves() -> None:
     for name in agentmap.__all__:
         assert getattr(agentmap, name) is not None, name
-    assert issubclass(agentmap.ValidationError, AgentMapError)
+    assert issubclass(agentmap.WorkflowValidationError, AgentMapError)
     assert callable(agent) and all(isinstance(c, type) for c in (StateAdapter, ExecutionTracker, BaseAgent))
     assert dir(agentmap) == sorted(agentmap.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
@@ -412,7 +412,7 @@ def test_every_finding_has_its_row_and_column(
     warning = code in ("unknown-column", "unreachable-node", "unset-input")
     assert issue.severity == ("warning" if warning else "error")
     if not warning:
-        with pytest.raises(agentmap.ValidationError) as info:
+        with pytest.raises(agentmap.WorkflowValidationError) as info:
             agentmap.compile(path)
         assert code in str(info.value)
 

@@ -69,7 +69,7 @@ def dump_json(document: Any, stream: IO[str] | None = None) -> None:
 
 
 def error_document(error: AgentMapError) -> dict[str, Any]:
-    """The JSON form of an error: code, message, location, hint and the exit code."""
+    """The JSON form of an error: code, message, location, hint, the code's page and the exit code."""
     location = error.location
     issues = getattr(error, "issues", None)
     data: dict[str, Any] = {
@@ -79,6 +79,7 @@ def error_document(error: AgentMapError) -> dict[str, Any]:
         if location is None
         else {"file": location.file, "row": location.row, "column": location.column},
         "hint": error.hint,
+        "docs": error.docs,
     }
     if issues:
         data["issues"] = [i.model_dump() if hasattr(i, "model_dump") else str(i) for i in issues]
@@ -86,7 +87,7 @@ def error_document(error: AgentMapError) -> dict[str, Any]:
 
 
 def print_error(error: BaseException, *, debug: bool = False) -> None:
-    """Write `error` to stderr as one paragraph: `error[code]: file:row:column: message`, then the hint.
+    """Write `error` to stderr as one paragraph: `error[code]: file:row:column: message`, the hint, the code's page.
 
     With `debug` the traceback comes first. Errors that are not AgentMap's are reported as internal.
     """
@@ -101,6 +102,8 @@ def print_error(error: BaseException, *, debug: bool = False) -> None:
         lines = [f"{label}: {where}{error.message}"]
         if error.hint:
             lines.append(f"  {_style('hint', '33', err)}: {error.hint}")
+        if error.docs:
+            lines.append(f"  see: {error.docs}")
     else:
         label = _style("error[internal]", "1;31", err)
         lines = [f"{label}: {type(error).__name__}: {error}"]

@@ -74,7 +74,7 @@ def agent_for(
         `errors`, `timings` (seconds per node) and `models` (model per LLM node).
 
     Raises:
-        WorkflowFileError, GraphNotFoundError, ValidationError: When the workflow cannot be compiled.
+        WorkflowFileError, GraphNotFoundError, WorkflowValidationError: When the workflow cannot be compiled.
     """
     keys = _Keys.for_workflow(workflow, prompt_key, history_key, memory_key, config_key, content_key)
     app = workflow if not isinstance(workflow, str | os.PathLike) else _compile(workflow, keys, compile_options)

@@ -32,7 +32,7 @@ def resolve_agent(target: str | os.PathLike[str] | None = None) -> Callable[...,
 
     Raises:
         ConfigError: When `target` is None and `ACTIVE_AGENT_PATH` is unset or unusable.
-        WorkflowFileError, GraphNotFoundError, ValidationError: When the workflow cannot be compiled.
+        WorkflowFileError, GraphNotFoundError, WorkflowValidationError: When the workflow cannot be compiled.
     """
     if target is None:
         return load_active_agent()

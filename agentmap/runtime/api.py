@@ -1,7 +1,7 @@
 """The public entry points: `load`, `validate`, `compile` and `run`.
 
 `validate` and `compile` run the same checks (`compiler.check`); `validate` reports, `compile` raises
-`ValidationError` when any finding is an error.
+`WorkflowValidationError` when any finding is an error.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
-from agentmap.errors import AgentMapError, GraphNotFoundError, ValidationError
+from agentmap.errors import AgentMapError, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.compiler import BuildOptions, build_state_graph, check
 from agentmap.runtime.runner import CompiledWorkflow, RunResult
 from agentmap.runtime.tracking import SuccessPolicy
@@ -63,7 +63,7 @@ def load(
 
     Raises:
         WorkflowFileError: The file is missing or unreadable.
-        ValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
+        WorkflowValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
     workflow, issues = _read(source)
     if not strict:
@@ -72,7 +72,7 @@ def load(
     for graph in workflow.graphs:
         issues += check(graph, options)
     if any(i.severity == "error" for i in issues):
-        raise ValidationError(issues, source=str(source))
+        raise WorkflowValidationError(issues, source=str(source))
     return workflow
 
 
@@ -108,7 +108,7 @@ def load_graph(source: str | Path, graph: str | None = None, **options: Any) -> 
     """Load and validate a workflow file and return one graph (`file.csv::Graph`, or its only graph).
 
     Raises:
-        WorkflowFileError, GraphNotFoundError, ValidationError: As `load` and `select_graph`.
+        WorkflowFileError, GraphNotFoundError, WorkflowValidationError: As `load` and `select_graph`.
     """
     path, selected = parse_selector(source)
     return select_graph(load(path, **options), graph or selected, source=str(path))
@@ -175,7 +175,7 @@ def compile(
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
     Raises:
-        WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
+        WorkflowFileError, GraphNotFoundError, WorkflowValidationError: The workflow cannot be compiled.
         ConfigError: A checkpointer string names nothing known, or a file that cannot be opened.
     """
     options = _options(functions_dir, agents_dir, settings, registry)
@@ -186,13 +186,13 @@ def compile(
         workflow, issues = _read(source)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         if not workflow.graphs and any(i.severity == "error" for i in issues):
-            raise ValidationError(issues, source=str(workflow.file))  # nothing readable to select from
+            raise WorkflowValidationError(issues, source=str(workflow.file))  # nothing readable to select from
         spec = select_graph(workflow, selected)
         # The file's findings that concern this graph (or every graph, like a bad header), then the graph's own
         issues = [i for i in issues if i.graph in (None, spec.name)]
     issues += check(spec, options)
     if any(i.severity == "error" for i in issues):
-        raise ValidationError(issues, source=str(spec.file or spec.name))
+        raise WorkflowValidationError(issues, source=str(spec.file or spec.name))
     builder, agents = build_state_graph(spec, options, state_keys)
     if isinstance(checkpointer, str):
         from agentmap.runtime.checkpoint import resolve_checkpointer

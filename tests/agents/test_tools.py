@@ -314,7 +314,7 @@ def test_tool_node_in_a_csv_workflow(workflow_dir: Path) -> None:
     )
     csv = workflow_dir / "calc.csv"
     # Count names no tool: validation reports it before anything runs.
-    with pytest.raises(agentmap.ValidationError, match="needs the tool's name"):
+    with pytest.raises(agentmap.WorkflowValidationError, match="needs the tool's name"):
         agentmap.compile(csv)
     csv.write_text(csv.read_text().replace("calc,Count,tool,,", 'calc,Count,tool,"{""tool"": ""word_count""}",'))
     app = agentmap.compile(csv)

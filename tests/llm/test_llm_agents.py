@@ -214,7 +214,7 @@ def test_configuration_problems_are_reported_before_the_run(tmp_path: Path, monk
         ["g", "C", "llm", "x", {"model": "offline", "prompt_role": "assistant"}, "q", "c", "D"],
         ["g", "D", "llm", "x", {"model": "offline"}, "q", "d", "", "", "tools.py", "add_nums"],
     )
-    with pytest.raises(agentmap.ValidationError) as raised:
+    with pytest.raises(agentmap.WorkflowValidationError) as raised:
         agentmap.compile(path)
     message = str(raised.value)
     assert "model openai:gpt-4o needs an API key: set the environment variable OPENAI_API_KEY" in message

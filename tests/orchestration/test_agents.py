@@ -261,7 +261,7 @@ def test_an_orchestrator_naming_a_missing_node_is_a_validation_error_with_a_sugg
     (issue,) = [i for i in agentmap.validate(path) if i.severity == "error"]
     assert (issue.code, issue.column, issue.row) == ("unknown-target", "Context", 2)
     assert "names node 'plann', which is not a node of graph 'G'; did you mean 'plan'?" in issue.message
-    with pytest.raises(agentmap.ValidationError):
+    with pytest.raises(agentmap.WorkflowValidationError):
         agentmap.run(path, {"goal": "x"})  # caught before any node runs
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import agentmap
-from agentmap import ConfigError, GraphNotFoundError, ValidationError, WorkflowFileError
+from agentmap import ConfigError, GraphNotFoundError, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.api import select_graph
 from agentmap.spec.loader import read_workflow
 
@@ -29,7 +29,7 @@ def test_load_reads_and_validates_every_graph(write_csv: WriteCsv) -> None:
 
 def test_load_raises_with_every_error_of_every_graph(write_csv: WriteCsv) -> None:
     path = write_csv("GraphName,Node,AgentType,Edge\nA,One,nope,\nB,Two,echo,Nowhere\n")
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(WorkflowValidationError) as info:
         agentmap.load(path)
     err = info.value
     assert [(i.row, i.code) for i in err.issues] == [(2, "unknown-agent-type"), (3, "unknown-target")]
@@ -95,7 +95,7 @@ def test_validate_and_compile_report_the_same_findings(write_csv: WriteCsv) -> N
         """
     )
     issues = agentmap.validate(path)
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(WorkflowValidationError) as info:
         agentmap.compile(path)
     assert info.value.issues == issues
     assert [(i.severity, i.code) for i in issues] == [
@@ -197,7 +197,7 @@ def test_header_only_file_has_no_graphs(write_csv: WriteCsv) -> None:
     path = write_csv("GraphName,Node,AgentType\n")
     (issue,) = agentmap.validate(path)
     assert (issue.code, issue.row) == ("no-graphs", None)
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(WorkflowValidationError) as info:
         agentmap.compile(path)
     assert [i.code for i in info.value.issues] == ["no-graphs"]
 
@@ -218,7 +218,7 @@ def test_compile_reports_every_error_of_its_graph_at_once_and_ignores_other_grap
         "Broken,A,ecoh,{bad,Nowhere\n"  # a bad cell (read time) and two graph findings
         "Good,B,echo,,\n"
     )
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(WorkflowValidationError) as caught:
         agentmap.compile(path, "Broken")
     codes = sorted(i.code for i in caught.value.issues if i.severity == "error")
     assert codes == ["bad-context", "unknown-agent-type", "unknown-target"]
