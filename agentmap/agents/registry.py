@@ -6,13 +6,17 @@ Types are matched case-insensitively and an `Agent` suffix is optional, so `Echo
 1. the built-in types and anything registered with `@agentmap.agent("name")`;
 2. a custom agents folder (`load_folder`), where every `BaseAgent` subclass of every `.py` file
    registers under its class name;
-3. the `agentmap.agents` entry point group of installed packages (read once, on the first miss).
+3. the `agentmap.agents` entry point group of installed packages: an entry point is loaded the first
+   time its name is looked up.
+
+Built-in types that live above this layer (`graph` in runtime, the LLM types, the orchestration nodes)
+register through that same entry point group, declared in AgentMap's own `pyproject.toml`; this module
+never names them, and a deterministic graph imports none of them.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import importlib.util
 import inspect
 import re
@@ -32,23 +36,6 @@ T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "agentmap.agents"
 
-_LAZY_TYPES: dict[str, str] = {
-    "graph": "agentmap.runtime.subgraph",
-    "tool": "agentmap.agents.tool_agent",
-    "planner": "agentmap.orchestration.agents",
-    "worker": "agentmap.orchestration.agents",
-    "orchestrator": "agentmap.orchestration.agents",
-    "llm": "agentmap.llm.agents",
-    "openai": "agentmap.llm.agents",
-    "anthropic": "agentmap.llm.agents",
-    "google": "agentmap.llm.agents",
-    "ollama": "agentmap.llm.agents",
-    "offline": "agentmap.llm.agents",
-    "assistant": "agentmap.llm.assistant",
-    "llm_planner": "agentmap.llm.planner",
-}
-"""Built-in types whose modules are imported on first use, so a deterministic graph loads no LLM stack."""
-
 
 def normalize_type(name: str) -> str:
     """Return the canonical key of an agent type: lowercase, without an `Agent` suffix; empty is `default`."""
@@ -64,6 +51,7 @@ class AgentRegistry:
     def __init__(self) -> None:
         self._types: dict[str, AgentClass] = {}
         self._entry_points_loaded = False
+        self._entry_points: dict[str, list[Any]] | None = None
         self._folders: set[Path] = set()
         self._broken: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -104,11 +92,9 @@ class AgentRegistry:
         """Return the class registered under `name` (any spelling), or None."""
         key = normalize_type(name)
         found = self._types.get(key)
-        if found is None and key in _LAZY_TYPES and self is registry:
-            importlib.import_module(_LAZY_TYPES[key])
-            found = self._types.get(key)
         if found is None and not self._entry_points_loaded:
-            self.load_entry_points()
+            for ep in self._installed().get(key, []):
+                self._load_entry_point(ep)
             found = self._types.get(key)
         return found
 
@@ -145,9 +131,9 @@ class AgentRegistry:
         )
 
     def names(self) -> list[str]:
-        """All known type keys (registered, or built in and loaded on first use), sorted."""
-        lazy = _LAZY_TYPES if self is registry else {}
-        return sorted({*self._types, *lazy})
+        """All known type keys (registered, or declared by an installed entry point and loaded on first use), sorted."""
+        installed = self._installed() if self is registry and not self._entry_points_loaded else {}
+        return sorted({*self._types, *installed})
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
@@ -195,13 +181,26 @@ class AgentRegistry:
     def load_entry_points(self) -> None:
         """Register the agent types installed packages declare in the `agentmap.agents` group."""
         self._entry_points_loaded = True
-        from importlib.metadata import entry_points
+        for eps in self._installed().values():
+            for ep in eps:
+                self._load_entry_point(ep)
 
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                self.register(ep.name, ep.load())
-            except Exception as exc:  # one broken plugin must not hide the others, nor crash validation
-                self._broken[normalize_type(ep.name)] = f"{ep.value}: {type(exc).__name__}: {exc}"
+    def _installed(self) -> dict[str, list[Any]]:
+        """The entry points of the group by type key (read from the installed packages once)."""
+        if self._entry_points is None:
+            from importlib.metadata import entry_points
+
+            index: dict[str, list[Any]] = {}
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                index.setdefault(normalize_type(ep.name), []).append(ep)
+            self._entry_points = index
+        return self._entry_points
+
+    def _load_entry_point(self, ep: Any) -> None:
+        try:
+            self.register(ep.name, ep.load())
+        except Exception as exc:  # one broken plugin must not hide the others, nor crash validation
+            self._broken[normalize_type(ep.name)] = f"{ep.value}: {type(exc).__name__}: {exc}"
 
 
 def import_file(path: Path, *, prefix: str) -> Any:

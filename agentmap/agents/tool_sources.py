@@ -41,8 +41,10 @@ __all__ = [
     "tool_timeout",
 ]
 
-# Sources whose loader lives outside `agentmap.agents` (imported only when such a source is used).
-_EXTERNAL_LOADERS = {"mcp": "agentmap.llm.mcp"}
+TOOL_SOURCE_GROUP = "agentmap.tool_sources"
+"""Entry point group of the loaders of sources that live outside `agentmap.agents` (`mcp`, declared in
+AgentMap's pyproject.toml), each a module with `load_source_tools` and `check_source`, imported on first use."""
+_EXTERNAL_KINDS = ("mcp",)
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
 
@@ -164,11 +166,24 @@ def _sources(context: Mapping[str, Any], environment: AgentEnvironment) -> list[
 async def load_tools(source: str, environment: AgentEnvironment) -> list[BaseTool]:
     """Load the tools of one source, MCP servers included (see the module docstring for the forms)."""
     kind = _kind(source, environment.base_dir)
-    if kind in _EXTERNAL_LOADERS:
-        loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
+    if kind in _EXTERNAL_KINDS:
+        loader = _external_loader(kind)
         tools: list[BaseTool] = await loader.load_source_tools(source, base_dir=environment.base_dir)
         return tools
     return load_python_tools(source, environment)
+
+
+def _external_loader(kind: str) -> Any:
+    """The loader module the `agentmap.tool_sources` entry point `kind` names."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=TOOL_SOURCE_GROUP, name=kind):
+        return ep.load()
+    raise ConfigError(
+        f"no loader for `{kind}:` tool sources is installed (the entry point {kind!r} of group {TOOL_SOURCE_GROUP!r})",
+        code="tool-not-found",
+        hint='reinstall AgentMap (pip install -e ".[dev]" in a checkout) so its entry points are declared',
+    )
 
 
 def _unknown(lead: str, name: str, found: Sequence[str]) -> ConfigError:
@@ -221,9 +236,9 @@ def check_tool_config(
     python_only = True
     for source in sources:
         kind = _kind(source, environment.base_dir)
-        if kind in _EXTERNAL_LOADERS:
+        if kind in _EXTERNAL_KINDS:
             python_only = False
-            loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
+            loader = _external_loader(kind)
             problems.extend(("Tool_Source", p) for p in loader.check_source(source, base_dir=environment.base_dir))
             continue
         try:

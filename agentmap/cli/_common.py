@@ -14,7 +14,7 @@ import typer
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.config import Settings
+    from agentmap._cli_api import Settings
 
 __all__ = [
     "ConfigOption",
@@ -84,7 +84,7 @@ def configure_logging(level: str) -> None:
 
 def load(config: Path | None, debug: bool) -> Settings:
     """Read the settings (config file and environment) and configure logging from them."""
-    from agentmap.config import load_settings
+    from agentmap._cli_api import load_settings
 
     settings = load_settings(config)
     configure_logging("DEBUG" if debug else settings.logging.level)

@@ -29,7 +29,7 @@ from agentmap.cli.render import OutputMode
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
 if TYPE_CHECKING:
-    from agentmap.config import Settings
+    from agentmap._cli_api import Settings
 
 __all__ = [
     "AgentConfigOption",
@@ -79,7 +79,7 @@ def read_agent_config(value: str | None) -> dict[str, Any] | None:
     data = json_object(
         text, where, code="bad-agent-config", example=_CONFIG_EXAMPLE, hint=", or the path of a .json file holding one"
     )
-    from agentmap.interface.agent_config import resolve_agent_config
+    from agentmap._cli_api import resolve_agent_config
 
     resolve_agent_config(data)  # a wrong value stops here, not on every turn
     return data
@@ -95,7 +95,7 @@ def load_agent(target: str | None, settings: Settings, *, source: str = "FILE") 
         WorkflowFileError: The file does not exist.
         ConfigError: No target and no `ACTIVE_AGENT_PATH`, or the module has no `run_agent`.
     """
-    from agentmap.interface.agent import ACTIVE_AGENT_ENV, agent_for, load_active_agent
+    from agentmap._cli_api import ACTIVE_AGENT_ENV, agent_for, load_active_agent
 
     text = target if target is not None else os.environ.get(ACTIVE_AGENT_ENV, "").strip()
     if target is None:
@@ -213,12 +213,12 @@ def chat_session(
     agent = load_agent(target, settings)
     interactive = sys.stdin.isatty()
     if interactive:
-        from agentmap.interface.agent import ACTIVE_AGENT_ENV
+        from agentmap._cli_api import ACTIVE_AGENT_ENV
 
         name = target or os.environ.get(ACTIVE_AGENT_ENV, "")
         sys.stderr.write(f"Chatting with {name}. Type /exit or press Ctrl-D to leave.\n")
         sys.stderr.flush()
-    from agentmap.interface.chat import chat_loop
+    from agentmap._cli_api import chat_loop
 
     terminal = _Console(interactive)
     session = chat_loop(
@@ -262,7 +262,7 @@ def ask_once(
     settings = load(config, debug)
     call_config = read_agent_config(agent_config)
     agent = load_agent(target, settings)
-    from agentmap.interface.chat import ask
+    from agentmap._cli_api import ask
 
     try:
         text = run_interruptible(

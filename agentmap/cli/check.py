@@ -17,7 +17,7 @@ from agentmap.cli.render import OutputMode
 from agentmap.errors import FILE_ERROR_CODES, AgentMapError
 
 if TYPE_CHECKING:
-    from agentmap.spec.models import Issue
+    from agentmap import Issue
 
 __all__ = ["register", "validate_workflow"]
 
@@ -42,7 +42,7 @@ def validate_workflow(
     OutputMode.json = json_output
     settings = load(config, debug)
     path, selected = split_target(target, settings)
-    from agentmap.runtime.api import validate
+    from agentmap import validate
 
     found = validate(path, graph or selected, **settings.compile_options())
     # The checks run in passes; list the findings as the user reads the file (this file's first).

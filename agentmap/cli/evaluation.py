@@ -25,8 +25,7 @@ from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, Location, WorkflowFileError
 
 if TYPE_CHECKING:
-    from agentmap.interface.eval_runner import EvalRunSummary
-    from agentmap.interface.evaluate import EvalReport
+    from agentmap._cli_api import EvalReport, EvalRunSummary
 
 __all__ = ["register", "run_scenarios", "score_folder"]
 
@@ -78,7 +77,7 @@ def run_scenarios(
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout:g}", code="usage")
     _existing_file(scenarios, "scenarios file", _SCENARIOS_HINT)
-    from agentmap.interface.scenarios import load_scenarios
+    from agentmap._cli_api import load_scenarios
 
     names = {s.name for s in load_scenarios(scenarios)}  # mistakes in the file stop before the agent loads
     settings = load(config, debug)
@@ -90,7 +89,7 @@ def run_scenarios(
         _existing_file(
             Path(workflow.partition("::")[0]), "workflow", "pass a workflow file, e.g. graphs/llm_offline.csv"
         )
-        from agentmap.interface.agent import agent_for
+        from agentmap._cli_api import agent_for
 
         run_agent: Any = agent_for(workflow, **settings.compile_options(), **settings.policy_options())
     else:
@@ -98,7 +97,7 @@ def run_scenarios(
     folder = out if out is not None else _DEFAULT_OUT / scenarios.stem
     ensure_writable(folder, "the logs folder", folder=True)
 
-    from agentmap.interface.eval_runner import run_eval
+    from agentmap._cli_api import run_eval
 
     summary = run_interruptible(
         run_eval(
@@ -206,12 +205,12 @@ def score_folder(
     scorer = None
     if judge is not None:
         settings = load(config, debug)
-        from agentmap.interface.judge import load_rubric, make_llm_judge
+        from agentmap._cli_api import load_rubric, make_llm_judge
 
         criteria = load_rubric(rubric) if rubric is not None else None
         threshold = 3 if judge_threshold is None else judge_threshold
         scorer = make_llm_judge(judge, rubric=criteria, threshold=threshold, settings=settings.agent_settings())
-    from agentmap.interface.evaluate import score_logs
+    from agentmap._cli_api import score_logs
 
     result = score_logs(logs_dir, expectations=expectations, judge=scorer)
     code = 0 if result.passed == len(result.runs) else 1
@@ -222,7 +221,7 @@ def score_folder(
 
 
 def _write_report(result: EvalReport, path: Path) -> None:
-    from agentmap.interface.report import report_html
+    from agentmap._cli_api import report_html
 
     ensure_writable(path, "the HTML report")
     try:
@@ -240,8 +239,8 @@ def _print_score(result: EvalReport, code: int, report: Path | None, json_output
             document["report"] = str(report)
         dump_json(document)
         return
+    from agentmap._cli_api import render_table
     from agentmap.cli.render import console
-    from agentmap.interface.report import render_table
 
     out = console()
     render_table(result, console=out)

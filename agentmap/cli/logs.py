@@ -29,7 +29,7 @@ def show_logs(
     debug: bool = False,
 ) -> int:
     """The `logs` command: print the latest decisions; returns the exit code (0, or 3 with no log)."""
-    from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
+    from agentmap._cli_api import SQLiteDecisionLog, configured_log_path
 
     settings = load(config, debug)
     path = db or configured_log_path(settings.agent_settings())
@@ -72,7 +72,7 @@ def render_logs(
         limit: How many of the latest decisions to show.
         show_tools: Whether to list each decision's tool calls under it.
     """
-    from agentmap.llm.decision_log import SQLiteDecisionLog, dumps
+    from agentmap._cli_api import SQLiteDecisionLog, dumps
 
     log = SQLiteDecisionLog(path)
     if not log.path.exists():

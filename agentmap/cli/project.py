@@ -24,7 +24,7 @@ from agentmap.cli._common import (
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.spec.models import NodeSpec, Workflow
+    from agentmap import NodeSpec, Workflow
 
 __all__ = ["init_project", "register", "scaffold_workflow"]
 
@@ -92,9 +92,8 @@ def _class_name(key: str) -> str:
 
 def _find_missing(workflow: Workflow, graph: str | None, options: dict[str, Any]) -> _Missing:
     """What `validate` reports as unknown: agent types (by key) and `func:` routers (by name)."""
-    from agentmap.agents import normalize_type
-    from agentmap.runtime.api import select_graph, validate
-    from agentmap.spec.models import FuncRef
+    from agentmap import validate
+    from agentmap._cli_api import FuncRef, normalize_type, select_graph
 
     graphs = [select_graph(workflow, graph, source=workflow.file)] if graph else list(workflow.graphs)
     missing = _Missing()
@@ -157,7 +156,7 @@ def scaffold_workflow(
     """The `scaffold` command: stubs for unknown agent types and missing `func:` routers."""
     settings = load(config, debug)
     path, graph = split_target(target, settings)
-    from agentmap.runtime.api import load as load_workflow
+    from agentmap import load as load_workflow
 
     workflow = load_workflow(path, strict=False)
     missing = _find_missing(workflow, graph, settings.compile_options())

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
+    from agentmap import Issue, NodeExecution
     from agentmap.errors import AgentMapError
-    from agentmap.runtime.tracking import NodeExecution
-    from agentmap.spec.models import Issue
 
 __all__ = [
     "LiveView",

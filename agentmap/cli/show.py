@@ -24,7 +24,8 @@ from agentmap.cli._common import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from agentmap.spec.models import GraphSpec, NodeSpec, Targets
+    from agentmap import GraphSpec, NodeSpec
+    from agentmap._cli_api import Targets
 
 __all__ = ["ExportFormat", "export_workflow", "inspect_workflow", "register"]
 
@@ -85,7 +86,7 @@ def agent_types_table() -> Table:
     """Every known agent type and the class behind it."""
     from rich.table import Table
 
-    from agentmap.agents import registry
+    from agentmap import registry
 
     table = Table(
         title="Agent types (AgentType column; case-insensitive, an Agent suffix is optional)", title_justify="left"
@@ -118,8 +119,8 @@ def inspect_workflow(
         out.print(agent_types_table())
         return 0
     path, graph = split_target(target, settings)
-    from agentmap.runtime.api import load as load_workflow
-    from agentmap.runtime.api import select_graph
+    from agentmap import load as load_workflow
+    from agentmap._cli_api import select_graph
 
     workflow = load_workflow(path, **settings.compile_options())
     graphs = [select_graph(workflow, graph, source=str(path))] if graph else list(workflow.graphs)
@@ -144,12 +145,12 @@ def export_workflow(
     path, graph = split_target(target, settings)
     text: str
     if fmt is ExportFormat.mermaid:
-        from agentmap.runtime.api import compile
+        from agentmap import compile
 
         text = compile(path, graph, **settings.compile_options()).draw_mermaid()
     else:
-        from agentmap.runtime.api import load as load_workflow
-        from agentmap.runtime.api import select_graph
+        from agentmap import load as load_workflow
+        from agentmap._cli_api import select_graph
 
         workflow = load_workflow(path, **settings.compile_options())
         data: Any = workflow if graph is None else select_graph(workflow, graph, source=str(path))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import agentmap
 from agentmap.agents import builtins
 from agentmap.agents.base import BaseAgent
 from agentmap.agents.registry import AgentRegistry, agent, normalize_type, registry
@@ -219,3 +220,21 @@ def test_the_register_hint_names_a_valid_class(written: str, cls: str) -> None:
     hint = AgentRegistry().register_hint(written)
     assert f"named {cls} in the custom_agents/ folder" in hint
     assert cls.isidentifier()
+
+
+def test_builtin_types_of_upper_layers_are_entry_points_that_agents_never_name() -> None:
+    from importlib.metadata import entry_points
+
+    declared = {
+        ep.name: ep.value for ep in entry_points(group="agentmap.agents") if ep.dist and ep.dist.name == "agentmap"
+    }
+    assert {"graph", "llm", "offline", "planner", "worker", "orchestrator", "assistant", "llm_planner"} <= set(
+        declared
+    ), "the agentmap.agents entry points are missing: reinstall (pip install -e .)"
+    assert declared["graph"] == "agentmap.runtime.subgraph:GraphAgent"
+    for name in declared:
+        assert registry.get(name) is not None, name
+    for path in (Path(agentmap.__file__).parent / "agents").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for upper in ("agentmap.runtime", "agentmap.llm", "agentmap.orchestration", "agentmap.interface"):
+            assert upper not in text, f"{path.name} names {upper}"

@@ -1,0 +1,95 @@
+"""What the command line needs beyond the public API (`agentmap.__all__`), in one documented place.
+
+`agentmap.cli` imports only `agentmap` (the public API), `agentmap.errors` and this module; the
+import-linter contracts in pyproject.toml check it. Everything here is internal: it may change between
+releases without notice, and other code should not import it. Names are imported on first use, like the
+public API's, so `agentmap --help` imports no runtime.
+
+To let a command use something new: add `name -> home module` to `_HOMES` (and the import under
+`TYPE_CHECKING` for type checkers); prefer adding to the public API when a user could want it too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentmap._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentmap.agents.registry import normalize_type
+    from agentmap.config import Settings, load_settings
+    from agentmap.interface.agent import ACTIVE_AGENT_ENV, agent_for, load_active_agent
+    from agentmap.interface.agent_config import resolve_agent_config
+    from agentmap.interface.chat import ask, chat_loop
+    from agentmap.interface.eval_runner import EvalRunSummary, run_eval
+    from agentmap.interface.evaluate import EvalReport, score_logs
+    from agentmap.interface.judge import load_rubric, make_llm_judge
+    from agentmap.interface.report import render_table, report_html
+    from agentmap.interface.scenarios import load_scenarios
+    from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
+    from agentmap.runtime.api import select_graph
+    from agentmap.runtime.checkpoint import resolve_checkpointer
+    from agentmap.spec.models import FuncRef, Targets
+
+__all__ = [  # noqa: RUF022 (grouped by command)
+    # settings (every command)
+    "Settings",
+    "load_settings",
+    # run, validate, inspect, export, scaffold
+    "FuncRef",
+    "Targets",
+    "normalize_type",
+    "resolve_checkpointer",
+    "select_graph",
+    # chat, ask
+    "ACTIVE_AGENT_ENV",
+    "agent_for",
+    "ask",
+    "chat_loop",
+    "load_active_agent",
+    "resolve_agent_config",
+    # eval run, eval score
+    "EvalReport",
+    "EvalRunSummary",
+    "load_rubric",
+    "load_scenarios",
+    "make_llm_judge",
+    "render_table",
+    "report_html",
+    "run_eval",
+    "score_logs",
+    # logs
+    "SQLiteDecisionLog",
+    "configured_log_path",
+    "dumps",
+]
+
+_HOMES = {
+    "Settings": "agentmap.config",
+    "load_settings": "agentmap.config",
+    "FuncRef": "agentmap.spec.models",
+    "Targets": "agentmap.spec.models",
+    "normalize_type": "agentmap.agents.registry",
+    "resolve_checkpointer": "agentmap.runtime.checkpoint",
+    "select_graph": "agentmap.runtime.api",
+    "ACTIVE_AGENT_ENV": "agentmap.interface.agent",
+    "agent_for": "agentmap.interface.agent",
+    "ask": "agentmap.interface.chat",
+    "chat_loop": "agentmap.interface.chat",
+    "load_active_agent": "agentmap.interface.agent",
+    "resolve_agent_config": "agentmap.interface.agent_config",
+    "EvalReport": "agentmap.interface.evaluate",
+    "EvalRunSummary": "agentmap.interface.eval_runner",
+    "load_rubric": "agentmap.interface.judge",
+    "load_scenarios": "agentmap.interface.scenarios",
+    "make_llm_judge": "agentmap.interface.judge",
+    "render_table": "agentmap.interface.report",
+    "report_html": "agentmap.interface.report",
+    "run_eval": "agentmap.interface.eval_runner",
+    "score_logs": "agentmap.interface.evaluate",
+    "SQLiteDecisionLog": "agentmap.llm.decision_log",
+    "configured_log_path": "agentmap.llm.decision_log",
+    "dumps": "agentmap.llm.decision_log",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
