@@ -17,11 +17,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from agentmap.agents._run_context import in_run, run_tracker
 from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "run_sync"]
@@ -93,6 +94,8 @@ class AgentEnvironment:
             orchestrator node finds its planner and workers here).
         compile_options: The options the graph was compiled with (functions and custom agents folders,
             registry), so a node that compiles another graph (a subgraph) finds what its parent found.
+        new_tracker: Makes a tracker for a node that runs inside a LangGraph graph that is not an
+            AgentMap run (embedded in someone else's graph), so the node is tracked on its own.
     """
 
     base_dir: Path = field(default_factory=Path.cwd)
@@ -101,6 +104,7 @@ class AgentEnvironment:
     settings: Mapping[str, Any] = field(default_factory=dict)
     agents: Mapping[str, BaseAgent] = field(default_factory=dict)
     compile_options: Mapping[str, Any] = field(default_factory=dict)
+    new_tracker: Callable[[], Tracker] | None = None
 
 
 class BaseAgent:
@@ -112,11 +116,14 @@ class BaseAgent:
         context: Configuration; `input_fields`, `output_field` and `description` are read from it.
             It is never modified.
         logger: Where `log_*` write; required by `run`.
-        execution_tracker: Records every step; required by `run`.
+        execution_tracker: Records every step; required by `run` outside a graph. Inside an AgentMap run
+            (a compiled workflow), the run's tracker is found in the run's LangGraph config instead.
+        environment: Where the node runs (folder, settings, the graph's other agents); the compiler
+            passes it. Without it, paths resolve against the working directory.
     """
 
     environment: AgentEnvironment = AgentEnvironment(base_dir=Path("."))
-    """Set by the compiler; agents that read files or settings resolve them from here."""
+    """Where the node runs; agents that read files or settings resolve them from here."""
 
     default_output: ClassVar[str] = "output"
 
@@ -127,6 +134,8 @@ class BaseAgent:
         context: dict[str, Any] | None = None,
         logger: logging.Logger | None = None,
         execution_tracker: Tracker | None = None,
+        *,
+        environment: AgentEnvironment | None = None,
     ) -> None:
         self.name = name
         self.prompt = prompt
@@ -142,6 +151,31 @@ class BaseAgent:
         self._log_prefix = f"[{self.__class__.__name__}:{self.name}]"
         self._inputs = tuple(parse_input_field(f) for f in self.input_fields)
         self._outputs = tuple(parse_output_field(k) for k in (self.output_field or "").split("|") if k.strip())
+        if environment is not None:
+            self.environment = environment
+
+    @property
+    def _execution_tracker(self) -> Tracker | None:
+        """The tracker given to the constructor, else the tracker of the AgentMap run this call is part of."""
+        given = self._given_tracker
+        return given if given is not None else run_tracker()
+
+    @_execution_tracker.setter
+    def _execution_tracker(self, tracker: Tracker | None) -> None:
+        self._given_tracker = tracker
+
+    def _tracker_for_this_run(self) -> Tracker:
+        """The tracker `run` records on; raises the contract's ValueError when there is none."""
+        tracker = self._execution_tracker
+        if tracker is None and self.environment.new_tracker is not None and in_run():
+            tracker = self.environment.new_tracker()  # a node of someone else's LangGraph graph
+        if tracker is None:
+            raise ValueError(
+                f"ExecutionTracker not provided to agent '{self.name}'. "
+                "Please inject execution_tracker dependency using DI fixtures in tests or provide "
+                "execution_tracker in constructor."
+            )
+        return tracker
 
     # -- configuration checks ------------------------------------------------------------------
 
@@ -237,8 +271,7 @@ class BaseAgent:
         Raises:
             ValueError: When no logger or no execution tracker was provided.
         """
-        started = self._start(state)
-        state, inputs = started
+        state, inputs, tracker = self._start(state)
         try:
             state, inputs = self._pre_process(state, inputs)
             process = self.process
@@ -247,26 +280,26 @@ class BaseAgent:
             output = process(inputs)
             if inspect.iscoroutine(output):
                 output = run_sync(output)
-            return self._succeed(state, inputs, output)
+            return self._succeed(state, inputs, output, tracker)
         except Exception as exc:
             if _is_control_flow(exc):
                 raise
-            return self._fail(state, inputs, exc)
+            return self._fail(state, inputs, exc, tracker)
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
-        state, inputs = self._start(state)
+        state, inputs, tracker = self._start(state)
         try:
             state, inputs = self._pre_process(state, inputs)
             aprocess = getattr(self, "aprocess", None)
             output = await aprocess(inputs) if aprocess is not None else self.process(inputs)
             if inspect.isawaitable(output):
                 output = await output
-            return self._succeed(state, inputs, output)
+            return self._succeed(state, inputs, output, tracker)
         except Exception as exc:
             if _is_control_flow(exc):
                 raise
-            return self._fail(state, inputs, exc)
+            return self._fail(state, inputs, exc, tracker)
 
     def invoke(self, state: Any) -> dict[str, Any]:
         """Alias for `run()` to maintain compatibility with LangGraph."""
@@ -274,7 +307,7 @@ class BaseAgent:
 
     # -- internals shared by run and arun ------------------------------------------------------
 
-    def _start(self, state: Any) -> tuple[Any, dict[str, Any]]:
+    def _start(self, state: Any) -> tuple[Any, dict[str, Any], Tracker]:
         logger = self._logger
         if logger is not None and logger.isEnabledFor(TRACE):
             self._run_id = str(uuid.uuid4())[:8]
@@ -282,24 +315,18 @@ class BaseAgent:
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
         elif logger is None:
             self.log_trace("")  # raises the contract's ValueError
-        if self._execution_tracker is None:
-            raise ValueError(
-                f"ExecutionTracker not provided to agent '{self.name}'. "
-                "Please inject execution_tracker dependency using DI fixtures in tests or provide "
-                "execution_tracker in constructor."
-            )
+        tracker = self._tracker_for_this_run()
         if isinstance(state, Mapping):
             inputs = {param: state.get(key) for key, param in self._inputs}
         else:
             inputs = StateAdapter.get_inputs(state, self.input_fields)
-        self._execution_tracker.record_node_start(self.name, inputs)
-        return state, inputs
+        tracker.record_node_start(self.name, inputs)
+        return state, inputs, tracker
 
-    def _succeed(self, state: Any, inputs: dict[str, Any], output: Any) -> dict[str, Any]:
+    def _succeed(self, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
         update = self._output_update(output)
-        assert self._execution_tracker is not None
-        self._execution_tracker.record_node_result(self.name, success=True, result=output)
+        tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
         logger = self._logger
         if logger is not None and logger.isEnabledFor(logging.DEBUG):
@@ -334,12 +361,10 @@ class BaseAgent:
             )
         return {key: output[src or key] for key, src in outputs}
 
-    def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception, tracker: Tracker) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
         debugging = self._logger is not None and self._logger.isEnabledFor(logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
-        tracker = self._execution_tracker
-        assert tracker is not None
         tracker.record_node_result(self.name, False, error=error_msg)
         error_updates: dict[str, Any] = {
             "graph_success": tracker.update_graph_success(),

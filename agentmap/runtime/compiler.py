@@ -1,15 +1,15 @@
 """Compile a `GraphSpec` into a LangGraph `StateGraph` of `BaseAgent` nodes.
 
-Each node is a small `Runnable` that calls `BaseAgent.run` (or `arun` for async agents) with the
-run's `ExecutionTracker`, which the runner passes in the LangGraph config. The state schema has one
-key per field any node reads or writes, plus `last_action_success` (false if any branch of a step
-failed), `graph_success` and `errors` (appended to across nodes and parallel branches).
+Each node is a small `Runnable` that calls `BaseAgent.run` (or `arun` for async agents); the agent finds
+the run's `ExecutionTracker` in the LangGraph config the runner passes (`configurable[TRACKER_KEY]`).
+The state schema has one key per field any node reads or writes, plus `last_action_success` (false if
+any branch of a step failed), `graph_success` and `errors` (appended to across nodes and parallel branches).
 """
 
 from __future__ import annotations
 
-import contextvars
 import copy
+import inspect
 import logging
 import operator
 from collections.abc import Mapping, Sequence
@@ -21,6 +21,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
+from agentmap.agents._run_context import TRACKER_KEY
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
@@ -31,37 +32,9 @@ from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
 from agentmap.spec.validation import check_graph
 
-__all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check", "current_tracker"]
-
-TRACKER_KEY = "__agentmap_tracker"
-"""The `configurable` key the runner puts the run's tracker under (`__` keeps it out of checkpoints)."""
+__all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check"]
 
 logger = logging.getLogger("agentmap.agents")
-_CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("agentmap_tracker", default=None)
-
-
-def current_tracker() -> Any:
-    """The tracker of the node running in this context (None outside a node)."""
-    return _CURRENT.get()
-
-
-class _RunTracker:
-    """The tracker compiled agents hold: forwards to the tracker of the node running in this context."""
-
-    def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
-        _CURRENT.get().record_node_start(node_name, inputs)
-
-    def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
-        _CURRENT.get().record_node_result(node_name, success, result, error)
-
-    def update_graph_success(self) -> bool:
-        return bool(_CURRENT.get().update_graph_success())
-
-    def annotate(self, node_name: str, **metadata: Any) -> None:
-        _CURRENT.get().annotate(node_name, **metadata)
-
-
-_RUN_TRACKER = _RunTracker()
 
 
 @dataclass(frozen=True)
@@ -171,6 +144,7 @@ def _environment(
             "settings": options.settings,
             "registry": options.registry,
         },
+        new_tracker=ExecutionTracker,
     )
 
 
@@ -183,11 +157,7 @@ class _AgentNode(Runnable[Any, Any]):
         self.name = agent.name
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        token = _CURRENT.set(_tracker_from(config))
-        try:
-            update = self.agent.run(input)
-        finally:
-            _CURRENT.reset(token)
+        update = self.agent.run(input)
         return update if self.route is None else self.route(input, update)
 
 
@@ -195,18 +165,8 @@ class _AsyncAgentNode(_AgentNode):
     """A node whose agent is async: `ainvoke` awaits `arun` on the event loop."""
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        token = _CURRENT.set(_tracker_from(config))
-        try:
-            update = await self.agent.arun(input)
-        finally:
-            _CURRENT.reset(token)
+        update = await self.agent.arun(input)
         return update if self.route is None else self.route(input, update)
-
-
-def _tracker_from(config: RunnableConfig | None) -> Any:
-    tracker = (config or {}).get("configurable", {}).get(TRACKER_KEY)
-    # Embedded in a parent graph that is not an AgentMap run: track this node on its own.
-    return tracker if tracker is not None else ExecutionTracker()
 
 
 class _AllOfStep(LastValue[bool]):
@@ -254,6 +214,23 @@ def _identifier(name: str) -> str:
     return cleaned if cleaned[:1].isalpha() else f"G_{cleaned}"
 
 
+def _construct(cls: type[BaseAgent], node: NodeSpec, environment: AgentEnvironment) -> BaseAgent:
+    """Build the node's agent, environment included; the run's tracker reaches it through the run's config."""
+    if _takes_environment(cls):
+        return cls(node.name, node.prompt, _context(node), logger, None, environment=environment)
+    agent = cls(node.name, node.prompt, _context(node), logger, None)  # an __init__ written to the contract's
+    agent.environment = environment  # five arguments: set the environment afterwards
+    return agent
+
+
+def _takes_environment(cls: type[BaseAgent]) -> bool:
+    try:
+        parameters = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "environment" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def build_state_graph(
     graph: GraphSpec, options: BuildOptions, extra_keys: Sequence[str] = ()
 ) -> tuple[StateGraph[Any, Any, Any, Any], dict[str, BaseAgent]]:
@@ -266,9 +243,7 @@ def build_state_graph(
     environment = _environment(graph, options, agents)  # agents fill in below; the env sees them all
     for node in graph.nodes:
         cls = options.registry.resolve(node.agent_type or "default")
-        agent = cls(node.name, node.prompt, _context(node), logger, _RUN_TRACKER)
-        agent.environment = environment
-        agents[node.name] = agent
+        agents[node.name] = _construct(cls, node, environment)
 
     routers: dict[FuncRef, RouterFn] = {}
     for node in graph.nodes:

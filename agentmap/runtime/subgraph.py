@@ -18,7 +18,6 @@ from typing import Any
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import agent, normalize_type
 from agentmap.errors import AgentMapError
-from agentmap.runtime.compiler import current_tracker
 from agentmap.runtime.runner import CompiledWorkflow
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.validation import SYSTEM_KEYS
@@ -74,7 +73,7 @@ class GraphAgent(BaseAgent):
         child = self.child()
         tracker = child.new_tracker()
         result = child.invoke(inputs, tracker=tracker)
-        parent = current_tracker()
+        parent = self._execution_tracker
         if parent is not None and hasattr(parent, "record_subgraph"):
             parent.record_subgraph(self.name, result.summary)
         if not result.success:

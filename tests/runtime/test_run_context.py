@@ -1,0 +1,85 @@
+"""A compiled node finds the tracker in the run's LangGraph config; its environment, from its constructor."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+import agentmap
+from agentmap import BaseAgent
+from agentmap.agents.registry import AgentRegistry
+
+WriteCsv = Callable[..., Path]
+HELLO = 'GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nG,Greet,template,"Hi {name}",name,greeting\n'
+
+
+def test_a_compiled_agent_run_outside_a_graph_asks_for_a_tracker(write_csv: WriteCsv) -> None:
+    greet = agentmap.compile(write_csv(HELLO)).agents["Greet"]
+    with pytest.raises(ValueError, match="ExecutionTracker not provided to agent 'Greet'"):
+        greet.run({"name": "Ada"})
+
+
+def test_the_same_agent_runs_outside_a_graph_with_a_tracker_given(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv(HELLO))
+    greet = app.agents["Greet"]
+    tracker = app.new_tracker()
+    greet._execution_tracker = tracker  # the contract's constructor argument, set afterwards
+    assert greet.run({"name": "Ada"}) == {"greeting": "Hi Ada", "last_action_success": True}
+    assert [e.name for e in tracker.summary] == ["Greet"]
+
+
+def test_the_constructor_builds_the_agent_with_its_environment(write_csv: WriteCsv, tmp_path: Path) -> None:
+    greet = agentmap.compile(write_csv(HELLO)).agents["Greet"]
+    assert greet.environment.base_dir == tmp_path and greet.environment.graph_name == "G"
+    assert "environment" in vars(greet)  # the instance's own, not the class default patched over
+
+
+def test_an_agent_with_the_contracts_five_argument_constructor_still_gets_its_environment(
+    write_csv: WriteCsv, tmp_path: Path
+) -> None:
+    class Strict(BaseAgent):
+        def __init__(
+            self, name: str, prompt: str, context: Any = None, logger: Any = None, execution_tracker: Any = None
+        ) -> None:
+            super().__init__(name, prompt, context, logger, execution_tracker)
+
+        def process(self, inputs: dict[str, Any]) -> Any:
+            return str(self.environment.base_dir)
+
+    registry = AgentRegistry()
+    registry.register("strict", Strict)
+    path = write_csv("GraphName,Node,AgentType,Output_Field\nG,S,strict,where\n")
+    result = agentmap.compile(path, registry=registry).invoke({})
+    assert result.success and result.state["where"] == str(tmp_path)
+
+
+def test_parallel_runs_in_threads_each_record_on_their_own_tracker(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv(HELLO))
+    results: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        tracker = app.new_tracker()
+        results[name] = (app.invoke({"name": name}, tracker=tracker), tracker)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("Ada", "Bob", "Cy", "Di")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name, (result, tracker) in results.items():
+        assert result.state["greeting"] == f"Hi {name}"
+        assert [(e.name, e.inputs) for e in tracker.summary] == [("Greet", {"name": name})]
+
+
+def test_a_node_embedded_in_someone_elses_graph_is_tracked_on_its_own(write_csv: WriteCsv) -> None:
+    greet = agentmap.compile(write_csv(HELLO)).agents["Greet"]
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(dict)
+    outer.add_node("greet", greet.run)
+    outer.add_edge(START, "greet")
+    outer.add_edge("greet", END)
+    assert outer.compile().invoke({"name": "Ada"})["greeting"] == "Hi Ada"  # no tracker asked for
