@@ -1,4 +1,4 @@
-"""`BaseAgent`: the contract every AgentMap agent follows (seed 004).
+"""`BaseAgent`: the contract every AgentMap agent follows.
 
 A subclass implements `process(inputs) -> output` (sync or `async def`); `run(state)` extracts the
 inputs named by `input_fields`, calls `process` between the `_pre_process` and `_post_process` hooks,
@@ -10,61 +10,25 @@ records the step on the execution tracker, and returns a partial state update:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-import sys
-import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from agentmap.agents._agent_log import TRACE, AgentLog
+from agentmap.agents._bridge import is_control_flow, run_sync
+from agentmap.agents._io import IOMapping
 from agentmap.agents._run_context import in_run, run_tracker
-from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "run_sync"]
-
-T = TypeVar("T")
 
 ConfigProblem = str | tuple[str, str]
 """A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
 report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"Prompt"`, ...)."""
-
-TRACE = 5
-"""The level `log_trace` logs at, below DEBUG."""
-logging.addLevelName(TRACE, "TRACE")
-
-
-def _is_control_flow(exc: Exception) -> bool:
-    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up) are not agent failures.
-
-    Checked without importing LangGraph: if `langgraph.errors` is not loaded, `exc` cannot be one.
-    """
-    errors = sys.modules.get("langgraph.errors")
-    return errors is not None and isinstance(exc, errors.GraphBubbleUp)
-
-
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
-
-
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code, on one long-lived background event loop.
-
-    One loop for the whole process (rather than `asyncio.run` per call) keeps clients that cache an
-    async connection pool per loop (langchain-openai does) working across runs, and works even when
-    the calling thread already runs a loop (a notebook). Context variables of the caller are kept.
-    """
-    global _loop
-    with _loop_lock:
-        if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="agentmap-async", daemon=True).start()
-        loop = _loop
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
 
 @runtime_checkable
@@ -146,13 +110,22 @@ class BaseAgent:
         self.output_field: str = self.context.get("output_field", self.default_output)
         self.description: str = self.context.get("description", "")
 
+        self._log_prefix = f"[{self.__class__.__name__}:{self.name}]"
+        self._log = AgentLog(self.name, self._log_prefix, None)
         self._logger = logger
         self._execution_tracker = execution_tracker
-        self._log_prefix = f"[{self.__class__.__name__}:{self.name}]"
-        self._inputs = tuple(parse_input_field(f) for f in self.input_fields)
-        self._outputs = tuple(parse_output_field(k) for k in (self.output_field or "").split("|") if k.strip())
+        self._io = IOMapping(self.input_fields, self.output_field)
         if environment is not None:
             self.environment = environment
+
+    @property
+    def _logger(self) -> logging.Logger | None:
+        """The logger given to the constructor (or injected later); `log_*` write to it."""
+        return self._log.logger
+
+    @_logger.setter
+    def _logger(self, logger: logging.Logger | None) -> None:
+        self._log.logger = logger
 
     @property
     def _execution_tracker(self) -> Tracker | None:
@@ -212,17 +185,12 @@ class BaseAgent:
     # -- logging -------------------------------------------------------------------------------
 
     def log(self, level: str, message: str, *args: Any, **kwargs: Any) -> None:
-        """Log `message` at `level` ("debug", "info", ..., "trace") prefixed with the agent's name."""
-        if self._logger is None:
-            raise ValueError(
-                f"Logger not provided to agent '{self.name}'. "
-                "Please inject logger dependency using DI fixtures in tests or provide logger in constructor."
-            )
-        if level == "trace" and not hasattr(self._logger, "trace"):
-            self._logger.log(TRACE, f"{self._log_prefix} {message}", *args, **kwargs)
-            return
-        logger_method = getattr(self._logger, level, self._logger.info)
-        logger_method(f"{self._log_prefix} {message}", *args, **kwargs)
+        """Log `message` at `level` ("debug", "info", ..., "trace") prefixed with the agent's name.
+
+        Raises:
+            ValueError: No logger was given to the agent.
+        """
+        self._log.log(level, message, *args, **kwargs)
 
     def log_debug(self, message: str, *args: Any, **kwargs: Any) -> None:
         """Log a debug message with agent context."""
@@ -282,7 +250,7 @@ class BaseAgent:
                 output = run_sync(output)
             return self._succeed(state, inputs, output, tracker)
         except Exception as exc:
-            if _is_control_flow(exc):
+            if is_control_flow(exc):
                 raise
             return self._fail(state, inputs, exc, tracker)
 
@@ -297,7 +265,7 @@ class BaseAgent:
                 output = await output
             return self._succeed(state, inputs, output, tracker)
         except Exception as exc:
-            if _is_control_flow(exc):
+            if is_control_flow(exc):
                 raise
             return self._fail(state, inputs, exc, tracker)
 
@@ -308,30 +276,25 @@ class BaseAgent:
     # -- internals shared by run and arun ------------------------------------------------------
 
     def _start(self, state: Any) -> tuple[Any, dict[str, Any], Tracker]:
-        logger = self._logger
-        if logger is not None and logger.isEnabledFor(TRACE):
+        if self._log.enabled(TRACE):
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
-        elif logger is None:
+        elif self._log.logger is None:
             self.log_trace("")  # raises the contract's ValueError
         tracker = self._tracker_for_this_run()
-        if isinstance(state, Mapping):
-            inputs = {param: state.get(key) for key, param in self._inputs}
-        else:
-            inputs = StateAdapter.get_inputs(state, self.input_fields)
+        inputs = self._io.inputs(state)
         tracker.record_node_start(self.name, inputs)
         return state, inputs, tracker
 
     def _succeed(self, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
-        update = self._output_update(output)
+        update = self._io.update(output)
         tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
-        logger = self._logger
-        if logger is not None and logger.isEnabledFor(logging.DEBUG):
+        if self._log.enabled(logging.DEBUG):
             self.log_debug(f"Set output field '{self.output_field}' = {output!r}")
-            if logger.isEnabledFor(TRACE):
+            if self._log.enabled(TRACE):
                 self.log_trace(f"\n*** AGENT {self.name} RUN COMPLETED [{getattr(self, '_run_id', '')}] ***")
         return update
 
@@ -342,28 +305,9 @@ class BaseAgent:
         """
         return []
 
-    def _output_update(self, output: Any) -> dict[str, Any]:
-        outputs = self._outputs
-        if not outputs or output is None:
-            return {}
-        if len(outputs) == 1 and outputs[0][1] is None:
-            return {outputs[0][0]: output}
-        if not isinstance(output, Mapping):
-            raise TypeError(
-                f"Output_Field '{self.output_field}' maps several fields, so the agent must return a dict "
-                f"with the keys {', '.join(src or key for key, src in outputs)}; it returned {type(output).__name__}"
-            )
-        missing = [src or key for key, src in outputs if (src or key) not in output]
-        if missing:
-            raise KeyError(
-                f"the agent's result has no key {', '.join(repr(k) for k in missing)} "
-                f"(Output_Field '{self.output_field}'); it returned keys {sorted(map(str, output))}"
-            )
-        return {key: output[src or key] for key, src in outputs}
-
     def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception, tracker: Tracker) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
-        debugging = self._logger is not None and self._logger.isEnabledFor(logging.DEBUG)
+        debugging = self._log.enabled(logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
         tracker.record_node_result(self.name, False, error=error_msg)
         error_updates: dict[str, Any] = {

@@ -336,3 +336,13 @@ def test_a_failure_logs_its_traceback_only_when_debugging(caplog: pytest.LogCapt
         agent.run({})
     error = [r for r in caplog.records if r.levelno == logging.ERROR][-1]
     assert error.exc_info is not None and "boom" in str(error.exc_info[1])
+
+
+def test_a_logger_injected_after_construction_is_used(caplog: pytest.LogCaptureFixture) -> None:
+    agent = BaseAgent("late", "")
+    with pytest.raises(ValueError, match="Logger not provided to agent 'late'"):
+        agent.log_info("x")
+    agent._logger = logging.getLogger("agentmap.test.late")
+    with caplog.at_level(logging.INFO, logger="agentmap.test.late"):
+        agent.log_info("now it logs")
+    assert "[BaseAgent:late] now it logs" in caplog.text

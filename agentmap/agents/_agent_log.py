@@ -1,0 +1,49 @@
+"""An agent's log: messages prefixed `[ClassName:node]`, at the levels of the agent contract plus TRACE."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["TRACE", "AgentLog"]
+
+TRACE = 5
+"""The level `log_trace` logs at, below DEBUG."""
+logging.addLevelName(TRACE, "TRACE")
+
+
+class AgentLog:
+    """Writes one agent's messages to its logger.
+
+    Args:
+        agent_name: The node name (for the error when no logger was given).
+        prefix: What every message starts with (`[ClassName:node]`).
+        logger: Where messages go; None makes `log` raise the contract's ValueError.
+    """
+
+    def __init__(self, agent_name: str, prefix: str, logger: logging.Logger | None) -> None:
+        self.agent_name = agent_name
+        self.prefix = prefix
+        self.logger = logger
+
+    def enabled(self, level: int) -> bool:
+        """Whether a message at `level` would be written (False without a logger)."""
+        return self.logger is not None and self.logger.isEnabledFor(level)
+
+    def log(self, level: str, message: str, *args: Any, **kwargs: Any) -> None:
+        """Log `message` at `level` ("debug", "info", ..., "trace").
+
+        Raises:
+            ValueError: No logger was given to the agent.
+        """
+        logger = self.logger
+        if logger is None:
+            raise ValueError(
+                f"Logger not provided to agent '{self.agent_name}'. "
+                "Please inject logger dependency using DI fixtures in tests or provide logger in constructor."
+            )
+        if level == "trace" and not hasattr(logger, "trace"):
+            logger.log(TRACE, f"{self.prefix} {message}", *args, **kwargs)
+            return
+        logger_method = getattr(logger, level, logger.info)
+        logger_method(f"{self.prefix} {message}", *args, **kwargs)
