@@ -1,0 +1,33 @@
+"""Commands run in-process by the tests leave the process as they found it (as a separate process would)."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from cli_helpers import agentmap, write
+
+from agentmap.agents.registry import registry
+from agentmap.cli.render import OutputMode
+
+_AGENT = (
+    "import agentmap\n\nclass ShoutAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n        return 'HI'\n"
+)
+
+
+def test_a_run_restores_gc_cwd_output_mode_logging_sigint_and_custom_agents(tmp_path: Path) -> None:
+    write(tmp_path / "custom_agents" / "in_process_probe.py", _AGENT)
+    csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,S,InProcessProbe,said\n")
+    before = (gc.isenabled(), os.getcwd(), logging.getLogger("agentmap").handlers[:], signal.getsignal(signal.SIGINT))
+    result = agentmap("run", csv, "--json", "--debug", cwd=tmp_path)
+    assert result.code == 0, result.err
+    after = (gc.isenabled(), os.getcwd(), logging.getLogger("agentmap").handlers[:], signal.getsignal(signal.SIGINT))
+    assert after == before
+    assert OutputMode.json is False
+    assert "inprocessprobe" not in registry._types  # a new process would not know the folder's types either
+    assert not any(name.endswith("_in_process_probe") for name in sys.modules)
+    assert gc.get_freeze_count() == 0
