@@ -14,9 +14,14 @@ from cli_helpers import agentmap, write
 from agentmap.agents.registry import registry
 from agentmap.cli.render import OutputMode
 
-_AGENT = (
-    "import agentmap\n\nclass ShoutAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n        return 'HI'\n"
-)
+_AGENT = """\
+import agentmap
+
+
+class InProcessProbeAgent(agentmap.BaseAgent):
+    def process(self, inputs):
+        return "HI"
+"""
 
 
 def test_a_run_restores_gc_cwd_output_mode_logging_sigint_and_custom_agents(tmp_path: Path) -> None:
