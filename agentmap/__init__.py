@@ -34,7 +34,9 @@ if TYPE_CHECKING:
         WorkflowFileError,
     )
     from agentmap.runtime.api import compile, load, run, validate
+    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.threads import ThreadInfo, threads
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
 
@@ -68,6 +70,11 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "ValidationError",
     "WorkflowFileError",
     "__version__",
+    # Durable runs
+    "ThreadInfo",
+    "async_checkpointer",
+    "checkpointer",
+    "threads",
 ]
 
 _HOMES = {
@@ -95,6 +102,10 @@ _HOMES = {
     "NodeError": "agentmap.errors",
     "ValidationError": "agentmap.errors",
     "WorkflowFileError": "agentmap.errors",
+    "ThreadInfo": "agentmap.runtime.threads",
+    "async_checkpointer": "agentmap.runtime.checkpoint",
+    "checkpointer": "agentmap.runtime.checkpoint",
+    "threads": "agentmap.runtime.threads",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -112,11 +113,19 @@ class CompiledWorkflow:
         """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
         return ExecutionTracker(self._policy, self._critical, listener=listener)
 
+    @cached_property
+    def file_digest(self) -> str | None:
+        """The SHA-256 of the workflow file as it was when first asked (threads record it)."""
+        from agentmap.runtime.threads import file_digest
+
+        return file_digest(self.spec.file) if self.spec.file else None
+
     def _prepare(
         self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
     ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
+        durable = self.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
         if state is None:
-            state = {}
+            state = None if durable else {}  # None on a saved thread: LangGraph continues it
         elif not isinstance(state, (Mapping, Command)):
             raise ConfigError(
                 f"the initial state must be a dict of state keys, not {type(state).__name__}",
@@ -126,6 +135,10 @@ class CompiledWorkflow:
         tracker = tracker or self.new_tracker()
         prepared: RunnableConfig = {**(config or {})}
         prepared["configurable"] = {**prepared.get("configurable", {}), TRACKER_KEY: tracker}
+        if durable:  # the thread remembers its workflow file, graph and process (see runtime/threads.py)
+            from agentmap.runtime.threads import run_metadata
+
+            prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
         return state, prepared, tracker
 
     def _result(self, state: Any, final: Any, tracker: ExecutionTracker) -> RunResult:
@@ -220,6 +233,62 @@ class CompiledWorkflow:
     ) -> list[RunResult]:
         """The async twin of `batch`."""
         return list(await asyncio.gather(*(self.ainvoke(s, config, **kwargs) for s in states)))
+
+    def resume(
+        self,
+        thread_id: str,
+        answer: Any = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """Continue thread `thread_id`: from its last saved step, or with `answer` for the node that paused it.
+
+        Nothing that completed runs again (a node that was running when the process died runs once more).
+
+        Args:
+            thread_id: The thread to continue.
+            answer: The answer to a paused node's question, checked against it first (`check_answer`).
+            config: More LangGraph config (`recursion_limit`, callbacks, ...).
+            tracker: A tracker to record into.
+            **kwargs: Passed to `invoke` (`durability`, ...).
+
+        Raises:
+            ConfigError: No checkpointer, no such thread, a finished thread, or an answer nobody asked for.
+            AnswerError: The answer does not fit the question; the thread stays paused.
+        """
+        from agentmap.runtime.threads import resume_input, thread_config
+
+        run_config = thread_config(thread_id, config)
+        self._need_checkpointer()
+        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer)
+        return self.invoke(run_input, run_config, tracker=tracker, **kwargs)
+
+    async def aresume(
+        self,
+        thread_id: str,
+        answer: Any = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """The async twin of `resume`."""
+        from agentmap.runtime.threads import resume_input, thread_config
+
+        run_config = thread_config(thread_id, config)
+        self._need_checkpointer()
+        run_input = resume_input(await self.graph.aget_state(run_config), thread_id, answer)
+        return await self.ainvoke(run_input, run_config, tracker=tracker, **kwargs)
+
+    def _need_checkpointer(self) -> None:
+        if self.graph.checkpointer in (None, False, True):
+            raise ConfigError(
+                f"graph {self.name!r} was compiled without a checkpointer, so it has no threads to resume",
+                code="usage",
+                hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
+            )
 
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""
