@@ -86,7 +86,7 @@ def refuse_unfinished(app: CompiledWorkflow, thread: str, checkpoint: str | None
     Raises:
         ConfigError: The thread is paused, interrupted, failed mid-run or running (exit 2).
     """
-    from agentmap.runtime.threads import snapshot_status, thread_config
+    from agentmap.runtime.threads import snapshot_status, thread_config, unfinished
 
     snapshot = app.graph.get_state(thread_config(thread))
     if snapshot.metadata is None:
@@ -98,8 +98,7 @@ def refuse_unfinished(app: CompiledWorkflow, thread: str, checkpoint: str | None
             code="thread-busy",
             hint="wait for it to end, or pick another --thread id",
         )
-    unfinished = status in ("paused", "interrupted") or (status == "failed" and bool(snapshot.next))
-    if not unfinished:
+    if not unfinished(snapshot):
         return
     if restart:
         app.graph.checkpointer.delete_thread(thread)  # type: ignore[union-attr]

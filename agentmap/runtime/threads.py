@@ -38,6 +38,7 @@ __all__ = [
     "thread_config",
     "thread_history",
     "threads",
+    "unfinished",
 ]
 
 STATUSES = ("running", "paused", "interrupted", "failed", "done")
@@ -141,13 +142,19 @@ def _alive(meta: Mapping[str, Any]) -> bool:
         return True
 
 
+def unfinished(snapshot: StateSnapshot) -> bool:
+    """Whether the thread has work left: nodes to run, or a step whose nodes all finished but whose
+    checkpoint was not written yet (the process died between the two; resuming applies their writes)."""
+    return bool(snapshot.next or snapshot.tasks)
+
+
 def snapshot_status(snapshot: StateSnapshot) -> str:
     """The status of a thread whose latest state is `snapshot` (see the module docstring)."""
     if snapshot.interrupts:
         return "paused"
     if any(t.error is not None for t in snapshot.tasks):
         return "failed"
-    if snapshot.next:
+    if unfinished(snapshot):
         return "running" if _alive(snapshot.metadata or {}) else "interrupted"
     values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
     return "failed" if values.get("graph_success") is False else "done"
@@ -302,7 +309,7 @@ def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
                 f"{thread_id}` lists them: {', '.join(ids)}",
             )
         return Command(resume={k: check_answer(ids[k].value, v) for k, v in answer.items()})
-    if not snapshot.next and not any(t.error is not None for t in snapshot.tasks):
+    if not unfinished(snapshot):
         raise ConfigError(
             f"thread {thread_id!r} has finished; there is nothing to resume",
             code="nothing-to-resume",

@@ -86,7 +86,7 @@ def fan_out(folder: Path) -> Path:
         + "Fan,A,tick,,,count,a,End\n"
         + 'Fan,B,tick,,"{""boom"": true}",count,b,End\n'
         + "Fan,C,tick,,,count,c,End\n"
-        + "Fan,End,tick,,,a,count,\n",
+        + "Fan,End,tick,,,a:count,count,\n",
         encoding="utf-8",
     )
     return path
