@@ -11,13 +11,14 @@ records the step on the execution tracker, and returns a partial state update:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
@@ -37,13 +38,24 @@ TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
 
+RAISE_FAILURES: contextvars.ContextVar[Callable[[Exception], bool] | None] = contextvars.ContextVar(
+    "agentmap_raise_failures", default=None
+)
+"""Set by the runtime around a node attempt that will be retried: a failure it matches escapes `run`
+instead of becoming a failed step, and LangGraph's `RetryPolicy` runs the node again."""
+
+
 def _is_control_flow(exc: Exception) -> bool:
-    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up) are not agent failures.
+    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up), and failures of an attempt
+    that will be retried, are not agent failures.
 
     Checked without importing LangGraph: if `langgraph.errors` is not loaded, `exc` cannot be one.
     """
     errors = sys.modules.get("langgraph.errors")
-    return errors is not None and isinstance(exc, errors.GraphBubbleUp)
+    if errors is not None and isinstance(exc, errors.GraphBubbleUp):
+        return True
+    retrying = RAISE_FAILURES.get()
+    return retrying is not None and retrying(exc)
 
 
 _loop: asyncio.AbstractEventLoop | None = None
