@@ -31,8 +31,18 @@ def _list(checkpoint: str | None, json_mode: bool) -> None:
     for column in ("thread", "workflow::graph", "status", "step", "updated"):
         table.add_column(column)
     for t in found:
-        table.add_row(t.thread_id, t.target, t.status, str(t.step), t.updated[:19].replace("T", " "))
+        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), t.updated[:19].replace("T", " "))
     console().print(table if found else "no threads saved yet (agentmap run FILE --thread ID saves one)")
+
+
+def _short(target: str) -> str:
+    """A workflow path relative to the working folder when it lies under it."""
+    from pathlib import Path
+
+    try:
+        return str(Path(target).relative_to(Path.cwd()))
+    except ValueError:
+        return target
 
 
 def _show(thread: str, checkpoint: str | None, json_mode: bool) -> None:
@@ -54,7 +64,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool) -> None:
     from agentmap.cli.render import console
 
     out = console()
-    out.print(f"[bold]{escape(thread)}[/]: {escape(info.target)}, [bold]{info.status}[/] at step {info.step}")
+    out.print(f"[bold]{escape(thread)}[/]: {escape(_short(info.target))}, [bold]{info.status}[/] at step {info.step}")
     if info.next:
         out.print(f"next: {escape(', '.join(info.next))}")
     for question in info.questions:
