@@ -116,7 +116,7 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         retry_problem = context_problem(node.context)
         if retry_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
-            issues.append(_issue(graph, node, "Context", "bad-retry", retry_problem, fix))
+            issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
         cls = registry.get(node.agent_type or "default")
         if cls is not None:
             try:

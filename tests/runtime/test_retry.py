@@ -87,5 +87,5 @@ def test_bad_retry_settings_are_validation_errors_at_the_context_cell(
     with pytest.raises(ValidationError) as caught:
         agentmap.compile(_flaky(tmp_path, context))
     (issue,) = caught.value.issues
-    assert issue.code == "bad-retry" and message in issue.message
+    assert issue.code == "bad-config" and message in issue.message
     assert (issue.row, issue.column) == (2, "Context")
