@@ -17,6 +17,7 @@ __all__ = [
     "CheckpointOption",
     "DurabilityOption",
     "check_durability",
+    "need_store",
     "parse_answer",
     "refuse_unfinished",
     "resume_hint",
@@ -72,6 +73,22 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
         return json.loads(answer)
     except json.JSONDecodeError:
         return answer  # plain text: `agentmap resume t1 approve`
+
+
+def need_store(checkpoint: str | None, thread: str) -> None:
+    """Refuse to look for `thread` in a SQLite checkpoint file that does not exist (rather than make one).
+
+    Raises:
+        ConfigError: The file is missing (`unknown-thread`).
+    """
+    from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target
+
+    if not checkpoint_exists(checkpoint):
+        raise ConfigError(
+            f"no thread {thread!r}: there is no checkpoint file {checkpoint_target(checkpoint, create=False)} here",
+            code="unknown-thread",
+            hint="run from the folder the run started in, or pass the --checkpoint it used",
+        )
 
 
 def resume_hint(thread: str, checkpoint: str | None) -> str:

@@ -44,6 +44,7 @@ def resume_thread(
     from agentmap.runtime.checkpoint import checkpointer
     from agentmap.runtime.threads import DIGEST_KEY, FILE_KEY, GRAPH_KEY, file_digest, saved_keys, thread_config
 
+    _durable.need_store(checkpoint, thread)
     saver = checkpointer(checkpoint)
     run_config: dict[str, Any] = thread_config(thread)  # type: ignore[assignment]
     saved = saver.get_tuple(run_config)

@@ -15,9 +15,10 @@ __all__ = ["register"]
 
 
 def _list(checkpoint: str | None, json_mode: bool) -> None:
-    from agentmap.runtime.threads import threads
+    from agentmap.runtime.checkpoint import checkpoint_exists
+    from agentmap.runtime.threads import ThreadInfo, threads
 
-    found = threads(checkpoint)
+    found: list[ThreadInfo] = threads(checkpoint) if checkpoint_exists(checkpoint) else []
     if json_mode:
         from agentmap.cli.render import dump_json
 
@@ -49,6 +50,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool) -> None:
     from agentmap.runtime.checkpoint import checkpointer
     from agentmap.runtime.threads import thread_history
 
+    _durable.need_store(checkpoint, thread)
     info, snapshots = thread_history(checkpointer(checkpoint), thread)
     history = [
         {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_CHECKPOINT",
     "UnsafeCheckpointError",
     "async_checkpointer",
+    "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
     "resolve_checkpointer",
@@ -57,13 +58,23 @@ def sqlite_path(value: str) -> Path | None:
     return Path(value) if value.lower().endswith(_SUFFIXES) else None
 
 
-def checkpoint_target(value: str | None) -> str:
-    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db` (folder made)."""
+def checkpoint_target(value: str | None, *, create: bool = True) -> str:
+    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db` (folder made
+    unless `create` is false)."""
     chosen = value or os.environ.get("AGENTMAP_CHECKPOINT") or ""
     if chosen:
         return chosen
-    Path(DEFAULT_CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
+    if create:
+        Path(DEFAULT_CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
     return DEFAULT_CHECKPOINT
+
+
+def checkpoint_exists(value: str | None) -> bool:
+    """Whether the checkpoint `value` names may hold threads (false for a SQLite file not made yet)."""
+    target = checkpoint_target(value, create=False)
+    if target.strip().lower() == "memory" or target.startswith(_POSTGRES):
+        return True
+    return (sqlite_path(target) or Path(target)).is_file()
 
 
 def checkpointer(value: str | None = None) -> Any:

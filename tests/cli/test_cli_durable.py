@@ -17,6 +17,8 @@ import durable_graphs
 import pytest
 from cli_helpers import COMMAND, agentmap
 
+import agentmap as agentmap_api
+
 pytestmark = pytest.mark.slow
 PG = [pytest.mark.postgres]
 
@@ -113,6 +115,8 @@ def test_sigterm_stops_the_run_prints_how_to_resume_and_exits_143(store: dict[st
     durable_graphs.counter(store["cwd"], 20)
     proc = _start(store, "run", "counter.csv", "--thread", "s", "--state", '{"count": 0}')
     _wait_for(store["side"], 5, proc)
+    where = store["env"].get("AGENTMAP_CHECKPOINT") or str(store["cwd"] / ".agentmap" / "runs.db")
+    assert [(t.thread_id, t.status) for t in agentmap_api.threads(where)] == [("s", "running")]
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err

@@ -150,3 +150,23 @@ def test_a_tampered_checkpoint_is_refused_by_resume(capsys: pytest.CaptureFixtur
     code, _, err = cli(capsys, "resume", "p", "yes")
     assert code == 2 and "error[unsafe-checkpoint]" in err and "os.system" in err and "refused" in err
     assert not marker.exists()
+
+
+def test_looking_into_a_folder_without_runs_creates_nothing(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    code, listed, _ = cli(capsys, "threads")
+    assert code == 0 and listed == {"threads": []}
+    code, _, err = cli(capsys, "resume", "t1")
+    assert code == 2 and "no thread 't1': there is no checkpoint file .agentmap/runs.db here" in err
+    assert not (folder / ".agentmap").exists()
+
+
+def test_a_null_answer_resumes_an_input_node(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    (folder / "ask.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Output_Field,Edge\n"
+        'Ask,Name,input,Name?,"{""interrupt"": true}",name,\n',
+        encoding="utf-8",
+    )
+    code, paused, _ = cli(capsys, "run", "ask.csv", "--thread", "n")
+    assert code == 0 and paused["status"] == "paused"
+    code, done, err = cli(capsys, "run", "ask.csv", "--thread", "n", "--resume", "null")
+    assert code == 0 and done["status"] == "done" and done["state"].get("name") is None, err
