@@ -297,9 +297,19 @@ class CompiledWorkflow:
 
 @contextmanager
 def _clear_errors(config: RunnableConfig | None) -> Iterator[None]:
-    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors."""
+    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors.
+
+    A run on a thread is marked as running in this process meanwhile (`agentmap.threads` shows it so).
+    """
+    thread = (config or {}).get("configurable", {}).get("thread_id")
     try:
-        yield
+        if thread is None:
+            yield
+        else:
+            from agentmap.runtime.threads import running_here
+
+            with running_here(str(thread)):
+                yield
     except GraphRecursionError as exc:
         limit = (config or {}).get("recursion_limit")
         raise NodeError(

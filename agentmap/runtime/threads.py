@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-from collections.abc import Mapping
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +37,7 @@ __all__ = [
     "file_digest",
     "resume_input",
     "run_metadata",
+    "running_here",
     "snapshot_status",
     "thread_config",
     "thread_history",
@@ -124,12 +128,30 @@ def thread_config(thread_id: str, config: RunnableConfig | None = None) -> Runna
     return merged  # type: ignore[return-value]
 
 
-def _alive(meta: Mapping[str, Any]) -> bool:
+_RUNNING: Counter[str] = Counter()
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def running_here(thread_id: str) -> Iterator[None]:
+    """Mark thread `thread_id` as running in this process while the block runs."""
+    with _RUNNING_LOCK:
+        _RUNNING[thread_id] += 1
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING[thread_id] -= 1
+            if _RUNNING[thread_id] <= 0:
+                del _RUNNING[thread_id]
+
+
+def _alive(meta: Mapping[str, Any], thread_id: str) -> bool:
     pid = meta.get(PID_KEY)
     if not isinstance(pid, int) or meta.get(HOST_KEY) != socket.gethostname():
         return False
     if pid == os.getpid():
-        return True
+        return thread_id in _RUNNING
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -155,7 +177,8 @@ def snapshot_status(snapshot: StateSnapshot) -> str:
     if any(t.error is not None for t in snapshot.tasks):
         return "failed"
     if unfinished(snapshot):
-        return "running" if _alive(snapshot.metadata or {}) else "interrupted"
+        thread_id = str(snapshot.config.get("configurable", {}).get("thread_id"))
+        return "running" if _alive(snapshot.metadata or {}, thread_id) else "interrupted"
     values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
     return "failed" if values.get("graph_success") is False else "done"
 

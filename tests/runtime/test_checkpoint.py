@@ -178,6 +178,7 @@ def test_invoke_none_continues_a_stopped_thread_and_nothing_runs_twice(durable: 
     config: Any = {"configurable": {"thread_id": "c"}}
     first = agentmap.compile(path, checkpointer=durable, interrupt_before=["N04"])
     assert first.invoke({"count": 0}, config).state["count"] == 3
+    assert [t.status for t in agentmap.threads(durable)] == ["interrupted"]  # stopped, not running
     app = agentmap.compile(path, checkpointer=durable)
     result = app.invoke(None, config)
     assert result.state["count"] == 5 and result.success
