@@ -200,18 +200,6 @@ def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
     )
 
 
-def describe(app: CompiledWorkflow, thread_id: str) -> ThreadInfo:
-    """Where thread `thread_id` of `app`'s checkpointer stands.
-
-    Raises:
-        ConfigError: The checkpoint has no such thread (`unknown-thread`).
-    """
-    snapshot = app.graph.get_state(thread_config(thread_id))
-    if snapshot.metadata is None:
-        raise _unknown(thread_id)
-    return _info(thread_id, snapshot)
-
-
 def _unknown(thread_id: str) -> ConfigError:
     return ConfigError(
         f"the checkpoint has no thread {thread_id!r}",
