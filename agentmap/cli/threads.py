@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import JsonOption
+from agentmap.cli._common import ConfigOption, JsonOption
 from agentmap.cli.render import OutputMode
 
 __all__ = ["register"]
 
 
-def _list(checkpoint: str | None, json_mode: bool) -> None:
+def _options(config: Path | None) -> dict[str, Any]:
+    from agentmap.cli._common import load
+
+    settings = load(config, False)
+    return {**settings.compile_options(), **settings.policy_options()}
+
+
+def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap.runtime.checkpoint import checkpoint_exists
     from agentmap.runtime.threads import ThreadInfo, threads
 
-    found: list[ThreadInfo] = threads(checkpoint) if checkpoint_exists(checkpoint) else []
+    found: list[ThreadInfo] = threads(checkpoint, **_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
         from agentmap.cli.render import dump_json
 
@@ -46,12 +54,12 @@ def _short(target: str) -> str:
         return target
 
 
-def _show(thread: str, checkpoint: str | None, json_mode: bool) -> None:
+def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap.runtime.checkpoint import checkpointer
     from agentmap.runtime.threads import thread_history
 
     _durable.need_store(checkpoint, thread)
-    info, snapshots = thread_history(checkpointer(checkpoint), thread)
+    info, snapshots = thread_history(checkpointer(checkpoint), thread, **_options(config))
     history = [
         {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)
     ]
@@ -93,22 +101,24 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         checkpoint: _durable.CheckpointOption = None,
         json_output: JsonOption = False,
+        config: ConfigOption = None,
     ) -> None:
         """List the threads: id, workflow::graph, status (running/paused/interrupted/failed/done), step, updated."""
         if ctx.invoked_subcommand is None:
             json_mode = json_output or not sys.stdout.isatty()
             OutputMode.json = json_mode
-            _list(checkpoint, json_mode)
+            _list(checkpoint, json_mode, config)
 
     @group.command("show")
     def show(
         thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread id.")],
         checkpoint: _durable.CheckpointOption = None,
         json_output: JsonOption = False,
+        config: ConfigOption = None,
     ) -> None:
         """Where a thread stands: its status, the question it waits on, and its step history."""
         json_mode = json_output or not sys.stdout.isatty()
         OutputMode.json = json_mode
-        _show(thread, checkpoint, json_mode)
+        _show(thread, checkpoint, json_mode, config)
 
     app.add_typer(group, name="threads")

@@ -219,15 +219,15 @@ def latest_checkpoints(saver: Any) -> dict[str, Any]:
     return dict(sorted(latest.items(), key=lambda kv: kv[1].checkpoint.get("ts", ""), reverse=True))
 
 
-def threads(checkpoint: Any = None) -> list[ThreadInfo]:
+def threads(checkpoint: Any = None, **compile_options: Any) -> list[ThreadInfo]:
     """Every thread of a checkpoint, newest first, with its status.
 
     Args:
         checkpoint: A checkpoint string (`runs.db`, `postgresql://...`; default `AGENTMAP_CHECKPOINT` or
             `.agentmap/runs.db`) or a LangGraph saver.
 
-    Each thread's workflow is compiled (once per file and graph) to tell what runs next; a thread whose file
-    is gone shows status `unknown`.
+    Each thread's workflow is compiled (once per file and graph, with `compile_options`: `agents_dir`,
+    `functions_dir`, ...) to tell what runs next; a thread whose file is gone shows status `unknown`.
     """
     from agentmap.runtime.checkpoint import checkpointer
 
@@ -238,7 +238,7 @@ def threads(checkpoint: Any = None) -> list[ThreadInfo]:
         meta: dict[str, Any] = dict(item.metadata or {})
         key = (str(meta.get(FILE_KEY)), str(meta.get(GRAPH_KEY)))
         if key not in apps:
-            apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}))
+            apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}), compile_options)
         app = apps[key]
         if app is not None:
             found.append(_info(thread_id, app.graph.get_state(thread_config(thread_id))))
@@ -257,17 +257,18 @@ def threads(checkpoint: Any = None) -> list[ThreadInfo]:
     return found
 
 
-def thread_history(saver: Any, thread_id: str) -> tuple[ThreadInfo, list[StateSnapshot]]:
+def thread_history(saver: Any, thread_id: str, **compile_options: Any) -> tuple[ThreadInfo, list[StateSnapshot]]:
     """Where thread `thread_id` stands, and its saved states, newest first (empty when its file is gone).
 
     Raises:
         ConfigError: The checkpoint has no such thread (`unknown-thread`).
     """
-    info = next((t for t in threads(saver) if t.thread_id == thread_id), None)
+    info = next((t for t in threads(saver, **compile_options) if t.thread_id == thread_id), None)
     if info is None:
         raise _unknown(thread_id)
     saved = saver.get_tuple(thread_config(thread_id))
-    app = _compile_for(saver, (str(info.workflow), str(info.graph)), saved.checkpoint.get("channel_values", {}))
+    values = saved.checkpoint.get("channel_values", {})
+    app = _compile_for(saver, (str(info.workflow), str(info.graph)), values, compile_options)
     return info, list(app.graph.get_state_history(thread_config(thread_id))) if app is not None else []
 
 
@@ -276,7 +277,9 @@ def saved_keys(values: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(k for k in values if not k.startswith(("__", "branch:", "join:")))
 
 
-def _compile_for(saver: Any, key: tuple[str, str], values: Mapping[str, Any]) -> CompiledWorkflow | None:
+def _compile_for(
+    saver: Any, key: tuple[str, str], values: Mapping[str, Any], options: Mapping[str, Any]
+) -> CompiledWorkflow | None:
     from agentmap.errors import AgentMapError
     from agentmap.runtime.api import compile
 
@@ -284,7 +287,8 @@ def _compile_for(saver: Any, key: tuple[str, str], values: Mapping[str, Any]) ->
     if file == "None" or not Path(file).is_file():
         return None
     try:
-        return compile(file, None if graph == "None" else graph, checkpointer=saver, state_keys=saved_keys(values))
+        name = None if graph == "None" else graph
+        return compile(file, name, checkpointer=saver, state_keys=saved_keys(values), **options)
     except AgentMapError:
         return None
 
