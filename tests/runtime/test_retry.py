@@ -89,3 +89,14 @@ def test_bad_retry_settings_are_validation_errors_at_the_context_cell(
     (issue,) = caught.value.issues
     assert issue.code == "bad-config" and message in issue.message
     assert (issue.row, issue.column) == (2, "Context")
+
+
+def test_the_terminal_summary_shows_the_attempts(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from agentmap.cli.render import summary_table
+
+    result = agentmap.run(_flaky(tmp_path, f'""fails"": 1, ""retry"": {{""max_attempts"": 2, {FAST}}}'))
+    console = Console(width=120, record=True, color_system=None)
+    console.print(summary_table(result.summary))
+    assert "ok (after 2 attempts)" in console.export_text()
