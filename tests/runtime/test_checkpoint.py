@@ -241,3 +241,23 @@ def test_sqlite_file_passes_integrity_check(tmp_path: Path) -> None:
     )
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_two_paused_branches_are_answered_by_interrupt_id(tmp_path: Path) -> None:
+    durable_graphs.counter(tmp_path, 1)  # the custom agents
+    path = tmp_path / "two.csv"
+    path.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "Two,Start,tick,count,count,A|B\nTwo,A,approve,,a,\nTwo,B,approve,,b,\n",
+        encoding="utf-8",
+    )
+    app = agentmap.compile(path, checkpointer="memory")
+    paused = app.invoke({"count": 0}, {"configurable": {"thread_id": "two"}})
+    ids = [i.id for i in paused.interrupts]
+    assert len(ids) == 2
+    with pytest.raises(ConfigError, match="has 2 questions waiting; answer each by its interrupt id"):
+        app.resume("two", "yes")
+    with pytest.raises(AnswerError):
+        app.resume("two", {ids[0]: "yes", ids[1]: "perhaps"})
+    done = app.resume("two", {ids[0]: "yes", ids[1]: "no"})
+    assert {done.state["a"]["approved"], done.state["b"]["approved"]} == {True, False}
