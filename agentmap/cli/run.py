@@ -94,21 +94,41 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _invoke(
     app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
 ) -> RunResult:
-    """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks."""
+    """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
+
+    On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
+    once); without a thread there is nothing to save, so the first one stops at once.
+    """
     box: dict[str, Any] = {}
+    stop = threading.Event() if (config or {}).get("configurable", {}).get("thread_id") is not None else None
+    done = threading.Event()  # waited on rather than Thread.join, which a signal can leave believing it ended
 
     def work() -> None:
         try:
-            box["result"] = app.invoke(state, config, tracker=tracker, **kwargs)  # type: ignore[arg-type]
+            box["result"] = app.invoke(state, config, tracker=tracker, stop=stop, **kwargs)  # type: ignore[arg-type]
         except BaseException as exc:  # handed to the main thread, raised there
             box["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="agentmap-run", daemon=True)
     worker.start()
     try:
-        worker.join()
-    except KeyboardInterrupt:
-        raise _Interrupted(130) from None
+        done.wait()
+    except (KeyboardInterrupt, _Interrupted) as first:
+        code = first.code if isinstance(first, _Interrupted) else 130
+        if stop is None:
+            raise _Interrupted(code) from None
+        stop.set()
+        name = _Interrupted(code).signal
+        sys.stderr.write(f"stopping once the running step is saved ({name} again stops at once)\n")
+        sys.stderr.flush()
+        try:
+            done.wait()
+        except (KeyboardInterrupt, _Interrupted):
+            raise _Interrupted(code) from None
+        if "result" in box and box["result"].stopped:
+            raise _Interrupted(code) from None
     if "error" in box:
         raise box["error"]
     result: RunResult = box["result"]

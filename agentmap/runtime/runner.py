@@ -8,8 +8,9 @@ compiled workflow can serve concurrent runs, `batch`, and every LangGraph option
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -40,12 +41,14 @@ class RunResult:
         success: The success policy's verdict.
         summary: One record per node execution, in execution order.
         interrupts: Values of pending `interrupt()` calls, when the run paused for input.
+        stopped: True when `invoke(..., stop=event)` ended the run between two steps before its end.
     """
 
     state: dict[str, Any]
     success: bool
     summary: list[NodeExecution] = field(default_factory=list)
     interrupts: tuple[Any, ...] = ()
+    stopped: bool = False
 
     @property
     def errors(self) -> list[str]:
@@ -65,6 +68,7 @@ class RunResult:
             "summary": [e.to_dict() for e in self.summary],
             "errors": self.errors,
             **({"interrupts": [repr(i) for i in self.interrupts]} if self.interrupts else {}),
+            **({"stopped": True} if self.stopped else {}),
         }
 
     def summary_frame(self) -> Any:
@@ -141,7 +145,7 @@ class CompiledWorkflow:
             prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
         return state, prepared, tracker
 
-    def _result(self, state: Any, final: Any, tracker: ExecutionTracker) -> RunResult:
+    def _result(self, state: Any, final: Any, tracker: ExecutionTracker, stopped: bool = False) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
         interrupts = tuple(values.pop("__interrupt__", ()))
         if isinstance(state, Mapping):
@@ -153,7 +157,7 @@ class CompiledWorkflow:
             for execution in summary:
                 if execution.success is None:
                     execution.metadata["paused"] = True
-        return RunResult(values, success, summary, interrupts)
+        return RunResult(values, success, summary, interrupts, stopped)
 
     def invoke(
         self,
@@ -161,6 +165,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        stop: threading.Event | None = None,
         **kwargs: Any,
     ) -> RunResult:
         """Run the graph to the end (or to an interrupt).
@@ -169,12 +174,22 @@ class CompiledWorkflow:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
             config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
             tracker: A tracker to record into (default: a new one with the workflow's policy).
+            stop: When this event is set (from another thread, a signal handler), the run ends after the step
+                that is running, once that step is saved; the result has `stopped=True` and the thread
+                continues with `resume`. A graceful shutdown for a command or a server.
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
         with _clear_errors(config):
-            final = self.graph.invoke(state, config, **kwargs)
-        return self._result(state, final, tracker)
+            if stop is None:
+                return self._result(state, self.graph.invoke(state, config, **kwargs), tracker)
+            chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
+            final, stopped = _run_until(chunks, stop)
+            if stopped:  # the event may have come during the last step
+                from agentmap.runtime.threads import unfinished
+
+                stopped = unfinished(self.graph.get_state(config))
+        return self._result(state, final, tracker, stopped)
 
     async def ainvoke(
         self,
@@ -293,6 +308,28 @@ class CompiledWorkflow:
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""
         return self.graph.get_graph().draw_mermaid()
+
+
+def _run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]:
+    """The final values (with `__interrupt__`) of a `values`+`updates` stream, ended early once `stop` is set.
+
+    Closing LangGraph's stream between steps finishes writing the last step's checkpoint.
+    """
+    final: dict[str, Any] = {}
+    interrupts: list[Any] = []
+    stopped = False
+    with closing(chunks) as stream:
+        for mode, chunk in stream:
+            if mode == "updates":
+                interrupts.extend(chunk.get("__interrupt__", ()) if isinstance(chunk, Mapping) else ())
+                continue
+            final = dict(chunk) if isinstance(chunk, Mapping) else final
+            if stop.is_set():
+                stopped = True
+                break
+    if interrupts:
+        final["__interrupt__"] = tuple(interrupts)
+    return final, stopped
 
 
 @contextmanager

@@ -261,3 +261,30 @@ def test_two_paused_branches_are_answered_by_interrupt_id(tmp_path: Path) -> Non
         app.resume("two", {ids[0]: "yes", ids[1]: "perhaps"})
     done = app.resume("two", {ids[0]: "yes", ids[1]: "no"})
     assert {done.state["a"]["approved"], done.state["b"]["approved"]} == {True, False}
+
+
+def test_a_stop_event_ends_the_run_after_the_running_step_and_resume_finishes_it(
+    durable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    monkeypatch.setenv("TICK_SLEEP", "0.02")
+    app = agentmap.compile(durable_graphs.counter(tmp_path, 6), checkpointer=durable)
+    stop = threading.Event()
+
+    def stop_at_the_second_node() -> None:
+        while len((tmp_path / "side.txt").read_text().split() if (tmp_path / "side.txt").exists() else []) < 2:
+            time.sleep(0.001)
+        stop.set()
+
+    watcher = threading.Thread(target=stop_at_the_second_node)
+    watcher.start()
+    stopped = app.invoke({"count": 0}, {"configurable": {"thread_id": "e"}}, stop=stop)
+    watcher.join()
+    assert stopped.stopped and stopped.to_dict()["stopped"] is True
+    assert stopped.state["count"] == 2  # the running node finished, and nothing after it started
+    assert [t.status for t in agentmap.threads(durable)] == ["interrupted"]
+    done = app.resume("e")
+    assert done.state["count"] == 6 and not done.stopped
+    assert (tmp_path / "side.txt").read_text().split() == [f"N{i:02d}" for i in range(1, 7)]
