@@ -36,7 +36,9 @@ if TYPE_CHECKING:
         WorkflowValidationError,
     )
     from agentmap.runtime.api import compile, load, run, validate
+    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.threads import ThreadInfo, threads
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
 
@@ -72,6 +74,11 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "WorkflowValidationError",
     "ErrorCode",
     "__version__",
+    # Durable runs
+    "ThreadInfo",
+    "async_checkpointer",
+    "checkpointer",
+    "threads",
 ]
 
 _HOMES = {
@@ -101,6 +108,10 @@ _HOMES = {
     "WorkflowFileError": "agentmap.errors",
     "WorkflowValidationError": "agentmap.errors",
     "ErrorCode": "agentmap.errors",
+    "ThreadInfo": "agentmap.runtime.threads",
+    "async_checkpointer": "agentmap.runtime.checkpoint",
+    "checkpointer": "agentmap.runtime.checkpoint",
+    "threads": "agentmap.runtime.threads",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +24,35 @@ def write_csv(tmp_path: Path) -> WriteCsv:
         return path
 
     return write
+
+
+@functools.cache
+def _pg() -> Any:
+    """tests/runtime/pg.py, loaded by path (the test folders are not packages)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("agentmap_test_pg", Path(__file__).parent / "runtime" / "pg.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a real PostgreSQL server started for this session (see tests/runtime/pg.py).
+
+    Skips where the server binaries are missing (fails under CI).
+    """
+    from components import require
+
+    bin_dir = _pg().binaries()
+    require(bin_dir is not None, _pg().REASON)
+    with _pg().server(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A new, empty database on the session's PostgreSQL server."""
+    return str(_pg().new_database(postgres_server))

@@ -12,14 +12,21 @@ starts in a copy of the calling thread's context, so LangGraph's `get_config()` 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["is_control_flow", "run_sync"]
+__all__ = ["RAISE_FAILURES", "is_control_flow", "run_sync"]
 
 T = TypeVar("T")
+
+RAISE_FAILURES: contextvars.ContextVar[Callable[[Exception], bool] | None] = contextvars.ContextVar(
+    "agentmap_raise_failures", default=None
+)
+"""Set by the runtime around a node attempt that will be retried: a failure it matches escapes `run`
+instead of becoming a failed step, and LangGraph's `RetryPolicy` runs the node again."""
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -37,9 +44,13 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def is_control_flow(exc: Exception) -> bool:
-    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up) are not agent failures.
+    """LangGraph's control-flow signals (`interrupt()`, `Command` bubbling up), and failures of an attempt
+    that will be retried, are not agent failures.
 
     Checked without importing LangGraph: if `langgraph.errors` is not loaded, `exc` cannot be one.
     """
     errors = sys.modules.get("langgraph.errors")
-    return errors is not None and isinstance(exc, errors.GraphBubbleUp)
+    if errors is not None and isinstance(exc, errors.GraphBubbleUp):
+        return True
+    retrying = RAISE_FAILURES.get()
+    return retrying is not None and retrying(exc)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,28 +10,21 @@ from agentmap.errors import ConfigError
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
 
-__all__ = ["check_persistence", "pausing_nodes", "print_pause", "questions", "resume_command", "saved_keys"]
+__all__ = ["ANSWER_EXAMPLE", "check_persistence", "pausing_nodes", "print_pause", "questions", "saved_keys"]
 
-_RESUME_EXAMPLE = "--resume '\"your answer\"'"
+ANSWER_EXAMPLE = "'\"your answer\"'"
+_RESUME_EXAMPLE = f"--resume {ANSWER_EXAMPLE}"
 
 
-def check_persistence(
-    checkpoint: Path | None, thread: str | None, resume: str | None, state: str | None, state_file: Path | None
-) -> Any:
+def check_persistence(thread: str | None, resume: str | None, state: str | None, state_file: Path | None) -> Any:
     """The `--resume` value (or None), after the options' combinations are checked."""
     if resume is None:
-        if thread is not None and checkpoint is None:
-            raise ConfigError(
-                "--thread names a thread of a checkpoint file: give --checkpoint too",
-                code="usage",
-                hint="e.g. --checkpoint runs.db --thread my-run",
-            )
         return None
-    if checkpoint is None or thread is None:
+    if thread is None:
         raise ConfigError(
-            "--resume continues a paused run: give the --checkpoint file and the --thread it paused in",
+            "--resume continues a paused run: give the --thread it paused in",
             code="usage",
-            hint=f"e.g. --checkpoint runs.db --thread 1a2b3c {_RESUME_EXAMPLE} (a paused run prints its command)",
+            hint=f"e.g. agentmap resume 1a2b3c {ANSWER_EXAMPLE} (a paused run prints its command)",
         )
     if state is not None or state_file is not None:
         raise ConfigError(
@@ -46,7 +38,7 @@ def check_persistence(
         raise ConfigError(
             f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
             code="usage",
-            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}",
+            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT",
         ) from None
 
 
@@ -60,17 +52,10 @@ def pausing_nodes(app: CompiledWorkflow) -> list[str]:
 
 def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
     """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
+    from agentmap.runtime.threads import saved_keys as keys_of
+
     saved = saver.get_tuple(config)
-    values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
-    return tuple(k for k in values if not k.startswith(("__", "branch:")))
-
-
-def resume_command(target: str, checkpoint: Path, thread: str) -> str:
-
-    return (
-        f"agentmap run {shlex.quote(target)} --checkpoint {shlex.quote(str(checkpoint))} "
-        f"--thread {shlex.quote(thread)} {_RESUME_EXAMPLE}"
-    )
+    return keys_of(saved.checkpoint.get("channel_values", {}) if saved is not None else {})
 
 
 def questions(result: RunResult) -> list[Any]:
@@ -88,7 +73,7 @@ def print_pause(result: RunResult, thread: str | None, resume_with: str) -> None
         node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
         out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
     if result.interrupts:
-        out.print("Resume with your answer as JSON:")
+        out.print("Resume with your answer (JSON, or plain text):")
         out.print(f"  {escape(resume_with)}", soft_wrap=True)
     elif thread is not None:
         out.print(f"[dim]thread {escape(thread)}[/]")

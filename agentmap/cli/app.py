@@ -37,6 +37,8 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.logs",
     "agentmap.cli.chat",
     "agentmap.cli.evaluation",
+    "agentmap.cli.resume",
+    "agentmap.cli.threads",
 )
 """The modules whose `register(app)` adds commands, in help order."""
 
@@ -48,6 +50,7 @@ EXIT_CODES: dict[int, str] = {
     4: "validation errors",
     5: "an agent or runtime error",
     130: "interrupted (Ctrl-C)",
+    143: "stopped by SIGTERM (the run is saved: agentmap resume THREAD)",
 }
 
 _HELP = """Turn a spreadsheet into a running agent workflow on LangGraph.

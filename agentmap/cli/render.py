@@ -139,7 +139,9 @@ def _seconds(value: float | None) -> str:
 def _status(execution: NodeExecution) -> str:
     if execution.success is None:
         return "[yellow]paused[/]" if execution.metadata.get("paused") else "[yellow]running[/]"
-    return "[green]ok[/]" if execution.success else "[bold red]failed[/]"
+    attempts = execution.metadata.get("attempts")
+    tries = f" [dim](after {attempts} attempts)[/]" if attempts else ""
+    return ("[green]ok[/]" if execution.success else "[bold red]failed[/]") + tries
 
 
 def _rows(executions: Sequence[NodeExecution], depth: int = 0) -> list[tuple[str, NodeExecution]]:

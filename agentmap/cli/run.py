@@ -7,9 +7,10 @@ stdout. Exit code 0 when the success policy passed, 1 when it failed, 130 on Ctr
 The initial state is `--state JSON`, `--state-file PATH`, or else `<stem>.state.json` beside the
 workflow file when there is one (so `graphs/hello_world.csv` runs with `graphs/hello_world.state.json`).
 
-`--checkpoint runs.db` saves the run in a SQLite file under `--thread ID` (a new id when not given). A run
-that pauses on an `interrupt()` (an `input` node with Context `{"interrupt": true}`) exits 0 and prints the
-question and the command that resumes it: `--resume JSON` on the same file and thread.
+`--thread ID` saves the run under that id in `.agentmap/runs.db` (or `--checkpoint runs.db`,
+`--checkpoint postgresql://...`, `AGENTMAP_CHECKPOINT`); `--checkpoint` alone picks a new id. A run that
+pauses on an `interrupt()` exits 0 and prints the question and the `agentmap resume` command; SIGTERM
+and Ctrl-C stop it (exit 143 / 130), print the same command, and keep every completed step.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli import _resume
+from agentmap.cli import _durable, _resume
 from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
@@ -78,25 +79,56 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
 
 
 class _Interrupted(Exception):
-    """Ctrl-C arrived while the graph was running."""
+    """Ctrl-C (exit 130) or SIGTERM (exit 143) arrived while the graph was running."""
+
+    def __init__(self, code: int = 130) -> None:
+        super().__init__(code)
+        self.code = code
+        self.signal = "SIGTERM" if code == 143 else "Ctrl-C"
 
 
-def _invoke(app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None) -> RunResult:
-    """Run in a worker thread so Ctrl-C reaches this (main) thread even while a node blocks."""
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Interrupted(143)
+
+
+def _invoke(
+    app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
+) -> RunResult:
+    """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
+
+    On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
+    once); without a thread there is nothing to save, so the first one stops at once.
+    """
     box: dict[str, Any] = {}
+    stop = threading.Event() if (config or {}).get("configurable", {}).get("thread_id") is not None else None
+    done = threading.Event()  # waited on rather than Thread.join, which a signal can leave believing it ended
 
     def work() -> None:
         try:
-            box["result"] = app.invoke(state, config, tracker=tracker)  # type: ignore[arg-type]
+            box["result"] = app.invoke(state, config, tracker=tracker, stop=stop, **kwargs)  # type: ignore[arg-type]
         except BaseException as exc:  # handed to the main thread, raised there
             box["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="agentmap-run", daemon=True)
     worker.start()
     try:
-        worker.join()
-    except KeyboardInterrupt:
-        raise _Interrupted from None
+        done.wait()
+    except (KeyboardInterrupt, _Interrupted) as first:
+        code = first.code if isinstance(first, _Interrupted) else 130
+        if stop is None:
+            raise _Interrupted(code) from None
+        stop.set()
+        name = _Interrupted(code).signal
+        sys.stderr.write(f"stopping once the running step is saved ({name} again stops at once)\n")
+        sys.stderr.flush()
+        try:
+            done.wait()
+        except (KeyboardInterrupt, _Interrupted):
+            raise _Interrupted(code) from None
+        if "result" in box and box["result"].stopped:
+            raise _Interrupted(code) from None
     if "error" in box:
         raise box["error"]
     result: RunResult = box["result"]
@@ -136,7 +168,9 @@ def _print_human(
     out.print(f"{escape(app.name)} {_verdict(result, policy)}")
 
 
-def _report_interrupt(app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool) -> None:
+def _report_interrupt(
+    app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool, stop: _Interrupted, thread: str | None, hint: str
+) -> None:
     from agentmap.cli.render import dump_json
 
     summary = tracker.summary
@@ -149,17 +183,21 @@ def _report_interrupt(app: CompiledWorkflow, tracker: ExecutionTracker, json_mod
         else "between nodes"
     )
     finished = f"; finished before: {', '.join(done)}" if done else "; no node had finished"
-    sys.stderr.write(f"interrupted: Ctrl-C stopped graph {app.name!r} {where}{finished}\n")
+    sys.stderr.write(f"interrupted: {stop.signal} stopped graph {app.name!r} {where}{finished}\n")
+    if thread is not None:
+        sys.stderr.write(f"thread {thread} keeps every completed step; continue it with: {hint}\n")
     if json_mode:
         dump_json(
             {
                 "graph": app.name,
                 "file": app.spec.file,
+                "status": "interrupted",
                 "success": False,
                 "interrupted": True,
-                "exit_code": 130,
+                "exit_code": stop.code,
                 "running": running,
                 "summary": [e.to_dict() for e in summary],
+                **({"thread": thread, "resume": hint} if thread is not None else {}),
             }
         )
     sys.stderr.flush()
@@ -173,14 +211,17 @@ def run_workflow(
     json_output: bool = False,
     config: Path | None = None,
     debug: bool = False,
-    checkpoint: Path | None = None,
+    checkpoint: str | None = None,
     thread: str | None = None,
     resume: str | None = None,
+    restart: bool = False,
+    durability: str | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
     OutputMode.json = json_mode
-    resume_value = _resume.check_persistence(checkpoint, thread, resume, state, state_file)
+    resume_value = _resume.check_persistence(thread, resume, state, state_file)
+    invoke_options = _durable.check_durability(durability)
     settings = load(config, debug)
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
@@ -190,10 +231,10 @@ def run_workflow(
     saver: Any = None
     run_config: dict[str, Any] | None = None
     keys = tuple(initial)
-    if checkpoint is not None:
-        from agentmap.runtime.checkpoint import resolve_checkpointer
+    if checkpoint is not None or thread is not None:
+        from agentmap.runtime.checkpoint import checkpointer
 
-        saver = resolve_checkpointer(f"sqlite:{checkpoint}")
+        saver = checkpointer(checkpoint)
         if thread is None:
             import uuid
 
@@ -210,55 +251,92 @@ def run_workflow(
             f"pause{'' if len(pausing) > 1 else 's'} the run for an answer "
             "(Context interrupt: true), which needs a checkpoint file to resume from",
             code="usage",
-            hint=f"run with --checkpoint runs.db (e.g. agentmap run {target or path} --checkpoint runs.db)",
+            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
+            f"(e.g. agentmap run {target or path} --thread my-run)",
         )
     run_input: Any = initial
-    if resume is not None:
-        assert thread is not None and run_config is not None
-        if not app.graph.get_state(run_config).interrupts:  # type: ignore[arg-type]
-            raise ConfigError(
-                f"thread {thread!r} in {checkpoint} has no paused run of graph {app.name!r} to resume",
-                code="nothing-to-resume",
-                hint="check the --thread id the paused run printed, and the --checkpoint file and graph it used",
-            )
-        from langgraph.types import Command
+    if thread is not None:
+        if resume is not None:
+            from agentmap.runtime.threads import resume_input
 
-        run_input = Command(resume=resume_value)
-    view = None
+            run_input = resume_input(app.graph.get_state(run_config), thread, resume_value)  # type: ignore[arg-type]
+        else:
+            _durable.refuse_unfinished(app, thread, checkpoint, restart)
     interactive = any(
         n.agent_type.strip().lower() in ("input", "inputagent") and n.name not in pausing for n in app.spec.nodes
     )
-    if sys.stderr.isatty() and not interactive:
+    return execute(
+        app,
+        run_input,
+        run_config,
+        json_mode=json_mode,
+        policy=settings.execution.success_policy,
+        checkpoint=checkpoint,
+        state_source=state_source,
+        live=not interactive,
+        **invoke_options,
+    )
+
+
+def execute(
+    app: CompiledWorkflow,
+    run_input: Any,
+    run_config: dict[str, Any] | None,
+    *,
+    json_mode: bool,
+    policy: str,
+    checkpoint: str | None = None,
+    state_source: Path | None = None,
+    live: bool = True,
+    **invoke_options: Any,
+) -> int:
+    """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
+    thread = (run_config or {}).get("configurable", {}).get("thread_id")
+    hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
+    view = None
+    if sys.stderr.isatty() and live:
         from agentmap.cli.render import LiveView
 
         view = LiveView(f"running {app.name}")
     listener: Any = view.update if view is not None else None
     tracker = app.new_tracker(listener=listener)
+    handlers: list[tuple[int, Any]] = []
     if threading.current_thread() is threading.main_thread():
+        handlers = [(s, signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM)]
         signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+        signal.signal(signal.SIGTERM, _on_sigterm)
     if view is not None:
         view.start()
     gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
     gc.enable()
     try:
-        result = _invoke(app, run_input, tracker, run_config)
-    except _Interrupted:
+        result = _invoke(app, run_input, tracker, run_config, **invoke_options)
+    except _Interrupted as stop:
         if view is not None:
             view.stop()
-        _report_interrupt(app, tracker, json_mode)
+        _report_interrupt(app, tracker, json_mode, stop, thread, hint)
         sys.stdout.flush()
         # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
-        # exit would wait for it. Leave now: everything worth saying has been written.
-        os._exit(130)
+        # exit would wait for it. Leave now: every completed step is saved already.
+        os._exit(stop.code)
     finally:
+        for signum, handler in handlers:
+            signal.signal(signum, handler)
         if view is not None:
             view.stop(_title(app))
     code = 0 if result.success or result.interrupts else 1
-    resume_with = _resume.resume_command(target or str(path), checkpoint, thread) if checkpoint and thread else ""
+    resume_with = f"{hint} {_resume.ANSWER_EXAMPLE}" if result.interrupts else ""
     if json_mode:
         from agentmap.cli.render import dump_json
 
-        document: dict[str, Any] = {"graph": app.name, "file": app.spec.file, "exit_code": code, **result.to_dict()}
+        status = "paused" if result.interrupts else "done" if result.success else "failed"
+        document: dict[str, Any] = {
+            "graph": app.name,
+            "file": app.spec.file,
+            "status": status,
+            "exit_code": code,
+            **result.to_dict(),
+        }
         if state_source is not None:
             document["state_file"] = str(state_source)
         if thread is not None:
@@ -267,7 +345,7 @@ def run_workflow(
             document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
         dump_json(document)
     else:
-        _print_human(app, result, settings.execution.success_policy, state_source, table_shown=view is not None)
+        _print_human(app, result, policy, state_source, table_shown=view is not None)
         _resume.print_pause(result, thread, resume_with)
     return code
 
@@ -289,25 +367,24 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        checkpoint: Annotated[
-            Path | None,
-            typer.Option(
-                "--checkpoint",
-                help="Save the run in this SQLite file (e.g. runs.db), so a paused run can be resumed.",
-                show_default=False,
-            ),
-        ] = None,
         thread: Annotated[
             str | None,
             typer.Option(
-                "--thread", help="The run's thread id in the checkpoint file (default: a new one).", show_default=False
+                "--thread",
+                help="Save the run under this thread id, so it can be resumed (`agentmap resume ID`).",
+                show_default=False,
             ),
         ] = None,
+        checkpoint: _durable.CheckpointOption = None,
+        restart: Annotated[
+            bool, typer.Option("--restart", help="Start an unfinished --thread over, dropping what it saved.")
+        ] = False,
+        durability: _durable.DurabilityOption = None,
         resume: Annotated[
             str | None,
             typer.Option(
                 "--resume",
-                help="Resume the paused run of --thread with this JSON value as the answer.",
+                help="Resume the paused run of --thread with this JSON value as the answer (or: agentmap resume).",
                 show_default=False,
             ),
         ] = None,
@@ -326,5 +403,7 @@ def register(app: typer.Typer) -> None:
             checkpoint=checkpoint,
             thread=thread,
             resume=resume,
+            restart=restart,
+            durability=durability,
         )
         raise typer.Exit(code)

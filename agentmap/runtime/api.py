@@ -162,9 +162,9 @@ def compile(
         source: `file.csv`, `file.csv::Graph`, a `Workflow` or a `GraphSpec`.
         graph: The graph to compile (needed when the file holds several and no `::Graph` is given).
         checkpointer: A LangGraph checkpointer (e.g. `InMemorySaver()`), passed through, or a string:
-            `"memory"` (an `InMemorySaver`), or a path ending in `.db`/`.sqlite` or `sqlite:PATH` (a
-            `SqliteSaver` on that file; needs the `sqlite` extra). The SQLite saver serves sync runs
-            (`invoke`, `stream`, `batch`); for `ainvoke`/`astream` pass an `AsyncSqliteSaver` yourself.
+            `"memory"`, a path ending in `.db`/`.sqlite` or `sqlite:PATH` (a `SqliteSaver` on that file), or a
+            `postgresql://` URL (a `PostgresSaver`; needs the `postgres` extra). These serve sync and async
+            runs alike and read checkpoints with the allow-list serializer (see `agentmap.checkpointer`).
         success_policy: `all_nodes` (default), `final_node`, `critical_nodes`, or `f(summary) -> bool`.
         critical_nodes: The nodes the `critical_nodes` policy looks at.
         functions_dir: Where `func:` routers live (default `functions/` beside the file).

@@ -1,19 +1,54 @@
-"""Checkpointers named by a string: `"memory"`, `"runs.db"`, `"sqlite:path"`.
+"""Checkpointers named by a string: `"memory"`, `"runs.db"`, `"sqlite:path"`, `"postgresql://..."`.
 
-LangGraph's savers do the storing; this module only turns a short name into one, so a config file or a
-command line can ask for persistence without writing Python.
+LangGraph's savers do the storing; this module turns a short name into one, so a config file or a
+command line can ask for persistence without writing Python, and gives every saver it makes the
+allow-list serializer (a checkpoint that names any Python object outside the list is refused, never built).
+
+```python
+saver = agentmap.checkpointer("runs.db")             # sync runs, and async runs (its I/O in a worker thread)
+async with agentmap.async_checkpointer("postgresql://u@host/db") as saver:   # AsyncPostgresSaver
+    ...
+```
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError
 
-__all__ = ["resolve_checkpointer", "sqlite_path"]
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import CheckpointTuple
+
+__all__ = [
+    "DEFAULT_CHECKPOINT",
+    "UnsafeCheckpointError",
+    "async_checkpointer",
+    "checkpoint_exists",
+    "checkpoint_target",
+    "checkpointer",
+    "resolve_checkpointer",
+    "safe_serializer",
+    "sqlite_path",
+]
+
+DEFAULT_CHECKPOINT = ".agentmap/runs.db"
+"""Where `agentmap run --thread` saves runs unless `--checkpoint` or `AGENTMAP_CHECKPOINT` says otherwise."""
 
 _SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+class UnsafeCheckpointError(ConfigError):
+    """A checkpoint names a Python object outside the allow-list (a tampered or foreign checkpoint)."""
+
+    default_code = "unsafe-checkpoint"
 
 
 def sqlite_path(value: str) -> Path | None:
@@ -23,45 +58,134 @@ def sqlite_path(value: str) -> Path | None:
     return Path(value) if value.lower().endswith(_SUFFIXES) else None
 
 
-def resolve_checkpointer(value: Any) -> Any:
-    """A LangGraph checkpointer for `value`.
+def checkpoint_target(value: str | None, *, create: bool = True) -> str:
+    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db` (folder made
+    unless `create` is false)."""
+    chosen = value or os.environ.get("AGENTMAP_CHECKPOINT") or ""
+    if chosen:
+        return chosen
+    if create:
+        Path(DEFAULT_CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
+    return DEFAULT_CHECKPOINT
+
+
+def checkpoint_exists(value: str | None) -> bool:
+    """Whether the checkpoint `value` names may hold threads (false for a SQLite file not made yet)."""
+    target = checkpoint_target(value, create=False)
+    if target.strip().lower() == "memory" or target.startswith(_POSTGRES):
+        return True
+    return (sqlite_path(target) or Path(target)).is_file()
+
+
+def checkpointer(value: str | None = None) -> Any:
+    """A LangGraph saver for `value`, usable by sync and async runs alike.
 
     Args:
-        value: `"memory"` (an `InMemorySaver`), a path ending in `.db`/`.sqlite` or `sqlite:PATH` (a
-            `SqliteSaver` on that file, made when missing), or anything else, returned unchanged
-            (a saver object, None, True/False for subgraphs).
+        value: `"memory"`, a SQLite file (`runs.db`, `x.sqlite`, `sqlite:PATH`, any other path is taken as a
+            SQLite file too), or a Postgres URL (`postgresql://...`, needs the `postgres` extra). None uses
+            `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db`.
+
+    Returns:
+        A `SqliteSaver` or `PostgresSaver` (with the allow-list serializer) whose async methods run its sync
+        ones in a worker thread, so `ainvoke`/`astream` work too; for native async I/O, see `async_checkpointer`.
 
     Raises:
-        ConfigError: An unknown name, a file in a folder that does not exist or cannot be opened, or the
-            `sqlite` extra missing.
+        ConfigError: The file's folder does not exist, the database cannot be opened, or an extra is missing.
+    """
+    target = checkpoint_target(value)
+    if target.strip().lower() == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver(serde=safe_serializer())
+    if target.startswith(_POSTGRES):
+        return _postgres_saver(target)
+    return _sqlite_saver(sqlite_path(target) or Path(target))
+
+
+def resolve_checkpointer(value: Any) -> Any:
+    """A LangGraph checkpointer for `value` (what `agentmap.compile(checkpointer=...)` accepts).
+
+    Args:
+        value: `"memory"`, a path ending in `.db`/`.sqlite`, `sqlite:PATH` or a `postgresql://` URL (see
+            `checkpointer`), or anything else, returned unchanged (a saver object, None, True/False for subgraphs).
+
+    Raises:
+        ConfigError: An unknown name, a file in a folder that does not exist or cannot be opened, or an extra
+            missing.
     """
     if not isinstance(value, str):
         return value
-    if value.strip().lower() == "memory":
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        return InMemorySaver()
-    path = sqlite_path(value.strip())
-    if path is None or not str(path):
+    text = value.strip()
+    if text.lower() != "memory" and not text.startswith(_POSTGRES) and not sqlite_path(text):
         raise ConfigError(
             f"unknown checkpointer {value!r}",
             code="bad-checkpointer",
-            hint='use "memory", a SQLite file path ending in .db or .sqlite, "sqlite:PATH", or a LangGraph saver',
+            hint='use "memory", a SQLite file path ending in .db or .sqlite, "sqlite:PATH", a postgresql:// URL, '
+            "or a LangGraph saver",
         )
-    return _sqlite_saver(path)
+    return checkpointer(text)
 
 
-def _sqlite_saver(path: Path) -> Any:
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-    except ImportError:
-        raise ConfigError(
-            f"checkpoint file {path} needs the SQLite checkpointer, which is not installed",
-            code="missing-extra",
-            hint='pip install "agentmap[sqlite]"',
-        ) from None
-    import sqlite3
+@asynccontextmanager
+async def async_checkpointer(value: str | None = None) -> AsyncIterator[Any]:
+    """An `AsyncSqliteSaver` or `AsyncPostgresSaver` for `value` (as `checkpointer`), closed on exit.
 
+    For servers that run on an event loop: its I/O never blocks the loop. Sync calls are not supported
+    by these savers; use `checkpointer` for a saver that serves both.
+    """
+    target = checkpoint_target(value)
+    if target.strip().lower() == "memory":
+        yield checkpointer("memory")
+        return
+    if target.startswith(_POSTGRES):
+        _need("langgraph.checkpoint.postgres", "postgres")
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(target, serde=safe_serializer()) as pg_saver:
+            await pg_saver.setup()
+            yield pg_saver
+        return
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = _checked_path(sqlite_path(target) or Path(target))
+    async with aiosqlite.connect(path) as conn:
+        saver = AsyncSqliteSaver(conn, serde=safe_serializer())
+        await saver.setup()
+        yield saver
+
+
+# -- savers -------------------------------------------------------------------------------------
+
+
+class _ThreadedAsync:
+    """Async methods for a sync saver: the same SQL, run in a worker thread (never a raw NotImplementedError)."""
+
+    # `self` is the saver this class is mixed into (see `_saver_class`), which has the sync methods.
+    async def aget_tuple(self: Any, config: RunnableConfig) -> CheckpointTuple | None:
+        result: CheckpointTuple | None = await asyncio.to_thread(self.get_tuple, config)
+        return result
+
+    async def alist(self: Any, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+        for item in await asyncio.to_thread(lambda: list(self.list(config, **kwargs))):
+            yield item
+
+    async def aput(self: Any, *args: Any, **kwargs: Any) -> RunnableConfig:
+        result: RunnableConfig = await asyncio.to_thread(self.put, *args, **kwargs)
+        return result
+
+    async def aput_writes(self: Any, *args: Any, **kwargs: Any) -> None:
+        await asyncio.to_thread(self.put_writes, *args, **kwargs)
+
+    async def adelete_thread(self: Any, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+
+def _saver_class(base: type) -> type:
+    return type(f"AgentMap{base.__name__}", (_ThreadedAsync, base), {"__module__": __name__})
+
+
+def _checked_path(path: Path) -> Path:
     folder = path.parent
     if not folder.is_dir():
         raise ConfigError(
@@ -73,10 +197,31 @@ def _sqlite_saver(path: Path) -> Any:
         raise ConfigError(
             f"cannot open checkpoint file {path}: it is a folder", code="bad-checkpointer", hint="name a file"
         )
+    return path
+
+
+def _need(module: str, extra: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"this checkpoint needs the {extra} checkpointer ({module}), which is not installed",
+            code="missing-extra",
+            hint=f'pip install "agentmap[{extra}]"',
+        )
+
+
+def _sqlite_saver(path: Path) -> Any:
+    _need("langgraph.checkpoint.sqlite", "sqlite")
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    _checked_path(path)
     try:
         # SqliteSaver serialises access with its own lock, so one connection may serve LangGraph's threads
         conn = sqlite3.connect(path, check_same_thread=False)
-        saver = SqliteSaver(conn)
+        saver = _saver_class(SqliteSaver)(conn, serde=safe_serializer())
         saver.setup()
     except sqlite3.Error as exc:
         raise ConfigError(
@@ -85,3 +230,95 @@ def _sqlite_saver(path: Path) -> Any:
             hint="name a SQLite file you can write to (a new file is created)",
         ) from None
     return saver
+
+
+def _postgres_saver(url: str) -> Any:
+    _need("langgraph.checkpoint.postgres", "postgres")
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    try:
+        conn = psycopg.Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = _saver_class(PostgresSaver)(conn, serde=safe_serializer())
+        saver.setup()
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"cannot open the Postgres checkpoint {_redact(url)}: {str(exc).strip()}",
+            code="bad-checkpointer",
+            hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
+        ) from None
+    return saver
+
+
+def _redact(url: str) -> str:
+    head, sep, tail = url.partition("@")
+    if not sep or ":" not in head.split("//", 1)[-1]:
+        return url
+    scheme, _, credentials = head.partition("//")
+    return f"{scheme}//{credentials.split(':', 1)[0]}:***@{tail}"
+
+
+# -- the allow-list serializer -------------------------------------------------------------------
+
+_CONSTRUCTORS = (0, 1, 2, 4, 5)  # LangGraph's msgpack extension codes that import and call (module, name)
+_METHOD = 3
+_OWN_MODULES = ("agentmap.contracts.",)  # AgentMap's own pydantic contracts, which nodes may put in the state
+
+
+def safe_serializer() -> Any:
+    """LangGraph's `JsonPlusSerializer` that refuses, rather than builds, any type outside the allow-list.
+
+    The allow-list is LangGraph's strict msgpack set (dates, UUIDs, decimals, sets, paths, LangChain
+    messages and documents, `Send`, `Interrupt`, `Command`) plus AgentMap's contract models. Pickled
+    values are refused too. A refusal raises `UnsafeCheckpointError` naming the object.
+    """
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    class _Serializer(JsonPlusSerializer):
+        def loads_typed(self, data: tuple[str, bytes]) -> Any:
+            kind, raw = data
+            if kind == "msgpack":
+                return _load_msgpack(raw, self._unpack_ext_hook)
+            if kind == "pickle":
+                raise _refusal("a pickled value")
+            return super().loads_typed(data)
+
+    return _Serializer(allowed_msgpack_modules=True)
+
+
+def _refusal(what: str) -> UnsafeCheckpointError:
+    return UnsafeCheckpointError(
+        f"the checkpoint holds {what}, which AgentMap never writes; it was refused, not loaded "
+        "(the checkpoint file or database may have been tampered with)",
+        hint="restore the checkpoint from a trusted copy, or start the run again on a new thread (--restart)",
+    )
+
+
+def _load_msgpack(raw: bytes, construct: Callable[[int, bytes], Any]) -> Any:
+    import ormsgpack
+    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+
+    refused: list[str] = []
+
+    def guard(code: int, data: bytes) -> Any:
+        if code in _CONSTRUCTORS or code == _METHOD:
+            parts: Sequence[Any] = ormsgpack.unpackb(data, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
+            module, name = str(parts[0]), str(parts[1])
+            if code == _METHOD:
+                allowed = (module, name, str(parts[3])) in SAFE_MSGPACK_METHODS
+            else:
+                allowed = (module, name) in SAFE_MSGPACK_TYPES or module.startswith(_OWN_MODULES)
+            if not allowed:
+                refused.append(f"{module}.{name}")
+                raise _refusal(f"a constructor of {module}.{name}")
+        return construct(code, data)
+
+    try:
+        return ormsgpack.unpackb(raw, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
+    except UnsafeCheckpointError:
+        raise
+    except Exception:
+        if refused:  # ormsgpack wraps what the hook raised
+            raise _refusal(f"a constructor of {refused[0]}") from None
+        raise

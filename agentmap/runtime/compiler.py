@@ -26,6 +26,7 @@ from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
+from agentmap.runtime.retry import RetrySettings, context_problem, settings_for
 from agentmap.runtime.routing import Route, RouterFn, load_router, plan_joins
 from agentmap.runtime.tracking import ExecutionTracker
 from agentmap.spec.cells import state_key
@@ -85,6 +86,10 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
                     load_router(targets, options.functions_for(graph))
                 except AgentMapError as err:
                     issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
+        retry_problem = context_problem(node.context)
+        if retry_problem:
+            fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
+            issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
         cls = registry.get(node.agent_type or "default")
         if cls is not None:
             try:
@@ -151,13 +156,17 @@ def _environment(
 class _AgentNode(Runnable[Any, Any]):
     """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes)."""
 
-    def __init__(self, agent: BaseAgent, route: Route | None) -> None:
+    def __init__(self, agent: BaseAgent, route: Route | None, retry: RetrySettings | None = None) -> None:
         self.agent = agent
         self.route = route
         self.name = agent.name
+        self.retry = retry
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        update = self.agent.run(input)
+        if self.retry is None:
+            update = self.agent.run(input)
+        else:
+            update = self.retry.run(self.agent, input, config, lambda: self.agent.run(input))
         return update if self.route is None else self.route(input, update)
 
 
@@ -165,7 +174,10 @@ class _AsyncAgentNode(_AgentNode):
     """A node whose agent is async: `ainvoke` awaits `arun` on the event loop."""
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        update = await self.agent.arun(input)
+        if self.retry is None:
+            update = await self.agent.arun(input)
+        else:
+            update = await self.retry.arun(self.agent, input, config, lambda: self.agent.arun(input))
         return update if self.route is None else self.route(input, update)
 
 
@@ -258,9 +270,11 @@ def build_state_graph(
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
         route = Route(graph, node, routers) if dynamic else None
         node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
+        retry = settings_for(node.context)
         builder.add_node(
             node.name,
-            node_cls(agent, route),
+            node_cls(agent, route, retry),
+            retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
             defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,
             metadata={"agent_type": normalize_type(node.agent_type or "default")},

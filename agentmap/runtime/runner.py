@@ -8,9 +8,11 @@ compiled workflow can serve concurrent runs, `batch`, and every LangGraph option
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -39,12 +41,14 @@ class RunResult:
         success: The success policy's verdict.
         summary: One record per node execution, in execution order.
         interrupts: Values of pending `interrupt()` calls, when the run paused for input.
+        stopped: True when `invoke(..., stop=event)` ended the run between two steps before its end.
     """
 
     state: dict[str, Any]
     success: bool
     summary: list[NodeExecution] = field(default_factory=list)
     interrupts: tuple[Any, ...] = ()
+    stopped: bool = False
 
     @property
     def errors(self) -> list[str]:
@@ -64,6 +68,7 @@ class RunResult:
             "summary": [e.to_dict() for e in self.summary],
             "errors": self.errors,
             **({"interrupts": [repr(i) for i in self.interrupts]} if self.interrupts else {}),
+            **({"stopped": True} if self.stopped else {}),
         }
 
     def summary_frame(self) -> Any:
@@ -112,11 +117,19 @@ class CompiledWorkflow:
         """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
         return ExecutionTracker(self._policy, self._critical, listener=listener)
 
+    @cached_property
+    def file_digest(self) -> str | None:
+        """The SHA-256 of the workflow file as it was when first asked (threads record it)."""
+        from agentmap.runtime.threads import file_digest
+
+        return file_digest(self.spec.file) if self.spec.file else None
+
     def _prepare(
         self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
     ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
+        durable = self.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
         if state is None:
-            state = {}
+            state = None if durable else {}  # None on a saved thread: LangGraph continues it
         elif not isinstance(state, (Mapping, Command)):
             raise ConfigError(
                 f"the initial state must be a dict of state keys, not {type(state).__name__}",
@@ -126,9 +139,13 @@ class CompiledWorkflow:
         tracker = tracker or self.new_tracker()
         prepared: RunnableConfig = {**(config or {})}
         prepared["configurable"] = {**prepared.get("configurable", {}), TRACKER_KEY: tracker}
+        if durable:  # the thread remembers its workflow file, graph and process (see runtime/threads.py)
+            from agentmap.runtime.threads import run_metadata
+
+            prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
         return state, prepared, tracker
 
-    def _result(self, state: Any, final: Any, tracker: ExecutionTracker) -> RunResult:
+    def _result(self, state: Any, final: Any, tracker: ExecutionTracker, stopped: bool = False) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
         interrupts = tuple(values.pop("__interrupt__", ()))
         if isinstance(state, Mapping):
@@ -140,7 +157,7 @@ class CompiledWorkflow:
             for execution in summary:
                 if execution.success is None:
                     execution.metadata["paused"] = True
-        return RunResult(values, success, summary, interrupts)
+        return RunResult(values, success, summary, interrupts, stopped)
 
     def invoke(
         self,
@@ -148,6 +165,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        stop: threading.Event | None = None,
         **kwargs: Any,
     ) -> RunResult:
         """Run the graph to the end (or to an interrupt).
@@ -156,12 +174,22 @@ class CompiledWorkflow:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
             config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
             tracker: A tracker to record into (default: a new one with the workflow's policy).
+            stop: When this event is set (from another thread, a signal handler), the run ends after the step
+                that is running, once that step is saved; the result has `stopped=True` and the thread
+                continues with `resume`. A graceful shutdown for a command or a server.
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
         with _clear_errors(config):
-            final = self.graph.invoke(state, config, **kwargs)
-        return self._result(state, final, tracker)
+            if stop is None:
+                return self._result(state, self.graph.invoke(state, config, **kwargs), tracker)
+            chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
+            final, stopped = _run_until(chunks, stop)
+            if stopped:  # the event may have come during the last step
+                from agentmap.runtime.threads import unfinished
+
+                stopped = unfinished(self.graph.get_state(config))
+        return self._result(state, final, tracker, stopped)
 
     async def ainvoke(
         self,
@@ -221,16 +249,104 @@ class CompiledWorkflow:
         """The async twin of `batch`."""
         return list(await asyncio.gather(*(self.ainvoke(s, config, **kwargs) for s in states)))
 
+    def resume(
+        self,
+        thread_id: str,
+        answer: Any = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """Continue thread `thread_id`: from its last saved step, or with `answer` for the node that paused it.
+
+        Nothing that completed runs again (a node that was running when the process died runs once more).
+
+        Args:
+            thread_id: The thread to continue.
+            answer: The answer to a paused node's question, checked against it first (`check_answer`).
+            config: More LangGraph config (`recursion_limit`, callbacks, ...).
+            tracker: A tracker to record into.
+            **kwargs: Passed to `invoke` (`durability`, ...).
+
+        Raises:
+            ConfigError: No checkpointer, no such thread, a finished thread, or an answer nobody asked for.
+            AnswerError: The answer does not fit the question; the thread stays paused.
+        """
+        from agentmap.runtime.threads import resume_input, thread_config
+
+        run_config = thread_config(thread_id, config)
+        self._need_checkpointer()
+        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer)
+        return self.invoke(run_input, run_config, tracker=tracker, **kwargs)
+
+    async def aresume(
+        self,
+        thread_id: str,
+        answer: Any = None,
+        config: RunnableConfig | None = None,
+        *,
+        tracker: ExecutionTracker | None = None,
+        **kwargs: Any,
+    ) -> RunResult:
+        """The async twin of `resume`."""
+        from agentmap.runtime.threads import resume_input, thread_config
+
+        run_config = thread_config(thread_id, config)
+        self._need_checkpointer()
+        run_input = resume_input(await self.graph.aget_state(run_config), thread_id, answer)
+        return await self.ainvoke(run_input, run_config, tracker=tracker, **kwargs)
+
+    def _need_checkpointer(self) -> None:
+        if self.graph.checkpointer in (None, False, True):
+            raise ConfigError(
+                f"graph {self.name!r} was compiled without a checkpointer, so it has no threads to resume",
+                code="usage",
+                hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
+            )
+
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""
         return self.graph.get_graph().draw_mermaid()
 
 
+def _run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]:
+    """The final values (with `__interrupt__`) of a `values`+`updates` stream, ended early once `stop` is set.
+
+    Closing LangGraph's stream between steps finishes writing the last step's checkpoint.
+    """
+    final: dict[str, Any] = {}
+    interrupts: list[Any] = []
+    stopped = False
+    with closing(chunks) as stream:
+        for mode, chunk in stream:
+            if mode == "updates":
+                interrupts.extend(chunk.get("__interrupt__", ()) if isinstance(chunk, Mapping) else ())
+                continue
+            final = dict(chunk) if isinstance(chunk, Mapping) else final
+            if stop.is_set():
+                stopped = True
+                break
+    if interrupts:
+        final["__interrupt__"] = tuple(interrupts)
+    return final, stopped
+
+
 @contextmanager
 def _clear_errors(config: RunnableConfig | None) -> Iterator[None]:
-    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors."""
+    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors.
+
+    A run on a thread is marked as running in this process meanwhile (`agentmap.threads` shows it so).
+    """
+    thread = (config or {}).get("configurable", {}).get("thread_id")
     try:
-        yield
+        if thread is None:
+            yield
+        else:
+            from agentmap.runtime.threads import running_here
+
+            with running_here(str(thread)):
+                yield
     except GraphRecursionError as exc:
         limit = (config or {}).get("recursion_limit")
         raise NodeError(

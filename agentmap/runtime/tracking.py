@@ -109,6 +109,7 @@ class ExecutionTracker:
         self._listener = listener
         self._executions: list[NodeExecution] = []
         self._open: dict[str, NodeExecution] = {}
+        self._retried: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self.graph_success = True
 
@@ -116,6 +117,8 @@ class ExecutionTracker:
         """Record that `node_name` started with `inputs`."""
         execution = NodeExecution(node_name, time.time(), inputs=inputs, _clock=time.perf_counter())
         with self._lock:
+            if self._retried and node_name in self._retried:
+                execution.metadata["failed_attempts"] = self._retried.pop(node_name)
             self._executions.append(execution)
             self._open[node_name] = execution
         if self._listener is not None:
@@ -136,6 +139,19 @@ class ExecutionTracker:
         execution.error = error
         if self._listener is not None:
             self._listener(execution)
+
+    def retry_failed(self, node_name: str, error: str) -> None:
+        """Forget the running execution of `node_name`, whose attempt failed and will run again.
+
+        The error is kept: the next execution of the node lists it in `metadata["failed_attempts"]`.
+        """
+        with self._lock:
+            execution = self._open.pop(node_name, None)
+            earlier: list[str] = []
+            if execution is not None:
+                self._executions.remove(execution)
+                earlier = execution.metadata.get("failed_attempts", [])
+            self._retried[node_name] = [*earlier, error]
 
     def annotate(self, node_name: str, **metadata: Any) -> None:
         """Attach metadata to the running (or last) execution of `node_name`."""

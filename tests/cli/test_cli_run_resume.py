@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     assert document["interrupts"] == [{"question": "What is your name, sir?", "node": "Name"}]
     thread = document["thread"]
     assert thread and "greeting" not in document["state"]
-    assert f"--thread {thread} --resume" in document["resume"]
+    assert document["resume"].startswith(f"agentmap resume {thread} --checkpoint runs.db ")
     (waiting,) = [e for e in document["summary"] if e["success"] is None]
     assert waiting["name"] == "Name" and waiting["metadata"] == {"paused": True}
 
@@ -59,20 +58,19 @@ def test_a_paused_run_in_a_terminal_shows_the_question_and_the_command_to_resume
     assert shown.code == 0
     assert "paused for input" in shown.plain
     assert "Name: What is your name, sir?" in shown.plain
-    command = f"agentmap run {shlex.quote(str(workflow))} --checkpoint runs.db --thread t-1 --resume"
+    command = "agentmap resume t-1 --checkpoint runs.db"
     assert command in " ".join(shown.plain.split())
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--resume", '"Ada"'], "give the --checkpoint file and the --thread"),
-        (["--checkpoint", "runs.db", "--resume", '"Ada"'], "give the --checkpoint file and the --thread"),
-        (["--thread", "t1"], "give --checkpoint too"),
+        (["--resume", '"Ada"'], "give the --thread it paused in"),
+        (["--checkpoint", "runs.db", "--resume", '"Ada"'], "give the --thread it paused in"),
         (["--checkpoint", "runs.db", "--thread", "t1", "--resume", "Ada"], "--resume is not valid JSON"),
         (["--checkpoint", "runs.db", "--thread", "t1", "--resume", "1", "--state", "{}"], "drop --state"),
         (["--checkpoint", "missing/runs.db"], "the folder missing does not exist"),
-        (["--checkpoint", "runs.db", "--thread", "never", "--resume", '"Ada"'], "has no paused run"),
+        (["--checkpoint", "runs.db", "--thread", "never", "--resume", '"Ada"'], "has no thread 'never'"),
         ([], "which needs a checkpoint file"),
     ],
 )

@@ -1,0 +1,127 @@
+"""Durable runs on the command line: the checkpoint and thread options, and the checks `run` and `resume` share."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = [
+    "CheckpointOption",
+    "DurabilityOption",
+    "check_durability",
+    "need_store",
+    "parse_answer",
+    "refuse_unfinished",
+    "resume_hint",
+]
+
+CheckpointOption = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        help="Where runs are saved: a SQLite file (runs.db) or a postgresql:// URL "
+        "(default: $AGENTMAP_CHECKPOINT, else .agentmap/runs.db).",
+        show_default=False,
+    ),
+]
+DurabilityOption = Annotated[
+    str | None,
+    typer.Option(
+        "--durability",
+        help="When steps are saved: sync (before the next step starts), async (while it runs; the default), "
+        "or exit (only when the run ends).",
+        show_default=False,
+    ),
+]
+
+_MODES = ("sync", "async", "exit")
+
+
+def check_durability(value: str | None) -> dict[str, Any]:
+    """`{"durability": value}` for `invoke`, or `{}`; a value LangGraph does not know is a usage error."""
+    if value is None:
+        return {}
+    if value not in _MODES:
+        raise ConfigError(f"--durability must be sync, async or exit, not {value!r}", code="usage")
+    return {"durability": value}
+
+
+def parse_answer(answer: str | None, data: str | None) -> Any:
+    """The answer to resume with: `--data` (JSON), or ANSWER (JSON if it parses, else the text itself)."""
+    if answer is not None and data is not None:
+        raise ConfigError("give the answer once: as ANSWER or as --data, not both", code="usage")
+    if data is not None:
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"--data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                code="usage",
+                hint='e.g. --data \'{"approved": true, "note": "ok"}\', or give a text answer as ANSWER',
+            ) from None
+    if answer is None:
+        return None
+    try:
+        return json.loads(answer)
+    except json.JSONDecodeError:
+        return answer  # plain text: `agentmap resume t1 approve`
+
+
+def need_store(checkpoint: str | None, thread: str) -> None:
+    """Refuse to look for `thread` in a SQLite checkpoint file that does not exist (rather than make one).
+
+    Raises:
+        ConfigError: The file is missing (`unknown-thread`).
+    """
+    from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target
+
+    if not checkpoint_exists(checkpoint):
+        raise ConfigError(
+            f"no thread {thread!r}: there is no checkpoint file {checkpoint_target(checkpoint, create=False)} here",
+            code="unknown-thread",
+            hint="run from the folder the run started in, or pass the --checkpoint it used",
+        )
+
+
+def resume_hint(thread: str, checkpoint: str | None) -> str:
+    """The command that resumes `thread` (naming the checkpoint only when it is not the default)."""
+    where = f" --checkpoint {shlex.quote(checkpoint)}" if checkpoint else ""
+    return f"agentmap resume {shlex.quote(thread)}{where}"
+
+
+def refuse_unfinished(app: CompiledWorkflow, thread: str, checkpoint: str | None, restart: bool) -> None:
+    """Stop `run --thread` from starting over a thread that has not finished (or clear it with `--restart`).
+
+    Raises:
+        ConfigError: The thread is paused, interrupted, failed mid-run or running (exit 2).
+    """
+    from agentmap.runtime.threads import snapshot_status, thread_config, unfinished
+
+    snapshot = app.graph.get_state(thread_config(thread))
+    if snapshot.metadata is None:
+        return
+    status = snapshot_status(snapshot)
+    if status == "running":
+        raise ConfigError(
+            f"thread {thread!r} is running in another process (pid {snapshot.metadata.get('agentmap_pid')})",
+            code="thread-busy",
+            hint="wait for it to end, or pick another --thread id",
+        )
+    if not unfinished(snapshot):
+        return
+    if restart:
+        app.graph.checkpointer.delete_thread(thread)  # type: ignore[union-attr]
+        return
+    raise ConfigError(
+        f"thread {thread!r} has not finished (it is {status} at step {snapshot.metadata.get('step')})",
+        code="thread-unfinished",
+        hint=f"resume it with `{resume_hint(thread, checkpoint)}`, or pass --restart to start it over",
+    )

@@ -1,0 +1,136 @@
+"""`agentmap resume THREAD [ANSWER]`: continue a saved run where it stopped.
+
+The thread remembers its workflow file and graph, so no FILE is needed. An interrupted run (a crash,
+SIGTERM, Ctrl-C) continues from its last completed step; a paused one gets ANSWER (JSON, or plain text)
+or `--data JSON`, checked against the node's question before anything runs. A workflow file changed
+since the run started is refused unless `--force`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentmap.cli import _durable
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
+from agentmap.cli.render import OutputMode
+from agentmap.errors import ConfigError, WorkflowFileError
+
+__all__ = ["register", "resume_thread"]
+
+
+def resume_thread(
+    thread: str,
+    answer: str | None = None,
+    *,
+    data: str | None = None,
+    checkpoint: str | None = None,
+    force: bool = False,
+    durability: str | None = None,
+    json_output: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+) -> int:
+    """The `resume` command: returns the exit code, as `agentmap run` does."""
+    json_mode = json_output or not sys.stdout.isatty()
+    OutputMode.json = json_mode
+    value = _durable.parse_answer(answer, data)
+    invoke_options = _durable.check_durability(durability)
+    settings = load(config, debug)
+
+    from agentmap.runtime.checkpoint import checkpointer
+    from agentmap.runtime.threads import DIGEST_KEY, FILE_KEY, GRAPH_KEY, file_digest, saved_keys, thread_config
+
+    _durable.need_store(checkpoint, thread)
+    saver = checkpointer(checkpoint)
+    run_config: dict[str, Any] = thread_config(thread)  # type: ignore[assignment]
+    saved = saver.get_tuple(run_config)
+    if saved is None:
+        raise ConfigError(
+            f"the checkpoint {checkpoint or 'in .agentmap/runs.db'} has no thread {thread!r}",
+            code="unknown-thread",
+            hint="`agentmap threads` lists the threads it holds (pass the --checkpoint the run used)",
+        )
+    meta = saved.metadata or {}
+    file, graph = meta.get(FILE_KEY), meta.get(GRAPH_KEY)
+    if not file:
+        raise ConfigError(
+            f"thread {thread!r} was not started by `agentmap run`, so it does not name its workflow file",
+            code="unknown-thread",
+            hint="resume it from Python: agentmap.compile(FILE, checkpointer=...).resume(thread_id)",
+        )
+    if not Path(file).is_file():
+        raise WorkflowFileError(
+            f"thread {thread!r} runs {file}, which no longer exists",
+            code="file-not-found",
+            hint="put the workflow file back where it was, or start a new run",
+        )
+    if meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
+        raise ConfigError(
+            f"{file} has changed since thread {thread!r} started; its saved steps may not fit the new graph",
+            code="workflow-changed",
+            hint=f"resume anyway with `agentmap resume {thread} --force`, or start a new run with --restart",
+        )
+
+    from agentmap.cli.run import execute
+    from agentmap.runtime.api import compile
+    from agentmap.runtime.threads import resume_input
+
+    keys = saved_keys(saved.checkpoint.get("channel_values", {}))
+    options = {**settings.compile_options(), **settings.policy_options()}
+    app = compile(file, graph, state_keys=keys, checkpointer=saver, **options)
+    run_input = resume_input(app.graph.get_state(run_config), thread, value)  # type: ignore[arg-type]
+    return execute(
+        app,
+        run_input,
+        run_config,
+        json_mode=json_mode,
+        policy=settings.execution.success_policy,
+        checkpoint=checkpoint,
+        **invoke_options,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap resume`."""
+
+    @app.command("resume")
+    def resume(
+        thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread id the run was saved under.")],
+        answer: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="[ANSWER]",
+                help="The answer to a paused node's question: JSON, or plain text (`approve`).",
+                show_default=False,
+            ),
+        ] = None,
+        data: Annotated[
+            str | None, typer.Option("--data", help="The answer as a JSON value.", show_default=False)
+        ] = None,
+        checkpoint: _durable.CheckpointOption = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Resume even though the workflow file changed since the run started.")
+        ] = False,
+        durability: _durable.DurabilityOption = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Continue a saved run: after a crash or a stop, or with the answer a paused node waits for."""
+        raise typer.Exit(
+            resume_thread(
+                thread,
+                answer,
+                data=data,
+                checkpoint=checkpoint,
+                force=force,
+                durability=durability,
+                json_output=json_output,
+                config=config,
+                debug=debug,
+            )
+        )

@@ -1,0 +1,124 @@
+"""`agentmap threads [show ID]`: the saved runs of a checkpoint, and where one of them stands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentmap.cli import _durable
+from agentmap.cli._common import ConfigOption, JsonOption
+from agentmap.cli.render import OutputMode
+
+__all__ = ["register"]
+
+
+def _options(config: Path | None) -> dict[str, Any]:
+    from agentmap.cli._common import load
+
+    settings = load(config, False)
+    return {**settings.compile_options(), **settings.policy_options()}
+
+
+def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
+    from agentmap.runtime.checkpoint import checkpoint_exists
+    from agentmap.runtime.threads import ThreadInfo, threads
+
+    found: list[ThreadInfo] = threads(checkpoint, **_options(config)) if checkpoint_exists(checkpoint) else []
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        dump_json({"threads": [t.to_dict() for t in found]})
+        return
+    from rich.table import Table
+
+    from agentmap.cli.render import console
+
+    table = Table(title=f"threads in {checkpoint or '.agentmap/runs.db'}", title_justify="left")
+    for column in ("thread", "workflow::graph", "status", "step", "updated"):
+        table.add_column(column)
+    for t in found:
+        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), t.updated[:19].replace("T", " "))
+    console().print(table if found else "no threads saved yet (agentmap run FILE --thread ID saves one)")
+
+
+def _short(target: str) -> str:
+    """A workflow path relative to the working folder when it lies under it."""
+    from pathlib import Path
+
+    try:
+        return str(Path(target).relative_to(Path.cwd()))
+    except ValueError:
+        return target
+
+
+def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
+    from agentmap.runtime.checkpoint import checkpointer
+    from agentmap.runtime.threads import thread_history
+
+    _durable.need_store(checkpoint, thread)
+    info, snapshots = thread_history(checkpointer(checkpoint), thread, **_options(config))
+    history = [
+        {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)
+    ]
+    hint = _durable.resume_hint(thread, checkpoint)
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        dump_json({**info.to_dict(), "history": history, "resume": hint})
+        return
+    from rich.markup import escape
+
+    from agentmap.cli.render import console
+
+    out = console()
+    out.print(f"[bold]{escape(thread)}[/]: {escape(_short(info.target))}, [bold]{info.status}[/] at step {info.step}")
+    if info.next:
+        out.print(f"next: {escape(', '.join(info.next))}")
+    for question in info.questions:
+        text = question.get("question", question) if isinstance(question, dict) else question
+        out.print(f"[bold yellow]?[/] {escape(str(text))}")
+    if info.error:
+        out.print(f"[red]error[/]: {escape(info.error)}")
+    for entry in history:
+        out.print(f"  step {entry['step']:>3}  {str(entry['at'])[:19]}  next: {', '.join(entry['next']) or '-'}")
+    if info.status in ("paused", "interrupted", "failed") and (info.next or info.questions):
+        out.print(f"continue with: {escape(hint)}", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap threads` and `agentmap threads show`."""
+    group = typer.Typer(
+        help="The saved runs (threads) of a checkpoint: `agentmap threads`, `agentmap threads show ID`.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+
+    @group.callback()
+    def threads(
+        ctx: typer.Context,
+        checkpoint: _durable.CheckpointOption = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """List the threads: id, workflow::graph, status (running/paused/interrupted/failed/done), step, updated."""
+        if ctx.invoked_subcommand is None:
+            json_mode = json_output or not sys.stdout.isatty()
+            OutputMode.json = json_mode
+            _list(checkpoint, json_mode, config)
+
+    @group.command("show")
+    def show(
+        thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread id.")],
+        checkpoint: _durable.CheckpointOption = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """Where a thread stands: its status, the question it waits on, and its step history."""
+        json_mode = json_output or not sys.stdout.isatty()
+        OutputMode.json = json_mode
+        _show(thread, checkpoint, json_mode, config)
+
+    app.add_typer(group, name="threads")

@@ -1,0 +1,339 @@
+"""Threads: the saved runs of a checkpoint, where each stands, and how to continue one.
+
+Every run on a thread records, in its checkpoints' metadata, the workflow file and graph it runs, a
+digest of the file, and the process that wrote it. So a thread can be listed and resumed without
+naming its file again, a changed file is noticed, and a thread whose process died shows as
+`interrupted` rather than `running`.
+
+Statuses: `running` (its process is alive), `paused` (a node waits for an answer), `interrupted`
+(stopped mid-run: a crash, SIGTERM, Ctrl-C), `failed` (a node raised, or the success policy failed),
+`done`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.types import StateSnapshot
+
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = [
+    "STATUSES",
+    "ThreadInfo",
+    "file_digest",
+    "resume_input",
+    "run_metadata",
+    "running_here",
+    "snapshot_status",
+    "thread_config",
+    "thread_history",
+    "threads",
+    "unfinished",
+]
+
+STATUSES = ("running", "paused", "interrupted", "failed", "done")
+
+FILE_KEY = "agentmap_file"
+GRAPH_KEY = "agentmap_graph"
+DIGEST_KEY = "agentmap_digest"
+PID_KEY = "agentmap_pid"
+HOST_KEY = "agentmap_host"
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One thread of a checkpoint.
+
+    Attributes:
+        thread_id: The thread's id.
+        workflow: The workflow file its runs came from (None when not run by AgentMap).
+        graph: The graph's name.
+        status: One of `STATUSES`, or `unknown` when the workflow file cannot be compiled any more.
+        step: LangGraph's step counter of the latest checkpoint.
+        updated: When the latest checkpoint was written (ISO 8601).
+        digest: The SHA-256 of the workflow file when the run started.
+        next: The nodes that run next.
+        questions: What the paused nodes ask (the values they passed to `interrupt()`).
+        error: The error of a node that raised, if any.
+    """
+
+    thread_id: str
+    workflow: str | None
+    graph: str | None
+    status: str
+    step: int
+    updated: str
+    digest: str | None = None
+    next: tuple[str, ...] = ()
+    questions: tuple[Any, ...] = field(default_factory=tuple)
+    error: str | None = None
+
+    @property
+    def target(self) -> str:
+        """`file::graph`, as `agentmap run` takes it."""
+        return f"{self.workflow}::{self.graph}" if self.workflow and self.graph else str(self.workflow or "?")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict."""
+        return {
+            "thread": self.thread_id,
+            "workflow": self.workflow,
+            "graph": self.graph,
+            "status": self.status,
+            "step": self.step,
+            "updated": self.updated,
+            "next": list(self.next),
+            "questions": list(self.questions),
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+def file_digest(path: str | Path) -> str | None:
+    """The SHA-256 of a file's bytes, or None when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def run_metadata(app: CompiledWorkflow) -> dict[str, Any]:
+    """The metadata a run of `app` writes into every checkpoint (file, graph, digest, process)."""
+    meta: dict[str, Any] = {GRAPH_KEY: app.name, PID_KEY: os.getpid(), HOST_KEY: socket.gethostname()}
+    if app.spec.file:
+        meta[FILE_KEY] = str(Path(app.spec.file).resolve())
+        digest = app.file_digest
+        if digest:
+            meta[DIGEST_KEY] = digest
+    return meta
+
+
+def thread_config(thread_id: str, config: RunnableConfig | None = None) -> RunnableConfig:
+    """`config` with `thread_id` set (other keys kept)."""
+    merged: dict[str, Any] = {**(config or {})}
+    merged["configurable"] = {**merged.get("configurable", {}), "thread_id": thread_id}
+    return merged  # type: ignore[return-value]
+
+
+_RUNNING: Counter[str] = Counter()
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def running_here(thread_id: str) -> Iterator[None]:
+    """Mark thread `thread_id` as running in this process while the block runs."""
+    with _RUNNING_LOCK:
+        _RUNNING[thread_id] += 1
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING[thread_id] -= 1
+            if _RUNNING[thread_id] <= 0:
+                del _RUNNING[thread_id]
+
+
+def _alive(meta: Mapping[str, Any], thread_id: str) -> bool:
+    pid = meta.get(PID_KEY)
+    if not isinstance(pid, int) or meta.get(HOST_KEY) != socket.gethostname():
+        return False
+    if pid == os.getpid():
+        return thread_id in _RUNNING
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its parent) is not running
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def unfinished(snapshot: StateSnapshot) -> bool:
+    """Whether the thread has work left: nodes to run, or a step whose nodes all finished but whose
+    checkpoint was not written yet (the process died between the two; resuming applies their writes)."""
+    return bool(snapshot.next or snapshot.tasks)
+
+
+def snapshot_status(snapshot: StateSnapshot) -> str:
+    """The status of a thread whose latest state is `snapshot` (see the module docstring)."""
+    if snapshot.interrupts:
+        return "paused"
+    if any(t.error is not None for t in snapshot.tasks):
+        return "failed"
+    if unfinished(snapshot):
+        thread_id = str(snapshot.config.get("configurable", {}).get("thread_id"))
+        return "running" if _alive(snapshot.metadata or {}, thread_id) else "interrupted"
+    values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+    return "failed" if values.get("graph_success") is False else "done"
+
+
+def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
+    meta: dict[str, Any] = dict(snapshot.metadata or {})
+    error = next((repr(t.error) for t in snapshot.tasks if t.error is not None), None)
+    return ThreadInfo(
+        thread_id=thread_id,
+        workflow=meta.get(FILE_KEY),
+        graph=meta.get(GRAPH_KEY),
+        status=snapshot_status(snapshot),
+        step=int(meta.get("step", -1)),
+        updated=snapshot.created_at or "",
+        digest=meta.get(DIGEST_KEY),
+        next=tuple(snapshot.next),
+        questions=tuple(i.value for i in snapshot.interrupts),
+        error=error,
+    )
+
+
+def _unknown(thread_id: str) -> ConfigError:
+    return ConfigError(
+        f"the checkpoint has no thread {thread_id!r}",
+        code="unknown-thread",
+        hint="`agentmap threads` lists the threads it holds (check --checkpoint too)",
+    )
+
+
+def latest_checkpoints(saver: Any) -> dict[str, Any]:
+    """The latest checkpoint tuple of every thread of `saver` (top-level graph only), newest first."""
+    latest: dict[str, Any] = {}
+    for item in saver.list(None):
+        configurable = item.config.get("configurable", {})
+        thread = str(configurable.get("thread_id"))
+        if configurable.get("checkpoint_ns", "") == "" and thread not in latest:
+            latest[thread] = item
+    return dict(sorted(latest.items(), key=lambda kv: kv[1].checkpoint.get("ts", ""), reverse=True))
+
+
+def threads(checkpoint: Any = None, **compile_options: Any) -> list[ThreadInfo]:
+    """Every thread of a checkpoint, newest first, with its status.
+
+    Args:
+        checkpoint: A checkpoint string (`runs.db`, `postgresql://...`; default `AGENTMAP_CHECKPOINT` or
+            `.agentmap/runs.db`) or a LangGraph saver.
+
+    Each thread's workflow is compiled (once per file and graph, with `compile_options`: `agents_dir`,
+    `functions_dir`, ...) to tell what runs next; a thread whose file is gone shows status `unknown`.
+    """
+    from agentmap.runtime.checkpoint import checkpointer
+
+    saver = checkpoint if checkpoint is not None and not isinstance(checkpoint, str) else checkpointer(checkpoint)
+    apps: dict[tuple[str, str], CompiledWorkflow | None] = {}
+    found: list[ThreadInfo] = []
+    for thread_id, item in latest_checkpoints(saver).items():
+        meta: dict[str, Any] = dict(item.metadata or {})
+        key = (str(meta.get(FILE_KEY)), str(meta.get(GRAPH_KEY)))
+        if key not in apps:
+            apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}), compile_options)
+        app = apps[key]
+        if app is not None:
+            found.append(_info(thread_id, app.graph.get_state(thread_config(thread_id))))
+            continue
+        found.append(
+            ThreadInfo(
+                thread_id=thread_id,
+                workflow=meta.get(FILE_KEY),
+                graph=meta.get(GRAPH_KEY),
+                status="unknown",
+                step=int(meta.get("step", -1)),
+                updated=str(item.checkpoint.get("ts", "")),
+                digest=meta.get(DIGEST_KEY),
+            )
+        )
+    return found
+
+
+def thread_history(saver: Any, thread_id: str, **compile_options: Any) -> tuple[ThreadInfo, list[StateSnapshot]]:
+    """Where thread `thread_id` stands, and its saved states, newest first (empty when its file is gone).
+
+    Raises:
+        ConfigError: The checkpoint has no such thread (`unknown-thread`).
+    """
+    info = next((t for t in threads(saver, **compile_options) if t.thread_id == thread_id), None)
+    if info is None:
+        raise _unknown(thread_id)
+    saved = saver.get_tuple(thread_config(thread_id))
+    values = saved.checkpoint.get("channel_values", {})
+    app = _compile_for(saver, (str(info.workflow), str(info.graph)), values, compile_options)
+    return info, list(app.graph.get_state_history(thread_config(thread_id))) if app is not None else []
+
+
+def saved_keys(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The state keys among a checkpoint's channel values (so the first run's extra keys stay in the schema)."""
+    return tuple(k for k in values if not k.startswith(("__", "branch:", "join:")))
+
+
+def _compile_for(
+    saver: Any, key: tuple[str, str], values: Mapping[str, Any], options: Mapping[str, Any]
+) -> CompiledWorkflow | None:
+    from agentmap.errors import AgentMapError
+    from agentmap.runtime.api import compile
+
+    file, graph = key
+    if file == "None" or not Path(file).is_file():
+        return None
+    try:
+        name = None if graph == "None" else graph
+        return compile(file, name, checkpointer=saver, state_keys=saved_keys(values), **options)
+    except AgentMapError:
+        return None
+
+
+def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
+    """What to invoke the graph with to continue thread `thread_id` from `snapshot`.
+
+    A paused thread gets `Command(resume=...)` with the answer checked against each question (an answer
+    that does not fit raises `AnswerError` and the thread stays paused); an interrupted or failed one gets
+    None (LangGraph runs what had not completed).
+
+    Raises:
+        ConfigError: No such thread (`unknown-thread`), a finished thread (`nothing-to-resume`), an answer
+            for a thread that asks nothing (`not-paused`), or several questions without an answer for each.
+        AnswerError: The answer does not fit the question.
+    """
+    from agentmap.agents.questions import check_answer
+
+    if snapshot.metadata is None:
+        raise _unknown(thread_id)
+    pending = snapshot.interrupts
+    if pending:
+        from langgraph.types import Command
+
+        if len(pending) == 1:
+            return Command(resume={pending[0].id: check_answer(pending[0].value, answer)})
+        ids = {i.id: i for i in pending}
+        if not isinstance(answer, Mapping) or set(answer) != set(ids):
+            raise ConfigError(
+                f"thread {thread_id!r} has {len(pending)} questions waiting; answer each by its interrupt id",
+                code="bad-answer",
+                hint="pass a JSON object {interrupt id: answer}; `agentmap threads show "
+                f"{thread_id}` lists them: {', '.join(ids)}",
+            )
+        return Command(resume={k: check_answer(ids[k].value, v) for k, v in answer.items()})
+    if not unfinished(snapshot):
+        raise ConfigError(
+            f"thread {thread_id!r} has finished; there is nothing to resume",
+            code="nothing-to-resume",
+            hint="start a new run with another --thread id, or run it again with --restart",
+        )
+    if answer is not None:
+        raise ConfigError(
+            f"thread {thread_id!r} is not waiting for an answer",
+            code="not-paused",
+            hint=f"continue it without one: agentmap resume {thread_id}",
+        )
+    return None

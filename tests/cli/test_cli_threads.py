@@ -1,0 +1,172 @@
+"""`agentmap threads`, `agentmap resume` and `run --thread` in-process: defaults, answers, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import durable_graphs
+import pytest
+
+from agentmap.cli.app import run_cli
+
+
+@pytest.fixture(autouse=True)
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENTMAP_CHECKPOINT", raising=False)
+    monkeypatch.setenv("TICK_FILE", str(tmp_path / "side.txt"))
+    return tmp_path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    code = run_cli([*args, "--json"])
+    out, err = capsys.readouterr()
+    try:
+        return code, json.loads(out), err
+    except json.JSONDecodeError:
+        return code, out, err
+
+
+def _paused(capsys: pytest.CaptureFixture[str], folder: Path, thread: str = "p") -> None:
+    durable_graphs.approval(folder)
+    code, document, err = cli(capsys, "run", "review.csv", "--thread", thread, "--state", '{"count": 0}')
+    assert code == 0 and document["status"] == "paused", err
+
+
+def test_run_thread_saves_in_agentmap_runs_db_and_threads_lists_it(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    durable_graphs.counter(folder, 3)
+    code, done, _ = cli(capsys, "run", "counter.csv", "--thread", "t1", "--state", '{"count": 0}')
+    assert code == 0 and done["status"] == "done" and done["thread"] == "t1"
+    assert (folder / ".agentmap" / "runs.db").is_file()
+    _paused(capsys, folder)
+    code, listed, _ = cli(capsys, "threads")
+    rows = [(t["thread"], t["graph"], t["status"], t["step"]) for t in listed["threads"]]
+    assert rows == [("p", "Review", "paused", 1), ("t1", "Count", "done", 3)]
+    assert listed["threads"][1]["workflow"] == str((folder / "counter.csv").resolve())
+
+
+def test_threads_in_a_terminal_is_a_table(
+    capsys: pytest.CaptureFixture[str], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _paused(capsys, folder, "t-table")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert run_cli(["threads"]) == 0
+    out = capsys.readouterr().out
+    assert "t-table" in out and "Review" in out and "paused" in out
+    assert run_cli(["threads", "show", "t-table"]) == 0
+    shown = capsys.readouterr().out
+    assert "Publish the draft?" in shown and "continue with: agentmap resume t-table" in shown
+
+
+def test_resume_takes_data_as_json(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    _paused(capsys, folder)
+    code, done, err = cli(capsys, "resume", "p", "--data", '{"approved": true, "note": "ok"}')
+    assert code == 0, err
+    assert done["state"]["decision"] == {"approved": True, "note": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["resume", "p", "yes", "--data", "true"], "give the answer once"),
+        (["resume", "p", "--data", "{nope"], "--data is not valid JSON"),
+        (["resume", "p", "--durability", "later"], "--durability must be sync, async or exit"),
+        (["threads", "show", "zz"], "no thread 'zz'"),
+        (["resume", "zz"], "has no thread 'zz'"),
+    ],
+)
+def test_bad_resume_options_exit_2(
+    capsys: pytest.CaptureFixture[str], folder: Path, args: list[str], message: str
+) -> None:
+    _paused(capsys, folder)
+    code, _, err = cli(capsys, *args)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_an_unfinished_thread_is_not_started_over_unless_restart(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    _paused(capsys, folder)
+    code, _, err = cli(capsys, "run", "review.csv", "--thread", "p")
+    assert code == 2 and "thread 'p' has not finished (it is paused at step 1)" in err
+    assert "resume it with `agentmap resume p`, or pass --restart" in err
+    code, again, _ = cli(capsys, "run", "review.csv", "--thread", "p", "--restart", "--state", '{"count": 10}')
+    assert code == 0 and again["status"] == "paused" and again["state"]["count"] == 11
+
+
+def test_a_changed_workflow_file_is_refused_unless_force(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    _paused(capsys, folder)
+    with (folder / "review.csv").open("a", encoding="utf-8") as csv:
+        csv.write("# a comment row\n")
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 2 and "review.csv has changed since thread 'p' started" in err and "--force" in err
+    code, done, _ = cli(capsys, "resume", "p", "yes", "--force")
+    assert code == 0 and done["state"]["decision"] == {"approved": True}
+
+
+def test_a_missing_workflow_file_exits_3(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    _paused(capsys, folder)
+    (folder / "review.csv").unlink()
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 3 and "no longer exists" in err
+
+
+def test_agentmap_checkpoint_names_the_store(
+    capsys: pytest.CaptureFixture[str], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTMAP_CHECKPOINT", str(folder / "elsewhere.db"))
+    _paused(capsys, folder)
+    assert (folder / "elsewhere.db").is_file() and not (folder / ".agentmap").exists()
+    code, done, err = cli(capsys, "resume", "p", "no")
+    assert code == 0 and done["state"]["decision"] == {"approved": False}, err
+
+
+def test_a_tampered_checkpoint_is_refused_by_resume(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    import sqlite3
+
+    import ormsgpack
+
+    _paused(capsys, folder)
+    marker = folder / "pwned"
+    with sqlite3.connect(folder / ".agentmap" / "runs.db") as conn:
+        (row,) = conn.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchall()
+        checkpoint = ormsgpack.unpackb(row[0], option=ormsgpack.OPT_NON_STR_KEYS)
+        checkpoint["channel_values"]["count"] = "SENTINEL"
+        raw = ormsgpack.packb(checkpoint, option=ormsgpack.OPT_NON_STR_KEYS)
+        forged = raw.replace(
+            ormsgpack.packb("SENTINEL"),
+            ormsgpack.packb(ormsgpack.Ext(1, ormsgpack.packb(("os", "system", [f"touch {marker}"])))),
+            1,
+        )
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = ? WHERE checkpoint_id = "
+            "(SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1)",
+            (forged,),
+        )
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 2 and "error[unsafe-checkpoint]" in err and "os.system" in err and "refused" in err
+    assert not marker.exists()
+
+
+def test_looking_into_a_folder_without_runs_creates_nothing(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    code, listed, _ = cli(capsys, "threads")
+    assert code == 0 and listed == {"threads": []}
+    code, _, err = cli(capsys, "resume", "t1")
+    assert code == 2 and "no thread 't1': there is no checkpoint file .agentmap/runs.db here" in err
+    assert not (folder / ".agentmap").exists()
+
+
+def test_a_null_answer_resumes_an_input_node(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    (folder / "ask.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Output_Field,Edge\n"
+        'Ask,Name,input,Name?,"{""interrupt"": true}",name,\n',
+        encoding="utf-8",
+    )
+    code, paused, _ = cli(capsys, "run", "ask.csv", "--thread", "n")
+    assert code == 0 and paused["status"] == "paused"
+    code, done, err = cli(capsys, "run", "ask.csv", "--thread", "n", "--resume", "null")
+    assert code == 0 and done["status"] == "done" and done["state"].get("name") is None, err

@@ -1,0 +1,80 @@
+"""A real PostgreSQL server for the tests: Debian's binaries, started in a temporary folder on a free port.
+
+Running as root (as CI does), the server runs as the `postgres` user through `runuser`. The socket lives in
+the temporary folder and TCP is off, so parallel test sessions do not collide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from components import find_executable
+
+__all__ = ["REASON", "binaries", "new_database", "server"]
+
+REASON = "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
+
+
+def binaries() -> Path | None:
+    """The folder of `initdb` and `pg_ctl`, or None."""
+    found = find_executable("pg_ctl", "/usr/lib/postgresql/*/bin")
+    return found.parent if found is not None and (found.parent / "initdb").is_file() else None
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def server(bin_dir: Path) -> Iterator[str]:
+    """Start a throw-away server; yield the URL of its `postgres` database; stop and delete it afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="agentmap-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    data, port = folder / "data", _free_port()
+    user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
+    try:
+        subprocess.run(
+            _as_postgres(
+                [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", user, "--no-sync", "-E", "UTF8"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "start"]),
+            check=True,
+            capture_output=True,
+        )
+        yield f"postgresql://{user}@/postgres?host={folder}&port={port}"
+    finally:
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(url: str) -> str:
+    """Create an empty database on the server of `url`; return its URL."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return url.replace("/postgres?", f"/{name}?", 1)

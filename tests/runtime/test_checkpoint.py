@@ -1,0 +1,290 @@
+"""Checkpointers AgentMap ships (memory, SQLite, Postgres): one conformance suite, the allow-list serializer,
+and resuming threads through the Python API (sync and async)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+import durable_graphs
+import ormsgpack
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+import agentmap
+from agentmap.agents.questions import AnswerError
+from agentmap.errors import ConfigError
+from agentmap.runtime.checkpoint import UnsafeCheckpointError
+
+PG = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=PG)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A checkpoint string of each kind AgentMap ships."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return "memory" if request.param == "memory" else str(tmp_path / "runs.db")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=PG)])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A checkpoint string that outlives the process: SQLite and Postgres."""
+    return str(request.getfixturevalue("postgres_url")) if request.param == "postgres" else str(tmp_path / "runs.db")
+
+
+@pytest.fixture(autouse=True)
+def side_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "side.txt"
+    monkeypatch.setenv("TICK_FILE", str(path))
+    return path
+
+
+def _checkpoint(n: int) -> dict[str, Any]:
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = str(uuid.uuid6()) if hasattr(uuid, "uuid6") else _uuid6()
+    checkpoint["channel_values"] = {"count": n, "note": {"when": n}}
+    checkpoint["channel_versions"] = {"count": n + 1, "note": n + 1}
+    return dict(checkpoint)
+
+
+def _uuid6() -> str:
+    from langgraph.checkpoint.base.id import uuid6
+
+    return str(uuid6())
+
+
+def _config(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+# -- conformance ---------------------------------------------------------------------------------
+
+
+def test_every_checkpointer_puts_gets_lists_and_keeps_history(target: str) -> None:
+    saver = agentmap.checkpointer(target)
+    config: Any = _config("t1")
+    assert saver.get_tuple(config) is None
+    for n in range(3):
+        checkpoint = _checkpoint(n)
+        config = saver.put(config, checkpoint, {"step": n, "source": "loop"}, {"count": n + 1, "note": n + 1})
+    saver.put_writes(config, [("count", 99)], task_id="task-1")
+    saver.put(_config("t2"), _checkpoint(7), {"step": 0, "source": "input"}, {"count": 8, "note": 8})
+
+    latest = saver.get_tuple(_config("t1"))
+    assert latest is not None
+    assert latest.checkpoint["channel_values"] == {"count": 2, "note": {"when": 2}}
+    assert latest.metadata["step"] == 2
+    assert [w[1:] for w in latest.pending_writes or []] == [("count", 99)]
+    history = list(saver.list(_config("t1")))
+    assert [h.metadata["step"] for h in history] == [2, 1, 0]  # newest first
+    assert history[1].config["configurable"]["checkpoint_id"] == latest.parent_config["configurable"]["checkpoint_id"]
+    assert len(list(saver.list(_config("t1"), limit=1))) == 1
+    assert {h.config["configurable"]["thread_id"] for h in saver.list(None)} == {"t1", "t2"}
+    saver.delete_thread("t1")
+    assert saver.get_tuple(_config("t1")) is None and saver.get_tuple(_config("t2")) is not None
+
+
+def test_the_same_saver_serves_async_calls(target: str) -> None:
+    saver = agentmap.checkpointer(target)
+
+    async def scenario() -> list[int]:
+        config = await saver.aput(_config("a"), _checkpoint(1), {"step": 1}, {"count": 2, "note": 2})
+        await saver.aput_writes(config, [("count", 5)], task_id="x")
+        assert (await saver.aget_tuple(_config("a"))).checkpoint["channel_values"]["count"] == 1
+        return [t.metadata["step"] async for t in saver.alist(_config("a"))]
+
+    assert asyncio.run(scenario()) == [1]
+
+
+def test_async_checkpointer_gives_langgraphs_native_async_saver(durable: str) -> None:
+    async def scenario() -> tuple[str, int]:
+        async with agentmap.async_checkpointer(durable) as saver:
+            await saver.aput(_config("n"), _checkpoint(4), {"step": 4}, {"count": 5, "note": 5})
+            found = await saver.aget_tuple(_config("n"))
+            return type(saver).__name__, found.checkpoint["channel_values"]["count"]
+
+    name, count = asyncio.run(scenario())
+    assert name in ("AsyncSqliteSaver", "AsyncPostgresSaver") and count == 4
+
+
+def test_a_bad_checkpoint_string_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"the folder .*missing does not exist"):
+        agentmap.checkpointer(str(tmp_path / "missing" / "runs.db"))
+    with pytest.raises(ConfigError, match="cannot open the Postgres checkpoint") as caught:
+        agentmap.checkpointer("postgresql://ada:secret@/nowhere?host=/nonexistent&port=1")
+    assert "secret" not in str(caught.value)
+    with pytest.raises(ConfigError, match="unknown checkpointer"):
+        agentmap.compile(durable_graphs.counter(tmp_path, 2), checkpointer="mongodb://x")
+
+
+# -- the allow-list serializer -------------------------------------------------------------------
+
+
+class _Evil:
+    """Stands for an object whose checkpoint entry names os.system."""
+
+
+def _tamper(target: str, thread: str, marker: Path) -> None:
+    """Write a new latest checkpoint whose `count` is a constructor call of os.system."""
+
+    def evil(obj: Any) -> Any:
+        if isinstance(obj, _Evil):
+            return ormsgpack.Ext(1, ormsgpack.packb(("os", "system", [f"touch {marker}"])))
+        raise TypeError
+
+    class Forger(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            return "msgpack", ormsgpack.packb(obj, default=evil, option=ormsgpack.OPT_NON_STR_KEYS)
+
+    saver = agentmap.checkpointer(target)
+    saver.serde = Forger()
+    latest = saver.get_tuple(_config(thread))
+    assert latest is not None
+    checkpoint = dict(latest.checkpoint)
+    checkpoint["id"] = _uuid6()
+    checkpoint["channel_values"] = {**checkpoint["channel_values"], "count": _Evil()}
+    versions = dict(checkpoint["channel_versions"])
+    saver.put(latest.config, checkpoint, dict(latest.metadata), versions)
+
+
+def test_a_tampered_checkpoint_is_refused_never_constructed(durable: str, tmp_path: Path) -> None:
+    app = agentmap.compile(durable_graphs.counter(tmp_path, 3), checkpointer=durable, interrupt_before=["N03"])
+    app.invoke({"count": 0}, {"configurable": {"thread_id": "t"}})
+    marker = tmp_path / "pwned"
+    _tamper(durable, "t", marker)
+    with pytest.raises(UnsafeCheckpointError, match=r"a constructor of os\.system") as caught:
+        app.resume("t")
+    assert caught.value.code == "unsafe-checkpoint" and caught.value.exit_code == 2
+    assert not marker.exists()
+
+
+def test_pickled_values_are_refused() -> None:
+    serde = agentmap.checkpointer("memory").serde
+    with pytest.raises(UnsafeCheckpointError, match="a pickled value"):
+        serde.loads_typed(("pickle", b"cos\nsystem\n."))
+    assert serde.loads_typed(serde.dumps_typed({"when": {1, 2}})) == {"when": {1, 2}}  # safe types still load
+
+
+# -- resuming through the Python API -------------------------------------------------------------
+
+
+def test_invoke_none_continues_a_stopped_thread_and_nothing_runs_twice(durable: str, tmp_path: Path) -> None:
+    path = durable_graphs.counter(tmp_path, 5)
+    config: Any = {"configurable": {"thread_id": "c"}}
+    first = agentmap.compile(path, checkpointer=durable, interrupt_before=["N04"])
+    assert first.invoke({"count": 0}, config).state["count"] == 3
+    assert [t.status for t in agentmap.threads(durable)] == ["interrupted"]  # stopped, not running
+    app = agentmap.compile(path, checkpointer=durable)
+    result = app.invoke(None, config)
+    assert result.state["count"] == 5 and result.success
+    assert [e.name for e in result.summary] == ["N04", "N05"]
+    assert (tmp_path / "side.txt").read_text().split() == ["N01", "N02", "N03", "N04", "N05"]
+    (info,) = agentmap.threads(durable)
+    assert (info.thread_id, info.graph, info.status, info.workflow) == ("c", "Count", "done", str(path.resolve()))
+
+
+def test_resume_checks_the_answer_before_running(durable: str, tmp_path: Path) -> None:
+    app = agentmap.compile(durable_graphs.approval(tmp_path), checkpointer=durable)
+    paused = app.invoke({"count": 0}, {"configurable": {"thread_id": "r"}})
+    assert paused.interrupts[0].value["interaction"] == "approval"
+    with pytest.raises(AnswerError, match="neither yes nor no"):
+        app.resume("r", "maybe")
+    assert [t.status for t in agentmap.threads(durable)] == ["paused"]  # still waiting
+    with pytest.raises(ConfigError, match="no thread 'nope'"):
+        app.resume("nope", "yes")
+    done = app.resume("r", "approve")
+    assert done.state["decision"] == {"approved": True} and done.state["count"] == 2
+    with pytest.raises(ConfigError, match="has finished") as caught:
+        app.resume("r", "yes")
+    assert caught.value.code == "nothing-to-resume"
+
+
+def test_async_runs_and_resumes_on_a_checkpoint_string(durable: str, tmp_path: Path) -> None:
+    app = agentmap.compile(durable_graphs.approval(tmp_path), checkpointer=durable)
+
+    async def scenario() -> Any:
+        paused = await app.ainvoke({"count": 0}, {"configurable": {"thread_id": "a"}})
+        assert paused.interrupts
+        return await app.aresume("a", {"approved": False, "note": "later"})
+
+    result = asyncio.run(scenario())
+    assert result.state["decision"] == {"approved": False, "note": "later"}
+
+
+def test_a_null_answer_resumes_a_question_that_takes_anything(tmp_path: Path) -> None:
+    path = tmp_path / "ask.csv"
+    path.write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Output_Field,Edge\n"
+        'Ask,Name,input,Name?,"{""interrupt"": true}",name,\n',
+        encoding="utf-8",
+    )
+    app = agentmap.compile(path, checkpointer="memory")
+    assert app.invoke({}, {"configurable": {"thread_id": "n"}}).interrupts
+    result = app.resume("n", None)
+    assert result.state.get("name") is None and not result.interrupts and result.success
+
+
+def test_resume_needs_a_checkpointer(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="without a checkpointer"):
+        agentmap.compile(durable_graphs.counter(tmp_path, 1)).resume("t")
+
+
+def test_sqlite_file_passes_integrity_check(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    agentmap.compile(durable_graphs.counter(tmp_path, 3), checkpointer=str(db)).invoke(
+        {"count": 0}, {"configurable": {"thread_id": "i"}}
+    )
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_two_paused_branches_are_answered_by_interrupt_id(tmp_path: Path) -> None:
+    durable_graphs.counter(tmp_path, 1)  # the custom agents
+    path = tmp_path / "two.csv"
+    path.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "Two,Start,tick,count,count,A|B\nTwo,A,approve,,a,\nTwo,B,approve,,b,\n",
+        encoding="utf-8",
+    )
+    app = agentmap.compile(path, checkpointer="memory")
+    paused = app.invoke({"count": 0}, {"configurable": {"thread_id": "two"}})
+    ids = [i.id for i in paused.interrupts]
+    assert len(ids) == 2
+    with pytest.raises(ConfigError, match="has 2 questions waiting; answer each by its interrupt id"):
+        app.resume("two", "yes")
+    with pytest.raises(AnswerError):
+        app.resume("two", {ids[0]: "yes", ids[1]: "perhaps"})
+    done = app.resume("two", {ids[0]: "yes", ids[1]: "no"})
+    assert {done.state["a"]["approved"], done.state["b"]["approved"]} == {True, False}
+
+
+def test_a_stop_event_ends_the_run_after_the_running_step_and_resume_finishes_it(
+    durable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    monkeypatch.setenv("TICK_SLEEP", "0.02")
+    app = agentmap.compile(durable_graphs.counter(tmp_path, 6), checkpointer=durable)
+    stop = threading.Event()
+
+    def stop_at_the_second_node() -> None:
+        while len((tmp_path / "side.txt").read_text().split() if (tmp_path / "side.txt").exists() else []) < 2:
+            time.sleep(0.001)
+        stop.set()
+
+    watcher = threading.Thread(target=stop_at_the_second_node)
+    watcher.start()
+    stopped = app.invoke({"count": 0}, {"configurable": {"thread_id": "e"}}, stop=stop)
+    watcher.join()
+    assert stopped.stopped and stopped.to_dict()["stopped"] is True
+    assert stopped.state["count"] == 2  # the running node finished, and nothing after it started
+    assert [t.status for t in agentmap.threads(durable)] == ["interrupted"]
+    done = app.resume("e")
+    assert done.state["count"] == 6 and not done.stopped
+    assert (tmp_path / "side.txt").read_text().split() == [f"N{i:02d}" for i in range(1, 7)]
