@@ -91,6 +91,10 @@ class BaseAgent:
 
     default_output: ClassVar[str] = "output"
 
+    own_timeout: ClassVar[bool] = False
+    """True for a type that gives Context `timeout_seconds` a meaning of its own (an orchestration's deadline,
+    how long a person may take); the runtime then does not also bound the node's attempts with it."""
+
     def __init__(
         self,
         name: str,

@@ -83,6 +83,8 @@ class ProtocolAgent(BaseAgent):
     fail, default `["error"]`). The goal is the input named `goal`, or else the first input.
     """
 
+    own_timeout = True  # the request's timeout_seconds bounds the whole exchange, with a typed timeout error
+
     protocol_class: ClassVar[type[Any]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

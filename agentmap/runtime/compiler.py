@@ -270,7 +270,7 @@ def build_state_graph(
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
         route = Route(graph, node, routers) if dynamic else None
         node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
-        retry = settings_for(node.context)
+        retry = settings_for(node.context, own_timeout=type(agent).own_timeout)
         builder.add_node(
             node.name,
             node_cls(agent, route, retry),

@@ -163,10 +163,14 @@ class RetrySettings:
             agent.record_metadata(attempts=attempt)
 
 
-def settings_for(context: Mapping[str, Any]) -> RetrySettings | None:
-    """The retry settings a node's Context asks for, or None (no retry and no timeout)."""
+def settings_for(context: Mapping[str, Any], *, own_timeout: bool = False) -> RetrySettings | None:
+    """The retry settings a node's Context asks for, or None (no retry and no timeout).
+
+    Args:
+        own_timeout: True when the agent type applies `timeout_seconds` itself (`BaseAgent.own_timeout`).
+    """
     retry: Any = context.get("retry")
-    timeout = context.get("timeout_seconds")
+    timeout = None if own_timeout else context.get("timeout_seconds")
     if retry is None and timeout is None:
         return None
     if isinstance(retry, int) and not isinstance(retry, bool):
