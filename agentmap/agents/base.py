@@ -184,7 +184,7 @@ class BaseAgent:
                 f"Logger not provided to agent '{self.name}'. "
                 "Please inject logger dependency using DI fixtures in tests or provide logger in constructor."
             )
-        if level == "trace" and not hasattr(self._logger, "trace"):
+        if level == "trace" and not hasattr(self._logger, "trace") and isinstance(self._logger, logging.Logger):
             self._logger.log(TRACE, f"{self._log_prefix} {message}", *args, **kwargs)
             return
         logger_method = getattr(self._logger, level, self._logger.info)
@@ -252,6 +252,8 @@ class BaseAgent:
             if _is_control_flow(exc):
                 raise
             return self._fail(state, inputs, exc)
+        except (SystemExit, KeyboardInterrupt) as exc:  # an agent cannot end the process: its node fails
+            return self._fail(state, inputs, _escape(exc))
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
@@ -267,6 +269,8 @@ class BaseAgent:
             if _is_control_flow(exc):
                 raise
             return self._fail(state, inputs, exc)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            return self._fail(state, inputs, _escape(exc))
 
     def invoke(self, state: Any) -> dict[str, Any]:
         """Alias for `run()` to maintain compatibility with LangGraph."""
@@ -276,7 +280,8 @@ class BaseAgent:
 
     def _start(self, state: Any) -> tuple[Any, dict[str, Any]]:
         logger = self._logger
-        if logger is not None and logger.isEnabledFor(TRACE):
+        self._before = _hook_snapshot(self, state)
+        if logger is not None and _enabled(logger, TRACE):
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
@@ -297,16 +302,22 @@ class BaseAgent:
 
     def _succeed(self, state: Any, inputs: dict[str, Any], output: Any) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
-        update = self._output_update(output)
+        update = {**_hook_changes(self._before, state), **self._output_update(output)}
         assert self._execution_tracker is not None
         self._execution_tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
         logger = self._logger
-        if logger is not None and logger.isEnabledFor(logging.DEBUG):
-            self.log_debug(f"Set output field '{self.output_field}' = {output!r}")
-            if logger.isEnabledFor(TRACE):
-                self.log_trace(f"\n*** AGENT {self.name} RUN COMPLETED [{getattr(self, '_run_id', '')}] ***")
+        if logger is not None and _enabled(logger, logging.DEBUG):
+            if output is not None:
+                self.log_debug(f"Set output field '{self.output_field}' = {output}")
+            self._trace_end("COMPLETED")
         return update
+
+    def _trace_end(self, outcome: str) -> None:
+        """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
+        if self._logger is not None and _enabled(self._logger, TRACE) and hasattr(self, "_started"):
+            duration = time.time() - self._started
+            self.log_trace(f"\n*** AGENT {self.name} RUN {outcome} [{self._run_id}] in {duration:.4f}s ***")
 
     def state_keys(self) -> list[str]:
         """State keys this agent writes besides its output fields (a memory key, say).
@@ -336,7 +347,7 @@ class BaseAgent:
 
     def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
-        debugging = self._logger is not None and self._logger.isEnabledFor(logging.DEBUG)
+        debugging = self._logger is not None and _enabled(self._logger, logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
         tracker = self._execution_tracker
         assert tracker is not None
@@ -347,9 +358,48 @@ class BaseAgent:
             "errors": [error_msg],
         }
         try:
-            _, post = self._post_process(state, inputs, error_updates)
+            state, post = self._post_process(state, inputs, error_updates)
             if isinstance(post, dict) and "last_action_success" in post:
                 error_updates = post
         except Exception as post_error:
             self.log_error(f"Error in post-processing: {post_error}")
-        return error_updates
+        self._trace_end("FAILED")
+        return {**_hook_changes(self._before, state), **error_updates}
+
+
+def _escape(exc: BaseException) -> Exception:
+    """A `SystemExit` / `KeyboardInterrupt` raised by an agent, as the error its node fails with."""
+    error = RuntimeError(f"the agent raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
+    error.__cause__ = exc
+    return error
+
+
+def _enabled(logger: Any, level: int) -> bool:
+    """Whether `logger` logs at `level`; a logger without `isEnabledFor` (not a `logging.Logger`) always does."""
+    check = getattr(logger, "isEnabledFor", None)
+    return True if check is None else bool(check(level))
+
+
+def _hook_snapshot(agent: BaseAgent, state: Any) -> dict[str, Any] | None:
+    """The state's keys before the hooks run, when the agent overrides a hook (else None: nothing to compare)."""
+    cls = type(agent)
+    if cls._pre_process is BaseAgent._pre_process and cls._post_process is BaseAgent._post_process:
+        return None
+    return dict(state) if isinstance(state, Mapping) else None
+
+
+def _hook_changes(before: dict[str, Any] | None, state: Any) -> dict[str, Any]:
+    """The keys `_pre_process` / `_post_process` added or changed in the state: part of what `run` returns."""
+    if before is None or not isinstance(state, Mapping):
+        return {}
+    changed: dict[str, Any] = {}
+    for key, value in state.items():
+        if key in before and before[key] is value:
+            continue
+        try:
+            same = key in before and bool(before[key] == value)
+        except Exception:  # a value whose == raises or is not a bool (an array): count it as changed
+            same = False
+        if not same:
+            changed[key] = value
+    return changed

@@ -30,6 +30,7 @@ from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
 from agentmap.errors import ConfigError
+from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine
 
 __all__ = [
     "allowed_tool_roots",
@@ -62,10 +63,11 @@ def _setting(settings: Mapping[str, Any], section: str, key: str) -> Any:
 
 
 def allowed_tool_roots(environment: AgentEnvironment) -> list[Path]:
-    """The folders tool files may come from: the workflow's folder and the `tools.roots` setting."""
+    """The folders tool files may come from: the workflow's folder, the `tools.roots` setting and the
+    allowed roots (`paths.allowed_roots`, `AGENTMAP_ALLOWED_ROOTS`)."""
     base = environment.base_dir.resolve()
-    extra = _setting(environment.settings, "tools", "roots") or []
-    roots = [base] + [(base / Path(str(r)).expanduser()).resolve() for r in split_names(extra)]
+    extra = [*split_names(_setting(environment.settings, "tools", "roots") or []), *allowed_roots(environment.settings)]
+    roots = [base] + [(base / Path(str(r)).expanduser()).resolve() for r in extra]
     return list(dict.fromkeys(roots))
 
 
@@ -95,14 +97,27 @@ def _kind(source: str, base_dir: Path) -> str:
 
 
 def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
-    base = environment.base_dir.resolve()
-    path = Path(source).expanduser()
-    resolved = (path if path.is_absolute() else base / path).resolve()
+    """The tool file or folder: relative to the workflow's folder, else to the working directory.
+
+    The working directory counts as an allowed root for tool files only (a workflow run from the project's
+    root may name `tools/x.py` of that root).
+    """
     roots = allowed_tool_roots(environment)
-    if not any(resolved.is_relative_to(root) for root in roots):
+    try:
+        resolved = confine(source, environment.base_dir, roots)
+    except OutsideRootsError:
+        resolved = None
+    if (resolved is None or not resolved.exists()) and not Path(source).expanduser().is_absolute():
+        try:
+            from_cwd = confine(source, Path.cwd(), roots)
+        except OutsideRootsError:
+            from_cwd = None
+        resolved = from_cwd if from_cwd is not None and from_cwd.exists() else resolved
+    if resolved is None:
         raise ConfigError(
             f"Tool_Source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
-            "move it under the workflow's folder or add its folder to the tools.roots setting",
+            "move it under the workflow's folder, or add its folder to the tools.roots setting or the allowed "
+            "roots (--allow-root, paths.allowed_roots; see csv_specs/security.md)",
             code="tool-path-refused",
         )
     if not resolved.exists():
@@ -166,7 +181,9 @@ async def load_tools(source: str, environment: AgentEnvironment) -> list[BaseToo
     kind = _kind(source, environment.base_dir)
     if kind in _EXTERNAL_LOADERS:
         loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
-        tools: list[BaseTool] = await loader.load_source_tools(source, base_dir=environment.base_dir)
+        tools: list[BaseTool] = await loader.load_source_tools(
+            source, base_dir=environment.base_dir, settings=environment.settings
+        )
         return tools
     return load_python_tools(source, environment)
 
@@ -224,7 +241,8 @@ def check_tool_config(
         if kind in _EXTERNAL_LOADERS:
             python_only = False
             loader = importlib.import_module(_EXTERNAL_LOADERS[kind])
-            problems.extend(("Tool_Source", p) for p in loader.check_source(source, base_dir=environment.base_dir))
+            found = loader.check_source(source, base_dir=environment.base_dir, settings=environment.settings)
+            problems.extend(("Tool_Source", p) for p in found)
             continue
         try:
             tools.extend(load_python_tools(source, environment))

@@ -26,6 +26,7 @@ import typer
 
 from agentmap.cli import _resume
 from agentmap.cli._common import (
+    AllowRootOption,
     ConfigOption,
     DebugOption,
     JsonOption,
@@ -176,12 +177,13 @@ def run_workflow(
     checkpoint: Path | None = None,
     thread: str | None = None,
     resume: str | None = None,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
     OutputMode.json = json_mode
     resume_value = _resume.check_persistence(checkpoint, thread, resume, state, state_file)
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
 
@@ -314,6 +316,7 @@ def register(app: typer.Typer) -> None:
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -326,5 +329,6 @@ def register(app: typer.Typer) -> None:
             checkpoint=checkpoint,
             thread=thread,
             resume=resume,
+            allow_roots=allow_root,
         )
         raise typer.Exit(code)

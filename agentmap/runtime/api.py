@@ -20,6 +20,8 @@ from agentmap.runtime.runner import CompiledWorkflow, RunResult
 from agentmap.runtime.tracking import SuccessPolicy
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
+from agentmap.spec.paths import allowed_roots
+from agentmap.spec.prompts import prompts_folder
 
 __all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
 
@@ -40,11 +42,11 @@ def _options(
     )
 
 
-def _read(source: str | Path | Workflow) -> tuple[Workflow, list[Issue]]:
+def _read(source: str | Path | Workflow, settings: Mapping[str, Any] | None = None) -> tuple[Workflow, list[Issue]]:
     if isinstance(source, Workflow):
         return source, []
     path, _ = parse_selector(source)
-    return read_workflow(path)
+    return read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
 
 
 def load(
@@ -65,7 +67,7 @@ def load(
         WorkflowFileError: The file is missing or unreadable.
         ValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
-    workflow, issues = _read(source)
+    workflow, issues = _read(source, settings)
     if not strict:
         return workflow
     options = _options(functions_dir, agents_dir, settings, registry)
@@ -130,7 +132,7 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        workflow, issues = _read(source)
+        workflow, issues = _read(source, settings)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         options = _options(functions_dir, agents_dir, settings, registry)
         graphs = [select_graph(workflow, selected)] if selected else list(workflow.graphs)
@@ -183,7 +185,7 @@ def compile(
     if isinstance(source, GraphSpec):
         spec, issues = source, []
     else:
-        workflow, issues = _read(source)
+        workflow, issues = _read(source, settings)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         if not workflow.graphs and any(i.severity == "error" for i in issues):
             raise ValidationError(issues, source=str(workflow.file))  # nothing readable to select from
