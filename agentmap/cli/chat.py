@@ -50,7 +50,8 @@ AgentConfigOption = Annotated[
     str | None,
     typer.Option(
         "--agent-config",
-        help="Per-call agent config (seed 001: tool_root, only_domains, execution_mode, domain_timeout_secs, "
+        help="Per-call agent config (the run_agent interface's keys: tool_root, only_domains, execution_mode, "
+        "domain_timeout_secs, "
         "model_overrides) as a JSON object, or the path of a JSON file holding one.",
         show_default=False,
     ),
@@ -200,7 +201,7 @@ def chat_session(
     *,
     memory: str | None = None,
     agent_config: str | None = None,
-    max_turns: int | None = None,
+    max_turns: int = 100,
     log: Path | None = None,
     config: Path | None = None,
     debug: bool = False,
@@ -303,13 +304,11 @@ def register(app: typer.Typer) -> None:
         memory: MemoryOption = None,
         agent_config: AgentConfigOption = None,
         max_turns: Annotated[
-            int | None, typer.Option("--max-turns", min=1, help="End after this many user messages.")
-        ] = None,
+            int, typer.Option("--max-turns", min=1, help="End after this many user messages (the log's max_turns).")
+        ] = 100,
         log: Annotated[
             Path | None,
-            typer.Option(
-                "--log", help="Write the session as a conversation log (seed 000 format) here.", dir_okay=False
-            ),
+            typer.Option("--log", help="Write the session here in the conversation log format.", dir_okay=False),
         ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
