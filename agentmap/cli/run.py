@@ -178,6 +178,7 @@ def run_workflow(
     thread: str | None = None,
     resume: str | None = None,
     allow_roots: list[Path] | None = None,
+    strict: bool = False,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -205,6 +206,10 @@ def run_workflow(
             keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
     app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
+    if resume is None:
+        from agentmap.cli._state_check import check_initial_state
+
+        check_initial_state(app.spec, initial, strict=strict)
     pausing = _resume.pausing_nodes(app)
     if pausing and saver is None:
         raise ConfigError(
@@ -317,6 +322,12 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         debug: DebugOption = False,
         allow_root: AllowRootOption = None,
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict", help="Refuse to run (exit 2) when the initial state lacks an input no node writes."
+            ),
+        ] = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -330,5 +341,6 @@ def register(app: typer.Typer) -> None:
             thread=thread,
             resume=resume,
             allow_roots=allow_root,
+            strict=strict,
         )
         raise typer.Exit(code)

@@ -1,0 +1,50 @@
+"""Mistakes a newcomer makes, through the real command (in process): each is caught, explained, or handled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentmap.cli.app import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = ROOT / "graphs"
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    for name in ("AGENTMAP_CONFIG", "AGENTMAP_ALLOWED_ROOTS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = run_cli([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- an initial state without the inputs no node writes ------------------------------------------
+
+
+def test_a_typo_in_the_initial_state_is_named_with_the_key_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", '{"nmae": "Ada"}', "--json")
+    assert code == 0 and json.loads(out)["state"]["greeting"] == "Hello, None!"  # it still runs
+    assert "warning: the initial state has no 'name', read by node 'Greet'" in err
+    assert "did you mean 'name'?" in err and """--state '{"name": "Ada"}'""" in err
+
+
+def test_strict_refuses_a_state_without_the_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
+    assert code == 2 and "error[missing-state]" in err and "'name'" in err
+    code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
+    assert code == 0 and "warning" not in err
+
+
+@pytest.mark.parametrize("workflow", sorted(p.name for p in GRAPHS.glob("*.csv")) + ["assistant/assistant.csv"])
+def test_the_bundled_workflows_run_without_the_warning(capsys: pytest.CaptureFixture[str], workflow: str) -> None:
+    target = f"{GRAPHS / workflow}::Main" if workflow == "subgraph.csv" else str(GRAPHS / workflow)
+    code, _, err = cli(capsys, "run", target, "--json")
+    assert code == 0 and "warning: the initial state" not in err
