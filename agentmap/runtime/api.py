@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,13 @@ def validate(
     return issues
 
 
+def _report_reading(issues: Sequence[Issue]) -> None:
+    """Say how a file that was not plain UTF-8 CSV was read (a run shows no validation warnings otherwise)."""
+    for issue in issues:
+        if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
+            logging.getLogger("agentmap.spec").warning("%s", issue)
+
+
 def compile(
     source: Source,
     graph: str | None = None,
@@ -195,6 +203,7 @@ def compile(
     issues += check(spec, options)
     if any(i.severity == "error" for i in issues):
         raise ValidationError(issues, source=str(spec.file or spec.name))
+    _report_reading(issues)
     builder, agents = build_state_graph(spec, options, state_keys)
     if isinstance(checkpointer, str):
         from agentmap.runtime.checkpoint import resolve_checkpointer

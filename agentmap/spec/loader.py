@@ -57,6 +57,7 @@ def read_workflow(
         )
         for p in headers.problems
     ]
+    issues += _reading_notes(table.notes, file, table.header_line)
     if any(i.code == "missing-column" for i in issues):
         return Workflow(file=file, graphs=()), issues
 
@@ -156,3 +157,11 @@ _DEFAULTS: dict[str, Any] = {
 
 def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:
     return {**_DEFAULTS, "context": {}, **fields}
+
+
+def _reading_notes(notes: Sequence[tuple[str, str, str]], file: str, line: int) -> list[Issue]:
+    """How the file was read when it was not plain UTF-8 CSV (a `;` delimiter, cp1252), as warnings."""
+    return [
+        Issue(severity="warning", code=code, message=message, fix=fix, file=file, row=line)
+        for code, message, fix in notes
+    ]

@@ -39,12 +39,28 @@ def test_a_typo_in_the_initial_state_is_named_with_the_key_it_meant(capsys: pyte
 def test_strict_refuses_a_state_without_the_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
     assert code == 2 and "error[missing-state]" in err and "'name'" in err
-    code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
+    code, _out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
     assert code == 0 and "warning" not in err
 
 
-@pytest.mark.parametrize("workflow", sorted(p.name for p in GRAPHS.glob("*.csv")) + ["assistant/assistant.csv"])
+@pytest.mark.parametrize("workflow", [*sorted(p.name for p in GRAPHS.glob("*.csv")), "assistant/assistant.csv"])
 def test_the_bundled_workflows_run_without_the_warning(capsys: pytest.CaptureFixture[str], workflow: str) -> None:
     target = f"{GRAPHS / workflow}::Main" if workflow == "subgraph.csv" else str(GRAPHS / workflow)
     code, _, err = cli(capsys, "run", target, "--json")
     assert code == 0 and "warning: the initial state" not in err
+
+
+# -- a CSV saved by Excel in another locale ------------------------------------------------------
+
+
+def test_a_semicolon_cp1252_csv_runs_with_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    body = "GraphName;Node;AgentType;Prompt;Input_Fields;Output_Field\nG;Greet;template;Olá, {name}!;name;greeting\n"
+    (tmp_path / "flow.csv").write_bytes(body.encode("cp1252"))
+    code, out, err = cli(capsys, "run", "flow.csv", "--state", '{"name": "Zoe"}', "--json")
+    assert code == 0 and json.loads(out)["state"]["greeting"] == "Olá, Zoe!"
+    assert "warning[csv-dialect]" in err and "';'" in err and "warning[encoding]" in err
+    code, out, _ = cli(capsys, "validate", "flow.csv")
+    assert code == 0 and "2 warnings" in out

@@ -117,6 +117,8 @@ VALIDATION_CODES = {
     "missing-column",
     "duplicate-column",
     "unknown-column",
+    "csv-dialect",
+    "encoding",
     "missing-graph-name",
     "missing-node-name",
     "bad-context",
