@@ -37,9 +37,9 @@ def test_a_typo_in_the_initial_state_is_named_with_the_key_it_meant(capsys: pyte
 
 
 def test_strict_refuses_a_state_without_the_inputs(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
+    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
     assert code == 2 and "error[missing-state]" in err and "'name'" in err
-    code, _out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
+    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
     assert code == 0 and "warning" not in err
 
 
