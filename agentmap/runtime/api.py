@@ -90,12 +90,16 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
     if name is None:
         if len(workflow.graphs) == 1:
             return workflow.graphs[0]
+        top = _uncalled(workflow)
+        if len(top) == 1:  # the others are its subgraphs: run the one no graph calls
+            return top[0]
+        file = workflow.file or where
+        runnable = [spec.name for spec in top] or list(workflow.graph_names)
+        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable)
         raise GraphNotFoundError(
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
             code="graph-not-selected",
-            hint=f"append ::GraphName to the path, e.g. {workflow.file}::{workflow.graph_names[0]}"
-            if workflow.graphs
-            else None,
+            hint=f"append ::GraphName to the path; run one of them with:{commands}" if workflow.graphs else None,
         )
     graph = workflow.get(name)
     if graph is None:
@@ -105,6 +109,24 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         guess = f"; did you mean {close[0]!r}?" if close else ""
         raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
     return graph
+
+
+def _uncalled(workflow: Workflow) -> list[GraphSpec]:
+    """The graphs of `workflow` that no graph node of the same file runs (its top-level graphs)."""
+    from agentmap.agents.registry import normalize_type
+
+    called: set[str] = set()
+    here = Path(workflow.file).resolve() if workflow.file else None
+    for graph in workflow.graphs:
+        for node in graph.nodes:
+            if normalize_type(node.agent_type or "default") != "graph":
+                continue
+            path, name = parse_selector(str(node.context.get("workflow") or node.context.get("graph") or ""))
+            folder = Path(graph.file).parent if graph.file else Path.cwd()
+            same = str(path) in ("", ".") or (here is not None and (folder / path).resolve() == here)
+            if same and name:
+                called.add(name)
+    return [g for g in workflow.graphs if g.name not in called]
 
 
 def load_graph(source: str | Path, graph: str | None = None, **options: Any) -> GraphSpec:

@@ -64,3 +64,23 @@ def test_a_semicolon_cp1252_csv_runs_with_warnings(
     assert "warning[csv-dialect]" in err and "';'" in err and "warning[encoding]" in err
     code, out, _ = cli(capsys, "validate", "flow.csv")
     assert code == 0 and "2 warnings" in out
+
+
+# -- a file with several graphs and no selector --------------------------------------------------
+
+
+def test_a_file_whose_other_graphs_are_subgraphs_runs_its_top_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "run", GRAPHS / "subgraph.csv", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["graph"] == "Main"
+    assert document["state"]["framed"] == "*** Hello, Ada Lovelace! ***"
+
+
+def test_several_top_graphs_are_listed_with_the_command_to_run_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two.csv"
+    path.write_text("GraphName,Node,AgentType\nA,X,echo\nB,Y,echo\n", encoding="utf-8")
+    code, _, err = cli(capsys, "run", path)
+    assert code == 3 and "holds 2 graphs (A, B)" in err
+    assert f"agentmap run {path}::A" in err and f"agentmap run {path}::B" in err

@@ -65,7 +65,10 @@ def test_several_graphs_and_none_named_lists_them(write_csv: WriteCsv) -> None:
     err = info.value
     assert err.code == "graph-not-selected"
     assert "holds 2 graphs (Greeting, Farewell); say which to use" in err.message
-    assert err.hint == f"append ::GraphName to the path, e.g. {path}::Greeting"
+    assert err.hint == (
+        f"append ::GraphName to the path; run one of them with:\n  agentmap run {path}::Greeting"
+        f"\n  agentmap run {path}::Farewell"
+    )
 
 
 def test_unknown_graph_lists_the_graphs_and_suggests_one(write_csv: WriteCsv) -> None:
