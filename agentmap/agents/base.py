@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
-__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "run_sync"]
+__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
 
 T = TypeVar("T")
 
@@ -309,7 +309,7 @@ class BaseAgent:
         logger = self._logger
         if logger is not None and _enabled(logger, logging.DEBUG):
             if output is not None:
-                self.log_debug(f"Set output field '{self.output_field}' = {output}")
+                self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
             self._trace_end("COMPLETED")
         return update
 
@@ -403,3 +403,14 @@ def _hook_changes(before: dict[str, Any] | None, state: Any) -> dict[str, Any]:
         if not same:
             changed[key] = value
     return changed
+
+
+def log_text(value: Any, limit: int = 2000) -> str:
+    """`str(value)` for a log line: cut after `limit` characters, and safe for values nested too deep for `str`."""
+    try:
+        text = str(value)
+    except RecursionError:
+        import reprlib
+
+        text = reprlib.repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

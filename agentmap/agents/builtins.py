@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, log_text
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field
 
@@ -87,7 +87,7 @@ class EchoAgent(BaseAgent):
         """Return the inputs dict unchanged, or "No input provided to echo" without inputs."""
         logger = self._logger
         if logger is not None and getattr(logger, "isEnabledFor", lambda _: True)(logging.INFO):
-            self.log_info(f"[EchoAgent] '{self.name}' received inputs: {inputs} and prompt: '{self.prompt}'")
+            self.log_info(f"[EchoAgent] '{self.name}' received inputs: {log_text(inputs)} and prompt: '{self.prompt}'")
         if inputs:
             return inputs
         return "No input provided to echo"

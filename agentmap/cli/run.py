@@ -121,7 +121,13 @@ def _title(app: CompiledWorkflow) -> str:
 
 
 def _print_human(
-    app: CompiledWorkflow, result: RunResult, policy: str, state_source: Path | None, *, table_shown: bool
+    app: CompiledWorkflow,
+    result: RunResult,
+    policy: str,
+    state_source: Path | None,
+    *,
+    table_shown: bool,
+    full: bool = False,
 ) -> None:
     from rich.markup import escape
 
@@ -133,7 +139,7 @@ def _print_human(
     out.print(
         "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
     )
-    out.print(state_view(result.state))
+    out.print(state_view(result.state, full=full))
     out.print(f"{escape(app.name)} {_verdict(result, policy)}")
 
 
@@ -179,6 +185,7 @@ def run_workflow(
     resume: str | None = None,
     allow_roots: list[Path] | None = None,
     strict: bool = False,
+    full: bool = False,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -274,7 +281,9 @@ def run_workflow(
             document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
         dump_json(document)
     else:
-        _print_human(app, result, settings.execution.success_policy, state_source, table_shown=view is not None)
+        _print_human(
+            app, result, settings.execution.success_policy, state_source, table_shown=view is not None, full=full
+        )
         _resume.print_pause(result, thread, resume_with)
     return code
 
@@ -328,6 +337,9 @@ def register(app: typer.Typer) -> None:
                 "--strict", help="Refuse to run (exit 2) when the initial state lacks an input no node writes."
             ),
         ] = False,
+        full: Annotated[
+            bool, typer.Option("--full", help="Show the whole final state (long values are cut by default).")
+        ] = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -342,5 +354,6 @@ def register(app: typer.Typer) -> None:
             resume=resume,
             allow_roots=allow_root,
             strict=strict,
+            full=full,
         )
         raise typer.Exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,47 @@ def test_several_top_graphs_are_listed_with_the_command_to_run_each(
     code, _, err = cli(capsys, "run", path)
     assert code == 3 and "holds 2 graphs (A, B)" in err
     assert f"agentmap run {path}::A" in err and f"agentmap run {path}::B" in err
+
+
+# -- a deep or huge final state ------------------------------------------------------------------
+
+
+def _echo_chain(folder: Path, nodes: int) -> Path:
+    rows = ["GraphName,Node,AgentType,Input_Fields,Output_Field,Edge"]
+    rows += [f"G,N{i},echo,x{i},x{i + 1},{f'N{i + 1}' if i + 1 < nodes else ''}" for i in range(nodes)]
+    path = folder / "chain.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_json_writes_a_state_nested_a_thousand_deep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chain = _echo_chain(tmp_path, 1000)
+    code, out, err = cli(capsys, "run", chain, "--state", '{"x0": "hi"}', "--json", "--debug")
+    assert code == 0, err
+    assert len(out) < 20_000_000  # compact below the first levels: size in proportion to the state
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # only to read the document back here
+    try:
+        document = json.loads(out)
+    finally:
+        sys.setrecursionlimit(limit)
+    value = document["state"]["x1000"]
+    for i in range(999, 0, -1):
+        value = value[f"x{i}"]
+    assert value == {"x0": "hi"}
+
+
+def test_the_terminal_view_cuts_long_values_unless_full() -> None:
+    from rich.console import Console
+
+    from agentmap.cli.render import state_view
+
+    def shown(**options: bool) -> str:
+        console = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+        console.print(state_view({"big": "x" * 1_000_000, "many": list(range(1000))}, **options))
+        return console.export_text()
+
+    text = shown()
+    assert len(text) < 5_000 and "1,000,000 characters; --full shows all" in text and "980 more items" in text
+    assert len(shown(full=True)) > 1_000_000
