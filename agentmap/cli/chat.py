@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, ensure_writable, json_object, load
+from agentmap.cli._common import AllowRootOption, ConfigOption, DebugOption, ensure_writable, json_object, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
@@ -205,9 +205,10 @@ def chat_session(
     log: Path | None = None,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `chat` command: talk until the user leaves; returns the exit code (0)."""
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     if log is not None:
         ensure_writable(log, "the conversation log")
@@ -253,6 +254,7 @@ def ask_once(
     agent_config: str | None = None,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `ask` command: print one reply (or the whole output as JSON); returns the exit code (0).
 
@@ -260,7 +262,7 @@ def ask_once(
         AgentMapError: The agent raised (`agent-error`) or gave no reply (`no-reply`); exit code 5.
     """
     OutputMode.json = json_output
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     agent = load_agent(target, settings)
     from agentmap.interface.chat import ask
@@ -312,6 +314,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Talk with an agent, turn after turn, the history kept (/exit or Ctrl-D leaves)."""
         raise typer.Exit(
@@ -323,6 +326,7 @@ def register(app: typer.Typer) -> None:
                 log=log,
                 config=config,
                 debug=debug,
+                allow_roots=allow_root,
             )
         )
 
@@ -342,6 +346,7 @@ def register(app: typer.Typer) -> None:
         agent_config: AgentConfigOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Ask an agent one question and print its reply."""
         raise typer.Exit(
@@ -353,5 +358,6 @@ def register(app: typer.Typer) -> None:
                 agent_config=agent_config,
                 config=config,
                 debug=debug,
+                allow_roots=allow_root,
             )
         )
