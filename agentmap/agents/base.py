@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from agentmap.agents._contract import enabled, escape_signal, hook_changes, hook_snapshot, log_text
 from agentmap.agents.state import StateAdapter, parse_input_field, parse_output_field
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
@@ -35,6 +36,10 @@ report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"
 TRACE = 5
 """The level `log_trace` logs at, below DEBUG."""
 logging.addLevelName(TRACE, "TRACE")
+
+
+def _overrides_hooks(cls: type[BaseAgent]) -> bool:
+    return cls._pre_process is not BaseAgent._pre_process or cls._post_process is not BaseAgent._post_process
 
 
 def _is_control_flow(exc: Exception) -> bool:
@@ -253,7 +258,7 @@ class BaseAgent:
                 raise
             return self._fail(state, inputs, exc)
         except (SystemExit, KeyboardInterrupt) as exc:  # an agent cannot end the process: its node fails
-            return self._fail(state, inputs, _escape(exc))
+            return self._fail(state, inputs, escape_signal(exc))
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
@@ -270,7 +275,7 @@ class BaseAgent:
                 raise
             return self._fail(state, inputs, exc)
         except (SystemExit, KeyboardInterrupt) as exc:
-            return self._fail(state, inputs, _escape(exc))
+            return self._fail(state, inputs, escape_signal(exc))
 
     def invoke(self, state: Any) -> dict[str, Any]:
         """Alias for `run()` to maintain compatibility with LangGraph."""
@@ -280,8 +285,8 @@ class BaseAgent:
 
     def _start(self, state: Any) -> tuple[Any, dict[str, Any]]:
         logger = self._logger
-        self._before = _hook_snapshot(self, state)
-        if logger is not None and _enabled(logger, TRACE):
+        self._before = hook_snapshot(state, _overrides_hooks(type(self)))
+        if logger is not None and enabled(logger, TRACE):
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
@@ -302,12 +307,12 @@ class BaseAgent:
 
     def _succeed(self, state: Any, inputs: dict[str, Any], output: Any) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
-        update = {**_hook_changes(self._before, state), **self._output_update(output)}
+        update = {**hook_changes(self._before, state), **self._output_update(output)}
         assert self._execution_tracker is not None
         self._execution_tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
         logger = self._logger
-        if logger is not None and _enabled(logger, logging.DEBUG):
+        if logger is not None and enabled(logger, logging.DEBUG):
             if output is not None:
                 self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
             self._trace_end("COMPLETED")
@@ -315,7 +320,7 @@ class BaseAgent:
 
     def _trace_end(self, outcome: str) -> None:
         """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
-        if self._logger is not None and _enabled(self._logger, TRACE) and hasattr(self, "_started"):
+        if self._logger is not None and enabled(self._logger, TRACE) and hasattr(self, "_started"):
             duration = time.time() - self._started
             self.log_trace(f"\n*** AGENT {self.name} RUN {outcome} [{self._run_id}] in {duration:.4f}s ***")
 
@@ -347,7 +352,7 @@ class BaseAgent:
 
     def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
-        debugging = self._logger is not None and _enabled(self._logger, logging.DEBUG)
+        debugging = self._logger is not None and enabled(self._logger, logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
         tracker = self._execution_tracker
         assert tracker is not None
@@ -364,53 +369,4 @@ class BaseAgent:
         except Exception as post_error:
             self.log_error(f"Error in post-processing: {post_error}")
         self._trace_end("FAILED")
-        return {**_hook_changes(self._before, state), **error_updates}
-
-
-def _escape(exc: BaseException) -> Exception:
-    """A `SystemExit` / `KeyboardInterrupt` raised by an agent, as the error its node fails with."""
-    error = RuntimeError(f"the agent raised {type(exc).__name__}({', '.join(map(repr, exc.args))})")
-    error.__cause__ = exc
-    return error
-
-
-def _enabled(logger: Any, level: int) -> bool:
-    """Whether `logger` logs at `level`; a logger without `isEnabledFor` (not a `logging.Logger`) always does."""
-    check = getattr(logger, "isEnabledFor", None)
-    return True if check is None else bool(check(level))
-
-
-def _hook_snapshot(agent: BaseAgent, state: Any) -> dict[str, Any] | None:
-    """The state's keys before the hooks run, when the agent overrides a hook (else None: nothing to compare)."""
-    cls = type(agent)
-    if cls._pre_process is BaseAgent._pre_process and cls._post_process is BaseAgent._post_process:
-        return None
-    return dict(state) if isinstance(state, Mapping) else None
-
-
-def _hook_changes(before: dict[str, Any] | None, state: Any) -> dict[str, Any]:
-    """The keys `_pre_process` / `_post_process` added or changed in the state: part of what `run` returns."""
-    if before is None or not isinstance(state, Mapping):
-        return {}
-    changed: dict[str, Any] = {}
-    for key, value in state.items():
-        if key in before and before[key] is value:
-            continue
-        try:
-            same = key in before and bool(before[key] == value)
-        except Exception:  # a value whose == raises or is not a bool (an array): count it as changed
-            same = False
-        if not same:
-            changed[key] = value
-    return changed
-
-
-def log_text(value: Any, limit: int = 2000) -> str:
-    """`str(value)` for a log line: cut after `limit` characters, and safe for values nested too deep for `str`."""
-    try:
-        text = str(value)
-    except RecursionError:
-        import reprlib
-
-        text = reprlib.repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+        return {**hook_changes(self._before, state), **error_updates}
