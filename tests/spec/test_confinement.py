@@ -170,3 +170,16 @@ def test_a_legacy_config_names_the_prompts_folder(layout: Path, capsys: pytest.C
 def test_plain_text_starting_with_prompt_is_not_a_reference(layout: Path) -> None:
     path = _flow(layout, "GraphName,Node,AgentType,Prompt,Output_Field\nG,A,template,Prompt: say hi,out\n")
     assert agentmap.run(path).state["out"] == "Prompt: say hi"
+
+
+def test_an_assistant_cannot_write_its_decision_log_outside_the_folder(layout: Path) -> None:
+    context = '"{""model"": ""offline"", ""decision_log"": ""../evil.db""}"'
+    path = _flow(layout, f"GraphName,Node,AgentType,Context,Input_Fields,Output_Field\nG,A,assistant,{context},m,r\n")
+    [issue] = [i for i in agentmap.validate(path) if "decision_log" in i.message]
+    assert issue.column == "Context" and "outside the allowed folders" in issue.message
+    assert not [
+        i
+        for i in agentmap.validate(path, settings={"paths": {"allowed_roots": [str(layout)]}})
+        if i.severity == "error"
+    ]
+    assert not (layout / "evil.db").exists()
