@@ -71,3 +71,13 @@ def test_the_active_agent_hint_points_at_a_file_that_exists(
     monkeypatch.chdir(ROOT)
     assert run_cli(["ask", "hello"]) == 2
     assert path.group(1) in capsys.readouterr().err
+
+
+def test_every_path_agentmap_names_in_its_messages_exists() -> None:
+    named = {
+        match
+        for source in (ROOT / "agentmap").rglob("*.py")
+        for match in re.findall(r"(?:graphs|csv_specs|docs)/[\w./-]+\.(?:csv|md|py|json)", source.read_text("utf-8"))
+    }
+    assert "graphs/assistant/assistant.csv" in named
+    assert [p for p in sorted(named) if not (ROOT / p).is_file()] == []
