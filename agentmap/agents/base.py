@@ -38,8 +38,15 @@ TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
 
+_PLAIN: set[type] = set()
+"""Agent classes known not to override `_pre_process` / `_post_process` (nothing to compare for them)."""
+
+
 def _overrides_hooks(cls: type[BaseAgent]) -> bool:
-    return cls._pre_process is not BaseAgent._pre_process or cls._post_process is not BaseAgent._post_process
+    if cls._pre_process is not BaseAgent._pre_process or cls._post_process is not BaseAgent._post_process:
+        return True
+    _PLAIN.add(cls)
+    return False
 
 
 def _is_control_flow(exc: Exception) -> bool:
@@ -285,7 +292,7 @@ class BaseAgent:
 
     def _start(self, state: Any) -> tuple[Any, dict[str, Any]]:
         logger = self._logger
-        self._before = hook_snapshot(state, _overrides_hooks(type(self)))
+        self._before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
         if logger is not None and enabled(logger, TRACE):
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
@@ -307,7 +314,9 @@ class BaseAgent:
 
     def _succeed(self, state: Any, inputs: dict[str, Any], output: Any) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
-        update = {**hook_changes(self._before, state), **self._output_update(output)}
+        update = self._output_update(output)
+        if self._before is not None:
+            update = {**hook_changes(self._before, state), **update}
         assert self._execution_tracker is not None
         self._execution_tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
