@@ -61,6 +61,7 @@ def _read_file(text: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Pa
     for base in bases:
         try:
             path = confine(text, base, extra)
+            found = path.is_file()
         except OutsideRootsError as err:
             raise CellError(
                 "path-outside-roots",
@@ -68,7 +69,9 @@ def _read_file(text: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Pa
                 f"({', '.join(map(str, err.roots))})",
                 widen_hint("the prompt file"),
             ) from None
-        if path.is_file():
+        except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a symlink loop
+            raise CellError("bad-prompt-file", f"prompt file {text!r} cannot be used: {exc}", "fix the path") from None
+        if found:
             try:
                 return path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:

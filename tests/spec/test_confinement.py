@@ -183,3 +183,8 @@ def test_an_assistant_cannot_write_its_decision_log_outside_the_folder(layout: P
         if i.severity == "error"
     ]
     assert not (layout / "evil.db").exists()
+
+
+def test_a_path_the_system_cannot_use_is_a_finding_not_a_crash(layout: Path) -> None:
+    path = _flow(layout, f"GraphName,Node,AgentType,Prompt,Output_Field\nG,A,template,file:{'x' * 5000},out\n")
+    assert [i.code for i in agentmap.validate(path) if i.severity == "error"] == ["bad-prompt-file"]
