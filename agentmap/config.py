@@ -149,12 +149,14 @@ class ToolsSettings(BaseModel):
     Attributes:
         roots: Extra folders tool files may be loaded from.
         timeout: Seconds per tool call (agents default to 30).
+        allowed_modules: Importable modules (and packages) a Tool_Source may name.
     """
 
     model_config = ConfigDict(extra="allow")
 
     roots: list[Path] = Field(default_factory=list)
     timeout: float | None = None
+    allowed_modules: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseModel):

@@ -5,7 +5,8 @@ Tool_Source holds one source, or several separated by `|`:
 * a Python file or folder (`tools.py`, `tools/`): every public function and LangChain `@tool` defined
   there (only the names in `__all__` when the module has one). Paths resolve against the workflow's
   folder and must lie under it or under a folder of the `tools.roots` setting; any other path is refused.
-* an importable module: `module:my_pkg.tools`, or a plain dotted name `my_pkg.tools`.
+* an importable module: `module:my_pkg.tools`, or a plain dotted name `my_pkg.tools`, when the module (or its
+  package) is listed in the `tools.allowed_modules` setting.
 * an MCP server: `mcp:stdio:<command line>` (started in the workflow's folder; a leading `python` is the
   interpreter AgentMap runs in) or `mcp:http://host/mcp` (streamable HTTP; a bare `http(s)://` URL too).
 
@@ -146,6 +147,15 @@ def load_python_tools(source: str, environment: AgentEnvironment) -> list[BaseTo
     """
     if _kind(source, environment.base_dir) == "module":
         name = source.removeprefix("module:").strip()
+        allowed = split_names(_setting(environment.settings, "tools", "allowed_modules") or [])
+        if not any(name == m or name.startswith(f"{m}.") for m in allowed):
+            raise ConfigError(
+                f"Tool_Source '{source}' names the module {name!r}, which the configuration does not allow: a "
+                "workflow file may offer its nodes (and their models) only the tool modules the person running it "
+                f"allows. Add it to tools.allowed_modules (`tools: {{allowed_modules: [{name}]}}` in agentmap.yaml), "
+                "or put the tools in a .py file beside the workflow (see csv_specs/security.md)",
+                code="tool-module-refused",
+            )
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
