@@ -27,7 +27,9 @@ __all__ = [
     "ENV_PREFIX",
     "LEGACY_NAMES",
     "ExecutionSettings",
+    "FunctionsSettings",
     "LoggingSettings",
+    "McpSettings",
     "PathsSettings",
     "Settings",
     "ToolsSettings",
@@ -50,12 +52,42 @@ class PathsSettings(BaseModel):
     Attributes:
         custom_agents: The folder of custom agent classes.
         functions: The folder of `func:` router functions.
+        prompts: The prompts folder: `file:` prompts resolve there too, `prompt:name` reads its registry.yaml.
+        allowed_roots: Folders, besides the workflow's own, that paths in a workflow file may reach.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     custom_agents: Path | None = None
     functions: Path | None = None
+    prompts: Path | None = None
+    allowed_roots: list[Path] = Field(default_factory=list)
+
+
+class FunctionsSettings(BaseModel):
+    """What `func:module:function` may import.
+
+    Attributes:
+        allowed_modules: Modules (and packages, with their submodules) a workflow's routers may name.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_modules: list[str] = Field(default_factory=list)
+
+
+class McpSettings(BaseModel):
+    """Which MCP stdio servers a workflow may start.
+
+    Attributes:
+        allowed_commands: Command lines a Tool_Source `mcp:stdio:<command line>` may start, as written.
+        servers: Servers by name: Tool_Source `mcp:NAME` starts the command line given here.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_commands: list[str] = Field(default_factory=list)
+    servers: dict[str, str] = Field(default_factory=dict)
 
 
 class ExecutionSettings(BaseModel):
@@ -117,12 +149,14 @@ class ToolsSettings(BaseModel):
     Attributes:
         roots: Extra folders tool files may be loaded from.
         timeout: Seconds per tool call (agents default to 30).
+        allowed_modules: Importable modules (and packages) a Tool_Source may name.
     """
 
     model_config = ConfigDict(extra="allow")
 
     roots: list[Path] = Field(default_factory=list)
     timeout: float | None = None
+    allowed_modules: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseModel):
@@ -138,6 +172,8 @@ class Settings(BaseModel):
         logging: The logging level.
         llm: Free-form model defaults for LLM agents (`model`, `temperature`, ...).
         tools: Tool settings (`roots`, `timeout`).
+        functions: What `func:module:function` may import (`allowed_modules`).
+        mcp: Which MCP stdio servers a workflow may start (`allowed_commands`, `servers`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -148,6 +184,8 @@ class Settings(BaseModel):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     llm: dict[str, Any] = Field(default_factory=dict)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    functions: FunctionsSettings = Field(default_factory=FunctionsSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 
@@ -330,6 +368,9 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
     paths = data.get("paths")
     if isinstance(paths, Mapping):
         out["paths"] = {k: paths[k] for k in ("custom_agents", "functions") if paths.get(k)}
+    prompts = data.get("prompts")
+    if isinstance(prompts, Mapping) and prompts.get("directory"):
+        out.setdefault("paths", {})["prompts"] = prompts["directory"]
     execution = data.get("execution")
     if isinstance(execution, Mapping) and "success_policy" in execution:
         policy = execution["success_policy"]
@@ -362,7 +403,11 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
         data["workflow"] = resolve(path) + (sep + graph if sep else "")
     paths = data.get("paths")
     if isinstance(paths, Mapping):
-        data["paths"] = {k: resolve(v) if k in ("custom_agents", "functions") else v for k, v in paths.items()}
+        data["paths"] = {
+            k: resolve(v) if k in ("custom_agents", "functions", "prompts") else v for k, v in paths.items()
+        }
+        if isinstance(paths.get("allowed_roots"), list):
+            data["paths"]["allowed_roots"] = [resolve(r) for r in paths["allowed_roots"]]
     tools = data.get("tools")
     if isinstance(tools, Mapping) and isinstance(tools.get("roots"), list):
         data["tools"] = {**tools, "roots": [resolve(r) for r in tools["roots"]]}

@@ -186,3 +186,28 @@ def test_the_environment_is_read_by_load_settings_and_only_then_costs_pydantic_s
     configured = {**clean, "AGENTMAP_LOGGING__LEVEL": "DEBUG"}
     loud = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=configured, capture_output=True, text=True)
     assert loud.stdout.strip() == "True", loud.stderr
+
+
+def test_confinement_keys_resolve_against_the_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmap.spec.paths import allowed_roots
+
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "agentmap.yaml").write_text(
+        "paths:\n  prompts: prompts\n  allowed_roots: [../shared]\n"
+        "functions:\n  allowed_modules: [my_routers]\n"
+        "mcp:\n  allowed_commands: ['python server.py']\n  servers: {notes: python notes.py}\n"
+    )
+    settings = load_settings(tmp_path / "conf" / "agentmap.yaml")
+    assert settings.paths.prompts == (tmp_path / "conf" / "prompts").resolve()
+    assert settings.paths.allowed_roots == [(tmp_path / "shared").resolve()]
+    agent_settings = settings.compile_options()["settings"]
+    assert agent_settings["functions"] == {"allowed_modules": ["my_routers"]}
+    assert agent_settings["mcp"] == {"allowed_commands": ["python server.py"], "servers": {"notes": "python notes.py"}}
+    monkeypatch.setenv("AGENTMAP_ALLOWED_ROOTS", f"extra{os.pathsep}/opt/more")
+    assert allowed_roots(agent_settings) == [
+        (tmp_path / "shared").resolve(),
+        (tmp_path / "extra").resolve(),
+        Path("/opt/more"),
+    ]
+    with pytest.raises(ConfigError, match=r"mcp\.allowed_command"):
+        load_settings(overrides={"mcp": {"allowed_command": []}})

@@ -140,8 +140,9 @@ def test_router_by_module_and_function_gets_both_targets(
         R,Worse,success,,,,
         """
     )
-    assert [e.name for e in agentmap.run(path, {"ok": "yes"}).summary] == ["Check", "Good"]
-    assert {e.name for e in agentmap.run(path, {"ok": "no"}).summary} == {"Check", "Bad", "Worse"}
+    allowed = {"functions": {"allowed_modules": [module]}}  # a CSV may import only the modules allowed
+    assert [e.name for e in agentmap.run(path, {"ok": "yes"}, settings=allowed).summary] == ["Check", "Good"]
+    assert {e.name for e in agentmap.run(path, {"ok": "no"}, settings=allowed).summary} == {"Check", "Bad", "Worse"}
 
 
 BARRIER_FLOW = """

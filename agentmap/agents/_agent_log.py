@@ -28,7 +28,10 @@ class AgentLog:
 
     def enabled(self, level: int) -> bool:
         """Whether a message at `level` would be written (False without a logger)."""
-        return self.logger is not None and self.logger.isEnabledFor(level)
+        if self.logger is None:
+            return False
+        check = getattr(self.logger, "isEnabledFor", None)  # a logger-like object without it logs everything
+        return True if check is None else bool(check(level))
 
     def log(self, level: str, message: str, *args: Any, **kwargs: Any) -> None:
         """Log `message` at `level` ("debug", "info", ..., "trace").
@@ -42,7 +45,7 @@ class AgentLog:
                 f"Logger not provided to agent '{self.agent_name}'. "
                 "Please inject logger dependency using DI fixtures in tests or provide logger in constructor."
             )
-        if level == "trace" and not hasattr(logger, "trace"):
+        if level == "trace" and not hasattr(logger, "trace") and isinstance(logger, logging.Logger):
             logger.log(TRACE, f"{self.prefix} {message}", *args, **kwargs)
             return
         logger_method = getattr(logger, level, logger.info)

@@ -21,14 +21,25 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentmap.agents._agent_log import TRACE, AgentLog
 from agentmap.agents._bridge import is_control_flow, run_sync
+from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot, log_text
 from agentmap.agents._io import IOMapping
 from agentmap.agents._run_context import in_run, run_tracker
 
-__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "run_sync"]
+__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
 
 ConfigProblem = str | tuple[str, str]
 """A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
 report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"Prompt"`, ...)."""
+
+_PLAIN: set[type] = set()
+"""Agent classes known not to override `_pre_process` / `_post_process` (nothing to compare for them)."""
+
+
+def _overrides_hooks(cls: type[BaseAgent]) -> bool:
+    if cls._pre_process is not BaseAgent._pre_process or cls._post_process is not BaseAgent._post_process:
+        return True
+    _PLAIN.add(cls)
+    return False
 
 
 @runtime_checkable
@@ -244,6 +255,7 @@ class BaseAgent:
             ValueError: When no logger or no execution tracker was provided.
         """
         state, inputs, tracker = self._start(state)
+        before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
         try:
             state, inputs = self._pre_process(state, inputs)
             process = self.process
@@ -252,26 +264,31 @@ class BaseAgent:
             output = process(inputs)
             if inspect.iscoroutine(output):
                 output = run_sync(output)
-            return self._succeed(state, inputs, output, tracker)
+            return self._succeed(state, inputs, output, tracker, before)
         except Exception as exc:
             if is_control_flow(exc):
                 raise
-            return self._fail(state, inputs, exc, tracker)
+            return self._fail(state, inputs, exc, tracker, before)
+        except (SystemExit, KeyboardInterrupt) as exc:  # an agent cannot end the process: its node fails
+            return self._fail(state, inputs, escape_signal(exc), tracker, before)
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
         state, inputs, tracker = self._start(state)
+        before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
         try:
             state, inputs = self._pre_process(state, inputs)
             aprocess = getattr(self, "aprocess", None)
             output = await aprocess(inputs) if aprocess is not None else self.process(inputs)
             if inspect.isawaitable(output):
                 output = await output
-            return self._succeed(state, inputs, output, tracker)
+            return self._succeed(state, inputs, output, tracker, before)
         except Exception as exc:
             if is_control_flow(exc):
                 raise
-            return self._fail(state, inputs, exc, tracker)
+            return self._fail(state, inputs, exc, tracker, before)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            return self._fail(state, inputs, escape_signal(exc), tracker, before)
 
     def invoke(self, state: Any) -> dict[str, Any]:
         """Alias for `run()` to maintain compatibility with LangGraph."""
@@ -291,16 +308,26 @@ class BaseAgent:
         tracker.record_node_start(self.name, inputs)
         return state, inputs, tracker
 
-    def _succeed(self, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker) -> dict[str, Any]:
+    def _succeed(
+        self, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker, before: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         state, output = self._post_process(state, inputs, output)
         update = self._io.update(output)
+        if before is not None:
+            update = {**hook_changes(before, state), **update}
         tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
         if self._log.enabled(logging.DEBUG):
-            self.log_debug(f"Set output field '{self.output_field}' = {output!r}")
-            if self._log.enabled(TRACE):
-                self.log_trace(f"\n*** AGENT {self.name} RUN COMPLETED [{getattr(self, '_run_id', '')}] ***")
+            if output is not None:
+                self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
+            self._trace_end("COMPLETED")
         return update
+
+    def _trace_end(self, outcome: str) -> None:
+        """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
+        if self._log.enabled(TRACE) and hasattr(self, "_started"):
+            duration = time.time() - self._started
+            self.log_trace(f"\n*** AGENT {self.name} RUN {outcome} [{self._run_id}] in {duration:.4f}s ***")
 
     def state_keys(self) -> list[str]:
         """State keys this agent writes besides its output fields (a memory key, say).
@@ -309,7 +336,9 @@ class BaseAgent:
         """
         return []
 
-    def _fail(self, state: Any, inputs: dict[str, Any], exc: Exception, tracker: Tracker) -> dict[str, Any]:
+    def _fail(
+        self, state: Any, inputs: dict[str, Any], exc: Exception, tracker: Tracker, before: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
         debugging = self._log.enabled(logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
@@ -320,9 +349,10 @@ class BaseAgent:
             "errors": [error_msg],
         }
         try:
-            _, post = self._post_process(state, inputs, error_updates)
+            state, post = self._post_process(state, inputs, error_updates)
             if isinstance(post, dict) and "last_action_success" in post:
                 error_updates = post
         except Exception as post_error:
             self.log_error(f"Error in post-processing: {post_error}")
-        return error_updates
+        self._trace_end("FAILED")
+        return {**hook_changes(before, state), **error_updates}

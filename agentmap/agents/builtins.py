@@ -4,13 +4,16 @@ input and summary. Context keys are documented in csv_specs/agents.md.
 
 from __future__ import annotations
 
+import logging
+import re
 import string
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, log_text
 from agentmap.agents.registry import agent
+from agentmap.agents.state import parse_input_field
 
 __all__ = [
     "BranchingAgent",
@@ -41,7 +44,19 @@ class _SafeFormatter(string.Formatter):
             )
         return kwargs[field_name], field_name
 
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        sizes = [int(d) for d in _DIGITS.findall(format_spec)]
+        if sizes and max(sizes) > MAX_FORMAT_SIZE:
+            raise ValueError(
+                f"the format spec {format_spec!r} asks for a width or precision of {max(sizes):,}, "
+                f"above the limit of {MAX_FORMAT_SIZE:,}: use a smaller number"
+            )
+        return super().format_field(value, format_spec)
 
+
+MAX_FORMAT_SIZE = 10_000
+"""The largest width or precision a template's format spec may ask for (`{x:>100000000}` is refused)."""
+_DIGITS = re.compile(r"\d+")
 _FORMATTER = _SafeFormatter()
 
 
@@ -70,6 +85,9 @@ class EchoAgent(BaseAgent):
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the inputs dict unchanged, or "No input provided to echo" without inputs."""
+        logger = self._logger
+        if logger is not None and getattr(logger, "isEnabledFor", lambda _: True)(logging.INFO):
+            self.log_info(f"[EchoAgent] '{self.name}' received inputs: {log_text(inputs)} and prompt: '{self.prompt}'")
         if inputs:
             return inputs
         return "No input provided to echo"
@@ -84,8 +102,10 @@ class TemplateAgent(BaseAgent):
         return safe_format(self.prompt, inputs)
 
     @classmethod
-    def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
-        """A template node needs a prompt whose fields are plain names."""
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
+        """A template node needs a prompt whose fields are plain names, each one of its inputs."""
         if not prompt:
             return ["a template node needs a Prompt such as 'Hello, {name}!'"]
         try:
@@ -93,7 +113,22 @@ class TemplateAgent(BaseAgent):
         except ValueError as exc:
             return [f"the Prompt is not a valid template: {exc}"]
         bad = [f for f in fields if not f.isidentifier()]
-        return [f"template field {{{f}}} is not allowed: use plain names such as {{name}}" for f in bad]
+        problems: list[ConfigProblem] = [
+            f"template field {{{f}}} is not allowed: use plain names such as {{name}}" for f in bad
+        ]
+        if "input_fields" not in context:  # called without the row's inputs: nothing to check them against
+            return problems
+        params = {parse_input_field(str(f))[1] for f in context.get("input_fields", [])}
+        missing = [f for f in dict.fromkeys(fields) if f.isidentifier() and f not in params]
+        problems += [
+            (
+                "Prompt",
+                f"the template uses {{{f}}} but the node's inputs are {', '.join(sorted(params)) or 'empty'}: "
+                f"add {f} to Input_Fields (or write {{{{{f}}}}} for a literal brace)",
+            )
+            for f in missing
+        ]
+        return problems
 
 
 _TRUE = ("true", "yes", "y", "1", "success", "ok", "pass")

@@ -5,7 +5,8 @@ Tool_Source holds one source, or several separated by `|`:
 * a Python file or folder (`tools.py`, `tools/`): every public function and LangChain `@tool` defined
   there (only the names in `__all__` when the module has one). Paths resolve against the workflow's
   folder and must lie under it or under a folder of the `tools.roots` setting; any other path is refused.
-* an importable module: `module:my_pkg.tools`, or a plain dotted name `my_pkg.tools`.
+* an importable module: `module:my_pkg.tools`, or a plain dotted name `my_pkg.tools`, when the module (or its
+  package) is listed in the `tools.allowed_modules` setting.
 * an MCP server: `mcp:stdio:<command line>` (started in the workflow's folder; a leading `python` is the
   interpreter AgentMap runs in) or `mcp:http://host/mcp` (streamable HTTP; a bare `http(s)://` URL too).
 
@@ -30,6 +31,7 @@ from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
 from agentmap.errors import ConfigError
+from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine
 
 __all__ = [
     "allowed_tool_roots",
@@ -64,10 +66,11 @@ def _setting(settings: Mapping[str, Any], section: str, key: str) -> Any:
 
 
 def allowed_tool_roots(environment: AgentEnvironment) -> list[Path]:
-    """The folders tool files may come from: the workflow's folder and the `tools.roots` setting."""
+    """The folders tool files may come from: the workflow's folder, the `tools.roots` setting and the
+    allowed roots (`paths.allowed_roots`, `AGENTMAP_ALLOWED_ROOTS`)."""
     base = environment.base_dir.resolve()
-    extra = _setting(environment.settings, "tools", "roots") or []
-    roots = [base] + [(base / Path(str(r)).expanduser()).resolve() for r in split_names(extra)]
+    extra = [*split_names(_setting(environment.settings, "tools", "roots") or []), *allowed_roots(environment.settings)]
+    roots = [base] + [(base / Path(str(r)).expanduser()).resolve() for r in extra]
     return list(dict.fromkeys(roots))
 
 
@@ -97,14 +100,27 @@ def _kind(source: str, base_dir: Path) -> str:
 
 
 def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
-    base = environment.base_dir.resolve()
-    path = Path(source).expanduser()
-    resolved = (path if path.is_absolute() else base / path).resolve()
+    """The tool file or folder: relative to the workflow's folder, else to the working directory.
+
+    The working directory counts as an allowed root for tool files only (a workflow run from the project's
+    root may name `tools/x.py` of that root).
+    """
     roots = allowed_tool_roots(environment)
-    if not any(resolved.is_relative_to(root) for root in roots):
+    try:
+        resolved = confine(source, environment.base_dir, roots)
+    except OutsideRootsError:
+        resolved = None
+    if (resolved is None or not resolved.exists()) and not Path(source).expanduser().is_absolute():
+        try:
+            from_cwd = confine(source, Path.cwd(), roots)
+        except OutsideRootsError:
+            from_cwd = None
+        resolved = from_cwd if from_cwd is not None and from_cwd.exists() else resolved
+    if resolved is None:
         raise ConfigError(
             f"Tool_Source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
-            "move it under the workflow's folder or add its folder to the tools.roots setting",
+            "move it under the workflow's folder, or add its folder to the tools.roots setting or the allowed "
+            "roots (--allow-root, paths.allowed_roots; see csv_specs/security.md)",
             code="tool-path-refused",
         )
     if not resolved.exists():
@@ -133,6 +149,15 @@ def load_python_tools(source: str, environment: AgentEnvironment) -> list[BaseTo
     """
     if _kind(source, environment.base_dir) == "module":
         name = source.removeprefix("module:").strip()
+        allowed = split_names(_setting(environment.settings, "tools", "allowed_modules") or [])
+        if not any(name == m or name.startswith(f"{m}.") for m in allowed):
+            raise ConfigError(
+                f"Tool_Source '{source}' names the module {name!r}, which the configuration does not allow: a "
+                "workflow file may offer its nodes (and their models) only the tool modules the person running it "
+                f"allows. Add it to tools.allowed_modules (`tools: {{allowed_modules: [{name}]}}` in agentmap.yaml), "
+                "or put the tools in a .py file beside the workflow (see csv_specs/security.md)",
+                code="tool-module-refused",
+            )
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
@@ -168,7 +193,9 @@ async def load_tools(source: str, environment: AgentEnvironment) -> list[BaseToo
     kind = _kind(source, environment.base_dir)
     if kind in _EXTERNAL_KINDS:
         loader = _external_loader(kind)
-        tools: list[BaseTool] = await loader.load_source_tools(source, base_dir=environment.base_dir)
+        tools: list[BaseTool] = await loader.load_source_tools(
+            source, base_dir=environment.base_dir, settings=environment.settings
+        )
         return tools
     return load_python_tools(source, environment)
 
@@ -239,7 +266,8 @@ def check_tool_config(
         if kind in _EXTERNAL_KINDS:
             python_only = False
             loader = _external_loader(kind)
-            problems.extend(("Tool_Source", p) for p in loader.check_source(source, base_dir=environment.base_dir))
+            found = loader.check_source(source, base_dir=environment.base_dir, settings=environment.settings)
+            problems.extend(("Tool_Source", p) for p in found)
             continue
         try:
             tools.extend(load_python_tools(source, environment))

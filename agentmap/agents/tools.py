@@ -158,8 +158,8 @@ class LocalToolExecutor:
         tool = self._tools.get(tool_name)
         if tool is None:
             return fail("unknown_tool", self._unknown(tool_name))
-        args = dict(parameters or {})
-        if self.takes_user_id(tool_name) and USER_ID_PARAM not in args:
+        args = {k: v for k, v in (parameters or {}).items() if k != USER_ID_PARAM}  # never whom the model names
+        if self.takes_user_id(tool_name):
             args[USER_ID_PARAM] = user_id
         problem = _validate(tool, args)
         if problem:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from agentmap._cli_api import Settings
 
 __all__ = [
+    "AllowRootOption",
     "ConfigOption",
     "DebugOption",
     "JsonOption",
@@ -40,6 +42,16 @@ ConfigOption = Annotated[
     ),
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
+AllowRootOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-root",
+        help="A folder, besides the workflow's own, that the workflow's paths may reach (repeatable; "
+        "see csv_specs/security.md).",
+        show_default=False,
+        file_okay=False,
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document on stdout.")]
 WorkflowArgument = Annotated[
     str | None,
@@ -82,11 +94,18 @@ def configure_logging(level: str) -> None:
         logger.addHandler(handler)
 
 
-def load(config: Path | None, debug: bool) -> Settings:
-    """Read the settings (config file and environment) and configure logging from them."""
+def load(config: Path | None, debug: bool, allow_roots: Sequence[Path] | None = None) -> Settings:
+    """Read the settings (config file and environment) and configure logging from them.
+
+    Args:
+        config: The `--config` file, if given.
+        debug: `--debug`.
+        allow_roots: `--allow-root` folders (relative to the working directory), added to `paths.allowed_roots`.
+    """
     from agentmap._cli_api import load_settings
 
     settings = load_settings(config)
+    settings.paths.allowed_roots += [Path(r).expanduser().resolve() for r in allow_roots or ()]
     configure_logging("DEBUG" if debug else settings.logging.level)
     return settings
 

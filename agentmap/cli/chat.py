@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, ensure_writable, json_object, load
+from agentmap.cli._common import AllowRootOption, ConfigOption, DebugOption, ensure_writable, json_object, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
@@ -50,7 +50,8 @@ AgentConfigOption = Annotated[
     str | None,
     typer.Option(
         "--agent-config",
-        help="Per-call agent config (seed 001: tool_root, only_domains, execution_mode, domain_timeout_secs, "
+        help="Per-call agent config (the run_agent interface's keys: tool_root, only_domains, execution_mode, "
+        "domain_timeout_secs, "
         "model_overrides) as a JSON object, or the path of a JSON file holding one.",
         show_default=False,
     ),
@@ -200,13 +201,14 @@ def chat_session(
     *,
     memory: str | None = None,
     agent_config: str | None = None,
-    max_turns: int | None = None,
+    max_turns: int = 100,
     log: Path | None = None,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `chat` command: talk until the user leaves; returns the exit code (0)."""
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     if log is not None:
         ensure_writable(log, "the conversation log")
@@ -252,6 +254,7 @@ def ask_once(
     agent_config: str | None = None,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `ask` command: print one reply (or the whole output as JSON); returns the exit code (0).
 
@@ -259,7 +262,7 @@ def ask_once(
         AgentMapError: The agent raised (`agent-error`) or gave no reply (`no-reply`); exit code 5.
     """
     OutputMode.json = json_output
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     agent = load_agent(target, settings)
     from agentmap._cli_api import ask
@@ -303,16 +306,15 @@ def register(app: typer.Typer) -> None:
         memory: MemoryOption = None,
         agent_config: AgentConfigOption = None,
         max_turns: Annotated[
-            int | None, typer.Option("--max-turns", min=1, help="End after this many user messages.")
-        ] = None,
+            int, typer.Option("--max-turns", min=1, help="End after this many user messages (the log's max_turns).")
+        ] = 100,
         log: Annotated[
             Path | None,
-            typer.Option(
-                "--log", help="Write the session as a conversation log (seed 000 format) here.", dir_okay=False
-            ),
+            typer.Option("--log", help="Write the session here in the conversation log format.", dir_okay=False),
         ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Talk with an agent, turn after turn, the history kept (/exit or Ctrl-D leaves)."""
         raise typer.Exit(
@@ -324,6 +326,7 @@ def register(app: typer.Typer) -> None:
                 log=log,
                 config=config,
                 debug=debug,
+                allow_roots=allow_root,
             )
         )
 
@@ -343,6 +346,7 @@ def register(app: typer.Typer) -> None:
         agent_config: AgentConfigOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Ask an agent one question and print its reply."""
         raise typer.Exit(
@@ -354,5 +358,6 @@ def register(app: typer.Typer) -> None:
                 agent_config=agent_config,
                 config=config,
                 debug=debug,
+                allow_roots=allow_root,
             )
         )

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, load, split_target
+from agentmap.cli._common import (
+    AllowRootOption,
+    ConfigOption,
+    DebugOption,
+    JsonOption,
+    WorkflowArgument,
+    load,
+    split_target,
+)
 from agentmap.cli.render import OutputMode
 from agentmap.errors import FILE_ERROR_CODES, AgentMapError
 
@@ -37,10 +45,11 @@ def validate_workflow(
     json_output: bool = False,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `validate` command: returns 0 (valid, maybe with warnings) or 4 (errors)."""
     OutputMode.json = json_output
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     path, selected = split_target(target, settings)
     from agentmap import validate
 
@@ -90,6 +99,11 @@ def register(app: typer.Typer) -> None:
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Check a workflow file: every finding with file:row:column, severity, code and fix."""
-        raise typer.Exit(validate_workflow(target, graph, json_output=json_output, config=config, debug=debug))
+        raise typer.Exit(
+            validate_workflow(
+                target, graph, json_output=json_output, config=config, debug=debug, allow_roots=allow_root
+            )
+        )

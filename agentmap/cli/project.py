@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentmap.cli._common import (
+    AllowRootOption,
     ConfigOption,
     DebugOption,
     WorkflowArgument,
@@ -104,9 +105,9 @@ def _find_missing(workflow: Workflow, graph: str | None, options: dict[str, Any]
                 written = node.agent_type or "default"
                 missing.agents.setdefault(normalize_type(written), _Need(written)).nodes.append(node)
             for column, targets in node.next_cells():
-                if (
-                    not isinstance(targets, FuncRef)
-                    or (node.name, "unknown-function", spec.column(column)) not in unknown
+                codes = ("unknown-function", "function-not-allowed")
+                if not isinstance(targets, FuncRef) or not any(
+                    (node.name, code, spec.column(column)) in unknown for code in codes
                 ):
                     continue
                 if targets.module or not targets.name.isidentifier():
@@ -151,10 +152,15 @@ def _router_stub(need: _Need, file: Path) -> str:
 
 
 def scaffold_workflow(
-    target: str | None, *, force: bool = False, config: Path | None = None, debug: bool = False
+    target: str | None,
+    *,
+    force: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `scaffold` command: stubs for unknown agent types and missing `func:` routers."""
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     path, graph = split_target(target, settings)
     from agentmap import load as load_workflow
 
@@ -196,6 +202,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="Overwrite existing stub files.")] = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Write documented stubs for unknown agent types and missing func: routers of a workflow."""
-        raise typer.Exit(scaffold_workflow(target, force=force, config=config, debug=debug))
+        raise typer.Exit(scaffold_workflow(target, force=force, config=config, debug=debug, allow_roots=allow_root))

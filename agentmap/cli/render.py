@@ -61,9 +61,19 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def dump_json(document: Any, stream: IO[str] | None = None) -> None:
-    """Write `document` as indented JSON (values JSON cannot hold are written with `str`)."""
+    """Write `document` as indented JSON (values JSON cannot hold are written with `str`).
+
+    A deeply nested document (any state LangGraph accepted) is written without recursion, compact below
+    32 levels.
+    """
+    from agentmap.cli._jsonout import depth_exceeds, iter_json
+
     out = stream or sys.stdout
-    out.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    if depth_exceeds(document, 32):
+        out.writelines(iter_json(document))
+        out.write("\n")
+    else:
+        out.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
     out.flush()
 
 
@@ -172,11 +182,17 @@ def summary_table(executions: Sequence[NodeExecution], *, title: str | None = No
     return table
 
 
-def state_view(state: Mapping[str, Any]) -> RenderableType:
-    """The final state as pretty JSON."""
+def state_view(state: Mapping[str, Any], *, full: bool = False) -> RenderableType:
+    """The final state as pretty JSON: long strings, long lists and deep nesting cut unless `full`."""
     from rich.json import JSON
+    from rich.text import Text
 
-    return JSON(json.dumps(dict(state), ensure_ascii=False, default=str), indent=2, highlight=True)
+    from agentmap.cli._jsonout import depth_exceeds, iter_json, preview
+
+    shown = dict(state) if full else preview(dict(state))
+    if depth_exceeds(shown, 64):  # too deep to highlight (rich parses the text again): plain text
+        return Text("".join(iter_json(shown)))
+    return JSON(json.dumps(shown, ensure_ascii=False, default=str), indent=2, highlight=True)
 
 
 class LiveView:

@@ -27,6 +27,7 @@ import typer
 
 from agentmap.cli import _durable, _resume
 from agentmap.cli._common import (
+    AllowRootOption,
     ConfigOption,
     DebugOption,
     JsonOption,
@@ -152,7 +153,13 @@ def _title(app: CompiledWorkflow) -> str:
 
 
 def _print_human(
-    app: CompiledWorkflow, result: RunResult, policy: str, state_source: Path | None, *, table_shown: bool
+    app: CompiledWorkflow,
+    result: RunResult,
+    policy: str,
+    state_source: Path | None,
+    *,
+    table_shown: bool,
+    full: bool = False,
 ) -> None:
     from rich.markup import escape
 
@@ -164,7 +171,7 @@ def _print_human(
     out.print(
         "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
     )
-    out.print(state_view(result.state))
+    out.print(state_view(result.state, full=full))
     out.print(f"{escape(app.name)} {_verdict(result, policy)}")
 
 
@@ -216,13 +223,16 @@ def run_workflow(
     resume: str | None = None,
     restart: bool = False,
     durability: str | None = None,
+    allow_roots: list[Path] | None = None,
+    strict: bool = False,
+    full: bool = False,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
     OutputMode.json = json_mode
     resume_value = _resume.check_persistence(thread, resume, state, state_file)
     invoke_options = _durable.check_durability(durability)
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
 
@@ -244,6 +254,10 @@ def run_workflow(
             keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
     app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
+    if resume is None:
+        from agentmap.cli._state_check import check_initial_state
+
+        check_initial_state(app.spec, initial, strict=strict)
     pausing = _resume.pausing_nodes(app)
     if pausing and saver is None:
         raise ConfigError(
@@ -274,6 +288,7 @@ def run_workflow(
         checkpoint=checkpoint,
         state_source=state_source,
         live=not interactive,
+        full=full,
         **invoke_options,
     )
 
@@ -288,6 +303,7 @@ def execute(
     checkpoint: str | None = None,
     state_source: Path | None = None,
     live: bool = True,
+    full: bool = False,
     **invoke_options: Any,
 ) -> int:
     """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
@@ -345,7 +361,7 @@ def execute(
             document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
         dump_json(document)
     else:
-        _print_human(app, result, policy, state_source, table_shown=view is not None)
+        _print_human(app, result, policy, state_source, table_shown=view is not None, full=full)
         _resume.print_pause(result, thread, resume_with)
     return code
 
@@ -391,6 +407,16 @@ def register(app: typer.Typer) -> None:
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict", help="Refuse to run (exit 2) when the initial state lacks an input no node writes."
+            ),
+        ] = False,
+        full: Annotated[
+            bool, typer.Option("--full", help="Show the whole final state (long values are cut by default).")
+        ] = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -405,5 +431,8 @@ def register(app: typer.Typer) -> None:
             resume=resume,
             restart=restart,
             durability=durability,
+            allow_roots=allow_root,
+            strict=strict,
+            full=full,
         )
         raise typer.Exit(code)

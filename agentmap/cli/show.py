@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentmap.cli._common import (
+    AllowRootOption,
     ConfigOption,
     DebugOption,
     WorkflowArgument,
@@ -108,12 +109,17 @@ def agent_types_table() -> Table:
 
 
 def inspect_workflow(
-    target: str | None, *, agents: bool = False, config: Path | None = None, debug: bool = False
+    target: str | None,
+    *,
+    agents: bool = False,
+    config: Path | None = None,
+    debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `inspect` command."""
     from agentmap.cli.render import console
 
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     out = console()
     if target is None and (agents or not settings.workflow):
         out.print(agent_types_table())
@@ -139,9 +145,10 @@ def export_workflow(
     output: Path | None = None,
     config: Path | None = None,
     debug: bool = False,
+    allow_roots: list[Path] | None = None,
 ) -> int:
     """The `export` command."""
-    settings = load(config, debug)
+    settings = load(config, debug, allow_roots)
     path, graph = split_target(target, settings)
     text: str
     if fmt is ExportFormat.mermaid:
@@ -181,9 +188,10 @@ def register(app: typer.Typer) -> None:
         agents: Annotated[bool, typer.Option("--agents", help="List the known agent types.")] = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Show graphs, nodes, agent types, edges, inputs and outputs as tables."""
-        raise typer.Exit(inspect_workflow(target, agents=agents, config=config, debug=debug))
+        raise typer.Exit(inspect_workflow(target, agents=agents, config=config, debug=debug, allow_roots=allow_root))
 
     @app.command("export")
     def export(
@@ -202,6 +210,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        allow_root: AllowRootOption = None,
     ) -> None:
         """Export a graph as a Mermaid diagram, or a workflow's specification as JSON."""
-        raise typer.Exit(export_workflow(target, fmt, output=output, config=config, debug=debug))
+        raise typer.Exit(
+            export_workflow(target, fmt, output=output, config=config, debug=debug, allow_roots=allow_root)
+        )

@@ -1,10 +1,11 @@
-"""The agent input/output contract (seed 002): `AgentRequest` in, `AgentResponse` out.
+"""The agent input/output contract: `AgentRequest` in, `AgentResponse` out.
 
 Every agent an orchestrator routes to accepts an `AgentRequest` and returns an `AgentResponse`, so
-routing needs no special cases. The types are pydantic models: the seed's rules are enforced when a
-value is built (or re-checked by `validate_request` / `validate_response`), and both types survive a
-JSON round trip (`model_dump(mode="json")` then `model_validate`) unchanged, because they travel in
-LangGraph state and checkpoints.
+routing needs no special cases. The types are dataclasses, as the contract declares them (`dataclasses.replace`
+and `asdict` work), built with pydantic's dataclass decorator: the contract's rules are enforced when a value is
+built (or re-checked by `validate_request` / `validate_response`), and both types survive a JSON round trip
+(`model_dump(mode="json")` then `model_validate`) unchanged, because they travel in LangGraph state and
+checkpoints.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
+from pydantic.dataclasses import dataclass
 
+from agentmap.contracts._dataclass import ModelMethods, fields_of
 from agentmap.errors import AgentMapError
 
 __all__ = [
@@ -105,7 +108,8 @@ def _blank_to_missing(value: Any) -> Any:
     return {} if value is None else value
 
 
-class RequestMetadata(BaseModel):
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class RequestMetadata(ModelMethods):
     """Standard metadata for trace propagation and execution control (immutable).
 
     Attributes:
@@ -117,8 +121,6 @@ class RequestMetadata(BaseModel):
         tags: Custom string tags.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     trace_id: str
     profile: str = "default"
     priority: int = 5
@@ -129,7 +131,9 @@ class RequestMetadata(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _require_trace_id(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("trace_id") is None:
+        fields = fields_of(data)
+        positional = getattr(data, "args", None) or ()
+        if isinstance(fields, Mapping | type(None)) and not positional and (fields or {}).get("trace_id") is None:
             raise ValueError(
                 "trace_id is required: pass a unique id for the request, e.g. RequestMetadata(trace_id=new_trace_id())"
             )
@@ -163,7 +167,8 @@ class RequestMetadata(BaseModel):
         return self.model_dump(mode="json")
 
 
-class AgentRequest(BaseModel):
+@dataclass(config=ConfigDict(validate_assignment=True, extra="forbid"))
+class AgentRequest(ModelMethods):
     """Canonical agent input.
 
     Attributes:
@@ -176,8 +181,6 @@ class AgentRequest(BaseModel):
             `blocked_domains`), enforced before execution (default `{}`).
         expected_output: A description of the expected output.
     """
-
-    model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
     goal: str
     task: str
@@ -201,7 +204,8 @@ class AgentRequest(BaseModel):
         return _blank_to_missing(value)
 
 
-class AgentError(BaseModel):
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class AgentError(ModelMethods):
     """Structured error information (immutable).
 
     Attributes:
@@ -212,8 +216,6 @@ class AgentError(BaseModel):
         retry_after: Seconds to wait before a retry (non-negative).
         trace_context: Context for debugging (the trace id, the step, ...).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: ErrorType
     message: str
@@ -237,7 +239,8 @@ class AgentError(BaseModel):
         return value
 
 
-class AgentResponse(BaseModel):
+@dataclass(config=ConfigDict(validate_assignment=True, extra="forbid"))
+class AgentResponse(ModelMethods):
     """Canonical agent output.
 
     Attributes:
@@ -248,8 +251,6 @@ class AgentResponse(BaseModel):
         metadata: Timing, cost and resource usage (default `{}`).
         timestamp: ISO 8601 UTC; generated when not given.
     """
-
-    model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
     status: ResponseStatus
     result: Any = None

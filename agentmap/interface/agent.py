@@ -35,7 +35,7 @@ from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
 
-__all__ = ["ACTIVE_AGENT_ENV", "AgentFunction", "agent_for", "load_active_agent", "run_agent"]
+__all__ = ["ACTIVE_AGENT_ENV", "AgentFunction", "agent_for", "load_active_agent", "repository_root", "run_agent"]
 
 ACTIVE_AGENT_ENV = "ACTIVE_AGENT_PATH"
 """The environment variable naming the active agent: a Python file exposing `run_agent`, or a workflow."""
@@ -105,8 +105,8 @@ def agent_for(
                 "traces": traces,
                 "tools": unique_tool_names(traces),
                 "success": result.success,
-                "errors": [str(e) for e in result.errors],
-                "timings": _timings(result),
+                "errors": [str(e) for e in result.errors] + [p["error"] for p in collector.problems],
+                "timings": _timings(result, collector.problems),
                 "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
             }
         )
@@ -148,8 +148,9 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
     """Load the agent `path` (default: `ACTIVE_AGENT_PATH`) names.
 
     Args:
-        path: A Python file or module exposing `run_agent`, or a workflow (`file.csv[::Graph]`); relative
-            paths are resolved against the current folder (the repository root).
+        path: A Python file or module exposing `run_agent`, or a workflow (`file.csv[::Graph]`); a relative
+            path is relative to the repository root (the nearest folder up from the working directory that
+            holds `.git` or `pyproject.toml`), else to the working directory; an absolute path is used as is.
 
     Returns:
         The agent's `run_agent` (a workflow is wrapped with `agent_for`).
@@ -161,8 +162,9 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
     if not target:
         raise ConfigError(
             f"no active agent: set {ACTIVE_AGENT_ENV} to a Python file exposing run_agent or to a workflow",
-            hint=f"e.g. {ACTIVE_AGENT_ENV}=graphs/assistant.csv",
+            hint=f"e.g. {ACTIVE_AGENT_ENV}=graphs/assistant/assistant.csv",
         )
+    target = _from_repository_root(target)
     file = Path(target.partition("::")[0])
     if file.suffix.lower() in _WORKFLOW_SUFFIXES:
         return agent_for(target)
@@ -185,6 +187,28 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
             hint="Define `async def run_agent(prompt, chat_history=None, memory=None, config=None)`.",
         )
     return function  # type: ignore[no-any-return]
+
+
+def repository_root(start: Path | None = None) -> Path | None:
+    """The nearest folder from `start` (default: the working directory) up holding `.git` or `pyproject.toml`."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists() or (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def _from_repository_root(target: str) -> str:
+    """A relative file path of `ACTIVE_AGENT_PATH` resolved against the repository root (a module name stays)."""
+    path, sep, graph = target.partition("::")
+    file = Path(path).expanduser()
+    looks_like_file = file.suffix.lower() in (*_WORKFLOW_SUFFIXES, ".py") or "/" in path or "\\" in path
+    if file.is_absolute() or not looks_like_file:
+        return target
+    root = repository_root()
+    if root is None or not (root / file).exists():
+        return target
+    return str(root / file) + sep + graph
 
 
 class _Keys:
@@ -267,10 +291,13 @@ def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _timings(result: RunResult) -> dict[str, float]:
+def _timings(result: RunResult, problems: list[dict[str, Any]]) -> dict[str, float]:
     timings: dict[str, float] = {}
     for execution in result.summary:
         timings[execution.name] = round(timings.get(execution.name, 0.0) + (execution.duration or 0.0), 6)
+    for problem in problems:  # a domain that timed out: its time, beside the nodes'
+        if problem["source"] and isinstance(problem["duration_secs"], int | float):
+            timings[problem["source"]] = round(float(problem["duration_secs"]), 6)
     return timings
 
 

@@ -21,7 +21,10 @@ from agentmap.interface.eval_runner import agent_error_text, as_async_agent, rep
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import write_log
 
-__all__ = ["EXIT_COMMANDS", "ask", "chat_loop", "resolve_agent"]
+__all__ = ["DEFAULT_MAX_TURNS", "EXIT_COMMANDS", "ask", "chat_loop", "resolve_agent"]
+
+DEFAULT_MAX_TURNS = 100
+"""How many user messages a chat takes when no limit is given; the log's `max_turns` is always the real limit."""
 
 EXIT_COMMANDS = ("/exit", "/quit", "exit", "quit")
 """Lines that end a chat session (as does end of input, Ctrl-D)."""
@@ -75,7 +78,7 @@ async def chat_loop(
     *,
     memory: str | None = None,
     config: Mapping[str, Any] | None = None,
-    max_turns: int | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
     log_path: str | os.PathLike[str] | None = None,
     prompt: str = "you> ",
 ) -> ConversationLog:
@@ -87,8 +90,8 @@ async def chat_loop(
         output_fn: Shows a reply (or an error) to the user.
         memory: Extra context passed on every turn.
         config: Per-call overrides passed on every turn.
-        max_turns: End after this many user messages.
-        log_path: Also write the session as a seed 000 log here (`mode: interactive`).
+        max_turns: End after this many user messages (the log's `max_turns`).
+        log_path: Also write the session as a conversation log here (`mode: interactive`).
         prompt: The input prompt.
 
     Returns:
@@ -99,7 +102,9 @@ async def chat_loop(
     turns: list[Turn] = []
     reason = StopReason.USER_EXIT
     started = datetime.now()
-    while max_turns is None or len(history) // 2 < max_turns:
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+    while len(history) // 2 < max_turns:
         try:
             line = input_fn(prompt)
         except (EOFError, KeyboardInterrupt):
@@ -134,7 +139,7 @@ async def chat_loop(
             session_id=f"chat_{started:%Y%m%dT%H%M%S}",
             mode="interactive",
             scenario="chat",
-            max_turns=max_turns or 0,
+            max_turns=max_turns,
             stop_reason=str(reason),
         ),
         turns=tuple(turns),

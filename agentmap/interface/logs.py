@@ -291,5 +291,5 @@ def _fail(source: str | None, line: int, message: str, found: str | None = None)
     raise LogFormatError(
         f"malformed conversation log: {detail}",
         location=Location(file=source, row=line),
-        hint="See csv_specs/evaluation.md for the log format (seed 000, section 5).",
+        hint="See csv_specs/evaluation.md for the conversation log format.",
     )

@@ -16,11 +16,17 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from agentmap.contracts.minimal import ToolTraceMinimal
 
-__all__ = ["TRACE_EVENT", "ToolTraceCollector", "as_text", "unique_tool_names"]
+__all__ = ["PROBLEM_EVENT", "TRACE_EVENT", "ToolTraceCollector", "as_text", "unique_tool_names"]
 
 TRACE_EVENT = "agentmap_trace"
 """A custom callback event an agent dispatches to add a trace that is not a tool call (e.g. a domain that
 timed out): `await adispatch_custom_event(TRACE_EVENT, {"tool": ..., "output": ..., "duration_secs": ...})`."""
+
+PROBLEM_EVENT = "agentmap_problem"
+"""The custom event an agent dispatches for a part of its work that failed or timed out without being a tool
+call (a domain that did not answer): `await adispatch_custom_event(PROBLEM_EVENT, {"source": "domain:x",
+"error": "...", "duration_secs": ...})`. It goes into the run_agent output's `errors` and `timings`, never into
+`traces`, which holds tool calls only."""
 
 
 def as_text(value: Any) -> str:
@@ -47,6 +53,8 @@ class ToolTraceCollector(BaseCallbackHandler):
         self._open: dict[UUID, tuple[int, str, dict[str, Any] | None, float]] = {}
         self._done: dict[int, ToolTraceMinimal] = {}
         self._count = 0
+        self.problems: list[dict[str, Any]] = []
+        """The `PROBLEM_EVENT`s of the run: `{"source", "error", "duration_secs"}` each."""
 
     def on_tool_start(
         self,
@@ -73,7 +81,17 @@ class ToolTraceCollector(BaseCallbackHandler):
         self._close(run_id, f"Error: {error}")
 
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Record a `TRACE_EVENT` dispatched by an agent; other events are ignored."""
+        """Record a `TRACE_EVENT` or `PROBLEM_EVENT` dispatched by an agent; other events are ignored."""
+        if name == PROBLEM_EVENT and isinstance(data, dict):
+            with self._lock:
+                self.problems.append(
+                    {
+                        "source": str(data.get("source", "")),
+                        "error": as_text(data.get("error", "")),
+                        "duration_secs": data.get("duration_secs"),
+                    }
+                )
+            return
         if name == TRACE_EVENT and isinstance(data, dict) and "tool" in data:
             self.add(
                 ToolTraceMinimal(

@@ -37,6 +37,7 @@ from agentmap.contracts.io import describe_validation_error
 from agentmap.llm.agents import history_entries
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
+from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine, widen_hint
 
 if TYPE_CHECKING:
     from agentmap.llm.engine import LLMAgentEngine
@@ -143,6 +144,10 @@ class AssistantAgent(BaseAgent):
             problems.append(f"Context confirm_tools must be a list of tool names or 'a|b', got {confirm!r}")
         if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
             problems.extend(check_tool_config(context, environment))
+        try:
+            _log_path(context, environment)
+        except OutsideRootsError as exc:
+            problems.append(f"Context decision_log {exc}: {widen_hint('the decision log')}")
         return problems
 
     def state_keys(self) -> list[str]:
@@ -160,13 +165,7 @@ class AssistantAgent(BaseAgent):
         """Where decisions are logged: Context `decision_log` (relative to the workflow's folder), else
         `configured_log_path(settings)` (the `llm.decision_log` setting, `$AGENTMAP_DECISION_LOG`,
         `.agentmap/decisions.db`); None when turned off (`false`)."""
-        value = self.context.get("decision_log")
-        if value is None:
-            return configured_log_path(self.environment.settings)
-        if value is False or str(value).strip().lower() in _OFF:
-            return None
-        path = Path(str(value)).expanduser()
-        return path if path.is_absolute() else self.environment.base_dir / path
+        return _log_path(self.context, self.environment)
 
     async def engine(self) -> LLMAgentEngine:
         """The node's engine, built on first use (model, tools, decision log)."""
@@ -297,3 +296,18 @@ class AssistantAgent(BaseAgent):
         if action is None or not history or history[-1].role != "assistant":
             return None
         return action if " ".join(history[-1].content.split()) == " ".join(action.description.split()) else None
+
+
+def _log_path(context: Mapping[str, Any], environment: AgentEnvironment) -> Path | None:
+    """Context `decision_log`, confined to the workflow's folder and the allowed roots (a CSV cannot make the
+    engine write a file elsewhere); the configured path when the Context does not name one.
+
+    Raises:
+        OutsideRootsError: The Context's path leaves the allowed folders.
+    """
+    value = context.get("decision_log")
+    if value is None:
+        return configured_log_path(environment.settings)
+    if value is False or str(value).strip().lower() in _OFF:
+        return None
+    return confine(str(value), environment.base_dir, allowed_roots(environment.settings))

@@ -89,7 +89,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 @runtime_checkable
 class DecisionLogService(Protocol):
-    """What the engine needs of a logging service (the two calls the seed makes)."""
+    """What the engine needs of a logging service: the two calls of the engine contract, with exactly its
+    keyword arguments. A service may also offer `write_decision_details(*, decision_id, response_text, error)`;
+    the engine then records the reply's text and the error there (`SQLiteDecisionLog` does)."""
 
     async def write_decision_log(
         self,
@@ -102,8 +104,6 @@ class DecisionLogService(Protocol):
         decision_type: str,
         outcome_category: str,
         duration_ms: float,
-        response_text: str | None = None,
-        error: str | None = None,
     ) -> None:
         """Insert the decision row, or update it when `decision_id` was written before."""
 
@@ -271,6 +271,18 @@ class SQLiteDecisionLog:
             assert conn is not None
             with conn:
                 conn.execute(_UPSERT_DECISION, row)
+
+    async def write_decision_details(
+        self, *, decision_id: str, response_text: str | None = None, error: str | None = None
+    ) -> None:
+        """Record the reply's text and the error of a decision written before (beyond the contract's columns)."""
+        with self._connection(create=True) as conn:
+            assert conn is not None
+            with conn:
+                conn.execute(
+                    "UPDATE decisions SET response_text = ?, error = ?, updated_at = ? WHERE decision_id = ?",
+                    (response_text, error, _now(), decision_id),
+                )
 
     async def write_tool_invocation_log(
         self,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents.tools import USER_ID_PARAM
 from agentmap.contracts.engine import (
     AgentDecision,
     AgentEngineConfig,
@@ -269,6 +270,7 @@ class LLMAgentEngine:
         from langchain_core.messages import ToolMessage
 
         started = time.perf_counter()
+        args = {k: v for k, v in args.items() if k != USER_ID_PARAM}  # the authenticated user, never the model's
         try:
             result = await self.tool_executor.execute(name, args, turn.context.user_id)
         except Exception as exc:  # the protocol says results, not exceptions; be safe anyway
@@ -391,9 +393,14 @@ class LLMAgentEngine:
                 decision_type=decision_type,
                 outcome_category=category,
                 duration_ms=duration_ms,
-                response_text=response_text,
-                error=error.message if error is not None else None,
             )
+            details = getattr(self.decision_log, "write_decision_details", None)
+            if details is not None and (response_text is not None or error is not None):
+                await details(
+                    decision_id=turn.decision_id,
+                    response_text=response_text,
+                    error=error.message if error is not None else None,
+                )
         except Exception as exc:  # logging must never cost the user their answer
             _logger.warning("could not write the decision log: %s", exc)
 

@@ -22,7 +22,7 @@ import json
 import shlex
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -37,11 +37,19 @@ __all__ = ["check_source", "load_source_tools", "mcp_connection", "mcp_sessions"
 _PYTHON = {"python", "python3"}
 
 
-def mcp_connection(source: str, *, base_dir: Path) -> dict[str, Any]:
+def mcp_connection(source: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Turn a Tool_Source into a langchain-mcp-adapters connection config.
 
+    Args:
+        source: The Tool_Source.
+        base_dir: The workflow's folder (a stdio server starts there).
+        settings: The run's settings, when the source comes from a workflow file: a stdio command must then
+            be the command of a server of `mcp.servers` (named as `mcp:NAME`) or be listed, as written, in
+            `mcp.allowed_commands`. None (a caller's own code) allows any command.
+
     Raises:
-        ConfigError: When the source is not one of the forms in the module docstring.
+        ConfigError: When the source is not one of the forms in the module docstring, or its command is not
+            allowed.
     """
     text = source.strip()
     rest = text[4:].strip() if text.lower().startswith("mcp:") else text
@@ -55,6 +63,10 @@ def mcp_connection(source: str, *, base_dir: Path) -> dict[str, Any]:
         return {"transport": "sse", "url": url}
     if lowered.startswith("stdio:"):
         rest = rest[6:].strip()
+    servers = _section(settings, "servers")
+    configured = isinstance(servers, Mapping) and rest in servers
+    if configured:
+        rest = str(servers[rest])
     try:
         argv = shlex.split(rest)
     except ValueError as exc:
@@ -64,14 +76,42 @@ def mcp_connection(source: str, *, base_dir: Path) -> dict[str, Any]:
             f"MCP source '{source}' names no server: write mcp:stdio:<command> (e.g. mcp:stdio:python "
             "server.py) or mcp:http://host:port/mcp"
         )
+    if settings is not None and not configured:
+        _check_allowed(source, argv, settings)
     command = sys.executable if argv[0] in _PYTHON else argv[0]
     return {"transport": "stdio", "command": command, "args": argv[1:], "cwd": str(base_dir)}
 
 
-def check_source(source: str, *, base_dir: Path) -> list[str]:
-    """Problems with an MCP Tool_Source that can be seen without starting the server."""
+def _section(settings: Mapping[str, Any] | None, key: str) -> Any:
+    mcp = (settings or {}).get("mcp")
+    return mcp.get(key) if isinstance(mcp, Mapping) else None
+
+
+def _check_allowed(source: str, argv: list[str], settings: Mapping[str, Any]) -> None:
+    allowed = _section(settings, "allowed_commands") or []
+    if isinstance(allowed, str):
+        allowed = [allowed]
+    for entry in allowed:
+        try:
+            if shlex.split(str(entry)) == argv:
+                return
+        except ValueError:
+            continue
+    line = shlex.join(argv)
+    raise ConfigError(
+        f"MCP source '{source}' would start the command `{line}`, which the configuration does not allow: "
+        "a workflow file may start only the MCP servers the person running it allows. Add the exact command line "
+        f'to mcp.allowed_commands (`mcp: {{allowed_commands: ["{line}"]}}` in agentmap.yaml), or define the '
+        "server there (`mcp: {servers: {NAME: COMMAND}}`) and write mcp:NAME (see csv_specs/security.md)",
+        code="command-not-allowed",
+    )
+
+
+def check_source(source: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None) -> list[str]:
+    """Problems with an MCP Tool_Source that can be seen without starting the server (`settings` as in
+    `mcp_connection`)."""
     try:
-        connection = mcp_connection(source, base_dir=base_dir)
+        connection = mcp_connection(source, base_dir=base_dir, settings=settings)
     except ConfigError as exc:
         return [exc.message]
     problems: list[str] = []
@@ -92,13 +132,16 @@ def check_source(source: str, *, base_dir: Path) -> list[str]:
     return problems
 
 
-async def load_source_tools(source: str, *, base_dir: Path) -> list[BaseTool]:
-    """List an MCP server's tools as LangChain tools that return plain data.
+async def load_source_tools(
+    source: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None
+) -> list[BaseTool]:
+    """List an MCP server's tools as LangChain tools that return plain data (`settings` as in `mcp_connection`).
 
     Raises:
-        ConfigError: When langchain-mcp-adapters is missing or the server cannot be reached or started.
+        ConfigError: When langchain-mcp-adapters is missing, the command is not allowed, or the server cannot
+            be reached or started.
     """
-    connection = mcp_connection(source, base_dir=base_dir)
+    connection = mcp_connection(source, base_dir=base_dir, settings=settings)
     try:
         from langchain_mcp_adapters.client import MultiServerMCPClient
     except ImportError:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from agentmap.runtime.runner import CompiledWorkflow, RunResult
 from agentmap.runtime.tracking import SuccessPolicy
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
+from agentmap.spec.paths import allowed_roots
+from agentmap.spec.prompts import prompts_folder
 
 __all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
 
@@ -40,11 +43,11 @@ def _options(
     )
 
 
-def _read(source: str | Path | Workflow) -> tuple[Workflow, list[Issue]]:
+def _read(source: str | Path | Workflow, settings: Mapping[str, Any] | None = None) -> tuple[Workflow, list[Issue]]:
     if isinstance(source, Workflow):
         return source, []
     path, _ = parse_selector(source)
-    return read_workflow(path)
+    return read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
 
 
 def load(
@@ -65,7 +68,7 @@ def load(
         WorkflowFileError: The file is missing or unreadable.
         WorkflowValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
-    workflow, issues = _read(source)
+    workflow, issues = _read(source, settings)
     if not strict:
         return workflow
     options = _options(functions_dir, agents_dir, settings, registry)
@@ -87,12 +90,16 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
     if name is None:
         if len(workflow.graphs) == 1:
             return workflow.graphs[0]
+        top = _uncalled(workflow)
+        if len(top) == 1:  # the others are its subgraphs: run the one no graph calls
+            return top[0]
+        file = workflow.file or where
+        runnable = [spec.name for spec in top] or list(workflow.graph_names)
+        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable)
         raise GraphNotFoundError(
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
             code="graph-not-selected",
-            hint=f"append ::GraphName to the path, e.g. {workflow.file}::{workflow.graph_names[0]}"
-            if workflow.graphs
-            else None,
+            hint=f"append ::GraphName to the path; run one of them with:{commands}" if workflow.graphs else None,
         )
     graph = workflow.get(name)
     if graph is None:
@@ -102,6 +109,24 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         guess = f"; did you mean {close[0]!r}?" if close else ""
         raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
     return graph
+
+
+def _uncalled(workflow: Workflow) -> list[GraphSpec]:
+    """The graphs of `workflow` that no graph node of the same file runs (its top-level graphs)."""
+    from agentmap.agents.registry import normalize_type
+
+    called: set[str] = set()
+    here = Path(workflow.file).resolve() if workflow.file else None
+    for graph in workflow.graphs:
+        for node in graph.nodes:
+            if normalize_type(node.agent_type or "default") != "graph":
+                continue
+            path, name = parse_selector(str(node.context.get("workflow") or node.context.get("graph") or ""))
+            folder = Path(graph.file).parent if graph.file else Path.cwd()
+            same = str(path) in ("", ".") or (here is not None and (folder / path).resolve() == here)
+            if same and name:
+                called.add(name)
+    return [g for g in workflow.graphs if g.name not in called]
 
 
 def load_graph(source: str | Path, graph: str | None = None, **options: Any) -> GraphSpec:
@@ -130,7 +155,7 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        workflow, issues = _read(source)
+        workflow, issues = _read(source, settings)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         options = _options(functions_dir, agents_dir, settings, registry)
         graphs = [select_graph(workflow, selected)] if selected else list(workflow.graphs)
@@ -140,6 +165,13 @@ def validate(
         file = str(parse_selector(source)[0]) if not isinstance(source, Workflow) else source.file
         return [Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=file)]
     return issues
+
+
+def _report_reading(issues: Sequence[Issue]) -> None:
+    """Say how a file that was not plain UTF-8 CSV was read (a run shows no validation warnings otherwise)."""
+    for issue in issues:
+        if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
+            logging.getLogger("agentmap.spec").warning("%s", issue)
 
 
 def compile(
@@ -183,7 +215,7 @@ def compile(
     if isinstance(source, GraphSpec):
         spec, issues = source, []
     else:
-        workflow, issues = _read(source)
+        workflow, issues = _read(source, settings)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         if not workflow.graphs and any(i.severity == "error" for i in issues):
             raise WorkflowValidationError(issues, source=str(workflow.file))  # nothing readable to select from
@@ -193,6 +225,7 @@ def compile(
     issues += check(spec, options)
     if any(i.severity == "error" for i in issues):
         raise WorkflowValidationError(issues, source=str(spec.file or spec.name))
+    _report_reading(issues)
     builder, agents = build_state_graph(spec, options, state_keys)
     if isinstance(checkpointer, str):
         from agentmap.runtime.checkpoint import resolve_checkpointer

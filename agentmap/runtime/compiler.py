@@ -27,7 +27,7 @@ from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
 from agentmap.runtime.retry import RetrySettings, context_problem, settings_for
-from agentmap.runtime.routing import Route, RouterFn, load_router, plan_joins
+from agentmap.runtime.routing import Route, RouterFn, allowed_modules, load_router, plan_joins
 from agentmap.runtime.tracking import ExecutionTracker
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
@@ -83,7 +83,7 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         for column, targets in node.next_cells():
             if isinstance(targets, FuncRef):
                 try:
-                    load_router(targets, options.functions_for(graph))
+                    load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
                 except AgentMapError as err:
                     issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
         retry_problem = context_problem(node.context)
@@ -261,7 +261,7 @@ def build_state_graph(
     for node in graph.nodes:
         for _, targets in node.next_cells():
             if isinstance(targets, FuncRef) and targets not in routers:
-                routers[targets] = load_router(targets, options.functions_for(graph))
+                routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
 
     edges, deferred = plan_joins(graph)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))

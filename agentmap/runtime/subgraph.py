@@ -20,6 +20,8 @@ from agentmap.agents.registry import agent, normalize_type
 from agentmap.errors import AgentMapError
 from agentmap.runtime.runner import CompiledWorkflow
 from agentmap.spec.loader import parse_selector, read_workflow
+from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine, widen_hint
+from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = ["GraphAgent"]
@@ -36,7 +38,13 @@ def _reference(value: Any, environment: AgentEnvironment) -> tuple[Path, str | N
         if environment.workflow_file is None:
             raise ValueError(f"{text!r} refers to the same file, but this graph did not come from a file")
         return environment.workflow_file, graph
-    return (environment.base_dir / path).resolve(), graph
+    try:
+        return confine(str(path), environment.base_dir, allowed_roots(environment.settings)), graph
+    except OutsideRootsError as err:
+        raise ValueError(
+            f"subgraph file {str(path)!r} resolves to {err.path}, outside the folders a workflow may use "
+            f"({', '.join(map(str, err.roots))}): {widen_hint('the subgraph file')}"
+        ) from None
 
 
 @agent("graph")
@@ -89,13 +97,14 @@ def _check_cycle(
 ) -> None:
     from agentmap.runtime.api import select_graph
 
-    workflow, _ = read_workflow(path)
+    settings = environment.settings
+    workflow, _ = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
     spec = select_graph(workflow, graph)
     key = (path.resolve(), spec.name)
     if any(s[0] is not None and (Path(s[0]).resolve(), s[1]) == key for s in seen):
         raise ValueError(f"graph {spec.name!r} of {path.name} contains itself through graph nodes (a cycle)")
     seen = seen | {key}
-    child_env = AgentEnvironment(base_dir=path.parent, workflow_file=path, graph_name=spec.name)
+    child_env = AgentEnvironment(base_dir=path.parent, workflow_file=path, graph_name=spec.name, settings=settings)
     for node in spec.nodes:
         if normalize_type(node.agent_type) == "graph":
             ref = node.context.get("workflow") or node.context.get("graph")

@@ -6,12 +6,14 @@ the rest of the file is still read, so `agentmap validate` can list everything a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agentmap.spec.cells import CellError, parse_context, parse_fields, parse_targets, split_pipes
 from agentmap.spec.columns import map_headers
 from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
+from agentmap.spec.prompts import resolve_prompt
 from agentmap.spec.readers import read_table
 
 __all__ = ["parse_selector", "read_workflow"]
@@ -24,8 +26,15 @@ def parse_selector(target: str | Path) -> tuple[Path, str | None]:
     return Path(path), (graph.strip() or None) if sep else None
 
 
-def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
+def read_workflow(
+    path: Path, *, roots: Sequence[Path] = (), prompts_dir: Path | None = None
+) -> tuple[Workflow, list[Issue]]:
     """Read every graph of a workflow file.
+
+    Args:
+        path: The workflow file.
+        roots: Extra folders `file:` prompts may be read from (the file's own folder always may).
+        prompts_dir: The configured prompts folder (`file:` and `prompt:name` look there too).
 
     Returns:
         The workflow (rows with unusable names left out) and every problem found while reading.
@@ -48,6 +57,7 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
         )
         for p in headers.problems
     ]
+    issues += _reading_notes(table.notes, file, table.header_line)
     if any(i.code == "missing-column" for i in issues):
         return Workflow(file=file, graphs=()), issues
 
@@ -106,17 +116,10 @@ def read_workflow(path: Path) -> tuple[Workflow, list[Issue]]:
             else:
                 fields[key] = targets
         prompt = cell("Prompt")
-        if prompt.lower().startswith("file:"):
-            prompt_path = (base_dir / prompt[len("file:") :].strip()).resolve()
-            try:
-                prompt = prompt_path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                report(
-                    "Prompt",
-                    "bad-prompt-file",
-                    f"cannot read prompt file {prompt_path}: {exc}",
-                    "fix the path after file: (relative to the workflow file's folder)",
-                )
+        try:
+            prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)
+        except CellError as err:
+            report("Prompt", err.code, err.message, err.fix)
         fields.update(
             agent_type=cell("AgentType"),
             prompt=prompt,
@@ -154,3 +157,11 @@ _DEFAULTS: dict[str, Any] = {
 
 def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:
     return {**_DEFAULTS, "context": {}, **fields}
+
+
+def _reading_notes(notes: Sequence[tuple[str, str, str]], file: str, line: int) -> list[Issue]:
+    """How the file was read when it was not plain UTF-8 CSV (a `;` delimiter, cp1252), as warnings."""
+    return [
+        Issue(severity="warning", code=code, message=message, fix=fix, file=file, row=line)
+        for code, message, fix in notes
+    ]

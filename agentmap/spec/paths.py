@@ -7,10 +7,15 @@ extra allowed roots (configured by the person who runs the workflow, never by th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["OutsideRootsError", "confine", "is_under"]
+__all__ = ["ROOTS_VARIABLE", "OutsideRootsError", "allowed_roots", "confine", "is_under", "widen_hint"]
+
+ROOTS_VARIABLE = "AGENTMAP_ALLOWED_ROOTS"
+"""The environment variable of extra allowed roots, separated by `os.pathsep` (`:` on Linux and macOS)."""
 
 
 class OutsideRootsError(ValueError):
@@ -47,3 +52,29 @@ def confine(text: str, base: Path, roots: Sequence[str | Path] = ()) -> Path:
     if not is_under(resolved, allowed):
         raise OutsideRootsError(text, resolved, allowed)
     return resolved
+
+
+def allowed_roots(settings: Mapping[str, Any] | None = None) -> list[Path]:
+    """The extra allowed roots the person running a workflow configured.
+
+    They come from `settings["paths"]["allowed_roots"]` (`paths.allowed_roots` in agentmap.yaml, or
+    `--allow-root`) and from the `AGENTMAP_ALLOWED_ROOTS` variable (relative entries of the variable resolve
+    against the working directory; relative settings against the workflow's folder). The workflow's own
+    folder is always allowed and is not listed here.
+    """
+    paths = (settings or {}).get("paths")
+    configured: Any = paths.get("allowed_roots") if isinstance(paths, Mapping) else None
+    if isinstance(configured, str | Path):
+        configured = str(configured).split(os.pathsep)
+    roots = [Path(str(r)).expanduser() for r in configured or () if str(r).strip()]
+    variable = os.environ.get(ROOTS_VARIABLE, "")
+    roots += [Path(r.strip()).expanduser().resolve() for r in variable.split(os.pathsep) if r.strip()]
+    return list(dict.fromkeys(roots))
+
+
+def widen_hint(what: str) -> str:
+    """How to allow a refused path: the fix shown with an `OutsideRootsError` about `what`."""
+    return (
+        f"move {what} under the workflow's folder, or allow its folder: `--allow-root DIR`, "
+        f"`paths: {{allowed_roots: [DIR]}}` in agentmap.yaml, or {ROOTS_VARIABLE}=DIR (see csv_specs/security.md)"
+    )

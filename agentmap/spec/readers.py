@@ -29,6 +29,8 @@ class Table:
     headers: list[str]
     rows: list[tuple[int, list[str]]]
     header_line: int = 1
+    notes: tuple[tuple[str, str, str], ...] = ()
+    """How the file was read when it was not as expected: `(code, message, fix)` warnings."""
 
 
 def read_table(path: Path) -> Table:
@@ -112,14 +114,10 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
             code="not-text",
             hint="save the spreadsheet as 'CSV UTF-8' (an .xlsx file is read as is, with the excel extra)",
         )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise WorkflowFileError(
-            f"{path} is not UTF-8 text (byte {exc.start}): it is not a CSV file, or was saved in another encoding",
-            code="not-text",
-            hint="save the spreadsheet as 'CSV UTF-8' and run it again",
-        ) from None
+    notes: list[tuple[str, str, str]] = []
+    text = _decode(path, data, notes)
+    if delimiter == ",":
+        delimiter = _sniff_delimiter(path, text, notes)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
     numbered: list[tuple[int, list[str]]] = []
     start = 1
@@ -129,7 +127,54 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
             start = reader.line_num + 1
     except csv.Error as exc:
         raise WorkflowFileError(f"{path}:{start}: not valid CSV: {exc}", code="unreadable") from None
-    return _split_header(path, numbered)
+    table = _split_header(path, numbered)
+    return Table(table.headers, table.rows, table.header_line, tuple(notes))
+
+
+def _decode(path: Path, data: bytes, notes: list[tuple[str, str, str]]) -> str:
+    """UTF-8 (with or without BOM); else Windows-1252, as Excel saves "CSV" on Western Windows, with a warning."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        error = exc
+    try:
+        text = data.decode("cp1252")  # strict: the bytes cp1252 leaves undefined still refuse the file
+    except UnicodeDecodeError:
+        text = ""
+    if text:
+        notes.append(
+            (
+                "encoding",
+                f"{path.name} is not UTF-8; it was read as Windows-1252 (cp1252), the encoding Excel uses for 'CSV'",
+                "check the accented letters, then save the spreadsheet as 'CSV UTF-8' to silence this warning",
+            )
+        )
+        return text
+    raise WorkflowFileError(
+        f"{path} is not UTF-8 text (byte {error.start}): it is not a CSV file, or was saved in another encoding",
+        code="not-text",
+        hint="save the spreadsheet as 'CSV UTF-8' and run it again",
+    ) from None
+
+
+def _sniff_delimiter(path: Path, text: str, notes: list[tuple[str, str, str]]) -> str:
+    """`,`, or the `;` / tab the header row is separated by (Excel's CSV in many locales), with a warning."""
+    header = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    if "," in header or not any(c in header for c in ";\t"):
+        return ","
+    try:
+        delimiter = csv.Sniffer().sniff(header, delimiters=";\t").delimiter
+    except csv.Error:
+        return ","
+    name = "tabs" if delimiter == "\t" else f"'{delimiter}'"
+    notes.append(
+        (
+            "csv-dialect",
+            f"{path.name} separates its columns with {name}, not commas; it was read that way",
+            "save it as 'CSV UTF-8 (Comma delimited)' (or name it .tsv for tabs) to silence this warning",
+        )
+    )
+    return delimiter
 
 
 def _read_xlsx(path: Path) -> Table:

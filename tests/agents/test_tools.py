@@ -198,10 +198,15 @@ def test_an_importable_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, w
         'def upper(s: str) -> str:\n    """Up."""\n    return s.upper()\n',
     )
     monkeypatch.syspath_prepend(str(tmp_path / "pkgroot"))
-    assert names(load_python_tools("module:my_tools_pkg.text", env(workflow_dir))) == ["upper"]
-    assert names(load_python_tools("my_tools_pkg.text", env(workflow_dir))) == ["upper"]
+    allowed = env(workflow_dir, tools={"allowed_modules": ["my_tools_pkg"]})
+    assert names(load_python_tools("module:my_tools_pkg.text", allowed)) == ["upper"]
+    assert names(load_python_tools("my_tools_pkg.text", allowed)) == ["upper"]
     with pytest.raises(ConfigError, match=r"tool module 'my_tools_pkg\.nope' cannot be imported"):
-        load_python_tools("module:my_tools_pkg.nope", env(workflow_dir))
+        load_python_tools("module:my_tools_pkg.nope", allowed)
+    for source in ("module:my_tools_pkg.text", "module:shutil"):  # not allowed without the setting
+        with pytest.raises(ConfigError, match=r"tools\.allowed_modules") as refused:
+            load_python_tools(source, env(workflow_dir))
+        assert refused.value.code == "tool-module-refused"
 
 
 def test_a_path_outside_the_allowed_roots_is_refused(tmp_path: Path, workflow_dir: Path) -> None:

@@ -188,7 +188,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         (["graphs"], 3, ["is a directory", "hello_world.csv"]),
         (["pyproject.toml"], 3, ["is not a workflow file", "save the spreadsheet as CSV"]),
         (["graphs/hello_world.csv::Nope"], 3, ["has no graph 'Nope'", "HelloWorld"]),
-        (["graphs/subgraph.csv"], 3, ["holds 2 graphs", "graphs/subgraph.csv::Main"]),
+        (["graphs/subgraph.csv::Mian"], 3, ["has no graph 'Mian'", "did you mean 'Main'?"]),
         (["graphs/hello_world.csv", "--state", "[1, 2]"], 2, ["must be a JSON object", "--state '{"]),
         (["graphs/hello_world.csv", "--state", "{name: Ada}"], 2, ["not valid JSON", "line 1"]),
         (["graphs/hello_world.csv", "--state-file", "no_state.json"], 3, ["state file no_state.json does not exist"]),

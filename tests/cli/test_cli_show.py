@@ -67,7 +67,11 @@ def test_export_to_a_file(tmp_path: Path) -> None:
     assert "Greet --> Finish" in target.read_text()
 
 
-def test_export_mermaid_needs_one_graph() -> None:
-    result = agentmap("export", "graphs/subgraph.csv")
+def test_export_mermaid_needs_one_graph(tmp_path: Path) -> None:
+    result = agentmap("export", "graphs/subgraph.csv")  # Frame is a subgraph of Main: Main is drawn
+    assert result.code == 0 and "Prepare" in result.out and "Border" not in result.out
+    two = tmp_path / "two.csv"
+    two.write_text("GraphName,Node\nA,X\nB,Y\n", encoding="utf-8")
+    result = agentmap("export", two)
     assert result.code == 3
-    assert "holds 2 graphs" in result.err and "::Main" in result.err
+    assert "holds 2 graphs" in result.err and f"{two}::A" in result.err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -94,11 +95,11 @@ def test_priority_bounds_are_inclusive() -> None:
 
 def test_metadata_and_error_are_frozen() -> None:
     meta = RequestMetadata(trace_id="a")
-    with pytest.raises(ValidationError):
-        meta.priority = 9
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        meta.priority = 9  # type: ignore[misc]
     error = AgentError(type=ErrorType.EXECUTION, message="boom")
-    with pytest.raises(ValidationError):
-        error.recoverable = True
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        error.recoverable = True  # type: ignore[misc]
 
 
 def test_assigning_a_bad_value_to_a_request_is_rejected() -> None:
@@ -241,3 +242,21 @@ def test_orchestration_error_is_an_agentmap_error_carrying_the_response() -> Non
     assert exc.code == "orchestration-failed"
     assert exc.response is response and exc.error is response.error
     assert str(exc) == "step 'a' failed"
+
+
+def test_the_types_are_dataclasses_as_the_contract_declares_them() -> None:
+    meta = RequestMetadata(trace_id="a", priority=7)
+    request = AgentRequest(goal="g", task="Do it", metadata=meta, inputs={"x": 1})
+    response = error_response(ErrorType.TIMEOUT, "too slow", recoverable=True)
+    for value in (meta, request, response, response.error):
+        assert dataclasses.is_dataclass(value)
+    assert dataclasses.fields(RequestMetadata)[0].name == "trace_id"
+    assert dataclasses.replace(request, task="Do more").task == "Do more"
+    with pytest.raises(ValidationError, match="priority must be between 0"):
+        dataclasses.replace(meta, priority=11)  # replace validates like the constructor
+    data = dataclasses.asdict(response)
+    assert data["error"]["message"] == "too slow" and data["status"] is ResponseStatus.ERROR
+    assert dataclasses.asdict(request)["metadata"] == {
+        "trace_id": "a", "profile": "default", "priority": 7, "timeout_seconds": None, "parent_context": None,
+        "tags": None,
+    }  # fmt: skip

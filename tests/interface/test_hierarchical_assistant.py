@@ -64,8 +64,9 @@ async def test_a_domain_that_times_out_is_reported_while_the_others_answer(tool_
     jsonschema.validate(output, AGENT_OUTPUT_SCHEMA)
     assert output["content"].startswith("Done: weather forecast returned sunny in Paris")
     assert "the slow domain did not answer within 0.5 seconds" in output["content"]
-    timed_out = [t for t in output["traces"] if t["tool"] == "domain:slow"]
-    assert len(timed_out) == 1 and timed_out[0]["output"].startswith("timeout:")
+    assert all(t["tool"] != "domain:slow" for t in output["traces"])  # traces hold tool calls only
+    assert output["errors"] == ["timeout: the slow domain did not answer within 0.5 seconds"]
+    assert output["timings"]["domain:slow"] >= 0.5
     assert output["response_time_secs"] < 2.5  # the slow tool (3 s or 1.5 s) was not waited for
 
 

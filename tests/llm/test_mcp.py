@@ -23,6 +23,8 @@ from agentmap.errors import ConfigError
 from agentmap.llm.mcp import check_source, load_source_tools, mcp_connection, mcp_sessions
 
 SERVER = Path(__file__).with_name("mcp_task_server.py")
+ALLOWED = {"mcp": {"allowed_commands": ["python server.py notes.json", "python server.py"]}}
+"""The settings that let a workflow start the test server (a CSV alone may not start a command)."""
 
 
 @pytest.fixture
@@ -37,7 +39,7 @@ def stdio_executor(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalToolE
     base = tmp_path_factory.mktemp("mcp")
     shutil.copy(SERVER, base / "server.py")
     context = {"tool_source": "mcp:stdio:python server.py notes.json"}
-    executor = asyncio.run(build_tool_executor(context, AgentEnvironment(base_dir=base)))
+    executor = asyncio.run(build_tool_executor(context, AgentEnvironment(base_dir=base, settings=ALLOWED)))
     return executor, base / "notes.json"
 
 
@@ -103,7 +105,7 @@ async def test_calls_in_a_sessions_block_share_one_server(stdio_executor: tuple[
 
 async def test_a_sessions_block_reopens_a_server_that_failed(flow_dir: Path) -> None:
     executor = await build_tool_executor(
-        {"tool_source": "mcp:stdio:python server.py notes.json"}, AgentEnvironment(base_dir=flow_dir)
+        {"tool_source": "mcp:stdio:python server.py notes.json"}, AgentEnvironment(base_dir=flow_dir, settings=ALLOWED)
     )
     (flow_dir / "server.py").rename(flow_dir / "gone.py")  # the next session cannot start
     async with mcp_sessions():
@@ -199,7 +201,7 @@ def test_mcp_tools_in_a_csv_workflow(flow_dir: Path) -> None:
         f'notes,Sum,tool,,"{{""tool"": ""add_numbers""}}",a|b,total,,Oops,{source},\n'
         "notes,Oops,echo,,,errors,problem,,,,\n"
     )
-    app = agentmap.compile(flow_dir / "notes.csv")
+    app = agentmap.compile(flow_dir / "notes.csv", settings=ALLOWED)
     result = app.invoke({"request": 'save a note "call the bank"', "a": 20, "b": 22})
     assert result.success, result.state
     assert result.state["total"] == 42
@@ -218,7 +220,7 @@ def test_an_llm_node_keeps_one_server_for_its_tool_loop(flow_dir: Path, monkeypa
             "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Tool_Source\n"
             f'g,Ask,openai,Use tools.,"{context}",q,answer,mcp:stdio:python server.py\n'
         )
-        result = agentmap.compile(flow_dir / "pids.csv").invoke({"q": "pids?"})
+        result = agentmap.compile(flow_dir / "pids.csv", settings=ALLOWED).invoke({"q": "pids?"})
         assert result.success and result.state["answer"] == "ok", result.state
         tool_results = [m["content"] for r in stub.requests for m in r["messages"] if m["role"] == "tool"]
     # 2 calls in the first reply, then the same 2 resent plus 1 more in the third request: one process.

@@ -44,11 +44,12 @@ def test_func_module_function_is_imported(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "my_routes_mod.py").write_text("def pick(state, ok, bad):\n    return ok\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "my_routes_mod", raising=False)
-    assert load_router(FuncRef(name="pick", module="my_routes_mod"), tmp_path / "nowhere")({}, "A", "B") == "A"
+    allowed = ["my_routes_mod", "no_such_mod_x"]
+    assert load_router(FuncRef(name="pick", module="my_routes_mod"), tmp_path / "nowhere", allowed)({}, "A", "B") == "A"
     with pytest.raises(AgentNotFoundError, match="cannot import module 'no_such_mod_x'"):
-        load_router(FuncRef(name="pick", module="no_such_mod_x"), tmp_path)
+        load_router(FuncRef(name="pick", module="no_such_mod_x"), tmp_path / "nowhere", allowed)
     with pytest.raises(AgentNotFoundError, match="module 'my_routes_mod'"):
-        load_router(FuncRef(name="absent", module="my_routes_mod"), tmp_path)
+        load_router(FuncRef(name="absent", module="my_routes_mod"), tmp_path / "nowhere", allowed)
 
 
 def test_static_edges_join_parallel_branches_once(write_csv: WriteCsv) -> None:

@@ -65,7 +65,10 @@ def test_several_graphs_and_none_named_lists_them(write_csv: WriteCsv) -> None:
     err = info.value
     assert err.code == "graph-not-selected"
     assert "holds 2 graphs (Greeting, Farewell); say which to use" in err.message
-    assert err.hint == f"append ::GraphName to the path, e.g. {path}::Greeting"
+    assert err.hint == (
+        f"append ::GraphName to the path; run one of them with:\n  agentmap run {path}::Greeting"
+        f"\n  agentmap run {path}::Farewell"
+    )
 
 
 def test_unknown_graph_lists_the_graphs_and_suggests_one(write_csv: WriteCsv) -> None:
@@ -174,7 +177,7 @@ def test_missing_file_suggests_the_close_name(write_csv: WriteCsv, tmp_path: Pat
     [
         ("flow.txt", b"GraphName,Node\nG,A\n", "unsupported-format"),
         ("flow.csv", b"\x00\x01\x02binary", "not-text"),
-        ("flow.csv", "GraphName,Node\nG,Caf\xe9\n".encode("latin-1"), "not-text"),
+        ("flow.csv", b"GraphName,Node\nG,Caf\x81\n", "not-text"),  # neither UTF-8 nor Windows-1252
         ("flow.csv", b"", "empty-file"),
     ],
 )

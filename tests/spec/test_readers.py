@@ -110,7 +110,7 @@ def test_binary_file_is_not_text(tmp_path: Path) -> None:
 
 def test_non_utf8_text_names_the_byte_and_the_fix(tmp_path: Path) -> None:
     path = tmp_path / "flow.csv"
-    path.write_bytes("GraphName,Node\nG,Café\n".encode("latin-1"))
+    path.write_bytes(b"GraphName,Node\nG,Caf\x81\n")  # 0x81 is neither UTF-8 here nor Windows-1252
     with pytest.raises(WorkflowFileError) as info:
         read_table(path)
     assert info.value.code == "not-text"
@@ -132,3 +132,27 @@ def test_header_only_is_read_as_a_table_without_rows(write_csv: WriteCsv) -> Non
     table = read_table(write_csv("GraphName,Node,AgentType\n"))
     assert table.headers == ["GraphName", "Node", "AgentType"]
     assert table.rows == []
+
+
+def test_windows_1252_text_is_read_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "flow.csv"
+    path.write_bytes("GraphName,Node\nG,Café €\n".encode("cp1252"))
+    table = read_table(path)
+    assert table.rows == [(2, ["G", "Café €"])]
+    assert [code for code, _, _ in table.notes] == ["encoding"]
+
+
+@pytest.mark.parametrize(("delimiter", "name"), [(";", "';'"), ("\t", "tabs")])
+def test_semicolons_and_tabs_in_a_csv_are_detected(tmp_path: Path, delimiter: str, name: str) -> None:
+    path = tmp_path / "flow.csv"
+    path.write_text(f"GraphName{delimiter}Node{delimiter}Prompt\nG{delimiter}A{delimiter}Hi, you\n", encoding="utf-8")
+    table = read_table(path)
+    assert (table.headers, table.rows) == (["GraphName", "Node", "Prompt"], [(2, ["G", "A", "Hi, you"])])
+    [(code, message, _)] = table.notes
+    assert code == "csv-dialect" and name in message
+
+
+def test_a_comma_csv_gets_no_note(tmp_path: Path) -> None:
+    path = tmp_path / "flow.csv"
+    path.write_text("GraphName,Node,Prompt\nG,A,a;b\n", encoding="utf-8")
+    assert read_table(path).notes == ()

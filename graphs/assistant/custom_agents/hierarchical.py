@@ -21,7 +21,7 @@ from agentmap.agents.registry import agent, import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
 from agentmap.errors import ConfigError
 from agentmap.interface.agent_config import AgentConfig, resolve_agent_config
-from agentmap.interface.tracing import TRACE_EVENT
+from agentmap.interface.tracing import PROBLEM_EVENT
 
 _WORD = re.compile(r"[a-z]{4,}")
 
@@ -143,11 +143,11 @@ class DomainAgentsAgent(_Domains):
         except TimeoutError:
             seconds = config.domain_timeout_secs or 0
             note = f"the {domain} domain did not answer within {seconds:g} seconds"
-            await adispatch_custom_event(
-                TRACE_EVENT,
+            await adispatch_custom_event(  # not a tool call: run_agent reports it in errors and timings
+                PROBLEM_EVENT,
                 {
-                    "tool": f"domain:{domain}",
-                    "output": f"timeout: {note}",
+                    "source": f"domain:{domain}",
+                    "error": f"timeout: {note}",
                     "duration_secs": round(time.perf_counter() - started, 6),
                 },
             )
