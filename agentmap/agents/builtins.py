@@ -177,13 +177,25 @@ class InputAgent(BaseAgent):
         if self.context.get("interrupt") is True:
             return self._pause(question.strip())
         if not sys.stdin or not sys.stdin.isatty():
-            if "default" in self.context:
-                return self.context["default"]
-            raise RuntimeError(
-                "the input agent needs a terminal to ask its question; run interactively, pass the answer "
-                'in the initial state and skip this node, or set a default in Context: {"default": "..."}'
-            )
+            return self._piped()
         return input(question.rstrip() + " ")
+
+    def _piped(self) -> Any:
+        """Without a terminal, read one line of piped stdin per input node; then the Context default."""
+        try:
+            line = sys.stdin.readline() if sys.stdin else ""
+        except (OSError, ValueError):  # stdin closed, or not readable (as under a test runner)
+            line = ""
+        if line:
+            return line.rstrip("\r\n")
+        if "default" in self.context:
+            return self.context["default"]
+        raise RuntimeError(
+            "the input agent needs a terminal to ask its question, and stdin has no line left to read; "
+            "run interactively, pipe one line per input node, pass the answer in the initial state "
+            "(--state) and skip this node, resume a paused run (--resume), "
+            'or set a default in Context: {"default": "..."}'
+        )
 
     def _pause(self, question: str) -> Any:
         from langgraph.config import get_config
