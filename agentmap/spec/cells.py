@@ -52,6 +52,11 @@ def parse_context(text: str, notes: list[CellError] | None = None) -> dict[str, 
         value = json.loads(text)
     except json.JSONDecodeError as json_error:
         if not text.startswith(("{", "[")):
+            legacy = _legacy_subgraph(text)
+            if legacy is not None:
+                if notes is not None:
+                    notes.append(legacy[1])
+                return legacy[0]
             if notes is not None:
                 notes.append(
                     CellError(
@@ -76,6 +81,24 @@ def parse_context(text: str, notes: list[CellError] | None = None) -> dict[str, 
             'write an object such as {"key": "value"}, or move plain text to the Description column',
         )
     return {str(k): v for k, v in value.items()}
+
+
+_LEGACY_SUBGRAPH = re.compile(r"^subgraph_name\s*:\s*([\w.\-]+)\s*(?:,\s*csv_path\s*:\s*(.+))?$")
+
+
+def _legacy_subgraph(text: str) -> tuple[dict[str, Any], CellError] | None:
+    """AgentMap 0.9's `subgraph_name:X,csv_path:Y`, read as `{workflow=Y::X}`."""
+    match = _LEGACY_SUBGRAPH.match(text)
+    if match is None:
+        return None
+    name, path = match.group(1), (match.group(2) or "").strip()
+    modern = f"{{workflow={path}::{name}}}"
+    note = CellError(
+        "legacy-subgraph",
+        f"Context {_clip(text)} is the AgentMap 0.9 subgraph form; it is read as {modern}",
+        f"write {modern}",
+    )
+    return {"subgraph_name": name, **({"csv_path": path} if path else {})}, note
 
 
 _MAX_DEPTH = 100

@@ -122,6 +122,7 @@ VALIDATION_CODES = {
     "bad-context",
     "context-plain-text",
     "context-unquoted-keys",
+    "legacy-subgraph",
     "bad-field",
     "bad-target",
     "bad-prompt-file",
