@@ -168,6 +168,9 @@ class AgentRegistry:
         if folder in self._folders or not folder.is_dir():
             return []
         added: list[str] = []
+        from agentmap.agents._legacy import install
+
+        install()  # files written for AgentMap 0.9 import its module paths
         for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_"):
                 continue
@@ -189,6 +192,10 @@ class AgentRegistry:
                     key = normalize_type(obj.__name__)
                     self.register(key, obj)
                     added.append(key)
+                    snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
+                    if snake != key and self.get(snake) is None:  # AgentMap 0.9 spelled LoudEchoAgent loud_echo
+                        self.register(snake, obj)
+                        added.append(snake)
         self._folders.add(folder)
         return added
 
