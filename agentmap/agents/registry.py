@@ -46,6 +46,10 @@ _LAZY_TYPES: dict[str, str] = {
     "offline": "agentmap.llm.agents",
     "assistant": "agentmap.llm.assistant",
     "llm_planner": "agentmap.llm.planner",
+    "gpt": "agentmap.llm.agents",
+    "chatgpt": "agentmap.llm.agents",
+    "claude": "agentmap.llm.agents",
+    "gemini": "agentmap.llm.agents",
 }
 """Built-in types whose modules are imported on first use, so a deterministic graph loads no LLM stack."""
 
