@@ -281,7 +281,8 @@ def build_state_graph(
     for node in graph.nodes:
         agent = agents[node.name]
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
-        route = Route(graph, node, routers) if dynamic else None
+        own_route = getattr(agent, "own_route", None)  # an agent that picks its next node (0.9 orchestrator)
+        route = Route(graph, node, routers) if dynamic else own_route() if callable(own_route) else None
         node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
         builder.add_node(
             node.name,
@@ -294,6 +295,6 @@ def build_state_graph(
     for source, target in edges:
         builder.add_edge(source, target)
     for node in graph.nodes:
-        if not node.next_cells():
+        if not node.next_cells() and not callable(getattr(agents[node.name], "own_route", None)):
             builder.add_edge(node.name, END)
     return builder, agents
