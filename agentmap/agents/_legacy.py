@@ -10,6 +10,7 @@ unchanged: `process(inputs)` is the same method, and `run` is `BaseAgent.run`.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import logging
@@ -58,6 +59,11 @@ _PACKAGES = {
     "agentmap.services",
 }
 _PROTOCOLS = "agentmap.services.protocols"
+_SERVICES: dict[str, tuple[str, str, str]] = {
+    "agentmap.services.execution_tracking_service": ("ExecutionTrackingService", "agentmap.agents.base", "Tracker"),
+    "agentmap.services.state_adapter_service": ("StateAdapterService", "agentmap.agents.state", "StateAdapter"),
+}
+"""Old service modules old agents import for type hints -> (old name, module, what it now is)."""
 _MIXINS = ("LLMCapableAgent", "StorageCapableAgent", "PromptCapableAgent", "MessagingCapableAgent")
 
 
@@ -156,13 +162,16 @@ class _Loader(importlib.abc.Loader):
         if name == _PROTOCOLS:
             for mixin in _MIXINS:
                 setattr(module, mixin, _protocol_mixin(mixin))
+        if name in _SERVICES:
+            old, real_module, real_name = _SERVICES[name]
+            setattr(module, old, getattr(importlib.import_module(real_module), real_name))
         for old_name, type_key in LEGACY_MODULES.get(name, {}).items():
             setattr(module, old_name, _legacy_class(name, old_name, type_key))
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> Any:
-        if fullname in LEGACY_MODULES or fullname in _PACKAGES or fullname == _PROTOCOLS:
+        if fullname in LEGACY_MODULES or fullname in _PACKAGES or fullname in _SERVICES or fullname == _PROTOCOLS:
             return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=fullname in _PACKAGES)
         return None
 
