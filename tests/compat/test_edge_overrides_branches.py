@@ -49,3 +49,9 @@ def test_edge_is_followed_even_when_the_node_fails(tmp_path: Path) -> None:
     result = cli("run", tmp_path / "flow.csv", "--json")
     names = [s["name"] for s in result.json()["summary"]]
     assert names == ["Boom", "After"]
+
+
+def test_the_migrating_page_shows_the_template_this_test_runs() -> None:
+    page = (Path(__file__).parents[2] / "csv_specs" / "migrating.md").read_text(encoding="utf-8")
+    block = page.split("```csv\n", 1)[1].split("```", 1)[0]
+    assert block.strip() == HELLO.strip()
