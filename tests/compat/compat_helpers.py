@@ -6,7 +6,6 @@ import json
 import os
 import sys
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,12 @@ from click.testing import CliRunner
 
 from agentmap.cli.app import run_cli
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+from cli_helpers import Result as _CliResult
 
-@dataclass
-class Result:
-    """What a command printed and its exit code."""
 
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        """stdout and stderr together."""
-        return self.out + self.err
+class Result(_CliResult):
+    """What a command printed and its exit code (as the subprocess helpers of tests/cli report it)."""
 
     def json(self) -> Any:
         """stdout parsed as JSON (`agentmap run --json`)."""
