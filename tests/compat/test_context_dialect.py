@@ -63,3 +63,23 @@ def test_huge_or_deep_context_is_a_located_error_never_a_crash(tmp_path: Path) -
     assert "nested 2000 levels" in issues[0].message and "5000 digits" in issues[1].message
     result = cli("run", tmp_path / "flow.csv")
     assert result.code == 4 and "Traceback" not in result.text
+
+
+def test_old_branching_keys_decide_a_missing_value(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "flow.csv": """
+            GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Success_Next,Failure_Next
+            G,Startup,branching,"{success_field: go, default_result: true}",input|go,decision,Yes,No
+            G,Yes,default,,,final,,
+            G,No,default,,,final,,
+            """
+        },
+    )
+    result = cli("run", tmp_path / "flow.csv", "--json")
+    assert result.code == 0, result.text
+    assert result.json()["state"]["final"] == "[Yes] DefaultAgent executed"
+    assert cli("run", tmp_path / "flow.csv", "--state", '{"go": "no"}', "--json").json()["state"]["final"] == (
+        "[No] DefaultAgent executed"
+    )
