@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PROVIDER_ALIASES", "TIERS", "legacy_problems", "legacy_spec"]
+__all__ = ["PROVIDER_ALIASES", "TIERS", "legacy_notes", "legacy_problems", "legacy_spec"]
 
 PROVIDER_ALIASES = {"gpt": "openai", "chatgpt": "openai", "claude": "anthropic", "gemini": "google"}
 """Old provider names -> the provider they mean."""
@@ -63,3 +64,14 @@ def legacy_problems(model: Any) -> list[str]:
             f"use {provider}.low, .medium, .high or .critical, or name the model: {provider}:<model>"
         ]
     return []
+
+
+def legacy_notes(context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """`(column, what was assumed, modern spelling)` when the old keys or a tier chose the model."""
+    model, provider = context.get("model"), context.get("provider") or context.get("llm_provider")
+    spec = legacy_spec(model, provider)
+    if spec == model or not isinstance(spec, str):
+        return []
+    written = ", ".join(f"{k}={context[k]!r}" for k in ("provider", "llm_provider", "model") if context.get(k))
+    meaning = f"model {spec!r}" if ":" in spec else f"the default model of provider {spec!r}"
+    return [("Context", f"{written} (AgentMap 0.9) is read as {meaning}", f'"model": "{spec}"')]

@@ -153,6 +153,13 @@ class LLMAgent(BaseAgent):
             problems.extend(check_tool_config(context, environment))
         return problems
 
+    @classmethod
+    def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """How AgentMap 0.9's `provider` / `llm_provider` / `provider.tier` keys were read."""
+        from agentmap.llm._legacy_models import legacy_notes
+
+        return legacy_notes(context)
+
     @property
     def spec(self) -> ModelSpec:
         """The node's resolved model choice."""

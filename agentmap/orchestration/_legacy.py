@@ -118,6 +118,27 @@ class OrchestratorSwitch(OrchestratorNode):  # type: ignore[misc,valid-type]
         return list(super().validate_config(prompt, context, environment))
 
     @classmethod
+    def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """An LLM matching strategy or a confidence threshold of 0.9 is not used here: say so."""
+        if not is_legacy(context):
+            return []
+        unused = [
+            f"{key}={context[key]!r}"
+            for key in ("matching_strategy", "confidence_threshold")
+            if key in context and context[key] != "algorithm"
+        ]
+        if not unused:
+            return []
+        return [
+            (
+                "Context",
+                f"{', '.join(unused)} (AgentMap 0.9) is not used: the request is matched against the nodes' "
+                "names, Descriptions and Prompts by shared words, with no model call",
+                '{"matching_strategy": "algorithm"}, or a planner and workers for an LLM-planned orchestration',
+            )
+        ]
+
+    @classmethod
     def referenced_nodes(cls, context: Mapping[str, Any]) -> list[str]:
         """The nodes whichever orchestrator the Context asks for calls."""
         if is_legacy(context):

@@ -122,7 +122,20 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
                 column, message = problem if isinstance(problem, tuple) else ("Context", problem)
                 fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
                 issues.append(_issue(graph, node, column, "bad-config", message, fix))
+            issues += _dialect_notes(graph, node, cls)
     return issues
+
+
+def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> list[Issue]:
+    """Warnings for what an agent assumed about an AgentMap 0.9 spelling (`dialect_notes(prompt, context)`)."""
+    notes = getattr(cls, "dialect_notes", None)
+    if notes is None:
+        return []
+    found: list[Issue] = []
+    for column, message, modern in notes(node.prompt, _context(node)):
+        issue = _issue(graph, node, column, "legacy-spelling", message, f"write {modern}")
+        found.append(issue.model_copy(update={"severity": "warning"}))
+    return found
 
 
 def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:

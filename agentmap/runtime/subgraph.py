@@ -56,6 +56,24 @@ class GraphAgent(BaseAgent):
             return [str(exc)]
         return []
 
+    @classmethod
+    def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """The Prompt naming the subgraph (AgentMap 0.9) is read as `workflow`: say so."""
+        try:
+            ref = reference(context, prompt)
+        except ValueError:
+            return []
+        if not ref.spelling.startswith("Prompt"):
+            return []
+        text = ref.text if ref.text.split("::")[0] else f"::{ref.text.split('::')[-1]}"
+        return [
+            (
+                "Prompt",
+                f"the Prompt {prompt.strip()!r} is read as the subgraph to run (AgentMap 0.9)",
+                f"{{workflow={text}}} in Context",
+            )
+        ]
+
     def child(self, text: str | None = None) -> CompiledWorkflow:
         """The compiled subgraph (compiled on first use); `text` is a reference read from the state."""
         if text is None:

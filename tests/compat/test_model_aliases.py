@@ -46,6 +46,7 @@ def test_old_context_keys_name_the_model(tmp_path: Path, context: str, expected:
     write(tmp_path, {"f.csv": f"GraphName,Node,AgentType,Context,Input_Fields,Output_Field\nG,Ask,llm,{context},q,a\n"})
     result = cli("validate", tmp_path / "f.csv")
     assert f"model {expected} needs" in result.out, result.out
+    assert "f.csv:2:Context: warning[legacy-spelling]" in result.out and "(AgentMap 0.9) is read as" in result.out
 
 
 def test_what_cannot_be_mapped_is_a_clear_validation_error(tmp_path: Path) -> None:

@@ -35,11 +35,13 @@ def test_the_request_picks_the_node_and_default_target_catches_the_rest(
     assert [s["name"] for s in data["summary"]] == ["GetInput", "Router", chosen, "End"]
 
 
-def test_the_old_row_validates_without_warnings(tmp_path: Path) -> None:
+def test_the_old_row_validates_saying_the_llm_strategy_is_not_used(tmp_path: Path) -> None:
     write(tmp_path, {"gm.csv": FLOW})
     result = cli("validate", tmp_path / "gm.csv")
-    assert result.code == 0 and "(0 errors, 1 warning)" in result.out, result.out
+    assert result.code == 0 and "(0 errors, 2 warnings)" in result.out, result.out
     assert "warning[context-unquoted-keys]" in result.out
+    note = next(line for line in result.out.splitlines() if "legacy-spelling" in line)
+    assert "gm.csv:3:Context: warning" in note and "matching_strategy='tiered'" in note and "no model call" in note
 
 
 def test_no_match_and_no_default_fails_the_node_saying_what_to_set(tmp_path: Path) -> None:

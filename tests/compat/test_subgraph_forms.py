@@ -42,6 +42,8 @@ def test_validate_shows_the_modern_spelling(tmp_path: Path) -> None:
     assert result.code == 0, result.text
     assert "main.csv:3:Context: warning[legacy-subgraph]" in result.out
     assert "{workflow=sub/analysis.csv::Analysis}" in result.out
+    note = next(line for line in result.out.splitlines() if "legacy-spelling" in line)
+    assert "main.csv:5:Prompt: warning" in note and "'Check' is read as the subgraph to run" in note
 
 
 def test_a_graph_named_by_the_state_is_checked_when_the_node_runs(tmp_path: Path) -> None:

@@ -123,6 +123,7 @@ VALIDATION_CODES = {
     "context-plain-text",
     "context-unquoted-keys",
     "legacy-subgraph",
+    "legacy-spelling",
     "bad-field",
     "bad-target",
     "bad-prompt-file",
