@@ -197,7 +197,9 @@ class AgentRegistry:
                     self.register(key, obj)
                     added.append(key)
                     snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
-                    if snake != key and self.get(snake) is None:  # AgentMap 0.9 spelled LoudEchoAgent loud_echo
+                    taken = self.get(snake) if snake != key else None
+                    # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
+                    if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
                         self.register(snake, obj)
                         added.append(snake)
         self._folders.add(folder)
