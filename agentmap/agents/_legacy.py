@@ -19,7 +19,21 @@ import threading
 from types import ModuleType
 from typing import Any
 
-__all__ = ["LEGACY_MODULES", "LegacyInit", "install"]
+__all__ = ["LEGACY_MODULES", "LegacyInit", "install", "retired_type"]
+
+_RETIRED = {
+    "vector_reader": "vector storage (a vector database) is not provided; call it from a custom agent",
+    "vector_writer": "vector storage (a vector database) is not provided; call it from a custom agent",
+    "blob_reader": "blob storage (S3, Azure, GCS) is not provided; call it from a custom agent",
+    "blob_writer": "blob storage (S3, Azure, GCS) is not provided; call it from a custom agent",
+}
+
+
+def retired_type(key: str) -> str | None:
+    """Why an AgentMap 0.9 built-in type (by its normalized key) does not exist here, or None."""
+    note = _RETIRED.get(key)
+    return f"it is an AgentMap 0.9 built-in type: {note} (csv_specs/migrating.md)" if note else None
+
 
 _BUILTINS = "agentmap.agents.builtins"
 

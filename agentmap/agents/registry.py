@@ -134,6 +134,11 @@ class AgentRegistry:
         broken = self._broken.get(normalize_type(name))
         if broken is not None:
             suggestion = f" (an installed package declares it, but it could not be loaded: {broken})"
+        from agentmap.agents._legacy import retired_type
+
+        retired = retired_type(normalize_type(name))
+        if retired is not None:
+            suggestion = f"; {retired}"
         return f"unknown agent type {name!r}{suggestion}"
 
     @staticmethod

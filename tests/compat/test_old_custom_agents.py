@@ -108,3 +108,11 @@ def test_an_old_module_with_no_counterpart_says_which_type_is_missing(tmp_path: 
     assert result.code == 4
     assert "cannot import the custom agent file" in result.out and "blob" in result.out
     assert "Traceback" not in result.text
+
+
+def test_a_retired_built_in_type_says_what_became_of_it(tmp_path: Path) -> None:
+    write(tmp_path, {"f.csv": "GraphName,Node,AgentType\nG,Store,vector_writer\n"})
+    result = cli("validate", tmp_path / "f.csv")
+    assert result.code == 4
+    assert "f.csv:2:AgentType: error[unknown-agent-type]" in result.out
+    assert "AgentMap 0.9 built-in type: vector storage" in result.out
