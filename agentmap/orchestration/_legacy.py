@@ -43,14 +43,19 @@ def _names(value: Any) -> list[str]:
 
 
 class _Route:
-    """Sends the run to the node the orchestrator chose (its output), or ends it when the node failed."""
+    """Sends the run to the node the orchestrator chose (its output); a failed node takes its Failure_Next
+    (node names only), or ends the run. Edge and Success_Next give way to the choice, as in 0.9."""
 
-    def __init__(self, agent: LegacyOrchestratorAgent) -> None:
+    def __init__(self, agent: LegacyOrchestratorAgent, node: Any) -> None:
         self.agent = agent
-        self.destinations = tuple(agent.candidates())
+        failure = getattr(node, "failure_next", None)  # the node's spec, as the compiler passes it
+        self.on_failure = [str(n) for n in failure] if isinstance(failure, tuple) else []
+        self.destinations = tuple(dict.fromkeys([*agent.candidates(), *self.on_failure]))
 
     def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Command[Any]:
-        chosen = update.get(self.agent.output_field) if update.get("last_action_success") else None
+        if not update.get("last_action_success"):
+            return Command(update=update, goto=self.on_failure or END)
+        chosen = update.get(self.agent.output_field)
         return Command(update=update, goto=chosen if chosen in self.destinations else END)
 
 
@@ -77,9 +82,9 @@ class LegacyOrchestratorAgent(BaseAgent):
         default = str(self.context.get("default_target") or "").strip()
         return list(dict.fromkeys([*listed, *([default] if default else [])]))
 
-    def own_route(self) -> _Route:
-        """The router the compiler attaches to this node (its next node is its output)."""
-        return _Route(self)
+    def own_route(self, node: Any) -> _Route:
+        """The router the compiler attaches to this node (its next node is its output); `node` is its spec."""
+        return _Route(self, node)
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the name of the best-matching candidate, else `default_target`."""

@@ -295,7 +295,7 @@ def build_state_graph(
         agent = agents[node.name]
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
         own_route = getattr(agent, "own_route", None)  # an agent that picks its next node (0.9 orchestrator)
-        route = Route(graph, node, routers) if dynamic else own_route() if callable(own_route) else None
+        route = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
         node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
         builder.add_node(
             node.name,
@@ -305,8 +305,10 @@ def build_state_graph(
             metadata={"agent_type": normalize_type(node.agent_type or "default")},
         )
     builder.add_edge(START, graph.entry)
+    routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
     for source, target in edges:
-        builder.add_edge(source, target)
+        if not (isinstance(source, str) and source in routed_by_agent):
+            builder.add_edge(source, target)
     for node in graph.nodes:
         if not node.next_cells() and not callable(getattr(agents[node.name], "own_route", None)):
             builder.add_edge(node.name, END)

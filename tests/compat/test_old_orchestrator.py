@@ -54,3 +54,19 @@ def test_no_match_and_no_default_fails_the_node_saying_what_to_set(tmp_path: Pat
 def test_a_modern_orchestrator_missing_its_planner_is_still_reported(tmp_path: Path) -> None:
     write(tmp_path, {"o.csv": 'GraphName,Node,AgentType,Context\nG,Run,orchestrator,"{""max_retries"": 1}"\n'})
     assert 'an orchestrator needs "planner"' in cli("validate", tmp_path / "o.csv").out
+
+
+def test_the_choice_wins_over_success_next_and_a_failure_takes_failure_next(tmp_path: Path) -> None:
+    flow = """
+    GraphName,Node,AgentType,Input_Fields,Output_Field,Success_Next,Failure_Next,Context,Description
+    G,Router,orchestrator,request,choice,Fallback,Sorry,"{nodes: Tea|Coffee}",
+    G,Tea,default,,served,,,,Brew a cup of green tea
+    G,Coffee,default,,served,,,,Brew an espresso coffee
+    G,Fallback,default,,served,,,,
+    G,Sorry,default,,apology,,,,
+    """
+    write(tmp_path, {"g.csv": flow})
+    chosen = cli("run", tmp_path / "g.csv", "--state", '{"request": "green tea please"}', "--json")
+    assert [s["name"] for s in chosen.json()["summary"]] == ["Router", "Tea"]
+    failed = cli("run", tmp_path / "g.csv", "--state", '{"request": "water"}', "--json")
+    assert [s["name"] for s in failed.json()["summary"]] == ["Router", "Sorry"]
