@@ -51,7 +51,7 @@ def parse_context(text: str, notes: list[CellError] | None = None) -> dict[str, 
     try:
         value = json.loads(text)
     except json.JSONDecodeError as json_error:
-        if not text.startswith(("{", "[")):
+        if not text.startswith("{"):
             legacy = _legacy_subgraph(text)
             if legacy is not None:
                 if notes is not None:
