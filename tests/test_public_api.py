@@ -370,7 +370,7 @@ FINDINGS: list[tuple[str, str, list[tuple[int | None, str | None, str]]]] = [
     ("unknown-column", "GraphName,Node,Colour\nG,A,red\n", [(1, "Colour", "unknown-column")]),
     ("missing-graph-name", "workflow,Step\nG,A\n,B\n", [(3, "workflow", "missing-graph-name")]),
     ("missing-node-name", "GraphName,StepName\nG,A\nG,\n", [(3, "StepName", "missing-node-name")]),
-    ("bad-context", "GraphName,Node,Config\nG,A,temperature=2\n", [(2, "Config", "bad-context")]),
+    ("bad-context", "GraphName,Node,Config\nG,A,{temperature=2\n", [(2, "Config", "bad-context")]),
     ("bad-field", "GraphName,Node,Output\nG,A,a:b\n", [(2, "Output", "bad-field")]),
     ("bad-target", "GraphName,Node,next_node\nG,A,A|func:pick\n", [(2, "next_node", "bad-target")]),
     (
@@ -382,7 +382,11 @@ FINDINGS: list[tuple[str, str, list[tuple[int | None, str | None, str]]]] = [
     ("duplicate-node", "GraphName,Node,Edge\nG,A,\nG,A,\n", [(3, "Node", "duplicate-node")]),
     ("reserved-name", "GraphName,Node\nG,a:b\n", [(2, "Node", "reserved-name")]),
     ("unknown-agent-type", "GraphName,Node,Type\nG,A,Ecko\n", [(2, "Type", "unknown-agent-type")]),
-    ("edge-conflict", "GraphName,Node,Edge,on_failure\nG,A,B,B\nG,B,,\n", [(2, "Edge", "edge-conflict")]),
+    (
+        "edge-overrides-branches",
+        "GraphName,Node,Edge,on_failure\nG,A,B,B\nG,B,,\n",
+        [(2, "Edge", "edge-overrides-branches")],
+    ),
     (
         "unknown-target",
         "GraphName,Node,SuccessTarget\nG,A,Nxt\nG,Next,\n",
@@ -410,7 +414,7 @@ def test_every_finding_has_its_row_and_column(
     issue = next(i for i in issues if i.code == code)
     assert issue.file == str(path)
     assert issue.message and (issue.fix or code == "no-graphs")
-    warning = code in ("unknown-column", "unreachable-node", "unset-input")
+    warning = code in ("unknown-column", "unreachable-node", "unset-input", "edge-overrides-branches")
     assert issue.severity == ("warning" if warning else "error")
     if not warning:
         with pytest.raises(agentmap.WorkflowValidationError) as info:

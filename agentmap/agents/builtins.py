@@ -143,12 +143,18 @@ class BranchingAgent(BaseAgent):
         field: The input to test (default: the first input).
         success_values: Values meaning success (default: truthy values such as true, yes, 1, success).
         failure_values: Values meaning failure (default: false, no, 0, failure, empty).
+        default_result: The outcome when the value is missing (None); without it a missing value fails.
+        success_field: The AgentMap 0.9 name of `field`.
     """
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return a message on success; raise (failing the node) on a failure value."""
-        key = self.context.get("field") or next(iter(inputs), None)
+        key = self.context.get("field") or self.context.get("success_field") or next(iter(inputs), None)
         value = inputs.get(key) if key is not None else None
+        if value is None and isinstance(self.context.get("default_result"), bool):
+            if self.context["default_result"]:
+                return f"{self.name}: {key} is missing -> success (default_result)"
+            raise ValueError(f"{key} is missing and default_result is false")
         if self._is_success(value):
             return f"{self.name}: {key}={value!r} -> success"
         raise ValueError(f"{key}={value!r} is a failure value")
@@ -163,12 +169,15 @@ class BranchingAgent(BaseAgent):
 
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
-        """`success_values` and `failure_values` must be lists."""
-        return [
+        """`success_values` and `failure_values` must be lists; `default_result` true or false."""
+        problems = [
             f'Context {key!r} must be a list of values, e.g. ["yes", "ok"]'
             for key in ("success_values", "failure_values")
             if key in context and not isinstance(context[key], list)
         ]
+        if "default_result" in context and not isinstance(context["default_result"], bool):
+            problems.append(f"Context 'default_result' must be true or false, not {context['default_result']!r}")
+        return problems
 
 
 @agent("success")
@@ -212,13 +221,25 @@ class InputAgent(BaseAgent):
         if self.context.get("interrupt") is True:
             return self._pause(question.strip())
         if not sys.stdin or not sys.stdin.isatty():
-            if "default" in self.context:
-                return self.context["default"]
-            raise RuntimeError(
-                "the input agent needs a terminal to ask its question; run interactively, pass the answer "
-                'in the initial state and skip this node, or set a default in Context: {"default": "..."}'
-            )
+            return self._piped()
         return input(question.rstrip() + " ")
+
+    def _piped(self) -> Any:
+        """Without a terminal, read one line of piped stdin per input node; then the Context default."""
+        try:
+            line = sys.stdin.readline() if sys.stdin else ""
+        except (OSError, ValueError):  # stdin closed, or not readable (as under a test runner)
+            line = ""
+        if line:
+            return line.rstrip("\r\n")
+        if "default" in self.context:
+            return self.context["default"]
+        raise RuntimeError(
+            "the input agent needs a terminal to ask its question, and stdin has no line left to read; "
+            "run interactively, pipe one line per input node, pass the answer in the initial state "
+            "(--state) and skip this node, resume a paused run (--resume), "
+            'or set a default in Context: {"default": "..."}'
+        )
 
     def _pause(self, question: str) -> Any:
         from langgraph.config import get_config

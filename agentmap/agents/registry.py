@@ -116,6 +116,11 @@ class AgentRegistry:
         broken = self._broken.get(normalize_type(name))
         if broken is not None:
             suggestion = f" (an installed package declares it, but it could not be loaded: {broken})"
+        from agentmap.agents._legacy import retired_type
+
+        retired = retired_type(normalize_type(name))
+        if retired is not None:
+            suggestion = f"; {retired}"
         return f"unknown agent type {name!r}{suggestion}"
 
     @staticmethod
@@ -154,6 +159,9 @@ class AgentRegistry:
         if folder in self._folders or not folder.is_dir():
             return []
         added: list[str] = []
+        from agentmap.agents._legacy import install
+
+        install()  # files written for AgentMap 0.9 import its module paths
         for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_"):
                 continue
@@ -175,6 +183,12 @@ class AgentRegistry:
                     key = normalize_type(obj.__name__)
                     self.register(key, obj)
                     added.append(key)
+                    snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
+                    taken = self.get(snake) if snake != key else None
+                    # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
+                    if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
+                        self.register(snake, obj)
+                        added.append(snake)
         self._folders.add(folder)
         return added
 

@@ -125,9 +125,10 @@ class LLMAgent(BaseAgent):
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:
         """Check the model (extra installed, API key set), the memory settings and the tools."""
-        problems: list[ConfigProblem] = [
-            *check_model(**model_options(context), default_provider=cls.provider, settings=environment.settings)
-        ]
+        from agentmap.llm._legacy_models import legacy_problems
+
+        problems: list[ConfigProblem] = [*legacy_problems(context.get("model"))]
+        problems += check_model(**model_options(context), default_provider=cls.provider, settings=environment.settings)
         role = str(context.get("prompt_role", "system")).lower()
         if role not in _ROLES:
             problems.append(f"Context prompt_role must be 'system' or 'user', got {context.get('prompt_role')!r}")
@@ -151,6 +152,13 @@ class LLMAgent(BaseAgent):
         if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
             problems.extend(check_tool_config(context, environment))
         return problems
+
+    @classmethod
+    def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """How AgentMap 0.9's `provider` / `llm_provider` / `provider.tier` keys were read."""
+        from agentmap.llm._legacy_models import legacy_notes
+
+        return legacy_notes(context)
 
     @property
     def spec(self) -> ModelSpec:
@@ -313,6 +321,8 @@ def _usage(reply: AIMessage) -> dict[str, int]:
     return {k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens")}
 
 
+@agent("chatgpt")
+@agent("gpt")
 @agent("openai")
 class OpenAIAgent(LLMAgent):
     """`openai`: an LLM node whose bare model names (and default) are OpenAI's."""
@@ -320,6 +330,7 @@ class OpenAIAgent(LLMAgent):
     provider = "openai"
 
 
+@agent("claude")
 @agent("anthropic")
 class AnthropicAgent(LLMAgent):
     """`anthropic`: an LLM node whose bare model names (and default) are Anthropic's."""
@@ -327,6 +338,7 @@ class AnthropicAgent(LLMAgent):
     provider = "anthropic"
 
 
+@agent("gemini")
 @agent("google")
 class GoogleAgent(LLMAgent):
     """`google`: an LLM node whose bare model names (and default) are Google Gemini's."""

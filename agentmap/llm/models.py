@@ -43,8 +43,11 @@ MODEL_OPTIONS = ("model", "temperature", "max_tokens", "timeout", "base_url", "m
 
 def model_options(context: Mapping[str, Any]) -> dict[str, Any]:
     """The model options a node's Context sets, as keyword arguments of `model_spec` / `check_model`."""
+    from agentmap.llm._legacy_models import legacy_spec
+
     options = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
-    options["spec"] = options.pop("model", None)
+    # AgentMap 0.9 files name the provider apart (`provider`, `llm_provider`) and tiers (`anthropic.medium`)
+    options["spec"] = legacy_spec(options.pop("model", None), context.get("provider") or context.get("llm_provider"))
     return options
 
 
@@ -108,7 +111,13 @@ PROVIDERS: dict[str, ProviderInfo] = {
 }
 """Supported providers by name; `google` is an alias of `google_genai`."""
 
-_ALIASES = {"google": "google_genai", "gemini": "google_genai", "claude": "anthropic"}
+_ALIASES = {
+    "google": "google_genai",
+    "gemini": "google_genai",
+    "claude": "anthropic",
+    "gpt": "openai",
+    "chatgpt": "openai",
+}
 # A bare model name is accepted when its family is unambiguous.
 _FAMILIES = (
     ("gpt-", "openai"),

@@ -26,3 +26,5 @@ WorkerNode: type[ProtocolAgent] = registry.register("worker", WorkerAgent)  # ty
 """The `worker` node class."""
 OrchestratorNode: type[ProtocolAgent] = registry.register("orchestrator", Orchestrator)  # type: ignore[assignment]
 """The `orchestrator` node class."""
+
+from agentmap.orchestration import _legacy  # noqa: E402,F401  (the 0.9 orchestrator shares the type name)

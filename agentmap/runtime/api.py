@@ -158,7 +158,10 @@ def validate(
         workflow, issues = _read(source, settings)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         options = _options(functions_dir, agents_dir, settings, registry)
-        graphs = [select_graph(workflow, selected)] if selected else list(workflow.graphs)
+        graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
+        if selected:  # the file's findings about this graph (and those it calls), or about no graph
+            names = {g.name for g in graphs}
+            issues = [i for i in issues if i.graph is None or i.graph in names]
         for spec in graphs:
             issues += check(spec, options)
     except AgentMapError as err:
@@ -172,6 +175,29 @@ def _report_reading(issues: Sequence[Issue]) -> None:
     for issue in issues:
         if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
             logging.getLogger("agentmap.spec").warning("%s", issue)
+
+
+def _called_graphs(workflow: Workflow, spec: GraphSpec) -> list[GraphSpec]:
+    """`spec` and the graphs of the same file its graph nodes call, transitively, in file order."""
+    from agentmap.agents.registry import normalize_type
+    from agentmap.runtime._subgraph_refs import reference
+
+    found = {spec.name}
+    queue = [spec]
+    while queue:
+        for node in queue.pop().nodes:
+            if normalize_type(node.agent_type) != "graph":
+                continue
+            try:
+                text = reference(node.context, node.prompt).text
+            except ValueError:
+                continue
+            path, _, name = text.strip().partition("::")
+            child = workflow.get(name.strip()) if not path.strip() and name.strip() else None
+            if child is not None and child.name not in found:
+                found.add(child.name)
+                queue.append(child)
+    return [g for g in workflow.graphs if g.name in found]
 
 
 def compile(

@@ -100,7 +100,20 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
                 column, message = problem if isinstance(problem, tuple) else ("Context", problem)
                 fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
                 issues.append(_issue(graph, node, column, "bad-config", message, fix))
+            issues += _dialect_notes(graph, node, cls)
     return issues
+
+
+def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> list[Issue]:
+    """Warnings for what an agent assumed about an AgentMap 0.9 spelling (`dialect_notes(prompt, context)`)."""
+    notes = getattr(cls, "dialect_notes", None)
+    if notes is None:
+        return []
+    found: list[Issue] = []
+    for column, message, modern in notes(node.prompt, _context(node)):
+        issue = _issue(graph, node, column, "legacy-spelling", message, f"write {modern}")
+        found.append(issue.model_copy(update={"severity": "warning"}))
+    return found
 
 
 def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
@@ -268,7 +281,8 @@ def build_state_graph(
     for node in graph.nodes:
         agent = agents[node.name]
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
-        route = Route(graph, node, routers) if dynamic else None
+        own_route = getattr(agent, "own_route", None)  # an agent that picks its next node (0.9 orchestrator)
+        route = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
         node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
         retry = settings_for(node.context, own_timeout=type(agent).own_timeout)
         builder.add_node(
@@ -280,9 +294,11 @@ def build_state_graph(
             metadata={"agent_type": normalize_type(node.agent_type or "default")},
         )
     builder.add_edge(START, graph.entry)
+    routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
     for source, target in edges:
-        builder.add_edge(source, target)
+        if not (isinstance(source, str) and source in routed_by_agent):
+            builder.add_edge(source, target)
     for node in graph.nodes:
-        if not node.next_cells():
+        if not node.next_cells() and not callable(getattr(agents[node.name], "own_route", None)):
             builder.add_edge(node.name, END)
     return builder, agents

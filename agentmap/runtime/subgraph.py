@@ -18,33 +18,18 @@ from typing import Any
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import agent, normalize_type
 from agentmap.errors import AgentMapError
+from agentmap.runtime._subgraph_refs import reference, resolve
 from agentmap.runtime.runner import CompiledWorkflow
-from agentmap.spec.loader import parse_selector, read_workflow
-from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine, widen_hint
+from agentmap.spec.loader import read_workflow
+from agentmap.spec.paths import allowed_roots
 from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = ["GraphAgent"]
 
 
-def _reference(value: Any, environment: AgentEnvironment) -> tuple[Path, str | None]:
-    text = str(value or "").strip()
-    if not text:
-        raise ValueError(
-            'a graph node needs Context {"workflow": "::GraphName"} or {"workflow": "file.csv::GraphName"}'
-        )
-    path, graph = parse_selector(text)
-    if not str(path) or str(path) == ".":
-        if environment.workflow_file is None:
-            raise ValueError(f"{text!r} refers to the same file, but this graph did not come from a file")
-        return environment.workflow_file, graph
-    try:
-        return confine(str(path), environment.base_dir, allowed_roots(environment.settings)), graph
-    except OutsideRootsError as err:
-        raise ValueError(
-            f"subgraph file {str(path)!r} resolves to {err.path}, outside the folders a workflow may use "
-            f"({', '.join(map(str, err.roots))}): {widen_hint('the subgraph file')}"
-        ) from None
+def _reference(text: str, environment: AgentEnvironment) -> tuple[Path, str | None]:
+    return resolve(text, environment.base_dir, environment.workflow_file, environment.settings)
 
 
 @agent("graph")
@@ -53,32 +38,73 @@ class GraphAgent(BaseAgent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._child: CompiledWorkflow | None = None
+        self._children: dict[str, CompiledWorkflow] = {}
         self._lock = threading.Lock()
+        self._dynamic = threading.local()
 
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
-        """The referenced file and graph must exist, and no graph may contain itself."""
+        """The referenced file and graph must exist, and no graph may contain itself.
+
+        A graph read from the state (`workflow_field`) is checked when the node runs.
+        """
         try:
-            path, graph = _reference(context.get("workflow") or context.get("graph"), environment)
-            _check_cycle(path, graph, {(environment.workflow_file, environment.graph_name)}, environment)
+            ref = reference(context, prompt)
+            if ref.state_key is None:
+                path, graph = _reference(ref.text, environment)
+                _check_cycle(path, graph, {(environment.workflow_file, environment.graph_name)}, environment)
         except (ValueError, AgentMapError) as exc:
             return [str(exc)]
         return []
 
-    def child(self) -> CompiledWorkflow:
-        """The compiled subgraph (compiled on first use)."""
+    @classmethod
+    def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """The Prompt naming the subgraph (AgentMap 0.9) is read as `workflow`: say so."""
+        try:
+            ref = reference(context, prompt)
+        except ValueError:
+            return []
+        if not ref.spelling.startswith("Prompt"):
+            return []
+        text = ref.text if ref.text.split("::")[0] else f"::{ref.text.split('::')[-1]}"
+        return [
+            (
+                "Prompt",
+                f"the Prompt {prompt.strip()!r} is read as the subgraph to run (AgentMap 0.9)",
+                f"{{workflow={text}}} in Context",
+            )
+        ]
+
+    def child(self, text: str | None = None) -> CompiledWorkflow:
+        """The compiled subgraph (compiled on first use); `text` is a reference read from the state."""
+        if text is None:
+            text = reference(self.context, self.prompt).text
         with self._lock:
-            if self._child is None:
+            if text not in self._children:
                 from agentmap.runtime.api import compile
 
-                path, graph = _reference(self.context.get("workflow") or self.context.get("graph"), self.environment)
-                self._child = compile(path, graph, **self.environment.compile_options)
-            return self._child
+                path, graph = _reference(text, self.environment)
+                self._children[text] = compile(path, graph, **self.environment.compile_options)
+            return self._children[text]
+
+    def _pre_process(self, state: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
+        """For `workflow_field`, read the reference from the state (it need not be among the inputs)."""
+        key = reference(self.context, self.prompt).state_key
+        if key is not None:
+            value = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(
+                    f"workflow_field names the state key {key!r}, which holds {value!r}: put a graph reference "
+                    "such as '::GraphName' or 'file.csv::GraphName' there"
+                )
+            self._dynamic.text = value
+        return state, inputs
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Run the child graph on the mapped inputs and return its final state (without system keys)."""
-        child = self.child()
+        dynamic = getattr(self._dynamic, "text", None)
+        self._dynamic.text = None
+        child = self.child(dynamic)
         tracker = child.new_tracker()
         result = child.invoke(inputs, tracker=tracker)
         parent = self._execution_tracker
@@ -107,9 +133,11 @@ def _check_cycle(
     child_env = AgentEnvironment(base_dir=path.parent, workflow_file=path, graph_name=spec.name, settings=settings)
     for node in spec.nodes:
         if normalize_type(node.agent_type) == "graph":
-            ref = node.context.get("workflow") or node.context.get("graph")
             try:
-                child_path, child_graph = _reference(ref, child_env)
+                ref = reference(node.context, node.prompt)
+                if ref.state_key is not None:
+                    continue
+                child_path, child_graph = _reference(ref.text, child_env)
             except ValueError:
                 continue
             _check_cycle(child_path, child_graph, seen, environment)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentmap.spec.cells import CellError, parse_context, parse_fields, parse_targets, split_pipes
+from agentmap.spec.cells import CellError, edge_overrides, parse_context, parse_fields, parse_targets, split_pipes
 from agentmap.spec.columns import map_headers
 from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
 from agentmap.spec.prompts import resolve_prompt
@@ -72,10 +72,10 @@ def read_workflow(
             position = index.get(column)
             return row[position].strip() if position is not None and position < len(row) else ""
 
-        def report(column: str, code: str, message: str, fix: str, *, line: int = line) -> None:
+        def report(column: str, code: str, message: str, fix: str, *, line: int = line, warning: bool = False) -> None:
             issues.append(
                 Issue(
-                    severity="error",
+                    severity="warning" if warning else "error",
                     code=code,
                     message=message,
                     fix=fix,
@@ -99,10 +99,13 @@ def read_workflow(
             continue
 
         fields: dict[str, Any] = {"name": node_name, "row": line}
+        notes: list[CellError] = []
         try:
-            fields["context"] = parse_context(cell("Context"))
+            fields["context"] = parse_context(cell("Context"), notes)
         except CellError as err:
             report("Context", err.code, err.message, err.fix)
+        for note in notes:
+            report("Context", note.code, note.message, note.fix, warning=True)
         for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
             try:
                 fields[key] = parse_fields(cell(column), allow_rename=rename)
@@ -115,6 +118,8 @@ def read_workflow(
                 report(column, err.code, err.message, err.fix)
             else:
                 fields[key] = targets
+        for note in edge_overrides(fields, written):
+            report("Edge", note.code, note.message, note.fix, warning=True)
         prompt = cell("Prompt")
         try:
             prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)

@@ -47,7 +47,7 @@ def check_graph(
     checker.routing()
     checker.parallel_writes()
     checker.reachability(calls)
-    checker.unset_inputs()
+    checker.unset_inputs(calls)
     return sorted(checker.issues, key=lambda i: (i.row or 0, i.severity != "error"))
 
 
@@ -184,14 +184,14 @@ class _Checker:
                     warning=True,
                 )
 
-    def unset_inputs(self) -> None:
+    def unset_inputs(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
         if not self.graph.nodes:
             return
         entry = self.nodes[self.graph.entry]
         provided = {state_key(f, output=False) for f in entry.inputs} | SYSTEM_KEYS
         if self.has_router:
             provided |= {state_key(f, output=True) for n in self.graph.nodes for f in n.outputs}
-        bit, masks = _written_before(self.graph)
+        bit, masks = _written_before(self.graph, {node.name: set(calls(node)) for node in self.graph.nodes})
         for node in self.graph.nodes:
             if node is entry:
                 continue
@@ -209,7 +209,7 @@ class _Checker:
                     )
 
 
-def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
+def _written_before(graph: GraphSpec, called: dict[str, set[str]]) -> tuple[dict[str, int], dict[str, int]]:
     """Which keys some node may have written before each node runs: a forward data flow.
 
     Returns:
@@ -224,7 +224,7 @@ def _written_before(graph: GraphSpec) -> tuple[dict[str, int], dict[str, int]]:
     }
     predecessors: dict[str, list[str]] = {}
     for node in graph.nodes:
-        for nxt in node.successors():
+        for nxt in node.successors() | called.get(node.name, set()):  # a called node runs after its caller
             predecessors.setdefault(nxt, []).append(node.name)
     masks = dict.fromkeys(graph.by_name, 0)
     changed = True

@@ -156,9 +156,16 @@ class _Terminal(io.StringIO):
 
 
 def test_input_without_a_terminal_fails_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("ignored\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
     (error,) = run(InputAgent, {}, "Your name?")["errors"]
     assert "needs a terminal" in error and '{"default": "..."}' in error
+    assert "--state" in error and "--resume" in error
+
+
+def test_input_without_a_terminal_reads_a_piped_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("Ada\r\nGrace\n"))
+    assert run(InputAgent, {}, "Your name?")["output"] == "Ada"
+    assert run(InputAgent, {}, "Your name?", default="x")["output"] == "Grace"
 
 
 def test_input_without_a_terminal_uses_the_context_default(monkeypatch: pytest.MonkeyPatch) -> None:

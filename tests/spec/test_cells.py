@@ -31,8 +31,8 @@ def test_context_accepts_json_python_literals_and_directives(text: str, expected
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
-        ("temperature: 0.2", "'temperature: 0.2'"),
         ('{"a": 1', "'{\"a\": 1'"),
+        ("{a: 1}}", "'{a: 1}}'"),
         ("{=x}", "'{=x}'"),
     ],
 )
@@ -53,8 +53,8 @@ def test_context_must_be_an_object_not_another_json_value(text: str, kind: str) 
 
 def test_context_error_clips_long_cells() -> None:
     with pytest.raises(CellError) as info:
-        parse_context("x" * 200)
-    assert "x" * 77 + "..." in info.value.message
+        parse_context("{" + "x" * 200)
+    assert "{" + "x" * 76 + "..." in info.value.message
     assert "x" * 78 not in info.value.message
 
 
@@ -122,3 +122,34 @@ def test_bad_targets_are_errors(text: str, needle: str) -> None:
         parse_targets(text)
     assert info.value.code == "bad-target"
     assert needle in info.value.message
+
+
+def test_context_reads_plain_text_and_unquoted_keys_with_notes() -> None:
+    notes: list[CellError] = []
+    assert parse_context("Failure Path", notes) == {"context": "Failure Path"}
+    assert parse_context("{llm_provider: anthropic, send_resume_message: true}", notes) == {
+        "llm_provider": "anthropic",
+        "send_resume_message": True,
+    }
+    assert [n.code for n in notes] == ["context-plain-text", "context-unquoted-keys"]
+    assert '{"llm_provider": "anthropic", "send_resume_message": true}' in notes[1].fix
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("[" * 2000 + "]" * 2000, "nested 2000 levels"), ('{"n": ' + "7" * 5000 + "}", "5000 digits")],
+)
+def test_context_too_deep_or_too_long_is_bad_context_not_a_crash(text: str, why: str) -> None:
+    with pytest.raises(CellError, match=why) as info:
+        parse_context(text)
+    assert info.value.code == "bad-context"
+
+
+def test_unquoted_keys_without_pyyaml_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    assert parse_context("{'a': 1}") == {"a": 1}  # JSON and Python literals need no PyYAML
+    with pytest.raises(CellError, match="needs PyYAML") as info:
+        parse_context("{a: 1}")
+    assert "agentmap[yaml]" in info.value.fix

@@ -83,7 +83,7 @@ def test_every_bad_cell_is_reported_with_row_and_column_as_written(write_csv: Wr
     path = write_csv(
         """
         Graph,name,Configuration,InputFields,OutputField,Target,on_success,Template
-        G,A,not json,,,,,
+        G,A,{not json,,,,,
         G,B,,a:b:c,,,,
         G,C,,,x:y,,,
         G,D,,,,X|func:f,,

@@ -58,10 +58,21 @@ def test_duplicate_reserved_and_unknown_type_are_reported_on_their_rows(write_cs
     assert issues[0].message == "unknown agent type 'ecko'" and issues[0].fix == "register ecko"
 
 
-def test_edge_with_success_next_conflicts(write_csv: WriteCsv) -> None:
-    graph = _graph(write_csv, "GraphName,Node,next,on_success\nG,A,B,B\nG,B,,\n")
-    issues = _check(graph)
+def test_edge_with_success_next_conflicts_in_a_graph_built_in_python(write_csv: WriteCsv) -> None:
+    graph = _graph(write_csv, "GraphName,Node,next,on_success\nG,A,B,\nG,B,,\n")
+    node = graph.nodes[0].model_copy(update={"success_next": ("B",)})
+    issues = _check(graph.model_copy(update={"nodes": (node, graph.nodes[1])}))
     assert _found(issues) == [(2, "next", "edge-conflict", "error")]
+
+
+def test_edge_with_success_next_in_a_file_follows_edge_with_a_warning(write_csv: WriteCsv) -> None:
+    workflow, issues = read_workflow(write_csv("GraphName,Node,next,on_failure\nG,A,B,C\nG,B,,\nG,C,,\n"))
+    assert [(i.row, i.column, i.code, i.severity) for i in issues] == [
+        (2, "next", "edge-overrides-branches", "warning")
+    ]
+    assert "on_failure=C" in issues[0].message
+    node = workflow.graphs[0].nodes[0]
+    assert node.edge == ("B",) and node.failure_next is None
 
 
 def test_edge_router_with_success_and_failure_targets_is_allowed(write_csv: WriteCsv) -> None:
