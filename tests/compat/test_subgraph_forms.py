@@ -61,7 +61,7 @@ def test_a_subgraph_path_outside_the_workflow_folder_is_refused(tmp_path: Path) 
     )
     result = cli("validate", tmp_path / "flow" / "main.csv")
     assert result.code == 4
-    assert "outside the allowed folders" in result.out and "paths.allowed_roots" in result.out
+    assert "outside the folders a workflow may use" in result.out and "allowed_roots: [DIR]" in result.out
     dynamic = "GraphName,Node,AgentType,Context,Output_Field\nM,Call,graph,{workflow_field=which},out\n"
     write(tmp_path / "flow", {"dyn.csv": dynamic})
     state = '{"which": "../outside/x.csv::X"}'
