@@ -46,6 +46,14 @@ _LAZY_TYPES: dict[str, str] = {
     "offline": "agentmap.llm.agents",
     "assistant": "agentmap.llm.assistant",
     "llm_planner": "agentmap.llm.planner",
+    "csv_reader": "agentmap.storage",
+    "csv_writer": "agentmap.storage",
+    "json_reader": "agentmap.storage",
+    "json_writer": "agentmap.storage",
+    "file_reader": "agentmap.storage",
+    "file_writer": "agentmap.storage",
+    "human": "agentmap.agents.pausing",
+    "suspend": "agentmap.agents.pausing",
 }
 """Built-in types whose modules are imported on first use, so a deterministic graph loads no LLM stack."""
 

@@ -141,6 +141,7 @@ VALIDATION_CODES = {
     "unsupported-format",
     "not-text",
     "empty-file",
+    "config-assumed",
 }
 
 
