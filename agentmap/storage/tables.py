@@ -9,10 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentmap.agents.registry import agent
-from agentmap.storage._base import CONTROL_KEYS, StorageAgent
+from agentmap.storage._base import StorageAgent
 from agentmap.storage._files import file_lock, read_csv, render_csv, write_atomic
 
 __all__ = ["CSVReaderAgent", "CSVWriterAgent"]
+
+_WRITER_CONTROL = frozenset(("mode", "document_id", "path", "id_field", "collection", "file_path", "csv_file"))
+"""Inputs of a csv_writer that steer it rather than become columns (as in the existing AgentMap; `id` is a column)."""
 
 
 def _matches(row: Mapping[str, Any], query: Mapping[str, Any]) -> bool:
@@ -111,7 +114,7 @@ class CSVWriterAgent(StorageAgent):
     def process(self, inputs: dict[str, Any]) -> Any:
         """Write the rows atomically; return what was done (`success`, `mode`, `file_path`, counts)."""
         where = self.location(inputs)
-        data = inputs["data"] if "data" in inputs else {k: v for k, v in inputs.items() if k not in CONTROL_KEYS}
+        data = inputs["data"] if "data" in inputs else {k: v for k, v in inputs.items() if k not in _WRITER_CONTROL}
         if data is None or (isinstance(data, (Mapping, list)) and not data):
             raise ValueError("no data to write: the node's inputs are empty")
         rows = _rows(data)
