@@ -89,7 +89,7 @@ class HumanAgent(BaseAgent):
             input is the text to edit), `conversation`.
         options: The answers a `choice` allows.
         timeout_seconds: How long the answer may take; shown with the question (nothing wakes a paused run).
-        default_action / default_option: The answer a resume with no answer (`null`) takes.
+        default_action / default_option: The answer an empty answer (`""`, or `null`) takes.
         on_reject: `fail` makes a rejected approval fail the node (take Failure_Next); by default a
             rejection is an answer like any other and writes false.
     """

@@ -82,15 +82,15 @@ def check_answer(payload: Any, answer: Any) -> Any:
     returns `{"approved": bool, ...}`; `choice` takes one of the options (or its 1-based number as text);
     `text_input`, `edit` and `conversation` take text (a non-text JSON value is refused); `event` and `any`
     take anything, `None` included. A value that is not a question (another node's `interrupt()`) passes.
-    `None` takes the question's `default` when it has one. The existing AgentMap's resume envelope
-    `{"action": "approve" | "respond" | "choose" | "edit", "data": {...}}` is read too (`data.choice`,
-    `data.text`, `data.edited`, ...).
+    An empty answer (`""` or `None`) takes the question's `default` when it has one. The existing
+    AgentMap's resume envelope `{"action": "approve" | "respond" | "choose" | "edit", "data": {...}}` is
+    read too (`data.choice`, `data.text`, `data.edited`, ...).
     """
     if not is_question(payload):
         return answer
     interaction = payload.get("interaction", "any")
     node = payload.get("node", "?")
-    if answer is None and "default" in payload:
+    if (answer is None or answer == "") and "default" in payload:
         answer = payload["default"]
     answer = _unwrap_envelope(interaction, answer)
     if interaction == "approval":
