@@ -244,3 +244,31 @@ def _settings(folder: Path) -> dict[str, Any]:
 
 def test_the_corpus_holds_every_folder() -> None:
     assert sorted(c.folder for c in CASES) == sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+
+
+@pytest.mark.slow
+def test_a_paused_human_node_is_answered_by_a_second_agentmap_process(tmp_path: Path) -> None:
+    """The real command, two processes, one SQLite checkpoint file: pause, a refused answer, then a good one."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "review_save"
+    shutil.copytree(CORPUS / "review_save", folder)
+
+    def agentmap_run(*args: str) -> dict[str, Any]:
+        command = [sys.executable, "-m", "agentmap", "run", "review_save.csv", "--checkpoint", "runs.db", *args]
+        done = subprocess.run(
+            command, cwd=folder, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        document: dict[str, Any] = json.loads(done.stdout)
+        return document
+
+    paused = agentmap_run("--thread", "t9", "--state", '{"request": "refund #3"}')
+    assert paused["paused"] is True and paused["interrupts"][0]["interaction"] == "approval"
+    refused = agentmap_run("--thread", "t9", "--resume", '"maybe"')
+    assert refused["paused"] is True and "neither yes nor no" in refused["interrupts"][0]["error"]
+    done = agentmap_run("--thread", "t9", "--resume", '"approve"')
+    assert done["success"] is True and done["state"]["approved"] is True
+    log = (folder / "data" / "decisions.csv").read_text(encoding="utf-8")
+    assert log == "request,decision\nrefund #3,\n"  # approved: no decision text was written by HandleRejection
