@@ -68,11 +68,12 @@ def read_csv(path: Path, encoding: str) -> tuple[list[str], list[dict[str, str]]
     return list(reader.fieldnames or []), rows
 
 
-def render_csv(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
-    """CSV text with `header` and `rows` (missing cells empty; None written as empty)."""
+def render_csv(header: Sequence[str], rows: Sequence[Mapping[str, Any]], *, with_header: bool = True) -> str:
+    """CSV text with `header` (unless `with_header` is false) and `rows` (missing cells and None empty)."""
     out = io.StringIO(newline="")
     writer = csv.DictWriter(out, fieldnames=list(header), extrasaction="raise", lineterminator="\n")
-    writer.writeheader()
+    if with_header:
+        writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in row.items()})
     return out.getvalue()

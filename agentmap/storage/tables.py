@@ -5,12 +5,15 @@ Context keys are documented in csv_specs/storage.md.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from agentmap.agents.registry import agent
 from agentmap.storage._base import StorageAgent
-from agentmap.storage._files import file_lock, read_csv, render_csv, write_atomic
+from agentmap.storage._files import file_lock, read_csv, read_text, render_csv, write_atomic
 
 __all__ = ["CSVReaderAgent", "CSVWriterAgent"]
 
@@ -90,6 +93,19 @@ def _rows(data: Any) -> list[Mapping[str, Any]]:
     )
 
 
+def _append_in_copy(path: Path, rows: list[Mapping[str, Any]], encoding: str) -> bool:
+    """Append without parsing every row when the header already has every column: copy the text, add lines.
+
+    Returns False (nothing written) when the rows bring new columns or the file does not end with a newline.
+    """
+    text = read_text(path, encoding)
+    header = next(csv.reader(io.StringIO(text, newline="")), [])
+    if not header or not text.endswith("\n") or any(str(k) not in header for row in rows for k in row):
+        return False
+    write_atomic(path, text + render_csv(header, rows, with_header=False), encoding)
+    return True
+
+
 def _union(header: list[str], rows: list[Mapping[str, Any]]) -> list[str]:
     columns = list(header)
     for row in rows:
@@ -124,6 +140,8 @@ class CSVWriterAgent(StorageAgent):
         updated = 0
         with file_lock(where.path):
             existed = where.path.is_file()
+            if mode == "append" and existed and _append_in_copy(where.path, rows, encoding):
+                return self.written(where, mode, existed, rows_written=len(rows))
             header, old = read_csv(where.path, encoding) if existed else ([], [])
             if mode == "write":
                 header, new = _union([], rows), [dict(r) for r in rows]

@@ -32,14 +32,17 @@ def _fanout(tmp_path: Path, agent_type: str, prompt: str) -> Path:
 
 def _slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Widen the read-then-write window so that unserialised writers would overlap."""
-    read = tables.read_csv
 
-    def slow(path: Path, encoding: str) -> Any:
-        found = read(path, encoding)
-        time.sleep(0.02)
-        return found
+    def slowed(read: Any) -> Any:
+        def slow(path: Path, encoding: str) -> Any:
+            found = read(path, encoding)
+            time.sleep(0.02)
+            return found
 
-    monkeypatch.setattr(tables, "read_csv", slow)
+        return slow
+
+    monkeypatch.setattr(tables, "read_csv", slowed(tables.read_csv))
+    monkeypatch.setattr(tables, "read_text", slowed(tables.read_text))
 
 
 def _state() -> dict[str, Any]:

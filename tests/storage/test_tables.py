@@ -119,3 +119,14 @@ def test_the_dataframe_format_needs_pandas_only_when_asked(tmp_path: Path, peopl
     else:
         frame = run(CSVReaderAgent, tmp_path, "people", {}, format="dataframe")["output"]
         assert isinstance(frame, pandas.DataFrame) and list(frame["name"]) == ["Ada", "Bo", "Cy"]
+
+
+def test_an_append_keeps_earlier_text_as_it_was_or_rewrites_when_it_must(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    log = tmp_path / "data" / "log.csv"
+    log.write_text('a,b\r\n"x, y",2\r\n', encoding="utf-8", newline="")
+    run(CSVWriterAgent, tmp_path, "log", {"a": "3", "b": None})
+    assert log.read_bytes() == b'a,b\r\n"x, y",2\r\n3,\n'  # earlier lines untouched, not re-parsed
+    log.write_text("a,b\n1,2", encoding="utf-8")  # no final newline: parsed and rewritten
+    run(CSVWriterAgent, tmp_path, "log", {"a": "3", "c": "new"})
+    assert log.read_text(encoding="utf-8") == "a,b,c\n1,2,\n3,,new\n"
