@@ -47,22 +47,23 @@ def write_atomic(path: Path, text: str, encoding: str) -> None:
         raise
 
 
-def read_text(path: Path, encoding: str) -> str:
-    """The text of `path`.
+def read_text(path: Path, encoding: str, newline: str | None = None) -> str:
+    """The text of `path` (`newline=""` keeps line endings as they are, as CSV needs).
 
     Raises:
         FileNotFoundError: No such file.
         ValueError: The file is not text in `encoding`.
     """
     try:
-        return path.read_text(encoding=encoding)
+        with path.open(encoding=encoding, newline=newline) as handle:
+            return handle.read()
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not {encoding} text ({exc.reason} at byte {exc.start})") from None
 
 
 def read_csv(path: Path, encoding: str) -> tuple[list[str], list[dict[str, str]]]:
     """The header and the rows (as dicts of text) of a CSV file; a missing file raises FileNotFoundError."""
-    text = read_text(path, encoding)
+    text = read_text(path, encoding, newline="")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = [{k: v if v is not None else "" for k, v in row.items() if k is not None} for row in reader]
     return list(reader.fieldnames or []), rows

@@ -98,7 +98,7 @@ def _append_in_copy(path: Path, rows: list[Mapping[str, Any]], encoding: str) ->
 
     Returns False (nothing written) when the rows bring new columns or the file does not end with a newline.
     """
-    text = read_text(path, encoding)
+    text = read_text(path, encoding, newline="")
     header = next(csv.reader(io.StringIO(text, newline="")), [])
     if not header or not text.endswith("\n") or any(str(k) not in header for row in rows for k in row):
         return False

@@ -34,8 +34,8 @@ def _slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Widen the read-then-write window so that unserialised writers would overlap."""
 
     def slowed(read: Any) -> Any:
-        def slow(path: Path, encoding: str) -> Any:
-            found = read(path, encoding)
+        def slow(path: Path, encoding: str, *args: Any, **kwargs: Any) -> Any:
+            found = read(path, encoding, *args, **kwargs)
             time.sleep(0.02)
             return found
 
