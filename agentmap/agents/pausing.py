@@ -17,7 +17,15 @@ from agentmap.agents.findings import ConfigWarning
 from agentmap.agents.questions import AnswerError, check_answer, question
 from agentmap.agents.registry import agent
 
-__all__ = ["INTERACTION_TYPES", "MESSAGING_KEYS", "HumanAgent", "SuspendAgent", "ask", "require_checkpointer"]
+__all__ = [
+    "INTERACTION_TYPES",
+    "MESSAGING_KEYS",
+    "HumanAgent",
+    "SuspendAgent",
+    "ask",
+    "pauses_run",
+    "require_checkpointer",
+]
 
 INTERACTION_TYPES = ("text_input", "approval", "choice", "edit", "conversation")
 MESSAGING_KEYS = tuple(
@@ -45,6 +53,18 @@ def require_checkpointer(node: str, kind: str) -> None:
             f"{kind} node {node!r} pauses the run for an answer and needs a checkpointer to resume it: pass "
             'checkpointer="memory" or "runs.db" to agentmap.compile, or --checkpoint runs.db to agentmap run'
         )
+
+
+def pauses_run(agent_class: type[BaseAgent], context: Mapping[str, Any]) -> bool:
+    """Whether a node of `agent_class` with `context` pauses the run for an answer (so needs a checkpointer).
+
+    `human` and `suspend` nodes (and their subclasses) always do; an `input` node with Context `interrupt: true`.
+    """
+    from agentmap.agents.builtins import InputAgent
+
+    if issubclass(agent_class, (HumanAgent, SuspendAgent)):
+        return True
+    return issubclass(agent_class, InputAgent) and context.get("interrupt") is True
 
 
 def ask(payload: dict[str, Any]) -> Any:

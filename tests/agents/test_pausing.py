@@ -11,7 +11,7 @@ from langgraph.types import Command
 import agentmap
 from agentmap.agents.base import AgentEnvironment
 from agentmap.agents.findings import ConfigWarning
-from agentmap.agents.pausing import MESSAGING_KEYS, HumanAgent, SuspendAgent
+from agentmap.agents.pausing import MESSAGING_KEYS, HumanAgent, SuspendAgent, pauses_run
 from agentmap.agents.questions import AnswerError, check_answer, question
 
 ENV = AgentEnvironment(base_dir=Path("."))
@@ -160,3 +160,11 @@ def test_without_a_checkpointer_the_node_fails_saying_what_to_pass(tmp_path: Pat
     assert result.failed_nodes == ["Ask"]
     assert "needs a checkpointer" in result.errors[0] and 'checkpointer="memory"' in result.errors[0]
     assert "--checkpoint runs.db" in result.errors[0]
+
+
+def test_pauses_run_names_the_nodes_that_need_a_checkpointer() -> None:
+    from agentmap.agents.builtins import EchoAgent, InputAgent
+
+    assert pauses_run(HumanAgent, {}) and pauses_run(SuspendAgent, {})
+    assert pauses_run(InputAgent, {"interrupt": True}) and not pauses_run(InputAgent, {})
+    assert not pauses_run(EchoAgent, {"interrupt": True})
