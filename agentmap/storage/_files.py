@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = ["file_lock", "read_csv", "read_text", "render_csv", "write_atomic"]
 
+_EXTRA = "\x00extra"
 _locks: dict[Path, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -64,8 +65,15 @@ def read_text(path: Path, encoding: str, newline: str | None = None) -> str:
 def read_csv(path: Path, encoding: str) -> tuple[list[str], list[dict[str, str]]]:
     """The header and the rows (as dicts of text) of a CSV file; a missing file raises FileNotFoundError."""
     text = read_text(path, encoding, newline="")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    rows = [{k: v if v is not None else "" for k, v in row.items() if k is not None} for row in reader]
+    reader = csv.DictReader(io.StringIO(text, newline=""), restkey=_EXTRA)
+    rows: list[dict[str, str]] = []
+    for row in reader:
+        if _EXTRA in row:  # never drop cells silently (a rewrite would lose them)
+            raise ValueError(
+                f"{path}: line {reader.line_num} has more cells than the header ({len(reader.fieldnames or [])}); "
+                "add the missing column names to the header, or fix the row"
+            )
+        rows.append({k: v if v is not None else "" for k, v in row.items()})
     return list(reader.fieldnames or []), rows
 
 

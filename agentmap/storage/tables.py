@@ -64,7 +64,7 @@ class CSVReaderAgent(StorageAgent):
         if fmt == "dict":
             keyed = "id_field" in self.context or "id_field" in inputs
             if keyed and id_field not in header:
-                raise KeyError(f"{where.text!r} has no column {id_field!r} (columns: {', '.join(header)})")
+                raise ValueError(f"{where.text!r} has no column {id_field!r} (columns: {', '.join(header)})")
             return {(row[id_field] if keyed else i): row for i, row in enumerate(rows)}
         if fmt == "dataframe":
             import pandas
@@ -150,7 +150,9 @@ class CSVWriterAgent(StorageAgent):
             else:
                 missing = [r for r in rows if r.get(id_field) is None]
                 if missing:
-                    raise KeyError(f"mode update needs the id column {id_field!r} in every row (set Context id_field)")
+                    raise ValueError(
+                        f"mode update needs the id column {id_field!r} in every row (set Context id_field)"
+                    )
                 new = list(old)
                 index = {str(row.get(id_field)): i for i, row in enumerate(new)}
                 for row in rows:

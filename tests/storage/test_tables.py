@@ -130,3 +130,14 @@ def test_an_append_keeps_earlier_text_as_it_was_or_rewrites_when_it_must(tmp_pat
     log.write_text("a,b\n1,2", encoding="utf-8")  # no final newline: parsed and rewritten
     run(CSVWriterAgent, tmp_path, "log", {"a": "3", "c": "new"})
     assert log.read_text(encoding="utf-8") == "a,b,c\n1,2,\n3,,new\n"
+
+
+def test_a_row_with_more_cells_than_the_header_fails_instead_of_losing_cells(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    broken = tmp_path / "data" / "broken.csv"
+    broken.write_text("a,b\n1,2\n3,4,5\n", encoding="utf-8")
+    failed = run(CSVReaderAgent, tmp_path, "broken", {})
+    assert "line 3 has more cells than the header (2)" in failed["errors"][0]
+    refused = run(CSVWriterAgent, tmp_path, "broken", {"a": "6", "z": "new column"})
+    assert refused["last_action_success"] is False
+    assert broken.read_text(encoding="utf-8") == "a,b\n1,2\n3,4,5\n"
