@@ -26,11 +26,26 @@ _locks_guard = threading.Lock()
 
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """Hold the lock of `path` (one per resolved path, for the whole process)."""
+    """Hold the lock of `path`: one per resolved path in this process, and an OS lock on `.<name>.lock` beside it.
+
+    The OS lock (`flock`, where the platform has it) keeps separate processes writing one file (runs of a
+    batch, say) in turn too; the lock file stays, empty, since removing it would race with the next writer.
+    """
     with _locks_guard:
         lock = _locks.setdefault(path, threading.Lock())
     with lock:
-        yield
+        try:
+            import fcntl
+        except ImportError:  # Windows: within one process only
+            yield
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / f".{path.name}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_atomic(path: Path, text: str, encoding: str) -> None:

@@ -95,3 +95,34 @@ def test_a_crash_while_writing_leaves_the_old_file_whole(tmp_path: Path, monkeyp
         _files.write_atomic(target, "a\n1\n2\n", "utf-8")
     assert target.read_text(encoding="utf-8") == "a\n1\n"
     assert [p.name for p in target.parent.iterdir()] == ["keep.csv"]
+
+
+_APPENDER = """
+import logging, sys
+from pathlib import Path
+from agentmap.agents.base import AgentEnvironment
+from agentmap.runtime.tracking import ExecutionTracker
+from agentmap.storage import CSVWriterAgent
+
+agent = CSVWriterAgent("W", "shared.csv", {"input_fields": ["who", "n"]}, logging.getLogger("w"), ExecutionTracker())
+agent.environment = AgentEnvironment(base_dir=Path(sys.argv[1]))
+for n in range(int(sys.argv[3])):
+    assert agent.run({"who": sys.argv[2], "n": n})["last_action_success"]
+"""
+
+
+@pytest.mark.slow
+def test_separate_processes_appending_to_one_file_keep_every_row(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "append.py"
+    script.write_text(_APPENDER, encoding="utf-8")
+    workers = [
+        subprocess.Popen([sys.executable, str(script), str(tmp_path), f"p{i}", "25"], stderr=subprocess.PIPE, text=True)
+        for i in range(4)
+    ]
+    assert all(w.wait(timeout=120) == 0 for w in workers), [w.stderr.read() for w in workers if w.stderr]
+    lines = (tmp_path / "data" / "shared.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "who,n" and len(lines) == 1 + 4 * 25
+    assert sorted(lines[1:]) == sorted(f"p{i},{n}" for i in range(4) for n in range(25))
