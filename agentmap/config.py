@@ -174,6 +174,8 @@ class Settings(BaseModel):
         tools: Tool settings (`roots`, `timeout`).
         functions: What `func:module:function` may import (`allowed_modules`).
         mcp: Which MCP stdio servers a workflow may start (`allowed_commands`, `servers`).
+        storage: Storage folders, shaped like the existing AgentMap's `agentmap_config_storage.yaml`
+            (`core.base_directory`, `csv.default_directory`, `csv.collections`, ...; csv_specs/storage.md).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -186,6 +188,7 @@ class Settings(BaseModel):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     functions: FunctionsSettings = Field(default_factory=FunctionsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    storage: dict[str, Any] = Field(default_factory=dict)
 
     _source: Path | None = PrivateAttr(default=None)
 
@@ -390,6 +393,10 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
             out["logging"] = {"level": level}
     if isinstance(data.get("llm"), Mapping):
         out["llm"] = dict(data["llm"])
+    if isinstance(data.get("storage"), Mapping):
+        out["storage"] = dict(data["storage"])
+    if isinstance(data.get("storage_config_path"), str):
+        out["storage_config_path"] = data["storage_config_path"]  # read by _resolve_paths, beside the file
     return out
 
 
@@ -411,6 +418,16 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     tools = data.get("tools")
     if isinstance(tools, Mapping) and isinstance(tools.get("roots"), list):
         data["tools"] = {**tools, "roots": [resolve(r) for r in tools["roots"]]}
+    storage_file = data.pop("storage_config_path", None)
+    path = base / Path(str(storage_file or "")).expanduser()
+    if isinstance(storage_file, str) and storage_file and path.is_file():  # a missing one: the default folders
+        from agentmap.storage.settings import read_storage_file
+
+        data["storage"] = _merge(read_storage_file(path), data.get("storage") or {})
+    if isinstance(data.get("storage"), Mapping):
+        from agentmap.storage.settings import absolute_storage_paths
+
+        data["storage"] = absolute_storage_paths(data["storage"], base)
     return data
 
 

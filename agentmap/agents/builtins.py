@@ -204,9 +204,9 @@ class InputAgent(BaseAgent):
 
     Context:
         default: The answer used when there is no terminal (otherwise the node fails with a clear error).
-        interrupt: True pauses the graph with LangGraph's `interrupt()` (the value is
-            `{"question": ..., "node": ...}`) and returns the value the run is resumed with
-            (`Command(resume=...)`, `agentmap run --resume`); the graph needs a checkpointer.
+        interrupt: True pauses the graph with LangGraph's `interrupt()` (the value is a `question(...)`:
+            `{"question": ..., "node": ..., "kind": "input", ...}`) and returns the value the run is resumed
+            with (`Command(resume=...)`, `agentmap run --resume`); the graph needs a checkpointer.
     """
 
     @classmethod
@@ -241,23 +241,11 @@ class InputAgent(BaseAgent):
             'or set a default in Context: {"default": "..."}'
         )
 
-    def _pause(self, question: str) -> Any:
-        from langgraph.config import get_config
-        from langgraph.types import interrupt
+    def _pause(self, text: str) -> Any:
+        from agentmap.agents.pausing import ask
+        from agentmap.agents.questions import question
 
-        try:
-            configurable = get_config().get("configurable", {})
-        except RuntimeError:  # not inside a graph run
-            configurable = {}
-        # LangGraph pauses without one too, but then the run can never be resumed. The key is LangGraph's
-        # own; should a release rename it, the check is skipped rather than refusing every run.
-        if "__pregel_checkpointer" in configurable and configurable["__pregel_checkpointer"] is None:
-            raise RuntimeError(
-                f"input node {self.name!r} pauses the run for an answer (Context interrupt: true) and needs a "
-                'checkpointer to resume it: pass checkpointer="memory" or "runs.db" to agentmap.compile, '
-                "or --checkpoint runs.db to agentmap run"
-            )
-        return interrupt({"question": question, "node": self.name})
+        return ask(question(self.name, "input", text))
 
 
 @agent("summary")

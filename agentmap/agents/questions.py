@@ -82,11 +82,17 @@ def check_answer(payload: Any, answer: Any) -> Any:
     returns `{"approved": bool, ...}`; `choice` takes one of the options (or its 1-based number as text);
     `text_input`, `edit` and `conversation` take text (a non-text JSON value is refused); `event` and `any`
     take anything, `None` included. A value that is not a question (another node's `interrupt()`) passes.
+    An empty answer (`""` or `None`) takes the question's `default` when it has one. The existing
+    AgentMap's resume envelope `{"action": "approve" | "respond" | "choose" | "edit", "data": {...}}` is
+    read too (`data.choice`, `data.text`, `data.edited`, ...).
     """
     if not is_question(payload):
         return answer
     interaction = payload.get("interaction", "any")
     node = payload.get("node", "?")
+    if (answer is None or answer == "") and "default" in payload:
+        answer = payload["default"]
+    answer = _unwrap_envelope(interaction, answer)
     if interaction == "approval":
         return _approval(node, answer)
     if interaction == "choice":
@@ -128,3 +134,31 @@ def _choice(node: str, options: list[Any], answer: Any) -> Any:
         f"node {node!r} asks to choose one option; {answer!r} is not one of them",
         hint=f"answer one of: {listed} (or its number, 1 to {len(options)})",
     )
+
+
+_ENVELOPE_KEYS = {"action", "data", "request_id", "thread_id"}
+_TEXT_KEYS = {
+    "text_input": ("text", "response", "feedback", "message", "value"),
+    "conversation": ("message", "text", "response", "value"),
+    "edit": ("edited", "content", "text", "value"),
+}
+
+
+def _unwrap_envelope(interaction: str, answer: Any) -> Any:
+    """The answer inside the existing AgentMap's `{"action": ..., "data": ...}` resume envelope."""
+    if interaction in ("any", "event"):
+        return answer  # whatever the resumer sends is the answer, envelope and all
+    if not (isinstance(answer, Mapping) and "action" in answer and set(answer) <= _ENVELOPE_KEYS):
+        return answer
+    action, data = answer.get("action"), answer.get("data")
+    if interaction == "approval":
+        return action
+    if not isinstance(data, Mapping):
+        return data if data is not None else answer
+    if interaction == "choice" and "choice" in data:
+        choice = data["choice"]
+        return str(choice) if isinstance(choice, int) and not isinstance(choice, bool) else choice
+    for key in _TEXT_KEYS.get(interaction, ()):
+        if isinstance(data.get(key), str):
+            return data[key]
+    return answer

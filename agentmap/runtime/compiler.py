@@ -23,6 +23,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agentmap.agents._run_context import TRACKER_KEY
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
+from agentmap.agents.findings import ConfigWarning
 from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
@@ -99,7 +100,10 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
             for problem in problems:
                 column, message = problem if isinstance(problem, tuple) else ("Context", problem)
                 fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
-                issues.append(_issue(graph, node, column, "bad-config", message, fix))
+                issue = _issue(graph, node, column, "bad-config", message, fix)
+                if isinstance(message, ConfigWarning):  # said, but the workflow still runs
+                    issue = issue.model_copy(update={"severity": "warning", "code": "config-assumed"})
+                issues.append(issue)
             issues += _dialect_notes(graph, node, cls)
     return issues
 

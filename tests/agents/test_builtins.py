@@ -21,6 +21,7 @@ from agentmap.agents.builtins import (
     TemplateAgent,
     safe_format,
 )
+from agentmap.agents.questions import question
 from agentmap.runtime.tracking import ExecutionTracker
 
 LOG = logging.getLogger("tests.agents.builtins")
@@ -220,7 +221,7 @@ def test_input_in_interrupt_mode_pauses_and_returns_the_resume_value(monkeypatch
     graph = _ask_graph(InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
     paused = graph.invoke({"title": "sir"}, config)
-    assert [i.value for i in paused["__interrupt__"]] == [{"question": "What is your name, sir?", "node": "Ask"}]
+    assert [i.value for i in paused["__interrupt__"]] == [question("Ask", "input", "What is your name, sir?")]
     assert "name" not in paused
     final = graph.invoke(Command(resume="Ada"), config)
     assert final["name"] == "Ada"

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import agentmap, agentmap_subprocess, agentmap_tty, write
 
+from agentmap.agents.questions import question
+
 ASK = """\
 GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
 Ask,Name,input,"What is your name, {title}?","{""interrupt"": true}",title,name,Greet
@@ -27,7 +29,7 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     assert paused.code == 0, paused.err
     document = json.loads(paused.out)
     assert document["paused"] is True
-    assert document["interrupts"] == [{"question": "What is your name, sir?", "node": "Name"}]
+    assert document["interrupts"] == [question("Name", "input", "What is your name, sir?")]
     thread = document["thread"]
     assert thread and "greeting" not in document["state"]
     assert document["resume"].startswith(f"agentmap resume {thread} --checkpoint runs.db ")

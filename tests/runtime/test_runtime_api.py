@@ -10,6 +10,7 @@ import pytest
 
 import agentmap
 from agentmap import ConfigError, GraphNotFoundError, WorkflowFileError, WorkflowValidationError
+from agentmap.agents.questions import question
 from agentmap.runtime.api import select_graph
 from agentmap.spec.loader import read_workflow
 
@@ -243,7 +244,7 @@ def test_compile_accepts_memory_as_a_checkpointer(write_csv: WriteCsv) -> None:
     assert isinstance(app.graph.checkpointer, InMemorySaver)
     config: Any = {"configurable": {"thread_id": "one"}}
     paused = app.invoke({"title": "sir"}, config)
-    assert [i.value for i in paused.interrupts] == [{"question": "What is your name, sir?", "node": "Name"}]
+    assert [i.value for i in paused.interrupts] == [question("Name", "input", "What is your name, sir?")]
     assert app.invoke(Command(resume="Ada"), config).state["greeting"] == "Hello, Ada!"
 
 

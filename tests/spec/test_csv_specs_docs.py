@@ -151,6 +151,7 @@ VALIDATION_CODES = {
     "unsupported-format",
     "not-text",
     "empty-file",
+    "config-assumed",
 }
 
 

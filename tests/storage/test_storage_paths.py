@@ -1,0 +1,70 @@
+"""Where a storage node's file lives (agentmap/storage/_paths.py): the storage folders, never outside."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from storage_helpers import environment
+
+from agentmap.spec.paths import OutsideRootsError
+from agentmap.storage._paths import locate
+
+
+def test_a_name_resolves_under_data_beside_the_workflow_with_its_suffix(tmp_path: Path) -> None:
+    env = environment(tmp_path)
+    assert locate("csv", "people", env).path == tmp_path / "data" / "people.csv"
+    assert locate("json", "sub/doc", env).path == tmp_path / "data" / "sub" / "doc.json"
+    assert locate("file", "notes", env).path == tmp_path / "data" / "notes"
+    assert locate("csv", "list.txt", env).path == tmp_path / "data" / "list.txt"
+
+
+def test_a_path_that_already_names_the_storage_folder_is_not_doubled(tmp_path: Path) -> None:
+    assert locate("csv", "data/goals.csv", environment(tmp_path)).path == tmp_path / "data" / "goals.csv"
+    assert locate("csv", "./data/goals.csv", environment(tmp_path)).path == tmp_path / "data" / "goals.csv"
+
+
+@pytest.mark.parametrize("text", ["../people.csv", "data/../../x.csv", "/etc/passwd", "~/x.csv"])
+def test_a_path_outside_the_storage_folders_is_refused(tmp_path: Path, text: str) -> None:
+    with pytest.raises(OutsideRootsError):
+        locate("csv", text, environment(tmp_path))
+
+
+def test_a_file_beside_the_workflow_but_outside_data_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(OutsideRootsError):
+        locate("csv", "data/../workflow.csv", environment(tmp_path))
+
+
+def test_a_symlink_out_of_the_storage_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (tmp_path / "data" / "link").symlink_to(outside)
+    with pytest.raises(OutsideRootsError):
+        locate("csv", "link/x.csv", environment(tmp_path))
+
+
+def test_configured_folders_base_directory_and_collections(tmp_path: Path) -> None:
+    storage = {
+        "core": {"base_directory": str(tmp_path / "store")},
+        "csv": {
+            "default_directory": "tables",
+            "collections": {"users": "tables/users.csv", "orders": {"path": "o.csv"}},
+        },
+        "json": {"default_directory": str(tmp_path / "elsewhere")},
+    }
+    env = environment(tmp_path, storage)
+    assert locate("csv", "x", env).path == tmp_path / "store" / "tables" / "x.csv"
+    assert locate("csv", "users", env).path == tmp_path / "store" / "tables" / "users.csv"
+    assert locate("csv", "orders", env).path == tmp_path / "store" / "tables" / "o.csv"
+    assert locate("json", "doc", env).path == tmp_path / "elsewhere" / "doc.json"
+    assert locate("file", "f.txt", env).path == tmp_path / "store" / "file" / "f.txt"  # base_directory/<kind>
+    # an absolute path inside any configured root is fine; the workflow folder itself is not a root
+    assert locate("csv", str(tmp_path / "elsewhere" / "y.csv"), env).path == tmp_path / "elsewhere" / "y.csv"
+    with pytest.raises(OutsideRootsError):
+        locate("csv", str(tmp_path / "data" / "y.csv"), env)
+
+
+def test_an_empty_name_says_where_to_put_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="Prompt"):
+        locate("csv", "  ", environment(tmp_path))
