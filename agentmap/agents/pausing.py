@@ -114,6 +114,8 @@ class HumanAgent(BaseAgent):
             rejection is an answer like any other and writes false.
     """
 
+    own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
+
     @classmethod
     def validate_config(
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
@@ -197,6 +199,8 @@ class SuspendAgent(BaseAgent):
         keys: accepted for existing workflows; AgentMap has no notifier, so nothing is sent (validation
         warns; the paused run's question is how the waiting party learns of it).
     """
+
+    own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
 
     @classmethod
     def validate_config(

@@ -43,11 +43,7 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
 
 
 def pausing_nodes(app: CompiledWorkflow) -> list[str]:
-    return [
-        n.name
-        for n in app.spec.nodes
-        if n.agent_type.strip().lower() in ("input", "inputagent") and n.context.get("interrupt") is True
-    ]
+    return app.pausing_nodes()
 
 
 def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:

@@ -262,8 +262,8 @@ def run_workflow(
     if pausing and saver is None:
         raise ConfigError(
             f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
-            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer "
-            "(Context interrupt: true), which needs a checkpoint file to resume from",
+            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
+            "which needs a checkpoint file to resume from",
             code="usage",
             hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
             f"(e.g. agentmap run {target or path} --thread my-run)",
@@ -276,9 +276,7 @@ def run_workflow(
             run_input = resume_input(app.graph.get_state(run_config), thread, resume_value)  # type: ignore[arg-type]
         else:
             _durable.refuse_unfinished(app, thread, checkpoint, restart)
-    interactive = any(
-        n.agent_type.strip().lower() in ("input", "inputagent") and n.name not in pausing for n in app.spec.nodes
-    )
+    interactive = bool(app.prompting_nodes())
     return execute(
         app,
         run_input,

@@ -148,7 +148,9 @@ class RetrySettings:
         return update
 
     def _failed(self, agent: BaseAgent, attempt: int, exc: Exception) -> Exception:
-        if isinstance(exc, RetryAttempt):
+        from langgraph.errors import GraphBubbleUp
+
+        if isinstance(exc, RetryAttempt | GraphBubbleUp):  # a pause or a Command is not a failed attempt
             return exc
         from agentmap.agents._run_context import run_tracker
 

@@ -113,6 +113,22 @@ class CompiledWorkflow:
     def __repr__(self) -> str:
         return f"<CompiledWorkflow {self.name!r}: {len(self.spec.nodes)} nodes from {self.spec.file}>"
 
+    def pausing_nodes(self) -> list[str]:
+        """Nodes that pause the run for an answer (`input` with `interrupt: true`, `human`, `suspend`).
+
+        A run holding one needs a checkpointer to be resumed.
+        """
+        from agentmap.agents.pausing import pauses_run
+
+        return [name for name, agent in self.agents.items() if pauses_run(type(agent), agent.context)]
+
+    def prompting_nodes(self) -> list[str]:
+        """`input` nodes that ask on the terminal (or read piped stdin) rather than pausing the run."""
+        from agentmap.agents.builtins import InputAgent
+
+        pausing = set(self.pausing_nodes())
+        return [name for name, agent in self.agents.items() if isinstance(agent, InputAgent) and name not in pausing]
+
     def new_tracker(self, listener: Callable[[NodeExecution], None] | None = None) -> ExecutionTracker:
         """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
         return ExecutionTracker(self._policy, self._critical, listener=listener)

@@ -66,7 +66,7 @@ def test_a_subgraph_path_outside_the_workflow_folder_is_refused(tmp_path: Path) 
     write(tmp_path / "flow", {"dyn.csv": dynamic})
     state = '{"which": "../outside/x.csv::X"}'
     ran = cli("run", tmp_path / "flow" / "dyn.csv", "--state", state, "--json")
-    assert ran.code == 1 and "outside the allowed folders" in ran.json()["errors"][0]
+    assert ran.code == 1 and "outside the folders a workflow may use" in ran.json()["errors"][0]
 
 
 def test_allowed_roots_in_the_settings_admit_another_folder(tmp_path: Path) -> None:

@@ -255,19 +255,24 @@ def test_a_paused_human_node_is_answered_by_a_second_agentmap_process(tmp_path: 
     folder = tmp_path / "review_save"
     shutil.copytree(CORPUS / "review_save", folder)
 
-    def agentmap_run(*args: str) -> dict[str, Any]:
+    def agentmap(*args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "agentmap", "run", "review_save.csv", "--checkpoint", "runs.db", *args]
         done = subprocess.run(
             command, cwd=folder, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
         )
-        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def agentmap_run(*args: str) -> dict[str, Any]:
+        done = agentmap(*args)
+        assert done.returncode in (0, 1), done.stderr
         document: dict[str, Any] = json.loads(done.stdout)
         return document
 
     paused = agentmap_run("--thread", "t9", "--state", '{"request": "refund #3"}')
     assert paused["paused"] is True and paused["interrupts"][0]["interaction"] == "approval"
-    refused = agentmap_run("--thread", "t9", "--resume", '"maybe"')
-    assert refused["paused"] is True and "neither yes nor no" in refused["interrupts"][0]["error"]
+    refused = agentmap("--thread", "t9", "--resume", '"maybe"')  # checked before resuming: still paused
+    assert refused.returncode == 2 and "neither yes nor no" in refused.stderr
     done = agentmap_run("--thread", "t9", "--resume", '"approve"')
     assert done["success"] is True and done["state"]["approved"] is True
     log = (folder / "data" / "decisions.csv").read_text(encoding="utf-8")
