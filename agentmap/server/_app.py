@@ -18,7 +18,7 @@ from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
 from agentmap.server._run_routes import run_routes
 from agentmap.server._runs import RunManager
-from agentmap.server._security import BodyTooLarge, Guard, error_body, too_large
+from agentmap.server._security import Guard, error_body
 from agentmap.server._store import Store
 from agentmap.server._threads import snapshot_of, thread_routes
 
@@ -232,10 +232,6 @@ def _add_errors(app: FastAPI) -> None:
             request_id=request_id(request),
         )
         return JSONResponse(body, status_code=422)
-
-    @app.exception_handler(BodyTooLarge)
-    async def body_too_large(request: Request, err: BodyTooLarge) -> JSONResponse:
-        return JSONResponse({**too_large(err.limit), "request_id": request_id(request)}, status_code=413)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, err: Exception) -> JSONResponse:

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentmap.errors import ConfigError
 
-__all__ = ["PUBLIC_PATHS", "BodyTooLarge", "Guard", "error_body", "is_loopback", "require_key", "too_large"]
+__all__ = ["PUBLIC_PATHS", "Guard", "error_body", "is_loopback", "require_key", "too_large"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -104,7 +104,13 @@ class Guard:
             if refusal is not None:
                 await _send_json(send_with_id, refusal[0], {**refusal[1], "request_id": request_id})
                 return
-            await self.app(scope, self._limited(receive, send_with_id, request_id), send_with_id)
+            if "content-length" not in headers and scope["method"] in ("POST", "PUT", "PATCH"):
+                buffered = await self._buffered(receive)  # a chunked body: count it before the app reads it
+                if buffered is None:
+                    await _send_json(send_with_id, 413, {**too_large(self._max), "request_id": request_id})
+                    return
+                receive = buffered
+            await self.app(scope, receive, send_with_id)
         finally:
             _log.info(
                 "request_id=%s %s %s %s %.1fms",
@@ -118,7 +124,7 @@ class Guard:
     def _refuse(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self._max:
-            return 413, self._too_large()
+            return 413, too_large(self._max)
         if self._key is None or path in PUBLIC_PATHS or path.startswith("/viewer/"):
             return None
         given = headers.get("x-api-key") or _bearer(headers.get("authorization", ""))
@@ -131,29 +137,27 @@ class Guard:
             "or as Authorization: Bearer KEY",
         )
 
-    def _too_large(self) -> dict[str, Any]:
-        return too_large(self._max)
-
-    def _limited(self, receive: Receive, send: Send, request_id: str) -> Receive:
-        seen = [0]
-
-        async def limited() -> Message:
+    async def _buffered(self, receive: Receive) -> Receive | None:
+        """The whole body read ahead (None when it is over the limit), replayed to the app."""
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen[0] += len(message.get("body", b""))
-                if seen[0] > self._max:
-                    raise BodyTooLarge(self._max)
-            return message
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if len(body) > self._max:
+                return None
+            if not message.get("more_body", False):
+                break
+        sent = [False]
 
-        return limited
+        async def replay() -> Message:
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
 
-
-class BodyTooLarge(Exception):
-    """A body without Content-Length grew past the limit while it was read."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"body larger than {limit} bytes")
-        self.limit = limit
+        return replay
 
 
 def too_large(limit: int) -> dict[str, Any]:
