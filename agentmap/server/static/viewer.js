@@ -213,6 +213,7 @@ async function go(body, fresh) {
     else setStatus(outcome.success ? "succeeded" : "failed", outcome.success ? "succeeded" : "failed");
   } catch (err) {
     setStatus(err.message, "error");
+    if (!fresh) $("question").hidden = false; // a refused answer leaves the run paused: ask again
   }
 }
 
@@ -236,5 +237,13 @@ $("question").addEventListener("submit", async (ev) => {
 });
 
 $("api-key").value = sessionStorage.getItem("agentmap-api-key") || "";
-$("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap-api-key", $("api-key").value); loadGraphs(); });
-loadGraphs();
+let loadedWith = null;
+function reload() {
+  const key = $("api-key").value;
+  if (key === loadedWith) return; // a change event without a new key must not wipe the form
+  loadedWith = key;
+  sessionStorage.setItem("agentmap-api-key", key);
+  loadGraphs();
+}
+$("api-key").addEventListener("change", reload);
+reload();
