@@ -55,7 +55,12 @@ def serve_command(
                 code="api-key-required",
                 hint=f"export {api_key_env}=<a long random key> before starting the server",
             )
+    import logging
+
     from agentmap.server._security import require_key
+
+    if not debug:  # one access line per request, with its request id
+        logging.getLogger("agentmap.server").setLevel(logging.INFO)
 
     require_key(host, api_key)
     from agentmap.server._app import ServeConfig
