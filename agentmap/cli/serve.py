@@ -28,6 +28,7 @@ def serve_command(
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
+    durability: str | None = None,
     config: Path | None = None,
     debug: bool = False,
 ) -> None:
@@ -37,6 +38,8 @@ def serve_command(
         ConfigError: No workflow, a missing API key (variable unset, or needed for a non-loopback host), or the
             `serve` extra not installed.
     """
+    if durability not in (None, "sync", "async", "exit"):
+        raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
     settings = load(config, debug)
     if not targets:
         if not settings.workflow:
@@ -73,6 +76,7 @@ def serve_command(
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
         max_body=max_body,
+        durability=durability,
         compile_options=options,
     )
     typer.echo(f"agentmap serve: http://{host}:{port}/ (viewer), API for langgraph-sdk at the same address", err=True)
@@ -115,6 +119,15 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
         ] = 1_048_576,
+        durability: Annotated[
+            str | None,
+            typer.Option(
+                "--durability",
+                help="When runs write checkpoints: sync, async (LangGraph's default) or exit (once per run or pause: "
+                "fastest, no per-step history).",
+                show_default=False,
+            ),
+        ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -127,6 +140,7 @@ def register(app: typer.Typer) -> None:
             checkpoint=checkpoint,
             cors_origins=cors_origin,
             max_body=max_body,
+            durability=durability,
             config=config,
             debug=debug,
         )

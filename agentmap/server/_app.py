@@ -39,6 +39,9 @@ class ServeConfig:
         cors_origins: Origins allowed to call the API from a browser (none unless configured).
         max_body: The largest request body accepted, in bytes.
         workers: Threads that run graphs.
+        durability: When runs write checkpoints, unless a run says (`sync`, `async`, `exit`); None: LangGraph's
+            default. `exit` writes once per run (or pause), which is much faster on SQLite, but keeps no
+            per-step history.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
     """
 
@@ -48,6 +51,7 @@ class ServeConfig:
     cors_origins: tuple[str, ...] = ()
     max_body: int = 1_048_576
     workers: int = 16
+    durability: str | None = None
     compile_options: dict[str, Any] = field(default_factory=dict)
 
 

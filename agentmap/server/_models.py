@@ -78,7 +78,7 @@ class RunCreate(_Body):
     assistant_id: str
     input: dict[str, Any] | None = None
     command: dict[str, Any] | None = None
-    stream_mode: str | list[str] = "values"
+    stream_mode: str | list[str] | None = None
     config: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     interrupt_before: Literal["*"] | list[str] | None = None

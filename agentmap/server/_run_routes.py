@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["run_routes"]
 
 
-def _modes(value: str | list[str]) -> tuple[str, ...]:
+def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)) -> tuple[str, ...]:
+    if value is None:
+        return default
     modes = (value,) if isinstance(value, str) else tuple(value)
     for mode in modes:
         if mode not in STREAM_MODES:
@@ -111,9 +113,8 @@ def run_routes(server: Server) -> APIRouter:
                     hint="create a new thread for this assistant",
                 )
             if bound is None:
-                server.store.update_thread(
-                    thread_id, metadata={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-                )
+                binding = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
+                server.store.set_metadata(thread_id, {**record["metadata"], **binding})
         config = dict(body.config or {})
         configurable = dict(config.get("configurable") or {})
         checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
@@ -134,13 +135,14 @@ def run_routes(server: Server) -> APIRouter:
             kwargs["interrupt_before"] = _nodes(assistant, body.interrupt_before, what)
         if body.interrupt_after is not None:
             kwargs["interrupt_after"] = _nodes(assistant, body.interrupt_after, what)
-        if body.durability is not None:
-            kwargs["durability"] = body.durability
+        durability = body.durability or server.config.durability
+        if durability is not None:
+            kwargs["durability"] = durability
         return RunRequest(
             assistant=assistant,
             thread_id=thread_id,
             input=run_input,
-            stream_modes=_modes(body.stream_mode),
+            stream_modes=_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
             config=config,
             metadata=dict(body.metadata or {}),
             kwargs=kwargs,
@@ -149,7 +151,10 @@ def run_routes(server: Server) -> APIRouter:
         )
 
     async def start(body: RunCreate, thread_id: str | None, what: str) -> Run:
-        request = await run_in_threadpool(resolve, body, thread_id, what)
+        if body.command is None:  # reads only the small thread table: no need to leave the loop
+            request = resolve(body, thread_id, what)
+        else:  # a resume reads the checkpoint, which may wait on the checkpointer's lock
+            request = await run_in_threadpool(resolve, body, thread_id, what)
         if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
             raise ApiError(
                 409,
@@ -202,7 +207,13 @@ def run_routes(server: Server) -> APIRouter:
     def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
         server.thread(thread_id)
-        return [_live(server, r) for r in server.store.runs(thread_id, status)[offset : offset + limit]]
+        records = {r["run_id"]: _live(server, r) for r in server.store.runs(thread_id)}
+        for run in server.runs.runs.values():  # runs still going are not saved yet
+            if run.thread_id == thread_id and not run.request.stateless:
+                records[run.run_id] = run.record()
+        found = sorted(records.values(), key=lambda r: r["created_at"], reverse=True)
+        found = [r for r in found if status is None or r["status"] == status]
+        return found[offset : offset + limit]
 
     @router.get("/threads/{thread_id}/runs/{run_id}")
     def get_run(thread_id: str, run_id: str) -> dict[str, Any]:

@@ -143,9 +143,7 @@ class RunManager:
     def start(self, request: RunRequest) -> Run:
         """Create a run and start it in the background."""
         run = Run(str(uuid.uuid4()), request)
-        self.runs[run.run_id] = run
-        if not request.stateless:
-            self.store.save_run(run.record())
+        self.runs[run.run_id] = run  # saved when it ends; until then the thread is busy in memory
         task = asyncio.get_running_loop().create_task(self._run(run))
         task.add_done_callback(lambda _: self._forget_old())
         return run
@@ -156,12 +154,13 @@ class RunManager:
         run.cancelled.set()
 
     def _forget_old(self) -> None:
+        if len(self.runs) <= self._keep + self._keep // 10:  # prune in batches, oldest first
+            return
         finished = [r for r in self.runs.values() if r.done.is_set()]
         for run in finished[: max(0, len(finished) - self._keep)]:
             self.runs.pop(run.run_id, None)
 
     async def _run(self, run: Run) -> None:
-        request = run.request
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
         self._queued[run.thread_id] = self._queued.get(run.thread_id, 0) + 1
         try:
@@ -170,8 +169,6 @@ class RunManager:
                     self._finish(run, "interrupted")
                     return
                 run.status = "running"
-                if not request.stateless:
-                    self.store.update_thread(run.thread_id, status="busy")
                 run.push("metadata", {"run_id": run.run_id, "attempt": 1})
                 loop = asyncio.get_running_loop()
 
@@ -199,10 +196,9 @@ class RunManager:
         run.status = status
         run.updated_at = now()
         if not run.request.stateless:
-            self.store.save_run(run.record())
             interrupted = bool((run.values or {}).get("__interrupt__"))
             thread_status = "error" if status == "error" else "interrupted" if interrupted else "idle"
-            self.store.update_thread(run.thread_id, status=thread_status)
+            self.store.finish_run(run.record(), thread_status)
         run.done.set()
         run._changed.set()
 

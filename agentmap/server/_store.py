@@ -76,26 +76,16 @@ class Store:
         found = self._all("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
         return found[0] if found else None
 
-    def threads(self, ids: list[str] | None = None, status: str | None = None) -> list[dict[str, Any]]:
-        """Every thread, newest first (only `ids`, or only those with `status`, when given)."""
+    def threads(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every thread, newest first (only `ids`, when given)."""
         rows = self._all("SELECT * FROM agentmap_threads ORDER BY created_at DESC")
-        if ids:
-            rows = [r for r in rows if r["thread_id"] in set(ids)]
-        if status:
-            rows = [r for r in rows if r["status"] == status]
-        return rows
+        return [r for r in rows if r["thread_id"] in set(ids)] if ids else rows
 
-    def update_thread(
-        self, thread_id: str, *, status: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> None:
-        """Change a thread's status and/or merge keys into its metadata."""
-        record = self.thread(thread_id)
-        if record is None:
-            return
-        merged = {**record["metadata"], **(metadata or {})}
+    def set_metadata(self, thread_id: str, metadata: dict[str, Any]) -> None:
+        """Replace a thread's metadata."""
         self._write(
-            "UPDATE agentmap_threads SET status = ?, metadata = ?, updated_at = ? WHERE thread_id = ?",
-            (status or record["status"], json.dumps(merged), now(), thread_id),
+            "UPDATE agentmap_threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
+            (json.dumps(metadata), now(), thread_id),
         )
 
     def delete_thread(self, thread_id: str) -> bool:
@@ -104,21 +94,26 @@ class Store:
             self._conn.execute("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
             return self._conn.execute("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)).rowcount > 0
 
-    def save_run(self, run: dict[str, Any]) -> None:
-        """Insert or update a run record."""
-        self._write(
-            "INSERT OR REPLACE INTO agentmap_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run["run_id"],
-                run["thread_id"],
-                run["assistant_id"],
-                run["created_at"],
-                run["updated_at"],
-                run["status"],
-                json.dumps(run["metadata"]),
-                run["multitask_strategy"],
-            ),
-        )
+    def finish_run(self, run: dict[str, Any], thread_status: str) -> None:
+        """Save a finished run and its thread's new status in one transaction."""
+        with self._lock, self._conn:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO agentmap_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run["run_id"],
+                    run["thread_id"],
+                    run["assistant_id"],
+                    run["created_at"],
+                    run["updated_at"],
+                    run["status"],
+                    json.dumps(run["metadata"]),
+                    run["multitask_strategy"],
+                ),
+            )
+            self._conn.execute(
+                "UPDATE agentmap_threads SET status = ?, updated_at = ? WHERE thread_id = ?",
+                (thread_status, run["updated_at"], run["thread_id"]),
+            )
 
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""

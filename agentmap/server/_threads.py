@@ -111,9 +111,11 @@ def thread_routes(server: Server) -> APIRouter:
     def search_threads(body: ThreadSearch) -> list[dict[str, Any]]:
         """Threads by metadata, ids and status, newest first."""
         refuse_unsupported(body, "threads.search")
-        found = store.threads(body.ids, body.status)
         wanted = body.metadata or {}
-        found = [r for r in found if all(r["metadata"].get(k) == v for k, v in wanted.items())]
+        found = [r for r in store.threads(body.ids) if all(r["metadata"].get(k) == v for k, v in wanted.items())]
+        if body.status is not None:  # "busy" is known in memory, the rest in the store
+            status = body.status
+            found = [r for r in found if ("busy" if server.runs.busy(r["thread_id"]) else r["status"]) == status]
         return [thread_json(server, r) for r in found[body.offset : body.offset + body.limit]]
 
     @router.get("/threads/{thread_id}")
