@@ -8,7 +8,9 @@ threads kept in the same checkpointers as the command line, runs that wait, stre
 from agentmap.server import ServeConfig, create_app, serve
 
 app = create_app(ServeConfig(targets=("graphs/",)))     # an ASGI app (needs the `serve` extra)
-serve(ServeConfig(targets=("graphs/",)), port=8123)     # or run it with uvicorn
+serve(ServeConfig(targets=("graphs/",)), port=8123)     # serve until Ctrl-C, as `agentmap serve` does
+with background(ServeConfig(targets=("graphs/",))) as url:   # in a thread, on a free port (tests, notebooks)
+    ...
 ```
 
 FastAPI and uvicorn are imported only here, never by `import agentmap`.
@@ -22,11 +24,16 @@ from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentmap.server._app import ServeConfig, create_app
-    from agentmap.server._serve import serve
+    from agentmap.server._serve import background, serve
 
-__all__ = ["ServeConfig", "create_app", "serve"]
+__all__ = ["ServeConfig", "background", "create_app", "serve"]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {"ServeConfig": "agentmap.server._app", "create_app": "agentmap.server._app", "serve": "agentmap.server._serve"},
+    {
+        "ServeConfig": "agentmap.server._app",
+        "background": "agentmap.server._serve",
+        "create_app": "agentmap.server._app",
+        "serve": "agentmap.server._serve",
+    },
 )

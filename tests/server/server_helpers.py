@@ -73,8 +73,7 @@ def make_project(folder: Path) -> Path:
 @contextmanager
 def serving(*targets: str | Path, **config: Any) -> Iterator[str]:
     """The real server (uvicorn) on 127.0.0.1 and a free port, serving `targets`; yields its URL."""
-    from agentmap.server import ServeConfig
-    from agentmap.server._serve import background
+    from agentmap.server import ServeConfig, background
 
     with background(ServeConfig(targets=tuple(str(t) for t in targets), **config)) as url:
         yield url
