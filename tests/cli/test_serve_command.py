@@ -27,6 +27,11 @@ def test_refuses_an_unset_key_variable(capsys: pytest.CaptureFixture[str], monke
     assert "--api-key-env names AGENTMAP_TEST_KEY, which is not set" in capsys.readouterr().err
 
 
+def test_refuses_an_unknown_durability(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--durability", "never"]) == 2
+    assert "--durability must be sync, async or exit" in capsys.readouterr().err
+
+
 def test_missing_workflow_and_no_workflow(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -191,6 +191,14 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
         client.threads.get("missing")
 
 
+def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:
+    stepwise, once = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
+    client.runs.wait(stepwise, "HelloWorld", input={"name": "A"})
+    assert client.runs.wait(once, "HelloWorld", input={"name": "A"}, durability="exit")["greeting"] == "Hello, A!"
+    assert len(client.threads.get_history(once, limit=100)) < len(client.threads.get_history(stepwise, limit=100))
+    assert client.threads.get_state(once)["values"]["message"].startswith("Done.")
+
+
 def test_delete_thread(client: Any) -> None:
     tid = client.threads.create()["thread_id"]
     client.runs.wait(tid, "HelloWorld", input={"name": "Ada"})
