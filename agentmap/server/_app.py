@@ -42,6 +42,7 @@ class ServeConfig:
         durability: When runs write checkpoints, unless a run says (`sync`, `async`, `exit`); None: LangGraph's
             default. `exit` writes once per run (or pause), which is much faster on SQLite, but keeps no
             per-step history.
+        heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
     """
 
@@ -52,6 +53,7 @@ class ServeConfig:
     max_body: int = 1_048_576
     workers: int = 16
     durability: str | None = None
+    heartbeat: float = 15.0
     compile_options: dict[str, Any] = field(default_factory=dict)
 
 

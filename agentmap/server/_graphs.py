@@ -181,15 +181,13 @@ class Assistants:
             WorkflowFileError: A target does not exist, or no graph was found.
             ValidationError, GraphNotFoundError: A file named directly does not compile.
         """
-        from agentmap.spec.readers import SUFFIXES
-
         files: list[tuple[Path, str | None, bool]] = []
         for target in targets:
             text = str(target)
             path_text, sep, graph = text.partition("::")
             path = Path(path_text)
             if path.is_dir():
-                found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
+                found = sorted(p for p in path.iterdir() if p.is_file())
                 files += [(p, None, False) for p in found]
             elif path.exists():
                 files.append((path, (graph.strip() or None) if sep else None, True))
@@ -204,7 +202,8 @@ class Assistants:
             except AgentMapError as err:
                 if strict:
                     raise
-                _log.warning("skipping %s: %s", path, str(err).splitlines()[0])
+                if err.code != "unsupported-format":  # a state file or a script beside the workflows: not news
+                    _log.warning("skipping %s: %s", path, str(err).splitlines()[0])
         if not assistants:
             raise WorkflowFileError(
                 f"no workflow found in {', '.join(str(t) for t in targets)}",

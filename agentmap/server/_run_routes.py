@@ -171,8 +171,9 @@ def run_routes(server: Server) -> APIRouter:
     def sse(run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
         async def events() -> AsyncIterator[str]:
             try:
-                async for event, data in run.follow(modes):
-                    yield f"event: {event}\ndata: {dumps(data)}\n\n"
+                async for event, data in run.follow(modes, server.config.heartbeat):
+                    # a comment line keeps proxies from closing a quiet stream; clients skip it
+                    yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
             finally:
                 if cancel_on_disconnect and not run.done.is_set():
                     server.runs.cancel(run, "the client disconnected")

@@ -98,8 +98,13 @@ class Run:
             return {"__error__": self.error}
         return self.values or {}
 
-    async def follow(self, modes: tuple[str, ...] | None = None) -> AsyncIterator[tuple[str, Any]]:
-        """Every event so far, then each new one until the run ends (only `modes`, when given)."""
+    async def follow(
+        self, modes: tuple[str, ...] | None = None, heartbeat: float | None = None
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """Every event so far, then each new one until the run ends (only `modes`, when given).
+
+        With `heartbeat`, an empty event `("", None)` comes after that many seconds without one.
+        """
         index = 0
         while True:
             changed = self._changed
@@ -110,7 +115,10 @@ class Run:
                     yield event, data
             if self.done.is_set():
                 return
-            await changed.wait()
+            try:
+                await asyncio.wait_for(changed.wait(), heartbeat)
+            except TimeoutError:
+                yield "", None
 
 
 def _mode_of(event: str) -> str:

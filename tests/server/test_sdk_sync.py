@@ -207,6 +207,18 @@ def test_delete_thread(client: Any) -> None:
         client.threads.get(tid)
 
 
+def test_quiet_streams_send_heartbeats_the_client_skips(tmp_path: Path) -> None:
+    folder = make_project(tmp_path / "p")
+    with serving(folder / "slow.csv", checkpoint="memory", heartbeat=0.1) as url:
+        body = {"assistant_id": "Slow", "input": {"topic": "t"}, "stream_mode": "updates"}
+        with httpx.stream("POST", f"{url}/runs/stream", json=body, timeout=30) as response:
+            text = response.read().decode()
+        assert text.count(": heartbeat\n\n") >= 3 and text.count("event: updates") == 3
+        with sdk.get_sync_client(url=url, api_key=None) as client:
+            parts = list(client.runs.stream(None, "Slow", input={"topic": "t"}, stream_mode="updates"))
+        assert [p.event for p in parts] == ["metadata", "updates", "updates", "updates"]
+
+
 def test_api_key_on(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "p")
     with serving(folder / "hello.csv", checkpoint="memory", api_key="s3cret-key") as url:
