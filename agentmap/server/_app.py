@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -117,7 +119,14 @@ def create_app(config: ServeConfig) -> FastAPI:
     from agentmap import __version__
 
     server = Server(config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        server.close()  # the runs stop, the files close
+
     app = FastAPI(
+        lifespan=lifespan,
         title="AgentMap",
         version=__version__,
         description="CSV workflows served over the LangGraph server protocol (the subset langgraph-sdk uses).",
@@ -125,7 +134,6 @@ def create_app(config: ServeConfig) -> FastAPI:
         redoc_url=None,
     )
     app.state.server = server
-    app.router.on_shutdown.append(server.close)
     app.include_router(_assistant_routes(server))
     app.include_router(thread_routes(server))
     app.include_router(run_routes(server))
