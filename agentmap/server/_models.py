@@ -81,8 +81,6 @@ class RunCreate(_Body):
     stream_mode: str | list[str] | None = None
     config: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
-    interrupt_before: Literal["*"] | list[str] | None = None
-    interrupt_after: Literal["*"] | list[str] | None = None
     checkpoint_id: str | None = None
     checkpoint: dict[str, Any] | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = None
@@ -102,7 +100,16 @@ _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
     ThreadCreate: ("supersteps", "ttl"),
     ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
     HistoryRequest: ("select",),
-    RunCreate: ("context", "webhook", "after_seconds", "feedback_keys", "langsmith_tracer"),
+    # interrupt_before/after: continuing such a run needs `input: null`, which the runner reads as a new run
+    RunCreate: (
+        "context",
+        "webhook",
+        "after_seconds",
+        "feedback_keys",
+        "langsmith_tracer",
+        "interrupt_before",
+        "interrupt_after",
+    ),
 }
 
 

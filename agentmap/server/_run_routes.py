@@ -17,7 +17,6 @@ from agentmap.server._threads import snapshot_of
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
-    from agentmap.server._graphs import Assistant
 
 __all__ = ["run_routes"]
 
@@ -35,18 +34,6 @@ def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)
                 hint=f"use one or more of: {', '.join(STREAM_MODES)}",
             )
     return modes or ("values",)
-
-
-def _nodes(assistant: Assistant, value: Any, what: str) -> Any:
-    if value is None or value == "*":
-        return value
-    names = [n.name for n in assistant.app.spec.nodes]
-    for node in value:
-        if node not in names:
-            raise ApiError(
-                422, "unknown-node", f"{what}: graph {assistant.graph_id!r} has no node {node!r}", hint=", ".join(names)
-            )
-    return value
 
 
 def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
@@ -131,10 +118,6 @@ def run_routes(server: Server) -> APIRouter:
         else:
             run_input = assistant.check_input(body.input)
         kwargs: dict[str, Any] = {}
-        if body.interrupt_before is not None:
-            kwargs["interrupt_before"] = _nodes(assistant, body.interrupt_before, what)
-        if body.interrupt_after is not None:
-            kwargs["interrupt_after"] = _nodes(assistant, body.interrupt_after, what)
         durability = body.durability or server.config.durability
         if durability is not None:
             kwargs["durability"] = durability
