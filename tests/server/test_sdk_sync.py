@@ -199,6 +199,16 @@ def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:
     assert client.threads.get_state(once)["values"]["message"].startswith("Done.")
 
 
+def test_a_failing_run_reports_its_error_and_marks_the_thread(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    with pytest.raises(Exception, match="NodeError: the run stopped after reaching the recursion limit"):
+        client.runs.wait(tid, "HelloWorld", input={"name": "A"}, config={"recursion_limit": 1})
+    assert client.threads.get(tid)["status"] == "error"
+    assert client.runs.list(tid)[0]["status"] == "error"
+    parts = list(client.runs.stream(tid, "HelloWorld", input={"name": "A"}, config={"recursion_limit": 1}))
+    assert parts[-1].event == "error" and parts[-1].data["code"] == "recursion-limit"
+
+
 def test_delete_thread(client: Any) -> None:
     tid = client.threads.create()["thread_id"]
     client.runs.wait(tid, "HelloWorld", input={"name": "Ada"})
