@@ -136,6 +136,7 @@ class RunManager:
         self._keep = keep
         self._locks: dict[str, asyncio.Lock] = {}
         self._queued: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentmap-run")
 
     def close(self) -> None:
@@ -152,14 +153,20 @@ class RunManager:
         """Create a run and start it in the background."""
         run = Run(str(uuid.uuid4()), request)
         self.runs[run.run_id] = run  # saved when it ends; until then the thread is busy in memory
+        self._queued[run.thread_id] = self._queued.get(run.thread_id, 0) + 1  # busy from now, not from the task
         task = asyncio.get_running_loop().create_task(self._run(run))
-        task.add_done_callback(lambda _: self._forget_old())
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._done)
         return run
 
     def cancel(self, run: Run, reason: str = "cancelled by the client") -> None:
         """Ask a run to stop after the step it is in."""
         run.cancel_reason = reason
         run.cancelled.set()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._forget_old()
 
     def _forget_old(self) -> None:
         if len(self.runs) <= self._keep + self._keep // 10:  # prune in batches, oldest first
@@ -170,7 +177,6 @@ class RunManager:
 
     async def _run(self, run: Run) -> None:
         lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
-        self._queued[run.thread_id] = self._queued.get(run.thread_id, 0) + 1
         try:
             async with lock:
                 if run.cancelled.is_set():
@@ -198,7 +204,8 @@ class RunManager:
         finally:
             self._queued[run.thread_id] -= 1
             if not self._queued[run.thread_id]:  # drop idle locks so they do not pile up
-                del self._queued[run.thread_id], self._locks[run.thread_id]
+                del self._queued[run.thread_id]
+                self._locks.pop(run.thread_id, None)
 
     def _finish(self, run: Run, status: str) -> None:
         run.status = status
