@@ -217,6 +217,21 @@ def test_delete_thread(client: Any) -> None:
         client.threads.get(tid)
 
 
+def test_a_run_paused_by_the_command_line_is_answered_through_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentmap.cli.app import run_cli
+
+    folder = make_project(tmp_path / "p")
+    database = tmp_path / "runs.db"
+    assert run_cli(["run", str(folder / "ask.csv"), "--checkpoint", str(database), "--thread", "cli-1", "--json"]) == 0
+    assert '"paused": true' in capsys.readouterr().out
+    with serving(folder / "ask.csv", checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
+        client.threads.create(thread_id="cli-1", graph_id="Ask")  # adopt the thread: its checkpoints are there
+        assert client.threads.get_state("cli-1")["interrupts"][0]["value"]["question"] == "What is your name?"
+        assert client.runs.wait("cli-1", "Ask", command={"resume": "Ada"})["greeting"] == "Hello, Ada!"
+
+
 def test_quiet_streams_send_heartbeats_the_client_skips(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "p")
     with serving(folder / "slow.csv", checkpoint="memory", heartbeat=0.1) as url:
