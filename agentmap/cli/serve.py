@@ -29,6 +29,7 @@ def serve_command(
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
     durability: str | None = None,
+    workers: int = 16,
     config: Path | None = None,
     debug: bool = False,
 ) -> None:
@@ -77,6 +78,7 @@ def serve_command(
         cors_origins=tuple(cors_origins or ()),
         max_body=max_body,
         durability=durability,
+        workers=workers,
         compile_options=options,
     )
     typer.echo(f"agentmap serve: http://{host}:{port}/ (viewer), API for langgraph-sdk at the same address", err=True)
@@ -128,6 +130,10 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        workers: Annotated[
+            int,
+            typer.Option("--workers", min=1, help="Runs that may execute at once (threads); more queue up."),
+        ] = 16,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -141,6 +147,7 @@ def register(app: typer.Typer) -> None:
             cors_origins=cors_origin,
             max_body=max_body,
             durability=durability,
+            workers=workers,
             config=config,
             debug=debug,
         )
