@@ -50,6 +50,28 @@ def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path) -> None:
         browser.close()
 
 
+def test_viewer_shows_a_failed_node_in_red(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    flow = tmp_path / "fail.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "Fails,Start,template,go {x},x,y,Boom\n"
+        "Fails,Boom,failure,the disk is full,y,z,\n",
+        encoding="utf-8",
+    )
+    with serving(flow, checkpoint="memory") as url, sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page, _ = _open(browser, url, "Fails")
+        page.fill("#fields input[name=x]", "1")
+        page.click("#run-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'failed'", timeout=20_000)
+        failed = page.eval_on_selector("#summary tbody tr[data-status=failed]", "r => r.innerText")
+        assert "Boom" in failed and "the disk is full" in failed
+        fill = page.eval_on_selector("#diagram g.node.am-failed > rect", "r => getComputedStyle(r).fill")
+        assert fill == "rgb(249, 201, 197)"
+        browser.close()
+
+
 def test_viewer_answers_a_paused_node(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     folder = make_project(tmp_path / "p")
