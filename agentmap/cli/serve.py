@@ -61,14 +61,11 @@ def serve_command(
             )
     import logging
 
-    from agentmap.server._security import require_key
+    from agentmap.server import ServeConfig, require_key, serve
 
+    require_key(host, api_key)  # before anything starts
     if not debug:  # one access line per request, with its request id
         logging.getLogger("agentmap.server").setLevel(logging.INFO)
-
-    require_key(host, api_key)
-    from agentmap.server._app import ServeConfig
-    from agentmap.server._serve import serve
 
     options = {**settings.compile_options(), **settings.policy_options()}
     serve_config = ServeConfig(
@@ -81,7 +78,6 @@ def serve_command(
         workers=workers,
         compile_options=options,
     )
-    typer.echo(f"agentmap serve: http://{host}:{port}/ (viewer), API for langgraph-sdk at the same address", err=True)
     serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
 
 

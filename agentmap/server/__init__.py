@@ -23,17 +23,20 @@ from typing import TYPE_CHECKING
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentmap.server._app import ServeConfig, create_app
+    from agentmap.server._app import create_app
+    from agentmap.server._config import ServeConfig
+    from agentmap.server._security import require_key
     from agentmap.server._serve import background, serve
 
-__all__ = ["ServeConfig", "background", "create_app", "serve"]
+__all__ = ["ServeConfig", "background", "create_app", "require_key", "serve"]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "ServeConfig": "agentmap.server._app",
+        "ServeConfig": "agentmap.server._config",
         "background": "agentmap.server._serve",
         "create_app": "agentmap.server._app",
+        "require_key": "agentmap.server._security",
         "serve": "agentmap.server._serve",
     },
 )

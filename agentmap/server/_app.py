@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
+from agentmap.server._config import ServeConfig
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
 from agentmap.server._run_routes import run_routes
@@ -24,39 +24,9 @@ from agentmap.server._security import Guard, error_body
 from agentmap.server._store import Store
 from agentmap.server._threads import snapshot_of, thread_routes
 
-__all__ = ["ServeConfig", "Server", "create_app"]
+__all__ = ["Server", "create_app"]
 
 _log = logging.getLogger("agentmap.server")
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    """How a server runs.
-
-    Attributes:
-        targets: Workflow files (`file.csv`, `file.csv::Graph`) and folders of them; one assistant per graph.
-        checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
-            runtime's checkpointers accept.
-        api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
-        cors_origins: Origins allowed to call the API from a browser (none unless configured).
-        max_body: The largest request body accepted, in bytes.
-        workers: Threads that run graphs.
-        durability: When runs write checkpoints, unless a run says (`sync`, `async`, `exit`); None: LangGraph's
-            default. `exit` writes once per run (or pause), which is much faster on SQLite, but keeps no
-            per-step history.
-        heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
-        compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
-    """
-
-    targets: tuple[str, ...]
-    checkpoint: str = ".agentmap/runs.db"
-    api_key: str | None = None
-    cors_origins: tuple[str, ...] = ()
-    max_body: int = 1_048_576
-    workers: int = 16
-    durability: str | None = None
-    heartbeat: float = 15.0
-    compile_options: dict[str, Any] = field(default_factory=dict)
 
 
 class Server:
@@ -122,6 +92,8 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        graphs = ", ".join(a.graph_id for a in server.assistants.all)
+        _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
         yield
         server.close()  # the runs stop, the files close
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +41,26 @@ def test_missing_workflow_and_no_workflow(
     assert "nope.csv does not exist" in capsys.readouterr().err
     assert run_cli(["serve"]) == 2
     assert "no workflow to serve" in capsys.readouterr().err
+
+
+_WITHOUT_FASTAPI = """
+import sys
+sys.modules["fastapi"] = None  # as if the serve extra were not installed
+from agentmap.cli.app import run_cli
+sys.exit(run_cli(sys.argv[1:]))
+"""
+
+
+def test_without_the_serve_extra_the_command_says_what_to_install() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_FASTAPI, "serve", str(GRAPHS / "hello_world.csv")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "missing-extra" in done.stderr and 'pip install "agentmap[serve]"' in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def _free_port() -> int:
