@@ -162,6 +162,21 @@ def test_create_join_cancel_and_join_stream(client: Any) -> None:
     assert [r["status"] for r in client.runs.list(tid)] == ["interrupted", "success"]
 
 
+def test_a_stream_whose_client_leaves_is_cancelled_when_asked(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    stream = client.runs.stream(tid, "Slow", input={"topic": "t"}, stream_mode="updates", on_disconnect="cancel")
+    first = next(stream)
+    assert first.event == "metadata"
+    stream.close()  # the client goes away after the first event
+    run_id = first.data["run_id"]
+    deadline = time.monotonic() + 10
+    while client.runs.get(tid, run_id)["status"] in ("pending", "running") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run = client.runs.get(tid, run_id)
+    assert run["status"] == "interrupted" and run["cancel_reason"] == "the client disconnected"
+    assert "third" not in client.threads.get_state(tid)["values"]
+
+
 def test_stateless_wait_stream_and_batch(client: Any) -> None:
     assert client.runs.wait(None, "HelloWorld", input={"name": "X"})["greeting"] == "Hello, X!"
     values = [p.data for p in client.runs.stream(None, "HelloWorld", input={"name": "Y"}) if p.event == "values"]
