@@ -76,7 +76,7 @@ def run_routes(server: Server) -> APIRouter:
     router = APIRouter(tags=["runs"])
 
     def resolve(body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
-        """Check a run's body against its assistant and thread (in a worker thread: it reads checkpoints)."""
+        """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
         refuse_unsupported(body, what)
         assistant = server.assistant(body.assistant_id)
         stateless = thread_id is None
@@ -85,6 +85,7 @@ def run_routes(server: Server) -> APIRouter:
 
             thread_id, stateless = str(uuid.uuid4()), False
             server.store.create_thread(thread_id, {})
+        binding: dict[str, Any] | None = None
         if thread_id is not None:
             record = server.store.thread(thread_id)
             if record is None and body.if_not_exists == "create":
@@ -100,8 +101,7 @@ def run_routes(server: Server) -> APIRouter:
                     hint="create a new thread for this assistant",
                 )
             if bound is None:
-                binding = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-                server.store.set_metadata(thread_id, {**record["metadata"], **binding})
+                binding = {**record["metadata"], "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
         config = dict(body.config or {})
         configurable = dict(config.get("configurable") or {})
         checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
@@ -117,6 +117,8 @@ def run_routes(server: Server) -> APIRouter:
             run_input = _resume(snapshot_of(assistant, thread_id), body.command, thread_id)
         else:
             run_input = assistant.check_input(body.input)
+        if binding is not None and thread_id is not None:  # only once the run is known to be good
+            server.store.set_metadata(thread_id, binding)
         kwargs: dict[str, Any] = {}
         durability = body.durability or server.config.durability
         if durability is not None:

@@ -194,6 +194,7 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
     body = caught.value.response.json()
     assert caught.value.response.status_code == 422 and body["code"] == "bad-input"
     assert "did you mean 'name'" in body["message"]
+    assert "graph_id" not in client.threads.get(tid)["metadata"]  # a refused run does not bind the thread
     with pytest.raises(httpx.HTTPStatusError, match="422"):
         client.runs.wait(tid, "HelloWorld", input={"name": "A"}, webhook="http://example.invalid/")
     with pytest.raises(Exception, match="stream mode 'events' is not supported"):
