@@ -39,6 +39,7 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.evaluation",
     "agentmap.cli.resume",
     "agentmap.cli.threads",
+    "agentmap.cli.serve",
 )
 """The modules whose `register(app)` adds commands, in help order."""
 

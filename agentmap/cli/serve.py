@@ -1,0 +1,149 @@
+"""`agentmap serve [FILE|FOLDER ...]`: serve workflows over the LangGraph server protocol, with the run viewer.
+
+One assistant per graph; threads in a SQLite file (`.agentmap/runs.db` unless `--checkpoint`). Listening on a
+host other than loopback needs an API key, read from the environment variable `--api-key-env` names (a key
+on the command line would show in the process list).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.errors import ConfigError
+
+__all__ = ["register", "serve_command"]
+
+
+def serve_command(
+    targets: list[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8123,
+    api_key_env: str | None = None,
+    checkpoint: str = ".agentmap/runs.db",
+    cors_origins: list[str] | None = None,
+    max_body: int = 1_048_576,
+    durability: str | None = None,
+    workers: int = 16,
+    config: Path | None = None,
+    debug: bool = False,
+) -> None:
+    """Check the options, compile every workflow, and serve until Ctrl-C.
+
+    Raises:
+        ConfigError: No workflow, a missing API key (variable unset, or needed for a non-loopback host), or the
+            `serve` extra not installed.
+    """
+    if durability not in (None, "sync", "async", "exit"):
+        raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
+    settings = load(config, debug)
+    if not targets:
+        if not settings.workflow:
+            raise ConfigError(
+                "no workflow to serve",
+                code="no-workflow",
+                hint="name files or folders, e.g. `agentmap serve graphs/`, or set `workflow:` in agentmap.yaml",
+            )
+        targets = [settings.workflow]
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env, "").strip()
+        if not api_key:
+            raise ConfigError(
+                f"--api-key-env names {api_key_env}, which is not set (or empty)",
+                code="api-key-required",
+                hint=f"export {api_key_env}=<a long random key> before starting the server",
+            )
+    import logging
+
+    from agentmap.server import ServeConfig, require_key, serve
+
+    require_key(host, api_key)  # before anything starts
+    if not debug:  # one access line per request, with its request id
+        logging.getLogger("agentmap.server").setLevel(logging.INFO)
+
+    options = {**settings.compile_options(), **settings.policy_options()}
+    serve_config = ServeConfig(
+        targets=tuple(targets),
+        checkpoint=checkpoint,
+        api_key=api_key,
+        cors_origins=tuple(cors_origins or ()),
+        max_body=max_body,
+        durability=durability,
+        workers=workers,
+        compile_options=options,
+    )
+    serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap serve`."""
+
+    @app.command("serve")
+    def serve(
+        targets: Annotated[
+            list[str] | None,
+            typer.Argument(
+                metavar="[FILE[::GRAPH]|FOLDER]...",
+                help="Workflow files and folders to serve, one assistant per graph (default: `workflow` from the "
+                "config file).",
+                show_default=False,
+            ),
+        ] = None,
+        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8123,
+        api_key_env: Annotated[
+            str | None,
+            typer.Option(
+                "--api-key-env",
+                help="Environment variable holding the API key clients must send (needed off loopback).",
+                show_default=False,
+            ),
+        ] = None,
+        checkpoint: Annotated[
+            str, typer.Option("--checkpoint", help="Where threads are kept: a SQLite file, or `memory`.")
+        ] = ".agentmap/runs.db",
+        cors_origin: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--cors-origin", help="An origin browsers may call the API from (repeatable; none by default)."
+            ),
+        ] = None,
+        max_body: Annotated[
+            int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
+        ] = 1_048_576,
+        durability: Annotated[
+            str | None,
+            typer.Option(
+                "--durability",
+                help="When runs write checkpoints: sync, async (LangGraph's default) or exit (once per run or pause: "
+                "fastest, no per-step history).",
+                show_default=False,
+            ),
+        ] = None,
+        workers: Annotated[
+            int,
+            typer.Option("--workers", min=1, help="Runs that may execute at once (threads); more queue up."),
+        ] = 16,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Serve workflows to LangGraph clients (langgraph-sdk) over HTTP, with a live run viewer at /."""
+        serve_command(
+            list(targets or ()),
+            host=host,
+            port=port,
+            api_key_env=api_key_env,
+            checkpoint=checkpoint,
+            cors_origins=cors_origin,
+            max_body=max_body,
+            durability=durability,
+            workers=workers,
+            config=config,
+            debug=debug,
+        )

@@ -1,0 +1,231 @@
+"""The FastAPI application: assistants, health, the viewer, error handling; threads and runs from their modules."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+
+from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
+from agentmap.server._config import ServeConfig
+from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
+from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
+from agentmap.server._run_routes import run_routes
+from agentmap.server._runs import RunManager
+from agentmap.server._security import Guard, error_body
+from agentmap.server._store import Store
+from agentmap.server._threads import snapshot_of, thread_routes
+
+__all__ = ["Server", "create_app"]
+
+_log = logging.getLogger("agentmap.server")
+
+
+class Server:
+    """What the routes share: the assistants, the checkpointer, the thread store and the runs."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        from agentmap.runtime.checkpoint import sqlite_path
+
+        self.config = config
+        self.checkpointer = open_checkpointer(config.checkpoint)
+        self.assistants = Assistants.load(config.targets, self.checkpointer, **config.compile_options)
+        sqlite = sqlite_path(config.checkpoint)
+        if config.checkpoint.strip().lower() == "memory":
+            store_path = None
+        else:
+            store_path = sqlite or Path(".agentmap/serve.db")
+            store_path.parent.mkdir(parents=True, exist_ok=True)
+        self.store = Store(store_path)
+        self.runs = RunManager(self.store, workers=config.workers)
+
+    def close(self) -> None:
+        """Stop the runs and close the files."""
+        self.runs.close()
+        self.store.close()
+        conn = getattr(self.checkpointer, "conn", None)
+        if conn is not None and hasattr(conn, "close"):
+            conn.close()
+
+    def assistant(self, key: str) -> Assistant:
+        """The assistant with this id or graph id, or a 404 listing the graphs."""
+        found = self.assistants.get(key)
+        if found is None:
+            names = ", ".join(a.graph_id for a in self.assistants.all)
+            raise ApiError(404, "assistant-not-found", f"no assistant {key!r}", hint=f"graphs served: {names}")
+        return found
+
+    def thread(self, thread_id: str) -> dict[str, Any]:
+        """The thread record, or a 404."""
+        record = self.store.thread(thread_id)
+        if record is None:
+            raise ApiError(404, "thread-not-found", f"no thread {thread_id!r}", hint="create one with threads.create()")
+        return record
+
+    def thread_assistant(self, record: dict[str, Any]) -> Assistant | None:
+        """The assistant whose graph a thread runs (None before its first run)."""
+        graph_id = record["metadata"].get("graph_id")
+        return self.assistants.get(str(graph_id)) if graph_id is not None else None
+
+    def snapshot(self, record: dict[str, Any], checkpoint_id: str | None = None) -> Any:
+        """The graph state of a thread (None before its first run)."""
+        return snapshot_of(self.thread_assistant(record), record["thread_id"], checkpoint_id)
+
+
+def create_app(config: ServeConfig) -> FastAPI:
+    """The ASGI application serving `config.targets` (workflows are compiled now, so mistakes show at start).
+
+    Raises:
+        WorkflowFileError, ValidationError, ConfigError: A workflow or the checkpointer cannot be opened.
+    """
+    from agentmap import __version__
+
+    server = Server(config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        graphs = ", ".join(a.graph_id for a in server.assistants.all)
+        _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
+        yield
+        server.close()  # the runs stop, the files close
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="AgentMap",
+        version=__version__,
+        description="CSV workflows served over the LangGraph server protocol (the subset langgraph-sdk uses).",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.server = server
+    app.include_router(_assistant_routes(server))
+    app.include_router(thread_routes(server))
+    app.include_router(run_routes(server))
+    _add_viewer(app)
+    _add_errors(app)
+
+    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    async def not_supported(request: Request, path: str) -> JSONResponse:
+        raise ApiError(
+            404,
+            "not-supported",
+            f"{request.method} /{path} is not supported by agentmap serve",
+            hint="assistants, threads, runs and stateless runs are; /openapi.json lists every endpoint",
+        )
+
+    if config.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["Content-Location", "X-Request-Id"],
+        )
+    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body)
+    return app
+
+
+def _assistant_routes(server: Server) -> APIRouter:
+    router = APIRouter(tags=["assistants"])
+
+    @router.get("/health")
+    @router.get("/ok")
+    def health() -> dict[str, Any]:
+        """Liveness: `{"ok": true}` and the number of assistants."""
+        return {"ok": True, "assistants": len(server.assistants.all)}
+
+    @router.post("/assistants/search")
+    def search(body: AssistantSearch) -> list[dict[str, Any]]:
+        """The assistants (one per graph), by graph id or name."""
+        refuse_unsupported(body, "assistants.search")
+        found = server.assistants.search(body.graph_id, body.name)
+        wanted = body.metadata or {}
+        documents = [a.to_json() for a in found]
+        documents = [d for d in documents if all(d["metadata"].get(k) == v for k, v in wanted.items())]
+        return documents[body.offset : body.offset + body.limit]
+
+    @router.get("/assistants/{assistant_id}")
+    def get(assistant_id: str) -> dict[str, Any]:
+        """One assistant, by assistant id or graph id."""
+        return server.assistant(assistant_id).to_json()
+
+    @router.get("/assistants/{assistant_id}/graph")
+    def graph(assistant_id: str, xray: int | bool = False) -> dict[str, Any]:
+        """The graph's nodes and edges, as LangGraph draws them."""
+        drawn: dict[str, Any] = server.assistant(assistant_id).app.graph.get_graph(xray=xray).to_json()
+        return drawn
+
+    @router.get("/assistants/{assistant_id}/schemas")
+    def schemas(assistant_id: str) -> dict[str, Any]:
+        """JSON schemas of the graph's input, output and state."""
+        return server.assistant(assistant_id).schemas()
+
+    @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
+    def mermaid(assistant_id: str) -> str:
+        """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
+        return server.assistant(assistant_id).mermaid()
+
+    return router
+
+
+def _add_viewer(app: FastAPI) -> None:
+    static = resources.files("agentmap.server") / "static"
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> str:
+        return (static / "index.html").read_text(encoding="utf-8")
+
+    app.mount("/viewer", StaticFiles(directory=str(static)), name="viewer")
+
+
+def _status(err: AgentMapError) -> int:
+    if isinstance(err, ApiError):
+        return err.status
+    if isinstance(err, WorkflowFileError | GraphNotFoundError):
+        return 404
+    if isinstance(err, NodeError):
+        return 500
+    return 422
+
+
+def _add_errors(app: FastAPI) -> None:
+    def request_id(request: Request) -> str | None:
+        found = request.scope.get("state", {}).get("request_id")
+        return str(found) if found else None
+
+    @app.exception_handler(AgentMapError)
+    async def agentmap_error(request: Request, err: AgentMapError) -> JSONResponse:
+        body = error_body(err.code, err.message, hint=err.hint, request_id=request_id(request))
+        return JSONResponse(body, status_code=_status(err))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
+        body = error_body(
+            "bad-request",
+            "the request does not fit the API: " + "; ".join(problems),
+            hint="/openapi.json describes every body",
+            request_id=request_id(request),
+        )
+        return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, err: Exception) -> JSONResponse:
+        _log.exception("request_id=%s failed", request_id(request))
+        body = error_body(
+            "internal-error",
+            f"the server failed: {type(err).__name__}: {err}",
+            hint="the server log has the traceback under this request id",
+            request_id=request_id(request),
+        )
+        return JSONResponse(body, status_code=500)

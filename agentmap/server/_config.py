@@ -1,0 +1,38 @@
+"""`ServeConfig`: how a server runs (no web framework imported here, so the command can check it first)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ServeConfig"]
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How a server runs.
+
+    Attributes:
+        targets: Workflow files (`file.csv`, `file.csv::Graph`) and folders of them; one assistant per graph.
+        checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
+            runtime's checkpointers accept.
+        api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
+        cors_origins: Origins allowed to call the API from a browser (none unless configured).
+        max_body: The largest request body accepted, in bytes.
+        workers: Threads that run graphs.
+        durability: When runs write checkpoints, unless a run says (`sync`, `async`, `exit`); None: LangGraph's
+            default. `exit` writes once per run (or pause), which is much faster on SQLite, but keeps no
+            per-step history.
+        heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
+        compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
+    """
+
+    targets: tuple[str, ...]
+    checkpoint: str = ".agentmap/runs.db"
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body: int = 1_048_576
+    workers: int = 16
+    durability: str | None = None
+    heartbeat: float = 15.0
+    compile_options: dict[str, Any] = field(default_factory=dict)

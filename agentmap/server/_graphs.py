@@ -1,0 +1,248 @@
+"""The assistants a server offers: one per graph of the workflow files it was given.
+
+Each graph is compiled twice through the public API: once with the server's checkpointer (runs on a
+thread) and once without (stateless runs, which LangGraph's server forgets when they end). The assistant id
+is a UUID derived from the graph id, so it is the same after a restart; clients may also use the graph id.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = ["Assistant", "Assistants", "InputError", "open_checkpointer"]
+
+_log = logging.getLogger("agentmap.server")
+_NAMESPACE = uuid.UUID("6f0c1c5e-3c1b-4f57-9a55-7a6d1f0d2a11")
+_SYSTEM_KEYS = ("last_action_success", "graph_success", "errors")
+_STARTED = datetime.now(UTC).isoformat()
+
+
+class InputError(AgentMapError, ValueError):
+    """A run's input does not fit the graph (a key it does not know, or not an object)."""
+
+    default_code = "bad-input"
+    exit_code = 2
+
+
+def open_checkpointer(checkpoint: str) -> Any:
+    """The LangGraph saver for `checkpoint` (a SQLite path, `sqlite:PATH`, `memory`, or what the runtime knows).
+
+    The one place the server turns its `--checkpoint` into a saver, so a later runtime (Postgres, async
+    savers) is switched in here. Graph calls run in worker threads, so a sync saver serves.
+    """
+    from agentmap.runtime.checkpoint import resolve_checkpointer, sqlite_path
+
+    path = sqlite_path(checkpoint)
+    if path is not None and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    saver = resolve_checkpointer(checkpoint)
+    conn = getattr(saver, "conn", None)
+    if path is not None and conn is not None:
+        # WAL with synchronous=NORMAL: a commit no longer waits for the disk (no corruption on a crash; a power
+        # cut may lose the last steps). Every run would otherwise pay several fsyncs.
+        with saver.lock:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+    return saver
+
+
+@dataclass
+class Assistant:
+    """One graph served as a LangGraph assistant.
+
+    Attributes:
+        graph_id: The graph's id (its name; `stem.Name` when two files share a name).
+        app: The graph compiled with the server's checkpointer.
+        stateless: The same graph without a checkpointer, for runs without a thread.
+        state_keys: Every key of the graph's state.
+        input_keys: Keys some node reads and no node writes: what a caller should give.
+    """
+
+    graph_id: str
+    app: CompiledWorkflow
+    stateless: CompiledWorkflow
+    state_keys: tuple[str, ...]
+    input_keys: tuple[str, ...]
+    assistant_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.assistant_id = str(uuid.uuid5(_NAMESPACE, self.graph_id))
+
+    @property
+    def description(self) -> str:
+        """The first node's Description, or a line naming the file."""
+        first = self.app.spec.nodes[0].description if self.app.spec.nodes else ""
+        return first or f"graph {self.app.name} from {self.app.spec.file}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The assistant as LangGraph's server returns it."""
+        return {
+            "assistant_id": self.assistant_id,
+            "graph_id": self.graph_id,
+            "name": self.graph_id,
+            "description": self.description,
+            "config": {},
+            "context": {},
+            "metadata": {
+                "created_by": "system",
+                "file": self.app.spec.file,
+                "input_keys": list(self.input_keys),
+                "state_keys": list(self.state_keys),
+            },
+            "version": 1,
+            "created_at": _STARTED,
+            "updated_at": _STARTED,
+        }
+
+    def schemas(self) -> dict[str, Any]:
+        """JSON schemas of the input and the state (every key may hold any JSON value)."""
+
+        def obj(keys: Iterable[str], title: str) -> dict[str, Any]:
+            properties: dict[str, Any] = {k: {} for k in keys}
+            return {"title": title, "type": "object", "properties": properties, "additionalProperties": False}
+
+        return {
+            "graph_id": self.graph_id,
+            "input_schema": obj(self.state_keys, f"{self.graph_id} input"),
+            "output_schema": obj(self.state_keys, f"{self.graph_id} output"),
+            "state_schema": obj(self.state_keys, f"{self.graph_id} state"),
+            "config_schema": None,
+            "context_schema": None,
+        }
+
+    def mermaid(self) -> str:
+        """The graph as Mermaid text, as `agentmap export --format mermaid` writes it."""
+        return self.app.draw_mermaid()
+
+    def check_input(self, value: Any) -> dict[str, Any]:
+        """`value` as a run's input, or `InputError` naming the key that does not fit and the keys that do."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise InputError(
+                f"the input of graph {self.graph_id!r} must be an object of state keys, not {type(value).__name__}",
+                hint=f"e.g. {{{', '.join(repr(k) + ': ...' for k in self.input_keys[:2])}}}",
+            )
+        known = set(self.state_keys)
+        for key in value:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), self.state_keys, n=1)
+                guess = f"; did you mean {close[0]!r}?" if close else ""
+                raise InputError(
+                    f"graph {self.graph_id!r} has no state key {key!r}{guess}",
+                    hint=f"state keys: {', '.join(self.state_keys)}",
+                )
+        return dict(value)
+
+
+class Assistants:
+    """Every assistant of a server, found by assistant id or graph id."""
+
+    def __init__(self, assistants: Sequence[Assistant]) -> None:
+        self.all = list(assistants)
+        self._by_key: dict[str, Assistant] = {}
+        for a in self.all:
+            self._by_key[a.assistant_id] = a
+            self._by_key[a.graph_id] = a
+
+    def get(self, key: str) -> Assistant | None:
+        """The assistant with this assistant id or graph id."""
+        return self._by_key.get(key)
+
+    def search(self, graph_id: str | None = None, name: str | None = None) -> list[Assistant]:
+        """The assistants of a graph id, or whose name contains `name`."""
+        found = self.all
+        if graph_id:
+            found = [a for a in found if a.graph_id == graph_id]
+        if name:
+            found = [a for a in found if name.casefold() in a.graph_id.casefold()]
+        return found
+
+    @classmethod
+    def load(cls, targets: Sequence[str | Path], checkpointer: Any, **options: Any) -> Assistants:
+        """Compile every graph of the given files and folders (a folder: its workflow files, not recursing).
+
+        In a folder, a file that is not a workflow, or that fails validation, is skipped with a warning; a file
+        named directly must compile.
+
+        Raises:
+            WorkflowFileError: A target does not exist, or no graph was found.
+            ValidationError, GraphNotFoundError: A file named directly does not compile.
+        """
+        files: list[tuple[Path, str | None, bool]] = []
+        for target in targets:
+            text = str(target)
+            path_text, sep, graph = text.partition("::")
+            path = Path(path_text)
+            if path.is_dir():
+                found = sorted(p for p in path.iterdir() if p.is_file())
+                files += [(p, None, False) for p in found]
+            elif path.exists():
+                files.append((path, (graph.strip() or None) if sep else None, True))
+            else:
+                raise WorkflowFileError(
+                    f"{path} does not exist", hint="name a workflow file or a folder of workflow files"
+                )
+        assistants: list[Assistant] = []
+        for path, selected, strict in files:
+            try:
+                assistants += _compile_file(path, selected, checkpointer, options)
+            except AgentMapError as err:
+                if strict:
+                    raise
+                if err.code != "unsupported-format":  # a state file or a script beside the workflows: not news
+                    _log.warning("skipping %s: %s", path, str(err).splitlines()[0])
+        if not assistants:
+            raise WorkflowFileError(
+                f"no workflow found in {', '.join(str(t) for t in targets)}",
+                code="no-workflow",
+                hint="name a workflow file (e.g. graphs/hello_world.csv) or a folder holding some",
+            )
+        return cls(_unique_ids(assistants))
+
+
+def _compile_file(path: Path, graph: str | None, checkpointer: Any, options: Mapping[str, Any]) -> list[Assistant]:
+    from agentmap.runtime.api import compile, load
+
+    workflow = load(path, **{k: v for k, v in options.items() if k in ("functions_dir", "agents_dir", "settings")})
+    names = [graph] if graph else workflow.graph_names
+    made = []
+    for name in names:
+        app = compile(workflow, name, checkpointer=checkpointer, **options)
+        stateless = compile(workflow, name, **options)
+        made.append(Assistant(app.name, app, stateless, *_keys(app)))
+    return made
+
+
+def _keys(app: CompiledWorkflow) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    schema = app.graph.builder.state_schema
+    state = tuple(k for k in getattr(schema, "__annotations__", {}) if k not in _SYSTEM_KEYS) + _SYSTEM_KEYS
+    written = {k for n in app.spec.nodes for k in n.writes}
+    reads = dict.fromkeys(k for n in app.spec.nodes for k in n.reads if k not in written)
+    return state, tuple(reads)
+
+
+def _unique_ids(assistants: list[Assistant]) -> list[Assistant]:
+    counts: dict[str, int] = {}
+    for a in assistants:
+        counts[a.graph_id] = counts.get(a.graph_id, 0) + 1
+    for a in assistants:
+        if counts[a.graph_id] > 1:
+            a.graph_id = f"{Path(str(a.app.spec.file)).stem}.{a.graph_id}"
+            a.__post_init__()
+    ids = [a.graph_id for a in assistants]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"two served graphs share an id: {', '.join(ids)}", code="duplicate-graph")
+    return assistants

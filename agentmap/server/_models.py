@@ -1,0 +1,140 @@
+"""Request bodies of the LangGraph server protocol, as `langgraph-sdk` sends them.
+
+Fields the SDK may send but this server does not offer are listed per body: a request that sets one gets a
+422 naming it, rather than being quietly run without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmap.errors import AgentMapError
+
+__all__ = [
+    "ApiError",
+    "AssistantSearch",
+    "HistoryRequest",
+    "RunCreate",
+    "ThreadCreate",
+    "ThreadSearch",
+    "refuse_unsupported",
+]
+
+
+class ApiError(AgentMapError):
+    """An error with its HTTP status (404 unknown assistant, 409 busy thread, 422 not supported, ...)."""
+
+    def __init__(self, status: int, code: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, code=code, hint=hint)
+        self.status = status
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class AssistantSearch(_Body):
+    """`POST /assistants/search`."""
+
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class ThreadCreate(_Body):
+    """`POST /threads`."""
+
+    thread_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+
+
+class ThreadSearch(_Body):
+    """`POST /threads/search`."""
+
+    metadata: dict[str, Any] | None = None
+    ids: list[str] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class HistoryRequest(_Body):
+    """`POST /threads/{thread_id}/history`."""
+
+    limit: int = Field(10, ge=1, le=1000)
+    before: str | dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+
+
+class RunCreate(_Body):
+    """The body of every run: `POST /threads/{id}/runs[/wait|/stream]`, `/runs[/wait|/stream]`, `/runs/batch`."""
+
+    assistant_id: str
+    input: dict[str, Any] | None = None
+    command: dict[str, Any] | None = None
+    stream_mode: str | list[str] | None = None
+    config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+    checkpoint: dict[str, Any] | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = None
+    if_not_exists: Literal["create", "reject"] | None = None
+    on_disconnect: Literal["cancel", "continue"] | None = None
+    on_completion: Literal["delete", "keep"] | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    checkpoint_during: bool | None = None
+    strict_resume: bool | None = None
+    thread_id: str | None = None
+
+
+_UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
+    AssistantSearch: ("sort_by", "sort_order", "select"),
+    ThreadCreate: ("supersteps", "ttl"),
+    ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
+    HistoryRequest: ("select",),
+    # interrupt_before/after: continuing such a run needs `input: null`, which the runner reads as a new run
+    RunCreate: (
+        "context",
+        "webhook",
+        "after_seconds",
+        "feedback_keys",
+        "langsmith_tracer",
+        "interrupt_before",
+        "interrupt_after",
+    ),
+}
+
+
+def refuse_unsupported(body: BaseModel, what: str) -> None:
+    """Raise a 422 when `body` sets a field this server does not offer.
+
+    Raises:
+        ApiError: Naming the field and what the server offers instead.
+    """
+    extra = body.model_extra or {}
+    for name in _UNSUPPORTED.get(type(body), ()):
+        if extra.get(name) not in (None, {}, []):
+            raise ApiError(
+                422,
+                "not-supported",
+                f"{what}: {name!r} is not supported by agentmap serve",
+                hint="leave it out; csv_specs/serve.md lists what the server offers",
+            )
+    if isinstance(body, RunCreate):
+        if body.stream_subgraphs:
+            raise ApiError(422, "not-supported", f"{what}: stream_subgraphs is not supported by agentmap serve")
+        if body.multitask_strategy in ("interrupt", "rollback"):
+            raise ApiError(
+                422,
+                "not-supported",
+                f"{what}: multitask_strategy {body.multitask_strategy!r} is not supported by agentmap serve",
+                hint="use 'reject' (409 while the thread runs) or 'enqueue' (wait for it; the default)",
+            )

@@ -1,0 +1,286 @@
+"""Routes for runs: on a thread (create, wait, stream, list, get, cancel, join, join_stream) and stateless."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from agentmap.agents.questions import check_answer
+from agentmap.server._encode import dumps
+from agentmap.server._models import ApiError, RunCreate, refuse_unsupported
+from agentmap.server._runs import STREAM_MODES, Run, RunRequest
+from agentmap.server._threads import snapshot_of
+
+if TYPE_CHECKING:
+    from agentmap.server._app import Server
+
+__all__ = ["run_routes"]
+
+
+def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)) -> tuple[str, ...]:
+    if value is None:
+        return default
+    modes = (value,) if isinstance(value, str) else tuple(value)
+    for mode in modes:
+        if mode not in STREAM_MODES:
+            raise ApiError(
+                422,
+                "not-supported",
+                f"stream mode {mode!r} is not supported by agentmap serve",
+                hint=f"use one or more of: {', '.join(STREAM_MODES)}",
+            )
+    return modes or ("values",)
+
+
+def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
+    """The `Command` that resumes a paused thread, its answer checked against the question asked."""
+    from langgraph.types import Command
+
+    for key in command:
+        if key != "resume":
+            raise ApiError(
+                422,
+                "not-supported",
+                f"command {key!r} is not supported by agentmap serve",
+                hint='resume a paused run with command={"resume": answer}',
+            )
+    pending = list(snapshot.interrupts) if snapshot is not None else []
+    if not pending:
+        raise ApiError(
+            409,
+            "nothing-to-resume",
+            f"thread {thread_id!r} has no paused run to resume",
+            hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
+        )
+    answer = command.get("resume")
+    ids = {i.id for i in pending}
+    if isinstance(answer, dict) and answer and set(answer) <= ids:
+        by_id = {i.id: i for i in pending}
+        return Command(resume={k: check_answer(by_id[k].value, v) for k, v in answer.items()})
+    if len(pending) > 1:
+        raise ApiError(
+            422,
+            "ambiguous-resume",
+            f"thread {thread_id!r} waits on {len(pending)} questions; answer each by its interrupt id",
+            hint='command={"resume": {"<interrupt id>": answer, ...}}',
+        )
+    return Command(resume=check_answer(pending[0].value, answer))
+
+
+def run_routes(server: Server) -> APIRouter:
+    """The run routes."""
+    router = APIRouter(tags=["runs"])
+
+    def resolve(body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
+        """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
+        refuse_unsupported(body, what)
+        assistant = server.assistant(body.assistant_id)
+        stateless = thread_id is None
+        if stateless and body.on_completion == "keep":
+            import uuid
+
+            thread_id, stateless = str(uuid.uuid4()), False
+            server.store.create_thread(thread_id, {})
+        binding: dict[str, Any] | None = None
+        if thread_id is not None:
+            record = server.store.thread(thread_id)
+            if record is None and body.if_not_exists == "create":
+                record = server.store.create_thread(thread_id, {})
+            if record is None:
+                record = server.thread(thread_id)  # raises the 404
+            bound = record["metadata"].get("graph_id")
+            if bound is not None and bound != assistant.graph_id:
+                raise ApiError(
+                    409,
+                    "thread-graph-mismatch",
+                    f"thread {thread_id!r} runs graph {bound!r}, not {assistant.graph_id!r}",
+                    hint="create a new thread for this assistant",
+                )
+            if bound is None:
+                binding = {**record["metadata"], "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
+        config = dict(body.config or {})
+        configurable = dict(config.get("configurable") or {})
+        checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+        if checkpoint_id:
+            configurable["checkpoint_id"] = checkpoint_id
+        config["configurable"] = configurable
+        run_input: Any
+        if body.command is not None:
+            if body.input is not None:
+                raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
+            if thread_id is None:
+                raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
+            run_input = _resume(snapshot_of(assistant, thread_id), body.command, thread_id)
+        else:
+            run_input = assistant.check_input(body.input)
+        if binding is not None and thread_id is not None:  # only once the run is known to be good
+            server.store.set_metadata(thread_id, binding)
+        kwargs: dict[str, Any] = {}
+        durability = body.durability or server.config.durability
+        if durability is not None:
+            kwargs["durability"] = durability
+        return RunRequest(
+            assistant=assistant,
+            thread_id=thread_id,
+            input=run_input,
+            stream_modes=_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
+            config=config,
+            metadata=dict(body.metadata or {}),
+            kwargs=kwargs,
+            multitask_strategy=body.multitask_strategy or "enqueue",
+            stateless=stateless,
+        )
+
+    async def start(body: RunCreate, thread_id: str | None, what: str) -> Run:
+        if body.command is None:  # reads only the small thread table: no need to leave the loop
+            request = resolve(body, thread_id, what)
+        else:  # a resume reads the checkpoint, which may wait on the checkpointer's lock
+            request = await run_in_threadpool(resolve, body, thread_id, what)
+        if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
+            raise ApiError(
+                409,
+                "thread-busy",
+                f"thread {request.thread_id!r} has a run in progress",
+                hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
+            )
+        return server.runs.start(request)
+
+    def located(run: Run, content: Any, status: int = 200) -> JSONResponse:
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}" if not run.request.stateless else f"/runs/{run.run_id}"
+        return JSONResponse(content, status_code=status, headers={"Content-Location": where})
+
+    def sse(run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
+        async def events() -> AsyncIterator[str]:
+            try:
+                async for event, data in run.follow(modes, server.config.heartbeat):
+                    # a comment line keeps proxies from closing a quiet stream; clients skip it
+                    yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+            finally:
+                if cancel_on_disconnect and not run.done.is_set():
+                    server.runs.cancel(run, "the client disconnected")
+
+        where = f"/threads/{run.thread_id}/runs/{run.run_id}" if not run.request.stateless else f"/runs/{run.run_id}"
+        headers = {"Content-Location": where, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    async def wait(run: Run) -> JSONResponse:
+        await run.done.wait()
+        return located(run, run.result())
+
+    # ---- runs on a thread
+    @router.post("/threads/{thread_id}/runs")
+    async def create_run(thread_id: str, body: RunCreate) -> JSONResponse:
+        """Start a run in the background; returns the run (follow it with join or join_stream)."""
+        run = await start(body, thread_id, "runs.create")
+        return located(run, run.record())
+
+    @router.post("/threads/{thread_id}/runs/wait")
+    async def wait_run(thread_id: str, body: RunCreate) -> JSONResponse:
+        """Run and return the final values (with `__interrupt__` when it paused, `__error__` when it failed)."""
+        return await wait(await start(body, thread_id, "runs.wait"))
+
+    @router.post("/threads/{thread_id}/runs/stream")
+    async def stream_run(thread_id: str, body: RunCreate) -> StreamingResponse:
+        """Run and stream its events over SSE."""
+        run = await start(body, thread_id, "runs.stream")
+        return sse(run, None, body.on_disconnect == "cancel")
+
+    @router.get("/threads/{thread_id}/runs")
+    def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
+        """The thread's runs, newest first."""
+        server.thread(thread_id)
+        records = {r["run_id"]: _live(server, r) for r in server.store.runs(thread_id)}
+        for run in server.runs.runs.values():  # runs still going are not saved yet
+            if run.thread_id == thread_id and not run.request.stateless:
+                records[run.run_id] = run.record()
+        found = sorted(records.values(), key=lambda r: r["created_at"], reverse=True)
+        found = [r for r in found if status is None or r["status"] == status]
+        return found[offset : offset + limit]
+
+    @router.get("/threads/{thread_id}/runs/{run_id}")
+    def get_run(thread_id: str, run_id: str) -> dict[str, Any]:
+        """One run."""
+        return _live(server, _record(server, thread_id, run_id))
+
+    @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+    async def cancel_run(thread_id: str, run_id: str, wait: int = 0, action: str = "interrupt") -> Response:
+        """Stop a run after the step it is in (`action=rollback` is not supported)."""
+        if action != "interrupt":
+            raise ApiError(422, "not-supported", f"cancel action {action!r} is not supported by agentmap serve")
+        _record(server, thread_id, run_id)
+        run = server.runs.runs.get(run_id)
+        if run is not None and not run.done.is_set():
+            server.runs.cancel(run)
+            if wait:
+                await run.done.wait()
+        return Response(status_code=202 if not wait else 200)
+
+    @router.get("/threads/{thread_id}/runs/{run_id}/join")
+    async def join_run(thread_id: str, run_id: str) -> JSONResponse:
+        """Wait for a run to end and return the thread's final values."""
+        record = await run_in_threadpool(_record, server, thread_id, run_id)
+        run = server.runs.runs.get(run_id)
+        if run is not None:
+            return await wait(run)
+        snapshot = await run_in_threadpool(server.snapshot, server.thread(thread_id))
+        return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": record["run_id"]})
+
+    @router.get("/threads/{thread_id}/runs/{run_id}/stream")
+    async def join_stream(
+        thread_id: str,
+        run_id: str,
+        stream_mode: list[str] | None = None,
+        cancel_on_disconnect: bool = False,
+    ) -> StreamingResponse:
+        """Stream a run's events (from its start) until it ends."""
+        _record(server, thread_id, run_id)
+        run = server.runs.runs.get(run_id)
+        if run is None:
+            raise ApiError(404, "run-not-found", f"run {run_id!r} ended before the server restarted; no events kept")
+        return sse(run, _modes(stream_mode) if stream_mode else None, cancel_on_disconnect)
+
+    # ---- stateless runs
+    @router.post("/runs")
+    async def create_stateless(body: RunCreate) -> JSONResponse:
+        """Start a run without a thread, in the background."""
+        run = await start(body, None, "runs.create")
+        return located(run, run.record())
+
+    @router.post("/runs/wait")
+    async def wait_stateless(body: RunCreate) -> JSONResponse:
+        """Run without a thread and return the final values."""
+        return await wait(await start(body, None, "runs.wait"))
+
+    @router.post("/runs/stream")
+    async def stream_stateless(body: RunCreate) -> StreamingResponse:
+        """Run without a thread and stream its events over SSE."""
+        run = await start(body, None, "runs.stream")
+        return sse(run, None, body.on_disconnect == "cancel")
+
+    @router.post("/runs/batch")
+    async def batch(bodies: list[RunCreate]) -> list[dict[str, Any]]:
+        """Start several runs without threads; returns the runs."""
+        requests = [await run_in_threadpool(resolve, b, b.thread_id, "runs.create_batch") for b in bodies]
+        return [server.runs.start(r).record() for r in requests]
+
+    return router
+
+
+def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
+    server.thread(thread_id)
+    run = server.runs.runs.get(run_id)
+    if run is not None and run.thread_id == thread_id:
+        return run.record()
+    record = server.store.run(thread_id, run_id)
+    if record is None:
+        raise ApiError(404, "run-not-found", f"thread {thread_id!r} has no run {run_id!r}")
+    return record
+
+
+def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+    run = server.runs.runs.get(record["run_id"])
+    return run.record() if run is not None else {**record, "cancel_reason": None}

@@ -1,0 +1,315 @@
+"""Runs: each one streams a `CompiledWorkflow` in a worker thread and records its events for every listener.
+
+A run's events (the stream modes the client asked for, `metadata` first, `error` on failure) are kept in
+order, so `runs.stream`, `runs.join_stream` and the viewer read the same sequence however late they come.
+`nodes` is AgentMap's own stream mode: one event per node start and end (`running`, `succeeded`, `failed`,
+`paused`) and a `nodes/summary` event with the execution summary when the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError
+from agentmap.server._encode import jsonable
+from agentmap.server._store import Store, now
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap.runtime.tracking import NodeExecution
+    from agentmap.server._graphs import Assistant
+
+__all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunManager", "RunRequest"]
+
+_log = logging.getLogger("agentmap.server")
+
+GRAPH_MODES = ("values", "updates", "custom", "messages", "messages-tuple", "debug", "tasks", "checkpoints")
+STREAM_MODES = (*GRAPH_MODES, "nodes")
+"""The stream modes a run accepts: LangGraph's (but `events`) and AgentMap's `nodes`."""
+
+
+@dataclass
+class RunRequest:
+    """What a run does, checked and resolved by the routes."""
+
+    assistant: Assistant
+    thread_id: str | None
+    input: Any
+    stream_modes: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    kwargs: dict[str, Any]
+    multitask_strategy: str = "enqueue"
+    stateless: bool = False
+
+
+@dataclass
+class Run:
+    """One run and its recorded events."""
+
+    run_id: str
+    request: RunRequest
+    created_at: str = field(default_factory=now)
+    updated_at: str = ""
+    status: str = "pending"
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    values: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    cancel_reason: str | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def thread_id(self) -> str:
+        """The run's thread (a throwaway id for a stateless run)."""
+        return self.request.thread_id or self.run_id
+
+    def record(self) -> dict[str, Any]:
+        """The run as LangGraph's server returns it."""
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.request.assistant.assistant_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at or self.created_at,
+            "status": self.status,
+            "metadata": self.request.metadata,
+            "multitask_strategy": self.request.multitask_strategy,
+            "cancel_reason": self.cancel_reason,
+        }
+
+    def push(self, event: str, data: Any) -> None:
+        """Record an event and wake the listeners (on the event loop's thread)."""
+        self.events.append((event, data))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def result(self) -> dict[str, Any]:
+        """What `runs.wait` and `runs.join` return: the final values, or `{"__error__": ...}`."""
+        if self.error is not None:
+            return {"__error__": self.error}
+        return self.values or {}
+
+    async def follow(
+        self, modes: tuple[str, ...] | None = None, heartbeat: float | None = None
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """Every event so far, then each new one until the run ends (only `modes`, when given).
+
+        With `heartbeat`, an empty event `("", None)` comes after that many seconds without one.
+        """
+        index = 0
+        while True:
+            changed = self._changed
+            while index < len(self.events):
+                event, data = self.events[index]
+                index += 1
+                if modes is None or event in ("metadata", "error") or _mode_of(event) in modes:
+                    yield event, data
+            if self.done.is_set():
+                return
+            try:
+                await asyncio.wait_for(changed.wait(), heartbeat)
+            except TimeoutError:
+                yield "", None
+
+
+def _mode_of(event: str) -> str:
+    if event == "messages":
+        return "messages-tuple"
+    return event.partition("/")[0].partition("|")[0]
+
+
+class RunManager:
+    """Starts runs, one at a time per thread, and keeps the recent ones in memory."""
+
+    def __init__(self, store: Store, *, workers: int = 16, keep: int = 1000) -> None:
+        self.store = store
+        self.runs: dict[str, Run] = {}
+        self._keep = keep
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._queued: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentmap-run")
+
+    def close(self) -> None:
+        """Stop taking work; cancel what runs."""
+        for run in self.runs.values():
+            run.cancelled.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def busy(self, thread_id: str) -> bool:
+        """True while a run holds the thread."""
+        return self._queued.get(thread_id, 0) > 0
+
+    def start(self, request: RunRequest) -> Run:
+        """Create a run and start it in the background."""
+        run = Run(str(uuid.uuid4()), request)
+        self.runs[run.run_id] = run  # saved when it ends; until then the thread is busy in memory
+        self._queued[run.thread_id] = self._queued.get(run.thread_id, 0) + 1  # busy from now, not from the task
+        task = asyncio.get_running_loop().create_task(self._run(run))
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._done)
+        return run
+
+    def cancel(self, run: Run, reason: str = "cancelled by the client") -> None:
+        """Ask a run to stop after the step it is in."""
+        run.cancel_reason = reason
+        run.cancelled.set()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._forget_old()
+
+    def _forget_old(self) -> None:
+        if len(self.runs) <= self._keep + self._keep // 10:  # prune in batches, oldest first
+            return
+        finished = [r for r in self.runs.values() if r.done.is_set()]
+        for run in finished[: max(0, len(finished) - self._keep)]:
+            self.runs.pop(run.run_id, None)
+
+    async def _run(self, run: Run) -> None:
+        lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
+        try:
+            async with lock:
+                if run.cancelled.is_set():
+                    self._finish(run, "interrupted")
+                    return
+                run.status = "running"
+                run.push("metadata", {"run_id": run.run_id, "attempt": 1})
+                loop = asyncio.get_running_loop()
+
+                def emit(event: str, data: Any) -> None:
+                    loop.call_soon_threadsafe(run.push, event, data)
+
+                try:
+                    status = await loop.run_in_executor(self._executor, _execute, run, emit)
+                except AgentMapError as err:
+                    run.error = {"error": type(err).__name__, "message": str(err), "code": err.code}
+                    status = "error"
+                except Exception as exc:
+                    _log.exception("run %s failed", run.run_id)
+                    run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
+                    status = "error"
+                if run.error is not None:
+                    run.push("error", run.error)
+                self._finish(run, status)
+        finally:
+            self._queued[run.thread_id] -= 1
+            if not self._queued[run.thread_id]:  # drop idle locks so they do not pile up
+                del self._queued[run.thread_id]
+                self._locks.pop(run.thread_id, None)
+
+    def _finish(self, run: Run, status: str) -> None:
+        run.status = status
+        run.updated_at = now()
+        if not run.request.stateless:
+            interrupted = bool((run.values or {}).get("__interrupt__"))
+            thread_status = "error" if status == "error" else "interrupted" if interrupted else "idle"
+            self.store.finish_run(run.record(), thread_status)
+        run.done.set()
+        run._changed.set()
+
+
+def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
+    """Run the graph in this worker thread; return the run's final status."""
+    request = run.request
+    app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
+    wanted = set(request.stream_modes)
+    modes = ["values", "updates"]
+    if "messages" in wanted or "messages-tuple" in wanted:
+        modes.append("messages")
+    modes += [m for m in ("custom", "debug", "tasks", "checkpoints") if m in wanted]
+
+    def listen(execution: NodeExecution) -> None:
+        if "nodes" in wanted:
+            emit("nodes", _node_event(execution))
+
+    tracker = app.new_tracker(listener=listen)
+    config = {**request.config, "metadata": {**request.config.get("metadata", {}), "run_id": run.run_id}}
+    config["configurable"] = {**config.get("configurable", {}), "thread_id": run.thread_id}
+    messages = _Messages()
+    final: dict[str, Any] = {}
+    interrupts: list[Any] = []
+    stream = app.stream(
+        request.input,
+        config,  # type: ignore[arg-type]
+        tracker=tracker,
+        stream_mode=modes,
+        **request.kwargs,
+    )
+    try:
+        for mode, chunk in stream:
+            if run.cancelled.is_set():
+                break
+            if mode == "values":
+                final = dict(chunk)
+                interrupts = list(final.pop("__interrupt__", ()))
+                if "values" in wanted:
+                    emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
+            elif mode == "updates":
+                if isinstance(chunk, dict) and "__interrupt__" in chunk:
+                    interrupts = list(chunk["__interrupt__"])
+                if "updates" in wanted:
+                    emit("updates", jsonable(chunk))
+            elif mode == "messages":
+                for event, data in messages.events(chunk, wanted):
+                    emit(event, data)
+            else:
+                emit(mode, jsonable(chunk))
+    finally:
+        stream.close()  # type: ignore[attr-defined]  # a generator: closing it stops the graph
+    success = tracker.update_graph_success()
+    values = jsonable({**final, "graph_success": success})
+    if interrupts:
+        values["__interrupt__"] = jsonable(interrupts)
+    run.values = values
+    if "nodes" in wanted:
+        for execution in tracker.summary:
+            if interrupts and execution.success is None:
+                emit("nodes", {**_node_event(execution), "status": "paused"})
+        emit("nodes/summary", {"success": success, "paused": bool(interrupts), "summary": _summary(tracker.summary)})
+    if run.cancelled.is_set():
+        return "interrupted"
+    return "interrupted" if interrupts else "success"
+
+
+def _node_event(execution: NodeExecution) -> dict[str, Any]:
+    status = "running" if execution.success is None else "succeeded" if execution.success else "failed"
+    return {"node": execution.name, "status": status, "duration": execution.duration, "error": execution.error}
+
+
+def _summary(summary: list[NodeExecution]) -> list[dict[str, Any]]:
+    return [jsonable(e.to_dict()) for e in summary]
+
+
+class _Messages:
+    """LangGraph's `messages` mode as the server's events: tuples, or partial/complete messages by id."""
+
+    def __init__(self) -> None:
+        self._partial: dict[str, Any] = {}
+
+    def events(self, chunk: Any, wanted: set[str]) -> list[tuple[str, Any]]:
+        message, metadata = chunk
+        found: list[tuple[str, Any]] = []
+        if "messages-tuple" in wanted:
+            found.append(("messages", [jsonable(message), jsonable(metadata)]))
+        if "messages" in wanted:
+            key = str(getattr(message, "id", None) or id(message))
+            if key not in self._partial:
+                found.append(("messages/metadata", {key: {"metadata": jsonable(metadata)}}))
+            if type(message).__name__.endswith("Chunk"):
+                so_far = self._partial.get(key)
+                self._partial[key] = message if so_far is None else so_far + message
+                found.append(("messages/partial", [jsonable(self._partial[key])]))
+            else:
+                self._partial[key] = message
+                found.append(("messages/complete", [jsonable(message)]))
+        return found

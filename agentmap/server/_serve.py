@@ -1,0 +1,74 @@
+"""Running the application with uvicorn: in the foreground (`agentmap serve`) or in a background thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agentmap.errors import ConfigError
+from agentmap.server._security import require_key
+
+__all__ = ["background", "serve"]
+
+_log = logging.getLogger("agentmap.server")
+
+
+def _uvicorn() -> Any:
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        raise ConfigError(
+            "agentmap serve needs FastAPI and uvicorn, which are not installed",
+            code="missing-extra",
+            hint='pip install "agentmap[serve]"',
+        ) from None
+    return uvicorn
+
+
+def _server(config: Any, host: str, port: int, log_level: str) -> Any:
+    uvicorn = _uvicorn()
+    require_key(host, config.api_key)
+    from agentmap.server._app import create_app
+
+    app = create_app(config)
+    settings = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5, lifespan="on"
+    )
+    return uvicorn.Server(settings)
+
+
+def serve(config: Any, *, host: str = "127.0.0.1", port: int = 8123, log_level: str = "info") -> None:
+    """Serve `config` until interrupted (Ctrl-C).
+
+    Raises:
+        ConfigError: A host beyond loopback without an API key, or the `serve` extra missing.
+        WorkflowFileError, ValidationError: A workflow cannot be served.
+    """
+    _server(config, host, port, log_level).run()
+
+
+@contextmanager
+def background(config: Any, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> Iterator[str]:
+    """Serve `config` from a thread of this process; yields the base URL (port 0: a free port is chosen).
+
+    The server stops when the block ends.
+    """
+    server = _server(config, host, port, log_level)
+    thread = threading.Thread(target=server.run, name="agentmap-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start (see the log above)")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()
+    try:
+        yield f"http://{host}:{bound[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

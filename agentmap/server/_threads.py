@@ -1,0 +1,197 @@
+"""Routes for threads (create, get, search, state, history, delete), and the thread/state JSON shapes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Response
+
+from agentmap.server._encode import jsonable
+from agentmap.server._models import ApiError, HistoryRequest, ThreadCreate, ThreadSearch, refuse_unsupported
+
+if TYPE_CHECKING:
+    from agentmap.server._app import Server
+    from agentmap.server._graphs import Assistant
+
+__all__ = ["thread_json", "thread_routes"]
+
+
+def _checkpoint(config: Any) -> dict[str, Any] | None:
+    if not config:
+        return None
+    conf = config.get("configurable", {})
+    return {
+        "thread_id": conf.get("thread_id"),
+        "checkpoint_ns": conf.get("checkpoint_ns", ""),
+        "checkpoint_id": conf.get("checkpoint_id"),
+        "checkpoint_map": conf.get("checkpoint_map"),
+    }
+
+
+def state_json(snapshot: Any, thread_id: str) -> dict[str, Any]:
+    """A LangGraph `StateSnapshot` (or None for a thread that never ran) as the server's `ThreadState`."""
+    if snapshot is None:
+        empty = {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": None, "checkpoint_map": None}
+        return {
+            "values": {},
+            "next": [],
+            "checkpoint": empty,
+            "metadata": {},
+            "created_at": None,
+            "parent_checkpoint": None,
+            "tasks": [],
+            "interrupts": [],
+        }
+    return {
+        "values": jsonable(snapshot.values),
+        "next": list(snapshot.next),
+        "checkpoint": _checkpoint(snapshot.config),
+        "metadata": jsonable(snapshot.metadata or {}),
+        "created_at": snapshot.created_at,
+        "parent_checkpoint": _checkpoint(snapshot.parent_config),
+        "tasks": [
+            {
+                "id": t.id,
+                "name": t.name,
+                "error": None if t.error is None else repr(t.error),
+                "interrupts": jsonable(t.interrupts),
+                "checkpoint": None,
+                "state": None,
+                "result": jsonable(t.result),
+            }
+            for t in snapshot.tasks
+        ],
+        "interrupts": jsonable(snapshot.interrupts),
+    }
+
+
+def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+    """A thread record with its current values and pending interrupts."""
+    snapshot = server.snapshot(record)
+    interrupts: dict[str, list[Any]] = {}
+    if snapshot is not None:
+        for task in snapshot.tasks:
+            if task.interrupts:
+                interrupts[task.id] = jsonable(task.interrupts)
+    return {
+        "thread_id": record["thread_id"],
+        "created_at": record["created_at"],
+        "updated_at": record["updated_at"],
+        "metadata": record["metadata"],
+        "status": "busy" if server.runs.busy(record["thread_id"]) else record["status"],
+        "values": jsonable(snapshot.values) if snapshot is not None else None,
+        "interrupts": interrupts,
+        "config": {},
+    }
+
+
+def thread_routes(server: Server) -> APIRouter:
+    """The `/threads` routes (runs on a thread are in `_run_routes`)."""
+    router = APIRouter(tags=["threads"])
+    store = server.store
+
+    @router.post("/threads")
+    def create_thread(body: ThreadCreate) -> dict[str, Any]:
+        """Create a thread (`if_exists: do_nothing` returns the existing one)."""
+        refuse_unsupported(body, "threads.create")
+        thread_id = body.thread_id or str(uuid.uuid4())
+        metadata = dict(body.metadata or {})
+        graph_id = metadata.get("graph_id")
+        if graph_id is not None:
+            metadata["graph_id"] = server.assistant(str(graph_id)).graph_id
+        record = store.create_thread(thread_id, metadata)
+        if record is None:
+            if body.if_exists == "do_nothing":
+                return thread_json(server, server.thread(thread_id))
+            raise ApiError(409, "thread-exists", f"thread {thread_id!r} already exists", hint='if_exists="do_nothing"')
+        return thread_json(server, record)
+
+    @router.post("/threads/search")
+    def search_threads(body: ThreadSearch) -> list[dict[str, Any]]:
+        """Threads by metadata, ids and status, newest first."""
+        refuse_unsupported(body, "threads.search")
+        wanted = body.metadata or {}
+        found = [r for r in store.threads(body.ids) if all(r["metadata"].get(k) == v for k, v in wanted.items())]
+        if body.status is not None:  # "busy" is known in memory, the rest in the store
+            status = body.status
+            found = [r for r in found if ("busy" if server.runs.busy(r["thread_id"]) else r["status"]) == status]
+        return [thread_json(server, r) for r in found[body.offset : body.offset + body.limit]]
+
+    @router.get("/threads/{thread_id}")
+    def get_thread(thread_id: str) -> dict[str, Any]:
+        """One thread, with its values and pending interrupts."""
+        return thread_json(server, server.thread(thread_id))
+
+    @router.delete("/threads/{thread_id}", status_code=204)
+    def delete_thread(thread_id: str) -> Response:
+        """Forget a thread: its record, its runs and its checkpoints."""
+        server.thread(thread_id)
+        if server.runs.busy(thread_id):
+            raise ApiError(409, "thread-busy", f"thread {thread_id!r} has a run in progress", hint="cancel it first")
+        store.delete_thread(thread_id)
+        delete = getattr(server.checkpointer, "delete_thread", None)
+        if callable(delete):
+            delete(thread_id)
+        return Response(status_code=204)
+
+    def _state(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        record = server.thread(thread_id)
+        return state_json(server.snapshot(record, checkpoint_id), thread_id)
+
+    @router.get("/threads/{thread_id}/state")
+    def get_state(thread_id: str, subgraphs: bool = False) -> dict[str, Any]:
+        """The thread's latest state: values, next nodes, pending interrupts, checkpoint."""
+        return _state(thread_id)
+
+    @router.get("/threads/{thread_id}/state/{checkpoint_id}")
+    def get_state_at(thread_id: str, checkpoint_id: str, subgraphs: bool = False) -> dict[str, Any]:
+        """The thread's state at one checkpoint."""
+        return _state(thread_id, checkpoint_id)
+
+    @router.post("/threads/{thread_id}/state/checkpoint")
+    def get_state_at_checkpoint(thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The thread's state at the checkpoint named in the body."""
+        checkpoint = body.get("checkpoint") or {}
+        return _state(thread_id, checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
+
+    @router.post("/threads/{thread_id}/history")
+    def get_history(thread_id: str, body: HistoryRequest) -> list[dict[str, Any]]:
+        """The thread's states, newest first."""
+        refuse_unsupported(body, "threads.get_history")
+        record = server.thread(thread_id)
+        assistant = server.thread_assistant(record)
+        if assistant is None:
+            return []
+        before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
+        config = _config(thread_id, (body.checkpoint or {}).get("checkpoint_id"))
+        history = assistant.app.graph.get_state_history(
+            config,  # type: ignore[arg-type]
+            filter=body.metadata,
+            before=_config(thread_id, before) if before else None,  # type: ignore[arg-type]
+            limit=body.limit,
+        )
+        return [state_json(s, thread_id) for s in history]
+
+    return router
+
+
+def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def snapshot_of(assistant: Assistant | None, thread_id: str, checkpoint_id: str | None = None) -> Any:
+    """The graph's state snapshot for a thread (None when the thread has no graph or no checkpoint)."""
+    if assistant is None:
+        return None
+    snapshot = assistant.app.graph.get_state(_config(thread_id, checkpoint_id))  # type: ignore[arg-type]
+    if snapshot.config is None or not snapshot.config.get("configurable", {}).get("checkpoint_id"):
+        return None if checkpoint_id is None else _missing_checkpoint(thread_id, checkpoint_id)
+    return snapshot
+
+
+def _missing_checkpoint(thread_id: str, checkpoint_id: str) -> Any:
+    raise ApiError(404, "checkpoint-not-found", f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")

@@ -1,0 +1,107 @@
+"""`agentmap serve`: refusals before it listens, and the real command serving a LangGraph client."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from cli_helpers import COMMAND, GRAPHS, ROOT
+
+from agentmap.cli.app import run_cli
+
+
+def test_refuses_a_public_host_without_a_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--host", "0.0.0.0"]) == 2
+    err = capsys.readouterr().err
+    assert "api-key-required" in err and "refuses to listen on 0.0.0.0 without an API key" in err
+
+
+def test_refuses_an_unset_key_variable(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTMAP_TEST_KEY", raising=False)
+    assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--api-key-env", "AGENTMAP_TEST_KEY"]) == 2
+    assert "--api-key-env names AGENTMAP_TEST_KEY, which is not set" in capsys.readouterr().err
+
+
+def test_refuses_an_unknown_durability(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--durability", "never"]) == 2
+    assert "--durability must be sync, async or exit" in capsys.readouterr().err
+
+
+def test_missing_workflow_and_no_workflow(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["serve", "nope.csv"]) == 3
+    assert "nope.csv does not exist" in capsys.readouterr().err
+    assert run_cli(["serve"]) == 2
+    assert "no workflow to serve" in capsys.readouterr().err
+
+
+_WITHOUT_FASTAPI = """
+import sys
+sys.modules["fastapi"] = None  # as if the serve extra were not installed
+from agentmap.cli.app import run_cli
+sys.exit(run_cli(sys.argv[1:]))
+"""
+
+
+def test_without_the_serve_extra_the_command_says_what_to_install() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_FASTAPI, "serve", str(GRAPHS / "hello_world.csv")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "missing-extra" in done.stderr and 'pip install "agentmap[serve]"' in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.slow
+def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    sdk = pytest.importorskip("langgraph_sdk")
+    port = _free_port()
+    database = tmp_path / "state" / "runs.db"
+    proc = subprocess.Popen(
+        [*COMMAND, "serve", str(GRAPHS / "hello_world.csv"), "--port", str(port), "--checkpoint", str(database)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        with sdk.get_sync_client(url=url, api_key=None) as client:
+            thread = client.threads.create()
+            result = client.runs.wait(thread["thread_id"], "HelloWorld", input={"name": "Ada"})
+        assert result["greeting"] == "Hello, Ada!"
+        assert database.is_file()  # the folder of the checkpoint file is made
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err  # Ctrl-C: a graceful shutdown, then the interrupted exit code
+    assert "Traceback" not in err
+    assert "request_id=" in err and "POST /threads" in err  # access log lines carry the request id

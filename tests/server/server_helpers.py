@@ -1,0 +1,79 @@
+"""A folder of small workflows to serve, and the real server on 127.0.0.1 in a thread of the test process."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = ROOT / "graphs"
+
+_AGENTS = '''
+import time
+
+from langgraph.config import get_stream_writer
+from langgraph.types import interrupt
+
+from agentmap import BaseAgent
+from agentmap.agents.questions import check_answer, question
+
+
+class NapAgent(BaseAgent):
+    """Sleeps (Context seconds), so a run lasts long enough to be cancelled or joined."""
+
+    def process(self, inputs):
+        time.sleep(float(self.context.get("seconds", 0.2)))
+        return "rested"
+
+
+class ReviewAgent(BaseAgent):
+    """Writes a custom stream event, then pauses on an approval question."""
+
+    def process(self, inputs):
+        get_stream_writer()({"reviewing": inputs.get("draft")})
+        asked = question(self.name, "human", "Publish this draft?", interaction="approval")
+        return check_answer(asked, interrupt(asked))["approved"]
+'''
+
+_WORKFLOWS = {
+    "ask.csv": """
+        GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+        Ask,Question,input,What is your name?,"{""interrupt"": true}",,name,Greet
+        Ask,Greet,template,"Hello, {name}!",,name,greeting,
+    """,
+    "review.csv": """
+        GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge
+        Review,Draft,template,Draft about {topic},topic,draft,Approve
+        Review,Approve,ReviewAgent,,draft,approved,
+    """,
+    "slow.csv": """
+        GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge
+        Slow,First,NapAgent,"{""seconds"": 0.3}",topic,first,Second
+        Slow,Second,NapAgent,"{""seconds"": 0.3}",first,second,Third
+        Slow,Third,NapAgent,"{""seconds"": 0.3}",second,third,
+    """,
+}
+
+
+def make_project(folder: Path) -> Path:
+    """Write hello.csv (the hello-world graph), ask.csv, review.csv, slow.csv and their custom agents into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(GRAPHS / "hello_world.csv", folder / "hello.csv")
+    for name, text in _WORKFLOWS.items():
+        (folder / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    (folder / "custom_agents").mkdir(exist_ok=True)
+    (folder / "custom_agents" / "agents.py").write_text(_AGENTS, encoding="utf-8")
+    return folder
+
+
+@contextmanager
+def serving(*targets: str | Path, **config: Any) -> Iterator[str]:
+    """The real server (uvicorn) on 127.0.0.1 and a free port, serving `targets`; yields its URL."""
+    from agentmap.server import ServeConfig, background
+
+    with background(ServeConfig(targets=tuple(str(t) for t in targets), **config)) as url:
+        yield url

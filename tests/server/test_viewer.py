@@ -1,0 +1,103 @@
+"""The run viewer in a real headless chromium (Debian's package, driven by Playwright): draw, run, answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from components import find_executable, require
+from server_helpers import GRAPHS, make_project, serving
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _browser(playwright: Any) -> Any:
+    chromium = find_executable("chromium") or find_executable("chromium-browser")
+    require(chromium is not None, "no chromium found: apt-get install chromium")
+    return playwright.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+
+
+def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith((url, "data:")) else outside.append(r.url))
+    page.goto(f"{url}/?graph={graph}")
+    page.wait_for_selector("#diagram svg g.node")
+    return page, outside
+
+
+def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with serving(GRAPHS / "parallel.csv", checkpoint="memory") as url, sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page, outside = _open(browser, url, "Briefing")
+        page.fill("#fields input[name=city]", "Lisbon")
+        page.click("#run-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        rows = page.eval_on_selector_all(
+            "#summary tbody tr", "rows => rows.map(r => [r.cells[0].textContent, r.dataset.status])"
+        )
+        assert sorted(rows) == sorted([[n, "succeeded"] for n in ("Start", "Weather", "News", "Agenda", "Join")])
+        lit = page.eval_on_selector_all("#diagram g.node.am-succeeded", "gs => gs.length")
+        assert lit == 5
+        fill = page.eval_on_selector("#diagram g.node.am-succeeded > rect", "r => getComputedStyle(r).fill")
+        assert fill == "rgb(200, 240, 201)"  # drawn green, not just classed
+        assert "Morning briefing for Lisbon" in page.inner_text("#final")
+        page.screenshot(path=str(tmp_path / "viewer.png"), full_page=True)
+        assert (tmp_path / "viewer.png").stat().st_size > 10_000
+        assert outside == []  # Mermaid comes from the package: nothing is fetched from the network
+        browser.close()
+
+
+def test_viewer_shows_a_failed_node_in_red(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    flow = tmp_path / "fail.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "Fails,Start,template,go {x},x,y,Boom\n"
+        "Fails,Boom,failure,the disk is full,y,z,\n",
+        encoding="utf-8",
+    )
+    with serving(flow, checkpoint="memory") as url, sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page, _ = _open(browser, url, "Fails")
+        page.fill("#fields input[name=x]", "1")
+        page.click("#run-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'failed'", timeout=20_000)
+        failed = page.eval_on_selector("#summary tbody tr[data-status=failed]", "r => r.innerText")
+        assert "Boom" in failed and "the disk is full" in failed
+        fill = page.eval_on_selector("#diagram g.node.am-failed > rect", "r => getComputedStyle(r).fill")
+        assert fill == "rgb(249, 201, 197)"
+        browser.close()
+
+
+def test_viewer_answers_a_paused_node(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    folder = make_project(tmp_path / "p")
+    database = str(tmp_path / "runs.db")
+    with serving(folder / "review.csv", checkpoint=database, api_key="k") as url, sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page()
+        page.goto(url + "/")
+        page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs the key
+        assert "API key" in page.inner_text("#status")
+        page.fill("#api-key", "k")
+        page.dispatch_event("#api-key", "change")
+        page.wait_for_selector("#diagram svg g.node")
+        page.fill("#fields input[name=topic]", "owls")
+        page.click("#run-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.screenshot(path=str(tmp_path / "paused.png"), full_page=True)
+        assert page.inner_text("#question-text") == "Publish this draft?"
+        assert "Draft about owls" in page.inner_text("#final")
+        assert page.eval_on_selector_all("#diagram g.node.am-paused", "gs => gs.length") == 1
+        page.fill("#answer", "maybe")
+        page.click("#answer-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'error'")
+        assert "approval" in page.inner_text("#status")  # the refused answer says what fits
+        page.fill("#answer", "approve")
+        page.click("#answer-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert '"approved": true' in page.inner_text("#final")
+        browser.close()
