@@ -125,6 +125,28 @@ class ToolsSettings(BaseModel):
     timeout: float | None = None
 
 
+class TracingSettings(BaseModel):
+    """OpenTelemetry tracing of runs (`tracing:`); see csv_specs/tracing.md.
+
+    Attributes:
+        exporter: `otlp` (endpoint from `OTEL_EXPORTER_OTLP_ENDPOINT`), `console` or `file:PATH`; None: off.
+        content: Whether state values, prompts and replies go into spans.
+    """
+
+    exporter: str | None = None
+    content: bool = False
+
+    @field_validator("exporter")
+    @classmethod
+    def _known_exporter(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if value not in ("otlp", "console") and not (value.startswith("file:") and len(value) > 5):
+            raise ValueError(f"unknown trace exporter {value!r}: use otlp, console or file:PATH")
+        return value
+
+
 class Settings(BaseModel):
     """Everything the command line reads from the config file and `AGENTMAP_*` variables.
 
@@ -138,6 +160,7 @@ class Settings(BaseModel):
         logging: The logging level.
         llm: Free-form model defaults for LLM agents (`model`, `temperature`, ...).
         tools: Tool settings (`roots`, `timeout`).
+        tracing: OpenTelemetry tracing (`exporter`, `content`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -148,6 +171,7 @@ class Settings(BaseModel):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     llm: dict[str, Any] = Field(default_factory=dict)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 

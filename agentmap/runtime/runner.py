@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -19,6 +20,7 @@ from langgraph.types import Command
 
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.compiler import TRACKER_KEY
+from agentmap.runtime.events import RunObserver, observe_run
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ class RunResult:
     success: bool
     summary: list[NodeExecution] = field(default_factory=list)
     interrupts: tuple[Any, ...] = ()
+    workflow: CompiledWorkflow | None = field(default=None, repr=False, compare=False)
+    """The workflow that ran (what `draw()` draws the path on)."""
 
     @property
     def errors(self) -> list[str]:
@@ -74,6 +78,24 @@ class RunResult:
             raise ImportError('summary_frame() needs pandas: pip install "agentmap[notebook]"') from None
         return pd.DataFrame([e.to_dict() for e in self.summary])
 
+    def draw(self, path: str | Path | None = None) -> str:
+        """The graph as SVG with the path this run took: nodes taken, failed, paused; durations; steps.
+
+        Args:
+            path: Also write the picture here (`.svg`, or `.png` with the `draw` extra).
+        """
+        from agentmap.observe.draw import draw_run, save
+
+        if self.workflow is None:
+            raise ValueError("this RunResult does not know its workflow; draw it with agentmap.observe.draw_run")
+        return save(draw_run(self.workflow, self), path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter's view: the run's path as SVG (drawn offline), the summary table as HTML, and text."""
+        from agentmap.observe.draw import run_bundle
+
+        return run_bundle(self)
+
 
 class CompiledWorkflow:
     """A compiled graph, ready to run.
@@ -98,6 +120,8 @@ class CompiledWorkflow:
         self.agents = dict(agents)
         self._policy = success_policy
         self._critical = tuple(critical_nodes)
+        self.observers: list[RunObserver] = []
+        """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         ExecutionTracker(success_policy, critical_nodes)  # reject a bad policy now, not at the first run
 
     @property
@@ -140,7 +164,7 @@ class CompiledWorkflow:
             for execution in summary:
                 if execution.success is None:
                     execution.metadata["paused"] = True
-        return RunResult(values, success, summary, interrupts)
+        return RunResult(values, success, summary, interrupts, self)
 
     def invoke(
         self,
@@ -159,9 +183,9 @@ class CompiledWorkflow:
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             final = self.graph.invoke(state, config, **kwargs)
-        return self._result(state, final, tracker)
+            return done(self._result(state, final, tracker))
 
     async def ainvoke(
         self,
@@ -173,9 +197,9 @@ class CompiledWorkflow:
     ) -> RunResult:
         """The async twin of `invoke`."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             final = await self.graph.ainvoke(state, config, **kwargs)
-        return self._result(state, final, tracker)
+            return done(self._result(state, final, tracker))
 
     def stream(
         self,
@@ -188,8 +212,9 @@ class CompiledWorkflow:
     ) -> Iterator[Any]:
         """Yield LangGraph's stream chunks (per node updates by default; any `stream_mode` passes through)."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             yield from self.graph.stream(state, config, stream_mode=stream_mode, **kwargs)
+            done(self._result(state, None, tracker))
 
     async def astream(
         self,
@@ -202,9 +227,10 @@ class CompiledWorkflow:
     ) -> AsyncIterator[Any]:
         """The async twin of `stream`."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             async for chunk in self.graph.astream(state, config, stream_mode=stream_mode, **kwargs):
                 yield chunk
+            done(self._result(state, None, tracker))
 
     def batch(
         self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
@@ -224,6 +250,18 @@ class CompiledWorkflow:
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""
         return self.graph.get_graph().draw_mermaid()
+
+    def draw(self, path: str | Path | None = None) -> str:
+        """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
+        from agentmap.observe.draw import draw_graph, save
+
+        return save(draw_graph(self), path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter's view: SVG (offline) plus `text/vnd.mermaid` for JupyterLab's Mermaid renderer."""
+        from agentmap.observe.draw import draw_graph
+
+        return {"image/svg+xml": draw_graph(self), "text/vnd.mermaid": self.draw_mermaid(), "text/plain": repr(self)}
 
 
 @contextmanager

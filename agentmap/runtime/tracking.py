@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.runnables.config import var_child_runnable_config
+
 __all__ = ["ExecutionTracker", "NodeExecution", "SuccessPolicy", "resolve_policy"]
 
 PolicyName = Literal["all_nodes", "final_node", "critical_nodes"]
@@ -60,8 +62,9 @@ class NodeExecution:
             "success": self.success,
             "error": self.error,
         }
-        if self.metadata:
-            data["metadata"] = self.metadata
+        metadata = {k: v for k, v in self.metadata.items() if not k.startswith("_")}  # `_x`: for tracers only
+        if metadata:
+            data["metadata"] = metadata
         if self.subgraph is not None:
             data["subgraph"] = [e.to_dict() for e in self.subgraph]
         return data
@@ -106,7 +109,7 @@ class ExecutionTracker:
         listener: Callable[[NodeExecution], None] | None = None,
     ) -> None:
         self._policy = resolve_policy(policy, critical_nodes)
-        self._listener = listener
+        self._listeners: list[Callable[[NodeExecution], None]] = [listener] if listener is not None else []
         self._executions: list[NodeExecution] = []
         self._open: dict[str, NodeExecution] = {}
         self._lock = threading.Lock()
@@ -115,11 +118,15 @@ class ExecutionTracker:
     def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
         """Record that `node_name` started with `inputs`."""
         execution = NodeExecution(node_name, time.time(), inputs=inputs, _clock=time.perf_counter())
+        config = var_child_runnable_config.get()  # LangGraph's superstep: branches that ran in parallel share it
+        step = config.get("metadata", {}).get("langgraph_step") if config is not None else None
+        if step is not None:
+            execution.metadata["_step"] = step
         with self._lock:
             self._executions.append(execution)
             self._open[node_name] = execution
-        if self._listener is not None:
-            self._listener(execution)
+        for notify in self._listeners:
+            notify(execution)
 
     def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
         """Record how `node_name` ended (a result with no start recorded starts it now)."""
@@ -134,8 +141,12 @@ class ExecutionTracker:
         execution.success = success
         execution.result = result
         execution.error = error
-        if self._listener is not None:
-            self._listener(execution)
+        for notify in self._listeners:
+            notify(execution)
+
+    def add_listener(self, listener: Callable[[NodeExecution], None]) -> None:
+        """Also call `listener` with each `NodeExecution` when it starts and when it ends (tracers use it)."""
+        self._listeners.append(listener)
 
     def annotate(self, node_name: str, **metadata: Any) -> None:
         """Attach metadata to the running (or last) execution of `node_name`."""

@@ -1,0 +1,373 @@
+"""OpenTelemetry traces of runs: one span per run, per node, per model call and per tool call.
+
+Turn it on with `agentmap run --trace otlp|console|file:spans.jsonl`, `tracing:` in `agentmap.yaml`,
+`agentmap.compile(..., tracing=...)`, or by installing a TracerProvider as any OpenTelemetry program does.
+Spans (names, attributes, events) are listed in csv_specs/tracing.md. This module needs the `otel` extra
+and is imported only when tracing is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode, TraceFlags
+
+from agentmap.errors import ConfigError
+from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
+from agentmap.runtime.events import RunEnd, RunInfo
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import RunResult
+    from agentmap.runtime.tracking import NodeExecution
+
+__all__ = ["Tracing", "installed_provider_observer", "resolve_tracing", "tracing_from_settings"]
+
+_SCOPE = "agentmap"
+_HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl (tracing: in agentmap.yaml takes the same)"
+
+
+class _JsonLinesExporter(SpanExporter):
+    """Appends one JSON object per finished span, one per line, to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = "".join(span.to_json(indent=None) + "\n" for span in spans)
+        with self._lock:
+            if self._file is None:
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(lines)
+            self._file.flush()
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+_PROVIDERS: dict[str, TracerProvider] = {}
+_PROVIDERS_LOCK = threading.Lock()
+
+
+def _provider(exporter: str) -> TracerProvider:
+    """One provider per exporter spec for the whole process (runs of every workflow share it)."""
+    with _PROVIDERS_LOCK:
+        found = _PROVIDERS.get(exporter)
+        if found is not None:
+            return found
+        provider = TracerProvider(resource=Resource.create({"service.name": "agentmap"}))
+        kind, _, rest = exporter.partition(":")
+        if kind == "console":
+            provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        elif kind == "file":
+            path = Path(rest).expanduser()
+            if not rest or (path.parent != Path() and not path.parent.is_dir()):
+                raise ConfigError(
+                    f"the trace file {rest or '(none given)'!r} cannot be written: "
+                    + ("no file named" if not rest else f"folder {path.parent} does not exist"),
+                    code="bad-config",
+                    hint="name a file in an existing folder: --trace file:spans.jsonl",
+                )
+            provider.add_span_processor(SimpleSpanProcessor(_JsonLinesExporter(path)))
+        elif kind == "otlp":
+            try:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            except ImportError:
+                raise ConfigError(
+                    "--trace otlp needs the OTLP exporter, which is not installed",
+                    code="bad-config",
+                    hint='pip install "agentmap[otel]"',
+                ) from None
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_* variables
+        else:
+            raise ConfigError(f"unknown trace exporter {exporter!r}", code="bad-config", hint=_HINT)
+        _PROVIDERS[exporter] = provider
+        return provider
+
+
+class Tracing:
+    """The run observer that makes the spans (add it to `CompiledWorkflow.observers`, or let `compile` do it).
+
+    Args:
+        provider: Where spans go: a TracerProvider, or None for the globally installed one.
+        content: Whether state values, node inputs and outputs, prompts and replies go into spans.
+    """
+
+    def __init__(self, provider: trace.TracerProvider | None = None, *, content: bool = False) -> None:
+        self.provider = provider
+        self.content = content
+        self.tracer = (provider or trace.get_tracer_provider()).get_tracer(_SCOPE)
+        self._handler = GenAIHandler(self.tracer, content)
+
+    def flush(self) -> None:
+        """Send the spans still buffered (before a process exits)."""
+        flush = getattr(self.provider or trace.get_tracer_provider(), "force_flush", None)
+        if flush is not None:
+            flush()
+
+    def run_started(self, run: RunInfo) -> RunEnd:
+        """Open the run's span; node spans open and close with the tracker's node events."""
+        spec = run.workflow.spec
+        attributes: dict[str, Any] = {"agentmap.graph": spec.name, "agentmap.run.depth": run.depth}
+        if spec.file:
+            attributes["agentmap.workflow.file"] = str(spec.file)
+        thread = run.thread_id
+        if thread is not None:
+            attributes["agentmap.thread_id"] = thread
+        if self.content and isinstance(run.state, Mapping):
+            attributes["agentmap.run.input"] = as_json(dict(run.state))
+        span = self.tracer.start_span(f"agentmap.run {spec.name}", attributes=attributes)
+        nodes = _NodeSpans(self, run, span, trace.set_span_in_context(span))
+        run.tracker.add_listener(nodes.on_node)
+        token = HANDLER.set(self._handler)
+
+        def end(result: RunResult | None, error: BaseException | None) -> None:
+            with contextlib.suppress(ValueError):  # ended in another context (a stream read elsewhere)
+                HANDLER.reset(token)
+            nodes.close_open()
+            if result is not None:
+                span.set_attribute("agentmap.success", result.success)
+                span.set_attribute("agentmap.node_count", len(result.summary))
+                if result.interrupts:
+                    span.set_attribute("agentmap.paused", True)
+                if self.content:
+                    span.set_attribute("agentmap.run.output", as_json(result.state))
+                if not result.success:
+                    failed = ", ".join(result.failed_nodes) or "the success policy"
+                    span.set_status(Status(StatusCode.ERROR, f"failed: {failed}"))
+            elif error is not None:
+                span.set_attribute("agentmap.success", False)
+                span.set_attribute("error.type", str(getattr(error, "code", None) or type(error).__name__))
+                span.record_exception(error)
+                span.set_status(Status(StatusCode.ERROR, str(error)))
+            span.end()
+
+        return end
+
+
+class _NodeSpans:
+    """The node spans of one run: opened on a node's start event, closed on its end event."""
+
+    def __init__(self, tracing: Tracing, run: RunInfo, run_span: Span, parent: otel_context.Context) -> None:
+        self.tracing = tracing
+        self.run = run
+        self.run_span = run_span
+        self.parent = parent
+        self.spec_nodes = {n.name: n for n in run.workflow.spec.nodes}
+        self.open: dict[int, tuple[Span, object]] = {}
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def on_node(self, execution: NodeExecution) -> None:
+        if execution.end is None:
+            self._start(execution)
+        else:
+            self._end(execution)
+
+    def _start(self, execution: NodeExecution) -> None:
+        name = execution.name
+        spec = self.run.workflow.spec
+        with self.lock:
+            attempt = self.counts[name] = self.counts.get(name, 0) + 1
+        attributes: dict[str, Any] = {
+            "agentmap.graph": spec.name,
+            "agentmap.node": name,
+            "agentmap.node.attempt": attempt,
+        }
+        if spec.file:
+            attributes["agentmap.workflow.file"] = str(spec.file)
+        node = self.spec_nodes.get(name)
+        if node is not None:
+            attributes["agentmap.agent_type"] = (node.agent_type or "default").lower()
+            if node.row is not None:
+                attributes["agentmap.csv.row"] = node.row
+        thread = self.run.thread_id
+        if thread is not None:
+            attributes["agentmap.thread_id"] = thread
+        if self.tracing.content and execution.inputs is not None:
+            attributes["agentmap.node.inputs"] = as_json(dict(execution.inputs))
+        span = self.tracing.tracer.start_span(
+            f"agentmap.node {name}", context=self.parent, attributes=attributes, start_time=_ns(execution.start)
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))  # model, tool and subgraph spans nest here
+        with self.lock:
+            self.open[id(execution)] = (span, token)
+
+    def _end(self, execution: NodeExecution) -> None:
+        with self.lock:
+            opened = self.open.pop(id(execution), None)
+        if opened is None:  # an end with no start event (a tracker fed by hand)
+            self._start(execution)
+            with self.lock:
+                opened = self.open.pop(id(execution))
+        span, token = opened
+        if trace.get_current_span() is span:
+            otel_context.detach(token)  # type: ignore[arg-type]
+        _describe(span, execution, self.tracing.content)
+        span.end(end_time=_ns(execution.end or execution.start))
+
+    def close_open(self) -> None:
+        """End the spans of nodes still running when the run ended (a paused node, Ctrl-C)."""
+        with self.lock:
+            left = list(self.open.values())
+            self.open.clear()
+        for span, _ in left:
+            span.set_attribute("agentmap.paused", True)
+            span.end()
+
+
+def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
+    metadata = execution.metadata
+    span.set_attribute("agentmap.success", bool(execution.success))
+    trace_id = metadata.get("trace_id")
+    if trace_id:
+        span.set_attribute("agentmap.trace_id", str(trace_id))
+    for key in ("model", "status"):
+        if isinstance(metadata.get(key), (str, int, float, bool)):
+            span.set_attribute(f"agentmap.{key}", metadata[key])
+    for event in metadata.get("_trace") or ():
+        _add_event(span, event)
+    for parent in metadata.get("_parent_contexts") or ():
+        link = _link(parent)
+        if link is not None:
+            span.add_link(link.context, link.attributes)
+    if content and execution.success:
+        span.set_attribute("agentmap.node.output", as_json(execution.result))
+    if execution.success is False:
+        code = str(metadata.get("_error_code") or "agent-error")
+        span.set_attribute("error.type", code)
+        span.set_attribute("agentmap.error.code", code)
+        span.set_status(Status(StatusCode.ERROR, execution.error or "failed"))
+
+
+def _add_event(span: Span, event: Any) -> None:
+    if not isinstance(event, Mapping):
+        return
+    attributes = {
+        str(k): v if isinstance(v, (str, bool, int, float)) else as_json(v)
+        for k, v in event.items()
+        if k not in ("event", "timestamp") and v is not None
+    }
+    stamp = event.get("timestamp")
+    when: int | None = None
+    if isinstance(stamp, str):
+        try:
+            when = int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e9)
+        except ValueError:
+            when = None
+    span.add_event(str(event.get("event", "event")), attributes, timestamp=when)
+
+
+def _link(parent: Any) -> Link | None:
+    """A link to the span a request's `parent_context` names by its W3C `traceparent`."""
+    if not isinstance(parent, Mapping) or not isinstance(parent.get("traceparent"), str):
+        return None
+    parts = parent["traceparent"].split("-")
+    try:
+        context = SpanContext(int(parts[1], 16), int(parts[2], 16), is_remote=True, trace_flags=TraceFlags(1))
+    except (IndexError, ValueError):
+        return None
+    extra = {str(k): str(v) for k, v in parent.items() if k != "traceparent"}
+    return Link(context, {"agentmap.link": "parent_context", **extra})
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+def current_traceparent() -> str | None:
+    """The W3C `traceparent` of the span current here (for a request's `parent_context`), or None."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def resolve_tracing(value: Any, *, content: bool | None = None) -> Tracing | None:
+    """The observer `compile(..., tracing=value)` adds.
+
+    Args:
+        value: None or False (no tracing of this workflow's own), True (the installed TracerProvider),
+            `"otlp"`, `"console"`, `"file:PATH"`, a TracerProvider, a `Tracing`, or a mapping
+            `{"exporter": ..., "content": bool}` (the `tracing:` section of agentmap.yaml).
+        content: Put state values and prompts in spans (overrides the mapping's `content`).
+
+    Raises:
+        ConfigError: An unknown exporter, or a trace file in a folder that does not exist.
+    """
+    if value is None or value is False:
+        return None
+    if isinstance(value, Tracing):
+        return value
+    if isinstance(value, Mapping):
+        exporter = value.get("exporter")
+        wanted = bool(value.get("content", False)) if content is None else content
+        return resolve_tracing(exporter if exporter else None, content=wanted)
+    with_content = bool(content)
+    if value is True:
+        return Tracing(None, content=with_content)
+    if isinstance(value, str):
+        return Tracing(_provider(value.strip()), content=with_content)
+    if isinstance(value, trace.TracerProvider):
+        return Tracing(value, content=with_content)
+    raise ConfigError(f"tracing={value!r} is not understood", code="bad-config", hint=_HINT)
+
+
+def tracing_from_settings(
+    settings: Any = None, trace_option: str | None = None, content: bool | None = None
+) -> Tracing | None:
+    """The tracing a command asks for: its `--trace` option, else the `tracing:` settings (or None: off).
+
+    `agentmap run`, `batch` and `serve` call this and pass the result to `compile(..., tracing=...)`.
+
+    Args:
+        settings: `agentmap.config.Settings` (its `tracing` section), a mapping like it, or None.
+        trace_option: The `--trace` value (`otlp`, `console`, `file:PATH`), which wins over the settings.
+        content: `--trace-content`: put state values and prompts in spans.
+    """
+    section = getattr(settings, "tracing", None) if settings is not None else None
+    if isinstance(settings, Mapping):
+        section = settings.get("tracing", settings)
+    dump = getattr(section, "model_dump", None)
+    data: dict[str, Any] = dict(dump() if callable(dump) else section or {})
+    if trace_option:
+        data["exporter"] = trace_option
+    if content:
+        data["content"] = True
+    return resolve_tracing(data) if data.get("exporter") else None
+
+
+_INSTALLED: dict[int, Tracing] = {}
+
+
+def installed_provider_observer() -> Tracing | None:
+    """A `Tracing` for the TracerProvider the user installed globally (None when none was)."""
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    found = _INSTALLED.get(id(provider))
+    if found is None or found.provider is not provider:
+        found = _INSTALLED[id(provider)] = Tracing(provider)
+    return found
