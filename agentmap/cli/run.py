@@ -176,6 +176,9 @@ def run_workflow(
     checkpoint: Path | None = None,
     thread: str | None = None,
     resume: str | None = None,
+    trace: str | None = None,
+    trace_content: bool = False,
+    draw: Path | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -202,7 +205,18 @@ def run_workflow(
         if resume is not None:
             keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
-    app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
+    if draw is not None:
+        from agentmap.cli._common import ensure_writable
+        from agentmap.cli._observe import check_picture
+
+        check_picture(draw)
+        ensure_writable(draw, "the picture")
+    tracing: Any = None
+    if trace or settings.tracing.exporter:  # OpenTelemetry is imported only when tracing is on
+        from agentmap.cli._observe import tracing_for
+
+        tracing = tracing_for(settings, trace, trace_content)
+    app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, **options)
     pausing = _resume.pausing_nodes(app)
     if pausing and saver is None:
         raise ConfigError(
@@ -253,6 +267,11 @@ def run_workflow(
     finally:
         if view is not None:
             view.stop(_title(app))
+        if tracing is not None:
+            tracing.flush()
+    if draw is not None:
+        result.draw(draw)
+        sys.stderr.write(f"wrote {draw}\n")
     code = 0 if result.success or result.interrupts else 1
     resume_with = _resume.resume_command(target or str(path), checkpoint, thread) if checkpoint and thread else ""
     if json_mode:
@@ -311,6 +330,23 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        trace: Annotated[
+            str | None,
+            typer.Option(
+                "--trace",
+                help="OpenTelemetry spans of the run: otlp (OTEL_EXPORTER_OTLP_ENDPOINT), console, or file:PATH.",
+                show_default=False,
+            ),
+        ] = None,
+        trace_content: Annotated[
+            bool, typer.Option("--trace-content", help="Put state values, prompts and replies in the spans.")
+        ] = False,
+        draw: Annotated[
+            Path | None,
+            typer.Option(
+                "--draw", help="Draw the graph with the path the run took to this .svg or .png file.", dir_okay=False
+            ),
+        ] = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
@@ -326,5 +362,8 @@ def register(app: typer.Typer) -> None:
             checkpoint=checkpoint,
             thread=thread,
             resume=resume,
+            trace=trace,
+            trace_content=trace_content,
+            draw=draw,
         )
         raise typer.Exit(code)

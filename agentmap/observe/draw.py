@@ -54,6 +54,7 @@ class _Edge:
     label: str = ""
     dashed: bool = False
     taken: bool = False
+    call: bool = False
     points: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -88,16 +89,20 @@ def _model(app: CompiledWorkflow) -> _Picture:
             elif source.edge is not None and not isinstance(source.edge, tuple):
                 label = "func"
         edges.append(_Edge(edge.source, edge.target, label, dashed))
+    for name, agent in app.agents.items():  # an orchestrator calls its planner and workers by name
+        for callee in type(agent).referenced_nodes(agent.context):
+            if callee in nodes and name in nodes:
+                edges.append(_Edge(name, callee, "calls", True, call=True))
     return _Picture(app.name, nodes, edges)
 
 
 def _steps(summary: Sequence[NodeExecution]) -> dict[str, list[int]]:
     """Each node's step numbers: executions whose times overlap (parallel branches) share a number."""
     steps: dict[str, list[int]] = {}
-    if summary and all("_step" in e.metadata for e in summary):  # LangGraph's own supersteps
-        ordinals = {step: i + 1 for i, step in enumerate(sorted({e.metadata["_step"] for e in summary}))}
+    if summary and all("step" in e.facts for e in summary):  # LangGraph's own supersteps
+        ordinals = {step: i + 1 for i, step in enumerate(sorted({e.facts["step"] for e in summary}))}
         for execution in summary:
-            steps.setdefault(execution.name, []).append(ordinals[execution.metadata["_step"]])
+            steps.setdefault(execution.name, []).append(ordinals[execution.facts["step"]])
         return steps
     number, current_end = 0, -1.0
     for execution in sorted(summary, key=lambda e: e.start):
@@ -130,7 +135,8 @@ def _mark_run(picture: _Picture, result: RunResult) -> None:
             continue
         executions = ran.get(name)
         if not executions:
-            node.style = "skipped"
+            called = any(e.call and e.target == name and e.source in ran for e in picture.edges)
+            node.style = "plain" if called else "skipped"
             continue
         last = executions[-1]
         node.style = "failed" if last.success is False else "paused" if last.success is None else "taken"
@@ -147,7 +153,9 @@ def _mark_run(picture: _Picture, result: RunResult) -> None:
     taken = set(ran)
     order = {name: min(e.start for e in executions) for name, executions in ran.items()}
     for edge in picture.edges:
-        if edge.source == _START:
+        if edge.call:
+            edge.taken = edge.source in taken
+        elif edge.source == _START:
             edge.taken = edge.target in taken
         elif edge.target == _END:
             edge.taken = edge.source in taken and not result.interrupts
@@ -252,7 +260,7 @@ def _svg(picture: _Picture, width: float, height: float) -> str:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         colour = "#2e8b3e" if edge.taken else "#777"
         style = f'stroke="{colour}" stroke-width="{2.6 if edge.taken else 1.2}" fill="none"'
-        dash = ' stroke-dasharray="5,4"' if edge.dashed else ""
+        dash = ' stroke-dasharray="2,3"' if edge.call else ' stroke-dasharray="5,4"' if edge.dashed else ""
         marker = "arrow-taken" if edge.taken else "arrow"
         out.append(
             f'<polyline class="edge{" taken" if edge.taken else ""}" points="{path}" {style}{dash} '

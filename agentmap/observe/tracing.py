@@ -247,16 +247,16 @@ def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
     for key in ("model", "status"):
         if isinstance(metadata.get(key), (str, int, float, bool)):
             span.set_attribute(f"agentmap.{key}", metadata[key])
-    for event in metadata.get("_trace") or ():
+    for event in execution.facts.get("trace") or ():
         _add_event(span, event)
-    for parent in metadata.get("_parent_contexts") or ():
+    for parent in execution.facts.get("parent_contexts") or ():
         link = _link(parent)
         if link is not None:
             span.add_link(link.context, link.attributes)
     if content and execution.success:
         span.set_attribute("agentmap.node.output", as_json(execution.result))
     if execution.success is False:
-        code = str(metadata.get("_error_code") or "agent-error")
+        code = str(execution.facts.get("error_code") or "agent-error")
         span.set_attribute("error.type", code)
         span.set_attribute("agentmap.error.code", code)
         span.set_status(Status(StatusCode.ERROR, execution.error or "failed"))

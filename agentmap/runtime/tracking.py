@@ -38,6 +38,8 @@ class NodeExecution:
         result: What it returned on success.
         metadata: Extra facts an agent recorded (model, token usage, ...).
         subgraph: The executions of a subgraph the node ran, in order.
+        facts: What traces and pictures read and the summary leaves out: LangGraph's `step`, a failure's
+            `error_code`, an agent I/O response's `trace` events (agents record them as `_name` metadata).
     """
 
     name: str
@@ -50,6 +52,7 @@ class NodeExecution:
     result: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     subgraph: list[NodeExecution] | None = None
+    facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _clock: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,9 +65,8 @@ class NodeExecution:
             "success": self.success,
             "error": self.error,
         }
-        metadata = {k: v for k, v in self.metadata.items() if not k.startswith("_")}  # `_x`: for tracers only
-        if metadata:
-            data["metadata"] = metadata
+        if self.metadata:
+            data["metadata"] = self.metadata
         if self.subgraph is not None:
             data["subgraph"] = [e.to_dict() for e in self.subgraph]
         return data
@@ -121,7 +123,7 @@ class ExecutionTracker:
         config = var_child_runnable_config.get()  # LangGraph's superstep: branches that ran in parallel share it
         step = config.get("metadata", {}).get("langgraph_step") if config is not None else None
         if step is not None:
-            execution.metadata["_step"] = step
+            execution.facts["step"] = step
         with self._lock:
             self._executions.append(execution)
             self._open[node_name] = execution
@@ -149,13 +151,17 @@ class ExecutionTracker:
         self._listeners.append(listener)
 
     def annotate(self, node_name: str, **metadata: Any) -> None:
-        """Attach metadata to the running (or last) execution of `node_name`."""
+        """Attach metadata to the running (or last) execution of `node_name` (`_name` keys go to its `facts`)."""
         with self._lock:
             execution = self._open.get(node_name) or next(
                 (e for e in reversed(self._executions) if e.name == node_name), None
             )
         if execution is not None:
-            execution.metadata.update(metadata)
+            for key, value in metadata.items():
+                if key.startswith("_"):
+                    execution.facts[key[1:]] = value
+                else:
+                    execution.metadata[key] = value
 
     def record_subgraph(self, node_name: str, executions: Sequence[NodeExecution]) -> None:
         """Nest a subgraph's executions under the running execution of `node_name`."""
