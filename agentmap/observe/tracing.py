@@ -9,8 +9,11 @@ and is imported only when tracing is on.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import json
 import sys
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -34,8 +37,9 @@ from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
 from agentmap.runtime.events import RunEnd, RunInfo
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
     from agentmap.runtime.tracking import NodeExecution
+    from agentmap.spec.models import GraphSpec
 
 __all__ = ["Tracing", "installed_provider_observer", "resolve_tracing", "tracing_from_settings"]
 
@@ -52,7 +56,7 @@ class _JsonLinesExporter(SpanExporter):
         self._file: IO[str] | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(span.to_json(indent=None) + "\n" for span in spans)
+        lines = "".join(_line(span) for span in spans)
         with self._lock:
             if self._file is None:
                 self._file = self.path.open("a", encoding="utf-8")
@@ -65,6 +69,33 @@ class _JsonLinesExporter(SpanExporter):
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+def _line(span: ReadableSpan) -> str:
+    """One span as a compact JSON line, with OTLP/JSON's field names (ids in hex, times in Unix nanoseconds)."""
+    context = span.context
+    parent = span.parent
+    data: dict[str, Any] = {
+        "name": span.name,
+        "traceId": f"{context.trace_id:032x}" if context else None,
+        "spanId": f"{context.span_id:016x}" if context else None,
+        "parentSpanId": f"{parent.span_id:016x}" if parent else None,
+        "kind": span.kind.name,
+        "startTimeUnixNano": span.start_time,
+        "endTimeUnixNano": span.end_time,
+        "status": {"code": span.status.status_code.name, "message": span.status.description},
+        "attributes": dict(span.attributes or {}),
+    }
+    if span.events:
+        data["events"] = [
+            {"name": e.name, "timeUnixNano": e.timestamp, "attributes": dict(e.attributes or {})} for e in span.events
+        ]
+    if span.links:
+        data["links"] = [
+            {"traceId": f"{link.context.trace_id:032x}", "spanId": f"{link.context.span_id:016x}"}
+            for link in span.links
+        ]
+    return json.dumps(data, ensure_ascii=False, default=str) + "\n"
 
 
 _PROVIDERS: dict[str, TracerProvider] = {}
@@ -90,7 +121,8 @@ def _provider(exporter: str) -> TracerProvider:
                     code="bad-config",
                     hint="name a file in an existing folder: --trace file:spans.jsonl",
                 )
-            provider.add_span_processor(SimpleSpanProcessor(_JsonLinesExporter(path)))
+            # Written in batches off the run's thread; `Tracing.flush()` (the CLI's end) and exit write the rest.
+            provider.add_span_processor(BatchSpanProcessor(_JsonLinesExporter(path)))
         elif kind == "otlp":
             try:
                 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -119,7 +151,17 @@ class Tracing:
         self.provider = provider
         self.content = content
         self.tracer = (provider or trace.get_tracer_provider()).get_tracer(_SCOPE)
-        self._handler = GenAIHandler(self.tracer, content)
+        self.handler = GenAIHandler(self.tracer, content)
+        self._static: weakref.WeakKeyDictionary[CompiledWorkflow, dict[str, dict[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def static_attributes(self, workflow: CompiledWorkflow) -> dict[str, dict[str, Any]]:
+        """Per node name, the attributes its spans always have (kept for each workflow this observer saw)."""
+        found = self._static.get(workflow)
+        if found is None:
+            found = self._static[workflow] = {}
+        return found
 
     def flush(self) -> None:
         """Send the spans still buffered (before a process exits)."""
@@ -141,11 +183,8 @@ class Tracing:
         span = self.tracer.start_span(f"agentmap.run {spec.name}", attributes=attributes)
         nodes = _NodeSpans(self, run, span, trace.set_span_in_context(span))
         run.tracker.add_listener(nodes.on_node)
-        token = HANDLER.set(self._handler)
 
         def end(result: RunResult | None, error: BaseException | None) -> None:
-            with contextlib.suppress(ValueError):  # ended in another context (a stream read elsewhere)
-                HANDLER.reset(token)
             nodes.close_open()
             if result is not None:
                 span.set_attribute("agentmap.success", result.success)
@@ -175,8 +214,8 @@ class _NodeSpans:
         self.run = run
         self.run_span = run_span
         self.parent = parent
-        self.spec_nodes = {n.name: n for n in run.workflow.spec.nodes}
-        self.open: dict[int, tuple[Span, object]] = {}
+        self.static = tracing.static_attributes(run.workflow)
+        self.open: dict[int, tuple[Span, object, contextvars.Token[GenAIHandler | None]]] = {}
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
 
@@ -188,21 +227,12 @@ class _NodeSpans:
 
     def _start(self, execution: NodeExecution) -> None:
         name = execution.name
-        spec = self.run.workflow.spec
         with self.lock:
             attempt = self.counts[name] = self.counts.get(name, 0) + 1
-        attributes: dict[str, Any] = {
-            "agentmap.graph": spec.name,
-            "agentmap.node": name,
-            "agentmap.node.attempt": attempt,
-        }
-        if spec.file:
-            attributes["agentmap.workflow.file"] = str(spec.file)
-        node = self.spec_nodes.get(name)
-        if node is not None:
-            attributes["agentmap.agent_type"] = (node.agent_type or "default").lower()
-            if node.row is not None:
-                attributes["agentmap.csv.row"] = node.row
+        static = self.static.get(name)
+        if static is None:
+            static = self.static[name] = _node_attributes(self.run.workflow.spec, name)
+        attributes = {**static, "agentmap.node.attempt": attempt}
         thread = self.run.thread_id
         if thread is not None:
             attributes["agentmap.thread_id"] = thread
@@ -212,8 +242,11 @@ class _NodeSpans:
             f"agentmap.node {name}", context=self.parent, attributes=attributes, start_time=_ns(execution.start)
         )
         token = otel_context.attach(trace.set_span_in_context(span))  # model, tool and subgraph spans nest here
+        # Model and tool calls inside the node get the GenAI handler (LangChain's configure hook reads this
+        # variable); set per node, not per run, so plain nodes' callback managers stay handler-free and cheap.
+        handler = HANDLER.set(self.tracing.handler)
         with self.lock:
-            self.open[id(execution)] = (span, token)
+            self.open[id(execution)] = (span, token, handler)
 
     def _end(self, execution: NodeExecution) -> None:
         with self.lock:
@@ -222,9 +255,11 @@ class _NodeSpans:
             self._start(execution)
             with self.lock:
                 opened = self.open.pop(id(execution))
-        span, token = opened
+        span, token, handler = opened
         if trace.get_current_span() is span:
             otel_context.detach(token)  # type: ignore[arg-type]
+            with contextlib.suppress(ValueError):
+                HANDLER.reset(handler)
         _describe(span, execution, self.tracing.content)
         span.end(end_time=_ns(execution.end or execution.start))
 
@@ -233,9 +268,22 @@ class _NodeSpans:
         with self.lock:
             left = list(self.open.values())
             self.open.clear()
-        for span, _ in left:
+        for span, _, _ in left:
             span.set_attribute("agentmap.paused", True)
             span.end()
+
+
+def _node_attributes(spec: GraphSpec, name: str) -> dict[str, Any]:
+    """The attributes of a node's spans that do not change from run to run."""
+    attributes: dict[str, Any] = {"agentmap.graph": spec.name, "agentmap.node": name}
+    if spec.file:
+        attributes["agentmap.workflow.file"] = str(spec.file)
+    node = next((n for n in spec.nodes if n.name == name), None)
+    if node is not None:
+        attributes["agentmap.agent_type"] = (node.agent_type or "default").lower()
+        if node.row is not None:
+            attributes["agentmap.csv.row"] = node.row
+    return attributes
 
 
 def _describe(span: Span, execution: NodeExecution, content: bool) -> None:

@@ -76,7 +76,11 @@ _INHERITED: contextvars.ContextVar[tuple[tuple[RunObserver, ...], int]] = contex
 
 def _global_observers() -> tuple[RunObserver, ...]:
     """The observer for a TracerProvider the user installed, when OpenTelemetry is loaded at all."""
-    if "opentelemetry.trace" not in sys.modules:
+    otel_trace = sys.modules.get("opentelemetry.trace")
+    if otel_trace is None:
+        return ()
+    provider = otel_trace.get_tracer_provider()
+    if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):  # none installed
         return ()
     from agentmap.observe.tracing import installed_provider_observer
 

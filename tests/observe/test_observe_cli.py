@@ -41,7 +41,7 @@ def test_trace_to_a_file_writes_one_json_span_per_line(
     lines = [json.loads(line) for line in spans.read_text(encoding="utf-8").splitlines()]
     run = next(s for s in lines if s["name"] == "agentmap.run Briefing")
     nodes = [s for s in lines if s["name"].startswith("agentmap.node ")]
-    assert len(nodes) == 5 and all(s["parent_id"] == run["context"]["span_id"] for s in nodes)
+    assert len(nodes) == 5 and all(s["parentSpanId"] == run["spanId"] for s in nodes)
     assert "agentmap.node.inputs" not in nodes[0]["attributes"]
 
 
