@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
     from agentmap.runtime.tracking import ExecutionTracker
 
-__all__ = ["RunEnd", "RunInfo", "RunObserver", "observe_run"]
+__all__ = ["RunEnd", "RunInfo", "RunObserver", "observe_run", "observers_for"]
 
 RunEnd = Callable[["RunResult | None", "BaseException | None"], None]
 """Called once when a run ends: with its result, or with the exception that stopped it."""
@@ -88,6 +88,11 @@ def _global_observers() -> tuple[RunObserver, ...]:
     return (found,) if found is not None else ()
 
 
+def observers_for(workflow: CompiledWorkflow) -> tuple[RunObserver, ...]:
+    """Every observer a run of `workflow` started here would have (empty: nobody is listening)."""
+    return tuple(dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers())))
+
+
 @contextmanager
 def observe_run(
     workflow: CompiledWorkflow, tracker: ExecutionTracker, config: Any, state: Any
@@ -97,8 +102,8 @@ def observe_run(
     Use as `with observe_run(app, tracker, config, state) as done: result = done(app._result(...))`.
     An exception leaving the block is reported to the observers, then re-raised.
     """
-    inherited, depth = _INHERITED.get()
-    observers = tuple(dict.fromkeys((*inherited, *workflow.observers, *_global_observers())))
+    depth = _INHERITED.get()[1]
+    observers = observers_for(workflow)
     if not observers:
         yield _same
         return

@@ -20,7 +20,7 @@ from langgraph.types import Command
 
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.compiler import TRACKER_KEY
-from agentmap.runtime.events import RunObserver, observe_run
+from agentmap.runtime.events import RunObserver, observe_run, observers_for
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
 
 if TYPE_CHECKING:
@@ -236,6 +236,11 @@ class CompiledWorkflow:
         self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[RunResult]:
         """Run several initial states (concurrently, through LangGraph's batch), one result each."""
+        if observers_for(self):  # traced: one observed run per state, concurrently as LangGraph would
+            from langchain_core.runnables.config import get_executor_for_config
+
+            with get_executor_for_config(config) as executor:
+                return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [self._prepare(s, config, None) for s in states]
         with _clear_errors(config):
             finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)

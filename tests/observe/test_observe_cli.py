@@ -152,3 +152,14 @@ def test_otlp_spans_of_a_cli_run_reach_a_collector(collector: tuple[str, list[by
                     ids[span.name] = span.span_id
     assert "agentmap.run Main" in names and "agentmap.run Frame" in names and names.count("agentmap.node Greet") == 2
     assert parents[ids["agentmap.run Frame"]] == ids["agentmap.node Decorate"]
+
+
+@pytest.mark.slow
+def test_a_run_without_tracing_or_pictures_imports_neither() -> None:
+    code = (
+        "import sys, agentmap; agentmap.run('graphs/hello_world.csv', {'name': 'Ada'}); "
+        "print(sorted(m for m in sys.modules if m.startswith(('agentmap.observe', 'grandalf', 'resvg_py'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

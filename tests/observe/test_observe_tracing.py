@@ -223,3 +223,12 @@ def test_langchain_callbacks_see_nested_runs() -> None:
     for run_id in [*model_runs, *tool_runs]:
         ancestry = recorder.ancestors(run_id)
         assert ancestry[0] == "Assistant" and ancestry[-1] == "LLMOfflineDemo"
+
+
+def test_batch_runs_are_traced_one_run_each(spans: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    provider, exporter = spans
+    app = agentmap.compile(GRAPHS / "hello_world.csv", tracing=provider)
+    results = app.batch([{"name": "Ada"}, {"name": "Grace"}])
+    assert [r.state["greeting"] for r in results] == ["Hello, Ada!", "Hello, Grace!"]
+    runs = [s for s in exporter.get_finished_spans() if s.name == "agentmap.run HelloWorld"]
+    assert len(runs) == 2 and len({s.context.trace_id for s in runs}) == 2
