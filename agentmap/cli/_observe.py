@@ -12,25 +12,20 @@ __all__ = ["check_picture", "tracing_for"]
 _TRACE_HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl"
 
 
-def tracing_for(settings: Any, trace: str | None, content: bool) -> Any:
-    """The `Tracing` observer for `--trace`/`--trace-content` and the `tracing:` settings.
+def tracing_for(settings: Any, trace: str | None, content: bool) -> dict[str, Any] | None:
+    """What `compile(..., tracing=...)` gets for `--trace`/`--trace-content` and the `tracing:` settings.
 
     Raises:
-        ConfigError: An unknown exporter, or OpenTelemetry not installed (exit 2).
+        ConfigError: `--trace` names no exporter (exit 2).
     """
     if trace is not None:
         value = trace.strip()
         if value not in ("otlp", "console") and not (value.startswith("file:") and len(value) > 5):
             raise ConfigError(f"--trace {trace!r} is not a trace exporter", code="usage", hint=_TRACE_HINT)
-    try:
-        from agentmap.observe.tracing import tracing_from_settings
-    except ImportError as exc:
-        raise ConfigError(
-            f"tracing needs OpenTelemetry, which is not installed ({exc.name})",
-            code="bad-config",
-            hint='pip install "agentmap[otel]"',
-        ) from None
-    return tracing_from_settings(settings, trace, content or None)
+    exporter = trace or settings.tracing.exporter
+    if not exporter:
+        return None
+    return {"exporter": exporter, "content": content or settings.tracing.content}
 
 
 def check_picture(path: Path) -> None:

@@ -211,11 +211,9 @@ def run_workflow(
 
         check_picture(draw)
         ensure_writable(draw, "the picture")
-    tracing: Any = None
-    if trace or settings.tracing.exporter:  # OpenTelemetry is imported only when tracing is on
-        from agentmap.cli._observe import tracing_for
+    from agentmap.cli._observe import tracing_for
 
-        tracing = tracing_for(settings, trace, trace_content)
+    tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, **options)
     pausing = _resume.pausing_nodes(app)
     if pausing and saver is None:
@@ -267,8 +265,10 @@ def run_workflow(
     finally:
         if view is not None:
             view.stop(_title(app))
-        if tracing is not None:
-            tracing.flush()
+        for observer in app.observers:  # spans still buffered go out before the process ends
+            flush = getattr(observer, "flush", None)
+            if flush is not None:
+                flush()
     if draw is not None:
         result.draw(draw)
         sys.stderr.write(f"wrote {draw}\n")
