@@ -232,3 +232,44 @@ def test_batch_runs_are_traced_one_run_each(spans: tuple[TracerProvider, InMemor
     assert [r.state["greeting"] for r in results] == ["Hello, Ada!", "Hello, Grace!"]
     runs = [s for s in exporter.get_finished_spans() if s.name == "agentmap.run HelloWorld"]
     assert len(runs) == 2 and len({s.context.trace_id for s in runs}) == 2
+
+
+def test_a_paused_run_ends_its_open_node_span_and_draws_it_amber(
+    spans: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
+) -> None:
+    from langgraph.types import interrupt
+
+    @agentmap.agent("observe_ask")
+    class Ask(agentmap.BaseAgent):
+        def process(self, inputs: dict[str, Any]) -> Any:
+            return interrupt({"question": "Your name?"})
+
+    csv = tmp_path / "ask.csv"
+    csv.write_text("GraphName,Node,AgentType,Output_Field,Edge\nG,Ask,observe_ask,answer,Show\nG,Show,echo,out,\n")
+    provider, exporter = spans
+    app = agentmap.compile(csv, tracing=provider, checkpointer="memory")
+    paused = app.invoke({}, {"configurable": {"thread_id": "t"}})
+    assert paused.interrupts
+    finished = exporter.get_finished_spans()
+    ask = _named(finished, "agentmap.node Ask").attributes
+    run = _named(finished, "agentmap.run G").attributes
+    assert ask is not None and ask["agentmap.paused"] is True and run is not None and run["agentmap.paused"] is True
+    assert 'class="node paused" data-node="Ask"' in paused.draw() and "run paused" in paused.draw()
+
+
+def test_a_request_parent_context_becomes_a_link() -> None:
+    from agentmap.observe.tracing import _describe
+    from agentmap.runtime.tracking import NodeExecution
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    parent = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    execution = NodeExecution("Work", 1.0, 2.0, 1.0, success=True)
+    execution.facts["parent_contexts"] = [{"traceparent": parent, "orchestrator": "boss"}, {"task": "no link"}]
+    span = provider.get_tracer("t").start_span("agentmap.node Work")
+    _describe(span, execution, content=False)
+    span.end()
+    (link,) = exporter.get_finished_spans()[0].links
+    assert f"{link.context.trace_id:032x}" == "ab" * 16 and f"{link.context.span_id:016x}" == "cd" * 8
+    assert link.attributes is not None and link.attributes["orchestrator"] == "boss"
