@@ -84,7 +84,8 @@ class RunResult:
         Args:
             path: Also write the picture here (`.svg`, or `.png` with the `draw` extra).
         """
-        from agentmap.observe.draw import draw_run, save
+        from agentmap.observe.draw import draw_run
+        from agentmap.observe.outputs import save
 
         if self.workflow is None:
             raise ValueError("this RunResult does not know its workflow; draw it with agentmap.observe.draw_run")
@@ -92,7 +93,7 @@ class RunResult:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: the run's path as SVG (drawn offline), the summary table as HTML, and text."""
-        from agentmap.observe.draw import run_bundle
+        from agentmap.observe.outputs import run_bundle
 
         return run_bundle(self)
 
@@ -258,7 +259,8 @@ class CompiledWorkflow:
 
     def draw(self, path: str | Path | None = None) -> str:
         """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
-        from agentmap.observe.draw import draw_graph, save
+        from agentmap.observe.draw import draw_graph
+        from agentmap.observe.outputs import save
 
         return save(draw_graph(self), path)
 

@@ -12,7 +12,7 @@ import pytest
 
 import agentmap
 from agentmap.observe import draw_graph, draw_run, to_png
-from agentmap.observe.draw import to_dot
+from agentmap.observe.outputs import to_dot
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
