@@ -159,15 +159,23 @@ def export_workflow(
         workflow = load_workflow(path, **settings.compile_options())
         data: Any = workflow if graph is None else select_graph(workflow, graph, source=str(path))
         text = data.model_dump_json(indent=2, exclude_none=True) + "\n"
+    return _write(text if text.endswith("\n") else text + "\n", output)
+
+
+def _write(data: str | bytes, output: Path | None) -> int:
+    """Write the export to stdout, or to `output` (its folder made when missing) and say so on stderr."""
     if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        ensure_writable(output, "the export")
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise cannot_write(output, "the export", exc) from None
-        sys.stderr.write(f"wrote {output}\n")
+        sys.stdout.write(str(data))
+        return 0
+    ensure_writable(output, "the export")
+    try:
+        if isinstance(data, bytes):
+            output.write_bytes(data)
+        else:
+            output.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise cannot_write(output, "the export", exc) from None
+    sys.stderr.write(f"wrote {output}\n")
     return 0
 
 
@@ -188,19 +196,7 @@ def _export_picture(path: Path, graph: str | None, fmt: ExportFormat, output: Pa
     data: str | bytes = to_dot(app) if fmt is ExportFormat.dot else draw_graph(app)
     if fmt is ExportFormat.png:
         data = to_png(str(data))
-    if output is None:
-        sys.stdout.write(str(data))
-        return 0
-    ensure_writable(output, "the export")
-    try:
-        if isinstance(data, bytes):
-            output.write_bytes(data)
-        else:
-            output.write_text(data, encoding="utf-8")
-    except OSError as exc:
-        raise cannot_write(output, "the export", exc) from None
-    sys.stderr.write(f"wrote {output}\n")
-    return 0
+    return _write(data, output)
 
 
 def register(app: typer.Typer) -> None:
