@@ -183,27 +183,27 @@ def _node_attributes(spec: GraphSpec, name: str) -> dict[str, Any]:
 
 
 def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
-    metadata = execution.metadata
-    span.set_attribute("agentmap.success", bool(execution.success))
-    trace_id = metadata.get("trace_id")
-    if trace_id:
-        span.set_attribute("agentmap.trace_id", str(trace_id))
-    for key in ("model", "status"):
-        if isinstance(metadata.get(key), (str, int, float, bool)):
-            span.set_attribute(f"agentmap.{key}", metadata[key])
-    for event in execution.facts.get("trace") or ():
-        _add_event(span, event)
-    for parent in execution.facts.get("parent_contexts") or ():
-        link = _link(parent)
-        if link is not None:
-            span.add_link(link.context, link.attributes)
+    metadata, facts = execution.metadata, execution.facts
+    attributes: dict[str, Any] = {"agentmap.success": bool(execution.success)}  # set at once: one lock per span
+    if metadata:
+        if metadata.get("trace_id"):
+            attributes["agentmap.trace_id"] = str(metadata["trace_id"])
+        for key in ("model", "status"):
+            if isinstance(metadata.get(key), (str, int, float, bool)):
+                attributes[f"agentmap.{key}"] = metadata[key]
+    if facts:
+        for event in facts.get("trace") or ():
+            _add_event(span, event)
+        for parent in facts.get("parent_contexts") or ():
+            link = _link(parent)
+            if link is not None:
+                span.add_link(link.context, link.attributes)
     if content and execution.success:
-        span.set_attribute("agentmap.node.output", as_json(execution.result))
+        attributes["agentmap.node.output"] = as_json(execution.result)
     if execution.success is False:
-        code = str(execution.facts.get("error_code") or "agent-error")
-        span.set_attribute("error.type", code)
-        span.set_attribute("agentmap.error.code", code)
+        attributes["error.type"] = attributes["agentmap.error.code"] = str(facts.get("error_code") or "agent-error")
         span.set_status(Status(StatusCode.ERROR, execution.error or "failed"))
+    span.set_attributes(attributes)
 
 
 def _add_event(span: Span, event: Any) -> None:
