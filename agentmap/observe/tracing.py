@@ -241,14 +241,6 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
-def current_traceparent() -> str | None:
-    """The W3C `traceparent` of the span current here (for a request's `parent_context`), or None."""
-    context = trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return None
-    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-
-
 def resolve_tracing(value: Any, *, content: bool | None = None) -> Tracing | None:
     """The observer `compile(..., tracing=value)` adds.
 

@@ -273,3 +273,23 @@ def test_a_request_parent_context_becomes_a_link() -> None:
     (link,) = exporter.get_finished_spans()[0].links
     assert f"{link.context.trace_id:032x}" == "ab" * 16 and f"{link.context.span_id:016x}" == "cd" * 8
     assert link.attributes is not None and link.attributes["orchestrator"] == "boss"
+
+
+def test_orchestrator_step_requests_carry_the_span_that_made_them(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exporter = spans
+    state = json.loads((GRAPHS / "trip_planner.state.json").read_text(encoding="utf-8"))
+    app = agentmap.compile(GRAPHS / "trip_planner.csv", tracing=provider, state_keys=list(state))
+    planner = app.agents["trip_planner"].protocol  # type: ignore[attr-defined]
+    original, seen = planner.process, []
+
+    async def recording(request: Any) -> Any:
+        seen.append(request.metadata.parent_context)
+        return await original(request)
+
+    planner.process = recording
+    assert app.invoke(state).success
+    node = _named(exporter.get_finished_spans(), "agentmap.node plan_trip")
+    assert seen and seen[0]["orchestrator"] == "plan_trip"
+    assert seen[0]["traceparent"].startswith(f"00-{node.context.trace_id:032x}-{node.context.span_id:016x}-")
