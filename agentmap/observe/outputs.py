@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +77,8 @@ def run_bundle(result: RunResult) -> dict[str, Any]:
         for e in result.summary
     )
     table = f"<table><tr><th>node</th><th>ok</th><th>duration</th><th>error</th></tr>{rows}</table>"
+    with contextlib.suppress(ImportError, KeyError):  # the summary as a DataFrame when pandas is there
+        table = result.summary_frame()[["name", "success", "duration", "error"]].to_html(index=False)
     bundle: dict[str, Any] = {
         "text/html": table,
         "text/plain": f"RunResult(success={result.success}, nodes={[e.name for e in result.summary]})",
