@@ -159,6 +159,28 @@ class ToolsSettings(BaseModel):
     allowed_modules: list[str] = Field(default_factory=list)
 
 
+class TracingSettings(BaseModel):
+    """OpenTelemetry tracing of runs (`tracing:`); see csv_specs/tracing.md.
+
+    Attributes:
+        exporter: `otlp` (endpoint from `OTEL_EXPORTER_OTLP_ENDPOINT`), `console` or `file:PATH`; None: off.
+        content: Whether state values, prompts and replies go into spans.
+    """
+
+    exporter: str | None = None
+    content: bool = False
+
+    @field_validator("exporter")
+    @classmethod
+    def _known_exporter(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if value not in ("otlp", "console") and not (value.startswith("file:") and len(value) > 5):
+            raise ValueError(f"unknown trace exporter {value!r}: use otlp, console or file:PATH")
+        return value
+
+
 class Settings(BaseModel):
     """Everything the command line reads from the config file and `AGENTMAP_*` variables.
 
@@ -176,6 +198,7 @@ class Settings(BaseModel):
         mcp: Which MCP stdio servers a workflow may start (`allowed_commands`, `servers`).
         storage: Storage folders, shaped like the existing AgentMap's `agentmap_config_storage.yaml`
             (`core.base_directory`, `csv.default_directory`, `csv.collections`, ...; csv_specs/storage.md).
+        tracing: OpenTelemetry tracing (`exporter`, `content`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -189,6 +212,7 @@ class Settings(BaseModel):
     functions: FunctionsSettings = Field(default_factory=FunctionsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     storage: dict[str, Any] = Field(default_factory=dict)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 

@@ -84,3 +84,8 @@ def test_llm_examples(at_root: Path) -> None:
     first, _, executor = blocks("llm.md")
     run_example(first)
     run_example(executor)
+
+
+def test_tracing_example(at_root: Path) -> None:
+    (example,) = blocks("tracing.md")
+    run_example(example)

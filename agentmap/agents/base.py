@@ -342,6 +342,7 @@ class BaseAgent:
         error_msg = f"Error in {self.name}: {exc}"
         debugging = self._log.enabled(logging.DEBUG)
         self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
+        self.record_metadata(_error_code=getattr(exc, "code", None) or type(exc).__name__)  # for traces
         tracker.record_node_result(self.name, False, error=error_msg)
         error_updates: dict[str, Any] = {
             "graph_success": tracker.update_graph_success(),

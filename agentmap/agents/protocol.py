@@ -181,11 +181,14 @@ class ProtocolAgent(BaseAgent):
                 trace=[{"event": "request:invalid", "node": self.name, "trace_id": trace_id}],
             )
         else:
+            if request.metadata.parent_context:
+                self.record_metadata(_parent_contexts=[request.metadata.parent_context])
             response = await self._call_protocol(request)
         call.response = response
         dumped = response.model_dump(mode="json")
         call.parts = {"response": dumped, **{k: dumped[k] for k in _RESPONSE_PARTS[1:]}}
-        self.record_metadata(trace_id=trace_id, status=response.status.value)
+        # `_` keys reach tracers (the response's trace events, the request's parent context), not the summary
+        self.record_metadata(trace_id=trace_id, status=response.status.value, _trace=response.trace)
         if response.status in self._fail_on:
             raise _ResponseFailure(_failure_message(response, trace_id))
         return self._output_value(call.parts)

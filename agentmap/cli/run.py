@@ -226,6 +226,9 @@ def run_workflow(
     allow_roots: list[Path] | None = None,
     strict: bool = False,
     full: bool = False,
+    trace: str | None = None,
+    trace_content: bool = False,
+    draw: Path | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -253,7 +256,16 @@ def run_workflow(
         if resume is not None:
             keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
-    app = compile(path, graph, state_keys=keys, checkpointer=saver, **options)
+    if draw is not None:
+        from agentmap.cli._common import ensure_writable
+        from agentmap.cli._observe import check_picture
+
+        check_picture(draw)
+        ensure_writable(draw, "the picture")
+    from agentmap.cli._observe import tracing_for
+
+    tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
+    app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, **options)
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
@@ -287,6 +299,7 @@ def run_workflow(
         state_source=state_source,
         live=not interactive,
         full=full,
+        draw=draw,
         **invoke_options,
     )
 
@@ -302,6 +315,7 @@ def execute(
     state_source: Path | None = None,
     live: bool = True,
     full: bool = False,
+    draw: Path | None = None,
     **invoke_options: Any,
 ) -> int:
     """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
@@ -338,6 +352,13 @@ def execute(
             signal.signal(signum, handler)
         if view is not None:
             view.stop(_title(app))
+        for observer in app.observers:  # spans still buffered go out before the process ends
+            flush = getattr(observer, "flush", None)
+            if flush is not None:
+                flush()
+    if draw is not None:
+        result.draw(draw)
+        sys.stderr.write(f"wrote {draw}\n")
     code = 0 if result.success or result.interrupts else 1
     resume_with = f"{hint} {_resume.ANSWER_EXAMPLE}" if result.interrupts else ""
     if json_mode:
@@ -402,6 +423,23 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        trace: Annotated[
+            str | None,
+            typer.Option(
+                "--trace",
+                help="OpenTelemetry spans of the run: otlp (OTEL_EXPORTER_OTLP_ENDPOINT), console, or file:PATH.",
+                show_default=False,
+            ),
+        ] = None,
+        trace_content: Annotated[
+            bool, typer.Option("--trace-content", help="Put state values, prompts and replies in the spans.")
+        ] = False,
+        draw: Annotated[
+            Path | None,
+            typer.Option(
+                "--draw", help="Draw the graph with the path the run took to this .svg or .png file.", dir_okay=False
+            ),
+        ] = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
@@ -432,5 +470,8 @@ def register(app: typer.Typer) -> None:
             allow_roots=allow_root,
             strict=strict,
             full=full,
+            trace=trace,
+            trace_content=trace_content,
+            draw=draw,
         )
         raise typer.Exit(code)

@@ -1,5 +1,5 @@
 """`agentmap inspect` (graphs and nodes as tables, or the known agent types) and `agentmap export`
-(Mermaid text drawn offline, or the validated specification as JSON).
+(SVG/PNG pictures and Mermaid/DOT text drawn offline, or the validated specification as JSON).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class ExportFormat(enum.StrEnum):
 
     mermaid = "mermaid"
     json = "json"
+    svg = "svg"
+    png = "png"
+    dot = "dot"
 
 
 def _targets(targets: Targets | None) -> str:
@@ -151,6 +154,8 @@ def export_workflow(
     settings = load(config, debug, allow_roots)
     path, graph = split_target(target, settings)
     text: str
+    if fmt in (ExportFormat.svg, ExportFormat.png, ExportFormat.dot):
+        return _export_picture(path, graph, fmt, output, settings)
     if fmt is ExportFormat.mermaid:
         from agentmap import compile
 
@@ -162,16 +167,44 @@ def export_workflow(
         workflow = load_workflow(path, **settings.compile_options())
         data: Any = workflow if graph is None else select_graph(workflow, graph, source=str(path))
         text = data.model_dump_json(indent=2, exclude_none=True) + "\n"
+    return _write(text if text.endswith("\n") else text + "\n", output)
+
+
+def _write(data: str | bytes, output: Path | None) -> int:
+    """Write the export to stdout, or to `output` (its folder made when missing) and say so on stderr."""
     if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        ensure_writable(output, "the export")
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise cannot_write(output, "the export", exc) from None
-        sys.stderr.write(f"wrote {output}\n")
+        sys.stdout.write(str(data))
+        return 0
+    ensure_writable(output, "the export")
+    try:
+        if isinstance(data, bytes):
+            output.write_bytes(data)
+        else:
+            output.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise cannot_write(output, "the export", exc) from None
+    sys.stderr.write(f"wrote {output}\n")
     return 0
+
+
+def _export_picture(path: Path, graph: str | None, fmt: ExportFormat, output: Path | None, settings: Any) -> int:
+    """`export --format svg|png|dot`: the graph drawn offline."""
+    if fmt is ExportFormat.png:
+        from agentmap.cli._observe import check_picture
+        from agentmap.errors import ConfigError
+
+        if output is None:
+            raise ConfigError("a PNG is written to a file, not the terminal", code="usage", hint="add -o graph.png")
+        check_picture(output.with_suffix(".png"))
+    from agentmap.observe.draw import draw_graph, to_png
+    from agentmap.observe.outputs import to_dot
+    from agentmap.runtime.api import compile
+
+    app = compile(path, graph, **settings.compile_options())
+    data: str | bytes = to_dot(app) if fmt is ExportFormat.dot else draw_graph(app)
+    if fmt is ExportFormat.png:
+        data = to_png(str(data))
+    return _write(data, output)
 
 
 def register(app: typer.Typer) -> None:
@@ -199,7 +232,10 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[
             ExportFormat,
             typer.Option(
-                "--format", "-f", help="mermaid: the diagram as text (offline); json: the validated specification."
+                "--format",
+                "-f",
+                help="mermaid: the diagram as text; svg/png: the graph drawn (offline); dot: Graphviz text; "
+                "json: the validated specification.",
             ),
         ] = ExportFormat.mermaid,
         output: Annotated[
@@ -212,7 +248,7 @@ def register(app: typer.Typer) -> None:
         debug: DebugOption = False,
         allow_root: AllowRootOption = None,
     ) -> None:
-        """Export a graph as a Mermaid diagram, or a workflow's specification as JSON."""
+        """Export a graph as a picture (SVG, PNG), a Mermaid or DOT diagram, or a workflow's specification as JSON."""
         raise typer.Exit(
             export_workflow(target, fmt, output=output, config=config, debug=debug, allow_roots=allow_root)
         )

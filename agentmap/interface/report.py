@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from typing import TYPE_CHECKING
 
 from agentmap.interface.evaluate import EvalReport, RunScore, ScenarioScore
@@ -81,6 +82,7 @@ def report_html(report: EvalReport) -> str:
     total += f"<td>{_mean_score(report.runs)}</td>" if judged else ""
     rows.append(f'<tr class="total"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>')
     runs = "".join(_run_row(r, judged) for r in report.runs)
+    conversations = "".join(_conversation(report.logs_dir, r) for r in report.runs)
     warnings = "".join(f'<p class="warn">{esc(w)}</p>' for w in report.warnings)
     return _PAGE.format(
         title=esc(f"Evaluation of {report.logs_dir}"),
@@ -90,6 +92,7 @@ def report_html(report: EvalReport) -> str:
         scenarios="".join(rows),
         runs=runs,
         run_judge="<th>judge</th>" if judged else "",
+        conversations=conversations,
         warnings=warnings,
     )
 
@@ -129,6 +132,50 @@ def _run_row(run: RunScore, judged: bool) -> str:
     )
 
 
+def _conversation(logs_dir: str, run: RunScore) -> str:
+    """One run's conversation, each reply beside the findings about its turn (read back from the log)."""
+    from agentmap.interface.logs import LogFormatError, parse_conversation_texts
+
+    esc = html.escape
+    try:
+        with open(os.path.join(logs_dir, run.log), encoding="utf-8-sig") as handle:
+            turns = parse_conversation_texts(handle.read(), source=run.log)
+    except (OSError, UnicodeDecodeError, LogFormatError):
+        turns = []  # a log that cannot be read is a `format` finding already
+
+    def notes(turn: int | None) -> str:
+        found = [f for f in run.findings if f.turn == turn]
+        return "".join(
+            f'<li class="{"bad" if f.kind != "judge" else "warn"}">{esc(f.kind)}: {esc(f.message)}</li>' for f in found
+        )
+
+    rows = []
+    general = notes(None)
+    if general:
+        rows.append(f'<tr><td colspan="2"><em>whole conversation</em></td><td><ul>{general}</ul></td></tr>')
+    user_turn = 0
+    for role, text in turns:
+        if role == "user":
+            user_turn += 1
+        beside = notes(user_turn) if role != "user" else ""
+        rows.append(
+            f'<tr class="{esc(role)}"><td>{esc(role)}{f" {user_turn}" if role == "user" else ""}</td>'
+            f'<td class="text">{esc(text)}</td><td>{f"<ul>{beside}</ul>" if beside else ""}</td></tr>'
+        )
+    missing = [f for f in run.findings if f.turn is not None and f.turn > user_turn]
+    for finding in missing:
+        rows.append(
+            f"<tr><td>turn {finding.turn}</td><td><em>(no reply)</em></td><td><ul>{notes(finding.turn)}</ul></td></tr>"
+        )
+    verdict = "pass" if run.passed else "fail"
+    return (
+        f'<details{" open" if not run.passed else ""}><summary class="{"ok" if run.passed else "bad"}">'
+        f"{esc(run.log)} ({esc(_name(run))}): {verdict}</summary>"
+        f'<table class="conversation"><thead><tr><th>turn</th><th>text</th><th>findings</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></details>"
+    )
+
+
 def _judge_cell(run: RunScore) -> str:
     """The judge's score and reasons for one run (its failure, if any, is also among the findings)."""
     if run.judge is None:
@@ -149,6 +196,12 @@ tr.bad td:first-child {{ border-left: 4px solid #c22; }}
 tr.total {{ font-weight: bold; }}
 ul {{ margin: 0; padding-left: 1.2em; }}
 .warn {{ color: #a60; }}
+li.bad {{ color: #a11; }}
+summary.ok {{ color: #261; }}
+summary.bad {{ color: #a11; font-weight: bold; }}
+table.conversation td.text {{ white-space: pre-wrap; max-width: 60em; }}
+tr.user td {{ background: #f4f7fb; }}
+details {{ margin-bottom: 1em; }}
 </style></head>
 <body>
 <h1>{title}</h1>
@@ -161,5 +214,8 @@ ul {{ margin: 0; padding-left: 1.2em; }}
 <table><thead><tr><th>log</th><th>scenario</th><th>verdict</th><th>user turns</th><th>refusals</th>
 <th>clarifications</th>{run_judge}<th>findings</th></tr></thead>
 <tbody>{runs}</tbody></table>
+<h2>Conversations</h2>
+<p>Each reply beside the findings about its turn; failing runs are open.</p>
+{conversations}
 </body></html>
 """

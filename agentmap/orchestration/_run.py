@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +39,21 @@ class _Budget(Protocol):
     def check(self, step: PlanStep, step_id: str) -> AgentError | None: ...
 
     def record(self, step: PlanStep, response: AgentResponse | None) -> None: ...
+
+
+def _traceparent() -> dict[str, str]:
+    """The W3C `traceparent` of the OpenTelemetry span current here (the orchestrator node's, when traced).
+
+    Step requests carry it in `parent_context`, linking each to the span that made it; OpenTelemetry is only
+    looked at when something already imported it.
+    """
+    otel = sys.modules.get("opentelemetry.trace")
+    if otel is None:
+        return {}
+    context = otel.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"traceparent": f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"}
 
 
 class StepOutcome:
@@ -82,6 +98,7 @@ class Run:
         self.request = request
         self.name = name
         self.trace_id = request.metadata.trace_id
+        self.parent = {"orchestrator": name, "task": request.task, **_traceparent()}
         self.started = time.perf_counter()
         timeout = request.metadata.timeout_seconds
         self.deadline = self.started + timeout if timeout else None
@@ -129,7 +146,7 @@ class Run:
             profile=meta.profile,
             priority=meta.priority,
             timeout_seconds=timeout,
-            parent_context={"orchestrator": self.name, "task": self.request.task},
+            parent_context=self.parent,
             tags=meta.tags,
         )
         if self.deadline is None:

@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
-from agentmap.errors import AgentMapError, GraphNotFoundError, WorkflowValidationError
+from agentmap.errors import AgentMapError, ConfigError, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.compiler import BuildOptions, build_state_graph, check
 from agentmap.runtime.runner import CompiledWorkflow, RunResult
 from agentmap.runtime.tracking import SuccessPolicy
@@ -212,6 +212,7 @@ def compile(
     settings: Mapping[str, Any] | None = None,
     registry: AgentRegistry | None = None,
     state_keys: Sequence[str] = (),
+    tracing: Any = None,
     **compile_kwargs: Any,
 ) -> CompiledWorkflow:
     """Load, validate and compile one graph into a `CompiledWorkflow`.
@@ -230,6 +231,9 @@ def compile(
         settings: Global settings agents read through `environment.settings`.
         registry: The agent registry (default: the global one).
         state_keys: Extra state keys to keep in the schema (keys only the caller reads or writes).
+        tracing: OpenTelemetry spans for every run: `"otlp"`, `"console"`, `"file:spans.jsonl"`, True (the
+            installed TracerProvider), a TracerProvider, or `{"exporter": ..., "content": bool}`; needs the
+            `otel` extra (see csv_specs/tracing.md). A TracerProvider installed globally traces without it.
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
     Raises:
@@ -258,7 +262,20 @@ def compile(
 
         checkpointer = resolve_checkpointer(checkpointer)
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
-    return CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
+    app = CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
+    if tracing is not None and tracing is not False:
+        try:
+            from agentmap.observe.tracing import resolve_tracing  # the otel extra, only when asked for
+        except ImportError as exc:
+            raise ConfigError(
+                f"tracing needs OpenTelemetry, which is not installed ({exc.name})",
+                code="bad-config",
+                hint='pip install "agentmap[otel]"',
+            ) from None
+        observer = resolve_tracing(tracing)
+        if observer is not None:
+            app.observers.append(observer)
+    return app
 
 
 def run(

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -21,6 +22,7 @@ from langgraph.types import Command
 
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.compiler import TRACKER_KEY
+from agentmap.runtime.events import RunObserver, observe_run, observers_for
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class RunResult:
     summary: list[NodeExecution] = field(default_factory=list)
     interrupts: tuple[Any, ...] = ()
     stopped: bool = False
+    workflow: CompiledWorkflow | None = field(default=None, repr=False, compare=False)
+    """The workflow that ran (what `draw()` draws the path on)."""
 
     @property
     def errors(self) -> list[str]:
@@ -79,6 +83,25 @@ class RunResult:
             raise ImportError('summary_frame() needs pandas: pip install "agentmap[notebook]"') from None
         return pd.DataFrame([e.to_dict() for e in self.summary])
 
+    def draw(self, path: str | Path | None = None) -> str:
+        """The graph as SVG with the path this run took: nodes taken, failed, paused; durations; steps.
+
+        Args:
+            path: Also write the picture here (`.svg`, or `.png` with the `draw` extra).
+        """
+        from agentmap.observe.draw import draw_run
+        from agentmap.observe.outputs import save
+
+        if self.workflow is None:
+            raise ValueError("this RunResult does not know its workflow; draw it with agentmap.observe.draw_run")
+        return save(draw_run(self.workflow, self), path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter's view: the run's path as SVG (drawn offline), the summary table as HTML, and text."""
+        from agentmap.observe.outputs import run_bundle
+
+        return run_bundle(self)
+
 
 class CompiledWorkflow:
     """A compiled graph, ready to run.
@@ -103,6 +126,8 @@ class CompiledWorkflow:
         self.agents = dict(agents)
         self._policy = success_policy
         self._critical = tuple(critical_nodes)
+        self.observers: list[RunObserver] = []
+        """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         ExecutionTracker(success_policy, critical_nodes)  # reject a bad policy now, not at the first run
 
     @property
@@ -173,7 +198,7 @@ class CompiledWorkflow:
             for execution in summary:
                 if execution.success is None:
                     execution.metadata["paused"] = True
-        return RunResult(values, success, summary, interrupts, stopped)
+        return RunResult(values, success, summary, interrupts, stopped, self)
 
     def invoke(
         self,
@@ -196,16 +221,16 @@ class CompiledWorkflow:
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             if stop is None:
-                return self._result(state, self.graph.invoke(state, config, **kwargs), tracker)
+                return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
             chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
             final, stopped = _run_until(chunks, stop)
             if stopped:  # the event may have come during the last step
                 from agentmap.runtime.threads import unfinished
 
                 stopped = unfinished(self.graph.get_state(config))
-        return self._result(state, final, tracker, stopped)
+            return done(self._result(state, final, tracker, stopped))
 
     async def ainvoke(
         self,
@@ -217,9 +242,9 @@ class CompiledWorkflow:
     ) -> RunResult:
         """The async twin of `invoke`."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             final = await self.graph.ainvoke(state, config, **kwargs)
-        return self._result(state, final, tracker)
+            return done(self._result(state, final, tracker))
 
     def stream(
         self,
@@ -232,8 +257,9 @@ class CompiledWorkflow:
     ) -> Iterator[Any]:
         """Yield LangGraph's stream chunks (per node updates by default; any `stream_mode` passes through)."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             yield from self.graph.stream(state, config, stream_mode=stream_mode, **kwargs)
+            done(self._result(state, None, tracker))
 
     async def astream(
         self,
@@ -246,14 +272,20 @@ class CompiledWorkflow:
     ) -> AsyncIterator[Any]:
         """The async twin of `stream`."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config):
+        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
             async for chunk in self.graph.astream(state, config, stream_mode=stream_mode, **kwargs):
                 yield chunk
+            done(self._result(state, None, tracker))
 
     def batch(
         self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[RunResult]:
         """Run several initial states (concurrently, through LangGraph's batch), one result each."""
+        if observers_for(self):  # traced: one observed run per state, concurrently as LangGraph would
+            from langchain_core.runnables.config import get_executor_for_config
+
+            with get_executor_for_config(config) as executor:
+                return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [self._prepare(s, config, None) for s in states]
         with _clear_errors(config):
             finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)
@@ -324,6 +356,19 @@ class CompiledWorkflow:
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""
         return self.graph.get_graph().draw_mermaid()
+
+    def draw(self, path: str | Path | None = None) -> str:
+        """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
+        from agentmap.observe.draw import draw_graph
+        from agentmap.observe.outputs import save
+
+        return save(draw_graph(self), path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter's view: SVG (offline) plus `text/vnd.mermaid` for JupyterLab's Mermaid renderer."""
+        from agentmap.observe.draw import draw_graph
+
+        return {"image/svg+xml": draw_graph(self), "text/vnd.mermaid": self.draw_mermaid(), "text/plain": repr(self)}
 
 
 def _run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]:

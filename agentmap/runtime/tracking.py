@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.runnables.config import var_child_runnable_config
+
 __all__ = ["ExecutionTracker", "NodeExecution", "SuccessPolicy", "resolve_policy"]
 
 PolicyName = Literal["all_nodes", "final_node", "critical_nodes"]
@@ -36,6 +38,8 @@ class NodeExecution:
         result: What it returned on success.
         metadata: Extra facts an agent recorded (model, token usage, ...).
         subgraph: The executions of a subgraph the node ran, in order.
+        facts: What traces and pictures read and the summary leaves out: LangGraph's `step`, a failure's
+            `error_code`, an agent I/O response's `trace` events (agents record them as `_name` metadata).
     """
 
     name: str
@@ -48,6 +52,7 @@ class NodeExecution:
     result: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     subgraph: list[NodeExecution] | None = None
+    facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _clock: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,7 +111,7 @@ class ExecutionTracker:
         listener: Callable[[NodeExecution], None] | None = None,
     ) -> None:
         self._policy = resolve_policy(policy, critical_nodes)
-        self._listener = listener
+        self._listeners: list[Callable[[NodeExecution], None]] = [listener] if listener is not None else []
         self._executions: list[NodeExecution] = []
         self._open: dict[str, NodeExecution] = {}
         self._retried: dict[str, list[str]] = {}
@@ -116,13 +121,17 @@ class ExecutionTracker:
     def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
         """Record that `node_name` started with `inputs`."""
         execution = NodeExecution(node_name, time.time(), inputs=inputs, _clock=time.perf_counter())
+        config = var_child_runnable_config.get()  # LangGraph's superstep: branches that ran in parallel share it
+        step = config.get("metadata", {}).get("langgraph_step") if config is not None else None
+        if step is not None:
+            execution.facts["step"] = step
         with self._lock:
             if self._retried and node_name in self._retried:
                 execution.metadata["failed_attempts"] = self._retried.pop(node_name)
             self._executions.append(execution)
             self._open[node_name] = execution
-        if self._listener is not None:
-            self._listener(execution)
+        for notify in self._listeners:
+            notify(execution)
 
     def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
         """Record how `node_name` ended (a result with no start recorded starts it now)."""
@@ -137,8 +146,12 @@ class ExecutionTracker:
         execution.success = success
         execution.result = result
         execution.error = error
-        if self._listener is not None:
-            self._listener(execution)
+        for notify in self._listeners:
+            notify(execution)
+
+    def add_listener(self, listener: Callable[[NodeExecution], None]) -> None:
+        """Also call `listener` with each `NodeExecution` when it starts and when it ends (tracers use it)."""
+        self._listeners.append(listener)
 
     def retry_failed(self, node_name: str, error: str) -> None:
         """Forget the running execution of `node_name`, whose attempt failed and will run again.
@@ -154,13 +167,17 @@ class ExecutionTracker:
             self._retried[node_name] = [*earlier, error]
 
     def annotate(self, node_name: str, **metadata: Any) -> None:
-        """Attach metadata to the running (or last) execution of `node_name`."""
+        """Attach metadata to the running (or last) execution of `node_name` (`_name` keys go to its `facts`)."""
         with self._lock:
             execution = self._open.get(node_name) or next(
                 (e for e in reversed(self._executions) if e.name == node_name), None
             )
         if execution is not None:
-            execution.metadata.update(metadata)
+            for key, value in metadata.items():
+                if key.startswith("_"):
+                    execution.facts[key[1:]] = value
+                else:
+                    execution.metadata[key] = value
 
     def record_subgraph(self, node_name: str, executions: Sequence[NodeExecution]) -> None:
         """Nest a subgraph's executions under the running execution of `node_name`."""

@@ -41,7 +41,7 @@ def test_each_command_has_help(command: str) -> None:
     [
         (["bogus"], ["No such command 'bogus'"]),
         (["run", "--state"], ["'--state' requires an argument"]),
-        (["export", "graphs/hello_world.csv", "--format", "png"], ["'png'", "mermaid", "json"]),
+        (["export", "graphs/hello_world.csv", "--format", "gif"], ["'gif'", "mermaid", "svg", "png"]),
         (["validate"], ["no workflow file given", "agentmap.yaml"]),  # no FILE and none configured
     ],
 )

@@ -56,7 +56,8 @@ def test_notebook_cells_run_in_order(
         exec(compile(source, "notebook.ipynb", "exec"), namespace)
     printed = capsys.readouterr().out
     assert namespace["workflow"].graph_names == ["Briefing"]
-    assert "graph TD;" in namespace["mermaid"] and "Start --> Weather" in namespace["mermaid"]
+    bundle = namespace["app"]._repr_mimebundle_()
+    assert "Start --> Weather" in bundle["text/vnd.mermaid"] and "<svg" in bundle["image/svg+xml"]
     assert namespace["result"].success is True
     assert "Weather in Lisbon: sunny" in printed
     table = namespace["table"]

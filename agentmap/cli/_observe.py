@@ -1,0 +1,50 @@
+"""What `run --trace/--draw` and `export --format svg|png|dot` share: turning options into tracing and pictures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentmap.errors import ConfigError
+
+__all__ = ["check_picture", "tracing_for"]
+
+_TRACE_HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl"
+
+
+def tracing_for(settings: Any, trace: str | None, content: bool) -> dict[str, Any] | None:
+    """What `compile(..., tracing=...)` gets for `--trace`/`--trace-content` and the `tracing:` settings.
+
+    Raises:
+        ConfigError: `--trace` names no exporter (exit 2).
+    """
+    if trace is not None:
+        value = trace.strip()
+        if value not in ("otlp", "console") and not (value.startswith("file:") and len(value) > 5):
+            raise ConfigError(f"--trace {trace!r} is not a trace exporter", code="usage", hint=_TRACE_HINT)
+    exporter = trace or settings.tracing.exporter
+    if not exporter:
+        return None
+    return {"exporter": exporter, "content": content or settings.tracing.content}
+
+
+def check_picture(path: Path) -> None:
+    """Refuse, before any work, a picture file that is neither .svg nor .png, or a PNG without the renderer.
+
+    Raises:
+        ConfigError: The file name or the missing renderer (exit 2).
+    """
+    suffix = path.suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise ConfigError(
+            f"cannot tell the picture format of {path}: name a .svg or .png file", code="usage", hint="--draw run.svg"
+        )
+    if suffix == ".png":
+        try:
+            import resvg_py  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                "PNG pictures need the resvg renderer, which is not installed",
+                code="bad-config",
+                hint='pip install "agentmap[draw]" (or draw an .svg)',
+            ) from None

@@ -1,0 +1,118 @@
+"""Where `--trace otlp|console|file:PATH` sends spans: one TracerProvider per exporter for the process."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from agentmap.errors import ConfigError
+
+__all__ = ["HINT", "provider_for"]
+
+HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl (tracing: in agentmap.yaml takes the same)"
+
+
+class _JsonLinesExporter(SpanExporter):
+    """Appends one JSON object per finished span, one per line, to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = "".join(_line(span) for span in spans)
+        with self._lock:
+            if self._file is None:
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(lines)
+            self._file.flush()
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def _line(span: ReadableSpan) -> str:
+    """One span as a compact JSON line, with OTLP/JSON's field names (ids in hex, times in Unix nanoseconds)."""
+    context = span.context
+    parent = span.parent
+    data: dict[str, Any] = {
+        "name": span.name,
+        "traceId": f"{context.trace_id:032x}" if context else None,
+        "spanId": f"{context.span_id:016x}" if context else None,
+        "parentSpanId": f"{parent.span_id:016x}" if parent else None,
+        "kind": span.kind.name,
+        "startTimeUnixNano": span.start_time,
+        "endTimeUnixNano": span.end_time,
+        "status": {"code": span.status.status_code.name, "message": span.status.description},
+        "attributes": dict(span.attributes or {}),
+    }
+    if span.events:
+        data["events"] = [
+            {"name": e.name, "timeUnixNano": e.timestamp, "attributes": dict(e.attributes or {})} for e in span.events
+        ]
+    if span.links:
+        data["links"] = [
+            {"traceId": f"{link.context.trace_id:032x}", "spanId": f"{link.context.span_id:016x}"}
+            for link in span.links
+        ]
+    return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+
+
+_PROVIDERS: dict[str, TracerProvider] = {}
+_PROVIDERS_LOCK = threading.Lock()
+
+
+def provider_for(exporter: str) -> TracerProvider:
+    """One provider per exporter spec for the whole process (runs of every workflow share it)."""
+    with _PROVIDERS_LOCK:
+        found = _PROVIDERS.get(exporter)
+        if found is not None:
+            return found
+        provider = TracerProvider(resource=Resource.create({"service.name": "agentmap"}))
+        kind, _, rest = exporter.partition(":")
+        if kind == "console":
+            provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        elif kind == "file":
+            path = Path(rest).expanduser()
+            if not rest or (path.parent != Path() and not path.parent.is_dir()):
+                raise ConfigError(
+                    f"the trace file {rest or '(none given)'!r} cannot be written: "
+                    + ("no file named" if not rest else f"folder {path.parent} does not exist"),
+                    code="bad-config",
+                    hint="name a file in an existing folder: --trace file:spans.jsonl",
+                )
+            # Written in batches off the run's thread; `Tracing.flush()` (the CLI's end) and exit write the rest.
+            provider.add_span_processor(BatchSpanProcessor(_JsonLinesExporter(path)))
+        elif kind == "otlp":
+            try:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            except ImportError:
+                raise ConfigError(
+                    "--trace otlp needs the OTLP exporter, which is not installed",
+                    code="bad-config",
+                    hint='pip install "agentmap[otel]"',
+                ) from None
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_* variables
+        else:
+            raise ConfigError(f"unknown trace exporter {exporter!r}", code="bad-config", hint=HINT)
+        _PROVIDERS[exporter] = provider
+        return provider
