@@ -9,29 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TRACKER_KEY", "in_run", "run_tracker"]
+__all__ = ["TRACKER_KEY", "in_run", "run_config", "run_tracker"]
 
 TRACKER_KEY = "__agentmap_tracker"
 """The `configurable` key the runner puts the run's tracker under (`__` keeps it out of checkpoints)."""
 
 
-def _config() -> Any:
-    from langgraph.config import get_config
+_CONFIG_VAR: Any = None
 
-    try:
-        return get_config()
-    except RuntimeError:  # not inside a LangGraph run
-        return None
+
+def run_config() -> Any:
+    """The LangGraph run config of the calling node (what `langgraph.config.get_config()` reads), or None."""
+    global _CONFIG_VAR
+    if _CONFIG_VAR is None:  # imported on first use: validating a workflow needs none of it
+        from langchain_core.runnables.config import var_child_runnable_config
+
+        _CONFIG_VAR = var_child_runnable_config
+    return _CONFIG_VAR.get()
 
 
 def in_run() -> bool:
     """Whether the caller runs inside a LangGraph node."""
-    return _config() is not None
+    return run_config() is not None
 
 
 def run_tracker() -> Any:
     """The tracker of the AgentMap run the calling node belongs to (None outside one)."""
-    config = _config()
+    config = run_config()
     if config is None:
         return None
     return (config.get("configurable") or {}).get(TRACKER_KEY)

@@ -187,6 +187,16 @@ class BaseAgent:
         return []
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """Whether a node of this type, with this Context, may pause the run (call LangGraph's `interrupt()`).
+
+        Such a node is never fused into one step with its neighbours (`compile(fuse=True)`): when the run is
+        resumed, the paused node must be the only one that runs again. Override it in an agent that calls
+        `interrupt()`.
+        """
+        return False
+
+    @classmethod
     def is_async(cls) -> bool:
         """Whether the agent's work is a coroutine (`async def process` or an `aprocess` twin)."""
         return inspect.iscoroutinefunction(cls.process) or hasattr(cls, "aprocess")

@@ -215,6 +215,11 @@ class InputAgent(BaseAgent):
         flag = context.get("interrupt", False)
         return [] if isinstance(flag, bool) else [f'Context "interrupt" must be true or false, not {flag!r}']
 
+    @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """In `interrupt` mode the node pauses the run."""
+        return context.get("interrupt") is True
+
     def process(self, inputs: dict[str, Any]) -> Any:
         """Pause for the answer (`interrupt` mode), or read one line from stdin after printing the prompt."""
         question = safe_format(self.prompt, inputs) if self.prompt else f"{self.name}: "

@@ -117,6 +117,11 @@ class HumanAgent(BaseAgent):
     own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """Always: the node waits for an answer."""
+        return True
+
+    @classmethod
     def validate_config(
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> Sequence[ConfigProblem]:
@@ -201,6 +206,11 @@ class SuspendAgent(BaseAgent):
     """
 
     own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
+
+    @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """Always: the node waits for an answer."""
+        return True
 
     @classmethod
     def validate_config(

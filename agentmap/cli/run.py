@@ -226,6 +226,7 @@ def run_workflow(
     allow_roots: list[Path] | None = None,
     strict: bool = False,
     full: bool = False,
+    fuse: bool = False,
     trace: str | None = None,
     trace_content: bool = False,
     draw: Path | None = None,
@@ -265,7 +266,7 @@ def run_workflow(
     from agentmap.cli._observe import tracing_for
 
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
-    app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, **options)
+    app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
@@ -453,6 +454,12 @@ def register(app: typer.Typer) -> None:
         full: Annotated[
             bool, typer.Option("--full", help="Show the whole final state (long values are cut by default).")
         ] = False,
+        fuse: Annotated[
+            bool,
+            typer.Option(
+                "--fuse", help="Run each straight chain of nodes as one LangGraph step (same results, faster)."
+            ),
+        ] = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -470,6 +477,7 @@ def register(app: typer.Typer) -> None:
             allow_roots=allow_root,
             strict=strict,
             full=full,
+            fuse=fuse,
             trace=trace,
             trace_content=trace_content,
             draw=draw,

@@ -9,20 +9,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
+from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, GraphNotFoundError, WorkflowValidationError
-from agentmap.runtime.compiler import BuildOptions, build_state_graph, check
-from agentmap.runtime.runner import CompiledWorkflow, RunResult
-from agentmap.runtime.tracking import SuccessPolicy
+from agentmap.runtime.checks import BuildOptions, check
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.paths import allowed_roots
 from agentmap.spec.prompts import prompts_folder
+
+if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
+    from langchain_core.runnables import RunnableConfig
+
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.tracking import SuccessPolicy
 
 __all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
 
@@ -213,6 +215,7 @@ def compile(
     registry: AgentRegistry | None = None,
     state_keys: Sequence[str] = (),
     tracing: Any = None,
+    fuse: bool = False,
     **compile_kwargs: Any,
 ) -> CompiledWorkflow:
     """Load, validate and compile one graph into a `CompiledWorkflow`.
@@ -234,6 +237,9 @@ def compile(
         tracing: OpenTelemetry spans for every run: `"otlp"`, `"console"`, `"file:spans.jsonl"`, True (the
             installed TracerProvider), a TracerProvider, or `{"exporter": ..., "content": bool}`; needs the
             `otel` extra (see csv_specs/tracing.md). A TracerProvider installed globally traces without it.
+        fuse: Run every straight chain of nodes that cannot pause, fan out or route by a function as one
+            LangGraph step: the same results, summary and stream (one update per node) in fewer steps
+            (csv_specs/format.md#chain-fusion). Nodes named by `interrupt_before`/`interrupt_after` stay alone.
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
     Raises:
@@ -256,7 +262,11 @@ def compile(
     if any(i.severity == "error" for i in issues):
         raise WorkflowValidationError(issues, source=str(spec.file or spec.name))
     _report_reading(issues)
-    builder, agents = build_state_graph(spec, options, state_keys)
+    from agentmap.runtime.compiler import build_state_graph
+    from agentmap.runtime.runner import CompiledWorkflow
+
+    keep = _interrupt_nodes(spec, compile_kwargs) if fuse else ()
+    builder, agents = build_state_graph(spec, options, state_keys, fuse=fuse, keep=keep)
     if isinstance(checkpointer, str):
         from agentmap.runtime.checkpoint import resolve_checkpointer
 
@@ -276,6 +286,15 @@ def compile(
         if observer is not None:
             app.observers.append(observer)
     return app
+
+
+def _interrupt_nodes(spec: GraphSpec, compile_kwargs: Mapping[str, Any]) -> set[str]:
+    """The nodes `interrupt_before`/`interrupt_after` name ("*" names them all): they are never fused."""
+    named: set[str] = set()
+    for key in ("interrupt_before", "interrupt_after"):
+        value = compile_kwargs.get(key) or ()
+        named |= {n.name for n in spec.nodes} if value == "*" else set(value)
+    return named
 
 
 def run(

@@ -8,13 +8,10 @@ any branch of a step failed), `graph_success` and `errors` (appended to across n
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 import operator
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -22,152 +19,19 @@ from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
 from agentmap.agents._run_context import TRACKER_KEY
-from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
-from agentmap.agents.findings import ConfigWarning
-from agentmap.agents.registry import AgentRegistry, normalize_type
-from agentmap.agents.registry import registry as default_registry
-from agentmap.errors import AgentMapError
-from agentmap.runtime.retry import RetrySettings, context_problem, settings_for
-from agentmap.runtime.routing import Route, RouterFn, allowed_modules, load_router, plan_joins
-from agentmap.runtime.tracking import ExecutionTracker
+from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.registry import normalize_type
+from agentmap.runtime.checks import BuildOptions, _context, _environment, check
+from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
+from agentmap.runtime.fusion import ChainRun, Link, exits_early, plan_chains
+from agentmap.runtime.retry import RetrySettings, settings_for
+from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
-from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
-from agentmap.spec.validation import check_graph
+from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
 
 __all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check"]
 
 logger = logging.getLogger("agentmap.agents")
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """How to find what a graph refers to.
-
-    Attributes:
-        functions_dir: Where `func:name` routers live (default: `functions/` beside the workflow).
-        agents_dir: A custom agents folder (default: `custom_agents/` beside the workflow).
-        settings: Global settings handed to agents through `AgentEnvironment.settings`.
-        registry: The agent registry (the default one unless testing).
-    """
-
-    functions_dir: Path | None = None
-    agents_dir: Path | None = None
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    registry: AgentRegistry = default_registry
-
-    def base_dir(self, graph: GraphSpec) -> Path:
-        """The folder relative paths resolve against: the workflow file's folder."""
-        return Path(graph.file).parent if graph.file else Path.cwd()
-
-    def functions_for(self, graph: GraphSpec) -> Path:
-        """The functions folder for `graph`."""
-        return self.functions_dir or self.base_dir(graph) / "functions"
-
-    def load_custom_agents(self, graph: GraphSpec) -> None:
-        """Register the custom agents folder's classes (once per folder)."""
-        self.registry.load_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
-
-
-def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
-    """Every finding for `graph`: the spec checks plus what needs agents and routers resolved."""
-    options.load_custom_agents(graph)
-    registry = options.registry
-    issues = check_graph(
-        graph,
-        known_type=lambda name: registry.get(name) is not None,
-        unknown_type_message=registry.unknown_message,
-        unknown_type_fix=registry.register_hint,
-        calls=lambda node: _called_nodes(registry, node),
-    )
-    environment = _environment(graph, options)
-    for node in graph.nodes:
-        for column, targets in node.next_cells():
-            if isinstance(targets, FuncRef):
-                try:
-                    load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
-                except AgentMapError as err:
-                    issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
-        retry_problem = context_problem(node.context)
-        if retry_problem:
-            fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
-            issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
-        cls = registry.get(node.agent_type or "default")
-        if cls is not None:
-            try:
-                problems: Sequence[ConfigProblem] = cls.validate_config(node.prompt, _context(node), environment)
-            except Exception as exc:  # a custom agent's check must not hide the other findings
-                problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
-            for problem in problems:
-                column, message = problem if isinstance(problem, tuple) else ("Context", problem)
-                fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
-                issue = _issue(graph, node, column, "bad-config", message, fix)
-                if isinstance(message, ConfigWarning):  # said, but the workflow still runs
-                    issue = issue.model_copy(update={"severity": "warning", "code": "config-assumed"})
-                issues.append(issue)
-            issues += _dialect_notes(graph, node, cls)
-    return issues
-
-
-def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> list[Issue]:
-    """Warnings for what an agent assumed about an AgentMap 0.9 spelling (`dialect_notes(prompt, context)`)."""
-    notes = getattr(cls, "dialect_notes", None)
-    if notes is None:
-        return []
-    found: list[Issue] = []
-    for column, message, modern in notes(node.prompt, _context(node)):
-        issue = _issue(graph, node, column, "legacy-spelling", message, f"write {modern}")
-        found.append(issue.model_copy(update={"severity": "warning"}))
-    return found
-
-
-def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
-    cls = registry.get(node.agent_type or "default")
-    return cls.referenced_nodes(node.context) if cls is not None else []
-
-
-def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: str, fix: str) -> Issue:
-    return Issue(
-        severity="error",
-        code=code,
-        message=message,
-        fix=fix,
-        file=graph.file,
-        row=node.row,
-        column=graph.column(column),
-        graph=graph.name,
-        node=node.name,
-    )
-
-
-def _context(node: NodeSpec) -> dict[str, Any]:
-    context = copy.deepcopy(node.context)  # an agent that changes its context must not change the spec
-    context["input_fields"] = list(node.inputs)
-    context["output_field"] = "|".join(node.outputs)
-    context.setdefault("description", node.description)
-    if node.tool_source:
-        context["tool_source"] = node.tool_source
-    if node.available_tools:
-        context["available_tools"] = list(node.available_tools)
-    return context
-
-
-def _environment(
-    graph: GraphSpec, options: BuildOptions, agents: Mapping[str, BaseAgent] | None = None
-) -> AgentEnvironment:
-    return AgentEnvironment(
-        base_dir=options.base_dir(graph),
-        workflow_file=Path(graph.file) if graph.file else None,
-        graph_name=graph.name,
-        settings=options.settings,
-        agents=agents if agents is not None else {},
-        compile_options={
-            "functions_dir": options.functions_dir,
-            "agents_dir": options.agents_dir,
-            "settings": options.settings,
-            "registry": options.registry,
-        },
-        new_tracker=ExecutionTracker,
-    )
 
 
 class _AgentNode(Runnable[Any, Any]):
@@ -238,6 +102,43 @@ def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Seque
     return schema
 
 
+class _FusedNode(Runnable[Any, Any]):
+    """A chain of CSV nodes run as one LangGraph node (see `runtime.fusion`)."""
+
+    def __init__(self, links: Sequence[Link], then: Sequence[str] | None) -> None:
+        self.links = links
+        self.then = then
+        self.name = links[0][0].name
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        walk, state = ChainRun(self.links, self.then), input
+        for index, (agent, _) in enumerate(self.links):
+            done = walk.step(index, state, agent.run(state))
+            if done is not None:
+                return done
+            state = walk.state
+        raise AssertionError("unreachable: the last link always ends the chain")
+
+
+class _AsyncFusedNode(_FusedNode):
+    """A fused chain holding an async agent: `ainvoke` awaits the async ones on the event loop."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        walk, state = ChainRun(self.links, self.then), input
+        for index, (agent, _) in enumerate(self.links):
+            update = await agent.arun(state) if agent.is_async() else agent.run(state)
+            done = walk.step(index, state, update)
+            if done is not None:
+                return done
+            state = walk.state
+        raise AssertionError("unreachable: the last link always ends the chain")
+
+
+def _edge_targets(node: NodeSpec) -> tuple[str, ...]:
+    """The nodes a node's Edge names (none for a router or an empty Edge)."""
+    return tuple(str(name) for name in node.edge) if isinstance(node.edge, tuple) else ()
+
+
 def _identifier(name: str) -> str:
     cleaned = "".join(c if c.isalnum() else "_" for c in name)
     return cleaned if cleaned[:1].isalpha() else f"G_{cleaned}"
@@ -261,9 +162,18 @@ def _takes_environment(cls: type[BaseAgent]) -> bool:
 
 
 def build_state_graph(
-    graph: GraphSpec, options: BuildOptions, extra_keys: Sequence[str] = ()
+    graph: GraphSpec,
+    options: BuildOptions,
+    extra_keys: Sequence[str] = (),
+    *,
+    fuse: bool = False,
+    keep: Collection[str] = (),
 ) -> tuple[StateGraph[Any, Any, Any, Any], dict[str, BaseAgent]]:
     """Build (not compile) the LangGraph `StateGraph` for a graph that passed `check`.
+
+    Args:
+        fuse: Run each straight chain of nodes as one LangGraph node (`runtime.fusion`).
+        keep: Nodes never fused (those named by `interrupt_before`/`interrupt_after`).
 
     Returns:
         The builder and the agents by node name.
@@ -280,29 +190,66 @@ def build_state_graph(
             if isinstance(targets, FuncRef) and targets not in routers:
                 routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
 
-    edges, deferred = plan_joins(graph)
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))
+    routes: dict[str, Route | None] = {}
+    retries: dict[str, RetrySettings | None] = {}
     for node in graph.nodes:
         agent = agents[node.name]
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
         own_route = getattr(agent, "own_route", None)  # an agent that picks its next node (0.9 orchestrator)
-        route = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
-        node_cls = _AsyncAgentNode if agent.is_async() else _AgentNode
-        retry = settings_for(node.context, own_timeout=type(agent).own_timeout)
+        routes[node.name] = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
+        retries[node.name] = settings_for(node.context, own_timeout=type(agent).own_timeout)
+    routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
+
+    edges, deferred = plan_joins(graph)
+    chains: list[list[str]] = []
+    if fuse:
+        kept = {*keep, *routed_by_agent, *(name for name, retry in retries.items() if retry is not None)}
+        chains = plan_chains(graph, agents, keep=kept, deferred=deferred)
+    head = {name: chain[0] for chain in chains for name in chain}  # every chain member -> its fused node
+    inner = {name for chain in chains for name in chain[1:]}
+    fused = {chain[0]: chain for chain in chains}
+    links = {name: (agents[name], routes[name]) for name in agents}
+    # A chain that may leave early takes its last node's Edge itself: no static edges from that node
+    self_routed: dict[str, tuple[str, ...]] = {
+        chain[-1]: _edge_targets(graph.by_name[chain[-1]])
+        for chain in chains
+        if exits_early([links[n] for n in chain]) and routes[chain[-1]] is None
+    }
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))
+    for node in graph.nodes:
+        if node.name in inner:
+            continue
+        agent, route, retry = agents[node.name], routes[node.name], retries[node.name]
+        if node.name in fused:
+            chain = [links[name] for name in fused[node.name]]
+            then = self_routed.get(fused[node.name][-1])
+            is_async = any(a.is_async() for a, _ in chain)
+            exits = [d for _, r in chain if r is not None for d in r.destinations if d not in inner]
+            exits += then or ()
+            builder.add_node(
+                node.name,
+                (_AsyncFusedNode if is_async else _FusedNode)(chain, then),
+                defer=node.name in deferred,
+                destinations=tuple(dict.fromkeys(exits)) if any(r is not None for _, r in chain) else None,
+                metadata={"agent_type": "fused", "nodes": fused[node.name]},
+            )
+            continue
         builder.add_node(
             node.name,
-            node_cls(agent, route, retry),
+            (_AsyncAgentNode if agent.is_async() else _AgentNode)(agent, route, retry),
             retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
             defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,
             metadata={"agent_type": normalize_type(node.agent_type or "default")},
         )
     builder.add_edge(START, graph.entry)
-    routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
     for source, target in edges:
-        if not (isinstance(source, str) and source in routed_by_agent):
-            builder.add_edge(source, target)
+        if target in inner or (isinstance(source, str) and (source in routed_by_agent or source in self_routed)):
+            continue  # a link inside a fused chain, or a node whose node routes it
+        sources = [head.get(s, s) for s in source] if isinstance(source, list) else head.get(source, source)
+        builder.add_edge(sources, target)
     for node in graph.nodes:
-        if not node.next_cells() and not callable(getattr(agents[node.name], "own_route", None)):
-            builder.add_edge(node.name, END)
+        if not node.next_cells() and node.name not in routed_by_agent and node.name not in self_routed:
+            builder.add_edge(head.get(node.name, node.name), END)
     return builder, agents

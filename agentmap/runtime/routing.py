@@ -7,101 +7,17 @@ Nodes with Success_Next / Failure_Next or a router decide inside the node and re
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from langgraph.graph import END
-from langgraph.types import Command
-
-from agentmap.agents.registry import import_file
-from agentmap.errors import AgentNotFoundError, Location, NodeError
+from agentmap.errors import Location, NodeError
+from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec, Targets
 from agentmap.spec.validation import branch_depths, fan_outs
 
 __all__ = ["Route", "allowed_modules", "load_router", "plan_joins", "static_edges"]
 
-RouterFn = Callable[..., Any]
 _END_NAMES = frozenset({"", "end", "__end__"})
-
-
-def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str] = ()) -> RouterFn:
-    """Find the function a `func:` reference names.
-
-    `func:name` looks for `name.py` defining `name` in `functions_dir`, then for any `.py` file there
-    defining it; `func:module:function` loads `module.py` of `functions_dir`, or imports `module` when it
-    is one of `allowed_modules` (or inside one of those packages): a workflow file cannot call any other
-    importable function (`func:os:system`).
-
-    Raises:
-        AgentNotFoundError: With code `unknown-function`, saying where it looked, or `function-not-allowed`.
-    """
-    if ref.module and (functions_dir / f"{ref.module}.py").is_file():
-        found = getattr(_import_function_file(functions_dir / f"{ref.module}.py", ref), ref.name, None)
-        where = f"{functions_dir / (ref.module + '.py')}"
-    elif ref.module:
-        if not any(ref.module == m or ref.module.startswith(f"{m}.") for m in allowed_modules):
-            raise AgentNotFoundError(
-                f"{ref} names module {ref.module!r}, which is neither a file of the functions folder "
-                f"{functions_dir} nor a module the configuration allows",
-                code="function-not-allowed",
-                hint=f"put the function in {functions_dir / (ref.module + '.py')}, or allow the module: "
-                f"`functions: {{allowed_modules: [{ref.module}]}}` in agentmap.yaml (see csv_specs/security.md)",
-            )
-        try:
-            module = importlib.import_module(ref.module)
-        except Exception as exc:  # a SyntaxError or an error raised at import, too
-            raise AgentNotFoundError(
-                f"cannot import module {ref.module!r} for {ref}: {type(exc).__name__}: {exc}",
-                code="unknown-function",
-                hint=f"check the module name; it must be importable from where agentmap runs (installed, or on "
-                f"PYTHONPATH), or put `def {ref.name}(state, success_target, failure_target)` in the functions folder "
-                f"and write func:{ref.name}",
-            ) from None
-        found = getattr(module, ref.name, None)
-        where = f"module {ref.module!r}"
-    else:
-        found = None
-        candidates = [functions_dir / f"{ref.name}.py"]
-        if functions_dir.is_dir():
-            candidates += sorted(p for p in functions_dir.glob("*.py") if p != candidates[0])
-        for path in candidates:
-            if path.is_file() and not path.name.startswith("_"):
-                module = _import_function_file(path, ref)
-                found = getattr(module, ref.name, None)
-                if found is not None:
-                    break
-        where = f"the functions folder {functions_dir}"
-    if not callable(found):
-        raise AgentNotFoundError(
-            f"router function {ref.name!r} ({ref}) was not found in {where}",
-            code="unknown-function",
-            hint=f"define `def {ref.name}(state, success_target, failure_target):` in "
-            f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function",
-        )
-    router: RouterFn = found
-    return router
-
-
-def _import_function_file(path: Path, ref: FuncRef) -> Any:
-    try:
-        return import_file(path, prefix="agentmap_functions")
-    except Exception as exc:  # a broken file must be reported at the cell, not crash validate
-        raise AgentNotFoundError(
-            f"cannot import {path} for {ref}: {type(exc).__name__}: {exc}",
-            code="unknown-function",
-            hint="fix the error in that file (or move it out of the functions folder)",
-        ) from None
-
-
-def allowed_modules(settings: Mapping[str, Any]) -> list[str]:
-    """The modules `func:module:function` may import: the `functions.allowed_modules` setting."""
-    section = settings.get("functions")
-    value: Any = section.get("allowed_modules") if isinstance(section, Mapping) else None
-    if isinstance(value, str):
-        value = value.split("|")
-    return [str(m).strip() for m in value or () if str(m).strip()]
 
 
 def static_edges(graph: GraphSpec) -> list[tuple[str | list[str], str]]:
@@ -204,8 +120,11 @@ class Route:
         self.destinations = tuple(dict.fromkeys(named))
         """Where the node may go: drawn as conditional edges (a router's targets are not known statically)."""
 
-    def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Command[Any]:
+    def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Any:
         """Return `Command(update=update, goto=next nodes)`."""
+        from langgraph.graph import END  # here, not at import: validating a workflow needs no LangGraph
+        from langgraph.types import Command
+
         node = self.node
         success = update.get("last_action_success", True) is not False
         if isinstance(node.edge, FuncRef):

@@ -128,6 +128,12 @@ class CompiledWorkflow:
         self._critical = tuple(critical_nodes)
         self.observers: list[RunObserver] = []
         """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
+        self.fused: dict[str, list[str]] = {
+            name: list(node.metadata["nodes"])
+            for name, node in graph.builder.nodes.items()
+            if node.metadata and node.metadata.get("agent_type") == "fused"
+        }
+        """Fused chains (`compile(fuse=True)`): the LangGraph node's name -> the CSV nodes it runs, in order."""
         ExecutionTracker(success_policy, critical_nodes)  # reject a bad policy now, not at the first run
 
     @property
@@ -255,10 +261,17 @@ class CompiledWorkflow:
         stream_mode: Any = "updates",
         **kwargs: Any,
     ) -> Iterator[Any]:
-        """Yield LangGraph's stream chunks (per node updates by default; any `stream_mode` passes through)."""
+        """Yield LangGraph's stream chunks (per node updates by default; any `stream_mode` passes through).
+
+        With fused chains and `stream_mode="updates"`, each CSV node of a chain still yields its own update.
+        """
         state, config, tracker = self._prepare(state, config, tracker)
+        per_node = bool(self.fused) and stream_mode == "updates"
         with _clear_errors(config), observe_run(self, tracker, config, state) as done:
-            yield from self.graph.stream(state, config, stream_mode=stream_mode, **kwargs)
+            chunks = self.graph.stream(
+                state, config, stream_mode=["updates", "custom"] if per_node else stream_mode, **kwargs
+            )
+            yield from (_node_updates(chunks, self.fused) if per_node else chunks)
             done(self._result(state, None, tracker))
 
     async def astream(
@@ -272,9 +285,12 @@ class CompiledWorkflow:
     ) -> AsyncIterator[Any]:
         """The async twin of `stream`."""
         state, config, tracker = self._prepare(state, config, tracker)
+        per_node = bool(self.fused) and stream_mode == "updates"
+        mode: Any = ["updates", "custom"] if per_node else stream_mode
         with _clear_errors(config), observe_run(self, tracker, config, state) as done:
-            async for chunk in self.graph.astream(state, config, stream_mode=stream_mode, **kwargs):
-                yield chunk
+            async for chunk in self.graph.astream(state, config, stream_mode=mode, **kwargs):
+                for item in _node_updates([chunk], self.fused) if per_node else (chunk,):
+                    yield item
             done(self._result(state, None, tracker))
 
     def batch(
@@ -391,6 +407,19 @@ def _run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool
     if interrupts:
         final["__interrupt__"] = tuple(interrupts)
     return final, stopped
+
+
+def _node_updates(chunks: Any, fused: Mapping[str, list[str]]) -> Iterator[Any]:
+    """`updates` chunks as an unfused graph streams them: a fused chain's per-node custom chunks stand in for
+    its one combined update (`Command` routing included, which LangGraph reports as the node's update)."""
+    from agentmap.runtime.fusion import STREAM_MARK
+
+    for mode, chunk in chunks:
+        if mode == "custom":
+            if isinstance(chunk, Mapping) and STREAM_MARK in chunk:
+                yield {chunk[STREAM_MARK]: chunk["update"]}
+        elif not (isinstance(chunk, Mapping) and len(chunk) == 1 and next(iter(chunk)) in fused):
+            yield chunk
 
 
 @contextmanager

@@ -43,6 +43,11 @@ class GraphAgent(BaseAgent):
         self._dynamic = threading.local()
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """A subgraph may hold a node that pauses, and resuming reruns the node that holds it."""
+        return True
+
+    @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
         """The referenced file and graph must exist, and no graph may contain itself.
 

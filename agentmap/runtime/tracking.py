@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.runnables.config import var_child_runnable_config
+from agentmap.agents._run_context import run_config
 
 __all__ = ["ExecutionTracker", "NodeExecution", "SuccessPolicy", "resolve_policy"]
 
@@ -121,7 +121,7 @@ class ExecutionTracker:
     def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
         """Record that `node_name` started with `inputs`."""
         execution = NodeExecution(node_name, time.time(), inputs=inputs, _clock=time.perf_counter())
-        config = var_child_runnable_config.get()  # LangGraph's superstep: branches that ran in parallel share it
+        config = run_config()  # LangGraph's superstep: branches that ran in parallel share it
         step = config.get("metadata", {}).get("langgraph_step") if config is not None else None
         if step is not None:
             execution.facts["step"] = step

@@ -1,0 +1,156 @@
+"""What `agentmap validate` and `compile` check beyond the spec: agent types, routers and agents' own checks.
+
+Nothing here imports LangGraph, so validating a workflow never loads it; the compiler builds on these.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
+from agentmap.agents.findings import ConfigWarning
+from agentmap.agents.registry import AgentRegistry
+from agentmap.agents.registry import registry as default_registry
+from agentmap.errors import AgentMapError
+from agentmap.runtime.functions import allowed_modules, load_router
+from agentmap.runtime.retry import context_problem
+from agentmap.runtime.tracking import ExecutionTracker
+from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
+from agentmap.spec.validation import check_graph
+
+__all__ = ["BuildOptions", "check"]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to find what a graph refers to.
+
+    Attributes:
+        functions_dir: Where `func:name` routers live (default: `functions/` beside the workflow).
+        agents_dir: A custom agents folder (default: `custom_agents/` beside the workflow).
+        settings: Global settings handed to agents through `AgentEnvironment.settings`.
+        registry: The agent registry (the default one unless testing).
+    """
+
+    functions_dir: Path | None = None
+    agents_dir: Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    registry: AgentRegistry = default_registry
+
+    def base_dir(self, graph: GraphSpec) -> Path:
+        """The folder relative paths resolve against: the workflow file's folder."""
+        return Path(graph.file).parent if graph.file else Path.cwd()
+
+    def functions_for(self, graph: GraphSpec) -> Path:
+        """The functions folder for `graph`."""
+        return self.functions_dir or self.base_dir(graph) / "functions"
+
+    def load_custom_agents(self, graph: GraphSpec) -> None:
+        """Register the custom agents folder's classes (once per folder)."""
+        self.registry.load_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
+
+
+def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
+    """Every finding for `graph`: the spec checks plus what needs agents and routers resolved."""
+    options.load_custom_agents(graph)
+    registry = options.registry
+    issues = check_graph(
+        graph,
+        known_type=lambda name: registry.get(name) is not None,
+        unknown_type_message=registry.unknown_message,
+        unknown_type_fix=registry.register_hint,
+        calls=lambda node: _called_nodes(registry, node),
+    )
+    environment = _environment(graph, options)
+    for node in graph.nodes:
+        for column, targets in node.next_cells():
+            if isinstance(targets, FuncRef):
+                try:
+                    load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+                except AgentMapError as err:
+                    issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
+        retry_problem = context_problem(node.context)
+        if retry_problem:
+            fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
+            issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
+        cls = registry.get(node.agent_type or "default")
+        if cls is not None:
+            try:
+                problems: Sequence[ConfigProblem] = cls.validate_config(node.prompt, _context(node), environment)
+            except Exception as exc:  # a custom agent's check must not hide the other findings
+                problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
+            for problem in problems:
+                column, message = problem if isinstance(problem, tuple) else ("Context", problem)
+                fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
+                issue = _issue(graph, node, column, "bad-config", message, fix)
+                if isinstance(message, ConfigWarning):  # said, but the workflow still runs
+                    issue = issue.model_copy(update={"severity": "warning", "code": "config-assumed"})
+                issues.append(issue)
+            issues += _dialect_notes(graph, node, cls)
+    return issues
+
+
+def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> list[Issue]:
+    """Warnings for what an agent assumed about an AgentMap 0.9 spelling (`dialect_notes(prompt, context)`)."""
+    notes = getattr(cls, "dialect_notes", None)
+    if notes is None:
+        return []
+    found: list[Issue] = []
+    for column, message, modern in notes(node.prompt, _context(node)):
+        issue = _issue(graph, node, column, "legacy-spelling", message, f"write {modern}")
+        found.append(issue.model_copy(update={"severity": "warning"}))
+    return found
+
+
+def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
+    cls = registry.get(node.agent_type or "default")
+    return cls.referenced_nodes(node.context) if cls is not None else []
+
+
+def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: str, fix: str) -> Issue:
+    return Issue(
+        severity="error",
+        code=code,
+        message=message,
+        fix=fix,
+        file=graph.file,
+        row=node.row,
+        column=graph.column(column),
+        graph=graph.name,
+        node=node.name,
+    )
+
+
+def _context(node: NodeSpec) -> dict[str, Any]:
+    context = copy.deepcopy(node.context)  # an agent that changes its context must not change the spec
+    context["input_fields"] = list(node.inputs)
+    context["output_field"] = "|".join(node.outputs)
+    context.setdefault("description", node.description)
+    if node.tool_source:
+        context["tool_source"] = node.tool_source
+    if node.available_tools:
+        context["available_tools"] = list(node.available_tools)
+    return context
+
+
+def _environment(
+    graph: GraphSpec, options: BuildOptions, agents: Mapping[str, BaseAgent] | None = None
+) -> AgentEnvironment:
+    return AgentEnvironment(
+        base_dir=options.base_dir(graph),
+        workflow_file=Path(graph.file) if graph.file else None,
+        graph_name=graph.name,
+        settings=options.settings,
+        agents=agents if agents is not None else {},
+        compile_options={
+            "functions_dir": options.functions_dir,
+            "agents_dir": options.agents_dir,
+            "settings": options.settings,
+            "registry": options.registry,
+        },
+        new_tracker=ExecutionTracker,
+    )
