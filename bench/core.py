@@ -145,6 +145,15 @@ def main() -> int:
         1.3,
     )
 
+    chain5, base5 = write_chain(tmp / "chain5.csv", 5), yardstick_build(5)
+    app5, fused5 = agentmap.compile(chain5), agentmap.compile(chain5, fuse=True)
+    rows = [{"k0": i} for i in range(2000)]
+    # throughput ratios: raw time / ours, so higher is better
+    ratios = [1 / r for r in pairs(lambda: app5.batch(rows), lambda: base5.batch(rows), max(3, n // 2))]
+    ok &= report("app.batch 2,000 rows, 5 nodes: rows/s vs raw graph.batch", ratios, 1.0, at_least=True)
+    ratios = [1 / r for r in pairs(lambda: fused5.batch(rows), lambda: base5.batch(rows), max(3, n // 2))]
+    ok &= report("fused app.batch 2,000 rows: rows/s vs raw graph.batch", ratios, 2.0, at_least=True)
+
     mine = peak(lambda: agentmap.compile(chain1000).invoke({"k0": 1}))
     theirs = peak(lambda: yardstick_build(1000).invoke({"k0": 1}))
     ok &= report("peak memory of a 1,000-node run", [mine / theirs], 1.15)
