@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentmap.agents.base import AgentEnvironment, BaseAgent
     from agentmap.agents.registry import agent, registry
     from agentmap.agents.state import StateAdapter
+    from agentmap.batch import BatchResult, batch
     from agentmap.errors import (
         AgentMapError,
         AgentNotFoundError,
@@ -68,6 +69,9 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "ValidationError",
     "WorkflowFileError",
     "__version__",
+    # Batch runs
+    "BatchResult",
+    "batch",
 ]
 
 _HOMES = {
@@ -95,6 +99,8 @@ _HOMES = {
     "NodeError": "agentmap.errors",
     "ValidationError": "agentmap.errors",
     "WorkflowFileError": "agentmap.errors",
+    "BatchResult": "agentmap.batch",
+    "batch": "agentmap.batch",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

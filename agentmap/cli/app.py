@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.logs",
     "agentmap.cli.chat",
     "agentmap.cli.evaluation",
+    "agentmap.cli.batch",
 )
 """The modules whose `register(app)` adds commands, in help order."""
 
