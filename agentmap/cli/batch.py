@@ -8,6 +8,7 @@ otherwise; `--json` prints a summary on stdout. Exit 0 when every row succeeded,
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -163,6 +164,8 @@ def batch_command(
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    gc.freeze()  # start-up's objects live until exit; the rows' garbage is collected as usual
+    gc.enable()
     extra = {"file": str(path), "input": str(input_path), "executor": executor}
     try:
         result = batch(
