@@ -150,6 +150,10 @@ def batch_command(
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
+    if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
+        import logging
+
+        logging.getLogger("agentmap").setLevel(logging.CRITICAL)
     path, graph = _split_target(target, settings)
     if output.resolve() == input_path.resolve():
         raise ConfigError("--output must not be the --input file", code="usage", hint="name another file")
