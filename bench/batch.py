@@ -24,9 +24,9 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from core import write_chain, yardstick_build  # bench/core.py: the same 5-node chain and its hand-built twin
 
 import agentmap
 
@@ -45,28 +45,6 @@ class BurnAgent(BaseAgent):
 '''
 
 
-def write_chain(path: Path, n: int) -> None:
-    rows = ["GraphName,Node,AgentType,Input_Fields,Output_Field,Edge"]
-    for i in range(n):
-        rows.append(f"Chain,n{i},echo,k{i},k{i + 1},{f'n{i + 1}' if i + 1 < n else ''}")
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-
-
-def yardstick(n: int) -> Any:
-    state = TypedDict("State", {f"k{i}": Any for i in range(n + 1)}, total=False)  # type: ignore[misc]
-    builder = StateGraph(state)
-
-    def copier(i: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        src, dst = f"k{i}", f"k{i + 1}"
-        return lambda s: {dst: s[src]}
-
-    for i in range(n):
-        builder.add_node(f"n{i}", copier(i))
-        builder.add_edge(START if i == 0 else f"n{i - 1}", f"n{i}")
-    builder.add_edge(f"n{n - 1}", END)
-    return builder.compile()
-
-
 def timed(fn: Callable[[], Any]) -> float:
     gc.collect()
     start = time.perf_counter()
@@ -83,7 +61,7 @@ def thread_vs_langgraph(folder: Path, repeat: int) -> None:
     path = folder / "chain.csv"
     write_chain(path, 5)
     rows = [{"k0": f"row {i}"} for i in range(2000)]
-    graph = yardstick(5)
+    graph = yardstick_build(5)
     ours = lambda: agentmap.batch(path, rows, concurrency=8)  # noqa: E731
     base = lambda: graph.batch(rows)  # noqa: E731
     ours(), base()  # warm imports and caches on both sides

@@ -102,23 +102,34 @@ class NapAgent(BaseAgent):
 """
 
 
+def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
+    """A 200-row batch of 20 ms rows (each logged to runs.log); the command and its environment."""
+    (folder / "custom_agents").mkdir()
+    (folder / "custom_agents" / "nap.py").write_text(_SLOW_AGENT, encoding="utf-8")
+    (folder / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Nap,nap,n,double\n")
+    (folder / "rows.csv").write_text("n\n" + "".join(f"{i}\n" for i in range(200)), encoding="utf-8")
+    command = [sys.executable, "-m", "agentmap", "batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    return [*command, "--concurrency", "4", "--json"], env
+
+
+def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> subprocess.Popen[bytes]:
+    """Start the batch and send `sig` once its .partial file holds 30 rows."""
+    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    partial = folder / "out.csv.partial"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
+        time.sleep(0.02)
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=20)
+    return proc
+
+
 @pytest.mark.slow
 def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> None:
-    (tmp_path / "custom_agents").mkdir()
-    (tmp_path / "custom_agents" / "nap.py").write_text(_SLOW_AGENT, encoding="utf-8")
-    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Nap,nap,n,double\n")
-    (tmp_path / "rows.csv").write_text("n\n" + "".join(f"{i}\n" for i in range(200)), encoding="utf-8")
-    command = [sys.executable, "-m", "agentmap", "batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv"]
-    command += ["--concurrency", "4", "--json"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    partial = tmp_path / "out.csv.partial"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 30):
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    kept = len(partial.read_bytes().splitlines()) - 1  # less the header line
+    command, env = _slow_batch(tmp_path)
+    _start_and_stop(tmp_path, command, env, signal.SIGKILL)
+    kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1  # less the header line
     assert 30 <= kept < 200 and not (tmp_path / "out.csv").exists()
     ran_before = len((tmp_path / "runs.log").read_text().split())
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -130,6 +141,21 @@ def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> No
     assert all(int(r["double"]) == 2 * int(r["n"]) and r["success"] == "true" for r in rows)
     runs = (tmp_path / "runs.log").read_text().split()
     assert len(runs) - ran_before == summary["ran"]  # the second run ran only what was not recorded
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path) -> None:
+    command, env = _slow_batch(tmp_path)
+    proc = _start_and_stop(tmp_path, command, env, signal.SIGINT)
+    assert proc.stderr is not None and proc.stdout is not None
+    err = proc.stderr.read().decode()
+    assert proc.returncode == 130, err
+    assert "run the same command again to continue" in err and "Traceback" not in err
+    assert json.loads(proc.stdout.read())["interrupted"] is True
+    kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
+    assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
 
 
 @pytest.mark.slow
