@@ -329,7 +329,10 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
     for number, row in enumerate(rows(), start=1):
         total = number
         columns.update(dict.fromkeys(row))
-        key = shaper.key(number, row, f"{name}, row {number}")
+        where = f"{name}, row {number}"
+        key = shaper.key(number, row, where)
+        if shaper.json_cells:
+            shaper.state(row, where)  # a bad JSON cell stops the batch before any row runs
         if shaper.id_column is not None:
             if key in seen:
                 raise ConfigError(

@@ -9,6 +9,7 @@ Running a finished batch again reads the finished output instead, so it skips ev
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -90,22 +91,29 @@ class PartialFile:
 
     def _start(self) -> None:
         header = {"format": _FORMAT, "graph": self.graph, "outputs": self.outputs}
+        finished = read_rows(self.output) if self.output.exists() else iter(())
+        first = next(finished, None)
+        if first is not None and "row_id" not in first:
+            raise ConfigError(
+                f"{self.output} exists and is not the output of a batch (it has no row_id column)",
+                code="output-exists",
+                hint="name another --output file, or move that one away; it is never overwritten",
+            )
         with self.path.open("w", encoding="utf-8") as handle:
             handle.write(json.dumps(header) + "\n")
-            if self.output.exists():  # a finished batch: its rows are done
-                for row in read_rows(self.output):
-                    if row.get("row_id") in (None, ""):
-                        continue
-                    record = {
-                        "row": 0,
-                        "row_id": str(row["row_id"]),
-                        "success": str(row.get("success")).lower() in ("true", "1"),
-                        "error": row.get("error") or None,
-                        "failed_nodes": row.get("failed_nodes") or "",
-                        "duration_s": row.get("duration_s") or 0.0,
-                        "outputs": {k: row.get(k) for k in self.outputs},
-                    }
-                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            for row in itertools.chain([first] if first is not None else [], finished):  # a finished batch
+                if row.get("row_id") in (None, ""):
+                    continue
+                record = {
+                    "row": 0,
+                    "row_id": str(row["row_id"]),
+                    "success": str(row.get("success")).lower() in ("true", "1"),
+                    "error": row.get("error") or None,
+                    "failed_nodes": row.get("failed_nodes") or "",
+                    "duration_s": row.get("duration_s") or 0.0,
+                    "outputs": {k: row.get(k) for k in self.outputs},
+                }
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
     def append(self, result: RowResult) -> None:
         """Record one finished row (written and flushed before this returns)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -186,16 +187,16 @@ def cell_text(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value) if isinstance(value, float) else str(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, list | tuple | dict | set):
+        return json.dumps(list(value) if isinstance(value, set) else value, ensure_ascii=False, default=str)
+    return str(value)
 
 
 def _scalar(value: Any) -> Any:
-    """A value for a typed cell (Excel, Parquet): scalars kept, anything else as JSON text."""
-    if value is None or isinstance(value, str | bool | int | float):
+    """A value for a typed cell (Excel, Parquet): scalars and dates kept, lists and dicts as JSON, others as text."""
+    if value is None or isinstance(value, str | bool | int | float | datetime.date | datetime.time):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return cell_text(value)
 
 
 class TableWriter:

@@ -71,3 +71,19 @@ def test_mistakes_in_tables(tmp_path: Path) -> None:
         agentmap.batch(flow, bad)
     with pytest.raises(ConfigError, match="has no sheet 'Nope'"):
         agentmap.batch(flow, _write(tmp_path / "rows.xlsx", ROWS), sheet="Nope")
+
+
+def test_an_output_that_is_not_a_batch_output_is_never_overwritten(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.csv"
+    mine.write_text("name\nsomething precious\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is not the output of a batch"):
+        agentmap.batch(shout_flow(tmp_path), [{"word": "a"}], output=mine)
+    assert mine.read_text(encoding="utf-8") == "name\nsomething precious\n"
+
+
+def test_lists_and_dicts_are_json_in_csv_cells(tmp_path: Path) -> None:
+    out = tmp_path / "out.csv"
+    agentmap.batch(shout_flow(tmp_path), [{"word": "a", "tags": ["x", "y"], "seen": True}], output=out)
+    (row,) = read_rows(out)
+    assert row["seen"] == "true"
+    assert row["tags"] == '["x", "y"]' and row["loud"] == "A"
