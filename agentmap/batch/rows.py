@@ -19,13 +19,26 @@ from agentmap.errors import ConfigError
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
 
-__all__ = ["RESULT_COLUMNS", "Job", "RowResult", "RowRunner", "Shaper", "WorkflowRecipe", "output_fields"]
+__all__ = [
+    "BATCH_COMPILE_DEFAULTS",
+    "RESULT_COLUMNS",
+    "Job",
+    "RowResult",
+    "RowRunner",
+    "Shaper",
+    "WorkflowRecipe",
+    "output_fields",
+]
 
 RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "row_id")
 """The columns every output row ends with, after the input columns and the workflow's outputs."""
 
 Job = tuple[int, str, dict[str, Any]]
 """(row number, row id, initial state)."""
+
+BATCH_COMPILE_DEFAULTS: dict[str, Any] = {}
+"""`agentmap.compile` options every batch uses unless the caller sets them: the place where chain fusion is
+switched on by default for batches once the compiler offers it (e.g. `{"fuse": True}`)."""
 
 
 @dataclass(frozen=True)
@@ -166,10 +179,11 @@ class WorkflowRecipe:
     state_keys: Sequence[str] = ()
 
     def compile(self) -> CompiledWorkflow:
-        """Compile the workflow (chain fusion, once it exists, is switched on here for every batch)."""
+        """Compile the workflow: in the parent, in each worker process and in each Ray actor, once."""
         from agentmap.runtime.api import compile
 
-        return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **self.options)
+        options = {**BATCH_COMPILE_DEFAULTS, **self.options}
+        return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **options)
 
 
 class RowRunner:
