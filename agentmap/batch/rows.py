@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import AgentMapError, ConfigError
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
@@ -228,4 +228,6 @@ class RowRunner:
 
 def _one_line(error: Any) -> str:
     text = str(error).strip()
+    if isinstance(error, Exception) and not isinstance(error, AgentMapError):
+        text = f"{type(error).__name__}: {text}"  # a raw exception (a router, a bug): its type says what broke
     return (text.splitlines() or [type(error).__name__])[0][:500]
