@@ -198,4 +198,7 @@ def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_
             hint="run again to continue (finished rows are kept); if it repeats, use --executor thread to see why",
         ) from None
     finally:
-        pool.shutdown(wait=not pending, cancel_futures=True)
+        if pending:  # stopped early (Ctrl-C, an error): stop the workers now; their rows are not recorded
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)

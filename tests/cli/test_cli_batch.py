@@ -113,16 +113,18 @@ def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
     return [*command, "--concurrency", "4", "--json"], env
 
 
-def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> subprocess.Popen[bytes]:
-    """Start the batch and send `sig` once its .partial file holds 30 rows."""
-    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> tuple[int, str, str]:
+    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr."""
+    out, err = folder / "stdout.txt", folder / "stderr.txt"
+    with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
     partial = folder / "out.csv.partial"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
         time.sleep(0.02)
     os.kill(proc.pid, sig)
-    proc.wait(timeout=20)
-    return proc
+    code = proc.wait(timeout=20)
+    return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -143,15 +145,29 @@ def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> No
     assert len(runs) - ran_before == summary["ran"]  # the second run ran only what was not recorded
 
 
+def _processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is `folder` (a batch's leftover workers would be)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cwd").resolve() == folder.resolve():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 @pytest.mark.slow
-def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path) -> None:
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, executor: str) -> None:
     command, env = _slow_batch(tmp_path)
-    proc = _start_and_stop(tmp_path, command, env, signal.SIGINT)
-    assert proc.stderr is not None and proc.stdout is not None
-    err = proc.stderr.read().decode()
-    assert proc.returncode == 130, err
+    command += ["--executor", executor, "--workers", "2", "--chunk-size", "2"]
+    code, out, err = _start_and_stop(tmp_path, command, env, signal.SIGINT)
+    assert code == 130, err
     assert "run the same command again to continue" in err and "Traceback" not in err
-    assert json.loads(proc.stdout.read())["interrupted"] is True
+    assert json.loads(out)["interrupted"] is True
+    time.sleep(0.5)
+    assert _processes_in(tmp_path) == []  # no worker process is left behind
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
