@@ -126,6 +126,18 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
     )
 
 
+def _stop_ray() -> None:
+    """Stop the Ray this command started (or connected to), ignoring Ctrl-C: the results are written already."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ray.shutdown()
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def batch_command(
     target: str | None,
     *,
@@ -203,7 +215,9 @@ def batch_command(
         _report(stop.result, json_output, {**extra, "exit_code": 130})
         sys.stdout.flush()
         sys.stderr.flush()
+        _stop_ray()  # os._exit skips the exit hook that stops a local Ray
         os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
+    _stop_ray()
     code = 0 if result.success else 1
     _report(result, json_output, {**extra, "exit_code": code})
     if result.failures:
