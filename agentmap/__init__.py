@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentmap.agents.base import AgentEnvironment, BaseAgent
     from agentmap.agents.registry import agent, registry
     from agentmap.agents.state import StateAdapter
+    from agentmap.batch import BatchResult, batch
     from agentmap.errors import (
         AgentMapError,
         AgentNotFoundError,
@@ -79,6 +80,9 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "async_checkpointer",
     "checkpointer",
     "threads",
+    # Batch runs
+    "BatchResult",
+    "batch",
 ]
 
 _HOMES = {
@@ -112,6 +116,8 @@ _HOMES = {
     "async_checkpointer": "agentmap.runtime.checkpoint",
     "checkpointer": "agentmap.runtime.checkpoint",
     "threads": "agentmap.runtime.threads",
+    "BatchResult": "agentmap.batch",
+    "batch": "agentmap.batch",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

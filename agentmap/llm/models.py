@@ -142,6 +142,7 @@ class ModelSpec:
         base_url: Endpoint override (an OpenAI-compatible server, a remote Ollama), or None.
         max_retries: Retries the client makes on transient errors, or None for its default.
         api_key_env: The environment variable the API key is read from, or None when none is needed.
+        rate_limit: Requests per second shared by every model of this provider (`llm.rate_limit`), or None.
     """
 
     provider: str
@@ -152,6 +153,7 @@ class ModelSpec:
     base_url: str | None = None
     max_retries: int | None = None
     api_key_env: str | None = None
+    rate_limit: float | None = None
 
     @property
     def name(self) -> str:
@@ -277,6 +279,7 @@ def model_spec(
         base_url=_pick(base_url, settings, "base_url"),
         max_retries=_number("max_retries", _pick(max_retries, settings, "max_retries"), int),
         api_key_env=(api_key_env or _setting(settings, "api_key_env") or info.key_env) if info.key_env else api_key_env,
+        rate_limit=_number("rate_limit", _setting(settings, "rate_limit"), float) or None,
     )
     explicit = {"max_tokens": max_tokens, "timeout": timeout, "base_url": base_url, "max_retries": max_retries}
     supported = {*info.params, "timeout"} if provider == "ollama" else set(info.params)
@@ -403,5 +406,9 @@ def build_model(chosen: ModelSpec) -> BaseChatModel:
                 code="missing-api-key",
             )
         kwargs[info.params.get("api_key", "api_key")] = key
+    if chosen.rate_limit:
+        from agentmap.llm.rate_limits import provider_limiter
+
+        kwargs["rate_limiter"] = provider_limiter(chosen.provider, chosen.rate_limit)
     model: BaseChatModel = getattr(module, info.cls)(**kwargs)
     return model

@@ -1,0 +1,355 @@
+"""`agentmap.batch`: one run of a workflow per row of a table, resumable, on threads, processes or Ray."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentmap.batch.executors import EXECUTORS, default_workers, execute
+from agentmap.batch.resume import PartialFile
+from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
+from agentmap.batch.tables import read_rows
+from agentmap.errors import ConfigError
+
+__all__ = ["BatchInterrupted", "BatchResult", "Progress", "batch", "parse_rate", "run_batch"]
+
+RowSource = Callable[[], Iterator[Mapping[str, Any]]]
+
+
+class Progress(Protocol):
+    """What watches a batch: told the row counts once, then each result as it arrives."""
+
+    def start(self, total: int, skipped: int) -> None:
+        """Called once, before the first row: rows in the input, and how many were done before."""
+
+    def advance(self, result: RowResult) -> None:
+        """Called as each row finishes."""
+
+    def stop(self) -> None:
+        """Called once at the end (also after Ctrl-C)."""
+
+
+@dataclass
+class BatchResult:
+    """What a batch did.
+
+    Attributes:
+        rows: The rows run by this call, in input order (empty when the rows were not kept).
+        total: Rows in the input.
+        successes: Rows that succeeded in this call.
+        failures: Rows that failed in this call.
+        skipped: Rows skipped because an earlier run of the same batch had done them.
+        duration_s: Seconds the batch took.
+        output: The output table written, if any.
+        interrupted: True when Ctrl-C stopped the batch (finished rows are kept in the `.partial` file).
+        graph: The graph that ran.
+    """
+
+    rows: list[RowResult] = field(default_factory=list)
+    total: int = 0
+    successes: int = 0
+    failures: int = 0
+    skipped: int = 0
+    duration_s: float = 0.0
+    output: Path | None = None
+    interrupted: bool = False
+    graph: str = ""
+
+    @property
+    def success(self) -> bool:
+        """True when no row failed."""
+        return self.failures == 0
+
+    @property
+    def failed_rows(self) -> list[RowResult]:
+        """The rows that failed."""
+        return [r for r in self.rows if not r.success]
+
+    def to_frame(self) -> Any:
+        """The rows as a pandas DataFrame: inputs, outputs, then the result columns (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError('to_frame() needs pandas: pip install "agentmap[notebook]"') from None
+        return pd.DataFrame([r.columns() for r in self.rows])
+
+    def summary(self) -> dict[str, Any]:
+        """The counts as a JSON-friendly dict."""
+        done = self.successes + self.failures
+        return {
+            "graph": self.graph,
+            "rows": self.total,
+            "ran": done,
+            "succeeded": self.successes,
+            "failed": self.failures,
+            "skipped": self.skipped,
+            "duration_s": round(self.duration_s, 3),
+            "rows_per_s": round(done / self.duration_s, 2) if self.duration_s > 0 else None,
+            "output": str(self.output) if self.output else None,
+            "interrupted": self.interrupted,
+        }
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a batch; `result` counts what finished (kept in the `.partial` file)."""
+
+    def __init__(self, result: BatchResult) -> None:
+        super().__init__("batch interrupted")
+        self.result = result
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$", re.IGNORECASE)
+
+
+def parse_rate(text: str | float) -> float:
+    """Requests per second from `5/s`, `300/min`, `1000/h` or a bare number (per second).
+
+    Raises:
+        ConfigError: The text is not such a rate, or is not above zero.
+    """
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        match = _RATE.match(text)
+        if match is None:
+            raise ConfigError(
+                f"bad rate limit {text!r}", code="usage", hint="write requests per time, e.g. 5/s, 300/min or 1000/h"
+            )
+        unit = (match.group(2) or "s")[0].lower()
+        value = float(match.group(1)) / {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+    if value <= 0:
+        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code="usage")
+    return value
+
+
+def _row_source(rows: Any, sheet: str | None) -> tuple[RowSource, str]:
+    if isinstance(rows, str | Path):
+        path = Path(rows)
+        return (lambda: read_rows(path, sheet=sheet)), str(path)
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
+        records = rows.to_dict("records")
+        return (lambda: iter(records)), "the DataFrame"
+    listed = rows if isinstance(rows, Sequence) else list(rows)
+    return (lambda: iter(listed)), "the rows"
+
+
+def batch(
+    source: str | Path,
+    rows: Iterable[Mapping[str, Any]] | str | Path | Any,
+    *,
+    output: str | Path | None = None,
+    executor: str = "thread",
+    concurrency: int = 8,
+    workers: int | None = None,
+    on_result: Callable[[RowResult], None] | None = None,
+    outputs: Sequence[str] | None = None,
+    id_column: str | None = None,
+    rename: Mapping[str, str] | None = None,
+    json_cells: bool = False,
+    redo_failed: bool = False,
+    checkpoint: str | Path | None = None,
+    rate_limit: str | float | None = None,
+    chunk_size: int = 16,
+    ray_address: str | None = None,
+    sheet: str | None = None,
+    keep_rows: bool = True,
+    progress: Progress | None = None,
+    **compile_options: Any,
+) -> BatchResult:
+    """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
+
+    A failing row never stops the batch: its error is in its `RowResult`. With `output`, finished rows are
+    appended to `<output>.partial` as they finish and the output table is written in input order at the
+    end; calling again with the same output skips rows already done (`redo_failed` reruns the failures).
+
+    Args:
+        source: The workflow file (`flow.csv` or `flow.csv::Graph`).
+        rows: A list of dicts, a pandas DataFrame, or the path of a .csv/.jsonl/.parquet/.xlsx table.
+        output: An output table (.csv, .jsonl, .parquet, .xlsx) to write, resumably.
+        executor: `thread` (default), `async`, `process` or `ray`.
+        concurrency: Rows in flight at once with the thread and async executors.
+        workers: Processes or Ray actors (default: the CPUs available).
+        on_result: Called with each `RowResult` as its row finishes (in the calling thread).
+        outputs: The state keys to report (default: every key the workflow's nodes write).
+        id_column: The column holding each row's id (default: the row number plus a hash of the row).
+        rename: Column -> state key renames.
+        json_cells: Parse text cells holding JSON objects or arrays.
+        redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
+        checkpoint: A SQLite file: each row runs as a thread named by its id (thread and process executors).
+        rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
+        chunk_size: Rows sent to a worker process or Ray actor at a time.
+        ray_address: The Ray cluster to use (default: start a local one).
+        sheet: The Excel sheet to read (default: the first).
+        keep_rows: Keep every `RowResult` in `BatchResult.rows` (False for tables larger than memory).
+        progress: Told the counts and each result (the command line's progress bar).
+        **compile_options: Passed to `agentmap.compile` (`success_policy`, `functions_dir`, `settings`, ...).
+
+    Raises:
+        ConfigError: Bad options, or input that cannot be read (its file and row are named).
+        WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
+        BatchInterrupted: Ctrl-C; what finished is kept.
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+    if checkpoint is not None and executor not in ("thread", "process"):
+        raise ConfigError(
+            f"--checkpoint works with the thread and process executors, not {executor}",
+            code="usage",
+            hint="use --executor thread or process, or leave out --checkpoint",
+        )
+    options = dict(compile_options)
+    if rate_limit is not None:
+        share = 1 if executor in ("thread", "async") else workers or default_workers()
+        settings = dict(options.get("settings") or {})
+        settings["llm"] = {**(settings.get("llm") or {}), "rate_limit": parse_rate(rate_limit) / share}
+        options["settings"] = settings
+    recipe = WorkflowRecipe(
+        str(source),
+        options,
+        list(outputs) if outputs is not None else None,
+        f"sqlite:{checkpoint}" if checkpoint is not None else None,
+    )
+    row_source, name = _row_source(rows, sheet)
+    return run_batch(
+        recipe,
+        row_source,
+        source_name=name,
+        output=Path(output) if output is not None else None,
+        shaper=Shaper(dict(rename or {}), json_cells, id_column),
+        executor=executor,
+        concurrency=concurrency,
+        workers=workers,
+        chunk_size=chunk_size,
+        ray_address=ray_address,
+        redo_failed=redo_failed,
+        on_result=on_result,
+        progress=progress,
+        keep_rows=keep_rows,
+    )
+
+
+def run_batch(
+    recipe: WorkflowRecipe,
+    rows: RowSource,
+    *,
+    source_name: str,
+    output: Path | None = None,
+    shaper: Shaper | None = None,
+    executor: str = "thread",
+    concurrency: int = 8,
+    workers: int | None = None,
+    chunk_size: int = 16,
+    ray_address: str | None = None,
+    redo_failed: bool = False,
+    on_result: Callable[[RowResult], None] | None = None,
+    progress: Progress | None = None,
+    keep_rows: bool = True,
+) -> BatchResult:
+    """The batch itself (see `batch`): `rows()` is called again for each pass over the input."""
+    shaper = shaper or Shaper()
+    started = time.perf_counter()
+    runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
+    if recipe.outputs is None:
+        recipe = replace(recipe, outputs=output_fields(runner.app))
+    partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
+    done = partial.load() if partial is not None else {}
+
+    def finished(key: str) -> bool:
+        return key in done and (done[key] or not redo_failed)
+
+    columns, total, skipped = _scan(rows, shaper, source_name, finished)
+    result = BatchResult(total=total, skipped=skipped, output=output, graph=runner.app.name)
+    kept: dict[int, Mapping[str, Any]] = {}
+
+    def jobs() -> Iterator[Job]:
+        for number, row in enumerate(rows(), start=1):
+            where = f"{source_name}, row {number}"
+            key = shaper.key(number, row, where)
+            if finished(key):
+                continue
+            if keep_rows:
+                kept[number] = row
+            yield number, key, shaper.state(row, where)
+
+    if progress is not None:
+        progress.start(total, skipped)
+    stream = execute(
+        recipe,
+        jobs(),
+        executor=executor,
+        concurrency=concurrency,
+        workers=workers,
+        chunk_size=chunk_size,
+        ray_address=ray_address,
+        runner=runner if executor in ("thread", "async") else None,
+    )
+    try:
+        for row_result in stream:
+            if partial is not None:
+                partial.append(row_result)
+            if keep_rows:
+                row_result = replace(row_result, inputs=dict(kept.pop(row_result.row, {})))
+                result.rows.append(row_result)
+            if row_result.success:
+                result.successes += 1
+            else:
+                result.failures += 1
+            if progress is not None:
+                progress.advance(row_result)
+            if on_result is not None:
+                on_result(row_result)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.duration_s = time.perf_counter() - started
+        raise BatchInterrupted(result) from None
+    finally:
+        if hasattr(stream, "close"):
+            stream.close()
+        if partial is not None:
+            partial.close()
+        if progress is not None:
+            progress.stop()
+    result.rows.sort(key=lambda r: r.row)
+    if partial is not None:
+        keyed = ((shaper.key(n, row, source_name), dict(row)) for n, row in enumerate(rows(), start=1))
+        partial.finish(keyed, columns)
+    result.duration_s = time.perf_counter() - started
+    return result
+
+
+def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], bool]) -> tuple[list[str], int, int]:
+    """One pass over the input: its columns, its row count, how many rows are done, and duplicate ids."""
+    columns: dict[str, None] = {}
+    seen: dict[str, int] = {}
+    total = skipped = 0
+    for number, row in enumerate(rows(), start=1):
+        total = number
+        columns.update(dict.fromkeys(row))
+        where = f"{name}, row {number}"
+        key = shaper.key(number, row, where)
+        if shaper.json_cells:
+            shaper.state(row, where)  # a bad JSON cell stops the batch before any row runs
+        if shaper.id_column is not None:
+            if key in seen:
+                raise ConfigError(
+                    f"{name}, row {number}: id {key!r} in column {shaper.id_column!r} is already the id of row "
+                    f"{seen[key]}",
+                    code="bad-input",
+                    hint="give every row its own id (resuming a batch finds rows by id)",
+                )
+            seen[key] = number
+        if finished(key):
+            skipped += 1
+    clash = [c for c in columns if c in RESULT_COLUMNS]
+    if clash:
+        raise ConfigError(
+            f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
+            "writes itself",
+            code="bad-input",
+            hint="rename that column in the input (the output adds success, error, failed_nodes, duration_s, row_id)",
+        )
+    return list(columns), total, skipped

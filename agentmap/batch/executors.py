@@ -1,0 +1,204 @@
+"""Executors: how the rows of a batch are spread over threads, an event loop, processes or Ray actors.
+
+Each executor takes an iterator of jobs and yields a `RowResult` per job as rows finish (in any order),
+keeping only a bounded number of rows in flight, so input is read as it is needed. Every row goes
+through `RowRunner`, that is through `CompiledWorkflow`: no executor has a run loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import islice
+from typing import Any
+
+from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
+from agentmap.errors import ConfigError, NodeError
+
+__all__ = ["EXECUTORS", "chunks", "execute"]
+
+EXECUTORS = ("thread", "async", "process", "ray")
+
+
+def chunks(jobs: Iterator[Job], size: int) -> Iterator[list[Job]]:
+    """Consecutive lists of up to `size` jobs."""
+    while chunk := list(islice(jobs, size)):
+        yield chunk
+
+
+def execute(
+    recipe: WorkflowRecipe,
+    jobs: Iterator[Job],
+    *,
+    executor: str = "thread",
+    concurrency: int = 8,
+    workers: int | None = None,
+    chunk_size: int = 16,
+    ray_address: str | None = None,
+    runner: RowRunner | None = None,
+) -> Iterator[RowResult]:
+    """Run every job; yield the results as rows finish.
+
+    Args:
+        recipe: How to compile the workflow (workers compile it themselves).
+        jobs: The rows to run.
+        executor: `thread`, `async`, `process` or `ray`.
+        concurrency: Rows in flight at once (thread and async executors).
+        workers: Worker processes or Ray actors (default: the CPUs available).
+        chunk_size: Rows sent to a worker process or actor at a time.
+        ray_address: A Ray cluster to connect to (`auto`, `ray://host:10001`); default: a local Ray.
+        runner: An already compiled runner for the in-process executors.
+
+    Raises:
+        ConfigError: An unknown executor, or a number below 1.
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+    for name, value in (("concurrency", concurrency), ("workers", workers or 1), ("chunk size", chunk_size)):
+        if value < 1:
+            raise ConfigError(f"the {name} must be at least 1, got {value}", code="usage")
+    if executor == "thread":
+        return _threads(runner or RowRunner(recipe), jobs, concurrency)
+    if executor == "async":
+        return _async(runner or RowRunner(recipe), jobs, concurrency)
+    if executor == "process":
+        return _processes(recipe, jobs, workers or default_workers(), chunk_size)
+    from agentmap.batch._ray import run_on_ray
+
+    return run_on_ray(recipe, jobs, workers=workers, chunk_size=chunk_size, address=ray_address)
+
+
+def default_workers() -> int:
+    """The CPUs this process may use."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator[RowResult]:
+    if concurrency == 1:
+        for job in jobs:
+            yield runner.run(job)
+        return
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="agentmap-batch")
+    pending: set[Future[RowResult]] = set()
+    try:
+        for job in jobs:
+            pending.add(pool.submit(runner.run, job))
+            if len(pending) >= 2 * concurrency:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        # On Ctrl-C, rows not started are dropped; rows running finish in the background, unrecorded.
+        pool.shutdown(wait=not pending, cancel_futures=True)
+
+
+_DONE = object()
+
+
+def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator[RowResult]:
+    """An event loop in a helper thread runs `concurrency` rows at once; results come back through a queue."""
+    results: queue.Queue[Any] = queue.Queue(maxsize=4 * concurrency)
+    stop = threading.Event()
+
+    async def main() -> None:
+        slots = asyncio.Semaphore(concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(job: Job) -> None:
+            try:
+                result = await runner.arun(job)
+                while not stop.is_set():
+                    try:
+                        results.put(result, timeout=0.05)
+                        break
+                    except queue.Full:
+                        await asyncio.sleep(0.01)
+            finally:
+                slots.release()
+
+        for job in jobs:
+            await slots.acquire()
+            if stop.is_set():
+                break
+            task = asyncio.create_task(one(job))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        await asyncio.gather(*tasks)
+
+    def loop() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            results.put(exc)
+        results.put(_DONE)
+
+    helper = threading.Thread(target=loop, name="agentmap-batch-loop", daemon=True)
+    helper.start()
+    try:
+        while (item := results.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+# -- worker processes -------------------------------------------------------------------------------
+
+_RUNNER: RowRunner | None = None
+
+
+def _start_worker(recipe: WorkflowRecipe) -> None:
+    """Process pool initializer: compile once; leave Ctrl-C to the parent, which stops the pool."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _RUNNER
+    _RUNNER = RowRunner(recipe)
+
+
+def _run_chunk(chunk: list[Job]) -> list[RowResult]:
+    assert _RUNNER is not None, "the worker was not initialised"
+    return [_RUNNER.run(job) for job in chunk]
+
+
+def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int) -> Iterator[RowResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api"])
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe,))
+    pending: set[Future[list[RowResult]]] = set()
+    try:
+        for chunk in chunks(jobs, chunk_size):
+            pending.add(pool.submit(_run_chunk, chunk))
+            if len(pending) >= 2 * workers:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield from future.result()
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield from future.result()
+    except BrokenProcessPool as exc:
+        raise NodeError(
+            f"a batch worker process died: {exc}",
+            code="worker-died",
+            hint="run again to continue (finished rows are kept); if it repeats, use --executor thread to see why",
+        ) from None
+    finally:
+        if pending:  # stopped early (Ctrl-C, an error): stop the workers now; their rows are not recorded
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)

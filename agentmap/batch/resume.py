@@ -1,0 +1,178 @@
+"""Resume bookkeeping: the `.partial` file beside a batch's output.
+
+Each finished row is appended to `<output>.partial` as one JSON line, flushed at once, so a batch killed
+at any moment (Ctrl-C, `kill -9`, a lost machine) keeps every row it finished. Running the batch again
+reads the file and skips those rows. When every row is done, the output table is written from the file in
+input order (the last record of a row wins, so a row is never in the output twice) and the file is removed.
+Running a finished batch again reads the finished output instead, so it skips every row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentmap.batch.rows import RESULT_COLUMNS, RowResult
+from agentmap.batch.tables import open_writer, read_rows
+from agentmap.errors import ConfigError
+
+__all__ = ["PartialFile", "partial_path"]
+
+_FORMAT = "agentmap-batch/1"
+
+
+def partial_path(output: Path) -> Path:
+    """`results.csv` -> `results.csv.partial`."""
+    return output.with_name(f"{output.name}.partial")
+
+
+class PartialFile:
+    """The append-only record of a batch's finished rows.
+
+    Attributes:
+        path: The `.partial` file.
+        output: The output table it becomes.
+    """
+
+    def __init__(self, output: Path, *, graph: str, outputs: Sequence[str]) -> None:
+        self.output = output
+        self.path = partial_path(output)
+        self.graph = graph
+        self.outputs = list(outputs)
+        self._handle: Any = None
+
+    def load(self) -> dict[str, bool]:
+        """Read what earlier runs finished: row id -> success (the last record of a row wins).
+
+        Starts the file (from the finished output table, when there is one) if it does not exist, and cuts
+        off a last line a killed process left half-written.
+
+        Raises:
+            ConfigError: The file belongs to another graph, or is not a batch's partial file.
+        """
+        if not self.path.exists():
+            self._start()
+        done: dict[str, bool] = {}
+        good_end = 0
+        with self.path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    record = None
+                if not line.endswith(b"\n") or not isinstance(record, dict):
+                    break  # a line cut short by a kill; everything after it is rewritten
+                if number == 1:
+                    self._check_header(record)
+                else:
+                    done[str(record["row_id"])] = bool(record.get("success"))
+                good_end += len(line)
+        if good_end < self.path.stat().st_size:
+            os.truncate(self.path, good_end)
+        return done
+
+    def _check_header(self, header: Mapping[str, Any]) -> None:
+        if header.get("format") != _FORMAT:
+            raise ConfigError(
+                f"{self.path} is not the partial results of an agentmap batch",
+                code="bad-partial",
+                hint="move it away, or write the output somewhere else",
+            )
+        if header.get("graph") != self.graph:
+            raise ConfigError(
+                f"{self.path} holds the partial results of graph {header.get('graph')!r}, not {self.graph!r}",
+                code="bad-partial",
+                hint="write the output somewhere else, or delete that file to start over",
+            )
+
+    def _start(self) -> None:
+        header = {"format": _FORMAT, "graph": self.graph, "outputs": self.outputs}
+        finished = read_rows(self.output) if self.output.exists() else iter(())
+        first = next(finished, None)
+        if first is not None and "row_id" not in first:
+            raise ConfigError(
+                f"{self.output} exists and is not the output of a batch (it has no row_id column)",
+                code="output-exists",
+                hint="name another --output file, or move that one away; it is never overwritten",
+            )
+        with self.path.open("w", encoding="utf-8") as handle:
+            handle.write(json.dumps(header) + "\n")
+            for row in itertools.chain([first] if first is not None else [], finished):  # a finished batch
+                if row.get("row_id") in (None, ""):
+                    continue
+                record = {
+                    "row": 0,
+                    "row_id": str(row["row_id"]),
+                    "success": str(row.get("success")).lower() in ("true", "1"),
+                    "error": row.get("error") or None,
+                    "failed_nodes": row.get("failed_nodes") or "",
+                    "duration_s": row.get("duration_s") or 0.0,
+                    "outputs": {k: row.get(k) for k in self.outputs},
+                }
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+    def append(self, result: RowResult) -> None:
+        """Record one finished row (written and flushed before this returns)."""
+        if self._handle is None:
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(json.dumps(result.record(), ensure_ascii=False, default=str) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        """Close the file (it stays on disk)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def _offsets(self) -> dict[str, int]:
+        offsets: dict[str, int] = {}
+        position = 0
+        with self.path.open("rb") as handle:
+            for number, line in enumerate(handle):
+                if number:
+                    offsets[json.loads(line)["row_id"]] = position
+                position += len(line)
+        return offsets
+
+    def finish(self, rows: Iterable[tuple[str, dict[str, Any]]], columns: Sequence[str]) -> int:
+        """Write the output table in input order from the recorded rows, then remove this file.
+
+        Args:
+            rows: (row id, input row) for every input row, in order.
+            columns: The input columns.
+
+        Returns:
+            The number of rows written.
+        """
+        self.close()
+        offsets = self._offsets()
+        header = [*columns, *(o for o in self.outputs if o not in columns), *RESULT_COLUMNS]
+        writer = open_writer(self.output, header)
+        written = 0
+        try:
+            with self.path.open("rb") as source:
+                for key, inputs in rows:
+                    position = offsets.get(key)
+                    if position is None:
+                        continue
+                    source.seek(position)
+                    writer.write(RowResult.from_record(json.loads(source.readline()), inputs).columns())
+                    written += 1
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+        self.path.unlink()
+        return written
+
+
+def records(path: Path) -> Iterator[dict[str, Any]]:
+    """The row records of a partial file (for tests and tools)."""
+    with path.open(encoding="utf-8") as handle:
+        next(handle, None)
+        for line in handle:
+            yield json.loads(line)

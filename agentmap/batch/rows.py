@@ -1,0 +1,234 @@
+"""One row of a batch: its id, its initial state, and the run that turns it into a result record.
+
+`RowRunner` is what every executor runs, in this process, in a worker process or in a Ray actor: it
+compiles the workflow once and drives each row through `CompiledWorkflow.invoke` (the one runner), so
+a row behaves exactly as `agentmap run` with that row as its state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError, ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+
+__all__ = [
+    "BATCH_COMPILE_DEFAULTS",
+    "RESULT_COLUMNS",
+    "Job",
+    "RowResult",
+    "RowRunner",
+    "Shaper",
+    "WorkflowRecipe",
+    "output_fields",
+]
+
+RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "row_id")
+"""The columns every output row ends with, after the input columns and the workflow's outputs."""
+
+Job = tuple[int, str, dict[str, Any]]
+"""(row number, row id, initial state)."""
+
+BATCH_COMPILE_DEFAULTS: dict[str, Any] = {"fuse": True}
+"""`agentmap.compile` options every batch uses unless the caller sets them: chain fusion (the same rows, fewer
+LangGraph steps), except when each row is a checkpointed thread (a fused chain would be saved as one step)."""
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """The result of one row.
+
+    Attributes:
+        row: The 1-based data row number in the input.
+        id: The row id (the `--id-column` value, else the row number and a hash of the row).
+        inputs: The row as read (after renames), when known.
+        outputs: The workflow's output fields from the row's final state.
+        success: Whether the run succeeded under the success policy.
+        error: The first error, on one line, or None.
+        failed_nodes: The nodes that failed, in order.
+        duration_s: Seconds the run took.
+    """
+
+    row: int
+    id: str
+    outputs: dict[str, Any]
+    success: bool
+    error: str | None = None
+    failed_nodes: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The row as a JSON-friendly record (what the `.partial` file holds)."""
+        return {
+            "row": self.row,
+            "row_id": self.id,
+            "success": self.success,
+            "error": self.error,
+            "failed_nodes": "|".join(self.failed_nodes),
+            "duration_s": self.duration_s,
+            "outputs": self.outputs,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> RowResult:
+        """The inverse of `record`."""
+        failed = record.get("failed_nodes") or ""
+        return cls(
+            row=int(record["row"]),
+            id=str(record["row_id"]),
+            outputs=dict(record.get("outputs") or {}),
+            success=bool(record.get("success")),
+            error=record.get("error"),
+            failed_nodes=tuple(failed.split("|")) if isinstance(failed, str) and failed else tuple(failed or ()),
+            duration_s=float(record.get("duration_s") or 0.0),
+            inputs=dict(inputs or {}),
+        )
+
+    def columns(self) -> dict[str, Any]:
+        """The output row: inputs, outputs, then the result columns."""
+        return {
+            **self.inputs,
+            **self.outputs,
+            "success": self.success,
+            "error": self.error,
+            "failed_nodes": "|".join(self.failed_nodes),
+            "duration_s": round(self.duration_s, 6),
+            "row_id": self.id,
+        }
+
+
+@dataclass(frozen=True)
+class Shaper:
+    """Turns an input row into a job: renames (`--map col=key`), JSON cells, and the row id."""
+
+    renames: Mapping[str, str] = field(default_factory=dict)
+    json_cells: bool = False
+    id_column: str | None = None
+
+    def state(self, row: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """The initial state of a row (`where` names file and row for errors)."""
+        state: dict[str, Any] = {}
+        for column, value in row.items():
+            if self.json_cells and isinstance(value, str) and value.strip()[:1] in ("{", "["):
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(
+                        f"{where}, column {column!r}: the cell is not valid JSON ({exc.msg})",
+                        code="bad-input",
+                        hint="fix the cell, or leave out --json-cells to pass it as text",
+                    ) from None
+            state[self.renames.get(column, column)] = value
+        return state
+
+    def key(self, number: int, row: Mapping[str, Any], where: str) -> str:
+        """The row id: the id column's value, else the row number plus a hash of the row."""
+        if self.id_column is not None:
+            if self.id_column not in row:
+                raise ConfigError(
+                    f"{where} has no id column {self.id_column!r} (columns: {', '.join(row)})",
+                    code="bad-input",
+                    hint="name an existing column with --id-column",
+                )
+            value = row[self.id_column]
+            if value is None or str(value).strip() == "":
+                raise ConfigError(
+                    f"{where}, column {self.id_column!r}: the row id is empty",
+                    code="bad-input",
+                    hint="give every row an id, or leave out --id-column",
+                )
+            return str(value).strip()
+        text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+        return f"{number}-{hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:10]}"
+
+
+def output_fields(app: CompiledWorkflow) -> list[str]:
+    """Every state key the workflow's nodes write, in node order."""
+    from agentmap.spec.models import state_key
+
+    seen: dict[str, None] = {}
+    for node in app.spec.nodes:
+        for name in node.outputs:
+            seen.setdefault(state_key(name, output=True), None)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class WorkflowRecipe:
+    """What a worker needs to compile the workflow itself (picklable: shipped to processes and Ray actors).
+
+    Attributes:
+        source: The workflow file, with `::Graph` when selected.
+        options: Keyword arguments of `agentmap.compile` (folders, settings, success policy, ...).
+        outputs: The output fields to report (None: every field the workflow writes).
+        checkpoint: A checkpointer string; each row then runs as the thread named by its id.
+    """
+
+    source: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    outputs: Sequence[str] | None = None
+    checkpoint: str | None = None
+    state_keys: Sequence[str] = ()
+
+    def compile(self) -> CompiledWorkflow:
+        """Compile the workflow: in the parent, in each worker process and in each Ray actor, once."""
+        from agentmap.runtime.api import compile
+
+        defaults = {k: v for k, v in BATCH_COMPILE_DEFAULTS.items() if not (k == "fuse" and self.checkpoint)}
+        options = {**defaults, **self.options}
+        return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **options)
+
+
+class RowRunner:
+    """Compiles the workflow once, then runs rows through it."""
+
+    def __init__(self, recipe: WorkflowRecipe, app: CompiledWorkflow | None = None) -> None:
+        self.recipe = recipe
+        self.app = app or recipe.compile()
+        self.outputs = list(recipe.outputs) if recipe.outputs is not None else output_fields(self.app)
+
+    def run(self, job: Job) -> RowResult:
+        """Run one row; any failure ends in the row's result, never in an exception."""
+        number, key, state = job
+        config: Any = {"configurable": {"thread_id": key}} if self.recipe.checkpoint else None
+        started = time.perf_counter()
+        try:
+            result = self.app.invoke(state, config)
+        except Exception as exc:
+            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+        return self._finish(job, result, time.perf_counter() - started)
+
+    async def arun(self, job: Job) -> RowResult:
+        """The async twin of `run` (through `CompiledWorkflow.ainvoke`)."""
+        number, key, state = job
+        started = time.perf_counter()
+        try:
+            result = await self.app.ainvoke(state)
+        except Exception as exc:
+            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+        return self._finish(job, result, time.perf_counter() - started)
+
+    def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
+        error: str | None = None
+        if result.interrupts:
+            error = "the run paused for input; run the batch with --checkpoint and resume the row's thread"
+        elif not result.success:
+            error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
+        outputs = {name: result.state.get(name) for name in self.outputs}
+        success = result.success and not result.interrupts
+        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration)
+
+
+def _one_line(error: Any) -> str:
+    text = str(error).strip()
+    if isinstance(error, Exception) and not isinstance(error, AgentMapError):
+        text = f"{type(error).__name__}: {text}"  # a raw exception (a router, a bug): its type says what broke
+    return (text.splitlines() or [type(error).__name__])[0][:500]

@@ -1,0 +1,298 @@
+"""Input and output tables of a batch: CSV, JSON Lines, Parquet and Excel, read and written as streams.
+
+Readers yield one `dict` per data row (column -> value) without holding the table; writers take rows one at
+a time and write to a temporary file beside the target, which `close()` moves into place (a half-written
+output never replaces a good one). Parquet needs the `parquet` extra (pyarrow), Excel the `excel` extra
+(openpyxl); both are imported only when such a file is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentmap.errors import ConfigError, WorkflowFileError
+
+__all__ = ["FORMATS", "TableWriter", "cell_text", "open_writer", "read_rows", "table_format"]
+
+FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".xlsx": "excel"}
+"""File extension -> table format."""
+
+_BATCH = 1000  # rows per Parquet row group read or written
+
+
+def table_format(path: Path, what: str) -> str:
+    """The format of a table file from its extension.
+
+    Raises:
+        ConfigError: The extension is not one of `FORMATS`.
+    """
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigError(
+            f"{what} {path} has an unsupported extension {path.suffix or '(none)'!r}",
+            code="unsupported-format",
+            hint="use .csv, .jsonl, .parquet or .xlsx",
+        )
+    return kind
+
+
+def _missing(path: Path, extra: str, module: str) -> ConfigError:
+    return ConfigError(
+        f"{path.name} needs the {module} package, which is not installed",
+        code="missing-extra",
+        hint=f'pip install "agentmap[{extra}]", or use a .csv or .jsonl file',
+    )
+
+
+def read_rows(path: Path, *, sheet: str | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the data rows of an input table, one dict per row, in order.
+
+    Raises:
+        WorkflowFileError: The file does not exist (exit code 3).
+        ConfigError: The file is not a readable table of its format (the message names file and line).
+    """
+    kind = table_format(path, "input table")
+    if not path.is_file():
+        raise WorkflowFileError(
+            f"input table {path} {'is a directory' if path.is_dir() else 'does not exist'}",
+            code="input-not-found",
+            hint="name a .csv, .jsonl, .parquet or .xlsx file of rows",
+        )
+    if kind == "csv":
+        return _read_csv(path)
+    if kind == "jsonl":
+        return _read_jsonl(path)
+    if kind == "parquet":
+        return _read_parquet(path)
+    return _read_excel(path, sheet)
+
+
+def _read_csv(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return
+            names = [h.strip() for h in header]
+            _check_header(path, names)
+            for cells in reader:
+                if not any(c.strip() for c in cells):
+                    continue
+                if len(cells) > len(names):
+                    raise ConfigError(
+                        f"{path}:{reader.line_num}: the row has {len(cells)} cells but the header names {len(names)}",
+                        code="bad-input",
+                        hint="quote cells that contain commas, or add a header for the extra column",
+                    )
+                yield {name: cells[i] if i < len(cells) else "" for i, name in enumerate(names)}
+        except csv.Error as exc:
+            raise ConfigError(f"{path}:{reader.line_num}: not valid CSV: {exc}", code="bad-input") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path} is not UTF-8 text", code="bad-input", hint="save it as UTF-8 CSV") from None
+
+
+def _check_header(path: Path, names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for position, name in enumerate(names, start=1):
+        if not name:
+            raise ConfigError(
+                f"{path}:1: column {position} has no name", code="bad-input", hint="give every column a header"
+            )
+        if name in seen:
+            raise ConfigError(f"{path}:1: two columns are named {name!r}", code="bad-input", hint="rename one")
+        seen.add(name)
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8-sig") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"{path}:{line_number}: not valid JSON: {exc.msg} (column {exc.colno})",
+                    code="bad-input",
+                    hint='write one JSON object per line, e.g. {"name": "Ada"}',
+                ) from None
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"{path}:{line_number}: each line must be a JSON object, not {type(value).__name__}",
+                    code="bad-input",
+                    hint='e.g. {"name": "Ada"}',
+                )
+            yield value
+
+
+def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise _missing(path, "parquet", "pyarrow") from None
+    try:
+        source = pq.ParquetFile(path)
+    except Exception as exc:
+        raise ConfigError(f"cannot read {path} as Parquet: {exc}", code="bad-input") from None
+    with contextlib.closing(source):
+        for batch in source.iter_batches(batch_size=_BATCH):
+            yield from batch.to_pylist()
+
+
+def _read_excel(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
+    try:
+        import openpyxl
+    except ImportError:
+        raise _missing(path, "excel", "openpyxl") from None
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:
+        raise ConfigError(f"cannot read {path} as a spreadsheet: {exc}", code="bad-input") from None
+    try:
+        if sheet is not None and sheet not in book.sheetnames:
+            raise ConfigError(
+                f"{path} has no sheet {sheet!r} (sheets: {', '.join(book.sheetnames)})",
+                code="bad-input",
+                hint="pass --sheet with one of those names",
+            )
+        rows = (book[sheet] if sheet is not None else book.worksheets[0]).iter_rows(values_only=True)
+        header = next(rows, None)
+        if header is None:
+            return
+        names = ["" if h is None else str(h).strip() for h in header]
+        while names and not names[-1]:
+            names.pop()
+        _check_header(path, names)
+        for values in rows:
+            if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
+                continue
+            yield {name: values[i] if i < len(values) else None for i, name in enumerate(names)}
+    finally:
+        book.close()
+
+
+def cell_text(value: Any) -> str:
+    """A value as one CSV cell: text as is, numbers as written, true/false, JSON for lists and dicts."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple | dict | set):
+        return json.dumps(list(value) if isinstance(value, set) else value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _scalar(value: Any) -> Any:
+    """A value for a typed cell (Excel, Parquet): scalars and dates kept, lists and dicts as JSON, others as text."""
+    if value is None or isinstance(value, str | bool | int | float | datetime.date | datetime.time):
+        return value
+    return cell_text(value)
+
+
+class TableWriter:
+    """Writes rows to a temporary file beside `path`; `close()` puts it in place, `abort()` drops it."""
+
+    def __init__(self, path: Path, columns: Sequence[str]) -> None:
+        self.path = path
+        self.columns = list(columns)
+        self.kind = table_format(path, "output table")
+        self._temp = path.with_name(f".{path.name}.writing")
+        self._rows: list[dict[str, Any]] = []
+        self._handle: Any = None
+        self._writer: Any = None
+        if self.kind in ("csv", "jsonl"):
+            self._handle = self._temp.open("w", encoding="utf-8", newline="")
+            if self.kind == "csv":
+                self._writer = csv.writer(self._handle)
+                self._writer.writerow(self.columns)
+        elif self.kind == "excel":
+            try:
+                import openpyxl
+            except ImportError:
+                raise _missing(path, "excel", "openpyxl") from None
+            self._book = openpyxl.Workbook(write_only=True)
+            self._sheet = self._book.create_sheet("results")
+            self._sheet.append(self.columns)
+        else:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise _missing(path, "parquet", "pyarrow") from None
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Write one row (missing columns are empty)."""
+        if self.kind == "csv":
+            self._writer.writerow([cell_text(row.get(c)) for c in self.columns])
+        elif self.kind == "jsonl":
+            self._handle.write(json.dumps({c: row.get(c) for c in self.columns}, ensure_ascii=False, default=str))
+            self._handle.write("\n")
+        elif self.kind == "excel":
+            self._sheet.append([_scalar(row.get(c)) for c in self.columns])
+        else:
+            self._rows.append({c: _scalar(row.get(c)) for c in self.columns})
+            if len(self._rows) >= _BATCH:
+                self._flush_parquet()
+
+    def _flush_parquet(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            fields = []
+            for column in self.columns:
+                kind = pa.array([r[column] for r in self._rows]).type
+                fields.append(pa.field(column, pa.string() if pa.types.is_null(kind) else kind))
+            self._writer = pq.ParquetWriter(self._temp, pa.schema(fields))
+        schema = self._writer.schema
+        columns = []
+        for field in schema:
+            values = [r[field.name] for r in self._rows]
+            if pa.types.is_string(field.type):
+                values = [None if v is None else cell_text(v) for v in values]
+            try:
+                columns.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                raise ConfigError(
+                    f"column {field.name!r} of {self.path} holds values of another type than in its first rows",
+                    code="bad-output",
+                    hint="write the output as .jsonl or .csv, or make the workflow write one type to that field",
+                ) from None
+        self._writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        self._rows.clear()
+
+    def close(self) -> None:
+        """Finish the file and move it over `path`."""
+        if self.kind in ("csv", "jsonl"):
+            self._handle.close()
+        elif self.kind == "excel":
+            self._book.save(self._temp)
+        else:
+            if self._rows or self._writer is None:
+                self._flush_parquet()
+            self._writer.close()
+        os.replace(self._temp, self.path)
+
+    def abort(self) -> None:
+        """Drop the temporary file; `path` is left as it was."""
+        with contextlib.suppress(Exception):
+            if self._handle is not None:
+                self._handle.close()
+            if self.kind == "parquet" and self._writer is not None:
+                self._writer.close()
+        with contextlib.suppress(OSError):
+            self._temp.unlink()
+
+
+def open_writer(path: Path, columns: Sequence[str]) -> TableWriter:
+    """A `TableWriter` for `path` in the format of its extension."""
+    return TableWriter(path, columns)

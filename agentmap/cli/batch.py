@@ -1,0 +1,305 @@
+"""`agentmap batch FILE[::GRAPH] --input rows.csv --output results.csv`: one run per row of a table.
+
+Rows are read from CSV, JSON Lines, Parquet or Excel and the results written in the output's format, in
+input order. Finished rows are kept in `<output>.partial` as they finish, so running the same command
+again continues a batch that was stopped. A progress bar on stderr in a terminal, a line now and then
+otherwise; `--json` prints a summary on stdout. Exit 0 when every row succeeded, 1 when some failed.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, ensure_writable, load
+from agentmap.cli._common import split_target as _split_target
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.batch.engine import BatchResult
+    from agentmap.batch.rows import RowResult
+
+__all__ = ["register"]
+
+
+def _renames(pairs: list[str]) -> dict[str, str]:
+    renames: dict[str, str] = {}
+    for pair in pairs:
+        column, sep, key = pair.partition("=")
+        if not sep or not column.strip() or not key.strip():
+            raise ConfigError(f"bad --map {pair!r}", code="usage", hint="write --map column=state_key")
+        renames[column.strip()] = key.strip()
+    return renames
+
+
+class _Quiet:
+    """A line on stderr every few seconds, and nothing more (stderr is not a terminal)."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self._every = every
+        self._done = self._failed = self._total = 0
+        self._started = self._last = time.monotonic()
+
+    def start(self, total: int, skipped: int) -> None:
+        self._total = total - skipped
+        if skipped:
+            sys.stderr.write(f"batch: {skipped} of {total} rows already done; running {self._total}\n")
+
+    def advance(self, result: RowResult) -> None:
+        self._done += 1
+        self._failed += not result.success
+        now = time.monotonic()
+        if now - self._last >= self._every:
+            self._last = now
+            rate = self._done / max(now - self._started, 1e-9)
+            sys.stderr.write(f"batch: {self._done}/{self._total} rows, {self._failed} failed, {rate:.1f} rows/s\n")
+
+    def stop(self) -> None:
+        sys.stderr.flush()
+
+
+class _Bar:
+    """A rich progress bar on stderr: rows done, failed, rows/s, ETA."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._failed = 0
+        self._progress = Progress(
+            TextColumn("batch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} failed[/]"),
+            TextColumn("{task.fields[rate]} rows/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._task: Any = None
+        self._started = time.monotonic()
+
+    def start(self, total: int, skipped: int) -> None:
+        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-")
+        self._started = time.monotonic()
+        self._progress.start()
+
+    def advance(self, result: RowResult) -> None:
+        self._failed += not result.success
+        done = self._progress.tasks[0].completed + 1
+        rate = done / max(time.monotonic() - self._started, 1e-9)
+        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}")
+
+    def stop(self) -> None:
+        self._progress.stop()
+
+
+def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None:
+    summary = {**extra, **result.summary()}
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        dump_json(summary)
+    ran = result.successes + result.failures
+    skipped = f", {result.skipped} skipped (done before)" if result.skipped else ""
+    where = f" -> {result.output}" if result.output and not result.interrupted else ""
+    sys.stderr.write(
+        f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
+        f"in {result.duration_s:.1f}s{where}\n"
+    )
+
+
+def _stop_ray() -> None:
+    """Stop the Ray this command started (or connected to), ignoring Ctrl-C: the results are written already."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ray.shutdown()
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def batch_command(
+    target: str | None,
+    *,
+    input_path: Path,
+    output: Path,
+    outputs: str | None,
+    renames: list[str],
+    json_cells: bool,
+    id_column: str | None,
+    sheet: str | None,
+    executor: str,
+    concurrency: int,
+    workers: int | None,
+    chunk_size: int,
+    ray_address: str | None,
+    redo_failed: bool,
+    rate_limit: str | None,
+    checkpoint: Path | None,
+    json_output: bool,
+    config: Path | None,
+    debug: bool,
+) -> int:
+    """The `batch` command; returns the exit code."""
+    settings = load(config, debug)
+    if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
+        import logging
+
+        logging.getLogger("agentmap").setLevel(logging.CRITICAL)
+    path, graph = _split_target(target, settings)
+    if output.resolve() == input_path.resolve():
+        raise ConfigError("--output must not be the --input file", code="usage", hint="name another file")
+    from agentmap.batch.tables import table_format
+
+    table_format(input_path, "input table")
+    table_format(output, "output table")
+    ensure_writable(output, "output table")
+    from agentmap.batch.engine import BatchInterrupted, batch
+    from agentmap.batch.resume import partial_path
+
+    progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    gc.freeze()  # start-up's objects live until exit; the rows' garbage is collected as usual
+    gc.enable()
+    extra = {"file": str(path), "input": str(input_path), "executor": executor}
+    try:
+        result = batch(
+            f"{path}::{graph}" if graph else path,
+            input_path,
+            output=output,
+            executor=executor,
+            concurrency=concurrency,
+            workers=workers,
+            outputs=[o.strip() for o in outputs.split(",") if o.strip()] if outputs else None,
+            id_column=id_column,
+            rename=_renames(renames),
+            json_cells=json_cells,
+            redo_failed=redo_failed,
+            checkpoint=checkpoint,
+            rate_limit=rate_limit,
+            chunk_size=chunk_size,
+            ray_address=ray_address,
+            sheet=sheet,
+            keep_rows=False,
+            progress=progress,
+            **settings.compile_options(),
+            **settings.policy_options(),
+        )
+    except BatchInterrupted as stop:
+        done = stop.result.successes + stop.result.failures
+        sys.stderr.write(
+            f"interrupted: Ctrl-C stopped the batch; {done} rows finished in this run are kept in "
+            f"{partial_path(output)}\n  run the same command again to continue where it stopped\n"
+        )
+        _report(stop.result, json_output, {**extra, "exit_code": 130})
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _stop_ray()  # os._exit skips the exit hook that stops a local Ray
+        os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
+    _stop_ray()
+    code = 0 if result.success else 1
+    _report(result, json_output, {**extra, "exit_code": code})
+    if result.failures:
+        sys.stderr.write(
+            f"batch: {result.failures} row{'s' if result.failures != 1 else ''} failed (see the error column "
+            f"of {output}); rerun them with --redo-failed\n"
+        )
+    return code
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap batch`."""
+
+    @app.command("batch")
+    def batch(
+        target: WorkflowArgument = None,
+        input_path: Annotated[
+            Path, typer.Option("--input", "-i", help="The rows: .csv, .jsonl, .parquet or .xlsx.", show_default=False)
+        ] = Path(),
+        output: Annotated[
+            Path,
+            typer.Option("--output", "-o", help="The results, in the format of its extension.", show_default=False),
+        ] = Path(),
+        outputs: Annotated[
+            str | None, typer.Option("--outputs", help="State keys to write (default: every Output_Field).")
+        ] = None,
+        renames: Annotated[
+            list[str] | None, typer.Option("--map", help="Rename a column to a state key: col=key (repeatable).")
+        ] = None,
+        json_cells: Annotated[
+            bool, typer.Option("--json-cells", help="Parse cells holding JSON objects/arrays.")
+        ] = False,
+        id_column: Annotated[
+            str | None, typer.Option("--id-column", help="The column of row ids (default: row number + row hash).")
+        ] = None,
+        sheet: Annotated[str | None, typer.Option("--sheet", help="The Excel sheet (default: the first).")] = None,
+        executor: Annotated[str, typer.Option("--executor", "-e", help="thread, async, process or ray.")] = "thread",
+        concurrency: Annotated[int, typer.Option("--concurrency", help="Rows in flight (thread, async).")] = 8,
+        workers: Annotated[
+            int | None, typer.Option("--workers", help="Processes or Ray actors (default: the CPUs).")
+        ] = None,
+        chunk_size: Annotated[int, typer.Option("--chunk-size", help="Rows per message to a worker.")] = 16,
+        ray_address: Annotated[
+            str | None, typer.Option("--ray-address", help="The Ray cluster (default: a local Ray).")
+        ] = None,
+        redo_failed: Annotated[bool, typer.Option("--redo-failed", help="Rerun the rows that failed before.")] = False,
+        rate_limit: Annotated[
+            str | None, typer.Option("--rate-limit", help="LLM requests per model provider, e.g. 5/s or 300/min.")
+        ] = None,
+        checkpoint: Annotated[
+            Path | None,
+            typer.Option("--checkpoint", help="Save each row as a thread named by its id in this SQLite file."),
+        ] = None,
+        json_output: JsonOption = False,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
+        for name, value in (("--input", input_path), ("--output", output)):
+            if value == Path():
+                raise ConfigError(
+                    f"{name} is required", code="usage", hint="e.g. agentmap batch flow.csv -i rows.csv -o results.csv"
+                )
+        code = batch_command(
+            target,
+            input_path=input_path,
+            output=output,
+            outputs=outputs,
+            renames=renames or [],
+            json_cells=json_cells,
+            id_column=id_column,
+            sheet=sheet,
+            executor=executor,
+            concurrency=concurrency,
+            workers=workers,
+            chunk_size=chunk_size,
+            ray_address=ray_address,
+            redo_failed=redo_failed,
+            rate_limit=rate_limit,
+            checkpoint=checkpoint,
+            json_output=json_output,
+            config=config,
+            debug=debug,
+        )
+        raise typer.Exit(code)

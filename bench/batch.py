@@ -1,0 +1,147 @@
+"""Batch speed and memory, each figure a ratio of two measurements taken in the same run, alternating.
+
+1. thread executor, 2,000 rows through a 5-node deterministic chain: rows/s against LangGraph's own
+   `graph.batch` on the equivalent hand-built graph (target >= 0.95x).
+2. process executor on a CPU-bound graph: rows/s with 2 workers against 1 worker (target >= 1.7x).
+3. Ray on a local 2-CPU cluster against the process executor with 2 workers (target >= 0.7x); the Ray
+   cluster is started once before timing (actors are created inside each timed batch, like any batch).
+4. peak memory (max RSS of a fresh `agentmap batch` process) of a big CSV batch against a 1,000-row one
+   (target <= 1.5x); the big one is `--rows` rows (default 20,000; the issue's figure is 100,000).
+
+Each figure prints min/median/max of the per-round ratios. The machine is shared: defaults are small
+(`--repeat 3`); raise them for steadier figures. Run: `python bench/batch.py [--repeat N] [--rows N] [--skip-ray]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core import write_chain, yardstick_build  # bench/core.py: the same 5-node chain and its hand-built twin
+
+import agentmap
+
+CPU_AGENT = '''
+from agentmap import BaseAgent
+
+
+class BurnAgent(BaseAgent):
+    """CPU-bound work: about 10 ms of arithmetic per row."""
+
+    def process(self, inputs):
+        total = 0
+        for i in range(int(inputs.get("n") or 0)):
+            total += i * i % 7
+        return total
+'''
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def show(label: str, ratios: list[float], target: str) -> None:
+    low, mid, high = min(ratios), statistics.median(ratios), max(ratios)
+    print(f"{label:<62} ratio min {low:5.2f}x  median {mid:5.2f}x  max {high:5.2f}x  (target {target})", flush=True)
+
+
+def thread_vs_langgraph(folder: Path, repeat: int) -> None:
+    path = folder / "chain.csv"
+    write_chain(path, 5)
+    rows = [{"k0": f"row {i}"} for i in range(2000)]
+    graph = yardstick_build(5)
+    ours = lambda: agentmap.batch(path, rows, concurrency=8)  # noqa: E731
+    base = lambda: graph.batch(rows)  # noqa: E731
+    ours(), base()  # warm imports and caches on both sides
+    ratios = []
+    for _ in range(repeat):
+        ratios.append(timed(base) / timed(ours))  # rows/s ours / rows/s yardstick
+    show("1. thread executor vs LangGraph graph.batch, 2,000 rows", ratios, ">= 0.95x")
+
+
+def cpu_flow(folder: Path) -> Path:
+    (folder / "custom_agents").mkdir(exist_ok=True)
+    (folder / "custom_agents" / "burn.py").write_text(textwrap.dedent(CPU_AGENT), encoding="utf-8")
+    path = folder / "burn.csv"
+    path.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nBurn,Burn,burn,n,total\n", encoding="utf-8")
+    return path
+
+
+def processes(folder: Path, repeat: int, rows: int) -> None:
+    path = cpu_flow(folder)
+    data = [{"n": 60_000} for _ in range(rows)]
+    one = lambda: agentmap.batch(path, data, executor="process", workers=1, chunk_size=8)  # noqa: E731
+    two = lambda: agentmap.batch(path, data, executor="process", workers=2, chunk_size=8)  # noqa: E731
+    ratios = [timed(one) / timed(two) for _ in range(repeat)]
+    show(f"2. process executor, 2 workers vs 1, {rows} CPU-bound rows", ratios, ">= 1.7x")
+
+
+def ray_vs_processes(folder: Path, repeat: int, rows: int) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    path = cpu_flow(folder)
+    data = [{"n": 60_000} for _ in range(rows)]
+    on_ray = lambda: agentmap.batch(path, data, executor="ray", workers=2, chunk_size=8)  # noqa: E731
+    local = lambda: agentmap.batch(path, data, executor="process", workers=2, chunk_size=8)  # noqa: E731
+    ratios = [timed(local) / timed(on_ray) for _ in range(repeat)]
+    ray.shutdown()
+    show(f"3. ray (local, 2 CPUs) vs process executor with 2 workers, {rows} rows", ratios, ">= 0.7x")
+
+
+def peak_rss(folder: Path, rows: int) -> int:
+    """Max RSS (KiB) of a fresh `agentmap batch` process over `rows` rows."""
+    table = folder / f"rows{rows}.csv"
+    with table.open("w", encoding="utf-8") as handle:
+        handle.write("k0\n")
+        for i in range(rows):
+            handle.write(f"row number {i}\n")
+    code = (
+        "import resource, sys; from agentmap.cli import main; "
+        f"main(['batch', {str(folder / 'chain.csv')!r}, '-i', {str(table)!r}, '-o', {str(folder / 'out.csv')!r}]); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    (folder / "out.csv").unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    with (folder / "out.csv").open(encoding="utf-8") as handle:
+        assert sum(1 for _ in handle) == rows + 1, "the batch did not write every row"
+    return int(done.stdout.split()[-1])
+
+
+def memory(folder: Path, repeat: int, rows: int) -> None:
+    write_chain(folder / "chain.csv", 5)
+    pairs = [(peak_rss(folder, rows), peak_rss(folder, 1000)) for _ in range(max(1, repeat // 2))]
+    show(f"4. peak memory, {rows:,}-row CSV batch vs 1,000 rows", [big / small for big, small in pairs], "<= 1.5x")
+    print(f"   (max RSS in MiB, big/small: {', '.join(f'{b / 1024:.0f}/{s / 1024:.0f}' for b, s in pairs)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rows", type=int, default=20_000, help="rows of the big memory batch")
+    parser.add_argument("--cpu-rows", type=int, default=200, help="rows of the CPU-bound batches")
+    parser.add_argument("--skip-ray", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        thread_vs_langgraph(folder, args.repeat)
+        processes(folder, args.repeat, args.cpu_rows)
+        if not args.skip_ray:
+            ray_vs_processes(folder, args.repeat, args.cpu_rows)
+        memory(folder, args.repeat, args.rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""`agentmap.batch`: results in input order, failing rows, resume from the .partial file, --redo-failed."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from batch_helpers import shout_flow, words
+
+import agentmap
+from agentmap.batch import BatchResult, RowResult, parse_rate
+from agentmap.batch.resume import partial_path
+from agentmap.errors import ConfigError, ValidationError
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_rows_come_back_in_input_order_with_outputs_and_result_columns(tmp_path: Path) -> None:
+    flow = shout_flow(tmp_path)
+    rows = [{"word": w, "delay": d} for w, d in (("a", 0.08), ("b", 0.06), ("c", 0.04), ("d", 0.02), ("e", 0))]
+    seen: list[str] = []
+    out = tmp_path / "out.csv"
+    result = agentmap.batch(flow, rows, output=out, concurrency=5, on_result=lambda r: seen.append(r.inputs["word"]))
+    assert isinstance(result, BatchResult) and result.success
+    assert [r.outputs["framed"] for r in result.rows] == ["<A>", "<B>", "<C>", "<D>", "<E>"]
+    assert sorted(seen) == ["a", "b", "c", "d", "e"]
+    table = _read_csv(out)
+    assert list(table[0]) == [
+        "word",
+        "delay",
+        "loud",
+        "framed",
+        "success",
+        "error",
+        "failed_nodes",
+        "duration_s",
+        "row_id",
+    ]
+    assert [r["framed"] for r in table] == ["<A>", "<B>", "<C>", "<D>", "<E>"]
+    assert all(r["success"] == "true" and r["error"] == "" for r in table)
+    assert not partial_path(out).exists()
+
+
+def test_a_failing_row_does_not_stop_the_batch(tmp_path: Path) -> None:
+    result = agentmap.batch(shout_flow(tmp_path), words("x", "boom", "y"), concurrency=2)
+    assert (result.successes, result.failures) == (2, 1)
+    failed = result.rows[1]
+    assert not failed.success and failed.failed_nodes == ("Loud",)
+    assert "the word was boom" in (failed.error or "") and "\n" not in (failed.error or "")
+    assert [r.row for r in result.failed_rows] == [2]
+
+
+def test_to_frame_and_dataframe_input(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"word": ["p", "q"], "delay": [0, 0]})
+    result = agentmap.batch(shout_flow(tmp_path), frame, executor="async")
+    table = result.to_frame()
+    assert list(table["framed"]) == ["<P>", "<Q>"] and list(table["success"]) == [True, True]
+
+
+def test_rerun_skips_done_rows_and_redo_failed_reruns_only_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "runs.log"
+    monkeypatch.setenv("BATCH_RUN_LOG", str(log))
+    flow, out = shout_flow(tmp_path), tmp_path / "out.jsonl"
+    first = agentmap.batch(flow, words("a", "boom", "c"), output=out)
+    assert (first.successes, first.failures) == (2, 1)
+    again = agentmap.batch(flow, words("a", "boom", "c"), output=out)
+    assert (again.skipped, again.successes + again.failures) == (3, 0)
+    redo = agentmap.batch(flow, words("a", "boom", "c"), output=out, redo_failed=True)
+    assert (redo.skipped, redo.failures) == (2, 1)
+    assert sorted(log.read_text().split()) == ["a", "boom", "boom", "c"]  # boom twice: run, then redone
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["word"] for line in lines] == ["a", "boom", "c"]  # once each, in input order
+
+
+def test_resume_from_a_partial_file_cut_by_a_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "runs.log"
+    flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
+    rows = words("a", "b", "c", "d")
+
+    def stop(result: RowResult) -> None:
+        if result.row == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        agentmap.batch(flow, rows, output=out, concurrency=1, on_result=stop)
+    partial = partial_path(out)
+    with partial.open("a", encoding="utf-8") as handle:
+        handle.write('{"row": 3, "row_id": "3-')  # a line cut in half, as kill -9 may leave it
+    monkeypatch.setenv("BATCH_RUN_LOG", str(log))
+    result = agentmap.batch(flow, rows, output=out, concurrency=1)
+    assert (result.skipped, result.successes) == (2, 2)
+    assert log.read_text().split() == ["c", "d"]
+    assert [r["framed"] for r in _read_csv(out)] == ["<A>", "<B>", "<C>", "<D>"]
+
+
+def test_ctrl_c_keeps_finished_rows(tmp_path: Path) -> None:
+    flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
+
+    def stop(result: RowResult) -> None:
+        if result.row == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as caught:
+        agentmap.batch(flow, words("a", "b", "c"), output=out, concurrency=1, on_result=stop)
+    assert caught.value.result.successes == 2  # type: ignore[attr-defined]
+    assert not out.exists() and partial_path(out).is_file()
+    result = agentmap.batch(flow, words("a", "b", "c"), output=out)
+    assert (result.skipped, result.successes) == (2, 1)
+
+
+def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
+    flow = shout_flow(tmp_path)
+    with pytest.raises(ConfigError, match=r"row 2: id 'x' in column 'id' is already the id of row 1"):
+        agentmap.batch(flow, [{"id": "x", "word": "a"}, {"id": "x", "word": "b"}], id_column="id")
+    with pytest.raises(ConfigError, match="'success'"):
+        agentmap.batch(flow, [{"word": "a", "success": "yes"}])
+    with pytest.raises(ConfigError, match=r"row 1, column 'word': the cell is not valid JSON"):
+        agentmap.batch(flow, [{"word": "{oops"}], json_cells=True)
+    with pytest.raises(ConfigError, match="unknown executor"):
+        agentmap.batch(flow, [], executor="gpu")
+    with pytest.raises(ConfigError, match="--checkpoint works with the thread and process executors"):
+        agentmap.batch(flow, [], executor="async", checkpoint=tmp_path / "c.db")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("GraphName,Node,AgentType\nG,A,nosuchtype\n", encoding="utf-8")
+    with pytest.raises(ValidationError):
+        agentmap.batch(bad, [{"x": 1}])
+
+
+def test_json_cells_and_renames(tmp_path: Path) -> None:
+    result = agentmap.batch(
+        shout_flow(tmp_path), [{"text": '["a"]', "delay": "0"}], rename={"text": "word"}, json_cells=True
+    )
+    assert result.rows[0].outputs["loud"] == "['A']"
+
+
+def test_checkpoint_makes_each_row_a_thread(tmp_path: Path) -> None:
+    flow, db = shout_flow(tmp_path), tmp_path / "runs.db"
+    agentmap.batch(flow, [{"id": "t-1", "word": "a"}, {"id": "t-2", "word": "b"}], id_column="id", checkpoint=db)
+    app = agentmap.compile(flow, checkpointer=str(db))
+    state = app.graph.get_state({"configurable": {"thread_id": "t-2"}})
+    assert state.values["framed"] == "<B>"
+
+
+def test_parse_rate() -> None:
+    assert parse_rate("5/s") == 5 and parse_rate("300/min") == 5 and parse_rate("7200/h") == 2 and parse_rate(2) == 2
+    for bad in ("fast", "0/s", "-1"):
+        with pytest.raises(ConfigError):
+            parse_rate(bad)

@@ -1,0 +1,55 @@
+"""The same batches on Ray (a local Ray with 2 CPUs, started once for this module) as on threads and processes."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_helpers import shout_flow, words
+from components import require
+from test_batch_executors import comparable
+
+import agentmap
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+GRAPHS = Path(__file__).resolve().parents[2] / "graphs"
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[Any]:
+    try:
+        import ray
+    except ImportError:
+        require(False, 'Ray is not installed (pip install "agentmap[ray]")')
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    except Exception as exc:
+        require(False, f"a local Ray cannot start here: {exc}")
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_matches_thread_and_process(ray_session: Any) -> None:
+    """The example ships its functions/ folder (a func: router) to the actors."""
+    rows = [{"ticket_id": f"T-{i}", "customer": "Ada", "amount": a} for i, a in enumerate((40, 250, "n/a", 12, 99))]
+    example = GRAPHS / "batch_example.csv"
+    threads = agentmap.batch(example, rows, id_column="ticket_id")
+    processes = agentmap.batch(example, rows, id_column="ticket_id", executor="process", workers=2)
+    on_ray = agentmap.batch(example, rows, id_column="ticket_id", executor="ray", chunk_size=2)
+    assert comparable(on_ray) == comparable(threads) == comparable(processes)
+    assert (on_ray.successes, on_ray.failures) == (4, 1)
+
+
+def test_ray_output_and_resume_with_custom_agents(ray_session: Any, tmp_path: Path) -> None:
+    """Custom agents travel too; results, failures and resume behave as with the local executors."""
+    flow, out = shout_flow(tmp_path / "flow"), tmp_path / "out.csv"
+    first = agentmap.batch(flow, words("a", "boom", "c"), output=out, executor="ray", workers=2, chunk_size=1)
+    assert (first.successes, first.failures) == (2, 1)
+    with out.open(encoding="utf-8", newline="") as handle:
+        assert [r["framed"] for r in csv.DictReader(handle)] == ["<A>", "<None>", "<C>"]
+    again = agentmap.batch(flow, words("a", "boom", "c", "d"), output=out, executor="ray", workers=2)
+    assert (again.skipped, again.successes) == (3, 1)

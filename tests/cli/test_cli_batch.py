@@ -1,0 +1,181 @@
+"""`agentmap batch`: the README example, the JSON summary, exit codes, resume after kill -9, the progress bar."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import GRAPHS, ROOT, agentmap_tty
+
+from agentmap.cli import main
+
+EXAMPLE = GRAPHS / "batch_example.csv"
+REFUNDS = GRAPHS / "data" / "refunds.csv"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (line,) = [line for line in readme.splitlines() if line.startswith("agentmap batch graphs/")]
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "results.csv"
+    code = main([str(out) if a == "results.csv" else a for a in shlex.split(line)[1:]])
+    err = capsys.readouterr().err
+    assert "ERROR" not in err  # the failure is in its row, not in a log line
+    assert code == 1  # T-104's amount is not a number: that row fails, the others do not
+    assert "5 rows ran: 4 succeeded, 1 failed" in err and "rerun them with --redo-failed" in err
+    rows = _rows(out)
+    assert [r["ticket_id"] for r in rows] == ["T-101", "T-102", "T-103", "T-104", "T-105"]
+    assert rows[1]["reply"] == "Dear Grace, your refund is in the Manual review for 250 EUR."
+    assert rows[3]["success"] == "false" and "could not convert string to float" in rows[3]["error"]
+    assert main(["batch", str(EXAMPLE), "-i", str(REFUNDS), "-o", str(out), "--id-column", "ticket_id"]) == 0
+    assert "0 rows ran" in capsys.readouterr().err  # done rows are skipped; the failure is kept, exit 0
+
+
+def test_json_summary_and_outputs_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results.jsonl"
+    args = ["batch", str(EXAMPLE), "-i", str(REFUNDS), "-o", str(out), "--outputs", "reply", "--json"]
+    assert main(args) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["graph"] == "Refunds" and summary["exit_code"] == 1
+    assert (summary["rows"], summary["succeeded"], summary["failed"], summary["skipped"]) == (5, 4, 1, 0)
+    first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert list(first) == [
+        "ticket_id", "customer", "amount", "reply", "success", "error", "failed_nodes", "duration_s", "row_id",
+    ]  # fmt: skip
+    assert main([*args, "--redo-failed"]) == 1
+    assert json.loads(capsys.readouterr().out)["ran"] == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "words"),
+    [
+        (["-i", "missing.csv", "-o", "out.csv"], 3, "does not exist"),
+        (["-i", "{refunds}", "-o", "out.txt"], 2, "unsupported extension"),
+        (["-o", "out.csv"], 2, "--input is required"),
+        (["-i", "{refunds}", "-o", "out.csv", "--map", "nope"], 2, "--map column=state_key"),
+        (["-i", "{refunds}", "-o", "out.csv", "--rate-limit", "lots"], 2, "bad rate limit"),
+        (["-i", "{refunds}", "-o", "out.csv", "--executor", "gpu"], 2, "unknown executor"),
+        (["-i", "{refunds}", "-o", "out.csv", "--id-column", "nope"], 2, "no id column 'nope'"),
+    ],
+)
+def test_mistakes_exit_with_their_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], code: int, words: str
+) -> None:
+    args = [a.format(refunds=REFUNDS) for a in extra]
+    args = [str(tmp_path / a) if a.endswith((".csv", ".txt")) and "/" not in a else a for a in args]
+    assert main(["batch", str(EXAMPLE), *args]) == code
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_a_workflow_that_does_not_validate_exits_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("GraphName,Node,AgentType\nG,A,nosuchtype\n", encoding="utf-8")
+    assert main(["batch", str(bad), "-i", str(REFUNDS), "-o", str(tmp_path / "o.csv")]) == 4
+    assert main(["batch", str(tmp_path / "none.csv"), "-i", str(REFUNDS), "-o", str(tmp_path / "o.csv")]) == 3
+    capsys.readouterr()
+
+
+_SLOW_AGENT = """
+import time
+from agentmap import BaseAgent
+
+class NapAgent(BaseAgent):
+    def process(self, inputs):
+        time.sleep(0.02)
+        with open("runs.log", "a", encoding="utf-8") as log:
+            log.write(str(inputs.get("n")) + "\\n")
+        return int(inputs.get("n")) * 2
+"""
+
+
+def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
+    """A 200-row batch of 20 ms rows (each logged to runs.log); the command and its environment."""
+    (folder / "custom_agents").mkdir()
+    (folder / "custom_agents" / "nap.py").write_text(_SLOW_AGENT, encoding="utf-8")
+    (folder / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Nap,nap,n,double\n")
+    (folder / "rows.csv").write_text("n\n" + "".join(f"{i}\n" for i in range(200)), encoding="utf-8")
+    command = [sys.executable, "-m", "agentmap", "batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    return [*command, "--concurrency", "4", "--json"], env
+
+
+def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> tuple[int, str, str]:
+    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr."""
+    out, err = folder / "stdout.txt", folder / "stderr.txt"
+    with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
+    partial = folder / "out.csv.partial"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
+        time.sleep(0.02)
+    os.kill(proc.pid, sig)
+    code = proc.wait(timeout=20)
+    return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> None:
+    command, env = _slow_batch(tmp_path)
+    _start_and_stop(tmp_path, command, env, signal.SIGKILL)
+    kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1  # less the header line
+    assert 30 <= kept < 200 and not (tmp_path / "out.csv").exists()
+    ran_before = len((tmp_path / "runs.log").read_text().split())
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["skipped"] >= kept - 1 and summary["skipped"] + summary["ran"] == 200
+    rows = _rows(tmp_path / "out.csv")
+    assert [int(r["n"]) for r in rows] == list(range(200))  # every row once, in input order
+    assert all(int(r["double"]) == 2 * int(r["n"]) and r["success"] == "true" for r in rows)
+    runs = (tmp_path / "runs.log").read_text().split()
+    assert len(runs) - ran_before == summary["ran"]  # the second run ran only what was not recorded
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is `folder` (a batch's leftover workers would be)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cwd").resolve() == folder.resolve():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, executor: str) -> None:
+    command, env = _slow_batch(tmp_path)
+    command += ["--executor", executor, "--workers", "2", "--chunk-size", "2"]
+    code, out, err = _start_and_stop(tmp_path, command, env, signal.SIGINT)
+    assert code == 130, err
+    assert "run the same command again to continue" in err and "Traceback" not in err
+    assert json.loads(out)["interrupted"] is True
+    time.sleep(0.5)
+    assert _processes_in(tmp_path) == []  # no worker process is left behind
+    kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
+    assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
+
+
+@pytest.mark.slow
+def test_progress_bar_in_a_terminal(tmp_path: Path) -> None:
+    result = agentmap_tty("batch", EXAMPLE, "-i", REFUNDS, "-o", tmp_path / "o.csv", cwd=ROOT)
+    assert result.code == 1
+    assert "5/5" in result.plain and "1 failed" in result.plain and "rows/s" in result.plain
