@@ -19,8 +19,18 @@ NOT_REPEATABLE = {"task_assistant", "trip_planner"}
 
 
 def outcome(result: agentmap.RunResult) -> tuple[Any, ...]:
-    """What a user sees of a run: success, the per-node summary in order, errors."""
-    return result.success, [(e.name, e.success, e.error) for e in result.summary], result.errors
+    """What a user sees of a run: success, the per-node summary, errors.
+
+    Nodes of parallel branches start in the order their threads happen to run, fused or not, so the summary
+    and the errors are compared as collections.
+    """
+    summary = sorted((e.name, e.success, e.error or "") for e in result.summary)
+    return result.success, summary, sorted(result.errors)
+
+
+def chunks(app: agentmap.CompiledWorkflow, state: dict[str, Any]) -> list[str]:
+    """The per-node stream of a run (as text, sorted: parallel branches of one step come in any order)."""
+    return sorted(repr(chunk) for chunk in app.stream(dict(state)))
 
 
 def both(source: Any, state: dict[str, Any], **options: Any) -> tuple[agentmap.CompiledWorkflow, ...]:
@@ -40,7 +50,7 @@ def test_every_shipped_workflow_runs_the_same_fused(path: Path) -> None:
     assert outcome(a) == outcome(b)
     if path.stem not in NOT_REPEATABLE:
         assert a.state == b.state
-        assert list(plain.stream(dict(state))) == list(fused.stream(dict(state)))
+        assert chunks(plain, state) == chunks(fused, state)
 
 
 def random_graph(seed: int) -> str:
@@ -77,7 +87,7 @@ def test_random_graphs_run_the_same_fused(tmp_path: Path, seed: int) -> None:
     a, b = plain.invoke({"seed": 1}), fused.invoke({"seed": 1})
     assert a.state == b.state
     assert outcome(a) == outcome(b)
-    assert list(plain.stream({"seed": 1})) == list(fused.stream({"seed": 1}))
+    assert chunks(plain, {"seed": 1}) == chunks(fused, {"seed": 1})
 
 
 CHAIN = """GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
