@@ -29,21 +29,21 @@ def test_success_policy_from_file_then_variable(tmp_path: Path) -> None:
 def test_functions_and_agents_folders_from_config(tmp_path: Path) -> None:
     write(tmp_path / "lib" / "routers" / "pick.py", "def pick(state, ok, fail):\n    return 'B'\n")
     write(
-        tmp_path / "lib" / "agents" / "shout.py",
+        tmp_path / "lib" / "agents" / "yell.py",
         (
-            "import agentmap\n\nclass ShoutAgent(agentmap.BaseAgent):\n"
+            "import agentmap\n\nclass YellFromConfigAgent(agentmap.BaseAgent):\n"
             "    def process(self, inputs):\n        return str(inputs.get('text', '')).upper()\n"
         ),
     )
     csv = write(
         tmp_path / "flows" / "flow.csv",
-        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,shout,text,loud,func:pick\nG,B,echo,loud,out,\n",
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,yell_from_config,text,loud,func:pick\nG,B,echo,loud,out,\n",
     )
     config = write(
         tmp_path / "settings" / "team.yaml", "paths:\n  functions: ../lib/routers\n  custom_agents: ../lib/agents\n"
     )
     without = agentmap("run", csv, "--state", '{"text": "hi"}', cwd=tmp_path)
-    assert without.code == 4 and "shout" in without.err
+    assert without.code == 4 and "yell_from_config" in without.err
     result = agentmap("run", csv, "--state", '{"text": "hi"}', "--config", config, cwd=tmp_path)
     assert result.code == 0, result.err
     assert json.loads(result.out)["state"]["loud"] == "HI"
