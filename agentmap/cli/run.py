@@ -40,8 +40,7 @@ from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
-    from agentmap.runtime.tracking import ExecutionTracker
+    from agentmap import CompiledWorkflow, ExecutionTracker, RunResult
 
 __all__ = ["read_state", "register", "run_workflow"]
 
@@ -239,13 +238,13 @@ def run_workflow(
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
 
-    from agentmap.runtime.api import compile
+    from agentmap import compile
 
     saver: Any = None
     run_config: dict[str, Any] | None = None
     keys = tuple(initial)
     if checkpoint is not None or thread is not None:
-        from agentmap.runtime.checkpoint import checkpointer
+        from agentmap import checkpointer
 
         saver = checkpointer(checkpoint)
         if thread is None:
@@ -283,7 +282,7 @@ def run_workflow(
     run_input: Any = initial
     if thread is not None:
         if resume is not None:
-            from agentmap.runtime.threads import resume_input
+            from agentmap._cli_api import resume_input
 
             run_input = resume_input(app.graph.get_state(run_config), thread, resume_value)  # type: ignore[arg-type]
         else:
