@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from agentmap._paths import allowed_roots
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, GraphNotFoundError, WorkflowValidationError
@@ -21,7 +22,6 @@ from agentmap.runtime.runner import CompiledWorkflow, RunResult
 from agentmap.runtime.tracking import SuccessPolicy
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
-from agentmap.spec.paths import allowed_roots
 from agentmap.spec.prompts import prompts_folder
 
 __all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
