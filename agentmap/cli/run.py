@@ -240,27 +240,13 @@ def run_workflow(
 
     from agentmap import compile
 
-    saver: Any = None
-    run_config: dict[str, Any] | None = None
+    saver, thread, run_config = _open_thread(checkpoint, thread)
     keys = tuple(initial)
-    if checkpoint is not None or thread is not None:
-        from agentmap import checkpointer
-
-        saver = checkpointer(checkpoint)
-        if thread is None:
-            import uuid
-
-            thread = uuid.uuid4().hex[:12]
-        run_config = {"configurable": {"thread_id": thread}}
-        if resume is not None:
-            keys = _resume.saved_keys(saver, run_config)
+    if saver is not None and run_config is not None and resume is not None:
+        keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
     if draw is not None:
-        from agentmap.cli._common import ensure_writable
-        from agentmap.cli._observe import check_picture
-
-        check_picture(draw)
-        ensure_writable(draw, "the picture")
+        _check_draw(draw)
     from agentmap.cli._observe import tracing_for
 
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
@@ -269,16 +255,8 @@ def run_workflow(
         from agentmap.cli._state_check import check_initial_state
 
         check_initial_state(app.spec, initial, strict=strict)
-    pausing = _resume.pausing_nodes(app)
-    if pausing and saver is None:
-        raise ConfigError(
-            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
-            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
-            "which needs a checkpoint file to resume from",
-            code="usage",
-            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
-            f"(e.g. agentmap run {target or path} --thread my-run)",
-        )
+    if saver is None:
+        _refuse_pausing_without_checkpoint(app, target or str(path))
     run_input: Any = initial
     if thread is not None:
         if resume is not None:
@@ -301,6 +279,46 @@ def run_workflow(
         draw=draw,
         **invoke_options,
     )
+
+
+def _open_thread(checkpoint: str | None, thread: str | None) -> tuple[Any, str | None, dict[str, Any] | None]:
+    """The checkpointer, thread id (a new one when only --checkpoint is given) and run config of a durable run.
+
+    All three are None for a run with neither --checkpoint nor --thread.
+    """
+    if checkpoint is None and thread is None:
+        return None, None, None
+    from agentmap import checkpointer
+
+    saver = checkpointer(checkpoint)
+    if thread is None:
+        import uuid
+
+        thread = uuid.uuid4().hex[:12]
+    return saver, thread, {"configurable": {"thread_id": thread}}
+
+
+def _check_draw(draw: Path) -> None:
+    """Refuse a --draw picture that cannot be made or written, before the run starts."""
+    from agentmap.cli._common import ensure_writable
+    from agentmap.cli._observe import check_picture
+
+    check_picture(draw)
+    ensure_writable(draw, "the picture")
+
+
+def _refuse_pausing_without_checkpoint(app: CompiledWorkflow, target: str) -> None:
+    """A run without a checkpoint cannot pause: refuse a graph with nodes that ask for an answer."""
+    pausing = _resume.pausing_nodes(app)
+    if pausing:
+        raise ConfigError(
+            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
+            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
+            "which needs a checkpoint file to resume from",
+            code="usage",
+            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
+            f"(e.g. agentmap run {target} --thread my-run)",
+        )
 
 
 def execute(
