@@ -77,7 +77,7 @@ def resume_thread(
 
     from agentmap import compile
     from agentmap._cli_api import resume_input
-    from agentmap.cli.run import execute
+    from agentmap.cli._execute import execute
 
     keys = saved_keys(saved.checkpoint.get("channel_values", {}))
     options = {**settings.compile_options(), **settings.policy_options()}
