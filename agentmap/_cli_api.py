@@ -28,8 +28,22 @@ if TYPE_CHECKING:
     from agentmap.interface.scenarios import load_scenarios
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
     from agentmap.runtime.api import select_graph
-    from agentmap.runtime.checkpoint import resolve_checkpointer
+    from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
+    from agentmap.runtime.threads import (
+        DIGEST_KEY,
+        FILE_KEY,
+        GRAPH_KEY,
+        file_digest,
+        resume_input,
+        saved_keys,
+        snapshot_status,
+        thread_config,
+        thread_history,
+        unfinished,
+    )
+    from agentmap.spec.cells import state_key
     from agentmap.spec.models import FuncRef, Targets
+    from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = [  # noqa: RUF022 (grouped by command)
     # settings (every command)
@@ -41,6 +55,22 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "normalize_type",
     "resolve_checkpointer",
     "select_graph",
+    # run --strict: the initial state against the keys the nodes read
+    "SYSTEM_KEYS",
+    "state_key",
+    # run --thread, resume, threads: durable runs and their checkpoints
+    "DIGEST_KEY",
+    "FILE_KEY",
+    "GRAPH_KEY",
+    "checkpoint_exists",
+    "checkpoint_target",
+    "file_digest",
+    "resume_input",
+    "saved_keys",
+    "snapshot_status",
+    "thread_config",
+    "thread_history",
+    "unfinished",
     # chat, ask
     "ACTIVE_AGENT_ENV",
     "agent_for",
@@ -72,6 +102,20 @@ _HOMES = {
     "normalize_type": "agentmap.agents.registry",
     "resolve_checkpointer": "agentmap.runtime.checkpoint",
     "select_graph": "agentmap.runtime.api",
+    "SYSTEM_KEYS": "agentmap.spec.validation",
+    "state_key": "agentmap.spec.cells",
+    "DIGEST_KEY": "agentmap.runtime.threads",
+    "FILE_KEY": "agentmap.runtime.threads",
+    "GRAPH_KEY": "agentmap.runtime.threads",
+    "checkpoint_exists": "agentmap.runtime.checkpoint",
+    "checkpoint_target": "agentmap.runtime.checkpoint",
+    "file_digest": "agentmap.runtime.threads",
+    "resume_input": "agentmap.runtime.threads",
+    "saved_keys": "agentmap.runtime.threads",
+    "snapshot_status": "agentmap.runtime.threads",
+    "thread_config": "agentmap.runtime.threads",
+    "thread_history": "agentmap.runtime.threads",
+    "unfinished": "agentmap.runtime.threads",
     "ACTIVE_AGENT_ENV": "agentmap.interface.agent",
     "agent_for": "agentmap.interface.agent",
     "ask": "agentmap.interface.chat",

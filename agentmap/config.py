@@ -445,11 +445,11 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     storage_file = data.pop("storage_config_path", None)
     path = base / Path(str(storage_file or "")).expanduser()
     if isinstance(storage_file, str) and storage_file and path.is_file():  # a missing one: the default folders
-        from agentmap.storage.settings import read_storage_file
+        from agentmap._storage_settings import read_storage_file
 
         data["storage"] = _merge(read_storage_file(path), data.get("storage") or {})
     if isinstance(data.get("storage"), Mapping):
-        from agentmap.storage.settings import absolute_storage_paths
+        from agentmap._storage_settings import absolute_storage_paths
 
         data["storage"] = absolute_storage_paths(data["storage"], base)
     return data

@@ -27,11 +27,11 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from agentmap._paths import OutsideRootsError, allowed_roots, confine
 from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
 from agentmap.errors import ConfigError
-from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine
 
 __all__ = [
     "allowed_tool_roots",

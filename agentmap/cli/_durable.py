@@ -11,7 +11,7 @@ import typer
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap import CompiledWorkflow
 
 __all__ = [
     "CheckpointOption",
@@ -81,7 +81,7 @@ def need_store(checkpoint: str | None, thread: str) -> None:
     Raises:
         ConfigError: The file is missing (`unknown-thread`).
     """
-    from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target
+    from agentmap._cli_api import checkpoint_exists, checkpoint_target
 
     if not checkpoint_exists(checkpoint):
         raise ConfigError(
@@ -103,7 +103,7 @@ def refuse_unfinished(app: CompiledWorkflow, thread: str, checkpoint: str | None
     Raises:
         ConfigError: The thread is paused, interrupted, failed mid-run or running (exit 2).
     """
-    from agentmap.runtime.threads import snapshot_status, thread_config, unfinished
+    from agentmap._cli_api import snapshot_status, thread_config, unfinished
 
     snapshot = app.graph.get_state(thread_config(thread))
     if snapshot.metadata is None:

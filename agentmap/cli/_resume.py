@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap import CompiledWorkflow, RunResult
 
 __all__ = ["ANSWER_EXAMPLE", "check_persistence", "pausing_nodes", "print_pause", "questions", "saved_keys"]
 
@@ -48,7 +48,7 @@ def pausing_nodes(app: CompiledWorkflow) -> list[str]:
 
 def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
     """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
-    from agentmap.runtime.threads import saved_keys as keys_of
+    from agentmap._cli_api import saved_keys as keys_of
 
     saved = saver.get_tuple(config)
     return keys_of(saved.checkpoint.get("channel_values", {}) if saved is not None else {})

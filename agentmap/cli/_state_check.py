@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.spec.models import GraphSpec
+    from agentmap import GraphSpec
 
 __all__ = ["check_initial_state", "missing_inputs"]
 
 
 def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list[str]]:
     """The inputs no node writes and `state` lacks: `{key: [nodes reading it]}`, in row order."""
-    from agentmap.spec.cells import state_key
-    from agentmap.spec.validation import SYSTEM_KEYS
+    from agentmap._cli_api import SYSTEM_KEYS, state_key
 
     written = {state_key(f, output=True) for node in graph.nodes for f in node.outputs}
     missing: dict[str, list[str]] = {}
@@ -75,6 +74,6 @@ def check_initial_state(graph: GraphSpec, state: Mapping[str, Any], *, strict: b
 
 
 def _input_keys(node: Any) -> list[str]:
-    from agentmap.spec.cells import state_key
+    from agentmap._cli_api import state_key
 
     return [state_key(f, output=False) for f in node.inputs]

@@ -41,8 +41,8 @@ def resume_thread(
     invoke_options = _durable.check_durability(durability)
     settings = load(config, debug)
 
-    from agentmap.runtime.checkpoint import checkpointer
-    from agentmap.runtime.threads import DIGEST_KEY, FILE_KEY, GRAPH_KEY, file_digest, saved_keys, thread_config
+    from agentmap import checkpointer
+    from agentmap._cli_api import DIGEST_KEY, FILE_KEY, GRAPH_KEY, file_digest, saved_keys, thread_config
 
     _durable.need_store(checkpoint, thread)
     saver = checkpointer(checkpoint)
@@ -75,9 +75,9 @@ def resume_thread(
             hint=f"resume anyway with `agentmap resume {thread} --force`, or start a new run with --restart",
         )
 
-    from agentmap.cli.run import execute
-    from agentmap.runtime.api import compile
-    from agentmap.runtime.threads import resume_input
+    from agentmap import compile
+    from agentmap._cli_api import resume_input
+    from agentmap.cli._execute import execute
 
     keys = saved_keys(saved.checkpoint.get("channel_values", {}))
     options = {**settings.compile_options(), **settings.policy_options()}

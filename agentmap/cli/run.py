@@ -15,11 +15,7 @@ and Ctrl-C stop it (exit 143 / 130), print the same command, and keep every comp
 
 from __future__ import annotations
 
-import gc
-import os
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,12 +32,12 @@ from agentmap.cli._common import (
     load,
     split_target,
 )
+from agentmap.cli._execute import execute
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
-    from agentmap.runtime.tracking import ExecutionTracker
+    from agentmap import CompiledWorkflow
 
 __all__ = ["read_state", "register", "run_workflow"]
 
@@ -79,137 +75,6 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
     return json_object(text, where, code="bad-state", example=_EXAMPLE, what=" of state keys"), source
 
 
-class _Interrupted(Exception):
-    """Ctrl-C (exit 130) or SIGTERM (exit 143) arrived while the graph was running."""
-
-    def __init__(self, code: int = 130) -> None:
-        super().__init__(code)
-        self.code = code
-        self.signal = "SIGTERM" if code == 143 else "Ctrl-C"
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Interrupted(143)
-
-
-def _invoke(
-    app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
-) -> RunResult:
-    """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
-
-    On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
-    once); without a thread there is nothing to save, so the first one stops at once.
-    """
-    box: dict[str, Any] = {}
-    stop = threading.Event() if (config or {}).get("configurable", {}).get("thread_id") is not None else None
-    done = threading.Event()  # waited on rather than Thread.join, which a signal can leave believing it ended
-
-    def work() -> None:
-        try:
-            box["result"] = app.invoke(state, config, tracker=tracker, stop=stop, **kwargs)  # type: ignore[arg-type]
-        except BaseException as exc:  # handed to the main thread, raised there
-            box["error"] = exc
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name="agentmap-run", daemon=True)
-    worker.start()
-    try:
-        done.wait()
-    except (KeyboardInterrupt, _Interrupted) as first:
-        code = first.code if isinstance(first, _Interrupted) else 130
-        if stop is None:
-            raise _Interrupted(code) from None
-        stop.set()
-        name = _Interrupted(code).signal
-        sys.stderr.write(f"stopping once the running step is saved ({name} again stops at once)\n")
-        sys.stderr.flush()
-        try:
-            done.wait()
-        except (KeyboardInterrupt, _Interrupted):
-            raise _Interrupted(code) from None
-        if "result" in box and box["result"].stopped:
-            raise _Interrupted(code) from None
-    if "error" in box:
-        raise box["error"]
-    result: RunResult = box["result"]
-    return result
-
-
-def _verdict(result: RunResult, policy: str) -> str:
-    nodes = sum(1 for _ in result.summary)
-    if result.interrupts:
-        return "[bold yellow]paused[/] for input"
-    if result.success:
-        return f"[bold green]succeeded[/] ({nodes} node{'s' if nodes != 1 else ''} ran)"
-    failed = ", ".join(result.failed_nodes) or "no node"
-    return f"[bold red]failed[/] under the {policy} success policy (failed: {failed})"
-
-
-def _title(app: CompiledWorkflow) -> str:
-    from rich.markup import escape
-
-    return f"{escape(app.name)} ({escape(str(app.spec.file))})"
-
-
-def _print_human(
-    app: CompiledWorkflow,
-    result: RunResult,
-    policy: str,
-    state_source: Path | None,
-    *,
-    table_shown: bool,
-    full: bool = False,
-) -> None:
-    from rich.markup import escape
-
-    from agentmap.cli.render import console, state_view, summary_table
-
-    out = console()
-    if not table_shown:  # the live view's last frame is the summary table already
-        out.print(summary_table(result.summary, title=_title(app)))
-    out.print(
-        "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
-    )
-    out.print(state_view(result.state, full=full))
-    out.print(f"{escape(app.name)} {_verdict(result, policy)}")
-
-
-def _report_interrupt(
-    app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool, stop: _Interrupted, thread: str | None, hint: str
-) -> None:
-    from agentmap.cli.render import dump_json
-
-    summary = tracker.summary
-    running = [e.name for e in summary if e.success is None]
-    done = [e.name for e in summary if e.success is not None]
-    where = (
-        f"while node{'s' if len(running) > 1 else ''} {', '.join(repr(n) for n in running)} "
-        f"{'were' if len(running) > 1 else 'was'} running"
-        if running
-        else "between nodes"
-    )
-    finished = f"; finished before: {', '.join(done)}" if done else "; no node had finished"
-    sys.stderr.write(f"interrupted: {stop.signal} stopped graph {app.name!r} {where}{finished}\n")
-    if thread is not None:
-        sys.stderr.write(f"thread {thread} keeps every completed step; continue it with: {hint}\n")
-    if json_mode:
-        dump_json(
-            {
-                "graph": app.name,
-                "file": app.spec.file,
-                "status": "interrupted",
-                "success": False,
-                "interrupted": True,
-                "exit_code": stop.code,
-                "running": running,
-                "summary": [e.to_dict() for e in summary],
-                **({"thread": thread, "resume": hint} if thread is not None else {}),
-            }
-        )
-    sys.stderr.flush()
-
-
 def run_workflow(
     target: str | None,
     *,
@@ -240,29 +105,15 @@ def run_workflow(
     path, graph = split_target(target, settings)
     initial, state_source = read_state(state, state_file, path) if resume is None else ({}, None)
 
-    from agentmap.runtime.api import compile
+    from agentmap import compile
 
-    saver: Any = None
-    run_config: dict[str, Any] | None = None
+    saver, thread, run_config = _open_thread(checkpoint, thread)
     keys = tuple(initial)
-    if checkpoint is not None or thread is not None:
-        from agentmap.runtime.checkpoint import checkpointer
-
-        saver = checkpointer(checkpoint)
-        if thread is None:
-            import uuid
-
-            thread = uuid.uuid4().hex[:12]
-        run_config = {"configurable": {"thread_id": thread}}
-        if resume is not None:
-            keys = _resume.saved_keys(saver, run_config)
+    if saver is not None and run_config is not None and resume is not None:
+        keys = _resume.saved_keys(saver, run_config)
     options = {**settings.compile_options(), **settings.policy_options()}
     if draw is not None:
-        from agentmap.cli._common import ensure_writable
-        from agentmap.cli._observe import check_picture
-
-        check_picture(draw)
-        ensure_writable(draw, "the picture")
+        _check_draw(draw)
     from agentmap.cli._observe import tracing_for
 
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
@@ -271,20 +122,12 @@ def run_workflow(
         from agentmap.cli._state_check import check_initial_state
 
         check_initial_state(app.spec, initial, strict=strict)
-    pausing = _resume.pausing_nodes(app)
-    if pausing and saver is None:
-        raise ConfigError(
-            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
-            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
-            "which needs a checkpoint file to resume from",
-            code="usage",
-            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
-            f"(e.g. agentmap run {target or path} --thread my-run)",
-        )
+    if saver is None:
+        _refuse_pausing_without_checkpoint(app, target or str(path))
     run_input: Any = initial
     if thread is not None:
         if resume is not None:
-            from agentmap.runtime.threads import resume_input
+            from agentmap._cli_api import resume_input
 
             run_input = resume_input(app.graph.get_state(run_config), thread, resume_value)  # type: ignore[arg-type]
         else:
@@ -305,85 +148,44 @@ def run_workflow(
     )
 
 
-def execute(
-    app: CompiledWorkflow,
-    run_input: Any,
-    run_config: dict[str, Any] | None,
-    *,
-    json_mode: bool,
-    policy: str,
-    checkpoint: str | None = None,
-    state_source: Path | None = None,
-    live: bool = True,
-    full: bool = False,
-    draw: Path | None = None,
-    **invoke_options: Any,
-) -> int:
-    """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
-    thread = (run_config or {}).get("configurable", {}).get("thread_id")
-    hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
-    view = None
-    if sys.stderr.isatty() and live:
-        from agentmap.cli.render import LiveView
+def _open_thread(checkpoint: str | None, thread: str | None) -> tuple[Any, str | None, dict[str, Any] | None]:
+    """The checkpointer, thread id (a new one when only --checkpoint is given) and run config of a durable run.
 
-        view = LiveView(f"running {app.name}")
-    listener: Any = view.update if view is not None else None
-    tracker = app.new_tracker(listener=listener)
-    handlers: list[tuple[int, Any]] = []
-    if threading.current_thread() is threading.main_thread():
-        handlers = [(s, signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM)]
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    if view is not None:
-        view.start()
-    gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
-    gc.enable()
-    try:
-        result = _invoke(app, run_input, tracker, run_config, **invoke_options)
-    except _Interrupted as stop:
-        if view is not None:
-            view.stop()
-        _report_interrupt(app, tracker, json_mode, stop, thread, hint)
-        sys.stdout.flush()
-        # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
-        # exit would wait for it. Leave now: every completed step is saved already.
-        os._exit(stop.code)
-    finally:
-        for signum, handler in handlers:
-            signal.signal(signum, handler)
-        if view is not None:
-            view.stop(_title(app))
-        for observer in app.observers:  # spans still buffered go out before the process ends
-            flush = getattr(observer, "flush", None)
-            if flush is not None:
-                flush()
-    if draw is not None:
-        result.draw(draw)
-        sys.stderr.write(f"wrote {draw}\n")
-    code = 0 if result.success or result.interrupts else 1
-    resume_with = f"{hint} {_resume.ANSWER_EXAMPLE}" if result.interrupts else ""
-    if json_mode:
-        from agentmap.cli.render import dump_json
+    All three are None for a run with neither --checkpoint nor --thread.
+    """
+    if checkpoint is None and thread is None:
+        return None, None, None
+    from agentmap import checkpointer
 
-        status = "paused" if result.interrupts else "done" if result.success else "failed"
-        document: dict[str, Any] = {
-            "graph": app.name,
-            "file": app.spec.file,
-            "status": status,
-            "exit_code": code,
-            **result.to_dict(),
-        }
-        if state_source is not None:
-            document["state_file"] = str(state_source)
-        if thread is not None:
-            document["thread"] = thread
-        if result.interrupts:
-            document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
-        dump_json(document)
-    else:
-        _print_human(app, result, policy, state_source, table_shown=view is not None, full=full)
-        _resume.print_pause(result, thread, resume_with)
-    return code
+    saver = checkpointer(checkpoint)
+    if thread is None:
+        import uuid
+
+        thread = uuid.uuid4().hex[:12]
+    return saver, thread, {"configurable": {"thread_id": thread}}
+
+
+def _check_draw(draw: Path) -> None:
+    """Refuse a --draw picture that cannot be made or written, before the run starts."""
+    from agentmap.cli._common import ensure_writable
+    from agentmap.cli._observe import check_picture
+
+    check_picture(draw)
+    ensure_writable(draw, "the picture")
+
+
+def _refuse_pausing_without_checkpoint(app: CompiledWorkflow, target: str) -> None:
+    """A run without a checkpoint cannot pause: refuse a graph with nodes that ask for an answer."""
+    pausing = _resume.pausing_nodes(app)
+    if pausing:
+        raise ConfigError(
+            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
+            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
+            "which needs a checkpoint file to resume from",
+            code="usage",
+            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
+            f"(e.g. agentmap run {target} --thread my-run)",
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -23,8 +23,8 @@ def _options(config: Path | None) -> dict[str, Any]:
 
 
 def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
-    from agentmap.runtime.checkpoint import checkpoint_exists
-    from agentmap.runtime.threads import ThreadInfo, threads
+    from agentmap import ThreadInfo, threads
+    from agentmap._cli_api import checkpoint_exists
 
     found: list[ThreadInfo] = threads(checkpoint, **_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
@@ -55,8 +55,8 @@ def _short(target: str) -> str:
 
 
 def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
-    from agentmap.runtime.checkpoint import checkpointer
-    from agentmap.runtime.threads import thread_history
+    from agentmap import checkpointer
+    from agentmap._cli_api import thread_history
 
     _durable.need_store(checkpoint, thread)
     info, snapshots = thread_history(checkpointer(checkpoint), thread, **_options(config))

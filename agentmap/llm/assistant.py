@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agentmap._paths import OutsideRootsError, allowed_roots, confine, widen_hint
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field, parse_output_field
@@ -37,7 +38,6 @@ from agentmap.contracts.io import describe_validation_error
 from agentmap.llm.agents import history_entries
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
-from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine, widen_hint
 
 if TYPE_CHECKING:
     from agentmap.llm.engine import LLMAgentEngine

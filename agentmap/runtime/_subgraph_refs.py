@@ -8,7 +8,7 @@ Read in this order:
 4. The Prompt naming the graph (`Inner`, `other.csv::Inner`), the plain-text Context holding the CSV path.
 
 Every file path resolves against the workflow's folder and must stay under it or a root configured in
-`paths.allowed_roots` (see `agentmap.spec.paths.confine`).
+`paths.allowed_roots` (see `agentmap._paths.confine`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmap.spec.paths import OutsideRootsError, allowed_roots, confine, widen_hint
+from agentmap._paths import OutsideRootsError, allowed_roots, confine, widen_hint
 
 __all__ = ["Reference", "reference", "resolve"]
 

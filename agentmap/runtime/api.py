@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap._paths import allowed_roots
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.checks import BuildOptions, check
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
-from agentmap.spec.paths import allowed_roots
 from agentmap.spec.prompts import prompts_folder
 
 if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap._paths import allowed_roots
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import agent, normalize_type
 from agentmap.errors import AgentMapError
 from agentmap.runtime._subgraph_refs import reference, resolve
 from agentmap.runtime.runner import CompiledWorkflow
 from agentmap.spec.loader import read_workflow
-from agentmap.spec.paths import allowed_roots
 from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.validation import SYSTEM_KEYS
 

@@ -84,7 +84,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     """The ASGI application serving `config.targets` (workflows are compiled now, so mistakes show at start).
 
     Raises:
-        WorkflowFileError, ValidationError, ConfigError: A workflow or the checkpointer cannot be opened.
+        WorkflowFileError, WorkflowValidationError, ConfigError: A workflow or the checkpointer cannot be opened.
     """
     from agentmap import __version__
 

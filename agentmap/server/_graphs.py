@@ -179,7 +179,7 @@ class Assistants:
 
         Raises:
             WorkflowFileError: A target does not exist, or no graph was found.
-            ValidationError, GraphNotFoundError: A file named directly does not compile.
+            WorkflowValidationError, GraphNotFoundError: A file named directly does not compile.
         """
         files: list[tuple[Path, str | None, bool]] = []
         for target in targets:

@@ -17,6 +17,7 @@ from agentmap.server._threads import snapshot_of
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._graphs import Assistant
 
 __all__ = ["run_routes"]
 
@@ -74,120 +75,162 @@ def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
 def run_routes(server: Server) -> APIRouter:
     """The run routes."""
     router = APIRouter(tags=["runs"])
+    _thread_run_routes(server, router)
+    _run_lookup_routes(server, router)
+    _stateless_routes(server, router)
+    return router
 
-    def resolve(body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
-        """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
-        refuse_unsupported(body, what)
-        assistant = server.assistant(body.assistant_id)
-        stateless = thread_id is None
-        if stateless and body.on_completion == "keep":
-            import uuid
 
-            thread_id, stateless = str(uuid.uuid4()), False
-            server.store.create_thread(thread_id, {})
-        binding: dict[str, Any] | None = None
-        if thread_id is not None:
-            record = server.store.thread(thread_id)
-            if record is None and body.if_not_exists == "create":
-                record = server.store.create_thread(thread_id, {})
-            if record is None:
-                record = server.thread(thread_id)  # raises the 404
-            bound = record["metadata"].get("graph_id")
-            if bound is not None and bound != assistant.graph_id:
-                raise ApiError(
-                    409,
-                    "thread-graph-mismatch",
-                    f"thread {thread_id!r} runs graph {bound!r}, not {assistant.graph_id!r}",
-                    hint="create a new thread for this assistant",
-                )
-            if bound is None:
-                binding = {**record["metadata"], "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-        config = dict(body.config or {})
-        configurable = dict(config.get("configurable") or {})
-        checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
-        if checkpoint_id:
-            configurable["checkpoint_id"] = checkpoint_id
-        config["configurable"] = configurable
-        run_input: Any
-        if body.command is not None:
-            if body.input is not None:
-                raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
-            if thread_id is None:
-                raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
-            run_input = _resume(snapshot_of(assistant, thread_id), body.command, thread_id)
-        else:
-            run_input = assistant.check_input(body.input)
-        if binding is not None and thread_id is not None:  # only once the run is known to be good
-            server.store.set_metadata(thread_id, binding)
-        kwargs: dict[str, Any] = {}
-        durability = body.durability or server.config.durability
-        if durability is not None:
-            kwargs["durability"] = durability
-        return RunRequest(
-            assistant=assistant,
-            thread_id=thread_id,
-            input=run_input,
-            stream_modes=_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
-            config=config,
-            metadata=dict(body.metadata or {}),
-            kwargs=kwargs,
-            multitask_strategy=body.multitask_strategy or "enqueue",
-            stateless=stateless,
+def _bind_thread(
+    server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None
+) -> tuple[str | None, bool, dict[str, Any] | None]:
+    """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and the binding to save.
+
+    The binding (the thread's metadata naming its graph) is saved only once the run is known to be good.
+    """
+    stateless = thread_id is None
+    if stateless and body.on_completion == "keep":
+        import uuid
+
+        thread_id, stateless = str(uuid.uuid4()), False
+        server.store.create_thread(thread_id, {})
+    if thread_id is None:
+        return None, stateless, None
+    record = server.store.thread(thread_id)
+    if record is None and body.if_not_exists == "create":
+        record = server.store.create_thread(thread_id, {})
+    if record is None:
+        record = server.thread(thread_id)  # raises the 404
+    bound = record["metadata"].get("graph_id")
+    if bound is not None and bound != assistant.graph_id:
+        raise ApiError(
+            409,
+            "thread-graph-mismatch",
+            f"thread {thread_id!r} runs graph {bound!r}, not {assistant.graph_id!r}",
+            hint="create a new thread for this assistant",
         )
+    if bound is not None:
+        return thread_id, stateless, None
+    return (
+        thread_id,
+        stateless,
+        {**record["metadata"], "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+    )
 
-    async def start(body: RunCreate, thread_id: str | None, what: str) -> Run:
-        if body.command is None:  # reads only the small thread table: no need to leave the loop
-            request = resolve(body, thread_id, what)
-        else:  # a resume reads the checkpoint, which may wait on the checkpointer's lock
-            request = await run_in_threadpool(resolve, body, thread_id, what)
-        if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
-            raise ApiError(
-                409,
-                "thread-busy",
-                f"thread {request.thread_id!r} has a run in progress",
-                hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
-            )
-        return server.runs.start(request)
 
-    def located(run: Run, content: Any, status: int = 200) -> JSONResponse:
-        where = f"/threads/{run.thread_id}/runs/{run.run_id}" if not run.request.stateless else f"/runs/{run.run_id}"
-        return JSONResponse(content, status_code=status, headers={"Content-Location": where})
+def _run_config(body: RunCreate) -> dict[str, Any]:
+    """The run's LangGraph config: the body's, with the checkpoint to start from."""
+    config = dict(body.config or {})
+    configurable = dict(config.get("configurable") or {})
+    checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    config["configurable"] = configurable
+    return config
 
-    def sse(run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
-        async def events() -> AsyncIterator[str]:
-            try:
-                async for event, data in run.follow(modes, server.config.heartbeat):
-                    # a comment line keeps proxies from closing a quiet stream; clients skip it
-                    yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
-            finally:
-                if cancel_on_disconnect and not run.done.is_set():
-                    server.runs.cancel(run, "the client disconnected")
 
-        where = f"/threads/{run.thread_id}/runs/{run.run_id}" if not run.request.stateless else f"/runs/{run.run_id}"
-        headers = {"Content-Location": where, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, what: str) -> Any:
+    """The input checked against the graph, or the `Command` resuming the thread's paused run."""
+    if body.command is None:
+        return assistant.check_input(body.input)
+    if body.input is not None:
+        raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
+    if thread_id is None:
+        raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
+    return _resume(snapshot_of(assistant, thread_id), body.command, thread_id)
 
-    async def wait(run: Run) -> JSONResponse:
-        await run.done.wait()
-        return located(run, run.result())
 
-    # ---- runs on a thread
+def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
+    """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
+    refuse_unsupported(body, what)
+    assistant = server.assistant(body.assistant_id)
+    thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
+    config = _run_config(body)
+    run_input = _run_input(body, assistant, thread_id, what)
+    if binding is not None and thread_id is not None:  # only once the run is known to be good
+        server.store.set_metadata(thread_id, binding)
+    kwargs: dict[str, Any] = {}
+    durability = body.durability or server.config.durability
+    if durability is not None:
+        kwargs["durability"] = durability
+    return RunRequest(
+        assistant=assistant,
+        thread_id=thread_id,
+        input=run_input,
+        stream_modes=_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
+        config=config,
+        metadata=dict(body.metadata or {}),
+        kwargs=kwargs,
+        multitask_strategy=body.multitask_strategy or "enqueue",
+        stateless=stateless,
+    )
+
+
+async def _start(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
+    if body.command is None:  # reads only the small thread table: no need to leave the loop
+        request = _resolve(server, body, thread_id, what)
+    else:  # a resume reads the checkpoint, which may wait on the checkpointer's lock
+        request = await run_in_threadpool(_resolve, server, body, thread_id, what)
+    if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
+        raise ApiError(
+            409,
+            "thread-busy",
+            f"thread {request.thread_id!r} has a run in progress",
+            hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
+        )
+    return server.runs.start(request)
+
+
+def _where(run: Run) -> str:
+    return f"/threads/{run.thread_id}/runs/{run.run_id}" if not run.request.stateless else f"/runs/{run.run_id}"
+
+
+def _located(run: Run, content: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(content, status_code=status, headers={"Content-Location": _where(run)})
+
+
+def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
+    async def events() -> AsyncIterator[str]:
+        try:
+            async for event, data in run.follow(modes, server.config.heartbeat):
+                # a comment line keeps proxies from closing a quiet stream; clients skip it
+                yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+        finally:
+            if cancel_on_disconnect and not run.done.is_set():
+                server.runs.cancel(run, "the client disconnected")
+
+    headers = {"Content-Location": _where(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+async def _wait(run: Run) -> JSONResponse:
+    await run.done.wait()
+    return _located(run, run.result())
+
+
+def _thread_run_routes(server: Server, router: APIRouter) -> None:
+    """Starting runs on a thread: create, wait, stream."""
+
     @router.post("/threads/{thread_id}/runs")
     async def create_run(thread_id: str, body: RunCreate) -> JSONResponse:
         """Start a run in the background; returns the run (follow it with join or join_stream)."""
-        run = await start(body, thread_id, "runs.create")
-        return located(run, run.record())
+        run = await _start(server, body, thread_id, "runs.create")
+        return _located(run, run.record())
 
     @router.post("/threads/{thread_id}/runs/wait")
     async def wait_run(thread_id: str, body: RunCreate) -> JSONResponse:
         """Run and return the final values (with `__interrupt__` when it paused, `__error__` when it failed)."""
-        return await wait(await start(body, thread_id, "runs.wait"))
+        return await _wait(await _start(server, body, thread_id, "runs.wait"))
 
     @router.post("/threads/{thread_id}/runs/stream")
     async def stream_run(thread_id: str, body: RunCreate) -> StreamingResponse:
         """Run and stream its events over SSE."""
-        run = await start(body, thread_id, "runs.stream")
-        return sse(run, None, body.on_disconnect == "cancel")
+        run = await _start(server, body, thread_id, "runs.stream")
+        return _sse(server, run, None, body.on_disconnect == "cancel")
+
+
+def _run_lookup_routes(server: Server, router: APIRouter) -> None:
+    """A thread's runs once started: list, get, cancel, join, join_stream."""
 
     @router.get("/threads/{thread_id}/runs")
     def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
@@ -225,7 +268,7 @@ def run_routes(server: Server) -> APIRouter:
         record = await run_in_threadpool(_record, server, thread_id, run_id)
         run = server.runs.runs.get(run_id)
         if run is not None:
-            return await wait(run)
+            return await _wait(run)
         snapshot = await run_in_threadpool(server.snapshot, server.thread(thread_id))
         return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": record["run_id"]})
 
@@ -241,33 +284,34 @@ def run_routes(server: Server) -> APIRouter:
         run = server.runs.runs.get(run_id)
         if run is None:
             raise ApiError(404, "run-not-found", f"run {run_id!r} ended before the server restarted; no events kept")
-        return sse(run, _modes(stream_mode) if stream_mode else None, cancel_on_disconnect)
+        return _sse(server, run, _modes(stream_mode) if stream_mode else None, cancel_on_disconnect)
 
-    # ---- stateless runs
+
+def _stateless_routes(server: Server, router: APIRouter) -> None:
+    """Runs without a thread: create, wait, stream, batch."""
+
     @router.post("/runs")
     async def create_stateless(body: RunCreate) -> JSONResponse:
         """Start a run without a thread, in the background."""
-        run = await start(body, None, "runs.create")
-        return located(run, run.record())
+        run = await _start(server, body, None, "runs.create")
+        return _located(run, run.record())
 
     @router.post("/runs/wait")
     async def wait_stateless(body: RunCreate) -> JSONResponse:
         """Run without a thread and return the final values."""
-        return await wait(await start(body, None, "runs.wait"))
+        return await _wait(await _start(server, body, None, "runs.wait"))
 
     @router.post("/runs/stream")
     async def stream_stateless(body: RunCreate) -> StreamingResponse:
         """Run without a thread and stream its events over SSE."""
-        run = await start(body, None, "runs.stream")
-        return sse(run, None, body.on_disconnect == "cancel")
+        run = await _start(server, body, None, "runs.stream")
+        return _sse(server, run, None, body.on_disconnect == "cancel")
 
     @router.post("/runs/batch")
     async def batch(bodies: list[RunCreate]) -> list[dict[str, Any]]:
         """Start several runs without threads; returns the runs."""
-        requests = [await run_in_threadpool(resolve, b, b.thread_id, "runs.create_batch") for b in bodies]
+        requests = [await run_in_threadpool(_resolve, server, b, b.thread_id, "runs.create_batch") for b in bodies]
         return [server.runs.start(r).record() for r in requests]
-
-    return router
 
 
 def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:

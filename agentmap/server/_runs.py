@@ -23,7 +23,7 @@ from agentmap.server._store import Store, now
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
-    from agentmap.runtime.tracking import NodeExecution
+    from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.server._graphs import Assistant
 
 __all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunManager", "RunRequest"]
@@ -223,10 +223,6 @@ def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     request = run.request
     app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
     wanted = set(request.stream_modes)
-    modes = ["values", "updates"]
-    if "messages" in wanted or "messages-tuple" in wanted:
-        modes.append("messages")
-    modes += [m for m in ("custom", "debug", "tasks", "checkpoints") if m in wanted]
 
     def listen(execution: NodeExecution) -> None:
         if "nodes" in wanted:
@@ -235,16 +231,46 @@ def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     tracker = app.new_tracker(listener=listen)
     config = {**request.config, "metadata": {**request.config.get("metadata", {}), "run_id": run.run_id}}
     config["configurable"] = {**config.get("configurable", {}), "thread_id": run.thread_id}
-    messages = _Messages()
-    final: dict[str, Any] = {}
-    interrupts: list[Any] = []
     stream = app.stream(
         request.input,
         config,  # type: ignore[arg-type]
         tracker=tracker,
-        stream_mode=modes,
+        stream_mode=_langgraph_modes(wanted),
         **request.kwargs,
     )
+    final, interrupts = _follow(run, stream, wanted, emit)
+    success = tracker.update_graph_success()
+    values = jsonable({**final, "graph_success": success})
+    if interrupts:
+        values["__interrupt__"] = jsonable(interrupts)
+    run.values = values
+    if "nodes" in wanted:
+        _emit_node_summary(tracker, success, interrupts, emit)
+    if run.cancelled.is_set():
+        return "interrupted"
+    return "interrupted" if interrupts else "success"
+
+
+def _langgraph_modes(wanted: set[str]) -> list[str]:
+    """The LangGraph stream modes that give the server's `wanted` modes (values and updates always)."""
+    modes = ["values", "updates"]
+    if "messages" in wanted or "messages-tuple" in wanted:
+        modes.append("messages")
+    modes += [m for m in ("custom", "debug", "tasks", "checkpoints") if m in wanted]
+    return modes
+
+
+def _follow(
+    run: Run, stream: Any, wanted: set[str], emit: Callable[[str, Any], None]
+) -> tuple[dict[str, Any], list[Any]]:
+    """Emit the stream's chunks the client wants until it ends or the run is cancelled.
+
+    Returns:
+        The final values (without `__interrupt__`) and the interrupts the run paused on.
+    """
+    messages = _Messages()
+    final: dict[str, Any] = {}
+    interrupts: list[Any] = []
     try:
         for mode, chunk in stream:
             if run.cancelled.is_set():
@@ -265,20 +291,18 @@ def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
             else:
                 emit(mode, jsonable(chunk))
     finally:
-        stream.close()  # type: ignore[attr-defined]  # a generator: closing it stops the graph
-    success = tracker.update_graph_success()
-    values = jsonable({**final, "graph_success": success})
-    if interrupts:
-        values["__interrupt__"] = jsonable(interrupts)
-    run.values = values
-    if "nodes" in wanted:
-        for execution in tracker.summary:
-            if interrupts and execution.success is None:
-                emit("nodes", {**_node_event(execution), "status": "paused"})
-        emit("nodes/summary", {"success": success, "paused": bool(interrupts), "summary": _summary(tracker.summary)})
-    if run.cancelled.is_set():
-        return "interrupted"
-    return "interrupted" if interrupts else "success"
+        stream.close()  # a generator: closing it stops the graph
+    return final, interrupts
+
+
+def _emit_node_summary(
+    tracker: ExecutionTracker, success: bool, interrupts: list[Any], emit: Callable[[str, Any], None]
+) -> None:
+    """The `nodes` events at the end of a run: the nodes left paused, then the summary."""
+    for execution in tracker.summary:
+        if interrupts and execution.success is None:
+            emit("nodes", {**_node_event(execution), "status": "paused"})
+    emit("nodes/summary", {"success": success, "paused": bool(interrupts), "summary": _summary(tracker.summary)})
 
 
 def _node_event(execution: NodeExecution) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def serve(config: Any, *, host: str = "127.0.0.1", port: int = 8123, log_level: 
 
     Raises:
         ConfigError: A host beyond loopback without an API key, or the `serve` extra missing.
-        WorkflowFileError, ValidationError: A workflow cannot be served.
+        WorkflowFileError, WorkflowValidationError: A workflow cannot be served.
     """
     _server(config, host, port, log_level).run()
 

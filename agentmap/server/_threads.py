@@ -89,6 +89,13 @@ def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
 def thread_routes(server: Server) -> APIRouter:
     """The `/threads` routes (runs on a thread are in `_run_routes`)."""
     router = APIRouter(tags=["threads"])
+    _thread_record_routes(server, router)
+    _thread_state_routes(server, router)
+    return router
+
+
+def _thread_record_routes(server: Server, router: APIRouter) -> None:
+    """Threads themselves: create, search, get, delete."""
     store = server.store
 
     @router.post("/threads")
@@ -135,6 +142,10 @@ def thread_routes(server: Server) -> APIRouter:
             delete(thread_id)
         return Response(status_code=204)
 
+
+def _thread_state_routes(server: Server, router: APIRouter) -> None:
+    """A thread's state: latest, at a checkpoint, and its history."""
+
     def _state(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         record = server.thread(thread_id)
         return state_json(server.snapshot(record, checkpoint_id), thread_id)
@@ -172,8 +183,6 @@ def thread_routes(server: Server) -> APIRouter:
             limit=body.limit,
         )
         return [state_json(s, thread_id) for s in history]
-
-    return router
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ the rest of the file is still read, so `agentmap validate` can list everything a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,39 +99,7 @@ def read_workflow(
             continue
 
         fields: dict[str, Any] = {"name": node_name, "row": line}
-        notes: list[CellError] = []
-        try:
-            fields["context"] = parse_context(cell("Context"), notes)
-        except CellError as err:
-            report("Context", err.code, err.message, err.fix)
-        for note in notes:
-            report("Context", note.code, note.message, note.fix, warning=True)
-        for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
-            try:
-                fields[key] = parse_fields(cell(column), allow_rename=rename)
-            except CellError as err:
-                report(column, err.code, err.message, err.fix)
-        for column, key in (("Edge", "edge"), ("Success_Next", "success_next"), ("Failure_Next", "failure_next")):
-            try:
-                targets: Targets | None = parse_targets(cell(column))
-            except CellError as err:
-                report(column, err.code, err.message, err.fix)
-            else:
-                fields[key] = targets
-        for note in edge_overrides(fields, written):
-            report("Edge", note.code, note.message, note.fix, warning=True)
-        prompt = cell("Prompt")
-        try:
-            prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)
-        except CellError as err:
-            report("Prompt", err.code, err.message, err.fix)
-        fields.update(
-            agent_type=cell("AgentType"),
-            prompt=prompt,
-            description=cell("Description"),
-            tool_source=cell("Tool_Source"),
-            available_tools=split_pipes(cell("Available_Tools")),
-        )
+        fields.update(_node_fields(cell, report, written, base_dir, roots, prompts_dir))
         graphs.setdefault(graph_name, []).append(NodeSpec.model_construct(**_with_defaults(fields)))
 
     if not graphs and not any(i.severity == "error" for i in issues):
@@ -158,6 +126,52 @@ _DEFAULTS: dict[str, Any] = {
     for name, field in NodeSpec.model_fields.items()
     if name != "name"
 }
+
+
+def _node_fields(
+    cell: Callable[[str], str],
+    report: Callable[..., None],
+    written: Mapping[str, str],
+    base_dir: Path,
+    roots: Sequence[Path],
+    prompts_dir: Path | None,
+) -> dict[str, Any]:
+    """A row's node fields parsed from its cells; each problem (or 0.9-spelling note) goes to `report`."""
+    fields: dict[str, Any] = {}
+    notes: list[CellError] = []
+    try:
+        fields["context"] = parse_context(cell("Context"), notes)
+    except CellError as err:
+        report("Context", err.code, err.message, err.fix)
+    for note in notes:
+        report("Context", note.code, note.message, note.fix, warning=True)
+    for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
+        try:
+            fields[key] = parse_fields(cell(column), allow_rename=rename)
+        except CellError as err:
+            report(column, err.code, err.message, err.fix)
+    for column, key in (("Edge", "edge"), ("Success_Next", "success_next"), ("Failure_Next", "failure_next")):
+        try:
+            targets: Targets | None = parse_targets(cell(column))
+        except CellError as err:
+            report(column, err.code, err.message, err.fix)
+        else:
+            fields[key] = targets
+    for note in edge_overrides(fields, written):
+        report("Edge", note.code, note.message, note.fix, warning=True)
+    prompt = cell("Prompt")
+    try:
+        prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)
+    except CellError as err:
+        report("Prompt", err.code, err.message, err.fix)
+    fields.update(
+        agent_type=cell("AgentType"),
+        prompt=prompt,
+        description=cell("Description"),
+        tool_source=cell("Tool_Source"),
+        available_tools=split_pipes(cell("Available_Tools")),
+    )
+    return fields
 
 
 def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 `file:path` resolves against the workflow's folder, then against the prompts folder (`paths.prompts`, or
 `prompts.directory` in an existing `agentmap_config.yaml`). Either way the file must lie under the
-workflow's folder, the prompts folder or an allowed root (`spec.paths.confine`). `prompt:name` looks
+workflow's folder, the prompts folder or an allowed root (`agentmap._paths.confine`). `prompt:name` looks
 `name` up in `registry.yaml` of the prompts folder (default: `prompts/` beside the workflow), a mapping
 of names to prompt texts, as the existing AgentMap's prompt manager reads it.
 """
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentmap._paths import OutsideRootsError, confine, widen_hint
 from agentmap.spec.cells import CellError
-from agentmap.spec.paths import OutsideRootsError, confine, widen_hint
 
 __all__ = ["REGISTRY_NAME", "prompts_folder", "resolve_prompt"]
 

@@ -7,8 +7,8 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from agentmap._paths import OutsideRootsError
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
-from agentmap.spec.paths import OutsideRootsError
 from agentmap.storage._paths import StorageLocation, kind_settings, locate
 
 __all__ = ["CONTROL_KEYS", "StorageAgent"]

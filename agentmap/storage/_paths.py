@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentmap._paths import OutsideRootsError, confine, is_under
 from agentmap.agents.base import AgentEnvironment
-from agentmap.spec.paths import OutsideRootsError, confine, is_under
 
 __all__ = ["KINDS", "StorageLocation", "kind_settings", "locate"]
 

@@ -99,7 +99,7 @@ def test_template_checks_its_prompt_before_the_run(prompt: str, problems: list[s
 
 def test_template_reports_a_malformed_prompt() -> None:
     (problem,) = TemplateAgent.validate_config("{oops", {}, ENV)
-    assert problem.startswith("the Prompt is not a valid template")
+    assert isinstance(problem, str) and problem.startswith("the Prompt is not a valid template")
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,13 @@ def _named(finished: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:
     return next(s for s in finished if s.name == name)
 
 
+def _attrs(finished: tuple[ReadableSpan, ...], name: str) -> dict[str, Any]:
+    """The attributes of the span called `name` (values typed loosely: the tests know what each holds)."""
+    attributes = _named(finished, name).attributes
+    assert attributes is not None
+    return dict(attributes)
+
+
 def test_parallel_branches_are_siblings_under_one_run(spans: tuple[TracerProvider, InMemorySpanExporter]) -> None:
     provider, exporter = spans
     result = agentmap.compile(GRAPHS / "parallel.csv", tracing=provider).invoke({"city": "Lisbon"})
@@ -59,7 +66,7 @@ def test_parallel_branches_are_siblings_under_one_run(spans: tuple[TracerProvide
     run = _named(finished, "agentmap.run Briefing")
     assert run.parent is None and run.attributes is not None
     assert run.attributes["agentmap.success"] is True and run.attributes["agentmap.graph"] == "Briefing"
-    news = _named(finished, "agentmap.node News").attributes
+    news = _attrs(finished, "agentmap.node News")
     assert news is not None
     assert news["agentmap.csv.row"] == 4 and news["agentmap.agent_type"] == "template"
     assert news["agentmap.workflow.file"].endswith("parallel.csv") and news["agentmap.node.attempt"] == 1
@@ -85,12 +92,12 @@ def test_llm_node_with_a_tool_loop(spans: tuple[TracerProvider, InMemorySpanExpo
     tree = _tree(finished)
     assert tree["agentmap.node Assistant"] == ["chat offline", "execute_tool title_case", "chat offline"]
     assert tree["agentmap.node Count"] == ["execute_tool word_count"]
-    chat = _named(finished, "chat offline").attributes
+    chat = _attrs(finished, "chat offline")
     assert chat is not None
     assert chat["gen_ai.operation.name"] == "chat" and chat["gen_ai.request.model"] == "offline"
     assert chat["gen_ai.usage.input_tokens"] > 0 and chat["gen_ai.usage.output_tokens"] > 0
     assert "gen_ai.input.messages" not in chat  # prompts only with content tracing
-    tool = _named(finished, "execute_tool title_case").attributes
+    tool = _attrs(finished, "execute_tool title_case")
     assert tool is not None and tool["gen_ai.tool.name"] == "title_case" and "gen_ai.tool.call.result" not in tool
 
 
@@ -100,10 +107,10 @@ def test_content_tracing_puts_values_and_prompts_in_spans(spans: tuple[TracerPro
     app = agentmap.compile(GRAPHS / "llm_offline.csv", tracing=tracing, state_keys=["request"])
     app.invoke({"request": "please title case hello world"})
     finished = exporter.get_finished_spans()
-    chat = _named(finished, "chat offline").attributes
+    chat = _attrs(finished, "chat offline")
     assert chat is not None and "please title case hello world" in chat["gen_ai.input.messages"]
-    assert "Hello World" in _named(finished, "execute_tool title_case").attributes["gen_ai.tool.call.result"]  # type: ignore[index]
-    assert json.loads(_named(finished, "agentmap.node Count").attributes["agentmap.node.inputs"]) == {  # type: ignore[index]
+    assert "Hello World" in _attrs(finished, "execute_tool title_case")["gen_ai.tool.call.result"]
+    assert json.loads(_attrs(finished, "agentmap.node Count")["agentmap.node.inputs"]) == {
         "text": "please title case hello world"
     }
 
@@ -251,8 +258,8 @@ def test_a_paused_run_ends_its_open_node_span_and_draws_it_amber(
     paused = app.invoke({}, {"configurable": {"thread_id": "t"}})
     assert paused.interrupts
     finished = exporter.get_finished_spans()
-    ask = _named(finished, "agentmap.node Ask").attributes
-    run = _named(finished, "agentmap.run G").attributes
+    ask = _attrs(finished, "agentmap.node Ask")
+    run = _attrs(finished, "agentmap.run G")
     assert ask is not None and ask["agentmap.paused"] is True and run is not None and run["agentmap.paused"] is True
     assert 'class="node paused" data-node="Ask"' in paused.draw() and "run paused" in paused.draw()
 

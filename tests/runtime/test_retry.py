@@ -8,7 +8,7 @@ import durable_graphs
 import pytest
 
 import agentmap
-from agentmap.errors import ValidationError
+from agentmap.errors import WorkflowValidationError
 
 HEADER = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next,Failure_Next\n"
 FAST = '""initial_interval"": 0.001'
@@ -84,7 +84,7 @@ def test_timeout_seconds_bounds_each_attempt_and_timeouts_are_retried(tmp_path: 
 def test_bad_retry_settings_are_validation_errors_at_the_context_cell(
     tmp_path: Path, context: str, message: str
 ) -> None:
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(WorkflowValidationError) as caught:
         agentmap.compile(_flaky(tmp_path, context))
     (issue,) = caught.value.issues
     assert issue.code == "bad-config" and message in issue.message

@@ -49,8 +49,10 @@ def test_unknown_assistant_is_a_404_naming_the_graphs(client: Any) -> None:
     with pytest.raises(NotFoundError) as caught:
         client.assistants.get("Nope")
     assert "no assistant 'Nope'" in str(caught.value)
-    assert caught.value.body["code"] == "assistant-not-found"
-    assert "HelloWorld" in caught.value.body["hint"]
+    body = caught.value.body
+    assert isinstance(body, dict)
+    assert body["code"] == "assistant-not-found"
+    assert "HelloWorld" in body["hint"]
 
 
 def test_wait_then_thread_state_history_search_and_runs(client: Any) -> None:
@@ -181,9 +183,7 @@ def test_stateless_wait_stream_and_batch(client: Any) -> None:
     assert client.runs.wait(None, "HelloWorld", input={"name": "X"})["greeting"] == "Hello, X!"
     values = [p.data for p in client.runs.stream(None, "HelloWorld", input={"name": "Y"}) if p.event == "values"]
     assert values[-1]["greeting"] == "Hello, Y!"
-    runs = client.runs.create_batch(
-        [{"assistant_id": "HelloWorld", "input": {"name": n}} for n in ("A", "B", "C")]  # type: ignore[typeddict-item]
-    )
+    runs = client.runs.create_batch([{"assistant_id": "HelloWorld", "input": {"name": n}} for n in ("A", "B", "C")])
     assert len(runs) == 3 and len({r["run_id"] for r in runs}) == 3
 
 

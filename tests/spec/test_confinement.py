@@ -63,7 +63,7 @@ def test_a_file_prompt_outside_the_folder_is_refused_at_the_prompt_cell(layout: 
     path = _flow(layout, f"GraphName,Node,AgentType,Prompt,Output_Field\nG,A,template,{reference},out\n")
     column, message = _codes(path)["path-outside-roots"]
     assert column == "Prompt" and "outside the folders a workflow may read" in message
-    with pytest.raises(agentmap.ValidationError):
+    with pytest.raises(agentmap.WorkflowValidationError):
         agentmap.run(path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,8 +42,8 @@ def _slow_reads(monkeypatch: pytest.MonkeyPatch) -> None:
 
         return slow
 
-    monkeypatch.setattr(tables, "read_csv", slowed(tables.read_csv))
-    monkeypatch.setattr(tables, "read_text", slowed(tables.read_text))
+    monkeypatch.setattr(tables, "read_csv", slowed(_files.read_csv))
+    monkeypatch.setattr(tables, "read_text", slowed(_files.read_text))
 
 
 def _state() -> dict[str, Any]:
@@ -90,7 +91,7 @@ def test_a_crash_while_writing_leaves_the_old_file_whole(tmp_path: Path, monkeyp
     def crash(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(_files.os, "replace", crash)
+    monkeypatch.setattr(os, "replace", crash)  # the os module _files calls
     with pytest.raises(OSError, match="disk full"):
         _files.write_atomic(target, "a\n1\n2\n", "utf-8")
     assert target.read_text(encoding="utf-8") == "a\n1\n"

@@ -18,7 +18,8 @@ SPECS = Path(__file__).resolve().parents[2] / "csv_specs"
 
 
 def _block(page: str, lang: str, index: int = 0) -> str:
-    return re.findall(rf"```{lang}\n(.*?)```", (SPECS / page).read_text(encoding="utf-8"), re.S)[index]
+    blocks: list[str] = re.findall(rf"```{lang}\n(.*?)```", (SPECS / page).read_text(encoding="utf-8"), re.S)
+    return blocks[index]
 
 
 def test_the_storage_example_appends_and_reads_back(tmp_path: Path) -> None:

@@ -102,9 +102,12 @@ def test_validation_checks_the_file_and_the_keys(tmp_path: Path) -> None:
     problems = CSVWriterAgent.validate_config("../x.csv", {"mode": "upsert", "encoding": "klingon"}, env)
     assert problems[0] == "Context mode 'upsert' is not one of append, write, update"
     assert "'klingon' is not a known text encoding" in problems[1]
+    assert isinstance(problems[2], tuple)
     column, message = problems[2]
     assert column == "Prompt" and "outside the storage folders" in message and "default_directory" in message
-    column, message = CSVReaderAgent.validate_config("", {"collection": "/tmp/x.csv"}, env)[0]
+    problem = CSVReaderAgent.validate_config("", {"collection": "/tmp/x.csv"}, env)[0]
+    assert isinstance(problem, tuple)
+    column, message = problem
     assert column == "Context"
     assert CSVReaderAgent.validate_config("", {}, env)[0][0] == "Prompt"
     assert CSVReaderAgent.validate_config("", {"input_fields": ["collection"]}, env) == []

@@ -1,0 +1,80 @@
+"""Paths a workflow file names, confined to the folders its runner allows.
+
+Every path a CSV cell names (a `file:` prompt, a subgraph file, a tool file, a storage file) goes through
+`confine`: it resolves against the workflow's folder, and must then lie under that folder or one of the
+extra allowed roots (configured by the person who runs the workflow, never by the file itself).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ROOTS_VARIABLE", "OutsideRootsError", "allowed_roots", "confine", "is_under", "widen_hint"]
+
+ROOTS_VARIABLE = "AGENTMAP_ALLOWED_ROOTS"
+"""The environment variable of extra allowed roots, separated by `os.pathsep` (`:` on Linux and macOS)."""
+
+
+class OutsideRootsError(ValueError):
+    """A path resolves outside every allowed root. `path` is the resolved path, `roots` the allowed folders."""
+
+    def __init__(self, text: str, path: Path, roots: Sequence[Path]) -> None:
+        self.text = text
+        self.path = path
+        self.roots = list(roots)
+        folders = ", ".join(str(r) for r in self.roots)
+        super().__init__(f"{text!r} resolves to {path}, outside the allowed folders ({folders})")
+
+
+def is_under(path: Path, roots: Sequence[Path]) -> bool:
+    """True when the resolved `path` lies in (or is) one of the resolved `roots`."""
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def confine(text: str, base: Path, roots: Sequence[str | Path] = ()) -> Path:
+    """`text` resolved against `base` (symlinks and `..` followed), when it lies under `base` or a root.
+
+    Args:
+        text: The path as the file spells it (relative to `base`, or absolute; `~` is expanded).
+        base: The workflow's folder; always allowed.
+        roots: Extra allowed folders (relative ones resolve against `base`).
+
+    Raises:
+        OutsideRootsError: The path leaves every allowed folder.
+    """
+    base = base.resolve()
+    allowed = list(dict.fromkeys([base, *((base / Path(r).expanduser()).resolve() for r in roots)]))
+    path = Path(text.strip()).expanduser()
+    resolved = (path if path.is_absolute() else base / path).resolve()
+    if not is_under(resolved, allowed):
+        raise OutsideRootsError(text, resolved, allowed)
+    return resolved
+
+
+def allowed_roots(settings: Mapping[str, Any] | None = None) -> list[Path]:
+    """The extra allowed roots the person running a workflow configured.
+
+    They come from `settings["paths"]["allowed_roots"]` (`paths.allowed_roots` in agentmap.yaml, or
+    `--allow-root`) and from the `AGENTMAP_ALLOWED_ROOTS` variable (relative entries of the variable resolve
+    against the working directory; relative settings against the workflow's folder). The workflow's own
+    folder is always allowed and is not listed here.
+    """
+    paths = (settings or {}).get("paths")
+    configured: Any = paths.get("allowed_roots") if isinstance(paths, Mapping) else None
+    if isinstance(configured, str | Path):
+        configured = str(configured).split(os.pathsep)
+    roots = [Path(str(r)).expanduser() for r in configured or () if str(r).strip()]
+    variable = os.environ.get(ROOTS_VARIABLE, "")
+    roots += [Path(r.strip()).expanduser().resolve() for r in variable.split(os.pathsep) if r.strip()]
+    return list(dict.fromkeys(roots))
+
+
+def widen_hint(what: str) -> str:
+    """How to allow a refused path: the fix shown with an `OutsideRootsError` about `what`."""
+    return (
+        f"move {what} under the workflow's folder, or allow its folder: `--allow-root DIR`, "
+        f"`paths: {{allowed_roots: [DIR]}}` in agentmap.yaml, or {ROOTS_VARIABLE}=DIR (see csv_specs/security.md)"
+    )

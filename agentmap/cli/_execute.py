@@ -1,0 +1,233 @@
+"""Running a compiled workflow for the command line and showing the outcome (`agentmap run` and `agentmap resume`).
+
+The live table, the summary or JSON document, the verdict, and SIGTERM / Ctrl-C handling with the resume hint.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.cli import _durable, _resume
+
+if TYPE_CHECKING:
+    from agentmap import CompiledWorkflow, ExecutionTracker, RunResult
+
+__all__ = ["execute"]
+
+
+def execute(
+    app: CompiledWorkflow,
+    run_input: Any,
+    run_config: dict[str, Any] | None,
+    *,
+    json_mode: bool,
+    policy: str,
+    checkpoint: str | None = None,
+    state_source: Path | None = None,
+    live: bool = True,
+    full: bool = False,
+    draw: Path | None = None,
+    **invoke_options: Any,
+) -> int:
+    """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
+    thread = (run_config or {}).get("configurable", {}).get("thread_id")
+    hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
+    view = None
+    if sys.stderr.isatty() and live:
+        from agentmap.cli.render import LiveView
+
+        view = LiveView(f"running {app.name}")
+    listener: Any = view.update if view is not None else None
+    tracker = app.new_tracker(listener=listener)
+    handlers: list[tuple[int, Any]] = []
+    if threading.current_thread() is threading.main_thread():
+        handlers = [(s, signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM)]
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    if view is not None:
+        view.start()
+    gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
+    gc.enable()
+    try:
+        result = _invoke(app, run_input, tracker, run_config, **invoke_options)
+    except _Interrupted as stop:
+        if view is not None:
+            view.stop()
+        _report_interrupt(app, tracker, json_mode, stop, thread, hint)
+        sys.stdout.flush()
+        # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
+        # exit would wait for it. Leave now: every completed step is saved already.
+        os._exit(stop.code)
+    finally:
+        for signum, handler in handlers:
+            signal.signal(signum, handler)
+        if view is not None:
+            view.stop(_title(app))
+        for observer in app.observers:  # spans still buffered go out before the process ends
+            flush = getattr(observer, "flush", None)
+            if flush is not None:
+                flush()
+    if draw is not None:
+        result.draw(draw)
+        sys.stderr.write(f"wrote {draw}\n")
+    code = 0 if result.success or result.interrupts else 1
+    resume_with = f"{hint} {_resume.ANSWER_EXAMPLE}" if result.interrupts else ""
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        status = "paused" if result.interrupts else "done" if result.success else "failed"
+        document: dict[str, Any] = {
+            "graph": app.name,
+            "file": app.spec.file,
+            "status": status,
+            "exit_code": code,
+            **result.to_dict(),
+        }
+        if state_source is not None:
+            document["state_file"] = str(state_source)
+        if thread is not None:
+            document["thread"] = thread
+        if result.interrupts:
+            document.update(paused=True, interrupts=_resume.questions(result), resume=resume_with)
+        dump_json(document)
+    else:
+        _print_human(app, result, policy, state_source, table_shown=view is not None, full=full)
+        _resume.print_pause(result, thread, resume_with)
+    return code
+
+
+class _Interrupted(Exception):
+    """Ctrl-C (exit 130) or SIGTERM (exit 143) arrived while the graph was running."""
+
+    def __init__(self, code: int = 130) -> None:
+        super().__init__(code)
+        self.code = code
+        self.signal = "SIGTERM" if code == 143 else "Ctrl-C"
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Interrupted(143)
+
+
+def _invoke(
+    app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
+) -> RunResult:
+    """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
+
+    On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
+    once); without a thread there is nothing to save, so the first one stops at once.
+    """
+    box: dict[str, Any] = {}
+    stop = threading.Event() if (config or {}).get("configurable", {}).get("thread_id") is not None else None
+    done = threading.Event()  # waited on rather than Thread.join, which a signal can leave believing it ended
+
+    def work() -> None:
+        try:
+            box["result"] = app.invoke(state, config, tracker=tracker, stop=stop, **kwargs)  # type: ignore[arg-type]
+        except BaseException as exc:  # handed to the main thread, raised there
+            box["error"] = exc
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=work, name="agentmap-run", daemon=True)
+    worker.start()
+    try:
+        done.wait()
+    except (KeyboardInterrupt, _Interrupted) as first:
+        code = first.code if isinstance(first, _Interrupted) else 130
+        if stop is None:
+            raise _Interrupted(code) from None
+        stop.set()
+        name = _Interrupted(code).signal
+        sys.stderr.write(f"stopping once the running step is saved ({name} again stops at once)\n")
+        sys.stderr.flush()
+        try:
+            done.wait()
+        except (KeyboardInterrupt, _Interrupted):
+            raise _Interrupted(code) from None
+        if "result" in box and box["result"].stopped:
+            raise _Interrupted(code) from None
+    if "error" in box:
+        raise box["error"]
+    result: RunResult = box["result"]
+    return result
+
+
+def _verdict(result: RunResult, policy: str) -> str:
+    nodes = sum(1 for _ in result.summary)
+    if result.interrupts:
+        return "[bold yellow]paused[/] for input"
+    if result.success:
+        return f"[bold green]succeeded[/] ({nodes} node{'s' if nodes != 1 else ''} ran)"
+    failed = ", ".join(result.failed_nodes) or "no node"
+    return f"[bold red]failed[/] under the {policy} success policy (failed: {failed})"
+
+
+def _title(app: CompiledWorkflow) -> str:
+    from rich.markup import escape
+
+    return f"{escape(app.name)} ({escape(str(app.spec.file))})"
+
+
+def _print_human(
+    app: CompiledWorkflow,
+    result: RunResult,
+    policy: str,
+    state_source: Path | None,
+    *,
+    table_shown: bool,
+    full: bool = False,
+) -> None:
+    from rich.markup import escape
+
+    from agentmap.cli.render import console, state_view, summary_table
+
+    out = console()
+    if not table_shown:  # the live view's last frame is the summary table already
+        out.print(summary_table(result.summary, title=_title(app)))
+    out.print(
+        "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
+    )
+    out.print(state_view(result.state, full=full))
+    out.print(f"{escape(app.name)} {_verdict(result, policy)}")
+
+
+def _report_interrupt(
+    app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool, stop: _Interrupted, thread: str | None, hint: str
+) -> None:
+    from agentmap.cli.render import dump_json
+
+    summary = tracker.summary
+    running = [e.name for e in summary if e.success is None]
+    done = [e.name for e in summary if e.success is not None]
+    where = (
+        f"while node{'s' if len(running) > 1 else ''} {', '.join(repr(n) for n in running)} "
+        f"{'were' if len(running) > 1 else 'was'} running"
+        if running
+        else "between nodes"
+    )
+    finished = f"; finished before: {', '.join(done)}" if done else "; no node had finished"
+    sys.stderr.write(f"interrupted: {stop.signal} stopped graph {app.name!r} {where}{finished}\n")
+    if thread is not None:
+        sys.stderr.write(f"thread {thread} keeps every completed step; continue it with: {hint}\n")
+    if json_mode:
+        dump_json(
+            {
+                "graph": app.name,
+                "file": app.spec.file,
+                "status": "interrupted",
+                "success": False,
+                "interrupted": True,
+                "exit_code": stop.code,
+                "running": running,
+                "summary": [e.to_dict() for e in summary],
+                **({"thread": thread, "resume": hint} if thread is not None else {}),
+            }
+        )
+    sys.stderr.flush()
