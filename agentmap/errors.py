@@ -126,6 +126,12 @@ class ErrorCode(StrEnum):
     API_KEY_REQUIRED = "api-key-required"
     DUPLICATE_GRAPH = "duplicate-graph"
     BAD_INPUT = "bad-input"
+    # batch runs (exit 2, or 3 for a missing input table)
+    INPUT_NOT_FOUND = "input-not-found"
+    BAD_PARTIAL = "bad-partial"
+    OUTPUT_EXISTS = "output-exists"
+    BAD_OUTPUT = "bad-output"
+    RAY_UNREACHABLE = "ray-unreachable"
     # while running (exit 5)
     NODE_ERROR = "node-error"
     BAD_ROUTE = "bad-route"
@@ -136,6 +142,7 @@ class ErrorCode(StrEnum):
     LLM_RATE_LIMIT = "llm-rate-limit"
     LLM_TIMEOUT = "llm-timeout"
     ORCHESTRATION_FAILED = "orchestration-failed"
+    WORKER_DIED = "worker-died"
     # evaluation files
     BAD_SCENARIOS = "bad-scenarios"
     BAD_CONVERSATION_LOG = "bad-conversation-log"

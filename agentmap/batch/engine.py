@@ -275,8 +275,7 @@ def run_batch(
                 kept[number] = row
             yield number, key, shaper.state(row, where)
 
-    if progress is not None:
-        progress.start(total, skipped)
+    _start_progress(progress, total, skipped)
     stream = execute(
         recipe,
         jobs(),
@@ -289,15 +288,7 @@ def run_batch(
     )
     try:
         for row_result in stream:
-            if partial is not None:
-                partial.append(row_result)
-            if keep_rows:
-                row_result = replace(row_result, inputs=dict(kept.pop(row_result.row, {})))
-                result.rows.append(row_result)
-            if row_result.success:
-                result.successes += 1
-            else:
-                result.failures += 1
+            row_result = _record(row_result, result, partial, kept if keep_rows else None)
             if progress is not None:
                 progress.advance(row_result)
             if on_result is not None:
@@ -319,6 +310,31 @@ def run_batch(
         partial.finish(keyed, columns)
     result.duration_s = time.perf_counter() - started
     return result
+
+
+def _start_progress(progress: Progress | None, total: int, skipped: int) -> None:
+    if progress is not None:
+        progress.start(total, skipped)
+
+
+def _record(
+    row_result: RowResult, result: BatchResult, partial: PartialFile | None, kept: dict[int, Mapping[str, Any]] | None
+) -> RowResult:
+    """Count one finished row, append it to the partial file, and keep it (with its input) when rows are kept.
+
+    Returns:
+        The row's result, with its input row when rows are kept.
+    """
+    if partial is not None:
+        partial.append(row_result)
+    if kept is not None:
+        row_result = replace(row_result, inputs=dict(kept.pop(row_result.row, {})))
+        result.rows.append(row_result)
+    if row_result.success:
+        result.successes += 1
+    else:
+        result.failures += 1
+    return row_result
 
 
 def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], bool]) -> tuple[list[str], int, int]:

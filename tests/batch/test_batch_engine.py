@@ -12,7 +12,7 @@ from batch_helpers import shout_flow, words
 import agentmap
 from agentmap.batch import BatchResult, RowResult, parse_rate
 from agentmap.batch.resume import partial_path
-from agentmap.errors import ConfigError, ValidationError
+from agentmap.errors import ConfigError, WorkflowValidationError
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -130,7 +130,7 @@ def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
         agentmap.batch(flow, [], executor="async", checkpoint=tmp_path / "c.db")
     bad = tmp_path / "bad.csv"
     bad.write_text("GraphName,Node,AgentType\nG,A,nosuchtype\n", encoding="utf-8")
-    with pytest.raises(ValidationError):
+    with pytest.raises(WorkflowValidationError):
         agentmap.batch(bad, [{"x": 1}])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ def ray_session() -> Iterator[Any]:
     except ImportError:
         require(False, 'Ray is not installed (pip install "agentmap[ray]")')
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     except Exception as exc:
         require(False, f"a local Ray cannot start here: {exc}")
     yield ray
