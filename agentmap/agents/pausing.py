@@ -62,7 +62,7 @@ def pauses_run(agent_class: type[BaseAgent], context: Mapping[str, Any]) -> bool
     """
     from agentmap.agents.builtins import InputAgent
 
-    if issubclass(agent_class, (HumanAgent, SuspendAgent)):
+    if issubclass(agent_class, _WaitingAgent):
         return True
     return issubclass(agent_class, InputAgent) and context.get("interrupt") is True
 
@@ -100,8 +100,19 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
+class _WaitingAgent(BaseAgent):
+    """What `human` and `suspend` share: they always pause, and `timeout_seconds` is theirs to show."""
+
+    own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
+
+    @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """Always: the node waits for an answer."""
+        return True
+
+
 @agent("human")
-class HumanAgent(BaseAgent):
+class HumanAgent(_WaitingAgent):
     """Pauses the run for a person's answer, checked against the kind of question.
 
     Context:
@@ -113,13 +124,6 @@ class HumanAgent(BaseAgent):
         on_reject: `fail` makes a rejected approval fail the node (take Failure_Next); by default a
             rejection is an answer like any other and writes false.
     """
-
-    own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
-
-    @classmethod
-    def may_pause(cls, context: Mapping[str, Any]) -> bool:
-        """Always: the node waits for an answer."""
-        return True
 
     @classmethod
     def validate_config(
@@ -195,7 +199,7 @@ class HumanAgent(BaseAgent):
 
 
 @agent("suspend")
-class SuspendAgent(BaseAgent):
+class SuspendAgent(_WaitingAgent):
     """Pauses the run until an external event resumes it, and returns whatever the resumer sent.
 
     Context:
@@ -204,13 +208,6 @@ class SuspendAgent(BaseAgent):
         keys: accepted for existing workflows; AgentMap has no notifier, so nothing is sent (validation
         warns; the paused run's question is how the waiting party learns of it).
     """
-
-    own_timeout = True  # timeout_seconds is how long the person may take, shown with the question
-
-    @classmethod
-    def may_pause(cls, context: Mapping[str, Any]) -> bool:
-        """Always: the node waits for an answer."""
-        return True
 
     @classmethod
     def validate_config(
