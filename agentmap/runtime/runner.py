@@ -10,17 +10,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError, InvalidUpdateError
 from langgraph.types import Command
 
-from agentmap.errors import ConfigError, NodeError
+from agentmap.errors import ConfigError
+from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.compiler import TRACKER_KEY
 from agentmap.runtime.events import RunObserver, observe_run, observers_for
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
@@ -227,11 +226,11 @@ class CompiledWorkflow:
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), observe_run(self, tracker, config, state) as done:
             if stop is None:
                 return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
             chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
-            final, stopped = _run_until(chunks, stop)
+            final, stopped = run_until(chunks, stop)
             if stopped:  # the event may have come during the last step
                 from agentmap.runtime.threads import unfinished
 
@@ -248,7 +247,7 @@ class CompiledWorkflow:
     ) -> RunResult:
         """The async twin of `invoke`."""
         state, config, tracker = self._prepare(state, config, tracker)
-        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), observe_run(self, tracker, config, state) as done:
             final = await self.graph.ainvoke(state, config, **kwargs)
             return done(self._result(state, final, tracker))
 
@@ -267,11 +266,11 @@ class CompiledWorkflow:
         """
         state, config, tracker = self._prepare(state, config, tracker)
         per_node = bool(self.fused) and stream_mode == "updates"
-        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), observe_run(self, tracker, config, state) as done:
             chunks = self.graph.stream(
                 state, config, stream_mode=["updates", "custom"] if per_node else stream_mode, **kwargs
             )
-            yield from (_node_updates(chunks, self.fused) if per_node else chunks)
+            yield from (node_updates(chunks, self.fused) if per_node else chunks)
             done(self._result(state, None, tracker))
 
     async def astream(
@@ -287,9 +286,9 @@ class CompiledWorkflow:
         state, config, tracker = self._prepare(state, config, tracker)
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
-        with _clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), observe_run(self, tracker, config, state) as done:
             async for chunk in self.graph.astream(state, config, stream_mode=mode, **kwargs):
-                for item in _node_updates([chunk], self.fused) if per_node else (chunk,):
+                for item in node_updates([chunk], self.fused) if per_node else (chunk,):
                     yield item
             done(self._result(state, None, tracker))
 
@@ -303,7 +302,7 @@ class CompiledWorkflow:
             with get_executor_for_config(config) as executor:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [self._prepare(s, config, None) for s in states]
-        with _clear_errors(config):
+        with clear_errors(config):
             finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)
         return [self._result(s, f, t) for (s, _, t), f in zip(prepared, finals, strict=True)]
 
@@ -385,69 +384,3 @@ class CompiledWorkflow:
         from agentmap.observe.draw import draw_graph
 
         return {"image/svg+xml": draw_graph(self), "text/vnd.mermaid": self.draw_mermaid(), "text/plain": repr(self)}
-
-
-def _run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]:
-    """The final values (with `__interrupt__`) of a `values`+`updates` stream, ended early once `stop` is set.
-
-    Closing LangGraph's stream between steps finishes writing the last step's checkpoint.
-    """
-    final: dict[str, Any] = {}
-    interrupts: list[Any] = []
-    stopped = False
-    with closing(chunks) as stream:
-        for mode, chunk in stream:
-            if mode == "updates":
-                interrupts.extend(chunk.get("__interrupt__", ()) if isinstance(chunk, Mapping) else ())
-                continue
-            final = dict(chunk) if isinstance(chunk, Mapping) else final
-            if stop.is_set():
-                stopped = True
-                break
-    if interrupts:
-        final["__interrupt__"] = tuple(interrupts)
-    return final, stopped
-
-
-def _node_updates(chunks: Any, fused: Mapping[str, list[str]]) -> Iterator[Any]:
-    """`updates` chunks as an unfused graph streams them: a fused chain's per-node custom chunks stand in for
-    its one combined update (`Command` routing included, which LangGraph reports as the node's update)."""
-    from agentmap.runtime.fusion import STREAM_MARK
-
-    for mode, chunk in chunks:
-        if mode == "custom":
-            if isinstance(chunk, Mapping) and STREAM_MARK in chunk:
-                yield {chunk[STREAM_MARK]: chunk["update"]}
-        elif not (isinstance(chunk, Mapping) and len(chunk) == 1 and next(iter(chunk)) in fused):
-            yield chunk
-
-
-@contextmanager
-def _clear_errors(config: RunnableConfig | None) -> Iterator[None]:
-    """Turn LangGraph's recursion and concurrent-update errors into actionable AgentMap errors.
-
-    A run on a thread is marked as running in this process meanwhile (`agentmap.threads` shows it so).
-    """
-    thread = (config or {}).get("configurable", {}).get("thread_id")
-    try:
-        if thread is None:
-            yield
-        else:
-            from agentmap.runtime.threads import running_here
-
-            with running_here(str(thread)):
-                yield
-    except GraphRecursionError as exc:
-        limit = (config or {}).get("recursion_limit")
-        raise NodeError(
-            f"the run stopped after reaching the recursion limit{f' ({limit})' if limit else ''}: a loop in the "
-            "graph never reaches a node without a next node",
-            code="recursion-limit",
-            hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
-        ) from exc
-    except InvalidUpdateError as exc:
-        raise NodeError(
-            f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
-            code="parallel-write",
-            hint="give each parallel branch its own Output_Field and combine them after the branches join",
-        ) from exc
