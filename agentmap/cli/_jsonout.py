@@ -3,7 +3,9 @@
 `json.dumps` recurses once per level of nesting (a chain of 1,000 echo nodes nests 1,000 deep) and, with an
 indent, its pure-Python encoder costs time in proportion to the depth for every value it writes. `iter_json`
 walks the document with an explicit stack instead: indented like `json.dumps(indent=2)` near the top, compact
-below `flat_depth`, so a deep document is written in time and space proportional to its size.
+below `flat_depth`, so a deep document is written in time and space proportional to its size. Below
+`flat_depth` each container is first handed to the C encoder whole (compact, so no indent cost); only one it
+refuses (nested past the recursion limit, a cycle, a key or mapping type it writes differently) is walked here.
 """
 
 from __future__ import annotations
@@ -49,6 +51,30 @@ def depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+class _Walk(Exception):
+    """A value the C encoder would write differently from `iter_json`: walk it instead."""
+
+
+def _as_text(item: Any) -> str:
+    if isinstance(item, Mapping):  # a mapping that is not a dict: the C encoder would write str() of it
+        raise _Walk
+    return str(item)
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_as_text)
+
+
+def _compact(item: Any) -> str | None:
+    """`item` written by the C encoder, or None where `iter_json` must walk it."""
+    try:
+        return _COMPACT.encode(item)
+    except (_Walk, RecursionError, ValueError, TypeError):  # too deep, a cycle, a key JSON cannot hold
+        return None
+
+
+_RETRY_AFTER = 64
+
+
 def iter_json(value: Any, *, indent: int = 2, flat_depth: int = 32) -> Iterator[str]:
     """The JSON text of `value` in pieces; objects JSON cannot hold are written with `str`, cycles as a string.
 
@@ -57,11 +83,13 @@ def iter_json(value: Any, *, indent: int = 2, flat_depth: int = 32) -> Iterator[
         indent: Spaces per level, as `json.dumps(indent=...)`.
         flat_depth: Below this depth, containers are written on one line.
     """
-    # A frame: [items iterator, is mapping, depth, items written, id of the container]
+    # A frame: [items iterator, is mapping, depth, items written, id of the container, depth its items may be
+    # handed to the C encoder from]. After the encoder refused a container, its items are walked for the next
+    # `_RETRY_AFTER` levels: a document nested far past the recursion limit is not offered to it at every level.
     stack: list[list[Any]] = []
     open_ids: set[int] = set()
 
-    def start(item: Any, depth: int) -> str:
+    def start(item: Any, depth: int, compact_from: int) -> str:
         text = _scalar(item)
         if text is not None:
             return text
@@ -72,11 +100,16 @@ def iter_json(value: Any, *, indent: int = 2, flat_depth: int = 32) -> Iterator[
             return json.dumps("<cycle>")
         if not item:
             return "{}" if is_map else "[]"
+        if depth >= compact_from:
+            whole = _compact(item)
+            if whole is not None:
+                return whole
+            compact_from = depth + _RETRY_AFTER
         open_ids.add(id(item))
-        stack.append([iter(item.items()) if is_map else iter(item), is_map, depth, 0, id(item)])
+        stack.append([iter(item.items()) if is_map else iter(item), is_map, depth, 0, id(item), compact_from])
         return "{" if is_map else "["
 
-    yield start(value, 0)
+    yield start(value, 0, flat_depth + 1)
     done: Any = object()
     while stack:
         frame = stack[-1]
@@ -97,7 +130,7 @@ def iter_json(value: Any, *, indent: int = 2, flat_depth: int = 32) -> Iterator[
             lead += _key(key) + (": " if pretty else ":")
         else:
             item = entry
-        yield lead + start(item, frame[2] + 1)
+        yield lead + start(item, frame[2] + 1, frame[5])
 
 
 def preview(value: Any, *, max_string: int = MAX_STRING, max_items: int = MAX_ITEMS) -> Any:

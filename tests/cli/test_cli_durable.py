@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import durable_graphs
+import forked
 import pytest
 from cli_helpers import COMMAND, agentmap
 
@@ -32,8 +33,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     return {"kind": request.param, "env": env, "side": tmp_path / "side.txt", "cwd": tmp_path}
 
 
-def _start(store: dict[str, Any], *args: str) -> subprocess.Popen[str]:
+def _start(store: dict[str, Any], *args: str, fresh: bool = False) -> subprocess.Popen[str] | forked.Forked:
+    """Start `agentmap ARGS --json` as a new process: forked from a warm server, or `fresh` from a new interpreter."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | store["env"]
+    if not fresh:
+        return forked.start(*args, "--json", cwd=store["cwd"], env=env)
     return subprocess.Popen(
         [*COMMAND, *args, "--json"],
         cwd=store["cwd"],
@@ -49,7 +53,7 @@ def _lines(side: Path) -> list[str]:
     return side.read_text().split() if side.exists() else []
 
 
-def _wait_for(side: Path, distinct: int, proc: subprocess.Popen[str], timeout: float = 30) -> str:
+def _wait_for(side: Path, distinct: int, proc: subprocess.Popen[str] | forked.Forked, timeout: float = 30) -> str:
     """Wait until `distinct` nodes have started; return the node running now."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -113,7 +117,7 @@ def test_a_crash_in_one_parallel_branch_keeps_the_siblings_writes(store: dict[st
 
 def test_sigterm_stops_the_run_prints_how_to_resume_and_exits_143(store: dict[str, Any]) -> None:
     durable_graphs.counter(store["cwd"], 20)
-    proc = _start(store, "run", "counter.csv", "--thread", "s", "--state", '{"count": 0}')
+    proc = _start(store, "run", "counter.csv", "--thread", "s", "--state", '{"count": 0}', fresh=True)
     _wait_for(store["side"], 5, proc)
     where = store["env"].get("AGENTMAP_CHECKPOINT") or str(store["cwd"] / ".agentmap" / "runs.db")
     assert [(t.thread_id, t.status) for t in agentmap_api.threads(where)] == [("s", "running")]

@@ -101,7 +101,7 @@ def _echo_chain(folder: Path, nodes: int) -> Path:
 @pytest.mark.slow
 def test_json_writes_a_state_nested_a_thousand_deep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     chain = _echo_chain(tmp_path, 1000)
-    code, out, err = cli(capsys, "run", chain, "--state", '{"x0": "hi"}', "--json", "--debug")
+    code, out, err = cli(capsys, "run", chain, "--state", '{"x0": "hi"}', "--json", "--debug", "--fuse")
     assert code == 0, err
     assert len(out) < 20_000_000  # compact below the first levels: size in proportion to the state
     limit = sys.getrecursionlimit()

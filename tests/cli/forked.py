@@ -1,0 +1,105 @@
+"""Start the real `agentmap` command as a new process without paying Python's start-up each time.
+
+A durability test kills and restarts the command a dozen times; starting `python -m agentmap` costs about a
+second each (the interpreter and its imports), most of a test's time. `start()` forks the command from a server
+process that has imported AgentMap and LangGraph once (multiprocessing's fork server). The child is a real
+process with its own pid: it runs `agentmap ARGS` in its own working folder and environment, with stdout and
+stderr in files, and a signal sent to it (SIGKILL, SIGTERM, SIGINT) does to it what it does to the command
+started from a shell. Tests of start-up itself (imports, `--version`) use a fresh interpreter instead.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_PRELOAD = [
+    "agentmap.cli",
+    "agentmap._cli_api",
+    "agentmap.runtime.api",
+    "agentmap.batch.executors",
+    "langgraph.graph",
+    "langgraph.checkpoint.sqlite",
+    "langgraph.checkpoint.postgres",
+]
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset of these: one server serves both
+
+
+def _command(args: Sequence[str], cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
+    """In the child: become `agentmap ARGS` started from `cwd` with `env`, stdout/stderr into files."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path in ((1, out), (2, err)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    from agentmap.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+class Forked:
+    """A running `agentmap` command, with the parts of `subprocess.Popen` the tests use."""
+
+    def __init__(self, process: Any, out: Path, err: Path) -> None:
+        self._process = process
+        self._out, self._err = out, err
+        self.pid: int = process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code (negative: killed by that signal), or None while it runs."""
+        code: int | None = self._process.exitcode
+        return code
+
+    def poll(self) -> int | None:
+        """The exit code if it has ended, else None."""
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """Send `sig` to the command's process."""
+        os.kill(self.pid, sig)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the end; the exit code."""
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise TimeoutError(f"agentmap (pid {self.pid}) still running after {timeout} s")
+        code: int = self._process.exitcode
+        return code
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the end; what it printed on stdout and stderr."""
+        self.wait(timeout)
+        return self._out.read_text(encoding="utf-8"), self._err.read_text(encoding="utf-8")
+
+
+def start(*args: str | Path, cwd: Path, env: Mapping[str, str]) -> Forked:
+    """Start `agentmap ARGS` in `cwd` with exactly the environment `env` (stdin empty)."""
+    folder = Path(tempfile.mkdtemp(prefix="agentmap-forked-"))
+    out, err = folder / "stdout", folder / "stderr"
+    process = _FORKS.Process(target=_command, args=([str(a) for a in args], str(cwd), dict(env), str(out), str(err)))
+    process.start()
+    return Forked(process, out, err)
+
+
+def run(*args: str | Path, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> tuple[int, str, str]:
+    """Run `agentmap ARGS` to its end: exit code, stdout, stderr."""
+    started = time.monotonic()
+    proc = start(*args, cwd=cwd, env=env)
+    out, err = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
+    return proc.wait(), out, err
