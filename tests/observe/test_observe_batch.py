@@ -6,12 +6,16 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_observe_cli
 
 import agentmap
 from agentmap.cli import main
@@ -20,6 +24,7 @@ from agentmap.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
 NAMES = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald"]
+collector = test_observe_cli.collector  # a real OTLP/HTTP receiver on 127.0.0.1
 
 
 @pytest.fixture(autouse=True)
@@ -118,3 +123,41 @@ def test_process_workers_write_every_rows_spans_to_one_file(
     assert batch["attributes"]["agentmap.batch.executor"] == "process"
     nodes = [s for s in spans if s["name"].startswith("agentmap.node ")]
     assert len(nodes) == 2 * len(NAMES) and {n["parentSpanId"] for n in nodes} == {r["spanId"] for r in runs}
+
+
+def test_bad_trace_options_stop_batch_and_serve_before_they_start(
+    tmp_path: Path, names: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hello = str(GRAPHS / "hello_world.csv")
+    assert main(["batch", hello, "-i", str(names), "-o", str(tmp_path / "o.csv"), "--trace", "zipkin"]) == 2
+    assert "--trace 'zipkin' is not a trace exporter" in capsys.readouterr().err
+    assert main(["serve", hello, "--trace", "jaeger"]) == 2
+    assert "--trace 'jaeger' is not a trace exporter" in capsys.readouterr().err
+    missing = f"file:{tmp_path / 'nowhere' / 'spans.jsonl'}"
+    args = ["batch", hello, "-i", str(names), "-o", str(tmp_path / "o.csv"), "--trace", missing, "-e", "process"]
+    assert main(args) == 2 and "folder" in capsys.readouterr().err  # refused before any worker starts
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.slow
+def test_process_workers_send_every_rows_spans_over_otlp(
+    collector: tuple[str, list[bytes]], tmp_path: Path, names: Path
+) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    endpoint, received = collector
+    command = [sys.executable, "-m", "agentmap", "batch", str(GRAPHS / "hello_world.csv"), "-i", str(names)]
+    command += ["-o", str(tmp_path / "out.csv"), "--trace", "otlp", "-e", "process", "--workers", "2"]
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    done = subprocess.run([*command, "--chunk-size", "2"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows: list[int] = []
+    for body in received:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    if span.name == "agentmap.run HelloWorld":
+                        rows += [a.value.int_value for a in span.attributes if a.key == "agentmap.batch.row"]
+    assert sorted(rows) == list(range(1, len(NAMES) + 1))
