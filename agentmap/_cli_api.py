@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agentmap.interface.report import render_table, report_html
     from agentmap.interface.scenarios import load_scenarios
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
+    from agentmap.observe.tracing import flush_traces
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.threads import (
@@ -92,6 +93,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "SQLiteDecisionLog",
     "configured_log_path",
     "dumps",
+    # batch, serve: spans still buffered go out before the command ends
+    "flush_traces",
 ]
 
 _HOMES = {
@@ -134,6 +137,7 @@ _HOMES = {
     "SQLiteDecisionLog": "agentmap.llm.decision_log",
     "configured_log_path": "agentmap.llm.decision_log",
     "dumps": "agentmap.llm.decision_log",
+    "flush_traces": "agentmap.observe.tracing",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentmap.batch.executors import chunks
+from agentmap.batch.executors import chunks, run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError
 
@@ -105,7 +105,7 @@ class _Actor:
         self._runner = RowRunner(replace(recipe, source=source, options=options))
 
     def run(self, chunk: list[Job]) -> list[RowResult]:
-        return [self._runner.run(job) for job in chunk]
+        return run_chunk(self._runner, chunk)
 
 
 def _ray() -> Any:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import EXECUTORS, default_workers, execute
 from agentmap.batch.resume import PartialFile
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
@@ -252,6 +253,7 @@ def run_batch(
     """The batch itself (see `batch`): `rows()` is called again for each pass over the input."""
     shaper = shaper or Shaper()
     started = time.perf_counter()
+    recipe = replace(recipe, options=shippable_options(recipe.options, executor))
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
@@ -276,6 +278,8 @@ def run_batch(
             yield number, key, shaper.state(row, where)
 
     _start_progress(progress, total, skipped)
+    span = BatchSpan(runner.app, source_name, executor, total, skipped)
+    runner.recipe = recipe = replace(recipe, run_metadata=span.metadata)
     stream = execute(
         recipe,
         jobs(),
@@ -304,6 +308,7 @@ def run_batch(
             partial.close()
         if progress is not None:
             progress.stop()
+        span.finish(result.successes, result.failures, result.interrupted)
     result.rows.sort(key=lambda r: r.row)
     if partial is not None:
         keyed = ((shaper.key(n, row, source_name), dict(row)) for n, row in enumerate(rows(), start=1))

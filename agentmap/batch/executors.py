@@ -17,8 +17,9 @@ from typing import Any
 
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, NodeError
+from agentmap.runtime.events import flush_observers
 
-__all__ = ["EXECUTORS", "chunks", "execute"]
+__all__ = ["EXECUTORS", "chunks", "execute", "run_chunk"]
 
 EXECUTORS = ("thread", "async", "process", "ray")
 
@@ -168,7 +169,18 @@ def _start_worker(recipe: WorkflowRecipe) -> None:
 
 def _run_chunk(chunk: list[Job]) -> list[RowResult]:
     assert _RUNNER is not None, "the worker was not initialised"
-    return [_RUNNER.run(job) for job in chunk]
+    return run_chunk(_RUNNER, chunk)
+
+
+def run_chunk(runner: RowRunner, chunk: list[Job]) -> list[RowResult]:
+    """Run a chunk of rows in a worker process or Ray actor, then send the spans of its runs.
+
+    A worker ends without its exit hooks (the pool stops it, Ray kills the actor), so what its tracer buffers
+    goes out with each chunk: every row whose result the parent records has its spans written.
+    """
+    results = [runner.run(job) for job in chunk]
+    flush_observers(runner.app)
+    return results
 
 
 def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int) -> Iterator[RowResult]:

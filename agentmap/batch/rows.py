@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError
 
 if TYPE_CHECKING:
@@ -170,6 +171,8 @@ class WorkflowRecipe:
         options: Keyword arguments of `agentmap.compile` (folders, settings, success policy, ...).
         outputs: The output fields to report (None: every field the workflow writes).
         checkpoint: A checkpointer string; each row then runs as the thread named by its id.
+        state_keys: Extra state keys to keep in the schema.
+        run_metadata: Metadata every row's run gets in its LangGraph config (the batch span to trace under).
     """
 
     source: str
@@ -177,6 +180,7 @@ class WorkflowRecipe:
     outputs: Sequence[str] | None = None
     checkpoint: str | None = None
     state_keys: Sequence[str] = ()
+    run_metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def compile(self) -> CompiledWorkflow:
         """Compile the workflow: in the parent, in each worker process and in each Ray actor, once."""
@@ -198,7 +202,7 @@ class RowRunner:
     def run(self, job: Job) -> RowResult:
         """Run one row; any failure ends in the row's result, never in an exception."""
         number, key, state = job
-        config: Any = {"configurable": {"thread_id": key}} if self.recipe.checkpoint else None
+        config = self._config(number, key)
         started = time.perf_counter()
         try:
             result = self.app.invoke(state, config)
@@ -211,10 +215,18 @@ class RowRunner:
         number, key, state = job
         started = time.perf_counter()
         try:
-            result = await self.app.ainvoke(state)
+            result = await self.app.ainvoke(state, self._config(number, key))
         except Exception as exc:
             return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
+
+    def _config(self, number: int, key: str) -> Any:
+        """The row's LangGraph config: its number and id as run metadata (span attributes, LangSmith metadata),
+        and its thread when rows are checkpointed."""
+        config: dict[str, Any] = {"metadata": {**self.recipe.run_metadata, ROW_KEY: number, ROW_ID_KEY: key}}
+        if self.recipe.checkpoint:
+            config["configurable"] = {"thread_id": key}
+        return config
 
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
         error: str | None = None

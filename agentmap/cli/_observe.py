@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from agentmap.errors import ConfigError
 
-__all__ = ["check_picture", "tracing_for"]
+__all__ = ["TraceContentOption", "TraceOption", "check_picture", "tracing_for"]
+
+TraceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace",
+        help="OpenTelemetry spans of the runs: otlp (OTEL_EXPORTER_OTLP_ENDPOINT), console, or file:PATH.",
+        show_default=False,
+    ),
+]
+TraceContentOption = Annotated[
+    bool, typer.Option("--trace-content", help="Put state values, prompts and replies in the spans.")
+]
 
 _TRACE_HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl"
 

@@ -21,6 +21,7 @@ import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, ensure_writable, load
 from agentmap.cli._common import split_target as _split_target
+from agentmap.cli._observe import TraceContentOption, TraceOption
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -159,9 +160,14 @@ def batch_command(
     json_output: bool,
     config: Path | None,
     debug: bool,
+    trace: str | None = None,
+    trace_content: bool = False,
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
+    from agentmap.cli._observe import tracing_for
+
+    tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
         import logging
 
@@ -203,6 +209,7 @@ def batch_command(
             sheet=sheet,
             keep_rows=False,
             progress=progress,
+            tracing=tracing,
             **settings.compile_options(),
             **settings.policy_options(),
         )
@@ -216,6 +223,10 @@ def batch_command(
         sys.stdout.flush()
         sys.stderr.flush()
         _stop_ray()  # os._exit skips the exit hook that stops a local Ray
+        if tracing is not None:  # and the exit hook that sends the spans still buffered
+            from agentmap._cli_api import flush_traces
+
+            flush_traces()
         os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
     _stop_ray()
     code = 0 if result.success else 1
@@ -271,6 +282,8 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--checkpoint", help="Save each row as a thread named by its id in this SQLite file."),
         ] = None,
+        trace: TraceOption = None,
+        trace_content: TraceContentOption = False,
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
@@ -301,5 +314,7 @@ def register(app: typer.Typer) -> None:
             json_output=json_output,
             config=config,
             debug=debug,
+            trace=trace,
+            trace_content=trace_content,
         )
         raise typer.Exit(code)

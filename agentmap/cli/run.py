@@ -33,6 +33,7 @@ from agentmap.cli._common import (
     split_target,
 )
 from agentmap.cli._execute import execute
+from agentmap.cli._observe import TraceContentOption, TraceOption
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -226,17 +227,8 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        trace: Annotated[
-            str | None,
-            typer.Option(
-                "--trace",
-                help="OpenTelemetry spans of the run: otlp (OTEL_EXPORTER_OTLP_ENDPOINT), console, or file:PATH.",
-                show_default=False,
-            ),
-        ] = None,
-        trace_content: Annotated[
-            bool, typer.Option("--trace-content", help="Put state values, prompts and replies in the spans.")
-        ] = False,
+        trace: TraceOption = None,
+        trace_content: TraceContentOption = False,
         draw: Annotated[
             Path | None,
             typer.Option(

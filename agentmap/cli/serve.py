@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.cli._observe import TraceContentOption, TraceOption
 from agentmap.errors import ConfigError
 
 __all__ = ["register", "serve_command"]
@@ -32,6 +33,8 @@ def serve_command(
     workers: int = 16,
     config: Path | None = None,
     debug: bool = False,
+    trace: str | None = None,
+    trace_content: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -42,6 +45,9 @@ def serve_command(
     if durability not in (None, "sync", "async", "exit"):
         raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
     settings = load(config, debug)
+    from agentmap.cli._observe import tracing_for
+
+    tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
         if not settings.workflow:
             raise ConfigError(
@@ -68,6 +74,8 @@ def serve_command(
         logging.getLogger("agentmap.server").setLevel(logging.INFO)
 
     options = {**settings.compile_options(), **settings.policy_options()}
+    if tracing is not None:
+        options["tracing"] = tracing
     serve_config = ServeConfig(
         targets=tuple(targets),
         checkpoint=checkpoint,
@@ -78,7 +86,13 @@ def serve_command(
         workers=workers,
         compile_options=options,
     )
-    serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
+    try:
+        serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
+    finally:
+        if tracing is not None:  # the server sent its spans as it stopped; anything left goes now
+            from agentmap._cli_api import flush_traces
+
+            flush_traces()
 
 
 def register(app: typer.Typer) -> None:
@@ -130,6 +144,8 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option("--workers", min=1, help="Runs that may execute at once (threads); more queue up."),
         ] = 16,
+        trace: TraceOption = None,
+        trace_content: TraceContentOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -146,4 +162,6 @@ def register(app: typer.Typer) -> None:
             workers=workers,
             config=config,
             debug=debug,
+            trace=trace,
+            trace_content=trace_content,
         )

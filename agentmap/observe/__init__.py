@@ -13,16 +13,26 @@ from agentmap._lazy import lazy_exports
 if TYPE_CHECKING:
     from agentmap.observe.draw import draw_graph, draw_run, to_png
     from agentmap.observe.outputs import to_dot
-    from agentmap.observe.tracing import Tracing, resolve_tracing, tracing_from_settings
+    from agentmap.observe.tracing import Tracing, flush_traces, resolve_tracing, tracing_from_settings
 
 _HOMES = {
     "Tracing": "agentmap.observe.tracing",
     "resolve_tracing": "agentmap.observe.tracing",
+    "flush_traces": "agentmap.observe.tracing",
     "tracing_from_settings": "agentmap.observe.tracing",
     "draw_graph": "agentmap.observe.draw",
     "draw_run": "agentmap.observe.draw",
     "to_png": "agentmap.observe.draw",
     "to_dot": "agentmap.observe.outputs",
 }
-__all__ = ["Tracing", "draw_graph", "draw_run", "resolve_tracing", "to_dot", "to_png", "tracing_from_settings"]
+__all__ = [
+    "Tracing",
+    "draw_graph",
+    "draw_run",
+    "flush_traces",
+    "resolve_tracing",
+    "to_dot",
+    "to_png",
+    "tracing_from_settings",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -21,33 +22,40 @@ from opentelemetry.sdk.trace.export import (
 
 from agentmap.errors import ConfigError
 
-__all__ = ["HINT", "provider_for"]
+__all__ = ["HINT", "flush_providers", "provider_for"]
 
 HINT = "use --trace otlp, --trace console or --trace file:spans.jsonl (tracing: in agentmap.yaml takes the same)"
 
 
 class _JsonLinesExporter(SpanExporter):
-    """Appends one JSON object per finished span, one per line, to a file."""
+    """Appends one JSON object per finished span, one per line, to a file.
+
+    Several processes may write the same file (a batch's worker processes, a server and a command): the file is
+    opened with O_APPEND and each export goes out in one `write` of whole lines, so lines never interleave.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._fd: int | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(_line(span) for span in spans)
+        data = memoryview("".join(_line(span) for span in spans).encode("utf-8"))
         with self._lock:
-            if self._file is None:
-                self._file = self.path.open("a", encoding="utf-8")
-            self._file.write(lines)
-            self._file.flush()
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC, 0o644)
+            while data:  # a regular file takes it whole; the loop is for a short write (a full disk says so)
+                data = data[os.write(self._fd, data) :]
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _line(span: ReadableSpan) -> str:
@@ -116,3 +124,11 @@ def provider_for(exporter: str) -> TracerProvider:
             raise ConfigError(f"unknown trace exporter {exporter!r}", code="bad-config", hint=HINT)
         _PROVIDERS[exporter] = provider
         return provider
+
+
+def flush_providers() -> None:
+    """Send the spans every exporter of this process still holds (the end of a command, a worker's chunk)."""
+    with _PROVIDERS_LOCK:
+        providers = list(_PROVIDERS.values())
+    for provider in providers:
+        provider.force_flush()

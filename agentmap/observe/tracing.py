@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from agentmap.runtime.tracking import NodeExecution
     from agentmap.spec.models import GraphSpec
 
-__all__ = ["Tracing", "installed_provider_observer", "resolve_tracing", "tracing_from_settings"]
+__all__ = [
+    "PARENT_KEY",
+    "Tracing",
+    "flush_traces",
+    "installed_provider_observer",
+    "resolve_tracing",
+    "tracing_from_settings",
+]
 
 _SCOPE = "agentmap"
 
@@ -65,6 +72,29 @@ class Tracing:
         if flush is not None:
             flush()
 
+    def batch_started(
+        self, attributes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], None]]:
+        """Open the `agentmap.batch` span of a batch (`agentmap.batch` calls this on the workflow's observers).
+
+        Returns:
+            The run metadata that makes each row's `agentmap.run` span a child of the batch span (it travels to
+            worker processes and Ray actors with the rows), and the function that ends the span with the counts.
+        """
+        graph = attributes.get("agentmap.graph", "")
+        span = self.tracer.start_span(f"agentmap.batch {graph}", attributes=dict(attributes))
+        context = span.get_span_context()
+        metadata = {PARENT_KEY: f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"}
+
+        def end(counts: Mapping[str, Any]) -> None:
+            span.set_attributes({k: v for k, v in counts.items() if isinstance(v, (str, bool, int, float))})
+            failed = counts.get("agentmap.batch.failed")
+            if failed:
+                span.set_status(Status(StatusCode.ERROR, f"{failed} row{'s' if failed != 1 else ''} failed"))
+            span.end()
+
+        return metadata, end
+
     def run_started(self, run: RunInfo) -> RunEnd:
         """Open the run's span; node spans open and close with the tracker's node events."""
         spec = run.workflow.spec
@@ -76,7 +106,11 @@ class Tracing:
             attributes["agentmap.thread_id"] = thread
         if self.content and isinstance(run.state, Mapping):
             attributes["agentmap.run.input"] = as_json(dict(run.state))
-        span = self.tracer.start_span(f"agentmap.run {spec.name}", attributes=attributes)
+        metadata = (run.config or {}).get("metadata") or {}
+        parent = _run_attributes(metadata, attributes) if metadata else None
+        span = self.tracer.start_span(
+            f"agentmap.run {spec.name}", context=parent if run.depth == 0 else None, attributes=attributes
+        )
         nodes = _NodeSpans(self, run, span, trace.set_span_in_context(span))
         run.tracker.add_listener(nodes.on_node)
 
@@ -167,6 +201,23 @@ class _NodeSpans:
         for span, _, _ in left:
             span.set_attribute("agentmap.paused", True)
             span.end()
+
+
+PARENT_KEY = "agentmap.parent"
+"""Run metadata: the W3C `traceparent` of the span a top-level run's span is a child of (a batch's span)."""
+
+
+def _run_attributes(metadata: Mapping[str, Any], attributes: dict[str, Any]) -> otel_context.Context | None:
+    """Copy the run metadata's `agentmap.*` facts (a batch row's number and id) and the server's `run_id` into
+    `attributes`; return the parent context the metadata names, if any."""
+    for key, value in metadata.items():
+        if key.startswith("agentmap.") and key != PARENT_KEY and isinstance(value, (str, bool, int, float)):
+            attributes[key] = value
+    if isinstance(metadata.get("run_id"), str):
+        attributes["agentmap.run_id"] = metadata["run_id"]
+    parent = metadata.get(PARENT_KEY)
+    link = _link({"traceparent": parent}) if isinstance(parent, str) else None
+    return trace.set_span_in_context(trace.NonRecordingSpan(link.context)) if link is not None else None
 
 
 def _node_attributes(spec: GraphSpec, name: str) -> dict[str, Any]:
@@ -307,3 +358,14 @@ def installed_provider_observer() -> Tracing | None:
     if found is None or found.provider is not provider:
         found = _INSTALLED[id(provider)] = Tracing(provider)
     return found
+
+
+def flush_traces() -> None:
+    """Send every span this process still buffers: those of `--trace`/`tracing=` exporters and of the installed
+    TracerProvider. Call it before a process ends without running its exit hooks (`os._exit`, a worker)."""
+    from agentmap.observe._exporters import flush_providers
+
+    flush_providers()
+    installed = installed_provider_observer()
+    if installed is not None:
+        installed.flush()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
     from agentmap.runtime.tracking import ExecutionTracker
 
-__all__ = ["RunEnd", "RunInfo", "RunObserver", "observe_run", "observers_for"]
+__all__ = ["RunEnd", "RunInfo", "RunObserver", "flush_observers", "observe_run", "observers_for"]
 
 RunEnd = Callable[["RunResult | None", "BaseException | None"], None]
 """Called once when a run ends: with its result, or with the exception that stopped it."""
@@ -91,6 +91,18 @@ def _global_observers() -> tuple[RunObserver, ...]:
 def observers_for(workflow: CompiledWorkflow) -> tuple[RunObserver, ...]:
     """Every observer a run of `workflow` started here would have (empty: nobody is listening)."""
     return tuple(dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers())))
+
+
+def flush_observers(workflow: CompiledWorkflow) -> None:
+    """Have every observer of `workflow`'s runs that buffers (a tracer's exporter) send what it holds now.
+
+    Called where a process may end without its exit hooks: after a batch, after each chunk of rows in a worker
+    process or Ray actor, and when a server stops.
+    """
+    for observer in observers_for(workflow):
+        flush = getattr(observer, "flush", None)
+        if flush is not None:
+            flush()
 
 
 @contextmanager

@@ -48,8 +48,13 @@ class Server:
         self.runs = RunManager(self.store, workers=config.workers)
 
     def close(self) -> None:
-        """Stop the runs and close the files."""
+        """Stop the runs, send the spans their tracer still holds, and close the files."""
         self.runs.close()
+        from agentmap.runtime.events import flush_observers
+
+        for assistant in self.assistants.all:
+            flush_observers(assistant.app)
+            flush_observers(assistant.stateless)
         self.store.close()
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None and hasattr(conn, "close"):

@@ -54,3 +54,20 @@ def test_ray_output_and_resume_with_custom_agents(ray_session: Any, tmp_path: Pa
         assert [r["framed"] for r in csv.DictReader(handle)] == ["<A>", "<None>", "<C>"]
     again = agentmap.batch(flow, words("a", "boom", "c", "d"), output=out, executor="ray", workers=2)
     assert (again.skipped, again.successes) == (3, 1)
+
+
+def test_ray_actors_write_every_rows_spans(ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each actor makes its own exporter from the shipped text and sends its spans with each chunk of rows."""
+    import json
+
+    monkeypatch.chdir(tmp_path)  # a relative trace file: actors run in folders of their own, yet write here
+    names = [{"name": n} for n in ("Ada", "Grace", "Alan", "Edsger", "Barbara")]
+    result = agentmap.batch(
+        GRAPHS / "hello_world.csv", names, executor="ray", workers=2, chunk_size=2, tracing="file:spans.jsonl"
+    )
+    assert result.success
+    spans = [json.loads(line) for line in (tmp_path / "spans.jsonl").read_text(encoding="utf-8").splitlines()]
+    (batch,) = [s for s in spans if s["name"] == "agentmap.batch HelloWorld"]
+    runs = [s for s in spans if s["name"] == "agentmap.run HelloWorld"]
+    assert sorted(r["attributes"]["agentmap.batch.row"] for r in runs) == [1, 2, 3, 4, 5]
+    assert all(r["parentSpanId"] == batch["spanId"] for r in runs)

@@ -70,6 +70,21 @@ def _free_port() -> int:
         return port
 
 
+def _wait_until_healthy(proc: subprocess.Popen[str], port: int) -> str:
+    """The server's URL, once it answers /health."""
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                return url
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     sdk = pytest.importorskip("langgraph_sdk")
@@ -83,17 +98,7 @@ def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        url = _wait_until_healthy(proc, port)
         with sdk.get_sync_client(url=url, api_key=None) as client:
             thread = client.threads.create()
             result = client.runs.wait(thread["thread_id"], "HelloWorld", input={"name": "Ada"})
@@ -105,3 +110,32 @@ def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert proc.returncode == 130, err  # Ctrl-C: a graceful shutdown, then the interrupted exit code
     assert "Traceback" not in err
     assert "request_id=" in err and "POST /threads" in err  # access log lines carry the request id
+
+
+@pytest.mark.slow
+def test_serve_traces_each_run_and_writes_the_spans_when_stopped(tmp_path: Path) -> None:
+    """`--trace`: each served run's span carries its thread and run ids; Ctrl-C sends the spans still held."""
+    import json
+
+    sdk = pytest.importorskip("langgraph_sdk")
+    port, spans = _free_port(), tmp_path / "spans.jsonl"
+    command = [*COMMAND, "serve", str(GRAPHS / "hello_world.csv"), "--port", str(port)]
+    command += ["--checkpoint", str(tmp_path / "runs.db"), "--trace", f"file:{spans}"]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = _wait_until_healthy(proc, port)
+        with sdk.get_sync_client(url=url, api_key=None) as client:
+            thread = client.threads.create()["thread_id"]
+            assert client.runs.wait(thread, "HelloWorld", input={"name": "Ada"})["greeting"] == "Hello, Ada!"
+            (run,) = client.runs.list(thread)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    lines = [json.loads(line) for line in spans.read_text(encoding="utf-8").splitlines()]
+    (span,) = [s for s in lines if s["name"] == "agentmap.run HelloWorld"]
+    assert span["attributes"]["agentmap.thread_id"] == thread
+    assert span["attributes"]["agentmap.run_id"] == run["run_id"]
+    assert span["attributes"]["agentmap.success"] is True and "agentmap.run.input" not in span["attributes"]
+    nodes = [s for s in lines if s["name"].startswith("agentmap.node ")]
+    assert len(nodes) == 2 and all(n["parentSpanId"] == span["spanId"] for n in nodes)

@@ -1,0 +1,114 @@
+"""Tracing a batch: the `agentmap.batch` span, each row's facts on its run span, and tracing options workers can use.
+
+The batch room does not know OpenTelemetry (`observe` is its sibling): it asks the workflow's run observers
+for a `batch_started` hook (a tracer has one) and passes what it returns, plain run metadata, to every row's
+run, in this process or in a worker process or Ray actor. The tracer turns that metadata into span attributes
+and the parent of each row's `agentmap.run` span.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = ["ROW_ID_KEY", "ROW_KEY", "BatchSpan", "shippable_options"]
+
+ROW_KEY = "agentmap.batch.row"
+"""Run metadata (and span attribute): the row's 1-based number in the input."""
+ROW_ID_KEY = "agentmap.batch.row_id"
+"""Run metadata (and span attribute): the row's id (the `--id-column` value, else row number and hash)."""
+
+_REMOTE = ("process", "ray")
+
+
+def shippable_options(options: Mapping[str, Any], executor: str) -> dict[str, Any]:
+    """`compile` options with `tracing` in a form every worker can use on its own.
+
+    A `file:` path becomes absolute (a Ray actor runs in a folder of its own); worker processes and Ray actors
+    build their own exporter from the text, so a TracerProvider or `Tracing` object, or `True` (the provider
+    installed in this process), cannot reach them and is refused.
+
+    Raises:
+        ConfigError: A tracing object given with the process or ray executor (exit 2).
+    """
+    value = options.get("tracing")
+    if value is None or value is False:
+        return dict(options)
+    if isinstance(value, str):
+        shipped: Any = _absolute(value)
+    elif isinstance(value, Mapping) and isinstance(value.get("exporter"), str | None):
+        shipped = {**value, "exporter": _absolute(value["exporter"]) if value.get("exporter") else None}
+    elif executor in _REMOTE:
+        raise ConfigError(
+            f"tracing={value!r} cannot reach the {executor} executor's workers: they are other processes and "
+            "make their own exporter from the exporter's name",
+            code="usage",
+            hint='pass the exporter as text (tracing="otlp", "console" or "file:spans.jsonl"), '
+            'or use executor="thread"',
+        )
+    else:
+        shipped = value
+    return {**options, "tracing": shipped}
+
+
+def _absolute(exporter: str) -> str:
+    kind, sep, rest = exporter.strip().partition(":")
+    if kind == "file" and sep and rest:
+        return f"file:{os.path.abspath(os.path.expanduser(rest))}"
+    return exporter
+
+
+class BatchSpan:
+    """The `agentmap.batch` span of one batch, when a run observer of the workflow makes one.
+
+    Attributes:
+        metadata: Run metadata for every row (its run span's parent); empty when nobody traces.
+    """
+
+    def __init__(self, app: CompiledWorkflow, source_name: str, executor: str, total: int, skipped: int) -> None:
+        from agentmap.runtime.events import observers_for
+
+        self.app = app
+        self.metadata: dict[str, Any] = {}
+        self._end: Callable[[Mapping[str, Any]], None] | None = None
+        observers = observers_for(app)
+        if not observers:
+            return
+        spec = app.spec
+        attributes: dict[str, Any] = {
+            "agentmap.graph": spec.name,
+            "agentmap.batch.input": source_name,
+            "agentmap.batch.executor": executor,
+            "agentmap.batch.rows": total,
+            "agentmap.batch.skipped": skipped,
+        }
+        if spec.file:
+            attributes["agentmap.workflow.file"] = str(spec.file)
+        for observer in observers:
+            hook = getattr(observer, "batch_started", None)
+            if hook is not None:  # the first tracer's span is the rows' parent
+                self.metadata, self._end = hook(attributes)
+                break
+
+    def finish(self, succeeded: int, failed: int, interrupted: bool) -> None:
+        """End the span with the batch's counts and send the spans this process holds (workers send theirs
+        with each chunk of rows)."""
+        if self._end is not None:
+            end, self._end = self._end, None
+            end(
+                {
+                    "agentmap.batch.succeeded": succeeded,
+                    "agentmap.batch.failed": failed,
+                    "agentmap.batch.interrupted": interrupted,
+                    "agentmap.success": not failed and not interrupted,
+                }
+            )
+        from agentmap.runtime.events import flush_observers
+
+        flush_observers(self.app)
