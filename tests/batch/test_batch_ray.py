@@ -12,6 +12,9 @@ import pytest
 from batch_helpers import shout_flow, words
 from components import require
 from test_batch_executors import comparable
+from test_batch_retry import retry_flow  # first: it puts the stub provider on sys.path and sets its key
+
+from openai_stub import OpenAIStub, error, text  # isort: skip
 
 import agentmap
 
@@ -54,3 +57,13 @@ def test_ray_output_and_resume_with_custom_agents(ray_session: Any, tmp_path: Pa
         assert [r["framed"] for r in csv.DictReader(handle)] == ["<A>", "<None>", "<C>"]
     again = agentmap.batch(flow, words("a", "boom", "c", "d"), output=out, executor="ray", workers=2)
     assert (again.skipped, again.successes) == (3, 1)
+
+
+def test_ray_actors_honour_the_node_retry_policy(ray_session: Any, tmp_path: Path) -> None:
+    """A 429 then an answer: the row succeeds on its second attempt; two 503s spend a two-attempt policy."""
+    with OpenAIStub() as stub:
+        stub.script(error(429, "slow down"), text("first"), error(503, "busy"), error(503, "busy"))
+        flow = retry_flow(tmp_path, stub, {"max_attempts": 2, "initial_interval": 0.01})
+        result = agentmap.batch(flow, [{"question": "a"}, {"question": "b"}], executor="ray", workers=1)
+        assert [(r.success, r.outputs["answer"]) for r in result.rows] == [(True, "first"), (False, None)]
+        assert "HTTP 503" in (result.rows[1].error or "") and len(stub.requests) == 4
