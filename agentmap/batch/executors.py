@@ -177,7 +177,9 @@ def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api"])
+    # Workers fork from a server that has imported LangGraph once (no threads start at import): a pool's start-up
+    # is then a fork and a compile, not a second or more of imports per worker.
+    context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api", "agentmap.runtime.compiler"])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe,))
     pending: set[Future[list[RowResult]]] = set()
     try:
