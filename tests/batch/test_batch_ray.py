@@ -67,3 +67,13 @@ def test_ray_actors_honour_the_node_retry_policy(ray_session: Any, tmp_path: Pat
         result = agentmap.batch(flow, [{"question": "a"}, {"question": "b"}], executor="ray", workers=1)
         assert [(r.success, r.outputs["answer"]) for r in result.rows] == [(True, "first"), (False, None)]
         assert "HTTP 503" in (result.rows[1].error or "") and len(stub.requests) == 4
+
+
+def test_a_second_batch_sees_an_edited_custom_agent(ray_session: Any, tmp_path: Path) -> None:
+    """Ray workers keep compiled workflows between batches; an edited file is a new workflow, not a stale one."""
+    flow = shout_flow(tmp_path / "flow")
+    assert [r.outputs["framed"] for r in agentmap.batch(flow, words("a", "b"), executor="ray").rows] == ["<A>", "<B>"]
+    agent_file = tmp_path / "flow" / "custom_agents" / "shout.py"
+    agent_file.write_text(agent_file.read_text().replace(".upper()", ".upper() + '!'"), encoding="utf-8")
+    again = agentmap.batch(flow, words("a", "b"), executor="ray")
+    assert [r.outputs["framed"] for r in again.rows] == ["<A!>", "<B!>"]
