@@ -16,10 +16,10 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from agentmap.batch.executors import chunks
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError
 
@@ -172,12 +172,12 @@ def run_on_ray(
     task = ray.remote(num_cpus=1, max_retries=0)(_run_chunk)  # a row never runs twice
     files_ref = [ray.put(files)]
     pending: set[Any] = set()
-    source = chunks(jobs, chunk_size)
+    sizer = _ChunkSizer(chunk_size)
     try:
-        for chunk in source:
+        while chunk := list(islice(jobs, sizer.size)):
             pending.add(task.remote(digest, files_ref, shipped, chunk))
             if len(pending) >= in_flight:
-                yield from _gather(ray, pending)
+                yield from sizer.watch(_gather(ray, pending))
         while pending:
             yield from _gather(ray, pending)
     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.RayTaskError) as exc:
@@ -189,6 +189,30 @@ def run_on_ray(
     finally:
         for ref in pending:  # stopped early (Ctrl-C, an error): drop the chunks not yet finished
             ray.cancel(ref, force=True)
+
+
+class _ChunkSizer:
+    """Chunks of `--chunk-size` rows at least, grown to about `TASK_SECONDS` of work each as rows finish: a Ray task
+    costs milliseconds of scheduling, which chunks of short rows would pay again and again."""
+
+    TASK_SECONDS = 0.25
+    LARGEST = 1024
+
+    def __init__(self, least: int) -> None:
+        self.size = least
+        self._least = least
+        self._rows = 0
+        self._seconds = 0.0
+
+    def watch(self, results: Iterator[RowResult]) -> Iterator[RowResult]:
+        """Pass the results on, learning how long a row takes; the next chunk's size follows."""
+        for result in results:
+            self._rows += 1
+            self._seconds += result.duration_s
+            yield result
+        if self._seconds > 0:
+            fit = round(self.TASK_SECONDS * self._rows / self._seconds)
+            self.size = max(self._least, min(self.LARGEST, fit))
 
 
 def _gather(ray: Any, pending: set[Any]) -> Iterator[RowResult]:
