@@ -7,7 +7,7 @@
    (target >= 1.7x); beside it, what two busy processes do against one on this machine at that moment (the
    ceiling: others share the cores).
 3. Ray on a local 2-CPU cluster against the process executor with 2 workers (target >= 0.7x), `--ray-rows`
-   CPU-bound rows (default 1,000, about 5 s of work per worker). Ray is started once before timing, and
+   CPU-bound rows (default 1,000, about 2 s of work per worker on idle cores). Ray is started once before timing, and
    both sides are warmed by a first small batch (its seconds are printed: the cold start-up): the process
    executor's workers then fork from a server with LangGraph imported and compile the workflow, Ray's
    long-lived workers have it compiled already.
