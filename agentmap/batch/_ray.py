@@ -1,20 +1,26 @@
-"""The Ray executor: actors that compile the workflow once from its shipped files, fed rows in chunks.
+"""The Ray executor: chunks of rows are Ray tasks; each Ray worker compiles the workflow once from shipped files.
 
-The workflow does not have to exist on the machines Ray runs the actors on: the workflow file, the prompt
-files its rows name (`file:`), the workflows its graph nodes run, the tool files its rows name and the
-Python files of its custom agents and functions folders travel with each actor (as a dict of file texts)
-and are written to a temporary folder there. AgentMap itself must be installed on every Ray node.
+The workflow does not have to exist on the machines Ray runs on: the workflow file, the prompt files its rows
+name (`file:`), the workflows its graph nodes run, the tool files its rows name and the Python files of its
+custom agents and functions folders travel as a dict of file texts (put in Ray's object store once) and are
+written to a temporary folder by each worker process on its first chunk. A worker keeps the last few workflows
+it compiled, keyed by a digest of the files and the recipe, so a second batch of the same workflow starts
+warm (as the process executor's workers fork from a server that has LangGraph imported). Tasks are never
+retried by Ray: a row never runs twice. AgentMap itself must be installed on every Ray node.
 """
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from agentmap.batch.executors import chunks, run_chunk
+from agentmap.batch.executors import run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError
 
@@ -69,7 +75,7 @@ def _workflow_files(files: dict[str, bytes], base: Path, path: Path, seen: set[P
 
 
 def bundle(recipe: WorkflowRecipe) -> tuple[dict[str, bytes], WorkflowRecipe]:
-    """The files an actor needs, by path relative to the workflow's folder, and the recipe to use there.
+    """The files a Ray worker needs, by path relative to the workflow's folder, and the recipe to use there.
 
     Relative paths in the returned recipe are resolved against the folder the files are written to.
     """
@@ -88,24 +94,46 @@ def bundle(recipe: WorkflowRecipe) -> tuple[dict[str, bytes], WorkflowRecipe]:
     return files, replace(recipe, source=source, options=options)
 
 
-class _Actor:
-    """One Ray actor: writes the shipped files to a temporary folder and compiles the workflow from there."""
+_KEEP = 4
+_COMPILED: OrderedDict[str, tuple[tempfile.TemporaryDirectory[str], RowRunner]] = OrderedDict()
+"""In each Ray worker process: the last few workflows compiled there, by the digest of their files and recipe
+(process-wide, like a process pool worker's runner: the same for every row and every batch of that workflow)."""
 
-    def __init__(self, files: dict[str, bytes], recipe: WorkflowRecipe) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="agentmap-batch-")
-        root = Path(self._folder.name)
-        for name, data in files.items():
-            target = root / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        options = {
-            k: str(root / v) if k in ("agents_dir", "functions_dir") and v else v for k, v in recipe.options.items()
-        }
-        source = str(root / recipe.source)
-        self._runner = RowRunner(replace(recipe, source=source, options=options))
 
-    def run(self, chunk: list[Job]) -> list[RowResult]:
-        return run_chunk(self._runner, chunk)
+def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowRunner:
+    """The runner of a shipped workflow: compiled on this worker's first chunk of it, then reused."""
+    hit = _COMPILED.get(digest)
+    if hit is not None:
+        _COMPILED.move_to_end(digest)
+        return hit[1]
+    import ray
+
+    files: dict[str, bytes] = ray.get(files_ref[0])
+    folder = tempfile.TemporaryDirectory(prefix="agentmap-batch-")
+    root = Path(folder.name)
+    for name, data in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    options = {k: str(root / v) if k in ("agents_dir", "functions_dir") and v else v for k, v in recipe.options.items()}
+    runner = RowRunner(replace(recipe, source=str(root / recipe.source), options=options))
+    _COMPILED[digest] = (folder, runner)
+    while len(_COMPILED) > _KEEP:
+        _, (old, _) = _COMPILED.popitem(last=False)
+        old.cleanup()
+    return runner
+
+
+def _run_chunk(digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job]) -> list[RowResult]:
+    """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss)."""
+    return run_chunk(_compiled(digest, files_ref, recipe), chunk)
+
+
+def _digest(files: dict[str, bytes], recipe: WorkflowRecipe) -> str:
+    digest = hashlib.sha256(repr(recipe).encode())
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return digest.hexdigest()
 
 
 def _ray() -> Any:
@@ -123,7 +151,7 @@ def _ray() -> Any:
 def run_on_ray(
     recipe: WorkflowRecipe, jobs: Iterator[Job], *, workers: int | None, chunk_size: int, address: str | None
 ) -> Iterator[RowResult]:
-    """Run the jobs on Ray actors (a local Ray unless `address` or an already started Ray says otherwise)."""
+    """Run the jobs as Ray tasks (a local Ray unless `address` or an already started Ray says otherwise)."""
     ray = _ray()
     if not ray.is_initialized():
         try:
@@ -135,33 +163,61 @@ def run_on_ray(
                 hint="check --ray-address (`auto` finds a cluster started on this machine with `ray start --head`)",
             ) from None
     files, shipped = bundle(recipe)
-    count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    actor_class = ray.remote(num_cpus=1)(_Actor)
-    files_ref = ray.put(files)
-    actors = [actor_class.remote(files_ref, shipped) for _ in range(count)]
-    load = dict.fromkeys(range(count), 0)
-    pending: dict[Any, int] = {}
-    source = chunks(jobs, chunk_size)
+    digest = _digest(files, shipped)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    count = workers or cpus
+    # At most `count` chunks run at once; twice as many are queued when Ray cannot run more than that anyway,
+    # so a worker never waits for the driver between chunks.
+    in_flight = 2 * count if count >= cpus else count
+    task = ray.remote(num_cpus=1, max_retries=0)(_run_chunk)  # a row never runs twice
+    files_ref = [ray.put(files)]
+    pending: set[Any] = set()
+    sizer = _ChunkSizer(chunk_size)
     try:
-        while True:
-            for chunk in source:
-                worker = min(load, key=load.__getitem__)
-                pending[actors[worker].run.remote(chunk)] = worker
-                load[worker] += 1
-                if all(n >= 2 for n in load.values()):
-                    break
-            if not pending:
-                return
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                load[pending.pop(ref)] -= 1
-                yield from ray.get(ref)
-    except ray.exceptions.RayActorError as exc:
+        while chunk := list(islice(jobs, sizer.size)):
+            pending.add(task.remote(digest, files_ref, shipped, chunk))
+            if len(pending) >= in_flight:
+                yield from sizer.watch(_gather(ray, pending))
+        while pending:
+            yield from _gather(ray, pending)
+    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.RayTaskError) as exc:
         from agentmap.errors import NodeError
 
         raise NodeError(
-            f"a Ray actor died: {exc}", code="worker-died", hint="run again to continue (finished rows are kept)"
+            f"a Ray worker failed: {exc}", code="worker-died", hint="run again to continue (finished rows are kept)"
         ) from None
     finally:
-        for actor in actors:
-            ray.kill(actor)
+        for ref in pending:  # stopped early (Ctrl-C, an error): drop the chunks not yet finished
+            ray.cancel(ref, force=True)
+
+
+class _ChunkSizer:
+    """Chunks of `--chunk-size` rows at least, grown to about `TASK_SECONDS` of work each as rows finish: a Ray task
+    costs milliseconds of scheduling, which chunks of short rows would pay again and again."""
+
+    TASK_SECONDS = 0.25
+    LARGEST = 1024
+
+    def __init__(self, least: int) -> None:
+        self.size = least
+        self._least = least
+        self._rows = 0
+        self._seconds = 0.0
+
+    def watch(self, results: Iterator[RowResult]) -> Iterator[RowResult]:
+        """Pass the results on, learning how long a row takes; the next chunk's size follows."""
+        for result in results:
+            self._rows += 1
+            self._seconds += result.duration_s
+            yield result
+        if self._seconds > 0:
+            fit = round(self.TASK_SECONDS * self._rows / self._seconds)
+            self.size = max(self._least, min(self.LARGEST, fit))
+
+
+def _gather(ray: Any, pending: set[Any]) -> Iterator[RowResult]:
+    """Wait for one chunk at least; yield the rows of every chunk finished."""
+    ready, _ = ray.wait(list(pending), num_returns=1)
+    for ref in ready:
+        pending.discard(ref)
+        yield from ray.get(ref)

@@ -173,7 +173,7 @@ def batch(
         output: An output table (.csv, .jsonl, .parquet, .xlsx) to write, resumably.
         executor: `thread` (default), `async`, `process` or `ray`.
         concurrency: Rows in flight at once with the thread and async executors.
-        workers: Processes or Ray actors (default: the CPUs available).
+        workers: Processes or Ray workers (default: the CPUs available).
         on_result: Called with each `RowResult` as its row finishes (in the calling thread).
         outputs: The state keys to report (default: every key the workflow's nodes write).
         id_column: The column holding each row's id (default: the row number plus a hash of the row).
@@ -182,7 +182,7 @@ def batch(
         redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
         checkpoint: A SQLite file: each row runs as a thread named by its id (thread and process executors).
         rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
-        chunk_size: Rows sent to a worker process or Ray actor at a time.
+        chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: The Ray cluster to use (default: start a local one).
         sheet: The Excel sheet to read (default: the first).
         keep_rows: Keep every `RowResult` in `BatchResult.rows` (False for tables larger than memory).

@@ -1,4 +1,4 @@
-"""Executors: how the rows of a batch are spread over threads, an event loop, processes or Ray actors.
+"""Executors: how the rows of a batch are spread over threads, an event loop, processes or Ray workers.
 
 Each executor takes an iterator of jobs and yields a `RowResult` per job as rows finish (in any order),
 keeping only a bounded number of rows in flight, so input is read as it is needed. Every row goes
@@ -48,8 +48,8 @@ def execute(
         jobs: The rows to run.
         executor: `thread`, `async`, `process` or `ray`.
         concurrency: Rows in flight at once (thread and async executors).
-        workers: Worker processes or Ray actors (default: the CPUs available).
-        chunk_size: Rows sent to a worker process or actor at a time.
+        workers: Worker processes or Ray workers (default: the CPUs available).
+        chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: A Ray cluster to connect to (`auto`, `ray://host:10001`); default: a local Ray.
         runner: An already compiled runner for the in-process executors.
 
@@ -189,7 +189,9 @@ def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api"])
+    # Workers fork from a server that has imported LangGraph once (no threads start at import): a pool's start-up
+    # is then a fork and a compile, not a second or more of imports per worker.
+    context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api", "agentmap.runtime.compiler"])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe,))
     pending: set[Future[list[RowResult]]] = set()
     try:

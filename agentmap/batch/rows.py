@@ -1,6 +1,6 @@
 """One row of a batch: its id, its initial state, and the run that turns it into a result record.
 
-`RowRunner` is what every executor runs, in this process, in a worker process or in a Ray actor: it
+`RowRunner` is what every executor runs, in this process, in a worker process or in a Ray worker: it
 compiles the workflow once and drives each row through `CompiledWorkflow.invoke` (the one runner), so
 a row behaves exactly as `agentmap run` with that row as its state.
 """
@@ -164,7 +164,7 @@ def output_fields(app: CompiledWorkflow) -> list[str]:
 
 @dataclass(frozen=True)
 class WorkflowRecipe:
-    """What a worker needs to compile the workflow itself (picklable: shipped to processes and Ray actors).
+    """What a worker needs to compile the workflow itself (picklable: shipped to worker processes and Ray workers).
 
     Attributes:
         source: The workflow file, with `::Graph` when selected.
@@ -183,7 +183,7 @@ class WorkflowRecipe:
     run_metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def compile(self) -> CompiledWorkflow:
-        """Compile the workflow: in the parent, in each worker process and in each Ray actor, once."""
+        """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
         from agentmap.runtime.api import compile
 
         defaults = {k: v for k, v in BATCH_COMPILE_DEFAULTS.items() if not (k == "fuse" and self.checkpoint)}

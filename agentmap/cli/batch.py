@@ -268,7 +268,7 @@ def register(app: typer.Typer) -> None:
         executor: Annotated[str, typer.Option("--executor", "-e", help="thread, async, process or ray.")] = "thread",
         concurrency: Annotated[int, typer.Option("--concurrency", help="Rows in flight (thread, async).")] = 8,
         workers: Annotated[
-            int | None, typer.Option("--workers", help="Processes or Ray actors (default: the CPUs).")
+            int | None, typer.Option("--workers", help="Processes or Ray workers (default: the CPUs).")
         ] = None,
         chunk_size: Annotated[int, typer.Option("--chunk-size", help="Rows per message to a worker.")] = 16,
         ray_address: Annotated[

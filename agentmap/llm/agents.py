@@ -17,7 +17,8 @@ With Tool_Source / Available_Tools the model may call tools: the node runs `LLMA
 timeout fails the node (Failure_Next), and so does running out of iterations.
 
 Model options (Context, else the `llm.*` settings, else `AGENTMAP_LLM_*`): `model` (`provider:model`),
-`temperature`, `max_tokens`, `timeout`, `base_url`, `max_retries`, `api_key_env`.
+`temperature`, `max_tokens`, `timeout`, `base_url`, `max_retries`, `api_key_env`. A node with a `retry` policy
+retries by that policy alone: its client makes no retries of its own unless Context sets `max_retries`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
@@ -164,9 +166,13 @@ class LLMAgent(BaseAgent):
     def spec(self) -> ModelSpec:
         """The node's resolved model choice."""
         if self._spec is None:
-            self._spec = model_spec(
-                **model_options(self.context), default_provider=self.provider, settings=self.environment.settings
-            )
+            options = model_options(self.context)
+            spec = model_spec(**options, default_provider=self.provider, settings=self.environment.settings)
+            if self.context.get("retry") is not None and "max_retries" not in options:
+                # The node's retry policy does the retrying (its attempts and backoff, each attempt through the
+                # rate limiter); the client's own hidden retries would multiply its attempts.
+                spec = replace(spec, max_retries=0)
+            self._spec = spec
         return self._spec
 
     @property

@@ -12,6 +12,9 @@ import pytest
 from batch_helpers import shout_flow, words
 from components import require
 from test_batch_executors import comparable
+from test_batch_retry import retry_flow  # first: it puts the stub provider on sys.path and sets its key
+
+from openai_stub import OpenAIStub, error, text  # isort: skip
 
 import agentmap
 
@@ -56,11 +59,11 @@ def test_ray_output_and_resume_with_custom_agents(ray_session: Any, tmp_path: Pa
     assert (again.skipped, again.successes) == (3, 1)
 
 
-def test_ray_actors_write_every_rows_spans(ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each actor makes its own exporter from the shipped text and sends its spans with each chunk of rows."""
+def test_ray_workers_write_every_rows_spans(ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Ray worker makes its own exporter from the shipped text and sends its spans with each chunk of rows."""
     import json
 
-    monkeypatch.chdir(tmp_path)  # a relative trace file: actors run in folders of their own, yet write here
+    monkeypatch.chdir(tmp_path)  # a relative trace file: Ray workers run in folders of their own, yet write here
     names = [{"name": n} for n in ("Ada", "Grace", "Alan", "Edsger", "Barbara")]
     result = agentmap.batch(
         GRAPHS / "hello_world.csv", names, executor="ray", workers=2, chunk_size=2, tracing="file:spans.jsonl"
@@ -71,3 +74,23 @@ def test_ray_actors_write_every_rows_spans(ray_session: Any, tmp_path: Path, mon
     runs = [s for s in spans if s["name"] == "agentmap.run HelloWorld"]
     assert sorted(r["attributes"]["agentmap.batch.row"] for r in runs) == [1, 2, 3, 4, 5]
     assert all(r["parentSpanId"] == batch["spanId"] for r in runs)
+
+
+def test_ray_actors_honour_the_node_retry_policy(ray_session: Any, tmp_path: Path) -> None:
+    """A 429 then an answer: the row succeeds on its second attempt; two 503s spend a two-attempt policy."""
+    with OpenAIStub() as stub:
+        stub.script(error(429, "slow down"), text("first"), error(503, "busy"), error(503, "busy"))
+        flow = retry_flow(tmp_path, stub, {"max_attempts": 2, "initial_interval": 0.01})
+        result = agentmap.batch(flow, [{"question": "a"}, {"question": "b"}], executor="ray", workers=1)
+        assert [(r.success, r.outputs["answer"]) for r in result.rows] == [(True, "first"), (False, None)]
+        assert "HTTP 503" in (result.rows[1].error or "") and len(stub.requests) == 4
+
+
+def test_a_second_batch_sees_an_edited_custom_agent(ray_session: Any, tmp_path: Path) -> None:
+    """Ray workers keep compiled workflows between batches; an edited file is a new workflow, not a stale one."""
+    flow = shout_flow(tmp_path / "flow")
+    assert [r.outputs["framed"] for r in agentmap.batch(flow, words("a", "b"), executor="ray").rows] == ["<A>", "<B>"]
+    agent_file = tmp_path / "flow" / "custom_agents" / "shout.py"
+    agent_file.write_text(agent_file.read_text().replace(".upper()", ".upper() + '!'"), encoding="utf-8")
+    again = agentmap.batch(flow, words("a", "b"), executor="ray")
+    assert [r.outputs["framed"] for r in again.rows] == ["<A!>", "<B!>"]
