@@ -66,6 +66,8 @@ class Run:
     events: list[tuple[str, Any]] = field(default_factory=list)
     values: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    paused: bool = False
+    """The run stopped to wait: on a question (`interrupt()`), or before/after a node it was asked to."""
     cancel_reason: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -213,8 +215,7 @@ class RunManager:
         run.status = status
         run.updated_at = now()
         if not run.request.stateless:
-            interrupted = bool((run.values or {}).get("__interrupt__"))
-            thread_status = "error" if status == "error" else "interrupted" if interrupted else "idle"
+            thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
             self.store.finish_run(run.record(), thread_status)
         run.done.set()
         run._changed.set()
@@ -255,7 +256,7 @@ async def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
         stream_mode=_langgraph_modes(wanted),
         **request.kwargs,
     )
-    final, interrupts = await _follow(run, stream, wanted, emit)
+    final, interrupts, paused = await _follow(run, stream, wanted, emit)
     success = tracker.update_graph_success()
     values = jsonable({**final, "graph_success": success})
     if interrupts:
@@ -263,9 +264,10 @@ async def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     run.values = values
     if "nodes" in wanted:
         _emit_node_summary(tracker, success, interrupts, emit)
+    run.paused = paused and not run.cancelled.is_set()
     if run.cancelled.is_set():
         return "interrupted"
-    return "interrupted" if interrupts else "success"
+    return "interrupted" if paused else "success"
 
 
 def _langgraph_modes(wanted: set[str]) -> list[str]:
@@ -279,15 +281,17 @@ def _langgraph_modes(wanted: set[str]) -> list[str]:
 
 async def _follow(
     run: Run, stream: Any, wanted: set[str], emit: Callable[[str, Any], None]
-) -> tuple[dict[str, Any], list[Any]]:
+) -> tuple[dict[str, Any], list[Any], bool]:
     """Emit the stream's chunks the client wants until it ends or the run is cancelled.
 
     Returns:
-        The final values (without `__interrupt__`) and the interrupts the run paused on.
+        The final values (without `__interrupt__`), the interrupts the run paused on, and whether it paused
+        (also true, with no interrupts, before or after a node named by `interrupt_before`/`interrupt_after`).
     """
     messages = _Messages()
     final: dict[str, Any] = {}
     interrupts: list[Any] = []
+    paused = False
     try:
         async for mode, chunk in stream:
             if run.cancelled.is_set():
@@ -299,7 +303,7 @@ async def _follow(
                     emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
             elif mode == "updates":
                 if isinstance(chunk, dict) and "__interrupt__" in chunk:
-                    interrupts = list(chunk["__interrupt__"])
+                    interrupts, paused = list(chunk["__interrupt__"]), True
                 if "updates" in wanted:
                     emit("updates", jsonable(chunk))
             elif mode == "messages":
@@ -309,7 +313,7 @@ async def _follow(
                 emit(mode, jsonable(chunk))
     finally:
         await stream.aclose()  # closing the stream stops the graph (after the step it is in)
-    return final, interrupts
+    return final, interrupts, paused or bool(interrupts)
 
 
 def _emit_node_summary(
