@@ -160,7 +160,7 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         server.store.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
     durability = body.durability or server.config.durability
-    if durability is not None:
+    if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
     kwargs.update(_breakpoints(body, assistant, stateless, what))
     return RunRequest(
