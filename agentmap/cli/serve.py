@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         ] = "exit",
         workers: Annotated[
             int,
-            typer.Option("--workers", min=1, help="Runs that may execute at once (threads); more queue up."),
+            typer.Option("--workers", min=1, help="Runs that may execute at once; more queue up."),
         ] = 16,
         config: ConfigOption = None,
         debug: DebugOption = False,

@@ -19,7 +19,8 @@ class ServeConfig:
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured).
         max_body: The largest request body accepted, in bytes.
-        workers: Threads that run graphs.
+        workers: Runs that execute at once (more wait their turn); their synchronous nodes run in a pool of
+            threads (4 per worker, at least 32).
         durability: When runs write checkpoints, unless a run says: `exit` (the default: once per run, at its end
             or pause, written before the run's response; no per-step history), `async` (LangGraph's default:
             after every step, while the next one runs) or `sync`; None: LangGraph's default.
