@@ -262,9 +262,9 @@ async def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     if interrupts:
         values["__interrupt__"] = jsonable(interrupts)
     run.values = values
-    if "nodes" in wanted:
-        _emit_node_summary(tracker, success, interrupts, emit)
     run.paused = paused and not run.cancelled.is_set()
+    if "nodes" in wanted:
+        _emit_node_summary(tracker, success, interrupts, emit, paused=run.paused)
     if run.cancelled.is_set():
         return "interrupted"
     return "interrupted" if paused else "success"
@@ -317,13 +317,18 @@ async def _follow(
 
 
 def _emit_node_summary(
-    tracker: ExecutionTracker, success: bool, interrupts: list[Any], emit: Callable[[str, Any], None]
+    tracker: ExecutionTracker,
+    success: bool,
+    interrupts: list[Any],
+    emit: Callable[[str, Any], None],
+    *,
+    paused: bool,
 ) -> None:
     """The `nodes` events at the end of a run: the nodes left paused, then the summary."""
     for execution in tracker.summary:
         if interrupts and execution.success is None:
             emit("nodes", {**_node_event(execution), "status": "paused"})
-    emit("nodes/summary", {"success": success, "paused": bool(interrupts), "summary": _summary(tracker.summary)})
+    emit("nodes/summary", {"success": success, "paused": paused, "summary": _summary(tracker.summary)})
 
 
 def _node_event(execution: NodeExecution) -> dict[str, Any]:

@@ -48,11 +48,12 @@ async def test_a_run_stopped_after_a_node_continues_after_a_restart(tmp_path: Pa
                 "HelloWorld",
                 input={"name": "Bo"},
                 interrupt_after=["Greet"],
-                stream_mode="updates",
+                stream_mode=["updates", "nodes"],
                 durability="exit",
             )
         ]
         assert [list(p.data) for p in events if p.event == "updates"] == [["Greet"], ["__interrupt__"]]
+        assert [p.data["paused"] for p in events if p.event == "nodes/summary"] == [True]
         await client.aclose()
     with serving(folder / "hello.csv", checkpoint=database) as url:  # the pause was written before the response
         client = sdk.get_client(url=url, api_key=None)
