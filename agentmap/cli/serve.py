@@ -29,7 +29,7 @@ def serve_command(
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
-    durability: str | None = None,
+    durability: str | None = "exit",
     workers: int = 16,
     config: Path | None = None,
     debug: bool = False,
@@ -132,17 +132,16 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
         ] = 1_048_576,
         durability: Annotated[
-            str | None,
+            str,
             typer.Option(
                 "--durability",
-                help="When runs write checkpoints: sync, async (LangGraph's default) or exit (once per run or pause: "
-                "fastest, no per-step history).",
-                show_default=False,
+                help="When runs write checkpoints: exit (once per run, at its end or pause: fastest, no per-step "
+                "history), async (after every step, LangGraph's default) or sync.",
             ),
-        ] = None,
+        ] = "exit",
         workers: Annotated[
             int,
-            typer.Option("--workers", min=1, help="Runs that may execute at once (threads); more queue up."),
+            typer.Option("--workers", min=1, help="Runs that may execute at once; more queue up."),
         ] = 16,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,

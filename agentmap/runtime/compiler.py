@@ -35,13 +35,21 @@ logger = logging.getLogger("agentmap.agents")
 
 
 class _AgentNode(Runnable[Any, Any]):
-    """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes)."""
+    """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes).
 
-    def __init__(self, agent: BaseAgent, route: Route | None, retry: RetrySettings | None = None) -> None:
+    In an async run (`ainvoke`, `astream`), a node marked `inline` (a built-in agent that only computes: no
+    I/O, no waiting, no retry) runs on the event loop; any other synchronous node runs in a worker thread, as
+    LangGraph does for every synchronous node.
+    """
+
+    def __init__(
+        self, agent: BaseAgent, route: Route | None, retry: RetrySettings | None = None, *, inline: bool = False
+    ) -> None:
         self.agent = agent
         self.route = route
         self.name = agent.name
         self.retry = retry
+        self.inline = inline and retry is None
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
@@ -49,6 +57,27 @@ class _AgentNode(Runnable[Any, Any]):
         else:
             update = self.retry.run(self.agent, input, config, lambda: self.agent.run(input))
         return update if self.route is None else self.route(input, update)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if self.inline:  # microseconds of work: cheaper than handing it to a thread and back
+            return self.invoke(input, config, **kwargs)
+        return await super().ainvoke(input, config, **kwargs)
+
+
+def _computes_only(agent: BaseAgent, node: NodeSpec) -> bool:
+    """A built-in agent that only computes (no I/O, no waiting) and routes without a `func:` router."""
+    from agentmap.agents import builtins
+
+    pure = (
+        builtins.DefaultAgent,
+        builtins.EchoAgent,
+        builtins.TemplateAgent,
+        builtins.BranchingAgent,
+        builtins.SuccessAgent,
+        builtins.FailureAgent,
+        builtins.SummaryAgent,
+    )
+    return type(agent) in pure and not isinstance(node.edge, FuncRef)
 
 
 class _AsyncAgentNode(_AgentNode):
@@ -237,7 +266,9 @@ def build_state_graph(
             continue
         builder.add_node(
             node.name,
-            (_AsyncAgentNode if agent.is_async() else _AgentNode)(agent, route, retry),
+            _AsyncAgentNode(agent, route, retry)
+            if agent.is_async()
+            else _AgentNode(agent, route, retry, inline=_computes_only(agent, node)),
             retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
             defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -287,9 +288,12 @@ class CompiledWorkflow:
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
         with clear_errors(config), observe_run(self, tracker, config, state) as done:
-            async for chunk in self.graph.astream(state, config, stream_mode=mode, **kwargs):
-                for item in node_updates([chunk], self.fused) if per_node else (chunk,):
-                    yield item
+            # closed with this generator, so a caller that stops reading stops the graph at once
+            stream: Any = self.graph.astream(state, config, stream_mode=mode, **kwargs)  # an async generator
+            async with aclosing(stream) as chunks:
+                async for chunk in chunks:
+                    for item in node_updates([chunk], self.fused) if per_node else (chunk,):
+                        yield item
             done(self._result(state, None, tracker))
 
     def batch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -98,6 +99,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         graphs = ", ".join(a.graph_id for a in server.assistants.all)
+        asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
         yield
         server.close()  # the runs stop, the files close

@@ -19,10 +19,11 @@ class ServeConfig:
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured).
         max_body: The largest request body accepted, in bytes.
-        workers: Threads that run graphs.
-        durability: When runs write checkpoints, unless a run says (`sync`, `async`, `exit`); None: LangGraph's
-            default. `exit` writes once per run (or pause), which is much faster on SQLite, but keeps no
-            per-step history.
+        workers: Runs that execute at once (more wait their turn); their synchronous nodes run in a pool of
+            threads (4 per worker, at least 32).
+        durability: When runs write checkpoints, unless a run says: `exit` (the default: once per run, at its end
+            or pause, written before the run's response; no per-step history), `async` (LangGraph's default:
+            after every step, while the next one runs) or `sync`; None: LangGraph's default.
         heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
     """
@@ -33,6 +34,6 @@ class ServeConfig:
     cors_origins: tuple[str, ...] = ()
     max_body: int = 1_048_576
     workers: int = 16
-    durability: str | None = None
+    durability: str | None = "exit"
     heartbeat: float = 15.0
     compile_options: dict[str, Any] = field(default_factory=dict)

@@ -88,6 +88,8 @@ class RunCreate(_Body):
     on_disconnect: Literal["cancel", "continue"] | None = None
     on_completion: Literal["delete", "keep"] | None = None
     durability: Literal["sync", "async", "exit"] | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     checkpoint_during: bool | None = None
@@ -100,16 +102,7 @@ _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
     ThreadCreate: ("supersteps", "ttl"),
     ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
     HistoryRequest: ("select",),
-    # interrupt_before/after: continuing such a run needs `input: null`, which the runner reads as a new run
-    RunCreate: (
-        "context",
-        "webhook",
-        "after_seconds",
-        "feedback_keys",
-        "langsmith_tracer",
-        "interrupt_before",
-        "interrupt_after",
-    ),
+    RunCreate: ("context", "webhook", "after_seconds", "feedback_keys", "langsmith_tracer"),
 }
 
 

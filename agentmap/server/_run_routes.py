@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -130,8 +131,16 @@ def _run_config(body: RunCreate) -> dict[str, Any]:
 
 
 def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, what: str) -> Any:
-    """The input checked against the graph, or the `Command` resuming the thread's paused run."""
+    """The input checked against the graph, or the `Command` resuming the thread's paused run.
+
+    No input on a thread stopped before a node (`interrupt_before`/`interrupt_after`) continues it, as
+    LangGraph's server does; on any other thread it starts a run with an empty input.
+    """
     if body.command is None:
+        if body.input is None and thread_id is not None:
+            snapshot = snapshot_of(assistant, thread_id)
+            if snapshot is not None and snapshot.next and not snapshot.interrupts:
+                return None
         return assistant.check_input(body.input)
     if body.input is not None:
         raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
@@ -151,8 +160,9 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         server.store.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
     durability = body.durability or server.config.durability
-    if durability is not None:
+    if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
+    kwargs.update(_breakpoints(body, assistant, stateless, what))
     return RunRequest(
         assistant=assistant,
         thread_id=thread_id,
@@ -166,10 +176,52 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
     )
 
 
+def _breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
+    """`interrupt_before` / `interrupt_after` for LangGraph, once every node they name is known to pause there.
+
+    Raises:
+        ApiError: A stateless run (nothing would keep the paused run), a name that is no node of the graph,
+            or a node run inside a fused chain (it is not a step of its own to stop at).
+    """
+    found: dict[str, Any] = {}
+    nodes = [n.name for n in assistant.app.spec.nodes]
+    fused = {name for chain in assistant.app.fused.values() for name in chain}
+    for key in ("interrupt_before", "interrupt_after"):
+        names = getattr(body, key)
+        if not names:
+            continue
+        if stateless:
+            raise ApiError(
+                422,
+                "not-supported",
+                f"{what}: {key} needs a thread to keep the paused run",
+                hint="create a thread (threads.create) and run on it",
+            )
+        for name in nodes if names == "*" else names:
+            if name not in nodes:
+                close = difflib.get_close_matches(name, nodes, n=1)
+                raise ApiError(
+                    422,
+                    "bad-request",
+                    f"{what}: {key} names {name!r}, which is no node of graph {assistant.graph_id!r}"
+                    + (f"; did you mean {close[0]!r}?" if close else ""),
+                    hint=f"nodes: {', '.join(nodes)}",
+                )
+            if name in fused and names != "*":
+                raise ApiError(
+                    422,
+                    "not-supported",
+                    f"{what}: node {name!r} runs inside a fused chain, so a run cannot stop {key[10:]} it",
+                    hint="serve the workflow without chain fusion to stop at every node",
+                )
+        found[key] = names if names == "*" else list(names)
+    return found
+
+
 async def _start(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
-    if body.command is None:  # reads only the small thread table: no need to leave the loop
+    if body.command is None and body.input is not None:  # reads only the small thread table: stay on the loop
         request = _resolve(server, body, thread_id, what)
-    else:  # a resume reads the checkpoint, which may wait on the checkpointer's lock
+    else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
         request = await run_in_threadpool(_resolve, server, body, thread_id, what)
     if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
         raise ApiError(

@@ -1,4 +1,8 @@
-"""Runs: each one streams a `CompiledWorkflow` in a worker thread and records its events for every listener.
+"""Runs: each one streams a `CompiledWorkflow` on the event loop and records its events for every listener.
+
+A run is LangGraph's async stream (`astream`): no thread per run, no thread per checkpoint write; nodes whose
+agents are synchronous run in the server's thread pool, async ones on the loop. At most `workers` runs
+execute at once; more wait their turn.
 
 A run's events (the stream modes the client asked for, `metadata` first, `error` on failure) are kept in
 order, so `runs.stream`, `runs.join_stream` and the viewer read the same sequence however late they come.
@@ -62,6 +66,8 @@ class Run:
     events: list[tuple[str, Any]] = field(default_factory=list)
     values: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    paused: bool = False
+    """The run stopped to wait: on a question (`interrupt()`), or before/after a node it was asked to."""
     cancel_reason: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -137,13 +143,15 @@ class RunManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._queued: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentmap-run")
+        self._slots = asyncio.Semaphore(workers)
+        # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
+        self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
 
     def close(self) -> None:
         """Stop taking work; cancel what runs."""
         for run in self.runs.values():
             run.cancelled.set()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
     def busy(self, thread_id: str) -> bool:
         """True while a run holds the thread."""
@@ -184,13 +192,9 @@ class RunManager:
                     return
                 run.status = "running"
                 run.push("metadata", {"run_id": run.run_id, "attempt": 1})
-                loop = asyncio.get_running_loop()
-
-                def emit(event: str, data: Any) -> None:
-                    loop.call_soon_threadsafe(run.push, event, data)
-
                 try:
-                    status = await loop.run_in_executor(self._executor, _execute, run, emit)
+                    async with self._slots:
+                        status = await _execute(run, _emitter(run))
                 except AgentMapError as err:
                     run.error = {"error": type(err).__name__, "message": str(err), "code": err.code}
                     status = "error"
@@ -211,15 +215,29 @@ class RunManager:
         run.status = status
         run.updated_at = now()
         if not run.request.stateless:
-            interrupted = bool((run.values or {}).get("__interrupt__"))
-            thread_status = "error" if status == "error" else "interrupted" if interrupted else "idle"
+            thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
             self.store.finish_run(run.record(), thread_status)
         run.done.set()
         run._changed.set()
 
 
-def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
-    """Run the graph in this worker thread; return the run's final status."""
+def _emitter(run: Run) -> Callable[[str, Any], None]:
+    """`emit(event, data)` for the run: recorded at once on the loop's thread, handed to the loop from others
+    (a synchronous node's tracker events come from a worker thread), in the order they were emitted."""
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+
+    def emit(event: str, data: Any) -> None:
+        if threading.get_ident() == loop_thread:
+            run.push(event, data)
+        else:
+            loop.call_soon_threadsafe(run.push, event, data)
+
+    return emit
+
+
+async def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
+    """Run the graph on the event loop; return the run's final status."""
     request = run.request
     app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
     wanted = set(request.stream_modes)
@@ -231,24 +249,25 @@ def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     tracker = app.new_tracker(listener=listen)
     config = {**request.config, "metadata": {**request.config.get("metadata", {}), "run_id": run.run_id}}
     config["configurable"] = {**config.get("configurable", {}), "thread_id": run.thread_id}
-    stream = app.stream(
+    stream = app.astream(
         request.input,
         config,  # type: ignore[arg-type]
         tracker=tracker,
         stream_mode=_langgraph_modes(wanted),
         **request.kwargs,
     )
-    final, interrupts = _follow(run, stream, wanted, emit)
+    final, interrupts, paused = await _follow(run, stream, wanted, emit)
     success = tracker.update_graph_success()
     values = jsonable({**final, "graph_success": success})
     if interrupts:
         values["__interrupt__"] = jsonable(interrupts)
     run.values = values
+    run.paused = paused and not run.cancelled.is_set()
     if "nodes" in wanted:
-        _emit_node_summary(tracker, success, interrupts, emit)
+        _emit_node_summary(tracker, success, interrupts, emit, paused=run.paused)
     if run.cancelled.is_set():
         return "interrupted"
-    return "interrupted" if interrupts else "success"
+    return "interrupted" if paused else "success"
 
 
 def _langgraph_modes(wanted: set[str]) -> list[str]:
@@ -260,19 +279,21 @@ def _langgraph_modes(wanted: set[str]) -> list[str]:
     return modes
 
 
-def _follow(
+async def _follow(
     run: Run, stream: Any, wanted: set[str], emit: Callable[[str, Any], None]
-) -> tuple[dict[str, Any], list[Any]]:
+) -> tuple[dict[str, Any], list[Any], bool]:
     """Emit the stream's chunks the client wants until it ends or the run is cancelled.
 
     Returns:
-        The final values (without `__interrupt__`) and the interrupts the run paused on.
+        The final values (without `__interrupt__`), the interrupts the run paused on, and whether it paused
+        (also true, with no interrupts, before or after a node named by `interrupt_before`/`interrupt_after`).
     """
     messages = _Messages()
     final: dict[str, Any] = {}
     interrupts: list[Any] = []
+    paused = False
     try:
-        for mode, chunk in stream:
+        async for mode, chunk in stream:
             if run.cancelled.is_set():
                 break
             if mode == "values":
@@ -282,7 +303,7 @@ def _follow(
                     emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
             elif mode == "updates":
                 if isinstance(chunk, dict) and "__interrupt__" in chunk:
-                    interrupts = list(chunk["__interrupt__"])
+                    interrupts, paused = list(chunk["__interrupt__"]), True
                 if "updates" in wanted:
                     emit("updates", jsonable(chunk))
             elif mode == "messages":
@@ -291,18 +312,23 @@ def _follow(
             else:
                 emit(mode, jsonable(chunk))
     finally:
-        stream.close()  # a generator: closing it stops the graph
-    return final, interrupts
+        await stream.aclose()  # closing the stream stops the graph (after the step it is in)
+    return final, interrupts, paused or bool(interrupts)
 
 
 def _emit_node_summary(
-    tracker: ExecutionTracker, success: bool, interrupts: list[Any], emit: Callable[[str, Any], None]
+    tracker: ExecutionTracker,
+    success: bool,
+    interrupts: list[Any],
+    emit: Callable[[str, Any], None],
+    *,
+    paused: bool,
 ) -> None:
     """The `nodes` events at the end of a run: the nodes left paused, then the summary."""
     for execution in tracker.summary:
         if interrupts and execution.success is None:
             emit("nodes", {**_node_event(execution), "status": "paused"})
-    emit("nodes/summary", {"success": success, "paused": bool(interrupts), "summary": _summary(tracker.summary)})
+    emit("nodes/summary", {"success": success, "paused": paused, "summary": _summary(tracker.summary)})
 
 
 def _node_event(execution: NodeExecution) -> dict[str, Any]:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 async def test_async_client_calls(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "p")
-    with serving(folder, checkpoint=str(tmp_path / "runs.db")) as url:
+    with serving(folder, checkpoint=str(tmp_path / "runs.db"), durability="async") as url:  # a checkpoint a step
         client = sdk.get_client(url=url, api_key=None)
         graphs = sorted(a["graph_id"] for a in await client.assistants.search())
         assert graphs == ["Ask", "HelloWorld", "Review", "Slow"]

@@ -58,7 +58,7 @@ def test_unknown_assistant_is_a_404_naming_the_graphs(client: Any) -> None:
 def test_wait_then_thread_state_history_search_and_runs(client: Any) -> None:
     thread = client.threads.create(metadata={"owner": "ada"})
     tid = thread["thread_id"]
-    result = client.runs.wait(tid, "HelloWorld", input={"name": "Ada"})
+    result = client.runs.wait(tid, "HelloWorld", input={"name": "Ada"}, durability="async")  # a checkpoint a step
     assert result["greeting"] == "Hello, Ada!" and result["graph_success"] is True
     got = client.threads.get(tid)
     assert got["status"] == "idle" and got["values"]["greeting"] == "Hello, Ada!"
@@ -209,9 +209,10 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
 
 def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:
     stepwise, once = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
-    client.runs.wait(stepwise, "HelloWorld", input={"name": "A"})
-    assert client.runs.wait(once, "HelloWorld", input={"name": "A"}, durability="exit")["greeting"] == "Hello, A!"
-    assert len(client.threads.get_history(once, limit=100)) < len(client.threads.get_history(stepwise, limit=100))
+    client.runs.wait(stepwise, "HelloWorld", input={"name": "A"}, durability="async")
+    assert client.runs.wait(once, "HelloWorld", input={"name": "A"})["greeting"] == "Hello, A!"  # exit: the default
+    assert len(client.threads.get_history(once, limit=100)) == 1
+    assert len(client.threads.get_history(stepwise, limit=100)) > 1
     assert client.threads.get_state(once)["values"]["message"].startswith("Done.")
 
 
