@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -282,7 +282,7 @@ class CompiledWorkflow:
         tracker: ExecutionTracker | None = None,
         stream_mode: Any = "updates",
         **kwargs: Any,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """The async twin of `stream`."""
         state, config, tracker = self._prepare(state, config, tracker)
         per_node = bool(self.fused) and stream_mode == "updates"
