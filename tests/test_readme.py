@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
+import forked
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,27 +28,25 @@ def test_the_readme_has_examples() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("code", PYTHON_BLOCKS, ids=[f"python-{i}" for i in range(len(PYTHON_BLOCKS))])
 def test_python_example_runs(code: str) -> None:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
+    code_, _, err = forked.python(code, cwd=ROOT)
+    assert code_ == 0, err
+    assert "Traceback" not in err
 
 
 @pytest.mark.slow
 def test_python_examples_print_what_their_comments_say() -> None:
-    done = subprocess.run([sys.executable, "-c", PYTHON_BLOCKS[0]], cwd=ROOT, capture_output=True, text=True)
-    assert "Hello, Ada!" in done.stdout and "True" in done.stdout
-    assert "Weather in Lisbon" in done.stdout
+    _, out, _ = forked.python(PYTHON_BLOCKS[0], cwd=ROOT)
+    assert "Hello, Ada!" in out and "True" in out
+    assert "Weather in Lisbon" in out
     embed = next(b for b in PYTHON_BLOCKS if "add_node" in b)
-    done = subprocess.run([sys.executable, "-c", embed], cwd=ROOT, capture_output=True, text=True)
-    assert done.stdout.strip() == "HELLO, ADA!"
+    _, out, _ = forked.python(embed, cwd=ROOT)
+    assert out.strip() == "HELLO, ADA!"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("line", RUN_LINES)
 def test_command_example_runs(line: str) -> None:
     argv = shlex.split(line)
-    done = subprocess.run(
-        [sys.executable, "-m", "agentmap", *argv[1:], "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert '"success": true' in done.stdout
+    code, out, err = forked.run(*argv[1:], "--json", cwd=ROOT, env=os.environ)
+    assert code == 0, out + err
+    assert '"success": true' in out

@@ -1,11 +1,12 @@
-"""Start the real `agentmap` command as a new process without paying Python's start-up each time.
+"""Start the real `agentmap` command (or a Python script) as a new process without Python's start-up each time.
 
 A durability test kills and restarts the command a dozen times; starting `python -m agentmap` costs about a
 second each (the interpreter and its imports), most of a test's time. `start()` forks the command from a server
 process that has imported AgentMap and LangGraph once (multiprocessing's fork server). The child is a real
 process with its own pid: it runs `agentmap ARGS` in its own working folder and environment, with stdout and
 stderr in files, and a signal sent to it (SIGKILL, SIGTERM, SIGINT) does to it what it does to the command
-started from a shell. Tests of start-up itself (imports, `--version`) use a fresh interpreter instead.
+started from a shell. `python()` runs a script's text the same way, as `python -c` would. Tests of start-up
+itself (imports, `--version`) use a fresh interpreter instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import multiprocessing
 import os
 import sys
 import tempfile
-import time
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ _FORKS = multiprocessing.get_context("forkserver")
 _FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset of these: one server serves both
 
 
-def _command(args: Sequence[str], cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
-    """In the child: become `agentmap ARGS` started from `cwd` with `env`, stdout/stderr into files."""
+def _child(cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
+    """In the child: enter `cwd` with exactly `env`, stdout/stderr into files."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
@@ -41,15 +42,38 @@ def _command(args: Sequence[str], cwd: str, env: Mapping[str, str], out: str, er
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
         os.close(target)
+
+
+def _leave(code: object) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+def _command(args: Sequence[str], cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
+    """In the child: become `agentmap ARGS`."""
+    _child(cwd, env, out, err)
     from agentmap.cli import main
 
     try:
-        code = main(list(args))
+        code: object = main(list(args))
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+        code = exc.code
+    _leave(code)
+
+
+def _script(code: str, cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
+    """In the child: run `code` as `python -c` would (a traceback on stderr and exit 1 if it raises)."""
+    _child(cwd, env, out, err)
+    sys.argv = ["-c"]
+    try:
+        exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+    except SystemExit as exc:
+        _leave(exc.code)
+    except BaseException:
+        traceback.print_exc()
+        _leave(1)
+    _leave(0)
 
 
 class Forked:
@@ -88,18 +112,28 @@ class Forked:
         return self._out.read_text(encoding="utf-8"), self._err.read_text(encoding="utf-8")
 
 
-def start(*args: str | Path, cwd: Path, env: Mapping[str, str]) -> Forked:
-    """Start `agentmap ARGS` in `cwd` with exactly the environment `env` (stdin empty)."""
+def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str]) -> Forked:
     folder = Path(tempfile.mkdtemp(prefix="agentmap-forked-"))
     out, err = folder / "stdout", folder / "stderr"
-    process = _FORKS.Process(target=_command, args=([str(a) for a in args], str(cwd), dict(env), str(out), str(err)))
+    process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), str(out), str(err)))
     process.start()
     return Forked(process, out, err)
 
 
+def start(*args: str | Path, cwd: Path, env: Mapping[str, str]) -> Forked:
+    """Start `agentmap ARGS` in `cwd` with exactly the environment `env` (stdin empty)."""
+    return _spawn(_command, [str(a) for a in args], cwd, env)
+
+
 def run(*args: str | Path, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> tuple[int, str, str]:
     """Run `agentmap ARGS` to its end: exit code, stdout, stderr."""
-    started = time.monotonic()
     proc = start(*args, cwd=cwd, env=env)
-    out, err = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
+    out, err = proc.communicate(timeout=timeout)
+    return proc.wait(), out, err
+
+
+def python(code: str, *, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str]:
+    """Run a Python script's text to its end, as `python -c CODE` would: exit code, stdout, stderr."""
+    proc = _spawn(_script, code, cwd, os.environ if env is None else env)
+    out, err = proc.communicate(timeout=timeout)
     return proc.wait(), out, err
