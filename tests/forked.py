@@ -34,12 +34,13 @@ _FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset 
 
 
 def _child(cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
-    """In the child: enter `cwd` with exactly `env`, stdout/stderr into files."""
+    """In the child: enter `cwd` with exactly `env`, stdout/stderr into files (or a terminal's device)."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
     for fd, path in ((1, out), (2, err)):
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        terminal = path.startswith("/dev/pts/")
+        target = os.open(path, os.O_RDWR if terminal else os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
         os.close(target)
 
@@ -112,17 +113,21 @@ class Forked:
         return self._out.read_text(encoding="utf-8"), self._err.read_text(encoding="utf-8")
 
 
-def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str]) -> Forked:
+def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str], terminal: str | None = None) -> Forked:
     folder = Path(tempfile.mkdtemp(prefix="agentmap-forked-"))
     out, err = folder / "stdout", folder / "stderr"
-    process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), str(out), str(err)))
+    where = (terminal, terminal) if terminal else (str(out), str(err))
+    process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), *where))
     process.start()
     return Forked(process, out, err)
 
 
-def start(*args: str | Path, cwd: Path, env: Mapping[str, str]) -> Forked:
-    """Start `agentmap ARGS` in `cwd` with exactly the environment `env` (stdin empty)."""
-    return _spawn(_command, [str(a) for a in args], cwd, env)
+def start(*args: str | Path, cwd: Path, env: Mapping[str, str], terminal: str | None = None) -> Forked:
+    """Start `agentmap ARGS` in `cwd` with exactly the environment `env` (stdin empty).
+
+    `terminal`: the device of a pseudo-terminal (`os.ttyname` of its slave end) to write stdout and stderr on.
+    """
+    return _spawn(_command, [str(a) for a in args], cwd, env, terminal)
 
 
 def run(*args: str | Path, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> tuple[int, str, str]:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from signal import SIGINT, getsignal, signal
+from signal import SIGINT, SIGKILL, getsignal, signal
 
 from typer.testing import CliRunner
 
@@ -145,20 +145,14 @@ def agentmap_subprocess(
 def agentmap_tty(
     *args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120, columns: int = 160
 ) -> Result:
-    """Run `python -m agentmap ARGS` with stdout and stderr on a pseudo-terminal (output merged)."""
+    """Run `agentmap ARGS` in a new process (forked warm) with stdout and stderr on a pseudo-terminal (merged)."""
+    import forked
+
     master, slave = pty.openpty()
     environment = _env(env)
     environment.update({"COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"})
-    proc = subprocess.Popen(
-        [*COMMAND, *map(str, args)],
-        cwd=cwd,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=slave,
-        close_fds=True,
-    )
-    os.close(slave)
+    # the slave end stays open here until the end: the child opens it by name, whenever it gets there
+    proc = forked.start(*args, cwd=cwd, env=environment, terminal=os.ttyname(slave))
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     try:
@@ -167,7 +161,7 @@ def agentmap_tty(
             if ready:
                 try:
                     data = os.read(master, 65536)
-                except OSError:  # the terminal closed: the process has exited
+                except OSError:  # the terminal closed
                     break
                 if not data:
                     break
@@ -177,8 +171,9 @@ def agentmap_tty(
         code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         os.close(master)
+        os.close(slave)
         if proc.poll() is None:
-            proc.kill()
+            proc.send_signal(SIGKILL)
     return Result(code, b"".join(chunks).decode("utf-8", "replace"), "")
 
 
