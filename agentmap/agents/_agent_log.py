@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["TRACE", "AgentLog"]
@@ -21,17 +22,23 @@ class AgentLog:
         logger: Where messages go; None makes `log` raise the contract's ValueError.
     """
 
+    enabled: Callable[[int], bool]
+    """`enabled(level)`: whether a message at `level` would be written (False without a logger)."""
+
     def __init__(self, agent_name: str, prefix: str, logger: logging.Logger | None) -> None:
         self.agent_name = agent_name
         self.prefix = prefix
         self.logger = logger
 
-    def enabled(self, level: int) -> bool:
-        """Whether a message at `level` would be written (False without a logger)."""
-        if self.logger is None:
-            return False
-        check = getattr(self.logger, "isEnabledFor", None)  # a logger-like object without it logs everything
-        return True if check is None else bool(check(level))
+    @property
+    def logger(self) -> logging.Logger | None:
+        """Where messages go (None: `log` raises the contract's ValueError)."""
+        return self._logger
+
+    @logger.setter
+    def logger(self, logger: logging.Logger | None) -> None:
+        self._logger = logger
+        self.enabled = _level_check(logger)  # looked up once per logger, not once per message
 
     def log(self, level: str, message: str, *args: Any, **kwargs: Any) -> None:
         """Log `message` at `level` ("debug", "info", ..., "trace").
@@ -50,3 +57,23 @@ class AgentLog:
             return
         logger_method = getattr(logger, level, logger.info)
         logger_method(f"{self.prefix} {message}", *args, **kwargs)
+
+
+def _never(level: int) -> bool:
+    return False
+
+
+def _always(level: int) -> bool:
+    return True
+
+
+def _level_check(logger: Any) -> Callable[[int], bool]:
+    """`logger.isEnabledFor`, bound once (a logger-like object without it logs everything)."""
+    if logger is None:
+        return _never
+    check = getattr(logger, "isEnabledFor", None)
+    if check is None:
+        return _always
+    if isinstance(logger, logging.Logger):
+        return check  # type: ignore[no-any-return]
+    return lambda level: bool(check(level))

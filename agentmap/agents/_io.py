@@ -26,7 +26,7 @@ class IOMapping:
 
     def inputs(self, state: Any) -> dict[str, Any]:
         """`{param: value}` for each input field, read from a dict state or any object state."""
-        if isinstance(state, Mapping):
+        if type(state) is dict or isinstance(state, Mapping):  # a dict (what LangGraph hands a node) first
             return {param: state.get(key) for key, param in self._inputs}
         return StateAdapter.get_inputs(state, self.input_fields)
 

@@ -264,7 +264,11 @@ class BaseAgent:
         Raises:
             ValueError: When no logger or no execution tracker was provided.
         """
-        state, inputs, tracker = self._start(state)
+        return self._run(state, None)
+
+    def _run(self, state: Any, tracker: Tracker | None) -> dict[str, Any]:
+        """`run`, given the run's tracker when the caller holds it already (a compiled node has it in its config)."""
+        state, inputs, tracker = self._start(state, tracker)
         before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
         try:
             state, inputs = self._pre_process(state, inputs)
@@ -284,7 +288,11 @@ class BaseAgent:
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
-        state, inputs, tracker = self._start(state)
+        return await self._arun(state, None)
+
+    async def _arun(self, state: Any, tracker: Tracker | None) -> dict[str, Any]:
+        """The async twin of `_run`."""
+        state, inputs, tracker = self._start(state, tracker)
         before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
         try:
             state, inputs = self._pre_process(state, inputs)
@@ -306,14 +314,15 @@ class BaseAgent:
 
     # -- internals shared by run and arun ------------------------------------------------------
 
-    def _start(self, state: Any) -> tuple[Any, dict[str, Any], Tracker]:
+    def _start(self, state: Any, tracker: Tracker | None = None) -> tuple[Any, dict[str, Any], Tracker]:
         if self._log.enabled(TRACE):
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
         elif self._log.logger is None:
             self.log_trace("")  # raises the contract's ValueError
-        tracker = self._tracker_for_this_run()
+        if tracker is None or self._given_tracker is not None:  # a tracker given to the agent comes first
+            tracker = self._tracker_for_this_run()
         inputs = self._io.inputs(state)
         tracker.record_node_start(self.name, inputs)
         return state, inputs, tracker

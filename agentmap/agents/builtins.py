@@ -85,8 +85,7 @@ class EchoAgent(BaseAgent):
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the inputs dict unchanged, or "No input provided to echo" without inputs."""
-        logger = self._logger
-        if logger is not None and getattr(logger, "isEnabledFor", lambda _: True)(logging.INFO):
+        if self._log.enabled(logging.INFO):
             self.log_info(f"[EchoAgent] '{self.name}' received inputs: {log_text(inputs)} and prompt: '{self.prompt}'")
         if inputs:
             return inputs

@@ -8,9 +8,11 @@ any branch of a step failed), `graph_success` and `errors` (appended to across n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import operator
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
@@ -34,6 +36,19 @@ __all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check"]
 logger = logging.getLogger("agentmap.agents")
 
 
+def _tracker_in(config: RunnableConfig | None) -> Any:
+    """The run's tracker in the config LangGraph hands a node (the one `get_config()` returns there), or None."""
+    configurable = config.get("configurable") if config is not None else None
+    return configurable.get(TRACKER_KEY) if configurable else None
+
+
+def _run(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
+    """`agent.run(state)`; an agent with the contract's own `run` gets the run's tracker from `config` directly."""
+    if type(agent).run is BaseAgent.run:
+        return agent._run(state, _tracker_in(config))
+    return agent.run(state)
+
+
 class _AgentNode(Runnable[Any, Any]):
     """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes).
 
@@ -53,7 +68,7 @@ class _AgentNode(Runnable[Any, Any]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
-            update = self.agent.run(input)
+            update = _run(self.agent, input, config)
         else:
             update = self.retry.run(self.agent, input, config, lambda: self.agent.run(input))
         return update if self.route is None else self.route(input, update)
@@ -85,7 +100,11 @@ class _AsyncAgentNode(_AgentNode):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
-            update = await self.agent.arun(input)
+            agent = self.agent
+            if type(agent).arun is BaseAgent.arun:
+                update = await agent._arun(input, _tracker_in(config))
+            else:
+                update = await agent.arun(input)
         else:
             update = await self.retry.arun(self.agent, input, config, lambda: self.agent.arun(input))
         return update if self.route is None else self.route(input, update)
@@ -142,7 +161,7 @@ class _FusedNode(Runnable[Any, Any]):
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
         for index, (agent, _) in enumerate(self.links):
-            done = walk.step(index, state, agent.run(state))
+            done = walk.step(index, state, _run(agent, state, config))
             if done is not None:
                 return done
             state = walk.state
@@ -155,12 +174,45 @@ class _AsyncFusedNode(_FusedNode):
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
         for index, (agent, _) in enumerate(self.links):
-            update = await agent.arun(state) if agent.is_async() else agent.run(state)
+            update = await agent.arun(state) if agent.is_async() else _run(agent, state, config)
             done = walk.step(index, state, update)
             if done is not None:
                 return done
             state = walk.state
         raise AssertionError("unreachable: the last link always ends the chain")
+
+
+_CONTRACT_RUN = ("run", "arun", "_run", "_arun", "_start", "_succeed", "_fail", "_pre_process", "_post_process")
+"""What of `BaseAgent` touches the state a node is given: an agent keeping all of them reads only its inputs."""
+
+
+def _reads_only_inputs(agent: BaseAgent) -> bool:
+    """Whether the agent sees nothing of the state but its Input_Fields (`IOMapping.inputs`)."""
+    cls = type(agent)
+    return all(getattr(cls, name) is getattr(BaseAgent, name) for name in _CONTRACT_RUN) and not agent.state_keys()
+
+
+@functools.lru_cache(maxsize=1024)
+def _inputs_schema(keys: tuple[str, ...]) -> type:
+    """A node input schema of plain state keys (shared by every node, of any graph, that reads these keys)."""
+    schema: type = TypedDict("NodeInput", dict.fromkeys(keys, Any), total=False)  # type: ignore[misc]
+    return schema
+
+
+def _narrowed(agent: BaseAgent, route: Route | None, retry: RetrySettings | None, schema: type) -> type | None:
+    """The input schema of a node that needs only its Input_Fields, else None (it gets the whole state).
+
+    LangGraph reads a node's input from every channel of its input schema at every step; a node given only
+    the keys its agent reads does the same work for a fraction of the reads. Routers, retries, hooks and
+    agents with a `run` of their own may look at the whole state, so they get it.
+    """
+    if route is not None or retry is not None or not _reads_only_inputs(agent):
+        return None
+    fields = schema.__annotations__
+    keys = tuple(dict.fromkeys(key for key, _ in agent._io._inputs if key in fields))
+    if any(fields[key] is not Any for key in keys):  # a system key (errors, ...) keeps its reducer: not narrowed
+        return None
+    return _inputs_schema(keys)
 
 
 def _edge_targets(node: NodeSpec) -> tuple[str, ...]:
@@ -182,12 +234,20 @@ def _construct(cls: type[BaseAgent], node: NodeSpec, environment: AgentEnvironme
     return agent
 
 
+_TAKES_ENVIRONMENT: weakref.WeakKeyDictionary[type[BaseAgent], bool] = weakref.WeakKeyDictionary()
+"""`_takes_environment` by agent class: reading a signature costs more than the rest of building a node."""
+
+
 def _takes_environment(cls: type[BaseAgent]) -> bool:
-    try:
-        parameters = inspect.signature(cls.__init__).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "environment" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    known = _TAKES_ENVIRONMENT.get(cls)
+    if known is None:
+        try:
+            parameters = list(inspect.signature(cls.__init__).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        known = any(p.name == "environment" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        _TAKES_ENVIRONMENT[cls] = known
+    return known
 
 
 def build_state_graph(
@@ -245,7 +305,8 @@ def build_state_graph(
         if exits_early([links[n] for n in chain]) and routes[chain[-1]] is None
     }
 
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_schema(graph, agents, extra_keys))
+    schema = state_schema(graph, agents, extra_keys)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
     for node in graph.nodes:
         if node.name in inner:
             continue
@@ -269,6 +330,7 @@ def build_state_graph(
             _AsyncAgentNode(agent, route, retry)
             if agent.is_async()
             else _AgentNode(agent, route, retry, inline=_computes_only(agent, node)),
+            input_schema=_narrowed(agent, route, retry, schema),
             retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
             defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,

@@ -23,7 +23,7 @@ from agentmap.errors import ConfigError
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.compiler import TRACKER_KEY
 from agentmap.runtime.events import RunObserver, observe_run, observers_for
-from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy
+from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -124,8 +124,6 @@ class CompiledWorkflow:
         self.spec = spec
         self.graph = graph
         self.agents = dict(agents)
-        self._policy = success_policy
-        self._critical = tuple(critical_nodes)
         self.observers: list[RunObserver] = []
         """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         self.fused: dict[str, list[str]] = {
@@ -134,7 +132,7 @@ class CompiledWorkflow:
             if node.metadata and node.metadata.get("agent_type") == "fused"
         }
         """Fused chains (`compile(fuse=True)`): the LangGraph node's name -> the CSV nodes it runs, in order."""
-        ExecutionTracker(success_policy, critical_nodes)  # reject a bad policy now, not at the first run
+        self._verdict = resolve_policy(success_policy, critical_nodes)  # a bad policy fails now, not at a run
 
     @property
     def name(self) -> str:
@@ -162,7 +160,7 @@ class CompiledWorkflow:
 
     def new_tracker(self, listener: Callable[[NodeExecution], None] | None = None) -> ExecutionTracker:
         """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
-        return ExecutionTracker(self._policy, self._critical, listener=listener)
+        return ExecutionTracker(self._verdict, listener=listener)  # the policy, resolved once per workflow
 
     @cached_property
     def file_digest(self) -> str | None:
@@ -197,9 +195,8 @@ class CompiledWorkflow:
         interrupts = tuple(values.pop("__interrupt__", ()))
         if isinstance(state, Mapping):
             values = {**{k: v for k, v in state.items() if k not in values}, **values}
-        success = tracker.update_graph_success()
+        success, summary = tracker._conclude()
         values["graph_success"] = success
-        summary = tracker.summary
         if interrupts:  # a node still open when the run paused is the one waiting for input
             for execution in summary:
                 if execution.success is None:

@@ -193,6 +193,13 @@ class ExecutionTracker:
         self.graph_success = bool(self._policy(summary))
         return self.graph_success
 
+    def _conclude(self) -> tuple[bool, list[NodeExecution]]:
+        """`update_graph_success()` and `summary` of a finished run, from one copy of the executions."""
+        with self._lock:
+            summary = list(self._executions)
+        self.graph_success = bool(self._policy(summary))
+        return self.graph_success, list(summary)
+
     @property
     def summary(self) -> list[NodeExecution]:
         """Every execution so far, in the order the nodes started."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -83,3 +84,22 @@ def test_a_node_embedded_in_someone_elses_graph_is_tracked_on_its_own(write_csv:
     outer.add_edge(START, "greet")
     outer.add_edge("greet", END)
     assert outer.compile().invoke({"name": "Ada"})["greeting"] == "Hi Ada"  # no tracker asked for
+
+
+def test_a_tracker_given_to_the_agent_comes_before_the_runs_inside_a_graph(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv(HELLO))
+    own = app.new_tracker()
+    app.agents["Greet"]._execution_tracker = own
+    result = app.invoke({"name": "Ada"})
+    assert [e.name for e in own.summary] == ["Greet"]
+    assert all(e.name != "Greet" for e in result.summary)
+
+
+def test_a_logger_level_changed_after_compiling_is_honoured(
+    write_csv: WriteCsv, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = agentmap.compile(write_csv(HELLO))
+    app.invoke({"name": "Ada"})
+    with caplog.at_level(logging.DEBUG, logger="agentmap.agents"):
+        app.invoke({"name": "Ada"})
+    assert "[TemplateAgent:Greet] Set output field 'greeting' = Hi Ada" in caplog.text
