@@ -151,12 +151,13 @@ def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Seque
 
 
 class _FusedNode(Runnable[Any, Any]):
-    """A chain of CSV nodes run as one LangGraph node (see `runtime.fusion`)."""
+    """A chain of CSV nodes run as one LangGraph node (see `runtime.fusion`); `inline` as for `_AgentNode`."""
 
-    def __init__(self, links: Sequence[Link], then: Sequence[str] | None) -> None:
+    def __init__(self, links: Sequence[Link], then: Sequence[str] | None, *, inline: bool = False) -> None:
         self.links = links
         self.then = then
         self.name = links[0][0].name
+        self.inline = inline
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
@@ -166,6 +167,11 @@ class _FusedNode(Runnable[Any, Any]):
                 return done
             state = walk.state
         raise AssertionError("unreachable: the last link always ends the chain")
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if self.inline:
+            return self.invoke(input, config, **kwargs)
+        return await super().ainvoke(input, config, **kwargs)
 
 
 class _AsyncFusedNode(_FusedNode):
@@ -317,9 +323,10 @@ def build_state_graph(
             is_async = any(a.is_async() for a, _ in chain)
             exits = [d for _, r in chain if r is not None for d in r.destinations if d not in inner]
             exits += then or ()
+            inline = all(_computes_only(a, graph.by_name[n]) for (a, _), n in zip(chain, fused[node.name], strict=True))
             builder.add_node(
                 node.name,
-                (_AsyncFusedNode if is_async else _FusedNode)(chain, then),
+                (_AsyncFusedNode if is_async else _FusedNode)(chain, then, inline=inline),
                 defer=node.name in deferred,
                 destinations=tuple(dict.fromkeys(exits)) if any(r is not None for _, r in chain) else None,
                 metadata={"agent_type": "fused", "nodes": fused[node.name]},

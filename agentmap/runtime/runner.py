@@ -132,6 +132,8 @@ class CompiledWorkflow:
             if node.metadata and node.metadata.get("agent_type") == "fused"
         }
         """Fused chains (`compile(fuse=True)`): the LangGraph node's name -> the CSV nodes it runs, in order."""
+        self.computes_only = all(getattr(node.runnable, "inline", False) for node in graph.builder.nodes.values())
+        """Every node is a built-in agent that only computes (no I/O, no waiting, no retry, no `func:` router)."""
         self._verdict = resolve_policy(success_policy, critical_nodes)  # a bad policy fails now, not at a run
 
     @property
@@ -296,7 +298,11 @@ class CompiledWorkflow:
     def batch(
         self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[RunResult]:
-        """Run several initial states (concurrently, through LangGraph's batch), one result each."""
+        """Run several initial states (concurrently, through LangGraph's batch), one result each.
+
+        A workflow whose nodes only compute (`computes_only`) runs its states one after another in the calling
+        thread: threads would only take turns on the interpreter lock, each turn costing a hand-over.
+        """
         if observers_for(self):  # traced: one observed run per state, concurrently as LangGraph would
             from langchain_core.runnables.config import get_executor_for_config
 
@@ -304,7 +310,10 @@ class CompiledWorkflow:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [self._prepare(s, config, None) for s in states]
         with clear_errors(config):
-            finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)
+            if self.computes_only and not kwargs:
+                finals = [self.graph.invoke(state, run_config) for state, run_config, _ in prepared]
+            else:
+                finals = self.graph.batch([p[0] for p in prepared], [p[1] for p in prepared], **kwargs)
         return [self._result(s, f, t) for (s, _, t), f in zip(prepared, finals, strict=True)]
 
     async def abatch(

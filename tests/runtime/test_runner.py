@@ -104,6 +104,49 @@ def test_batch_runs_each_state_with_its_own_summary(app: agentmap.CompiledWorkfl
     assert [len(r.summary) for r in results] == [3, 3]
 
 
+def test_a_batch_of_a_workflow_that_only_computes_runs_in_the_calling_thread(write_csv: WriteCsv) -> None:
+    path = write_csv(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "G,Greet,template,Hello {name},name,greeting,Echo\nG,Echo,echo,,greeting,echoed,\n"
+    )
+    states = [{"name": str(i)} for i in range(20)]
+    for fuse in (False, True):
+        app = agentmap.compile(path, fuse=fuse)
+        assert app.computes_only
+        threads: set[int] = set()
+        results = app.batch(states, {"callbacks": [_ThreadSeen(threads)]})
+        assert threads == {threading.get_ident()}
+        assert [r.state for r in results] == [app.invoke(s).state for s in states]
+        assert all(r.success and len(r.summary) == 2 for r in results)
+
+
+class _ThreadSeen(BaseCallbackHandler):
+    """Notes the thread each node starts in."""
+
+    def __init__(self, threads: set[int]) -> None:
+        self.threads = threads
+
+    def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+        self.threads.add(threading.get_ident())
+
+
+def test_a_batch_with_an_agent_that_may_wait_runs_its_states_concurrently(write_csv: WriteCsv) -> None:
+    barrier = threading.Barrier(4, timeout=10)
+
+    class Meet(BaseAgent):
+        def process(self, inputs: dict[str, Any]) -> Any:
+            barrier.wait()  # passes only when four states run at once
+            return inputs["name"]
+
+    type_name = f"meet_{uuid.uuid4().hex[:8]}"
+    agentmap.agent(type_name)(Meet)
+    path = write_csv(f"GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Meet,{type_name},name,met\n")
+    app = agentmap.compile(path)
+    assert not app.computes_only
+    results = app.batch([{"name": str(i)} for i in range(4)])
+    assert [r.state["met"] for r in results] == ["0", "1", "2", "3"]
+
+
 async def test_abatch_runs_each_state_with_its_own_summary(app: agentmap.CompiledWorkflow) -> None:
     results = await app.abatch([{"name": "A", "ok": "no"}, {"name": "B", "ok": "yes"}])
     assert [r.success for r in results] == [False, True]
