@@ -17,10 +17,11 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError
+from agentmap.llm._providers import ALIASES, FAMILIES, PROVIDERS, ProviderInfo
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -49,84 +50,6 @@ def model_options(context: Mapping[str, Any]) -> dict[str, Any]:
     # AgentMap 0.9 files name the provider apart (`provider`, `llm_provider`) and tiers (`anthropic.medium`)
     options["spec"] = legacy_spec(options.pop("model", None), context.get("provider") or context.get("llm_provider"))
     return options
-
-
-@dataclass(frozen=True)
-class ProviderInfo:
-    """How to build one provider's chat model.
-
-    Attributes:
-        module: The integration package's import name.
-        cls: The chat model class in that module.
-        extra: The AgentMap extra that installs the package (`pip install "agentmap[<extra>]"`).
-        key_env: The environment variable holding the API key, or None when none is needed.
-        default_model: The model used when a node names only the provider.
-        params: Our option name -> the class's keyword argument; an option missing here is unsupported.
-    """
-
-    module: str
-    cls: str
-    extra: str
-    key_env: str | None
-    default_model: str
-    params: Mapping[str, str] = field(default_factory=dict)
-
-
-_COMMON = {"temperature": "temperature", "max_tokens": "max_tokens", "max_retries": "max_retries"}
-
-PROVIDERS: dict[str, ProviderInfo] = {
-    "openai": ProviderInfo(
-        "langchain_openai",
-        "ChatOpenAI",
-        "openai",
-        "OPENAI_API_KEY",
-        "gpt-4o-mini",
-        {**_COMMON, "timeout": "timeout", "base_url": "base_url", "api_key": "api_key"},
-    ),
-    "anthropic": ProviderInfo(
-        "langchain_anthropic",
-        "ChatAnthropic",
-        "anthropic",
-        "ANTHROPIC_API_KEY",
-        "claude-3-5-haiku-latest",
-        {**_COMMON, "timeout": "timeout", "base_url": "base_url", "api_key": "api_key"},
-    ),
-    "google_genai": ProviderInfo(
-        "langchain_google_genai",
-        "ChatGoogleGenerativeAI",
-        "google",
-        "GOOGLE_API_KEY",
-        "gemini-2.0-flash",
-        {**_COMMON, "max_tokens": "max_output_tokens", "timeout": "timeout", "api_key": "google_api_key"},
-    ),
-    "ollama": ProviderInfo(
-        "langchain_ollama",
-        "ChatOllama",
-        "ollama",
-        None,
-        "llama3.2",
-        {"temperature": "temperature", "max_tokens": "num_predict", "base_url": "base_url"},
-    ),
-    "offline": ProviderInfo("agentmap.llm.offline", "OfflineChatModel", "", None, "offline", {}),
-}
-"""Supported providers by name; `google` is an alias of `google_genai`."""
-
-_ALIASES = {
-    "google": "google_genai",
-    "gemini": "google_genai",
-    "claude": "anthropic",
-    "gpt": "openai",
-    "chatgpt": "openai",
-}
-# A bare model name is accepted when its family is unambiguous.
-_FAMILIES = (
-    ("gpt-", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
-    ("claude", "anthropic"),
-    ("gemini", "google_genai"),
-)
 
 
 @dataclass(frozen=True)
@@ -199,10 +122,10 @@ def _number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
 
 def _provider(name: str) -> str:
     key = name.strip().lower().replace("-", "_")
-    key = _ALIASES.get(key, key)
+    key = ALIASES.get(key, key)
     if key in PROVIDERS:
         return key
-    known = sorted([*PROVIDERS, *_ALIASES])
+    known = sorted([*PROVIDERS, *ALIASES])
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(
@@ -219,11 +142,11 @@ def _split(spec: str, default_provider: str | None) -> tuple[str, str]:
     if sep:
         return _provider(head), rest.strip()
     lowered = text.lower()
-    if lowered in PROVIDERS or lowered in _ALIASES:
+    if lowered in PROVIDERS or lowered in ALIASES:
         return _provider(lowered), ""
     if default_provider:
         return _provider(default_provider), text
-    for prefix, provider in _FAMILIES:
+    for prefix, provider in FAMILIES:
         if lowered.startswith(prefix):
             return provider, text
     raise ConfigError(f"model {spec!r} names no provider; write provider:model, e.g. openai:{text} or ollama:{text}")
