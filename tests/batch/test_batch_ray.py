@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,44 @@ def test_a_second_batch_sees_an_edited_custom_agent(ray_session: Any, tmp_path: 
     agent_file.write_text(agent_file.read_text().replace(".upper()", ".upper() + '!'"), encoding="utf-8")
     again = agentmap.batch(flow, words("a", "b"), executor="ray")
     assert [r.outputs["framed"] for r in again.rows] == ["<A!>", "<B!>"]
+
+
+_DIE_ONCE = '''
+import os
+from pathlib import Path
+
+from agentmap import BaseAgent
+
+
+class DieOnceAgent(BaseAgent):
+    """Upper-cases `word`; the word `die` kills its own process the first time (it leaves a marker file)."""
+
+    def process(self, inputs):
+        marker = Path(inputs["marker"])
+        if inputs.get("word") == "die" and not marker.exists():
+            marker.write_text("died", encoding="utf-8")
+            os.kill(os.getpid(), 9)
+        return str(inputs.get("word")).upper()
+'''
+
+
+def test_a_ray_worker_killed_mid_batch_loses_no_finished_row_and_runs_none_twice(
+    ray_session: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "die_once.py").write_text(_DIE_ONCE, encoding="utf-8")
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Loud,die_once,word|marker,loud\n")
+    marker, out = str(tmp_path / "died"), tmp_path / "out.csv"
+    rows = [{"word": w, "marker": marker} for w in ("a", "b", "c", "die", "e", "f", "g", "h")]
+    with pytest.raises(agentmap.NodeError) as stopped:
+        agentmap.batch(flow, rows, output=out, executor="ray", workers=2, chunk_size=1)
+    assert stopped.value.code == "worker-died" and "finished rows are kept" in (stopped.value.hint or "")
+    journal = (tmp_path / "out.csv.partial").read_text(encoding="utf-8").splitlines()[1:]  # after its header
+    kept = [json.loads(line)["row"] for line in journal]
+    assert 4 not in kept and len(kept) == len(set(kept))  # finished rows only (row 4 died), each once
+    again = agentmap.batch(flow, rows, output=out, executor="ray", workers=2, chunk_size=1)
+    assert again.success and again.skipped == len(kept) and again.skipped + again.successes == len(rows)
+    with out.open(encoding="utf-8", newline="") as handle:
+        written = list(csv.DictReader(handle))
+    assert [(r["word"], r["loud"]) for r in written] == [(w["word"], w["word"].upper()) for w in rows]
