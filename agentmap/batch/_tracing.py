@@ -2,7 +2,7 @@
 
 The batch room does not know OpenTelemetry (`observe` is its sibling): it asks the workflow's run observers
 for a `batch_started` hook (a tracer has one) and passes what it returns, plain run metadata, to every row's
-run, in this process or in a worker process or Ray actor. The tracer turns that metadata into span attributes
+run, in this process or in a worker process or Ray worker. The tracer turns that metadata into span attributes
 and the parent of each row's `agentmap.run` span.
 """
 
@@ -30,7 +30,7 @@ _REMOTE = ("process", "ray")
 def shippable_options(options: Mapping[str, Any], executor: str) -> dict[str, Any]:
     """`compile` options with `tracing` in a form every worker can use on its own.
 
-    A `file:` path becomes absolute (a Ray actor runs in a folder of its own); worker processes and Ray actors
+    A `file:` path becomes absolute (a Ray worker runs in a folder of its own); worker processes and Ray workers
     build their own exporter from the text, so a TracerProvider or `Tracing` object, or `True` (the provider
     installed in this process), cannot reach them and is refused.
 

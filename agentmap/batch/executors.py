@@ -173,7 +173,7 @@ def _run_chunk(chunk: list[Job]) -> list[RowResult]:
 
 
 def run_chunk(runner: RowRunner, chunk: list[Job]) -> list[RowResult]:
-    """Run a chunk of rows in a worker process or Ray actor, then send the spans of its runs.
+    """Run a chunk of rows in a worker process or Ray worker, then send the spans of its runs.
 
     A worker ends without its exit hooks (the pool stops it, Ray kills the actor), so what its tracer buffers
     goes out with each chunk: every row whose result the parent records has its spans written.

@@ -79,7 +79,7 @@ class Tracing:
 
         Returns:
             The run metadata that makes each row's `agentmap.run` span a child of the batch span (it travels to
-            worker processes and Ray actors with the rows), and the function that ends the span with the counts.
+            worker processes and Ray workers with the rows), and the function that ends the span with the counts.
         """
         graph = attributes.get("agentmap.graph", "")
         span = self.tracer.start_span(f"agentmap.batch {graph}", attributes=dict(attributes))

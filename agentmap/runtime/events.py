@@ -97,7 +97,7 @@ def flush_observers(workflow: CompiledWorkflow) -> None:
     """Have every observer of `workflow`'s runs that buffers (a tracer's exporter) send what it holds now.
 
     Called where a process may end without its exit hooks: after a batch, after each chunk of rows in a worker
-    process or Ray actor, and when a server stops.
+    process or Ray worker, and when a server stops.
     """
     for observer in observers_for(workflow):
         flush = getattr(observer, "flush", None)
