@@ -49,6 +49,13 @@ def _run(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[st
     return agent.run(state)
 
 
+async def _arun(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
+    """The async twin of `_run`: `await agent.arun(state)`, with the run's tracker handed over the same way."""
+    if type(agent).arun is BaseAgent.arun:
+        return await agent._arun(state, _tracker_in(config))
+    return await agent.arun(state)
+
+
 class _AgentNode(Runnable[Any, Any]):
     """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes).
 
@@ -100,11 +107,7 @@ class _AsyncAgentNode(_AgentNode):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
-            agent = self.agent
-            if type(agent).arun is BaseAgent.arun:
-                update = await agent._arun(input, _tracker_in(config))
-            else:
-                update = await agent.arun(input)
+            update = await _arun(self.agent, input, config)
         else:
             update = await self.retry.arun(self.agent, input, config, lambda: self.agent.arun(input))
         return update if self.route is None else self.route(input, update)
@@ -180,7 +183,7 @@ class _AsyncFusedNode(_FusedNode):
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
         for index, (agent, _) in enumerate(self.links):
-            update = await agent.arun(state) if agent.is_async() else _run(agent, state, config)
+            update = await _arun(agent, state, config) if agent.is_async() else _run(agent, state, config)
             done = walk.step(index, state, update)
             if done is not None:
                 return done
