@@ -21,7 +21,7 @@ import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, ensure_writable, load
 from agentmap.cli._common import split_target as _split_target
-from agentmap.cli._observe import TraceContentOption, TraceOption
+from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -165,8 +165,6 @@ def batch_command(
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
-    from agentmap.cli._observe import tracing_for
-
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
         import logging

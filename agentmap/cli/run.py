@@ -33,7 +33,7 @@ from agentmap.cli._common import (
     split_target,
 )
 from agentmap.cli._execute import execute
-from agentmap.cli._observe import TraceContentOption, TraceOption
+from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -115,8 +115,6 @@ def run_workflow(
     options = {**settings.compile_options(), **settings.policy_options()}
     if draw is not None:
         _check_draw(draw)
-    from agentmap.cli._observe import tracing_for
-
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
     if resume is None:
@@ -169,7 +167,6 @@ def _open_thread(checkpoint: str | None, thread: str | None) -> tuple[Any, str |
 def _check_draw(draw: Path) -> None:
     """Refuse a --draw picture that cannot be made or written, before the run starts."""
     from agentmap.cli._common import ensure_writable
-    from agentmap.cli._observe import check_picture
 
     check_picture(draw)
     ensure_writable(draw, "the picture")

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, load
-from agentmap.cli._observe import TraceContentOption, TraceOption
+from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError
 
 __all__ = ["register", "serve_command"]
@@ -45,8 +45,6 @@ def serve_command(
     if durability not in (None, "sync", "async", "exit"):
         raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
     settings = load(config, debug)
-    from agentmap.cli._observe import tracing_for
-
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
         if not settings.workflow:
