@@ -17,6 +17,7 @@ from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentmap.agents.registry import normalize_type
+    from agentmap.batch.executors import stop_worker_processes
     from agentmap.config import Settings, load_settings
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
@@ -95,6 +96,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "dumps",
     # batch, serve: spans still buffered go out before the command ends
     "flush_traces",
+    # batch: no worker process outlives the command
+    "stop_worker_processes",
 ]
 
 _HOMES = {
@@ -104,6 +107,7 @@ _HOMES = {
     "Targets": "agentmap.spec.models",
     "normalize_type": "agentmap.agents.registry",
     "resolve_checkpointer": "agentmap.runtime.checkpoint",
+    "stop_worker_processes": "agentmap.batch.executors",
     "select_graph": "agentmap.runtime.api",
     "SYSTEM_KEYS": "agentmap.spec.validation",
     "state_key": "agentmap.spec.cells",

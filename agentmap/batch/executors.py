@@ -8,7 +8,10 @@ through `RowRunner`, that is through `CompiledWorkflow`: no executor has a run l
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import queue
+import select
 import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -19,7 +22,7 @@ from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.events import flush_observers
 
-__all__ = ["EXECUTORS", "chunks", "execute", "run_chunk"]
+__all__ = ["EXECUTORS", "chunks", "execute", "run_chunk", "stop_worker_processes"]
 
 EXECUTORS = ("thread", "async", "process", "ray")
 
@@ -158,13 +161,61 @@ def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator
 _RUNNER: RowRunner | None = None
 
 
-def _start_worker(recipe: WorkflowRecipe) -> None:
+def _start_worker(recipe: WorkflowRecipe, batch_pid: int) -> None:
     """Process pool initializer: compile once; leave Ctrl-C to the parent, which stops the pool."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with(batch_pid)
     global _RUNNER
     _RUNNER = RowRunner(recipe)
+
+
+def _end_with(batch_pid: int) -> None:
+    """End this worker as soon as the batch's own process ends, even by kill -9.
+
+    Nothing the worker runs after that is recorded, and it would wait on its task queue for ever (it holds the
+    queue's write end itself, so it never sees end-of-file); its parent is the fork server, so a parent-death
+    signal would not fire either. A thread waits on a pidfd of the batch's process instead: no polling.
+    """
+    try:
+        watched = os.pidfd_open(batch_pid)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):  # no pidfd (not Linux, or an old kernel): the pool's own shutdown remains
+        return
+
+    def watch() -> None:
+        select.select([watched], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="agentmap-batch-watch", daemon=True).start()
+
+
+def stop_worker_processes(timeout: float = 5.0) -> None:
+    """Stop the fork server and resource tracker a process batch started, waiting at most `timeout` seconds.
+
+    Both end by themselves once the process that started them has gone, but only some time after it; a command
+    that has exited must leave no process of its own behind, so `agentmap batch` calls this before it exits
+    (a pool's workers are joined by the pool itself). The helpers' `_stop` methods are the standard library's
+    own way to stop them: each closes its pipe and reaps the process. Nothing to do if no batch used processes.
+    """
+    import sys
+
+    if "multiprocessing.forkserver" not in sys.modules:
+        return
+    from multiprocessing import forkserver, resource_tracker
+
+    def stop() -> None:
+        for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
+            stop_helper = getattr(helper, "_stop", None)
+            if stop_helper is not None:
+                with contextlib.suppress(OSError):  # already gone
+                    stop_helper()
+
+    stopper = threading.Thread(target=stop, name="agentmap-batch-stop", daemon=True)
+    stopper.start()
+    stopper.join(timeout)
 
 
 def _run_chunk(chunk: list[Job]) -> list[RowResult]:
@@ -192,7 +243,7 @@ def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_
     # Workers fork from a server that has imported LangGraph once (no threads start at import): a pool's start-up
     # is then a fork and a compile, not a second or more of imports per worker.
     context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api", "agentmap.runtime.compiler"])
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe,))
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe, os.getpid()))
     pending: set[Future[list[RowResult]]] = set()
     try:
         for chunk in chunks(jobs, chunk_size):

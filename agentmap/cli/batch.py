@@ -127,8 +127,14 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
     )
 
 
-def _stop_ray() -> None:
-    """Stop the Ray this command started (or connected to), ignoring Ctrl-C: the results are written already."""
+def _stop_workers() -> None:
+    """Stop the worker processes this command started (Ray, or a process pool's helpers), ignoring Ctrl-C.
+
+    The results are written already; the command waits for its workers so that none outlives it.
+    """
+    from agentmap._cli_api import stop_worker_processes
+
+    stop_worker_processes()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         main = threading.current_thread() is threading.main_thread()
@@ -220,13 +226,13 @@ def batch_command(
         _report(stop.result, json_output, {**extra, "exit_code": 130})
         sys.stdout.flush()
         sys.stderr.flush()
-        _stop_ray()  # os._exit skips the exit hook that stops a local Ray
+        _stop_workers()  # os._exit skips the exit hooks that would stop them
         if tracing is not None:  # and the exit hook that sends the spans still buffered
             from agentmap._cli_api import flush_traces
 
             flush_traces()
         os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
-    _stop_ray()
+    _stop_workers()
     code = 0 if result.success else 1
     _report(result, json_output, {**extra, "exit_code": code})
     if result.failures:

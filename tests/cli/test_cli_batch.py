@@ -157,6 +157,23 @@ def _processes_in(folder: Path) -> list[int]:
     return found
 
 
+def _gone(folder: Path, within: float = 30.0) -> list[int]:
+    """The processes still working in `folder` once they have all ended, or when `within` seconds have passed."""
+    deadline = time.monotonic() + within
+    while (left := _processes_in(folder)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_process_batch_leaves_no_worker_behind(tmp_path: Path) -> None:
+    command, env = _slow_batch(tmp_path)
+    command += ["--executor", "process", "--workers", "2", "--chunk-size", "2"]
+    _start_and_stop(tmp_path, command, env, signal.SIGKILL)
+    # Workers, the fork server and the resource tracker end by themselves once the command is gone.
+    assert _gone(tmp_path) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("executor", ["thread", "process"])
 def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, executor: str) -> None:
@@ -166,8 +183,7 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, exe
     assert code == 130, err
     assert "run the same command again to continue" in err and "Traceback" not in err
     assert json.loads(out)["interrupted"] is True
-    time.sleep(0.5)
-    assert _processes_in(tmp_path) == []  # no worker process is left behind
+    assert _processes_in(tmp_path) == []  # the command waited for its workers: none is left behind
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
