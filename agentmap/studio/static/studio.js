@@ -168,7 +168,7 @@ function applyLines() {
   S.rows.forEach((row, i) => {
     const tr = S.trs.get(row);
     const line = S.lines[i];
-    if (!tr || line === undefined) return;
+    if (!tr || line === undefined || tr.getAttribute("aria-rowindex") === String(line)) return;
     tr.setAttribute("aria-rowindex", String(line));
     for (const cell of tr.children) {
       if (cell.classList.contains("rowhead")) cell.textContent = tr.parentElement?.tagName === "THEAD" ? "" : line;
@@ -416,7 +416,9 @@ function draw() {
     const graph = S.tab ?? graphs()[0];
     if (!graph || !S.valid) return;
     const request = { ...sheet(), graph };
-    const key = JSON.stringify(request);
+    // the picture shows names, agent types and edges: other cells (prompts, fields) do not redraw it
+    const shown = ["GraphName", "Node", "AgentType", "Edge", "Success_Next", "Failure_Next"].map(col);
+    const key = JSON.stringify([graph, S.rows.map((r) => shown.map((c) => (c >= 0 ? r.cells[c] || "" : "")))]);
     if (key === S.drawn) return;
     try {
       const data = await api("POST", "draw", request);
@@ -434,7 +436,7 @@ function draw() {
     } catch (err) {
       say("Cannot draw: " + err.message);
     }
-  }, 120);
+  }, 400);  // drawn when typing pauses: compiling a big graph takes longer than checking it
 }
 
 function markPictureNode() {
@@ -512,5 +514,5 @@ $("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap
 document.addEventListener("keydown", (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); save(false); }
 });
-setInterval(poll, 1000);
+setInterval(poll, 700);
 start();
