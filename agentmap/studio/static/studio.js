@@ -354,6 +354,7 @@ function checked(data) {
   S.checks += 1;
   document.body.dataset.checks = String(S.checks);
   if (S.valid) draw();
+  $("picture-title").textContent = S.valid || !S.drawn ? "Picture" : "Picture (as last valid)";
 }
 
 function applyFindings() {
@@ -436,7 +437,7 @@ function draw() {
     } catch (err) {
       say("Cannot draw: " + err.message);
     }
-  }, 400);  // drawn when typing pauses: compiling a big graph takes longer than checking it
+  }, S.drawn ? 400 : 0);  // drawn when typing pauses: compiling a big graph takes longer than checking it
 }
 
 function markPictureNode() {
