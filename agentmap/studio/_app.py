@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._document import Document
 from agentmap.studio._files import FileChangedError, Files
+from agentmap.studio._runs import ServedFile
 
 __all__ = ["StudioConfig", "create_studio_app"]
 
@@ -31,11 +33,13 @@ class StudioConfig(BaseModel):
         target: The workflow file, or folder of workflow files, the studio opens.
         api_key: The key the page must send (`X-Api-Key`); None: no key asked (loopback only).
         options: `functions_dir`, `agents_dir` and `settings`, as `agentmap validate` takes them.
+        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
     """
 
     target: Path
     api_key: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str = ".agentmap/studio.db"
 
 
 class Row(BaseModel):
@@ -72,7 +76,14 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
         WorkflowFileError: The target does not exist.
     """
     files = Files(config.target)
-    app = FastAPI(title="AgentMap studio", docs_url=None, redoc_url=None, openapi_url=None)
+    served = ServedFile(config.checkpoint, config.api_key, config.options)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await served.shutdown()  # the runs stop, the files close
+
+    app = FastAPI(title="AgentMap studio", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     static = resources.files("agentmap.studio") / "static"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -88,6 +99,8 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
 
     app.mount("/studio/static", StaticFiles(directory=str(static)), name="studio")
     app.include_router(_routes(files, config.options), dependencies=[Depends(_key_check(config.api_key))])
+    app.include_router(_run_routes(files, served), dependencies=[Depends(_key_check(config.api_key))])
+    app.mount("/server", served)  # agentmap serve's own routes (the LangGraph protocol), for the saved file
 
     @app.exception_handler(AgentMapError)
     async def agentmap_error(_: Request, err: AgentMapError) -> JSONResponse:
@@ -152,6 +165,19 @@ def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
         saved = files.save(body.file, text, body.base, force=body.force)
         rows = [(i, r.cells) for i, r in enumerate(saved.records)]
         return {"file": body.file, "version": saved.version, **_sheet(saved, rows, options)}
+
+    return router
+
+
+def _run_routes(files: Files, served: ServedFile) -> APIRouter:
+    router = APIRouter(prefix="/studio/api")
+
+    @router.post("/serve")
+    async def serve(file: str) -> dict[str, Any]:
+        """Serve the file as saved at `/server` (compiled again when it changed); its assistants."""
+        path = files.path(file)
+        assistants = await served.prepare(path, files.version(file))
+        return {"assistants": assistants, "version": files.version(file)}
 
     return router
 

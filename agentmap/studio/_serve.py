@@ -19,7 +19,7 @@ def _server(config: StudioConfig, host: str, port: int, log_level: str) -> Any:
 
     require_key(host, config.api_key)
     app = create_studio_app(config)
-    settings = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="off")
+    settings = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on")
     return uvicorn.Server(settings)
 
 

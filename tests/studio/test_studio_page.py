@@ -42,12 +42,13 @@ def browser() -> Iterator[Any]:
 
 
 @contextmanager
-def studio_page(browser: Any, target: Path) -> Iterator[Any]:
+def studio_page(browser: Any, target: Path, file: str | None = None) -> Iterator[Any]:
     from agentmap.studio import StudioConfig, background
 
-    with background(StudioConfig(target=target)) as url:
+    checkpoint = str((target if target.is_dir() else target.parent) / "studio.db")
+    with background(StudioConfig(target=target, checkpoint=checkpoint)) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(url + (f"?file={target.name}" if target.is_file() else ""))
+        page.goto(url + f"?file={file or target.name}")
         page.get_by_role("grid").wait_for()
         page.wait_for_function("Number(document.body.dataset.checks) >= 1")
         try:
@@ -203,3 +204,51 @@ def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(brow
         page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
         assert cell(page, 4, 5).inner_text() == "Changed elsewhere"
         assert cell(page, 2, 5).inner_text() != "mine"
+
+
+HUMAN = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next\n"
+    "Publish,Draft,template,Draft about {topic},,topic,draft,Review\n"
+    'Publish,Review,human,Publish this draft? {draft},"{""interaction_type"": ""approval""}",draft,approved,Done\n'
+    "Publish,Done,template,Approved: {approved},,approved,message,\n"
+)
+
+
+def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    shutil.copy(ROOT / "graphs" / "branching.csv", flow)
+    (tmp_path / "publish.csv").write_text(HUMAN, encoding="utf-8")
+    with studio_page(browser, tmp_path, file="branching.csv") as page:
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        form = page.get_by_role("form", name="Initial state")
+        form.get_by_role("textbox", name="approved").fill("yes")
+        form.get_by_role("textbox", name="request").fill("a new laptop")
+        form.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        nodes = page.get_by_role("table", name="Nodes run")
+        assert nodes.get_by_role("button").all_inner_texts() == ["Check", "Approve", "Report"]
+        picture = page.get_by_role("img", name="The graph Approval drawn")
+        lit = picture.locator("g.node.am-succeeded").evaluate_all("gs => gs.map(g => g.dataset.node)")
+        assert lit == ["Check", "Approve", "Report"]
+        assert picture.locator("g.node[data-node='Reject'].am-succeeded").count() == 0  # the path not taken
+        nodes.get_by_role("button", name="Approve").click()
+        detail = page.get_by_role("region", name="Node detail").inner_text()
+        assert '"request": "a new laptop"' in detail and '"decision": "Approved: a new laptop"' in detail
+        assert "Decision for a new laptop" in page.get_by_role("region", name="Final state").inner_text()
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-run.png"))
+
+        page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
+        page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
+        page.get_by_role("textbox", name="topic").fill("owls")
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        answer = page.get_by_role("form", name="Answer the paused node")
+        assert answer.inner_text().startswith("Review: Publish this draft? Draft about owls")
+        assert page.get_by_role("img").locator("g.node[data-node='Review'].am-paused").count() == 1
+        answer.get_by_role("textbox", name="Answer").fill("yes")
+        answer.get_by_role("button", name="Answer").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert "Approved: True" in page.get_by_role("region", name="Final state").inner_text()
+        earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
+        earlier.first.wait_for()
+        assert earlier.count() == 1

@@ -86,10 +86,12 @@ function load(data) {
   if (S.tab === null && graphs().length === 1) S.tab = graphs()[0];
   S.sel = null;
   S.drawn = "";
+  S.dirty = false;
   hideChanged();
   renderTabs();
   renderGrid();
   checked(data);
+  prepareRun();
 }
 
 // ---- the grid -------------------------------------------------------------------------------------------
@@ -104,7 +106,14 @@ function renderTabs() {
     tab.textContent = label;
     tab.setAttribute("aria-selected", String(S.tab === value));
     tab.tabIndex = S.tab === value ? 0 : -1;
-    tab.addEventListener("click", () => { S.tab = value; renderTabs(); renderGrid(); applyFindings(); draw(); });
+    tab.addEventListener("click", () => {
+      S.tab = value;
+      renderTabs();
+      renderGrid();
+      applyFindings();
+      draw();
+      prepareRun();
+    });
     tab.addEventListener("keydown", (e) => {
       const all = [...$("tabs").children];
       const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
@@ -327,6 +336,7 @@ function moveRow(step) {
 // ---- findings -------------------------------------------------------------------------------------------
 
 function scheduleCheck() {
+  if (!S.dirty) { S.dirty = true; prepareRun(); }
   if (S.checking) { S.pending = true; return; }
   runCheck();
 }
@@ -433,6 +443,7 @@ function draw() {
         });
       }
       markPictureNode();
+      for (const [node, seen] of R.nodes) if (seen.status) paintNode(node, seen.status);  // a run drawn before
       document.body.dataset.drawn = String(S.checks);
     } catch (err) {
       say("Cannot draw: " + err.message);
@@ -490,6 +501,238 @@ async function poll() {
     }
   } catch (err) { /* the next poll tries again */ }
 }
+
+// ---- running the saved file through agentmap serve's routes (mounted at /server) --------------------------
+
+const SERVER = "/server";
+const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {} };
+
+async function serverCall(method, path, body) {
+  const init = { method, headers: { "Content-Type": "application/json" } };
+  const key = $("api-key").value.trim();
+  if (key) init.headers["X-Api-Key"] = key;
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(SERVER + path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error((data.message || response.statusText) + (data.hint ? ` (${data.hint})` : ""));
+  return data;
+}
+
+function runStatus(text, state) {
+  $("run-status").textContent = text;
+  document.body.dataset.runStatus = state;
+}
+
+async function prepareRun() {
+  const graph = S.tab ?? graphs()[0];
+  $("run-button").disabled = true;
+  if (!S.valid || S.dirty || !graph) {
+    $("run-note").textContent = S.valid ? "Save the sheet to run it: runs use the saved file." : "Fix the errors and save to run.";
+    return;
+  }
+  try {
+    const served = await api("POST", "serve?file=" + encodeURIComponent(S.file));
+    R.assistant = served.assistants.find((a) => a.graph_id === graph || a.name === graph) || served.assistants[0];
+  } catch (err) {
+    $("run-note").textContent = "Cannot run: " + err.message;
+    return;
+  }
+  const keys = R.assistant.metadata.input_keys || [];
+  $("run-fields").replaceChildren(...keys.map((key) => {
+    const label = document.createElement("label");
+    const span = document.createElement("span");
+    span.textContent = key;
+    const input = document.createElement("input");
+    input.name = key;
+    label.append(span, input);
+    return label;
+  }));
+  $("run-note").textContent = `Runs ${R.assistant.graph_id} as saved. Values are read as JSON when they parse.`;
+  $("run-button").disabled = false;
+  document.body.dataset.runReady = R.assistant.graph_id;
+  listThreads();
+}
+
+const parse = (text) => { try { return JSON.parse(text); } catch (e) { return text; } };
+
+function inputKeys(node) {
+  const row = body().find((r) => (r.cells[col("Node")] || "").trim() === node && graphOf(r) === R.assistant.graph_id);
+  const cell = row && col("Input_Fields") >= 0 ? row.cells[col("Input_Fields")] || "" : "";
+  return cell.split("|").map((k) => k.split(":")[0].trim()).filter(Boolean);
+}
+
+function resetRun() {
+  R.nodes = new Map();
+  R.state = {};
+  $("run-nodes").tBodies[0].replaceChildren();
+  $("node-detail").hidden = true;
+  $("final").textContent = "";
+  $("question").hidden = true;
+  for (const g of $("picture").querySelectorAll("g.node")) g.classList.remove("am-running", "am-succeeded", "am-failed", "am-paused");
+}
+
+function paintNode(node, status) {
+  const g = $("picture").querySelector(`g.node[data-node="${CSS.escape(node)}"]`);
+  if (g) {
+    g.classList.remove("am-running", "am-succeeded", "am-failed", "am-paused");
+    g.classList.add("am-" + status);
+  }
+}
+
+function nodeEvent(event) {
+  paintNode(event.node, event.status);
+  let seen = R.nodes.get(event.node);
+  if (!seen || (event.status === "running" && seen.status !== "running")) {
+    const tr = $("run-nodes").tBodies[0].insertRow();
+    for (let i = 0; i < 3; i++) tr.insertCell();
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = event.node;
+    tr.cells[0].append(button);
+    seen = { tr, inputs: undefined, output: undefined };
+    button.addEventListener("click", () => showNode(event.node));
+    R.nodes.set(event.node, seen);
+  }
+  Object.assign(seen, { status: event.status, duration: event.duration, error: event.error });
+  seen.tr.className = event.status;
+  seen.tr.dataset.status = event.status;
+  seen.tr.cells[1].textContent = event.status;
+  seen.tr.cells[2].textContent = event.duration == null ? "" : (event.duration * 1000).toFixed(1) + " ms";
+}
+
+function showNode(name) {
+  const seen = R.nodes.get(name);
+  const detail = { node: name, status: seen.status, duration_ms: seen.duration == null ? null : seen.duration * 1000,
+    inputs: seen.inputs, output: seen.output, error: seen.error || undefined };
+  $("node-detail").textContent = JSON.stringify(detail, null, 2);
+  $("node-detail").hidden = false;
+}
+
+function updates(payload) {
+  for (const [node, update] of Object.entries(payload || {})) {
+    if (node.startsWith("__")) continue;
+    const seen = R.nodes.get(node) || {};
+    seen.inputs = Object.fromEntries(inputKeys(node).map((k) => [k, R.state[k]]));
+    seen.output = update;
+    if (!R.nodes.has(node)) R.nodes.set(node, seen);
+  }
+}
+
+function values(payload) {
+  const shown = { ...payload };
+  const asked = shown.__interrupt__;
+  delete shown.__interrupt__;
+  R.state = shown;
+  $("final").textContent = JSON.stringify(shown, null, 2);
+  if (asked && asked.length) ask(asked[0].value);
+}
+
+function ask(value) {
+  const node = value && value.node ? value.node + ": " : "";
+  $("question-text").textContent = node + (value && typeof value === "object" && "question" in value ? value.question : JSON.stringify(value));
+  $("question").hidden = false;
+}
+
+async function stream(body) {
+  const key = $("api-key").value.trim();
+  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+  if (key) headers["X-Api-Key"] = key;
+  const response = await fetch(`${SERVER}/threads/${encodeURIComponent(R.thread)}/runs/stream`, {
+    method: "POST", headers, body: JSON.stringify({ assistant_id: R.assistant.assistant_id, stream_mode: ["values", "updates", "nodes"], ...body }),
+  });
+  if (!response.ok) {
+    const err = await response.json().catch(() => ({ message: response.statusText }));
+    throw new Error(err.message + (err.hint ? ` (${err.hint})` : ""));
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let outcome = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      const payload = data.length ? JSON.parse(data.join("\n")) : null;
+      if (event === "nodes") nodeEvent(payload);
+      else if (event === "updates") updates(payload);
+      else if (event === "values") values(payload);
+      else if (event === "nodes/summary") outcome = payload;
+      else if (event === "error") throw new Error(payload.message);
+    }
+  }
+  return outcome;
+}
+
+async function go(body) {
+  $("question").hidden = true;
+  runStatus("running", "running");
+  try {
+    const outcome = await stream(body);
+    if (!outcome) runStatus("stopped", "error");
+    else if (outcome.paused) runStatus("paused: waiting for an answer", "paused");
+    else runStatus(outcome.success ? "succeeded" : "failed", outcome.success ? "succeeded" : "failed");
+  } catch (err) {
+    runStatus(err.message, "error");
+    if (body.command) $("question").hidden = false; // a refused answer leaves the run paused: ask again
+  }
+  listThreads();
+}
+
+async function listThreads() {
+  if (!R.assistant) return;
+  try {
+    const found = await serverCall("POST", "/threads/search", { metadata: { graph_id: R.assistant.graph_id }, limit: 20 });
+    $("threads").replaceChildren(...found.map((t) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = `${t.thread_id.slice(0, 8)} · ${t.status} · ${(t.updated_at || "").slice(0, 19).replace("T", " ")}`;
+      button.addEventListener("click", () => reopen(t.thread_id));
+      li.append(button);
+      return li;
+    }));
+  } catch (err) { /* the list is a convenience: the run itself reported any problem */ }
+}
+
+async function reopen(threadId) {
+  resetRun();
+  R.thread = threadId;
+  const state = await serverCall("GET", `/threads/${encodeURIComponent(threadId)}/state`);
+  values(state.values || {});
+  const asked = (state.tasks || []).flatMap((t) => t.interrupts || []);
+  if (asked.length) ask(asked[0].value);
+  runStatus(`reopened ${threadId.slice(0, 8)}` + (asked.length ? ": paused, waiting for an answer" : ""), asked.length ? "paused" : "reopened");
+}
+
+$("run-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!R.assistant) return;
+  const input = {};
+  for (const el of $("run-fields").querySelectorAll("input")) if (el.value !== "") input[el.name] = parse(el.value);
+  resetRun();
+  try {
+    R.thread = (await serverCall("POST", "/threads", { metadata: { graph_id: R.assistant.graph_id } })).thread_id;
+  } catch (err) {
+    runStatus(err.message, "error");
+    return;
+  }
+  await go({ input });
+});
+
+$("question").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  await go({ command: { resume: parse($("answer").value) } });
+});
 
 // ---- wiring ---------------------------------------------------------------------------------------------
 
