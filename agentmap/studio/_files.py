@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -34,6 +35,12 @@ class Files:
         self._lock = threading.Lock()
         if not self.target.exists():
             raise WorkflowFileError(f"{target} does not exist", hint="name a workflow file or a folder of them")
+        if self.target.is_file() and self.target.suffix.lower() not in _EDITABLE:
+            raise WorkflowFileError(
+                f"the studio edits .csv and .tsv files, not {self.target.name}",
+                code="unsupported-format",
+                hint="save the sheet as CSV (UTF-8) to edit it here; agentmap validate and run read it as it is",
+            )
 
     def names(self) -> list[str]:
         """The files that may be opened, relative to the root, in order."""
@@ -89,5 +96,7 @@ class Files:
                     f"{name} changed on disk since it was opened; saving would overwrite those changes",
                     hint="reload it to see the other changes, or save again to overwrite them",
                 )
+            mode = path.stat().st_mode & 0o7777
             write_atomic(path, text, document.style.encoding)
+            os.chmod(path, mode)  # the temporary file was private (0600); the file keeps who may read it
         return self.open(name)

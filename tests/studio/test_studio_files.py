@@ -28,6 +28,7 @@ STYLES = {
 def client(tmp_path: Path) -> Iterator[TestClient]:
     for name, text in STYLES.items():
         (tmp_path / name).write_bytes(text.encode("utf-8"))
+        (tmp_path / name).chmod(0o644)
     (tmp_path / "cp1252.csv").write_bytes("GraphName,Node,AgentType,Prompt\nG,A,template,Café\n".encode("cp1252"))
     with TestClient(create_studio_app(StudioConfig(target=tmp_path))) as test_client:
         yield test_client
@@ -89,6 +90,7 @@ def test_a_changed_cell_is_written_in_the_style_of_its_file(client: TestClient, 
         "GraphName;Node;AgentType;Edge\nG;A;echo;B\nG;B;template;\n"
     )
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+    assert (tmp_path / "semicolons.csv").stat().st_mode & 0o777 == 0o644  # who may read it is kept
 
 
 def test_a_file_changed_on_disk_is_not_overwritten_unless_asked(client: TestClient, tmp_path: Path) -> None:

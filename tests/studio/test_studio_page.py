@@ -237,6 +237,19 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         assert "Decision for a new laptop" in page.get_by_role("region", name="Final state").inner_text()
         page.screenshot(path=str(artefacts(tmp_path) / "studio-run.png"))
 
+        # change a prompt, save, and run again from the checkpoint after Check: the same state, the new file
+        edit(page, cell(page, 3, 4), "OK: {request}")
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
+        assert nodes.get_by_role("button").all_inner_texts()[-2:] == ["Approve", "Report"]
+        assert "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop" in page.get_by_role(
+            "region", name="Final state"
+        ).inner_text()
+
         page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
         page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
         page.get_by_role("textbox", name="topic").fill("owls")

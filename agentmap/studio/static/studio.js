@@ -526,6 +526,7 @@ function runStatus(text, state) {
 async function prepareRun() {
   const graph = S.tab ?? graphs()[0];
   $("run-button").disabled = true;
+  delete document.body.dataset.runReady;  // until the saved file is served (a run now would use the old one)
   if (!S.valid || S.dirty || !graph) {
     $("run-note").textContent = S.valid ? "Save the sheet to run it: runs use the saved file." : "Fix the errors and save to run.";
     return;
@@ -638,7 +639,7 @@ async function stream(body) {
   const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
   if (key) headers["X-Api-Key"] = key;
   const response = await fetch(`${SERVER}/threads/${encodeURIComponent(R.thread)}/runs/stream`, {
-    method: "POST", headers, body: JSON.stringify({ assistant_id: R.assistant.assistant_id, stream_mode: ["values", "updates", "nodes"], ...body }),
+    method: "POST", headers, body: JSON.stringify({ assistant_id: R.assistant.assistant_id, stream_mode: ["values", "updates", "nodes"], durability: "sync", ...body }),
   });
   if (!response.ok) {
     const err = await response.json().catch(() => ({ message: response.statusText }));
@@ -686,6 +687,33 @@ async function go(body) {
     if (body.command) $("question").hidden = false; // a refused answer leaves the run paused: ask again
   }
   listThreads();
+  listCheckpoints();
+}
+
+// every step of a studio run is checkpointed (durability "sync"): any of them can be run again, with the file
+// as saved now, on the state the run had there
+async function listCheckpoints() {
+  if (!R.thread) return;
+  try {
+    const history = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 });
+    const open = history.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
+    $("checkpoints").replaceChildren(...open.map((s) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      const step = (s.metadata || {}).step;
+      button.textContent = `Fork from step ${step} (next: ${s.next.join(", ")})`;
+      button.addEventListener("click", () => fork(s.checkpoint.checkpoint_id));
+      li.append(button);
+      return li;
+    }));
+  } catch (err) { /* a convenience: the run reported any problem */ }
+}
+
+async function fork(checkpointId) {
+  if (!document.body.dataset.runReady) { runStatus("Save the sheet first: forks run the saved file.", "error"); return; }
+  resetRun();
+  await go({ input: null, checkpoint_id: checkpointId });
 }
 
 async function listThreads() {
@@ -711,6 +739,7 @@ async function reopen(threadId) {
   values(state.values || {});
   const asked = (state.tasks || []).flatMap((t) => t.interrupts || []);
   if (asked.length) ask(asked[0].value);
+  listCheckpoints();
   runStatus(`reopened ${threadId.slice(0, 8)}` + (asked.length ? ": paused, waiting for an answer" : ""), asked.length ? "paused" : "reopened");
 }
 
@@ -758,5 +787,6 @@ $("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap
 document.addEventListener("keydown", (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); save(false); }
 });
+window.addEventListener("beforeunload", (e) => { if (S.dirty) e.preventDefault(); });  // unsaved changes
 setInterval(poll, 700);
 start();
