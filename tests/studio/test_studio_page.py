@@ -246,9 +246,10 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
         assert nodes.get_by_role("button").all_inner_texts()[-2:] == ["Approve", "Report"]
-        assert "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop" in page.get_by_role(
-            "region", name="Final state"
-        ).inner_text()
+        assert (
+            "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop"
+            in page.get_by_role("region", name="Final state").inner_text()
+        )
 
         page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
         page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
