@@ -188,7 +188,8 @@ def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(bro
 def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(browser: Any, tmp_path: Path) -> None:
     flow = tmp_path / "branching.csv"
     shutil.copy(ROOT / "graphs" / "branching.csv", flow)
-    with studio_page(browser, flow) as page:
+    shutil.copy(ROOT / "graphs" / "subgraph.csv", tmp_path / "subgraph.csv")
+    with studio_page(browser, tmp_path, file="branching.csv") as page:
         edit(page, cell(page, 2, 5), "mine")
         theirs = flow.read_text(encoding="utf-8").replace("Runs when Check failed", "Changed elsewhere")
         flow.write_text(theirs, encoding="utf-8")
@@ -204,6 +205,19 @@ def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(brow
         page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
         assert cell(page, 4, 5).inner_text() == "Changed elsewhere"
         assert cell(page, 2, 5).inner_text() != "mine"
+
+        # a file of several graphs: a tab per graph, and one for all rows
+        page.get_by_role("combobox", name="Workflow file").select_option("subgraph.csv")
+        page.wait_for_function("document.body.dataset.state === 'ready' && S.file === 'subgraph.csv'")
+        tabs = page.get_by_role("tablist", name="Graphs").get_by_role("tab")
+        assert tabs.all_inner_texts() == ["All rows", "Main", "Frame"]
+        assert len(page.get_by_role("grid").get_by_role("row").all()) == 5  # the header and 4 rows
+        tabs.get_by_text("Frame").click()
+        assert tabs.get_by_text("Frame").get_attribute("aria-selected") == "true"
+        rows = page.get_by_role("grid").get_by_role("row")
+        assert [r.get_attribute("aria-rowindex") for r in rows.all()] == ["1", "5"]
+        page.get_by_role("button", name="Add row").click()
+        assert cell(page, 6, 1).inner_text() == "Frame"
 
 
 HUMAN = (
