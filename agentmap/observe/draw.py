@@ -273,7 +273,7 @@ def _svg(picture: _Picture, width: float, height: float) -> str:
         marker = "arrow-taken" if edge.taken else "arrow"
         out.append(
             f'<polyline class="edge{" taken" if edge.taken else ""}" points="{path}" {style}{dash} '
-            f'marker-end="url(#{marker})"/>'
+            f'marker-end="url(#{marker})" data-source="{escape(edge.source)}" data-target="{escape(edge.target)}"/>'
         )
         if edge.label:
             mx, my = (

@@ -245,6 +245,10 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         lit = picture.locator("g.node.am-succeeded").evaluate_all("gs => gs.map(g => g.dataset.node)")
         assert lit == ["Check", "Approve", "Report"]
         assert picture.locator("g.node[data-node='Reject'].am-succeeded").count() == 0  # the path not taken
+        taken = picture.locator("polyline.am-taken").evaluate_all(
+            "es => es.map(e => e.dataset.source + '>' + e.dataset.target)"
+        )
+        assert sorted(taken) == sorted(["__start__>Check", "Check>Approve", "Approve>Report", "Report>__end__"])
         nodes.get_by_role("button", name="Approve").click()
         detail = page.get_by_role("region", name="Node detail").inner_text()
         assert '"request": "a new laptop"' in detail and '"decision": "Approved: a new laptop"' in detail

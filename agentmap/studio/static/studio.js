@@ -444,6 +444,7 @@ function draw() {
       }
       markPictureNode();
       for (const [node, seen] of R.nodes) if (seen.status) paintNode(node, seen.status);  // a run drawn before
+      paintPath();
       document.body.dataset.drawn = String(S.checks);
     } catch (err) {
       say("Cannot draw: " + err.message);
@@ -505,7 +506,7 @@ async function poll() {
 // ---- running the saved file through agentmap serve's routes (mounted at /server) --------------------------
 
 const SERVER = "/server";
-const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {} };
+const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {}, order: [], ended: false };
 
 async function serverCall(method, path, body) {
   const init = { method, headers: { "Content-Type": "application/json" } };
@@ -564,12 +565,33 @@ function inputKeys(node) {
 
 function resetRun() {
   R.nodes = new Map();
+  R.order = [];
+  R.ended = false;
   R.state = {};
   $("run-nodes").tBodies[0].replaceChildren();
   $("node-detail").hidden = true;
   $("final").textContent = "";
   $("question").hidden = true;
   for (const g of $("picture").querySelectorAll("g.node")) g.classList.remove("am-running", "am-succeeded", "am-failed", "am-paused");
+  paintPath();
+}
+
+// the path taken: an edge whose source ran before its target (from start to the first node, to the end from
+// the last node of a finished run); drawn green, as `agentmap run --draw` draws it
+function paintPath() {
+  const at = (name) => (name === "__start__" ? -1 : R.order.includes(name) ? R.order.indexOf(name) : -2);
+  const edges = [...$("picture").querySelectorAll("polyline.edge[data-source]")];
+  const onward = (e) => e.dataset.target !== "__end__" && at(e.dataset.target) > at(e.dataset.source);
+  for (const edge of edges) {
+    const from = at(edge.dataset.source);
+    const to = edge.dataset.target;
+    let taken = false;
+    if (from === -2 || !R.order.length) taken = false; // its source did not run
+    else if (to === "__end__") taken = R.ended && !edges.some((e) => e.dataset.source === edge.dataset.source && onward(e));
+    else if (from === -1) taken = at(to) === 0;
+    else taken = at(to) > from;
+    edge.classList.toggle("am-taken", taken);
+  }
 }
 
 function paintNode(node, status) {
@@ -582,6 +604,8 @@ function paintNode(node, status) {
 
 function nodeEvent(event) {
   paintNode(event.node, event.status);
+  if (!R.order.includes(event.node)) R.order.push(event.node);
+  paintPath();
   let seen = R.nodes.get(event.node);
   if (!seen || (event.status === "running" && seen.status !== "running")) {
     const tr = $("run-nodes").tBodies[0].insertRow();
@@ -679,6 +703,8 @@ async function go(body) {
   runStatus("running", "running");
   try {
     const outcome = await stream(body);
+    R.ended = Boolean(outcome && !outcome.paused);
+    paintPath();
     if (!outcome) runStatus("stopped", "error");
     else if (outcome.paused) runStatus("paused: waiting for an answer", "paused");
     else runStatus(outcome.success ? "succeeded" : "failed", outcome.success ? "succeeded" : "failed");
