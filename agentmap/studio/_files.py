@@ -56,13 +56,16 @@ class Files:
         Raises:
             WorkflowFileError: `name` is not a file this studio may open.
         """
-        if name not in self.names():
+        path = (self.root / name).resolve()
+        inside = path == self.target if self.target.is_file() else path.is_relative_to(self.root)
+        visible = not any(part.startswith(".") for part in Path(name).parts)
+        if not (inside and visible and path.suffix.lower() in _EDITABLE and path.is_file()):
             raise WorkflowFileError(
                 f"{name!r} is not a workflow file this studio opened",
                 code="file-not-found",
                 hint="open one of: " + ", ".join(self.names()),
             )
-        return self.root / name
+        return path
 
     def open(self, name: str) -> Document:
         """Read `name` from disk (again), keeping it as the version edits are based on."""

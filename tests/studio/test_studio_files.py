@@ -45,7 +45,7 @@ def save(client: TestClient, name: str, rows: list[dict[str, Any]], base: str, f
     return client.post("/studio/api/save", json={"file": name, "rows": rows, "base": base, "force": force})
 
 
-def test_a_folder_lists_its_workflow_files(client: TestClient) -> None:
+def test_a_folder_lists_its_workflow_files(client: TestClient, tmp_path: Path) -> None:
     assert client.get("/studio/api/files").json()["files"] == [
         "bom_crlf.csv",
         "cp1252.csv",
@@ -53,8 +53,9 @@ def test_a_folder_lists_its_workflow_files(client: TestClient) -> None:
         "quoted.csv",
         "semicolons.csv",
     ]
-    refused = client.get("/studio/api/open", params={"file": "../etc/passwd"})
-    assert refused.status_code == 404 and refused.json()["code"] == "file-not-found"
+    for outside in ("../etc/passwd", "/etc/passwd", "../" + tmp_path.name + "/quoted.csv/..", "missing.csv"):
+        refused = client.get("/studio/api/open", params={"file": outside})
+        assert refused.status_code == 404 and refused.json()["code"] == "file-not-found", outside
 
 
 @pytest.mark.parametrize("name", [*STYLES, "cp1252.csv"])
