@@ -40,13 +40,15 @@ ROUND_TRIP = """async ([row, text]) => {
   cell.click();
   cell.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
   const editor = cell.querySelector("input");
-  const before = Number(document.body.dataset.checks);
   const started = performance.now();
   editor.value = text;
   editor.dispatchEvent(new Event("input", { bubbles: true }));
-  while (Number(document.body.dataset.checks) === before || S.checking || S.pending) {
-    await new Promise((resolve) => setTimeout(resolve, 0));
-  }
+  await new Promise((resolve) => {  // the page announces each set of findings it has applied
+    const applied = () => {
+      if (!S.pending) { document.removeEventListener("studio:checked", applied); resolve(); }
+    };
+    document.addEventListener("studio:checked", applied);
+  });
   const took = performance.now() - started;
   const marked = cell.getAttribute("aria-invalid") === "true";
   editor.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));

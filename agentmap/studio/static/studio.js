@@ -363,6 +363,7 @@ function checked(data) {
   applyFindings();
   S.checks += 1;
   document.body.dataset.checks = String(S.checks);
+  document.dispatchEvent(new CustomEvent("studio:checked", { detail: { checks: S.checks, valid: S.valid } }));
   if (S.valid) draw();
   $("picture-title").textContent = S.valid || !S.drawn ? "Picture" : "Picture (as last valid)";
 }
