@@ -144,6 +144,17 @@ def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: 
         picture.locator("g.node[data-node='Reject']").click()
         assert cell(page, 4, 2).get_attribute("aria-selected") == "true"
 
+        # the Context editor names the keys of the row's agent type, from the published JSON Schema
+        cell(page, 2, 6).click()
+        page.keyboard.press("Enter")
+        editor = page.get_by_role("textbox", name="Context, row 2")
+        help_id = (editor.get_attribute("aria-describedby") or "").split()[0]
+        page.locator("#" + help_id).wait_for()
+        assert "Context keys of branching: field (string)" in page.locator("#" + help_id).inner_text()
+        assert "success_values (array)" in page.locator("#" + help_id).inner_text()
+        page.keyboard.press("Escape")
+        assert cell(page, 2, 6).inner_text() == '{"field": "approved"}'
+
 
 CRAFTED = (
     "\ufeff# Review flow, kept by hand\r\n"

@@ -240,7 +240,11 @@ function startEdit(initial) {
     const names = body().filter((r) => graphOf(r) === graphOf(row) && !isComment(r)).map((r) => r.cells[col("Node")] || "");
     $("node-names").replaceChildren(...names.filter(Boolean).map((n) => new Option(n)));
   }
-  if (name === "Context") editor.spellcheck = false;
+  if (name === "Context") {
+    editor.spellcheck = false;
+    editor.setAttribute("aria-describedby", "context-help editor-help");
+    showContextKeys(row);
+  }
   editor.value = initial === undefined ? original : initial;
   S.editing = { row, col: c, original, editor };
   cell.classList.add("editing");
@@ -261,6 +265,7 @@ function startEdit(initial) {
 function finishEdit(keep) {
   const edit = S.editing;
   if (!edit) return;
+  $("context-help").hidden = true;
   S.editing = null;
   if (!keep) setValue(edit.row, edit.col, edit.original);
   const cell = td(edit.row, edit.col);
@@ -287,6 +292,24 @@ function gridKeys(e) {
     td(S.sel.row, S.sel.col).textContent = "";
     scheduleCheck();
   } else if (e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); startEdit(e.key); }
+}
+
+// the Context keys of the row's agent type, from the published JSON Schema (csv_specs/schema/context.schema.json)
+let contextSchema = null;
+async function showContextKeys(row) {
+  const help = $("context-help");
+  if (!contextSchema) {
+    contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
+  }
+  const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
+  const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
+  const schema = contextSchema.$defs[type];
+  if (!schema) { help.hidden = true; return; }
+  const keys = Object.entries(schema.properties || {});
+  help.textContent = keys.length
+    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
+    : `${type} takes no Context keys.`;
+  help.hidden = false;
 }
 
 // ---- rows -----------------------------------------------------------------------------------------------
