@@ -89,3 +89,8 @@ def test_llm_examples(at_root: Path) -> None:
 def test_tracing_example(at_root: Path) -> None:
     (example,) = blocks("tracing.md")
     run_example(example)
+
+
+def test_studio_example(at_root: Path) -> None:
+    (example,) = blocks("studio.md")
+    run_example(example)

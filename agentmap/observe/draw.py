@@ -11,6 +11,7 @@ parallel share a number and are marked ∥), and thickens the edges the run went
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -167,8 +168,17 @@ def _mark_run(picture: _Picture, result: RunResult) -> None:
         picture.legend += " · ∥ ran in parallel (same step number)"
 
 
+_LAYOUT_LOCK = threading.Lock()
+"""grandalf counts vertices in a class attribute (`Vertex.ncur`) while it orders them: one layout at a time."""
+
+
 def _layout(picture: _Picture) -> tuple[float, float]:
     """Place nodes and route edges with grandalf; returns the drawing's width and height."""
+    with _LAYOUT_LOCK:
+        return _place(picture)
+
+
+def _place(picture: _Picture) -> tuple[float, float]:
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
 
@@ -263,7 +273,7 @@ def _svg(picture: _Picture, width: float, height: float) -> str:
         marker = "arrow-taken" if edge.taken else "arrow"
         out.append(
             f'<polyline class="edge{" taken" if edge.taken else ""}" points="{path}" {style}{dash} '
-            f'marker-end="url(#{marker})"/>'
+            f'marker-end="url(#{marker})" data-source="{escape(edge.source)}" data-target="{escape(edge.target)}"/>'
         )
         if edge.label:
             mx, my = (

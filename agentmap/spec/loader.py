@@ -14,7 +14,7 @@ from agentmap.spec.cells import CellError, edge_overrides, parse_context, parse_
 from agentmap.spec.columns import map_headers
 from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
 from agentmap.spec.prompts import resolve_prompt
-from agentmap.spec.readers import read_table
+from agentmap.spec.readers import Table, read_table
 
 __all__ = ["parse_selector", "read_workflow"]
 
@@ -27,7 +27,7 @@ def parse_selector(target: str | Path) -> tuple[Path, str | None]:
 
 
 def read_workflow(
-    path: Path, *, roots: Sequence[Path] = (), prompts_dir: Path | None = None
+    path: Path, *, roots: Sequence[Path] = (), prompts_dir: Path | None = None, table: Table | None = None
 ) -> tuple[Workflow, list[Issue]]:
     """Read every graph of a workflow file.
 
@@ -35,6 +35,7 @@ def read_workflow(
         path: The workflow file.
         roots: Extra folders `file:` prompts may be read from (the file's own folder always may).
         prompts_dir: The configured prompts folder (`file:` and `prompt:name` look there too).
+        table: The file's rows already read (an unsaved sheet); None reads `path`.
 
     Returns:
         The workflow (rows with unusable names left out) and every problem found while reading.
@@ -42,7 +43,7 @@ def read_workflow(
     Raises:
         WorkflowFileError: The file is missing, a directory, unsupported, or not text.
     """
-    table = read_table(path)
+    table = read_table(path) if table is None else table
     file = str(path)
     headers = map_headers(table.headers)
     issues = [

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentmap.errors import WorkflowFileError
 
-__all__ = ["SUFFIXES", "Table", "read_table"]
+__all__ = ["SUFFIXES", "Table", "csv_table", "read_table"]
 
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
 
@@ -116,6 +116,16 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
         )
     notes: list[tuple[str, str, str]] = []
     text = _decode(path, data, notes)
+    return csv_table(path, text, delimiter=delimiter, notes=notes)
+
+
+def csv_table(path: Path, text: str, *, delimiter: str = ",", notes: list[tuple[str, str, str]] | None = None) -> Table:
+    """The table of CSV `text` read as if it were the file `path` (the studio checks unsaved sheets this way).
+
+    Raises:
+        WorkflowFileError: The text is not valid CSV, or has no header row.
+    """
+    notes = [] if notes is None else notes
     if delimiter == ",":
         delimiter = _sniff_delimiter(path, text, notes)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)

@@ -125,3 +125,38 @@ def test_the_shipped_notebook_draws_offline(tmp_path: Path) -> None:
     assert "network blocked in this test" in notebook.cells[-1].outputs[0]["text"]
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors == [], json.dumps(errors)[:2000]
+
+
+def test_a_picture_drawn_while_another_is_being_laid_out_waits_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """grandalf orders vertices with a class-level counter; the studio and the server draw from threads."""
+    import threading
+
+    from grandalf import graphs
+
+    app = agentmap.compile(GRAPHS / "branching.csv")
+    expected = draw_graph(app)
+    inside, second_done = threading.Event(), threading.Event()
+    original = graphs.Vertex.e_out
+
+    def e_out(self: Any) -> Any:  # the first layout pauses in the middle of ordering its vertices
+        if threading.current_thread().name == "first" and not inside.is_set():
+            inside.set()
+            second_done.wait(0.3)
+        return original(self)
+
+    monkeypatch.setattr(graphs.Vertex, "e_out", e_out)
+    drawn: dict[str, str] = {}
+
+    def first() -> None:
+        try:
+            drawn["first"] = draw_graph(app)
+        except Exception as exc:  # kept: an exception in a thread would not fail the test
+            drawn["first"] = repr(exc)
+
+    thread = threading.Thread(target=first, name="first")
+    thread.start()
+    assert inside.wait(10)
+    drawn["second"] = draw_graph(app)
+    second_done.set()
+    thread.join(10)
+    assert drawn == {"first": expected, "second": expected}

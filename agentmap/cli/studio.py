@@ -1,0 +1,99 @@
+"""`agentmap studio [FILE|FOLDER]`: edit a workflow in the browser as a spreadsheet, checked on every change.
+
+Listens on 127.0.0.1 (port 8124) and prints the page's address. Listening on another host needs an API key,
+read from the environment variable `--api-key-env` names, as for `agentmap serve`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.errors import ConfigError
+
+__all__ = ["register", "studio_command"]
+
+
+def studio_command(
+    target: str | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8124,
+    api_key_env: str | None = None,
+    config: Path | None = None,
+    debug: bool = False,
+) -> None:
+    """Check the options, then serve the studio until Ctrl-C, printing its address once it listens.
+
+    Raises:
+        ConfigError: A missing API key (variable unset, or needed for a non-loopback host), or the `serve`
+            extra not installed.
+        WorkflowFileError: The file or folder does not exist.
+    """
+    settings = load(config, debug)
+    chosen = target or settings.workflow or "."
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env, "").strip()
+        if not api_key:
+            raise ConfigError(
+                f"--api-key-env names {api_key_env}, which is not set (or empty)",
+                code="api-key-required",
+                hint=f"export {api_key_env}=<a long random key> before starting the studio",
+            )
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "agentmap studio needs FastAPI and uvicorn, which are not installed",
+            code="missing-extra",
+            hint='pip install "agentmap[serve]"',
+        ) from None
+    from agentmap.server import require_key
+    from agentmap.studio import StudioConfig, studio
+
+    require_key(host, api_key)
+    path = Path(chosen.partition("::")[0])
+    studio_config = StudioConfig(target=path, api_key=api_key, options=settings.compile_options())
+
+    def started(url: str) -> None:
+        file = f"?file={path.name}" if path.is_file() else ""
+        typer.echo(f"AgentMap studio: {url}{file}  (Ctrl-C stops it)")
+
+    studio(studio_config, host=host, port=port, log_level="debug" if debug else "warning", started=started)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agentmap studio`."""
+
+    @app.command("studio")
+    def studio(
+        target: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="[FILE|FOLDER]",
+                help="The workflow file to edit, or a folder of them (default: `workflow` from the config file, "
+                "else the current folder).",
+                show_default=False,
+            ),
+        ] = None,
+        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8124,
+        api_key_env: Annotated[
+            str | None,
+            typer.Option(
+                "--api-key-env",
+                help="Environment variable holding the API key the page must send (needed off loopback).",
+                show_default=False,
+            ),
+        ] = None,
+        config: ConfigOption = None,
+        debug: DebugOption = False,
+    ) -> None:
+        """Edit a workflow in the browser as a spreadsheet: findings on their cells, the graph drawn, saved in place."""
+        studio_command(target, host=host, port=port, api_key_env=api_key_env, config=config, debug=debug)

@@ -1,0 +1,204 @@
+"""The studio's FastAPI application: the page, and the routes that open, check, draw and save workflow files."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError, WorkflowValidationError
+from agentmap.spec.columns import map_headers
+from agentmap.studio._check import check_rows, draw_sheet
+from agentmap.studio._document import Document
+from agentmap.studio._files import FileChangedError, Files
+from agentmap.studio._runs import ServedFile
+
+__all__ = ["StudioConfig", "create_studio_app"]
+
+_DOCS = Path(__file__).resolve().parents[2] / "csv_specs"
+
+
+class StudioConfig(BaseModel):
+    """How a studio runs.
+
+    Attributes:
+        target: The workflow file, or folder of workflow files, the studio opens.
+        api_key: The key the page must send (`X-Api-Key`); None: no key asked (loopback only).
+        options: `functions_dir`, `agents_dir` and `settings`, as `agentmap validate` takes them.
+        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
+    """
+
+    target: Path
+    api_key: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str = ".agentmap/studio.db"
+
+
+class Row(BaseModel):
+    """A row of the sheet: the record it came from (None for a new row) and its cells."""
+
+    id: int | None = None
+    cells: list[str]
+
+
+class Sheet(BaseModel):
+    """The sheet as it is on screen."""
+
+    file: str
+    rows: list[Row]
+
+
+class Drawing(Sheet):
+    """A sheet and the graph of it to draw."""
+
+    graph: str
+
+
+class Save(Sheet):
+    """A save: the sheet, the version it was edited from, and whether to overwrite a file changed meanwhile."""
+
+    base: str
+    force: bool = False
+
+
+def create_studio_app(config: StudioConfig) -> FastAPI:
+    """The studio's ASGI application for `config.target`.
+
+    Raises:
+        WorkflowFileError: The target does not exist.
+    """
+    files = Files(config.target)
+    served = ServedFile(config.checkpoint, config.api_key, config.options)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await served.shutdown()  # the runs stop, the files close
+
+    app = FastAPI(title="AgentMap studio", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    static = resources.files("agentmap.studio") / "static"
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> str:
+        return (static / "studio.html").read_text(encoding="utf-8")
+
+    @app.get("/studio/docs/{name}", response_class=PlainTextResponse, include_in_schema=False)
+    def docs(name: str) -> str:
+        page = _DOCS / name
+        if page.suffix != ".md" or page.parent != _DOCS or not page.is_file():
+            raise WorkflowFileError(f"no page {name}", code="file-not-found")
+        return page.read_text(encoding="utf-8")
+
+    app.mount("/studio/static", StaticFiles(directory=str(static)), name="studio")
+    app.include_router(_routes(files, config.options), dependencies=[Depends(_key_check(config.api_key))])
+    app.include_router(_run_routes(files, served), dependencies=[Depends(_key_check(config.api_key))])
+    app.mount("/server", served)  # agentmap serve's own routes (the LangGraph protocol), for the saved file
+
+    @app.exception_handler(AgentMapError)
+    async def agentmap_error(_: Request, err: AgentMapError) -> JSONResponse:
+        status = 409 if isinstance(err, FileChangedError) else 404 if isinstance(err, WorkflowFileError) else 422
+        status = 401 if err.code == "api-key-required" else status
+        return JSONResponse({"code": err.code, "message": err.message, "hint": err.hint}, status_code=status)
+
+    return app
+
+
+def _key_check(api_key: str | None) -> Any:
+    def check(request: Request) -> None:
+        if api_key is None:
+            return
+        given = request.headers.get("x-api-key", "")
+        if not hmac.compare_digest(given.encode(), api_key.encode()):
+            raise ConfigError("the studio needs its API key", code="api-key-required", hint="enter it in the page")
+
+    return check
+
+
+def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
+    router = APIRouter(prefix="/studio/api")
+
+    @router.get("/files")
+    def listing() -> dict[str, Any]:
+        """The workflow files this studio may open."""
+        return {"root": str(files.root), "files": files.names()}
+
+    @router.get("/open")
+    def open_file(file: str) -> dict[str, Any]:
+        """A file's rows, columns and findings, read from disk now."""
+        document = files.open(file)
+        rows = [(i, r.cells) for i, r in enumerate(document.records)]
+        return {"file": file, "version": document.version, **_sheet(document, rows, options)}
+
+    @router.post("/check")
+    def check(sheet: Sheet) -> dict[str, Any]:
+        """The findings for the sheet as it is on screen (nothing is written)."""
+        document = files.document(sheet.file)
+        return _checked(document, [(r.id, r.cells) for r in sheet.rows], options)
+
+    @router.post("/draw")
+    def draw(body: Drawing) -> dict[str, str]:
+        """The graph drawn as `agentmap export --format svg` draws it (422 while the sheet has errors)."""
+        document = files.document(body.file)
+        checked = check_rows(document, [(r.id, r.cells) for r in body.rows], options)
+        if not checked.valid or checked.workflow is None:
+            raise WorkflowValidationError(checked.issues, source=body.file)
+        return {"svg": draw_sheet(checked.workflow, body.graph, options)}
+
+    @router.get("/version")
+    def version(file: str) -> dict[str, str]:
+        """The version of the file on disk now (the page compares it with the one it opened)."""
+        return {"version": files.version(file)}
+
+    @router.post("/save")
+    def save(body: Save) -> dict[str, Any]:
+        """Write the sheet back to its file (409 `file-changed` when the file changed on disk meanwhile)."""
+        document = files.document(body.file)
+        text = document.render([(r.id, r.cells) for r in body.rows])
+        saved = files.save(body.file, text, body.base, force=body.force)
+        rows = [(i, r.cells) for i, r in enumerate(saved.records)]
+        return {"file": body.file, "version": saved.version, **_sheet(saved, rows, options)}
+
+    return router
+
+
+def _run_routes(files: Files, served: ServedFile) -> APIRouter:
+    router = APIRouter(prefix="/studio/api")
+
+    @router.post("/serve")
+    async def serve(file: str) -> dict[str, Any]:
+        """Serve the file as saved at `/server` (compiled again when it changed); its assistants."""
+        path = files.path(file)
+        assistants = await served.prepare(path, files.version(file))
+        return {"assistants": assistants, "version": files.version(file)}
+
+    return router
+
+
+def _sheet(
+    document: Document, rows: Sequence[tuple[int | None, list[str]]], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    from agentmap.agents.registry import registry
+
+    header = next((cells for _, cells in rows if cells and not cells[0].lstrip().startswith("#")), [])
+    canonical = {position: name for name, position in map_headers([h.strip() for h in header]).index.items()}
+    return {
+        "rows": [{"id": index, "cells": cells} for index, cells in rows],
+        "columns": [canonical.get(i, "") for i in range(len(header))],
+        "agent_types": sorted(registry.names()),
+        **_checked(document, rows, options),
+    }
+
+
+def _checked(
+    document: Document, rows: Sequence[tuple[int | None, Sequence[str]]], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    checked = check_rows(document, rows, options)
+    return {"lines": checked.lines, "findings": checked.findings, "valid": checked.valid}

@@ -1,0 +1,105 @@
+"""The files a studio may open and save: the one it was started on, or the workflow files of its folder."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from agentmap.errors import WorkflowFileError
+from agentmap.storage._files import write_atomic
+from agentmap.studio._document import Document, version_of
+
+__all__ = ["FileChangedError", "Files"]
+
+_EDITABLE = (".csv", ".tsv")
+
+
+class FileChangedError(WorkflowFileError):
+    """The file on disk is not the version the sheet was edited from (someone else saved it meanwhile)."""
+
+    default_code = "file-changed"
+
+
+class Files:
+    """The workflow files under one target, each opened as a `Document`, saved atomically and never blindly.
+
+    Args:
+        target: A workflow file, or a folder whose workflow files (and its subfolders') may be opened.
+    """
+
+    def __init__(self, target: Path) -> None:
+        self.target = target.resolve()
+        self.root = self.target if self.target.is_dir() else self.target.parent
+        self._open: dict[str, Document] = {}
+        self._lock = threading.Lock()
+        if not self.target.exists():
+            raise WorkflowFileError(f"{target} does not exist", hint="name a workflow file or a folder of them")
+        if self.target.is_file() and self.target.suffix.lower() not in _EDITABLE:
+            raise WorkflowFileError(
+                f"the studio edits .csv and .tsv files, not {self.target.name}",
+                code="unsupported-format",
+                hint="save the sheet as CSV (UTF-8) to edit it here; agentmap validate and run read it as it is",
+            )
+
+    def names(self) -> list[str]:
+        """The files that may be opened, relative to the root, in order."""
+        if self.target.is_file():
+            return [self.target.name]
+        found = [p for p in self.root.rglob("*") if p.suffix.lower() in _EDITABLE and p.is_file()]
+        hidden = [p for p in found if any(part.startswith(".") for part in p.relative_to(self.root).parts)]
+        return sorted(str(p.relative_to(self.root)) for p in found if p not in hidden)
+
+    def path(self, name: str) -> Path:
+        """The path of the file `name` (one of `names()`).
+
+        Raises:
+            WorkflowFileError: `name` is not a file this studio may open.
+        """
+        path = (self.root / name).resolve()
+        inside = path == self.target if self.target.is_file() else path.is_relative_to(self.root)
+        visible = not any(part.startswith(".") for part in Path(name).parts)
+        if not (inside and visible and path.suffix.lower() in _EDITABLE and path.is_file()):
+            raise WorkflowFileError(
+                f"{name!r} is not a workflow file this studio opened",
+                code="file-not-found",
+                hint="open one of: " + ", ".join(self.names()),
+            )
+        return path
+
+    def open(self, name: str) -> Document:
+        """Read `name` from disk (again), keeping it as the version edits are based on."""
+        document = Document.read(self.path(name))
+        with self._lock:
+            self._open[name] = document
+        return document
+
+    def document(self, name: str) -> Document:
+        """The document last opened for `name` (read now if never opened)."""
+        with self._lock:
+            found = self._open.get(name)
+        return found if found is not None else self.open(name)
+
+    def version(self, name: str) -> str:
+        """The version of the file on disk now."""
+        return version_of(self.path(name).read_bytes())
+
+    def save(self, name: str, text: str, base: str, *, force: bool = False) -> Document:
+        """Write `text` over `name` atomically, unless the file changed on disk since version `base`.
+
+        Raises:
+            FileChangedError: The file on disk is not version `base` (and `force` is not set).
+        """
+        path = self.path(name)
+        with self._lock:
+            document = self._open.get(name) or Document.read(path)
+            now = version_of(path.read_bytes())
+            if now != base and not force:
+                raise FileChangedError(
+                    f"{name} changed on disk since it was opened; saving would overwrite those changes",
+                    hint="reload it to see the other changes, or save again to overwrite them",
+                )
+            mode = path.stat().st_mode & 0o7777
+            write_atomic(path, text, document.style.encoding)
+            os.chmod(path, mode)  # the temporary file was private (0600); the file keeps who may read it
+        return self.open(name)

@@ -1,0 +1,93 @@
+"""Runs from the studio go through `agentmap serve`'s own application, mounted at `/server`.
+
+The page speaks the LangGraph server protocol to it, as `langgraph-sdk` does (threads, streamed runs, answers
+to paused nodes); the studio only decides which saved file it serves. When the file on disk changes (a save),
+the next run gets a fresh server application compiled from it; threads live on in the same SQLite file
+(`.agentmap/studio.db` in the working folder), so earlier runs stay listed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServedFile"]
+
+Scope = MutableMapping[str, Any]
+
+
+class ServedFile:
+    """An ASGI application forwarding to the serve application of the file last prepared (503 before any).
+
+    Args:
+        checkpoint: Where the served threads are kept (as `agentmap serve --checkpoint`).
+        api_key: The key the served routes ask for (the studio's own).
+        options: Compile options (`functions_dir`, `agents_dir`, `settings`).
+    """
+
+    def __init__(self, checkpoint: str, api_key: str | None, options: Mapping[str, Any]) -> None:
+        self._checkpoint = checkpoint
+        self._api_key = api_key
+        self._options = dict(options)
+        self._app: Any = None
+        self._life: AbstractAsyncContextManager[Any] | None = None
+        self._served: tuple[Path, str] | None = None
+        self._lock = asyncio.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentmap-studio-compile")
+
+    async def prepare(self, path: Path, version: str) -> list[dict[str, Any]]:
+        """Serve `path` as it is on disk at `version` (compiled again only when that changed); its assistants.
+
+        Raises:
+            WorkflowValidationError: The saved file does not compile (its findings say why).
+        """
+        async with self._lock:
+            if self._served != (path, version):
+                from agentmap.server import ServeConfig, create_app
+
+                config = ServeConfig(
+                    targets=(str(path),),
+                    checkpoint=self._checkpoint,
+                    api_key=self._api_key,
+                    compile_options=self._options,
+                )
+                Path(self._checkpoint).parent.mkdir(parents=True, exist_ok=True)
+                await self.close()
+                # compiled on a thread of our own: the loop's default executor is the closed server's until the
+                # new one's lifespan installs its own
+                app = await asyncio.get_running_loop().run_in_executor(self._pool, create_app, config)
+                life = app.router.lifespan_context(app)
+                await life.__aenter__()
+                self._app, self._life, self._served = app, life, (path, version)
+            server = self._app.state.server
+            return [a.to_json() for a in server.assistants.all]
+
+    async def close(self) -> None:
+        """Stop the application served now (its runs end, its files close)."""
+        life, self._app, self._life, self._served = self._life, None, None, None
+        if life is not None:
+            await life.__aexit__(None, None, None)
+
+    async def shutdown(self) -> None:
+        """Close the served application and the compiling thread (the studio is stopping)."""
+        await self.close()
+        self._pool.shutdown(wait=False)
+
+    async def __call__(
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[Scope]],
+        send: Callable[[Scope], Awaitable[None]],
+    ) -> None:
+        if scope["type"] == "http" and self._app is not None:
+            await self._app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        body = b'{"code": "not-prepared", "message": "no workflow is served yet: save it, then run it"}'
+        await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})

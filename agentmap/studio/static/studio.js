@@ -1,0 +1,842 @@
+// AgentMap studio: the workflow file as an ARIA grid, checked by the server's validator on every change.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const LONG = new Set(["Prompt", "Description", "Context"]);
+const NEXT = new Set(["Edge", "Success_Next", "Failure_Next"]);
+const S = {
+  file: null, version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
+  tab: null, sel: null, editing: null, checking: false, pending: false, checks: 0, trs: new Map(),
+  marked: [], drawn: "", drawTimer: null, dismissed: null, saving: false,
+};
+
+function say(text, state) {
+  $("status").textContent = text;
+  if (state) document.body.dataset.state = state;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  const key = $("api-key").value.trim();
+  if (key) init.headers["X-Api-Key"] = key;
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch("/studio/api/" + path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const err = new Error(data.message || response.statusText);
+    err.status = response.status;
+    err.data = data;
+    throw err;
+  }
+  return data;
+}
+
+const col = (name) => S.columns.indexOf(name);
+const isComment = (row) => row.cells.length > 0 && row.cells[0].trim().startsWith("#");
+const body = () => S.rows.filter((r) => r !== S.header);
+const graphOf = (row) => (col("GraphName") >= 0 ? (row.cells[col("GraphName")] || "").trim() : "");
+const blank = (row) => !row.cells.some((c) => c.trim());
+// comment and blank rows show on every tab: they belong to the file, not to a graph
+const visible = (row) => row !== S.header && (S.tab === null || isComment(row) || blank(row) || graphOf(row) === S.tab);
+const sheet = () => ({ file: S.file, rows: S.rows.map((r) => ({ id: r.id, cells: r.cells })) });
+
+function graphs() {
+  const names = [];
+  for (const row of body()) {
+    const name = graphOf(row);
+    if (name && !isComment(row) && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+// ---- loading --------------------------------------------------------------------------------------------
+
+async function start() {
+  try {
+    const listing = await api("GET", "files");
+    const select = $("file-select");
+    select.replaceChildren(...listing.files.map((f) => new Option(f, f)));
+    const wanted = new URLSearchParams(location.search).get("file");
+    if (wanted && listing.files.includes(wanted)) select.value = wanted;
+    await openFile(select.value);
+  } catch (err) {
+    say(err.status === 401 ? "This studio needs its API key: enter it above." : err.message, "error");
+  }
+}
+
+async function openFile(file) {
+  say("Opening " + file + "…", "loading");
+  const data = await api("GET", "open?file=" + encodeURIComponent(file));
+  S.file = file;
+  S.dismissed = null;
+  load(data);
+  say("Opened " + file, "ready");
+}
+
+function load(data) {
+  S.version = data.version;
+  S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice() }));
+  S.columns = data.columns;
+  S.header = S.rows.find((r) => !isComment(r) && r.cells.some((c) => c.trim())) || null;
+  $("agent-types").replaceChildren(...data.agent_types.map((t) => new Option(t)));
+  if (S.tab !== null && !graphs().includes(S.tab)) S.tab = null;
+  if (S.tab === null && graphs().length === 1) S.tab = graphs()[0];
+  S.sel = null;
+  S.drawn = "";
+  S.dirty = false;
+  hideChanged();
+  renderTabs();
+  renderGrid();
+  checked(data);
+  prepareRun();
+}
+
+// ---- the grid -------------------------------------------------------------------------------------------
+
+function renderTabs() {
+  const names = graphs();
+  const tabs = names.length > 1 ? [[null, "All rows"], ...names.map((n) => [n, n])] : names.map((n) => [n, n]);
+  $("tabs").replaceChildren(...tabs.map(([value, label]) => {
+    const tab = document.createElement("button");
+    tab.type = "button";
+    tab.setAttribute("role", "tab");
+    tab.textContent = label;
+    tab.setAttribute("aria-selected", String(S.tab === value));
+    tab.tabIndex = S.tab === value ? 0 : -1;
+    tab.addEventListener("click", () => {
+      S.tab = value;
+      renderTabs();
+      renderGrid();
+      applyFindings();
+      draw();
+      prepareRun();
+    });
+    tab.addEventListener("keydown", (e) => {
+      const all = [...$("tabs").children];
+      const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (step) { const next = all[(all.indexOf(tab) + step + all.length) % all.length]; next.focus(); next.click(); }
+    });
+    return tab;
+  }));
+}
+
+function cellElement(line, index, text) {
+  const td = document.createElement("td");
+  td.setAttribute("role", "gridcell");
+  td.setAttribute("aria-colindex", String(index + 1));
+  td.tabIndex = -1;
+  td.textContent = text;
+  return td;
+}
+
+function renderGrid() {
+  const width = Math.max(S.header ? S.header.cells.length : 0, ...S.rows.map((r) => r.cells.length));
+  const head = document.createElement("tr");
+  head.setAttribute("role", "row");
+  const corner = document.createElement("th");
+  corner.className = "rowhead";
+  corner.setAttribute("aria-hidden", "true");
+  head.append(corner);
+  for (let c = 0; c < width; c++) {
+    const th = document.createElement("th");
+    th.setAttribute("role", "columnheader");
+    th.setAttribute("aria-colindex", String(c + 1));
+    th.textContent = S.header ? S.header.cells[c] || "" : "";
+    head.append(th);
+  }
+  S.trs = new Map();
+  if (S.header) S.trs.set(S.header, head);
+  const rows = [];
+  for (const row of S.rows) {
+    if (!visible(row)) continue;
+    const tr = document.createElement("tr");
+    tr.setAttribute("role", "row");
+    if (isComment(row)) tr.className = "comment";
+    const number = document.createElement("td");
+    number.className = "rowhead";
+    number.setAttribute("aria-hidden", "true");
+    tr.append(number);
+    for (let c = 0; c < width; c++) tr.append(cellElement(0, c, row.cells[c] || ""));
+    S.trs.set(row, tr);
+    rows.push(tr);
+  }
+  $("grid").tHead.replaceChildren(head);
+  $("grid").tBodies[0].replaceChildren(...rows);
+  $("grid").setAttribute("aria-colcount", String(width));
+  applyLines();
+  const keep = S.sel && visible(S.sel.row) ? S.sel : null;
+  const first = S.rows.find(visible);
+  if (keep) select(keep.row, keep.col, false);
+  else if (first) select(first, Math.max(col("Node"), 0), false);
+}
+
+function applyLines() {
+  S.rows.forEach((row, i) => {
+    const tr = S.trs.get(row);
+    const line = S.lines[i];
+    if (!tr || line === undefined || tr.getAttribute("aria-rowindex") === String(line)) return;
+    tr.setAttribute("aria-rowindex", String(line));
+    for (const cell of tr.children) {
+      if (cell.classList.contains("rowhead")) cell.textContent = tr.parentElement?.tagName === "THEAD" ? "" : line;
+      else cell.setAttribute("aria-rowindex", String(line));
+    }
+  });
+  const last = S.lines.length ? S.lines[S.lines.length - 1] : 0;
+  $("grid").setAttribute("aria-rowcount", String(last));
+}
+
+function td(row, c) {
+  const tr = S.trs.get(row);
+  return tr && row !== S.header ? tr.children[c + 1] || null : null;
+}
+
+function select(row, c, focus = true) {
+  if (S.sel) {
+    const old = td(S.sel.row, S.sel.col);
+    if (old) { old.setAttribute("aria-selected", "false"); old.tabIndex = -1; }
+    S.trs.get(S.sel.row)?.classList.remove("selected");
+  }
+  S.sel = { row, col: c };
+  const cell = td(row, c);
+  if (!cell) return;
+  cell.setAttribute("aria-selected", "true");
+  cell.tabIndex = 0;
+  S.trs.get(row).classList.add("selected");
+  if (focus) { cell.focus(); cell.scrollIntoView({ block: "nearest", inline: "nearest" }); }
+  markPictureNode();
+}
+
+function move(dRow, dCol) {
+  if (!S.sel) return;
+  const shown = S.rows.filter(visible);
+  const width = S.trs.get(S.sel.row).children.length - 1;
+  const r = Math.min(Math.max(shown.indexOf(S.sel.row) + dRow, 0), shown.length - 1);
+  const c = Math.min(Math.max(S.sel.col + dCol, 0), width - 1);
+  select(shown[r], c);
+}
+
+function setValue(row, c, value) {
+  while (row.cells.length <= c) row.cells.push("");
+  row.cells[c] = value;
+}
+
+// ---- editing --------------------------------------------------------------------------------------------
+
+function startEdit(initial) {
+  if (!S.sel || S.editing) return;
+  const { row, col: c } = S.sel;
+  const cell = td(row, c);
+  const name = S.columns[c] || "";
+  const original = row.cells[c] || "";
+  const editor = document.createElement(LONG.has(name) ? "textarea" : "input");
+  editor.setAttribute("aria-label", `${S.header.cells[c] || "cell"}, row ${cell.getAttribute("aria-rowindex")}`);
+  editor.setAttribute("aria-describedby", "editor-help");
+  if (name === "AgentType") editor.setAttribute("list", "agent-types");
+  if (NEXT.has(name)) {
+    editor.setAttribute("list", "node-names");
+    const names = body().filter((r) => graphOf(r) === graphOf(row) && !isComment(r)).map((r) => r.cells[col("Node")] || "");
+    $("node-names").replaceChildren(...names.filter(Boolean).map((n) => new Option(n)));
+  }
+  if (name === "Context") {
+    editor.spellcheck = false;
+    editor.setAttribute("aria-describedby", "context-help editor-help");
+    showContextKeys(row);
+  }
+  editor.value = initial === undefined ? original : initial;
+  S.editing = { row, col: c, original, editor };
+  cell.classList.add("editing");
+  cell.replaceChildren(editor);
+  editor.focus();
+  if (initial !== undefined) editor.setSelectionRange(editor.value.length, editor.value.length);
+  if (initial !== undefined) { setValue(row, c, editor.value); scheduleCheck(); }
+  editor.addEventListener("input", () => { setValue(row, c, editor.value); scheduleCheck(); });
+  editor.addEventListener("blur", () => { if (S.editing && S.editing.editor === editor) finishEdit(true); });
+  editor.addEventListener("keydown", (e) => {
+    e.stopPropagation();
+    if (e.key === "Escape") { e.preventDefault(); finishEdit(false); }
+    else if (e.key === "Enter" && !e.shiftKey && !e.altKey) { e.preventDefault(); finishEdit(true); }
+    else if (e.key === "Tab") { e.preventDefault(); finishEdit(true); move(0, e.shiftKey ? -1 : 1); }
+  });
+}
+
+function finishEdit(keep) {
+  const edit = S.editing;
+  if (!edit) return;
+  $("context-help").hidden = true;
+  S.editing = null;
+  if (!keep) setValue(edit.row, edit.col, edit.original);
+  const cell = td(edit.row, edit.col);
+  cell.classList.remove("editing");
+  cell.textContent = edit.row.cells[edit.col] || "";
+  select(edit.row, edit.col);
+  if (!keep || edit.row.cells[edit.col] !== edit.original) scheduleCheck();
+  if (S.columns[edit.col] === "GraphName" && edit.row.cells[edit.col] !== edit.original) renderTabs();
+}
+
+function gridKeys(e) {
+  if (S.editing || !S.sel) return;
+  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) { e.preventDefault(); moveRow(e.key === "ArrowUp" ? -1 : 1); }
+  else if (e.altKey && e.key === "Insert") { e.preventDefault(); addRow(); }
+  else if (e.altKey && e.key === "Delete") { e.preventDefault(); removeRow(); }
+  else if (moves[e.key]) { e.preventDefault(); move(...moves[e.key]); }
+  else if (e.key === "Home") { e.preventDefault(); select(S.sel.row, 0); }
+  else if (e.key === "End") { e.preventDefault(); select(S.sel.row, S.trs.get(S.sel.row).children.length - 2); }
+  else if (e.key === "Enter" || e.key === "F2") { e.preventDefault(); startEdit(); }
+  else if (e.key === "Delete" || e.key === "Backspace") {
+    e.preventDefault();
+    setValue(S.sel.row, S.sel.col, "");
+    td(S.sel.row, S.sel.col).textContent = "";
+    scheduleCheck();
+  } else if (e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); startEdit(e.key); }
+}
+
+// the Context keys of the row's agent type, from the published JSON Schema (csv_specs/schema/context.schema.json)
+let contextSchema = null;
+async function showContextKeys(row) {
+  const help = $("context-help");
+  if (!contextSchema) {
+    contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
+  }
+  const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
+  const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
+  const schema = contextSchema.$defs[type];
+  if (!schema) { help.hidden = true; return; }
+  const keys = Object.entries(schema.properties || {});
+  help.textContent = keys.length
+    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
+    : `${type} takes no Context keys.`;
+  help.hidden = false;
+}
+
+// ---- rows -----------------------------------------------------------------------------------------------
+
+function addRow() {
+  const width = S.header ? S.header.cells.length : 1;
+  const row = { id: null, cells: Array(width).fill("") };
+  const graph = S.tab ?? (S.sel ? graphOf(S.sel.row) : graphs()[0] || "");
+  if (col("GraphName") >= 0) row.cells[col("GraphName")] = graph;
+  const at = S.sel ? S.rows.indexOf(S.sel.row) + 1 : S.rows.length;
+  S.rows.splice(at, 0, row);
+  S.lines.splice(at, 0, (S.lines[at - 1] || 0) + 1);
+  renderGrid();
+  select(row, Math.max(col("Node"), 0));
+  say("Added a row", "edited");
+  scheduleCheck();
+}
+
+function removeRow() {
+  if (!S.sel) return;
+  const shown = S.rows.filter(visible);
+  const next = shown[shown.indexOf(S.sel.row) + 1] || shown[shown.indexOf(S.sel.row) - 1] || null;
+  const at = S.rows.indexOf(S.sel.row);
+  S.rows.splice(at, 1);
+  S.lines.splice(at, 1);
+  S.sel = next ? { row: next, col: S.sel.col } : null;
+  renderGrid();
+  if (S.sel) select(S.sel.row, S.sel.col);
+  say("Removed a row", "edited");
+  scheduleCheck();
+}
+
+function moveRow(step) {
+  if (!S.sel) return;
+  const shown = S.rows.filter(visible);
+  const other = shown[shown.indexOf(S.sel.row) + step];
+  if (!other) return;
+  const a = S.rows.indexOf(S.sel.row);
+  const b = S.rows.indexOf(other);
+  [S.rows[a], S.rows[b]] = [S.rows[b], S.rows[a]];
+  renderGrid();
+  select(S.sel.row, S.sel.col);
+  say("Moved a row", "edited");
+  scheduleCheck();
+}
+
+// ---- findings -------------------------------------------------------------------------------------------
+
+function scheduleCheck() {
+  if (!S.dirty) { S.dirty = true; prepareRun(); }
+  if (S.checking) { S.pending = true; return; }
+  runCheck();
+}
+
+async function runCheck() {
+  S.checking = true;
+  const started = performance.now();
+  try {
+    checked(await api("POST", "check", sheet()));
+    S.lastCheck = performance.now() - started;
+  } catch (err) {
+    say(err.message, "error");
+  } finally {
+    S.checking = false;
+    if (S.pending) { S.pending = false; runCheck(); }
+  }
+}
+
+function checked(data) {
+  S.lines = data.lines;
+  S.findings = data.findings;
+  S.valid = data.valid;
+  applyLines();
+  applyFindings();
+  S.checks += 1;
+  document.body.dataset.checks = String(S.checks);
+  document.dispatchEvent(new CustomEvent("studio:checked", { detail: { checks: S.checks, valid: S.valid } }));
+  if (S.valid) draw();
+  $("picture-title").textContent = S.valid || !S.drawn ? "Picture" : "Picture (as last valid)";
+}
+
+function applyFindings() {
+  for (const cell of S.marked) {
+    cell.removeAttribute("aria-invalid");
+    cell.removeAttribute("aria-describedby");
+    cell.classList.remove("error", "warning");
+    cell.removeAttribute("title");
+  }
+  S.marked = [];
+  const at = new Map(S.lines.map((line, i) => [line, S.rows[i]]));
+  const items = S.findings.map((f, k) => {
+    const li = document.createElement("li");
+    li.id = "finding-" + k;
+    li.className = f.severity;
+    const button = document.createElement("button");
+    button.type = "button";
+    const place = f.row ? `Row ${f.row}${f.column_name ? ", " + f.column_name : ""}: ` : "";
+    button.textContent = `${place}${f.severity} ${f.code}: ${f.message}`;
+    const fix = document.createElement("div");
+    fix.className = "fix";
+    fix.textContent = f.fix ? "Fix: " + f.fix : "";
+    const link = document.createElement("a");
+    link.href = "/studio/docs/" + f.docs.replace("csv_specs/", "");
+    link.target = "_blank";
+    link.textContent = f.docs;
+    li.append(button, fix, link);
+    const row = f.row ? at.get(f.row) : undefined;
+    const c = f.column ? f.column - 1 : Math.max(col("Node"), 0);
+    if (row) button.addEventListener("click", () => reveal(row, c));
+    const cell = row ? td(row, c) : null;
+    if (cell) {
+      if (f.severity === "error") cell.setAttribute("aria-invalid", "true");
+      else cell.classList.add("warning");
+      const ids = (cell.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+      cell.setAttribute("aria-describedby", [...ids, li.id].join(" "));
+      cell.title = [cell.title, f.message].filter(Boolean).join("\n");
+      S.marked.push(cell);
+    }
+    return li;
+  });
+  $("findings").replaceChildren(...items);
+  const errors = S.findings.filter((f) => f.severity === "error").length;
+  const warnings = S.findings.length - errors;
+  $("findings-summary").textContent = S.findings.length
+    ? `${errors} error${errors === 1 ? "" : "s"}, ${warnings} warning${warnings === 1 ? "" : "s"}`
+    : "No findings: the workflow is valid.";
+}
+
+function reveal(row, c) {
+  if (!visible(row)) { S.tab = graphs().length > 1 ? null : S.tab; renderTabs(); renderGrid(); applyFindings(); }
+  select(row, c);
+}
+
+// ---- the picture ----------------------------------------------------------------------------------------
+
+function draw() {
+  clearTimeout(S.drawTimer);
+  S.drawTimer = setTimeout(async () => {
+    const graph = S.tab ?? graphs()[0];
+    if (!graph || !S.valid) return;
+    const request = { ...sheet(), graph };
+    // the picture shows names, agent types and edges: other cells (prompts, fields) do not redraw it
+    const shown = ["GraphName", "Node", "AgentType", "Edge", "Success_Next", "Failure_Next"].map(col);
+    const key = JSON.stringify([graph, S.rows.map((r) => shown.map((c) => (c >= 0 ? r.cells[c] || "" : "")))]);
+    if (key === S.drawn) return;
+    try {
+      const data = await api("POST", "draw", request);
+      S.drawn = key;
+      $("picture").innerHTML = data.svg;
+      $("picture").setAttribute("aria-label", `The graph ${graph} drawn`);
+      for (const g of $("picture").querySelectorAll("g.node[data-node]")) {
+        g.addEventListener("click", () => {
+          const row = body().find((r) => graphOf(r) === graph && (r.cells[col("Node")] || "").trim() === g.dataset.node);
+          if (row) reveal(row, Math.max(col("Node"), 0));
+        });
+      }
+      markPictureNode();
+      for (const [node, seen] of R.nodes) if (seen.status) paintNode(node, seen.status);  // a run drawn before
+      paintPath();
+      document.body.dataset.drawn = String(S.checks);
+    } catch (err) {
+      say("Cannot draw: " + err.message);
+    }
+  }, S.drawn ? 400 : 0);  // drawn when typing pauses: compiling a big graph takes longer than checking it
+}
+
+function markPictureNode() {
+  const name = S.sel ? (S.sel.row.cells[col("Node")] || "").trim() : "";
+  for (const g of $("picture").querySelectorAll("g.node[data-node]")) {
+    g.classList.toggle("am-selected", g.dataset.node === name);
+  }
+}
+
+// ---- saving and changes on disk -------------------------------------------------------------------------
+
+async function save(force = false) {
+  if (S.editing) finishEdit(true);
+  S.saving = true;
+  say("Saving…", "saving");
+  try {
+    const data = await api("POST", "save", { ...sheet(), base: S.version, force });
+    const keep = S.sel ? { pos: S.rows.indexOf(S.sel.row), col: S.sel.col } : null;
+    load(data);
+    if (keep && S.rows[keep.pos] && visible(S.rows[keep.pos])) select(S.rows[keep.pos], keep.col);
+    say("Saved " + S.file, "saved");
+  } catch (err) {
+    if (err.status === 409) {
+      showChanged(`${S.file} changed on disk since you opened it. Saving now would overwrite that change.`, true);
+      say("Not saved: the file changed on disk", "conflict");
+    } else {
+      say("Not saved: " + err.message, "error");
+    }
+  } finally {
+    S.saving = false;
+  }
+}
+
+function showChanged(text, offerOverwrite) {
+  $("changed-text").textContent = text;
+  $("overwrite-button").hidden = !offerOverwrite;
+  $("changed").hidden = false;
+}
+
+function hideChanged() { $("changed").hidden = true; }
+
+async function poll() {
+  if (!S.file || S.saving || !$("changed").hidden) return;
+  try {
+    const now = await api("GET", "version?file=" + encodeURIComponent(S.file));
+    if (now.version !== S.version && now.version !== S.dismissed && !S.saving) {
+      S.dismissed = now.version;
+      showChanged(`${S.file} changed on disk while open.`, false);
+      say("The file changed on disk", "changed");
+    }
+  } catch (err) { /* the next poll tries again */ }
+}
+
+// ---- running the saved file through agentmap serve's routes (mounted at /server) --------------------------
+
+const SERVER = "/server";
+const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {}, order: [], ended: false };
+
+async function serverCall(method, path, body) {
+  const init = { method, headers: { "Content-Type": "application/json" } };
+  const key = $("api-key").value.trim();
+  if (key) init.headers["X-Api-Key"] = key;
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(SERVER + path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error((data.message || response.statusText) + (data.hint ? ` (${data.hint})` : ""));
+  return data;
+}
+
+function runStatus(text, state) {
+  $("run-status").textContent = text;
+  document.body.dataset.runStatus = state;
+}
+
+async function prepareRun() {
+  const graph = S.tab ?? graphs()[0];
+  $("run-button").disabled = true;
+  delete document.body.dataset.runReady;  // until the saved file is served (a run now would use the old one)
+  if (!S.valid || S.dirty || !graph) {
+    $("run-note").textContent = S.valid ? "Save the sheet to run it: runs use the saved file." : "Fix the errors and save to run.";
+    return;
+  }
+  try {
+    const served = await api("POST", "serve?file=" + encodeURIComponent(S.file));
+    R.assistant = served.assistants.find((a) => a.graph_id === graph || a.name === graph) || served.assistants[0];
+  } catch (err) {
+    $("run-note").textContent = "Cannot run: " + err.message;
+    return;
+  }
+  const keys = R.assistant.metadata.input_keys || [];
+  $("run-fields").replaceChildren(...keys.map((key) => {
+    const label = document.createElement("label");
+    const span = document.createElement("span");
+    span.textContent = key;
+    const input = document.createElement("input");
+    input.name = key;
+    label.append(span, input);
+    return label;
+  }));
+  $("run-note").textContent = `Runs ${R.assistant.graph_id} as saved. Values are read as JSON when they parse.`;
+  $("run-button").disabled = false;
+  document.body.dataset.runReady = R.assistant.graph_id;
+  listThreads();
+}
+
+const parse = (text) => { try { return JSON.parse(text); } catch (e) { return text; } };
+
+function inputKeys(node) {
+  const row = body().find((r) => (r.cells[col("Node")] || "").trim() === node && graphOf(r) === R.assistant.graph_id);
+  const cell = row && col("Input_Fields") >= 0 ? row.cells[col("Input_Fields")] || "" : "";
+  return cell.split("|").map((k) => k.split(":")[0].trim()).filter(Boolean);
+}
+
+function resetRun() {
+  R.nodes = new Map();
+  R.order = [];
+  R.ended = false;
+  R.state = {};
+  $("run-nodes").tBodies[0].replaceChildren();
+  $("node-detail").hidden = true;
+  $("final").textContent = "";
+  $("question").hidden = true;
+  for (const g of $("picture").querySelectorAll("g.node")) g.classList.remove("am-running", "am-succeeded", "am-failed", "am-paused");
+  paintPath();
+}
+
+// the path taken: an edge whose source ran before its target (from start to the first node, to the end from
+// the last node of a finished run); drawn green, as `agentmap run --draw` draws it
+function paintPath() {
+  const at = (name) => (name === "__start__" ? -1 : R.order.includes(name) ? R.order.indexOf(name) : -2);
+  const edges = [...$("picture").querySelectorAll("polyline.edge[data-source]")];
+  const onward = (e) => e.dataset.target !== "__end__" && at(e.dataset.target) > at(e.dataset.source);
+  for (const edge of edges) {
+    const from = at(edge.dataset.source);
+    const to = edge.dataset.target;
+    let taken = false;
+    if (from === -2 || !R.order.length) taken = false; // its source did not run
+    else if (to === "__end__") taken = R.ended && !edges.some((e) => e.dataset.source === edge.dataset.source && onward(e));
+    else if (from === -1) taken = at(to) === 0;
+    else taken = at(to) > from;
+    edge.classList.toggle("am-taken", taken);
+  }
+}
+
+function paintNode(node, status) {
+  const g = $("picture").querySelector(`g.node[data-node="${CSS.escape(node)}"]`);
+  if (g) {
+    g.classList.remove("am-running", "am-succeeded", "am-failed", "am-paused");
+    g.classList.add("am-" + status);
+  }
+}
+
+function nodeEvent(event) {
+  paintNode(event.node, event.status);
+  if (!R.order.includes(event.node)) R.order.push(event.node);
+  paintPath();
+  let seen = R.nodes.get(event.node);
+  if (!seen || (event.status === "running" && seen.status !== "running")) {
+    const tr = $("run-nodes").tBodies[0].insertRow();
+    for (let i = 0; i < 3; i++) tr.insertCell();
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = event.node;
+    tr.cells[0].append(button);
+    seen = { tr, inputs: undefined, output: undefined };
+    button.addEventListener("click", () => showNode(event.node));
+    R.nodes.set(event.node, seen);
+  }
+  Object.assign(seen, { status: event.status, duration: event.duration, error: event.error });
+  seen.tr.className = event.status;
+  seen.tr.dataset.status = event.status;
+  seen.tr.cells[1].textContent = event.status;
+  seen.tr.cells[2].textContent = event.duration == null ? "" : (event.duration * 1000).toFixed(1) + " ms";
+}
+
+function showNode(name) {
+  const seen = R.nodes.get(name);
+  const detail = { node: name, status: seen.status, duration_ms: seen.duration == null ? null : seen.duration * 1000,
+    inputs: seen.inputs, output: seen.output, error: seen.error || undefined };
+  $("node-detail").textContent = JSON.stringify(detail, null, 2);
+  $("node-detail").hidden = false;
+}
+
+function updates(payload) {
+  for (const [node, update] of Object.entries(payload || {})) {
+    if (node.startsWith("__")) continue;
+    const seen = R.nodes.get(node) || {};
+    seen.inputs = Object.fromEntries(inputKeys(node).map((k) => [k, R.state[k]]));
+    seen.output = update;
+    if (!R.nodes.has(node)) R.nodes.set(node, seen);
+  }
+}
+
+function values(payload) {
+  const shown = { ...payload };
+  const asked = shown.__interrupt__;
+  delete shown.__interrupt__;
+  R.state = shown;
+  $("final").textContent = JSON.stringify(shown, null, 2);
+  if (asked && asked.length) ask(asked[0].value);
+}
+
+function ask(value) {
+  const node = value && value.node ? value.node + ": " : "";
+  $("question-text").textContent = node + (value && typeof value === "object" && "question" in value ? value.question : JSON.stringify(value));
+  $("question").hidden = false;
+}
+
+async function stream(body) {
+  const key = $("api-key").value.trim();
+  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+  if (key) headers["X-Api-Key"] = key;
+  const response = await fetch(`${SERVER}/threads/${encodeURIComponent(R.thread)}/runs/stream`, {
+    method: "POST", headers, body: JSON.stringify({ assistant_id: R.assistant.assistant_id, stream_mode: ["values", "updates", "nodes"], durability: "sync", ...body }),
+  });
+  if (!response.ok) {
+    const err = await response.json().catch(() => ({ message: response.statusText }));
+    throw new Error(err.message + (err.hint ? ` (${err.hint})` : ""));
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let outcome = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      const payload = data.length ? JSON.parse(data.join("\n")) : null;
+      if (event === "nodes") nodeEvent(payload);
+      else if (event === "updates") updates(payload);
+      else if (event === "values") values(payload);
+      else if (event === "nodes/summary") outcome = payload;
+      else if (event === "error") throw new Error(payload.message);
+    }
+  }
+  return outcome;
+}
+
+async function go(body) {
+  $("question").hidden = true;
+  runStatus("running", "running");
+  try {
+    const outcome = await stream(body);
+    R.ended = Boolean(outcome && !outcome.paused);
+    paintPath();
+    if (!outcome) runStatus("stopped", "error");
+    else if (outcome.paused) runStatus("paused: waiting for an answer", "paused");
+    else runStatus(outcome.success ? "succeeded" : "failed", outcome.success ? "succeeded" : "failed");
+  } catch (err) {
+    runStatus(err.message, "error");
+    if (body.command) $("question").hidden = false; // a refused answer leaves the run paused: ask again
+  }
+  listThreads();
+  listCheckpoints();
+}
+
+// every step of a studio run is checkpointed (durability "sync"): any of them can be run again, with the file
+// as saved now, on the state the run had there
+async function listCheckpoints() {
+  if (!R.thread) return;
+  try {
+    const history = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 });
+    const open = history.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
+    $("checkpoints").replaceChildren(...open.map((s) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      const step = (s.metadata || {}).step;
+      button.textContent = `Fork from step ${step} (next: ${s.next.join(", ")})`;
+      button.addEventListener("click", () => fork(s.checkpoint.checkpoint_id));
+      li.append(button);
+      return li;
+    }));
+  } catch (err) { /* a convenience: the run reported any problem */ }
+}
+
+async function fork(checkpointId) {
+  if (!document.body.dataset.runReady) { runStatus("Save the sheet first: forks run the saved file.", "error"); return; }
+  resetRun();
+  await go({ input: null, checkpoint_id: checkpointId });
+}
+
+async function listThreads() {
+  if (!R.assistant) return;
+  try {
+    const found = await serverCall("POST", "/threads/search", { metadata: { graph_id: R.assistant.graph_id }, limit: 20 });
+    $("threads").replaceChildren(...found.map((t) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = `${t.thread_id.slice(0, 8)} · ${t.status} · ${(t.updated_at || "").slice(0, 19).replace("T", " ")}`;
+      button.addEventListener("click", () => reopen(t.thread_id));
+      li.append(button);
+      return li;
+    }));
+  } catch (err) { /* the list is a convenience: the run itself reported any problem */ }
+}
+
+async function reopen(threadId) {
+  resetRun();
+  R.thread = threadId;
+  const state = await serverCall("GET", `/threads/${encodeURIComponent(threadId)}/state`);
+  values(state.values || {});
+  const asked = (state.tasks || []).flatMap((t) => t.interrupts || []);
+  if (asked.length) ask(asked[0].value);
+  listCheckpoints();
+  runStatus(`reopened ${threadId.slice(0, 8)}` + (asked.length ? ": paused, waiting for an answer" : ""), asked.length ? "paused" : "reopened");
+}
+
+$("run-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!R.assistant) return;
+  const input = {};
+  for (const el of $("run-fields").querySelectorAll("input")) if (el.value !== "") input[el.name] = parse(el.value);
+  resetRun();
+  try {
+    R.thread = (await serverCall("POST", "/threads", { metadata: { graph_id: R.assistant.graph_id } })).thread_id;
+  } catch (err) {
+    runStatus(err.message, "error");
+    return;
+  }
+  await go({ input });
+});
+
+$("question").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  await go({ command: { resume: parse($("answer").value) } });
+});
+
+// ---- wiring ---------------------------------------------------------------------------------------------
+
+$("grid").tBodies[0].addEventListener("keydown", gridKeys);
+$("grid").tBodies[0].addEventListener("click", (e) => {
+  const cell = e.target.closest("td[role=gridcell]");
+  if (!cell || S.editing) return;
+  const row = [...S.trs.entries()].find(([, tr]) => tr === cell.parentElement)?.[0];
+  if (row) select(row, Number(cell.getAttribute("aria-colindex")) - 1);
+});
+$("grid").tBodies[0].addEventListener("dblclick", () => startEdit());
+$("add-row").addEventListener("click", addRow);
+$("remove-row").addEventListener("click", removeRow);
+$("row-up").addEventListener("click", () => moveRow(-1));
+$("row-down").addEventListener("click", () => moveRow(1));
+$("save-button").addEventListener("click", () => save(false));
+$("reload-button").addEventListener("click", () => openFile(S.file));
+$("overwrite-button").addEventListener("click", () => { hideChanged(); save(true); });
+$("dismiss-button").addEventListener("click", hideChanged);
+$("file-select").addEventListener("change", (e) => openFile(e.target.value));
+$("api-key").value = sessionStorage.getItem("agentmap-studio-key") || "";
+$("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap-studio-key", $("api-key").value); start(); });
+document.addEventListener("keydown", (e) => {
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); save(false); }
+});
+window.addEventListener("beforeunload", (e) => { if (S.dirty) e.preventDefault(); });  // unsaved changes
+setInterval(poll, 700);
+start();

@@ -1,0 +1,49 @@
+"""`agentmap studio`: refusals before it listens, and the real command printing its address and serving the page."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import forked
+import httpx
+import pytest
+from cli_helpers import GRAPHS
+
+from agentmap.cli.app import run_cli
+
+
+def test_refuses_a_public_host_without_a_key_and_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["studio", str(GRAPHS / "branching.csv"), "--host", "0.0.0.0"]) == 2
+    assert "api-key-required" in capsys.readouterr().err
+    assert run_cli(["studio", str(GRAPHS / "nope.csv")]) == 3
+    assert "nope.csv does not exist" in capsys.readouterr().err
+    assert run_cli(["studio", str(GRAPHS / "hello_world.state.json")]) == 3
+    assert "the studio edits .csv and .tsv files" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_prints_the_address_of_the_page_and_serves_the_file(tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    flow.write_bytes((GRAPHS / "branching.csv").read_bytes())
+    proc = forked.start("studio", flow, "--port", "0", cwd=tmp_path, env=dict(os.environ))
+    out = Path(proc._out)
+    deadline = time.monotonic() + 30
+    while not (found := re.search(r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=branching\.csv", _read(out))):
+        assert proc.poll() is None and time.monotonic() < deadline, _read(out)
+        time.sleep(0.05)
+    url = found.group(1)
+    try:
+        assert "AgentMap studio" in httpx.get(url).text
+        opened = httpx.get(url + "studio/api/open", params={"file": "branching.csv"}).json()
+        assert opened["columns"][:2] == ["GraphName", "Node"] and opened["valid"] is True
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""

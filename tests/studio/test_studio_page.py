@@ -1,0 +1,297 @@
+"""The studio in a real headless chromium (Debian's package, driven by Playwright), found by ARIA roles only.
+
+One browser for the module; each test opens its own file in a fresh page of it. Screenshots at 1400x900 go to
+`$AGENTMAP_TEST_ARTIFACTS` (default: the test's temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from components import find_executable, require
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = find_executable("chromium") or find_executable("chromium-browser")
+    require(chromium is not None, "no chromium found: apt-get install chromium")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(chromium), args=ARGS)
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def studio_page(browser: Any, target: Path, file: str | None = None) -> Iterator[Any]:
+    from agentmap.studio import StudioConfig, background
+
+    checkpoint = str((target if target.is_dir() else target.parent) / "studio.db")
+    with background(StudioConfig(target=target, checkpoint=checkpoint)) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(url + f"?file={file or target.name}")
+        page.get_by_role("grid").wait_for()
+        page.wait_for_function("Number(document.body.dataset.checks) >= 1")
+        try:
+            yield page
+        finally:
+            page.close()
+
+
+def artefacts(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("AGENTMAP_TEST_ARTIFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def cell(page: Any, row: int, column: int) -> Any:
+    return page.get_by_role("gridcell").and_(page.locator(f"[aria-rowindex='{row}'][aria-colindex='{column}']"))
+
+
+def checks(page: Any) -> int:
+    return int(page.evaluate("Number(document.body.dataset.checks)"))
+
+
+def wait_checked(page: Any, before: int) -> None:
+    page.wait_for_function(f"Number(document.body.dataset.checks) > {before}", timeout=10_000)
+
+
+def edit(page: Any, target: Any, text: str) -> None:
+    """Select a cell, Enter to edit, replace its text, Enter to keep it; wait until the server checked it."""
+    before = checks(page)
+    target.click()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        f"Number(document.body.dataset.checks) > {before} && !document.querySelector('td.editing')", timeout=10_000
+    )
+    settle(page)
+
+
+def settle(page: Any) -> None:
+    """Wait until no check is on its way (one sent while typing may still be)."""
+    page.wait_for_function("!S.checking && !S.pending", timeout=10_000)
+
+
+def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    shutil.copy(ROOT / "graphs" / "branching.csv", flow)
+    with studio_page(browser, flow) as page:
+        grid = page.get_by_role("grid")
+        assert grid.get_attribute("aria-rowcount") == "5"
+        headers = page.get_by_role("columnheader").all_inner_texts()
+        assert headers[:3] == ["GraphName", "Node", "AgentType"] and headers[8] == "Edge"
+        edge = cell(page, 3, 9)  # row 3 of the file (Approve), column 9 (Edge)
+        assert edge.inner_text() == "Report"
+
+        edit(page, edge, "Reportt")
+        assert edge.get_attribute("aria-invalid") == "true"
+        described = page.locator("#" + (edge.get_attribute("aria-describedby") or "").split()[0])
+        assert "unknown-target" in described.inner_text() and "did you mean 'Report'" in described.inner_text()
+        assert "Fix: use one of" in described.inner_text()
+        assert described.get_by_role("link").inner_text() == "csv_specs/errors.md#unknown-target"
+        findings = page.get_by_role("list", name="Findings")
+        assert findings.get_attribute("aria-live") == "polite"
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-findings.png"))
+
+        cell(page, 2, 2).click()  # elsewhere; clicking the finding selects its cell again
+        findings.get_by_role("button", name="Row 3, Edge: error unknown-target").click()
+        assert edge.get_attribute("aria-selected") == "true"
+        assert page.evaluate("document.activeElement.getAttribute('aria-colindex')") == "9"
+
+        edit(page, edge, "Report")
+        assert edge.get_attribute("aria-invalid") is None
+        assert not findings.get_by_role("button", name="error").count()
+
+        # Escape cancels an edit: the value and the findings are as before
+        before = checks(page)
+        page.keyboard.press("Enter")
+        page.keyboard.type("Nowhere")
+        page.keyboard.press("Escape")
+        wait_checked(page, before)
+        settle(page)
+        assert edge.inner_text() == "Report" and edge.get_attribute("aria-invalid") is None
+        assert flow.read_bytes() == (ROOT / "graphs" / "branching.csv").read_bytes()  # nothing saved
+
+        # arrows move the selection; clicking a node of the picture selects its row
+        cell(page, 2, 2).click()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowRight")
+        assert cell(page, 3, 3).get_attribute("aria-selected") == "true"
+        assert page.evaluate("document.activeElement.innerText") == "template"
+        picture = page.get_by_role("img", name="The graph Approval drawn")
+        picture.locator("g.node[data-node='Reject']").click()
+        assert cell(page, 4, 2).get_attribute("aria-selected") == "true"
+
+        # the Context editor names the keys of the row's agent type, from the published JSON Schema
+        cell(page, 2, 6).click()
+        page.keyboard.press("Enter")
+        editor = page.get_by_role("textbox", name="Context, row 2")
+        help_id = (editor.get_attribute("aria-describedby") or "").split()[0]
+        page.locator("#" + help_id).wait_for()
+        assert "Context keys of branching: field (string)" in page.locator("#" + help_id).inner_text()
+        assert "success_values (array)" in page.locator("#" + help_id).inner_text()
+        page.keyboard.press("Escape")
+        assert cell(page, 2, 6).inner_text() == '{"field": "approved"}'
+
+
+CRAFTED = (
+    "\ufeff# Review flow, kept by hand\r\n"
+    "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\r\n"
+    '"Review","Draft","template","Draft about {topic}, short","topic","draft","Done"\r\n'
+    "# the last step\r\n"
+    "Review,Done,echo,,draft,result,\r\n"
+)
+
+
+def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "review.csv"
+    flow.write_bytes(CRAFTED.encode("utf-8"))
+    with studio_page(browser, flow) as page:
+        assert cell(page, 1, 1).count() == 1 and "Review flow" in cell(page, 1, 1).inner_text()
+        cell(page, 5, 2).click()  # Done
+        page.keyboard.press("Alt+Insert")
+        new_node = cell(page, 6, 2)
+        assert new_node.get_attribute("aria-selected") == "true"
+        assert cell(page, 6, 1).inner_text() == "Review"  # the graph of the tab
+        edit(page, new_node, "Publish")
+        edit(page, cell(page, 6, 3), "echo")
+        edit(page, cell(page, 6, 5), "result")
+        edit(page, cell(page, 6, 6), "published")
+        edit(page, cell(page, 5, 7), "Publish")
+        edit(page, cell(page, 3, 4), 'Draft about {topic}, "short"')
+        assert page.get_by_role("list", name="Findings").get_by_role("button", name="error").count() == 0
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+    expected = (
+        "\ufeff# Review flow, kept by hand\r\n"
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\r\n"
+        '"Review","Draft","template","Draft about {topic}, ""short""","topic","draft","Done"\r\n'
+        "# the last step\r\n"
+        "Review,Done,echo,,draft,result,Publish\r\n"
+        "Review,Publish,echo,,result,published,\r\n"
+    )
+    assert flow.read_bytes() == expected.encode("utf-8")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # the atomic write left no temporary
+
+
+def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    shutil.copy(ROOT / "graphs" / "branching.csv", flow)
+    shutil.copy(ROOT / "graphs" / "subgraph.csv", tmp_path / "subgraph.csv")
+    with studio_page(browser, tmp_path, file="branching.csv") as page:
+        edit(page, cell(page, 2, 5), "mine")
+        theirs = flow.read_text(encoding="utf-8").replace("Runs when Check failed", "Changed elsewhere")
+        flow.write_text(theirs, encoding="utf-8")
+        alert = page.get_by_role("alert")
+        alert.wait_for(timeout=10_000)
+        assert "changed on disk" in alert.inner_text()
+        alert.get_by_role("button", name="Keep editing").click()
+        page.get_by_role("button", name="Save").click()
+        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=10_000)
+        assert flow.read_text(encoding="utf-8") == theirs  # never silently overwritten
+        assert alert.get_by_role("button", name="Overwrite with my sheet").is_visible()
+        alert.get_by_role("button", name="Reload from disk").click()
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
+        assert cell(page, 4, 5).inner_text() == "Changed elsewhere"
+        assert cell(page, 2, 5).inner_text() != "mine"
+
+        # a file of several graphs: a tab per graph, and one for all rows
+        page.get_by_role("combobox", name="Workflow file").select_option("subgraph.csv")
+        page.wait_for_function("document.body.dataset.state === 'ready' && S.file === 'subgraph.csv'")
+        tabs = page.get_by_role("tablist", name="Graphs").get_by_role("tab")
+        assert tabs.all_inner_texts() == ["All rows", "Main", "Frame"]
+        assert len(page.get_by_role("grid").get_by_role("row").all()) == 5  # the header and 4 rows
+        tabs.get_by_text("Frame").click()
+        assert tabs.get_by_text("Frame").get_attribute("aria-selected") == "true"
+        rows = page.get_by_role("grid").get_by_role("row")
+        assert [r.get_attribute("aria-rowindex") for r in rows.all()] == ["1", "5"]
+        page.get_by_role("button", name="Add row").click()
+        assert cell(page, 6, 1).inner_text() == "Frame"
+
+
+HUMAN = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next\n"
+    "Publish,Draft,template,Draft about {topic},,topic,draft,Review\n"
+    'Publish,Review,human,Publish this draft? {draft},"{""interaction_type"": ""approval""}",draft,approved,Done\n'
+    "Publish,Done,template,Approved: {approved},,approved,message,\n"
+)
+
+
+def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    shutil.copy(ROOT / "graphs" / "branching.csv", flow)
+    (tmp_path / "publish.csv").write_text(HUMAN, encoding="utf-8")
+    with studio_page(browser, tmp_path, file="branching.csv") as page:
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        form = page.get_by_role("form", name="Initial state")
+        form.get_by_role("textbox", name="approved").fill("yes")
+        form.get_by_role("textbox", name="request").fill("a new laptop")
+        form.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        nodes = page.get_by_role("table", name="Nodes run")
+        assert nodes.get_by_role("button").all_inner_texts() == ["Check", "Approve", "Report"]
+        picture = page.get_by_role("img", name="The graph Approval drawn")
+        lit = picture.locator("g.node.am-succeeded").evaluate_all("gs => gs.map(g => g.dataset.node)")
+        assert lit == ["Check", "Approve", "Report"]
+        assert picture.locator("g.node[data-node='Reject'].am-succeeded").count() == 0  # the path not taken
+        taken = picture.locator("polyline.am-taken").evaluate_all(
+            "es => es.map(e => e.dataset.source + '>' + e.dataset.target)"
+        )
+        assert sorted(taken) == sorted(["__start__>Check", "Check>Approve", "Approve>Report", "Report>__end__"])
+        nodes.get_by_role("button", name="Approve").click()
+        detail = page.get_by_role("region", name="Node detail").inner_text()
+        assert '"request": "a new laptop"' in detail and '"decision": "Approved: a new laptop"' in detail
+        assert "Decision for a new laptop" in page.get_by_role("region", name="Final state").inner_text()
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-run.png"))
+
+        # change a prompt, save, and run again from the checkpoint after Check: the same state, the new file
+        edit(page, cell(page, 3, 4), "OK: {request}")
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
+        assert nodes.get_by_role("button").all_inner_texts()[-2:] == ["Approve", "Report"]
+        assert (
+            "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop"
+            in page.get_by_role("region", name="Final state").inner_text()
+        )
+
+        page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
+        page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
+        page.get_by_role("textbox", name="topic").fill("owls")
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        answer = page.get_by_role("form", name="Answer the paused node")
+        assert answer.inner_text().startswith("Review: Publish this draft? Draft about owls")
+        assert page.get_by_role("img").locator("g.node[data-node='Review'].am-paused").count() == 1
+        answer.get_by_role("textbox", name="Answer").fill("yes")
+        answer.get_by_role("button", name="Answer").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert "Approved: True" in page.get_by_role("region", name="Final state").inner_text()
+        earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
+        earlier.first.wait_for()
+        assert earlier.count() == 1
