@@ -25,6 +25,9 @@ class ServeConfig:
             or pause, written before the run's response; no per-step history), `async` (LangGraph's default:
             after every step, while the next one runs) or `sync`; None: LangGraph's default.
         heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
+        lease: Seconds a replica holds a run it claimed without renewing (it renews every third of it); a run
+            whose replica died is claimed by another once its lease has run out.
+        grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
     """
 
@@ -36,4 +39,6 @@ class ServeConfig:
     workers: int = 16
     durability: str | None = "exit"
     heartbeat: float = 15.0
+    lease: float = 30.0
+    grace: float = 30.0
     compile_options: dict[str, Any] = field(default_factory=dict)

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from agentmap.server._app import Server
     from agentmap.server._graphs import Assistant
 
-__all__ = ["run_routes"]
+__all__ = ["rebuilder", "run_routes"]
+
+_QUEUED = ("runs.create", "runs.create_batch")
+"""Runs no client waits on here: any replica may claim them."""
 
 
 def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)) -> tuple[str, ...]:
@@ -159,7 +162,8 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
-    durability = body.durability or server.config.durability
+    # a run on the queue checkpoints every step, so a replica that dies mid-run loses at most the step in flight
+    durability = body.durability or ("async" if what in _QUEUED else server.config.durability)
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
     kwargs.update(_breakpoints(body, assistant, stateless, what))
@@ -173,6 +177,7 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
+        payload={"body": body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id, "what": what},
     )
 
 
@@ -223,14 +228,61 @@ async def _start(server: Server, body: RunCreate, thread_id: str | None, what: s
         request = _resolve(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
         request = await run_in_threadpool(_resolve, server, body, thread_id, what)
-    if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
+    reject = bool(request.thread_id) and request.multitask_strategy == "reject"
+    run = await server.runs.submit(request, here=what not in _QUEUED, reject_if_busy=reject)
+    if run is None:
         raise ApiError(
             409,
             "thread-busy",
             f"thread {request.thread_id!r} has a run in progress",
             hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
         )
-    return server.runs.start(request)
+    return run
+
+
+def rebuilder(server: Server) -> Any:
+    """`rebuild(record)`: the request of a run taken from the queue by a replica that did not accept it (or
+    took it again after a restart), from its recorded body and its thread's checkpoint.
+
+    A run whose thread's last checkpoint it wrote itself continues from there (no input: the finished nodes
+    do not run again); one that never checkpointed starts again from its input (or its answer).
+
+    Raises:
+        ApiError: `graph-changed` when the checkpoint was written by another version of the workflow file.
+    """
+
+    def rebuild(record: dict[str, Any]) -> RunRequest:
+        from agentmap.server._models import RunCreate
+
+        payload = record["request"] or {}
+        body = RunCreate.model_validate(payload.get("body") or {})
+        thread_id = payload.get("thread_id")
+        assistant = server.assistant(record["graph_id"])
+        snapshot = snapshot_of(assistant, thread_id) if thread_id and not record["stateless"] else None
+        progressed = snapshot is not None and snapshot.metadata.get("run_id") == record["run_id"]
+        if progressed and snapshot is not None and thread_id:
+            _same_graph(assistant, snapshot.metadata, thread_id)
+            body = body.model_copy(update={"input": None, "command": None})
+        request = _resolve(server, body, thread_id, str(payload.get("what") or "runs.create"))
+        if progressed:
+            request.input = None
+        request.payload = payload
+        return request
+
+    return rebuild
+
+
+def _same_graph(assistant: Assistant, metadata: Any, thread_id: str) -> None:
+    written = metadata.get("agentmap_digest")
+    digest = assistant.app.file_digest
+    if written and digest and written != digest:
+        raise ApiError(
+            409,
+            "graph-changed",
+            f"thread {thread_id!r} was run with another version of {assistant.app.spec.file}; "
+            "this replica serves a different file, so it cannot continue the run",
+            hint="serve the same workflow files on every replica (compare their SHA-256)",
+        )
 
 
 def _where(run: Run) -> str:
@@ -288,41 +340,43 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
         server.thread(thread_id)
-        records = {r["run_id"]: _live(server, r) for r in server.store.runs(thread_id)}
-        for run in server.runs.runs.values():  # runs still going are not saved yet
-            if run.thread_id == thread_id and not run.request.stateless:
-                records[run.run_id] = run.record()
-        found = sorted(records.values(), key=lambda r: r["created_at"], reverse=True)
+        found = [_live(server, r) for r in server.store.runs(thread_id)]
         found = [r for r in found if status is None or r["status"] == status]
         return found[offset : offset + limit]
 
     @router.get("/threads/{thread_id}/runs/{run_id}")
     def get_run(thread_id: str, run_id: str) -> dict[str, Any]:
         """One run."""
-        return _live(server, _record(server, thread_id, run_id))
+        return _record(server, thread_id, run_id)
 
     @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
     async def cancel_run(thread_id: str, run_id: str, wait: int = 0, action: str = "interrupt") -> Response:
-        """Stop a run after the step it is in (`action=rollback` is not supported)."""
+        """Stop a run after the step it is in, on whichever replica runs it (`action=rollback` is not supported).
+
+        With `wait=1` the answer comes once the run has stopped, with an empty JSON body as LangGraph's server
+        sends it.
+        """
         if action != "interrupt":
             raise ApiError(422, "not-supported", f"cancel action {action!r} is not supported by agentmap serve")
-        _record(server, thread_id, run_id)
-        run = server.runs.runs.get(run_id)
-        if run is not None and not run.done.is_set():
-            server.runs.cancel(run)
-            if wait:
-                await run.done.wait()
-        return Response(status_code=202 if not wait else 200)
+        await run_in_threadpool(_record, server, thread_id, run_id)
+        await server.runs.cancel_anywhere(run_id)
+        if wait:
+            await server.runs.wait_record(thread_id, run_id)
+            return JSONResponse({}, status_code=200)
+        return Response(status_code=202)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join")
     async def join_run(thread_id: str, run_id: str) -> JSONResponse:
-        """Wait for a run to end and return the thread's final values."""
-        record = await run_in_threadpool(_record, server, thread_id, run_id)
+        """Wait for a run to end (on any replica) and return its result."""
+        await run_in_threadpool(_record, server, thread_id, run_id)
         run = server.runs.runs.get(run_id)
         if run is not None:
             return await _wait(run)
+        record = await server.runs.wait_record(thread_id, run_id)
+        if record is not None and record.get("result") is not None:
+            return JSONResponse(record["result"], headers={"X-Run": run_id})
         snapshot = await run_in_threadpool(server.snapshot, server.thread(thread_id))
-        return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": record["run_id"]})
+        return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": run_id})
 
     @router.get("/threads/{thread_id}/runs/{run_id}/stream")
     async def join_stream(
@@ -363,20 +417,25 @@ def _stateless_routes(server: Server, router: APIRouter) -> None:
     async def batch(bodies: list[RunCreate]) -> list[dict[str, Any]]:
         """Start several runs without threads; returns the runs."""
         requests = [await run_in_threadpool(_resolve, server, b, b.thread_id, "runs.create_batch") for b in bodies]
-        return [server.runs.start(r).record() for r in requests]
+        started = [await server.runs.submit(r, here=False) for r in requests]
+        return [r.record() for r in started if r is not None]
 
 
 def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
     server.thread(thread_id)
-    run = server.runs.runs.get(run_id)
-    if run is not None and run.thread_id == thread_id:
-        return run.record()
     record = server.store.run(thread_id, run_id)
     if record is None:
         raise ApiError(404, "run-not-found", f"thread {thread_id!r} has no run {run_id!r}")
-    return record
+    return _live(server, record)
+
+
+_INTERNAL = ("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless")
 
 
 def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+    """A stored run as LangGraph's server returns it (the live view of a run executing here)."""
     run = server.runs.runs.get(record["run_id"])
-    return run.record() if run is not None else {**record, "cancel_reason": None}
+    if run is not None and run.status != "pending":
+        return run.record()
+    out = {k: v for k, v in record.items() if k not in _INTERNAL and k != "attempt"}
+    return {**out, "cancel_reason": record.get("cancel")}
