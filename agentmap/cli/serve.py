@@ -29,7 +29,7 @@ def serve_command(
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
-    durability: str | None = "exit",
+    durability: str | None = "async",
     workers: int = 16,
     lease: str = "30s",
     grace: str = "30s",
@@ -160,10 +160,11 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--durability",
-                help="When runs write checkpoints: exit (once per run, at its end or pause: fastest, no per-step "
-                "history), async (after every step, LangGraph's default) or sync.",
+                help="When runs write checkpoints: async (after every step, LangGraph's default: a run taken over "
+                "after a crash continues from its last step), sync, or exit (once per run, at its end or pause: "
+                "fastest, no per-step history; a crashed run starts again).",
             ),
-        ] = "exit",
+        ] = "async",
         workers: Annotated[
             int,
             typer.Option("--workers", min=1, help="Runs that may execute at once; more queue up."),

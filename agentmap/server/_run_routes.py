@@ -162,8 +162,7 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
-    # a run on the queue checkpoints every step, so a replica that dies mid-run loses at most the step in flight
-    durability = body.durability or ("async" if what in _QUEUED else server.config.durability)
+    durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
     kwargs.update(_breakpoints(body, assistant, stateless, what))

@@ -212,17 +212,26 @@ class Store:
             )
         return {r["run_id"]: r["cancel"] for r in rows}
 
-    def finish(self, owner: str, run_id: str, status: str, result: Any, thread_status: str | None) -> bool:
-        """Write a run's end (and its thread's new status) if `owner` still holds it; False if it lost it."""
+    def finish(
+        self,
+        owner: str,
+        run_id: str,
+        status: str,
+        result: Any,
+        thread_status: str | None,
+        cancel_reason: str | None = None,
+    ) -> bool:
+        """Write a run's end (its result, why it was cancelled, its thread's new status) if `owner` still holds
+        it; False if it lost it."""
         stamp = now()
         with self._tx() as tx:
             found = tx.rows("SELECT thread_id FROM agentmap_runs WHERE run_id = ? AND owner = ?", (run_id, owner))
             if not found:
                 return False
             tx.count(
-                "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0 "
-                "WHERE run_id = ?",
-                (status, json.dumps(result), stamp, run_id),
+                "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0, "
+                "cancel = COALESCE(?, cancel) WHERE run_id = ?",
+                (status, json.dumps(result), stamp, cancel_reason, run_id),
             )
             if thread_status is not None:
                 tx.count(

@@ -278,7 +278,9 @@ class RunManager:
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            await self._store(self.store.finish, self.owner, run.run_id, status, run.result(), thread_status)
+            await self._store(
+                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
+            )
         self._forget(run)
 
     def _forget(self, run: Run) -> None:
