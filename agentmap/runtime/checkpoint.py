@@ -235,6 +235,15 @@ def _sqlite_saver(path: Path) -> Any:
 _SETUP_LOCK = 0x41474D43  # "AGMC": the advisory lock held while the checkpoint tables are made
 
 
+def _take_turns(conn: Any) -> None:
+    """Hold the setup lock, asking again until it is free: a process blocked in `pg_advisory_lock` would hold
+    a snapshot that the holder's `CREATE INDEX CONCURRENTLY` waits for, and neither would ever go on."""
+    import time
+
+    while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)).fetchone()["got"]:
+        time.sleep(0.05)
+
+
 def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
     import psycopg
@@ -252,7 +261,7 @@ def _postgres_saver(url: str) -> Any:
         )
         saver = _saver_class(PostgresSaver)(pool, serde=safe_serializer())
         with pool.connection() as conn:  # processes starting together on an empty database take turns
-            conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
+            _take_turns(conn)
             try:
                 saver.setup()
             finally:

@@ -76,9 +76,15 @@ class Replica:
         self.proc: forked.Forked | None = None
 
     def start(self) -> Replica:
+        self.spawn()
+        return self.wait_up()
+
+    def spawn(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
         args = ("serve", "steps.csv", "--port", str(self.port), "--checkpoint", self.checkpoint, *self.extra)
         self.proc = forked.start(*args, cwd=self.folder, env=env)
+
+    def wait_up(self) -> Replica:
         _until(lambda: self._up(), 60, f"the server on port {self.port} did not start")
         return self
 
@@ -175,8 +181,49 @@ def test_a_dead_replicas_run_is_finished_by_another_and_reject_holds_across_repl
     a.kill()
     killed_at = time.monotonic()
 
+    queued = on_b.runs.create(tid, "Steps", input={"topic": "second"})  # enqueue: after the first, anywhere
+
     result = on_b.runs.join(tid, runs[0]["run_id"])  # B takes the run over once A's lease has run out
     assert result["four"] == "Four"
     assert time.monotonic() - killed_at < 2 + 30  # the lease, and the rest of the run on a loaded machine
     assert on_b.runs.get(tid, runs[0]["run_id"])["status"] == "success"
-    assert _ends(project)["One"] == 1
+    assert on_b.runs.join(tid, queued["run_id"])["one"] == "One"
+    steps = _steps(project)
+    assert steps.index("end Four") < len(steps) - steps[::-1].index("start One") - 1  # the second ran after
+    assert _ends(project)["One"] == 2  # once per run: the first run's did not run again
+
+
+@pytest.mark.postgres
+def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_once(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    together = [Replica(project, postgres_url, "--grace", "0s") for _ in range(3)]
+    replicas.extend(together)
+    for replica in together:  # all at once, on an empty database: the schema setup takes turns
+        replica.spawn()
+    for replica in together:
+        replica.wait_up()
+    client = sdk.get_sync_client(url=together[0].url, api_key=None)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "Steps", input={"topic": "t"})
+    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    holder = _holder(postgres_url, run["run_id"], together)
+    holder.kill(signal.SIGTERM)  # a deploy: --grace 0s, so the run stops after its step and is handed over
+    stopped_at = time.monotonic()
+    other = next(r for r in together if r is not holder)
+    on_other = sdk.get_sync_client(url=other.url, api_key=None)
+    assert on_other.runs.join(tid, run["run_id"])["four"] == "Four"
+    assert time.monotonic() - stopped_at < 25  # well before the 30 s lease would have run out
+    assert on_other.runs.get(tid, run["run_id"])["status"] == "success"
+    assert _ends(project)["One"] == 1 and _ends(project)["Four"] == 1
+
+
+def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
+    """The replica whose process holds the run (its owner names the process id)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT owner FROM agentmap_runs WHERE run_id = %s", (run_id,)).fetchone()
+    assert row is not None and row[0]
+    pid = int(str(row[0]).split(":")[1])
+    return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
