@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,6 +32,8 @@ _SCHEMA = [
     "created_at TEXT, updated_at TEXT, status TEXT, metadata TEXT, multitask_strategy TEXT, seq BIGINT, "
     "graph_id TEXT, request TEXT, owner TEXT, lease_until DOUBLE PRECISION DEFAULT 0, attempt INTEGER DEFAULT 0, "
     "result TEXT, cancel TEXT, stateless INTEGER DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS agentmap_run_events (run_id TEXT, seq INTEGER, event TEXT, data TEXT, "
+    "PRIMARY KEY (run_id, seq))",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)",
 ]
@@ -54,6 +56,7 @@ class PostgresStore(Store):
     """Thread and run records and the run queue in a PostgreSQL database (`url`), shared by every replica."""
 
     _claim_lock = " FOR UPDATE OF r SKIP LOCKED"
+    shared = True
     _next_seq = "nextval('agentmap_runs_seq')"
 
     def __init__(self, url: str) -> None:
@@ -86,27 +89,31 @@ class PostgresStore(Store):
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             tx = _PgTx(cur)
             yield tx
-            # every write wakes the other replicas (sent when the transaction commits; one per transaction)
+            # every change of a run wakes the other replicas (sent when the transaction commits)
             if cur.statusmessage and not cur.statusmessage.startswith("SELECT"):
-                cur.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+                self._announce(tx, "runs")
+
+    def _announce(self, tx: Any, what: str) -> None:
+        tx.rows("SELECT pg_notify(?, ?)", (CHANNEL, what))
 
     def _lock_thread(self, tx: Any, thread_id: str) -> None:
         """Hold the thread until the transaction ends (a replica accepting a run on it waits for this one)."""
         tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (thread_id,))
 
-    async def listen(self, wake: Callable[[], None], stopped: Callable[[], Awaitable[None]] | None = None) -> None:
-        """Call `wake()` on every change any replica makes, until cancelled (reconnecting when the connection
-        drops, and waking once then, as changes may have been missed)."""
+    async def listen(self, wake: Callable[[str], None]) -> None:
+        """Call `wake(what)` on every change any replica makes (`runs`: a run's record, `events`: a run's
+        events), until cancelled; reconnecting when the connection drops, and waking then, as changes may have
+        been missed."""
         import psycopg
 
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    wake()
-                    async for _ in conn.notifies():
-                        wake()
+                    wake("runs")
+                    async for note in conn.notifies():
+                        wake(note.payload)
             except psycopg.Error as exc:
                 _log.warning("lost the run store's notifications (%s); reconnecting", str(exc).strip())
-                wake()
+                wake("runs")
                 await asyncio.sleep(1.0)

@@ -306,6 +306,19 @@ def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disc
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
+def _sse_elsewhere(server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None) -> StreamingResponse:
+    async def events() -> AsyncIterator[str]:
+        async for event, data in server.runs.follow_elsewhere(thread_id, run_id, modes, server.config.heartbeat):
+            yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+
+    headers = {
+        "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
+        "Cache-Control": "no-store",
+        "X-Accel-Buffering": "no",
+    }
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
 async def _wait(run: Run) -> JSONResponse:
     await run.done.wait()
     return _located(run, run.result())
@@ -385,11 +398,12 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         cancel_on_disconnect: bool = False,
     ) -> StreamingResponse:
         """Stream a run's events (from its start) until it ends."""
-        _record(server, thread_id, run_id)
+        await run_in_threadpool(_record, server, thread_id, run_id)
+        modes = _modes(stream_mode) if stream_mode else None
         run = server.runs.runs.get(run_id)
-        if run is None:
-            raise ApiError(404, "run-not-found", f"run {run_id!r} ended before the server restarted; no events kept")
-        return _sse(server, run, _modes(stream_mode) if stream_mode else None, cancel_on_disconnect)
+        if run is None:  # running on another replica (or ended): its events come from the run store
+            return _sse_elsewhere(server, thread_id, run_id, modes)
+        return _sse(server, run, modes, cancel_on_disconnect)
 
 
 def _stateless_routes(server: Server, router: APIRouter) -> None:

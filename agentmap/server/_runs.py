@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.server._graphs import Assistant
 
-__all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunRequest", "emitter", "execute"]
+__all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunRequest", "emitter", "execute", "wanted_event"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -96,6 +96,11 @@ class Run:
         self.events.append((event, data))
         self.wake()
 
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set at the next event (or at the run's end)."""
+        return self._changed
+
     def wake(self) -> None:
         """Wake the listeners (a new event, or the run's end)."""
         self._changed.set()
@@ -120,7 +125,7 @@ class Run:
             while index < len(self.events):
                 event, data = self.events[index]
                 index += 1
-                if modes is None or event in ("metadata", "error") or _mode_of(event) in modes:
+                if wanted_event(event, modes):
                     yield event, data
             if self.done.is_set():
                 return
@@ -128,6 +133,11 @@ class Run:
                 await asyncio.wait_for(changed.wait(), heartbeat)
             except TimeoutError:
                 yield "", None
+
+
+def wanted_event(event: str, modes: tuple[str, ...] | None) -> bool:
+    """Whether a follower that asked for `modes` (None: all) gets `event` (`metadata` and `error` always)."""
+    return modes is None or event in ("metadata", "error") or _mode_of(event) in modes
 
 
 def _mode_of(event: str) -> str:
@@ -209,13 +219,13 @@ async def _follow(
     paused = False
     try:
         async for mode, chunk in stream:
-            if run.cancelled.is_set():
-                break
-            if mode == "values":
+            if mode == "values":  # a step's last chunk: stop here when asked, with the step's events all sent
                 final = dict(chunk)
                 interrupts = list(final.pop("__interrupt__", ()))
                 if "values" in wanted:
                     emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
+                if run.cancelled.is_set():
+                    break
             elif mode == "updates":
                 if isinstance(chunk, dict) and "__interrupt__" in chunk:
                     interrupts, paused = list(chunk["__interrupt__"]), True

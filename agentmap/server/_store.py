@@ -62,6 +62,8 @@ class Store:
     """
 
     _claim_lock = ""
+    shared = False
+    """Whether other machines read this store: then a run's events are written to it for their followers."""
     _next_seq = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agentmap_runs)"
 
     @contextmanager
@@ -116,6 +118,11 @@ class Store:
     def delete_thread(self, thread_id: str) -> bool:
         """Forget a thread and its runs; False when there was none."""
         with self._tx() as tx:
+            tx.count(
+                "DELETE FROM agentmap_run_events WHERE run_id IN "
+                "(SELECT run_id FROM agentmap_runs WHERE thread_id = ?)",
+                (thread_id,),
+            )
             tx.count("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
             return tx.count("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)) > 0
 
@@ -276,6 +283,28 @@ class Store:
                 > 0
             )
 
+    def add_events(self, run_id: str, first: int, events: Sequence[tuple[str, str]]) -> None:
+        """Append a run's events (`(event, data as JSON text)`, numbered from `first`) for followers elsewhere."""
+        with self._tx() as tx:
+            for offset, (event, data) in enumerate(events):
+                tx.count(
+                    "INSERT INTO agentmap_run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
+                    (run_id, first + offset, event, data),
+                )
+            self._announce(tx, "events")
+
+    def events(self, run_id: str, after: int) -> list[tuple[str, Any]]:
+        """A run's events from number `after` on, in order."""
+        with self._tx() as tx:
+            rows = tx.rows(
+                "SELECT event, data FROM agentmap_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                (run_id, after),
+            )
+        return [(r["event"], json.loads(r["data"])) for r in rows]
+
+    def _announce(self, tx: _Tx, what: str) -> None:
+        """Tell the other replicas (PostgreSQL `NOTIFY`); nothing to tell on one machine."""
+
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""
         with self._tx() as tx:
@@ -300,6 +329,9 @@ CREATE TABLE IF NOT EXISTS agentmap_threads (
 CREATE TABLE IF NOT EXISTS agentmap_runs (
     run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, created_at TEXT, updated_at TEXT,
     status TEXT, metadata TEXT, multitask_strategy TEXT
+);
+CREATE TABLE IF NOT EXISTS agentmap_run_events (
+    run_id TEXT, seq INTEGER, event TEXT, data TEXT, PRIMARY KEY (run_id, seq)
 );
 """
 _ADDED = {  # columns added since the first version of the file (an older file gets them on open)

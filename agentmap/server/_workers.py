@@ -17,12 +17,13 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentmap.errors import AgentMapError
-from agentmap.server._runs import Run, RunRequest, emitter, execute
+from agentmap.server._encode import dumps
+from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
 from agentmap.server._store import UNFINISHED, Store, now
 
 __all__ = ["RunManager", "owner_alive"]
@@ -72,6 +73,9 @@ class RunManager:
         self._executing: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         self._news = asyncio.Event()
+        self._events = asyncio.Event()
+        self._publishers: dict[str, asyncio.Task[None]] = {}
+        self._accepted: dict[str, Run] = {}
         self._stopping = False
         self._handover: set[str] = set()
         self._loops: list[asyncio.Task[None]] = []
@@ -94,9 +98,12 @@ class RunManager:
         if listen is not None:
             self._loops.append(loop.create_task(listen(self._heard)))
 
-    def _heard(self) -> None:
-        self._wake.set()
-        self._news.set()
+    def _heard(self, what: str = "runs") -> None:
+        if what != "events":
+            self._wake.set()
+            self._news.set()
+        self._events.set()  # a run's end is news to its followers too
+        self._events = asyncio.Event()
 
     async def shutdown(self, grace: float) -> None:
         """Stop claiming; let the runs finish for `grace` seconds; then stop the rest after their step and hand
@@ -149,7 +156,12 @@ class RunManager:
         owner = self.owner if here else None
         if not await self._store(self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner):
             return None
-        self.runs[run.run_id] = run
+        if here:
+            self.runs[run.run_id] = run
+        else:  # any replica may claim it: followers here read its events from the store until this one does
+            self._accepted[run.run_id] = run
+            while len(self._accepted) > 1000:  # claimed elsewhere long ago
+                self._accepted.pop(next(iter(self._accepted)))
         self._wake.set()
         return run
 
@@ -161,13 +173,11 @@ class RunManager:
     async def cancel_anywhere(self, run_id: str, reason: str = "cancelled by the client") -> None:
         """Ask whichever replica runs `run_id` to stop it (a run still on the queue ends `interrupted` at once)."""
         run = self.runs.get(run_id)
-        if run is not None and run_id in self._executing:
+        if run is not None:  # running here, or kept here for its client: it stops (or never starts) here
             self.cancel(run, reason)
             return
-        if await self._store(self.store.request_cancel, run_id, reason) and run is not None:
-            run.cancel_reason = reason
-            run.status = "interrupted"
-            self._forget(run)
+        self._accepted.pop(run_id, None)
+        await self._store(self.store.request_cancel, run_id, reason)
 
     async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """Wait until a run ends (on any replica); its record, or None when there is no such run."""
@@ -183,6 +193,58 @@ class RunManager:
             _, pending = await asyncio.wait(waits, timeout=self.lease / 3, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:
                 task.cancel()
+
+    async def follow_elsewhere(
+        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The events of a run executing on another replica, in order, from its start until it ends: read from
+        the store whenever that replica announces new ones (an empty event after `heartbeat` s of silence)."""
+        index = 0
+        while True:
+            news = self._events
+            found = await self._store(self.store.events, run_id, index)
+            index += len(found)
+            for event, data in found:
+                if wanted_event(event, modes):
+                    yield event, data
+            if found:
+                continue
+            record = await self._store(self.store.run, thread_id, run_id)
+            if record is None or record["status"] not in UNFINISHED:
+                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                    if wanted_event(event, modes):
+                        yield event, data
+                return
+            try:
+                await asyncio.wait_for(news.wait(), heartbeat)
+            except TimeoutError:
+                yield "", None
+
+    async def _publish(self, run: Run) -> None:
+        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
+        its earlier attempts, when it was taken over)."""
+        index = 0
+        base = len(await self._store(self.store.events, run.run_id, 0))
+        while True:
+            changed = run.changed
+            if index < len(run.events):
+                batch = [(event, dumps(data)) for event, data in run.events[index:]]
+                try:
+                    await self._store(self.store.add_events, run.run_id, base + index, batch)
+                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
+                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+                index += len(batch)
+                continue
+            if run.done.is_set() or run.run_id not in self._publishers:
+                return
+            await changed.wait()
+
+    async def _published(self, run: Run) -> None:
+        """Wait until every event of `run` is in the store (before its end is written)."""
+        task = self._publishers.pop(run.run_id, None)
+        if task is not None:
+            run.wake()
+            await task
 
     # claiming and running
 
@@ -229,7 +291,9 @@ class RunManager:
 
     async def _execute(self, record: dict[str, Any]) -> None:
         run_id = record["run_id"]
-        run = self.runs.get(run_id)
+        run = self.runs.get(run_id) or self._accepted.pop(run_id, None)
+        if run is not None:
+            self.runs[run_id] = run
         try:
             if run is None or record["attempt"] > 1:  # taken over: rebuilt from the record and its checkpoint
                 request = await self._store(self._rebuild, record)
@@ -256,6 +320,8 @@ class RunManager:
             await self._finish(run, "interrupted")
             return
         run.status = "running"
+        if self.store.shared:
+            self._publishers[run.run_id] = asyncio.get_running_loop().create_task(self._publish(run))
         run.push("metadata", {"run_id": run.run_id, "attempt": attempt})
         try:
             status = await execute(run, emitter(run))
@@ -271,6 +337,7 @@ class RunManager:
         await self._finish(run, status)
 
     async def _finish(self, run: Run, status: str) -> None:
+        await self._published(run)
         if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
             await self._store(self.store.release, self.owner, [run.run_id])
         else:

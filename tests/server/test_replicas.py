@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import textwrap
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -205,17 +206,31 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
         replica.wait_up()
     client = sdk.get_sync_client(url=together[0].url, api_key=None)
     tid = client.threads.create()["thread_id"]
-    run = client.runs.create(tid, "Steps", input={"topic": "t"})
+    run = client.runs.create(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
     _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
     holder = _holder(postgres_url, run["run_id"], together)
+    other = next(r for r in together if r is not holder)
+    followed: list[Any] = []
+    follower = threading.Thread(target=_follow, args=(other.url, tid, run["run_id"], followed))
+    follower.start()  # on a replica that does not run it: the events come through PostgreSQL
+    _until(lambda: followed, 30, "no event reached the follower on another replica")
     holder.kill(signal.SIGTERM)  # a deploy: --grace 0s, so the run stops after its step and is handed over
     stopped_at = time.monotonic()
-    other = next(r for r in together if r is not holder)
     on_other = sdk.get_sync_client(url=other.url, api_key=None)
     assert on_other.runs.join(tid, run["run_id"])["four"] == "Four"
     assert time.monotonic() - stopped_at < 25  # well before the 30 s lease would have run out
     assert on_other.runs.get(tid, run["run_id"])["status"] == "success"
     assert _ends(project)["One"] == 1 and _ends(project)["Four"] == 1
+    follower.join(30)
+    nodes = [next(iter(p.data)) for p in followed if p.event == "updates"]
+    assert [n for i, n in enumerate(nodes) if i == 0 or nodes[i - 1] != n] == ["One", "Two", "Three", "Four"]
+    assert [p.data["attempt"] for p in followed if p.event == "metadata"] == [1, 2]  # taken over once
+
+
+def _follow(url: str, thread_id: str, run_id: str, into: list[Any]) -> None:
+    client = sdk.get_sync_client(url=url, api_key=None)
+    for part in client.runs.join_stream(thread_id, run_id, stream_mode="updates"):
+        into.append(part)
 
 
 def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
