@@ -226,6 +226,14 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     assert [n for i, n in enumerate(nodes) if i == 0 or nodes[i - 1] != n] == ["One", "Two", "Three", "Four"]
     assert [p.data["attempt"] for p in followed if p.event == "metadata"] == [1, 2]  # taken over once
 
+    second = on_other.runs.create(tid, "Steps", input={"topic": "u"})
+    _until(lambda: _ends(project)["One"] == 2, 60, "the second run never finished its first step")
+    elsewhere = next(r for r in together if r is not holder and r is not other)
+    on_third = sdk.get_sync_client(url=elsewhere.url, api_key=None)
+    assert on_third.runs.cancel(tid, second["run_id"], wait=True) in ({}, None)  # stops wherever it runs
+    assert on_other.runs.get(tid, second["run_id"])["status"] == "interrupted"
+    assert _ends(project)["Four"] == 1
+
 
 def _follow(url: str, thread_id: str, run_id: str, into: list[Any]) -> None:
     client = sdk.get_sync_client(url=url, api_key=None)
