@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentmap.agents.questions import check_answer
 from agentmap.server._encode import dumps
-from agentmap.server._models import ApiError, RunCreate, refuse_unsupported
+from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
 
@@ -102,7 +102,7 @@ def _bind_thread(
         return None, stateless, None
     record = server.store.thread(thread_id)
     if record is None and body.if_not_exists == "create":
-        record = server.store.create_thread(thread_id, {})
+        record = server.store.create_thread(check_thread_id(thread_id), {})
     if record is None:
         record = server.thread(thread_id)  # raises the 404
     bound = record["metadata"].get("graph_id")
@@ -155,6 +155,8 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
 def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
     refuse_unsupported(body, what)
+    for name in ("input", "command", "config", "metadata"):
+        check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
     thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
     config = _run_config(body)
