@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.server._config import ServeConfig
@@ -224,6 +225,19 @@ def _add_errors(app: FastAPI) -> None:
             request_id=request_id(request),
         )
         return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own refusals (a body it cannot parse: bad JSON, nested too deeply) in the API's error shape
+        code = "bad-request" if err.status_code == 400 else "not-supported" if err.status_code == 405 else "http-error"
+        body = error_body(
+            code,
+            f"the request was refused: {err.detail}",
+            hint="send one JSON document (nested less than a few hundred levels deep); /openapi.json describes "
+            "every body",
+            request_id=request_id(request),
+        )
+        return JSONResponse(body, status_code=err.status_code, headers=getattr(err, "headers", None))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, err: Exception) -> JSONResponse:

@@ -66,3 +66,10 @@ def test_cancel_with_wait_answers_an_empty_json_object(api: TestClient) -> None:
     answer = api.post(f"/threads/{tid}/runs/{run['run_id']}/cancel?wait=1")
     assert answer.status_code == 200 and answer.json() == {}
     assert api.get(f"/threads/{tid}/runs/{run['run_id']}").json()["status"] in ("interrupted", "success")
+
+
+def test_a_body_nested_too_deeply_gets_the_api_error_shape(api: TestClient) -> None:
+    body = '{"assistant_id": "HelloWorld", "input": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    answer = api.post("/runs/wait", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "bad-request" and answer.json()["hint"] and answer.json()["message"]
