@@ -19,7 +19,8 @@ from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, Workfl
 from agentmap.server._config import ServeConfig
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
-from agentmap.server._run_routes import rebuilder, run_routes
+from agentmap.server._rebuild import rebuilder
+from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes

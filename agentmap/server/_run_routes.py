@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentmap.server._app import Server
     from agentmap.server._graphs import Assistant
 
-__all__ = ["rebuilder", "run_routes"]
+__all__ = ["run_routes"]
 
 _QUEUED = ("runs.create", "runs.create_batch")
 """Runs no client waits on here: any replica may claim them."""
@@ -239,51 +239,6 @@ async def _start(server: Server, body: RunCreate, thread_id: str | None, what: s
             hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
         )
     return run
-
-
-def rebuilder(server: Server) -> Any:
-    """`rebuild(record)`: the request of a run taken from the queue by a replica that did not accept it (or
-    took it again after a restart), from its recorded body and its thread's checkpoint.
-
-    A run whose thread's last checkpoint it wrote itself continues from there (no input: the finished nodes
-    do not run again); one that never checkpointed starts again from its input (or its answer).
-
-    Raises:
-        ApiError: `graph-changed` when the checkpoint was written by another version of the workflow file.
-    """
-
-    def rebuild(record: dict[str, Any]) -> RunRequest:
-        from agentmap.server._models import RunCreate
-
-        payload = record["request"] or {}
-        body = RunCreate.model_validate(payload.get("body") or {})
-        thread_id = payload.get("thread_id")
-        assistant = server.assistant(record["graph_id"])
-        snapshot = snapshot_of(assistant, thread_id) if thread_id and not record["stateless"] else None
-        progressed = snapshot is not None and snapshot.metadata.get("run_id") == record["run_id"]
-        if progressed and snapshot is not None and thread_id:
-            _same_graph(assistant, snapshot.metadata, thread_id)
-            body = body.model_copy(update={"input": None, "command": None})
-        request = _resolve(server, body, thread_id, str(payload.get("what") or "runs.create"))
-        if progressed:
-            request.input = None
-        request.payload = payload
-        return request
-
-    return rebuild
-
-
-def _same_graph(assistant: Assistant, metadata: Any, thread_id: str) -> None:
-    written = metadata.get("agentmap_digest")
-    digest = assistant.app.file_digest
-    if written and digest and written != digest:
-        raise ApiError(
-            409,
-            "graph-changed",
-            f"thread {thread_id!r} was run with another version of {assistant.app.spec.file}; "
-            "this replica serves a different file, so it cannot continue the run",
-            hint="serve the same workflow files on every replica (compare their SHA-256)",
-        )
 
 
 def _where(run: Run) -> str:

@@ -8,7 +8,7 @@ a replica *claims* a run (owner and lease), renews the lease while it runs it (`
 any replica and continues from its last checkpoint.
 
 The SQL is one text for both databases (`?` placeholders; the PostgreSQL store turns them into `%s`);
-`SqliteStore` serialises writers with `BEGIN IMMEDIATE`, `agentmap.server._pgstore.PostgresStore` with row
+`_sqlitestore.SqliteStore` serialises writers with `BEGIN IMMEDIATE`, `_pgstore.PostgresStore` with row
 locks (`FOR UPDATE ... SKIP LOCKED`). The routes, the protocols and the studio call these methods; none of
 them writes SQL.
 """
@@ -16,8 +16,6 @@ them writes SQL.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["UNFINISHED", "SqliteStore", "Store", "now", "open_store"]
+__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store"]
 
 UNFINISHED = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
@@ -99,12 +97,12 @@ class Store:
         """The thread record, or None."""
         with self._tx() as tx:
             found = tx.rows("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
-        return _decoded(found[0]) if found else None
+        return decoded(found[0]) if found else None
 
     def threads(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
         """Every thread, newest first (only `ids`, when given)."""
         with self._tx() as tx:
-            rows = [_decoded(r) for r in tx.rows("SELECT * FROM agentmap_threads ORDER BY created_at DESC")]
+            rows = [decoded(r) for r in tx.rows("SELECT * FROM agentmap_threads ORDER BY created_at DESC")]
         return [r for r in rows if r["thread_id"] in set(ids)] if ids else rows
 
     def set_metadata(self, thread_id: str, metadata: dict[str, Any]) -> None:
@@ -197,7 +195,7 @@ class Store:
                         "UPDATE agentmap_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
                         (now(), record["thread_id"]),
                     )
-                claimed.append(_decoded(record))
+                claimed.append(decoded(record))
         return claimed
 
     def renew(self, owner: str, run_ids: Sequence[str], lease: float) -> dict[str, str | None]:
@@ -309,7 +307,7 @@ class Store:
         """The runs of a thread, newest first."""
         with self._tx() as tx:
             rows = tx.rows("SELECT * FROM agentmap_runs WHERE thread_id = ? ORDER BY seq DESC", (thread_id,))
-        return [_decoded(r) for r in rows if status is None or r["status"] == status]
+        return [decoded(r) for r in rows if status is None or r["status"] == status]
 
     def run(self, thread_id: str | None, run_id: str) -> dict[str, Any] | None:
         """One run (of a thread, when given), or None."""
@@ -317,92 +315,14 @@ class Store:
             found = tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (run_id,))
         if not found or (thread_id is not None and found[0]["thread_id"] != thread_id):
             return None
-        return _decoded(found[0])
+        return decoded(found[0])
 
 
 _UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN ('pending', 'running')"
 
-_SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agentmap_threads (
-    thread_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, metadata TEXT, status TEXT
-);
-CREATE TABLE IF NOT EXISTS agentmap_runs (
-    run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, created_at TEXT, updated_at TEXT,
-    status TEXT, metadata TEXT, multitask_strategy TEXT
-);
-CREATE TABLE IF NOT EXISTS agentmap_run_events (
-    run_id TEXT, seq INTEGER, event TEXT, data TEXT, PRIMARY KEY (run_id, seq)
-);
-"""
-_ADDED = {  # columns added since the first version of the file (an older file gets them on open)
-    "seq": "INTEGER",
-    "graph_id": "TEXT",
-    "request": "TEXT",
-    "owner": "TEXT",
-    "lease_until": "REAL DEFAULT 0",
-    "attempt": "INTEGER DEFAULT 0",
-    "result": "TEXT",
-    "cancel": "TEXT",
-    "stateless": "INTEGER DEFAULT 0",
-}
 
-
-class SqliteStore(Store):
-    """The store in one SQLite file (or in memory for `path=None`): one machine, any number of processes."""
-
-    def __init__(self, path: Path | None) -> None:
-        self._conn = sqlite3.connect(
-            str(path) if path else ":memory:", check_same_thread=False, isolation_level=None, timeout=30
-        )
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        with self._lock:
-            if path is not None:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SQLITE_SCHEMA)
-            self._migrate()
-
-    def _migrate(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-        have = {r[1] for r in self._conn.execute("PRAGMA table_info(agentmap_runs)")}
-        for name, kind in _ADDED.items():
-            if name not in have:
-                self._conn.execute(f"ALTER TABLE agentmap_runs ADD COLUMN {name} {kind}")
-        self._conn.execute("UPDATE agentmap_runs SET seq = rowid WHERE seq IS NULL")
-        self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)")
-        self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)")
-        self._conn.execute("COMMIT")
-
-    def close(self) -> None:
-        """Close the file."""
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[_Tx]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
-            try:
-                yield _SqliteTx(self._conn)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-
-class _SqliteTx:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._conn.execute(sql, tuple(args)).fetchall()]
-
-    def count(self, sql: str, args: Sequence[Any] = ()) -> int:
-        return self._conn.execute(sql, tuple(args)).rowcount
-
-
-def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row with its JSON columns read."""
     data = dict(row)
     for key in ("metadata", "request", "result"):
         if key in data:
@@ -422,6 +342,8 @@ def open_store(checkpoint: str) -> Store:
         from agentmap.server._pgstore import PostgresStore
 
         return PostgresStore(value)
+    from agentmap.server._sqlitestore import SqliteStore
+
     if value.lower() == "memory":
         return SqliteStore(None)
     path = sqlite_path(value) or Path(".agentmap/serve.db")
