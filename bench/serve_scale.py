@@ -166,9 +166,12 @@ def kill_one(args: argparse.Namespace, url: str) -> None:
 
 
 def _rate(servers: list[Server], runs: int) -> float:
+    from concurrent.futures import ThreadPoolExecutor
+
     started = time.monotonic()
-    made = _create(servers, runs)
-    statuses = _join_all(servers, made)
+    with ThreadPoolExecutor(8) as pool:  # clients send at once, as a load balancer would pass them on
+        made = [m for part in pool.map(lambda i: _create([servers[i % len(servers)]], 1), range(runs)) for m in part]
+        statuses = list(pool.map(lambda m: _join_all([servers[0]], [m])[0], made))
     assert statuses.count("success") == runs, statuses
     return runs / (time.monotonic() - started)
 
@@ -177,10 +180,10 @@ def scale(args: argparse.Namespace, new_db: Any, server_url: str) -> None:
     ratios, pg_vs_sqlite = [], []
     for _ in range(args.rounds):
         folder = _project(args.steps)
-        one = [Server(folder, new_db(server_url), args.wait, "--workers", "4").start()]
+        one = [Server(folder, new_db(server_url), args.wait, "--workers", str(args.workers)).start()]
         three_db = new_db(server_url)
-        three = [Server(folder, three_db, args.wait, "--workers", "4").start() for _ in range(3)]
-        lite = [Server(folder, str(folder / "lite.db"), args.wait, "--workers", "4").start()]
+        three = [Server(folder, three_db, args.wait, "--workers", str(args.workers)).start() for _ in range(3)]
+        lite = [Server(folder, str(folder / "lite.db"), args.wait, "--workers", str(args.workers)).start()]
         r1, r3, rl = _rate(one, args.runs), _rate(three, args.runs), _rate(lite, args.runs)
         ratios.append(r3 / r1)
         pg_vs_sqlite.append(r1 / rl)
@@ -233,6 +236,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--wait", type=float, default=0.2)
     parser.add_argument("--lease", type=float, default=3.0)
+    parser.add_argument("--workers", type=int, default=2, help="per replica, in the scale measure")
+    parser.add_argument("--only", choices=["restart", "kill", "first", "scale"], default=None)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
     spec = importlib.util.spec_from_file_location("pg", ROOT / "tests" / "runtime" / "pg.py")
@@ -240,11 +245,15 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     pg = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pg)
-    restart(args)
+    if args.only in (None, "restart"):
+        restart(args)
     with pg.server(pg.binaries()) as server_url:
-        kill_one(args, pg.new_database(server_url))
-        first_event(args, pg.new_database(server_url))
-        scale(args, pg.new_database, server_url)
+        if args.only in (None, "kill"):
+            kill_one(args, pg.new_database(server_url))
+        if args.only in (None, "first"):
+            first_event(args, pg.new_database(server_url))
+        if args.only in (None, "scale"):
+            scale(args, pg.new_database, server_url)
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -131,7 +131,9 @@ class Store:
 
     # runs
 
-    def accept(self, run: dict[str, Any], *, reject_if_busy: bool = False, owner: str | None = None) -> bool:
+    def accept(
+        self, run: dict[str, Any], *, reject_if_busy: bool = False, owner: str | None = None, lease: float = 30.0
+    ) -> bool:
         """Record a new run as `pending`, with `run["request"]` (what rebuilds it on any replica).
 
         Args:
@@ -139,7 +141,8 @@ class Store:
             reject_if_busy: Refuse (return False) when the thread already has a run pending or running; the
                 check and the write are one transaction, so two replicas cannot both accept.
             owner: Keep the run for this replica (a client waits on its events here); its lease is renewed by
-                that replica's heartbeat, and another replica takes the run only once the lease runs out.
+                that replica's heartbeat, and another replica takes the run only once the lease (`lease` seconds)
+                runs out.
         """
         with self._tx() as tx:
             if not run["stateless"]:
@@ -160,7 +163,7 @@ class Store:
                     run["graph_id"],
                     json.dumps(run["request"]),
                     owner,
-                    time.time() + 3600.0 if owner else 0.0,  # renewed by the owner's first heartbeat
+                    time.time() + lease if owner else 0.0,
                     1 if run["stateless"] else 0,
                 ),
             )
@@ -244,6 +247,12 @@ class Store:
                     (thread_status, stamp, found[0]["thread_id"]),
                 )
         return True
+
+    def delete_run(self, run_id: str) -> None:
+        """Forget a run and its events (a stateless run once it ended: nothing can name it again)."""
+        with self._tx() as tx:
+            tx.count("DELETE FROM agentmap_run_events WHERE run_id = ?", (run_id,))
+            tx.count("DELETE FROM agentmap_runs WHERE run_id = ?", (run_id,))
 
     def release(self, owner: str, run_ids: Sequence[str]) -> None:
         """Hand `owner`'s runs back to the queue at once (a replica stopping): any replica claims them next."""

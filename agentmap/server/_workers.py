@@ -154,7 +154,10 @@ class RunManager:
             "stateless": request.stateless,
         }
         owner = self.owner if here else None
-        if not await self._store(self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner):
+        accepted = await self._store(
+            self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease
+        )
+        if not accepted:
             return None
         if here:
             self.runs[run.run_id] = run
@@ -348,6 +351,8 @@ class RunManager:
             await self._store(
                 self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
             )
+            if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
+                await self._store(self.store.delete_run, run.run_id)
         self._forget(run)
 
     def _forget(self, run: Run) -> None:
