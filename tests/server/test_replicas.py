@@ -81,7 +81,7 @@ class Replica:
         return self.wait_up()
 
     def spawn(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"STEP_SECONDS": "0.25"}
         args = ("serve", "steps.csv", "--port", str(self.port), "--checkpoint", self.checkpoint, *self.extra)
         self.proc = forked.start(*args, cwd=self.folder, env=env)
 
