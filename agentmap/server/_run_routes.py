@@ -408,4 +408,4 @@ def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
     if run is not None and run.status != "pending":
         return run.record()
     out = {k: v for k, v in record.items() if k not in _INTERNAL and k != "attempt"}
-    return {**out, "cancel_reason": record.get("cancel")}
+    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}

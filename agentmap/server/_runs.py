@@ -89,6 +89,7 @@ class Run:
             "metadata": self.request.metadata,
             "multitask_strategy": self.request.multitask_strategy,
             "cancel_reason": self.cancel_reason,
+            "kwargs": self.request.payload.get("body", {}),  # what the run was asked to do, as LangGraph shows it
         }
 
     def push(self, event: str, data: Any) -> None:

@@ -65,7 +65,9 @@ def test_cancel_with_wait_answers_an_empty_json_object(api: TestClient) -> None:
     run = api.post(f"/threads/{tid}/runs", json={"assistant_id": "HelloWorld", "input": {"name": "A"}}).json()
     answer = api.post(f"/threads/{tid}/runs/{run['run_id']}/cancel?wait=1")
     assert answer.status_code == 200 and answer.json() == {}
-    assert api.get(f"/threads/{tid}/runs/{run['run_id']}").json()["status"] in ("interrupted", "success")
+    stored = api.get(f"/threads/{tid}/runs/{run['run_id']}").json()
+    assert stored["status"] in ("interrupted", "success")
+    assert stored["kwargs"]["input"] == {"name": "A"} == run["kwargs"]["input"]  # as LangGraph's server shows it
 
 
 def test_a_body_nested_too_deeply_gets_the_api_error_shape(api: TestClient) -> None:
