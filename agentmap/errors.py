@@ -126,6 +126,7 @@ class ErrorCode(StrEnum):
     API_KEY_REQUIRED = "api-key-required"
     DUPLICATE_GRAPH = "duplicate-graph"
     BAD_INPUT = "bad-input"
+    GRAPH_CHANGED = "graph-changed"
     # the studio (HTTP 409)
     FILE_CHANGED = "file-changed"
     # batch runs (exit 2, or 3 for a missing input table)

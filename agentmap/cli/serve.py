@@ -29,8 +29,10 @@ def serve_command(
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
-    durability: str | None = "exit",
+    durability: str | None = "async",
     workers: int = 16,
+    lease: str = "30s",
+    grace: str = "30s",
     config: Path | None = None,
     debug: bool = False,
     trace: str | None = None,
@@ -44,6 +46,7 @@ def serve_command(
     """
     if durability not in (None, "sync", "async", "exit"):
         raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
+    seconds(lease, "--lease"), seconds(grace, "--grace")  # checked before anything starts
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
@@ -82,6 +85,8 @@ def serve_command(
         max_body=max_body,
         durability=durability,
         workers=workers,
+        lease=seconds(lease, "--lease"),
+        grace=seconds(grace, "--grace"),
         compile_options=options,
     )
     try:
@@ -91,6 +96,23 @@ def serve_command(
             from agentmap._cli_api import flush_traces
 
             flush_traces()
+
+
+def seconds(value: str, option: str) -> float:
+    """A duration such as `30s`, `2m`, `1.5` (seconds) in seconds.
+
+    Raises:
+        ConfigError: Not a positive duration.
+    """
+    text = value.strip().lower()
+    scale = 60.0 if text.endswith("m") else 1.0
+    try:
+        found = float(text.rstrip("sm")) * scale
+    except ValueError:
+        found = -1.0
+    if found <= 0 and not (option == "--grace" and found == 0):
+        raise ConfigError(f"{option} must be a duration such as 30s or 2m, not {value!r}", code="usage")
+    return found
 
 
 def register(app: typer.Typer) -> None:
@@ -118,7 +140,12 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         checkpoint: Annotated[
-            str, typer.Option("--checkpoint", help="Where threads are kept: a SQLite file, or `memory`.")
+            str,
+            typer.Option(
+                "--checkpoint",
+                help="Where threads, runs and the run queue are kept: a SQLite file, a postgresql:// URL "
+                "(shared by every replica), or `memory`.",
+            ),
         ] = ".agentmap/runs.db",
         cors_origin: Annotated[
             list[str] | None,
@@ -133,14 +160,30 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--durability",
-                help="When runs write checkpoints: exit (once per run, at its end or pause: fastest, no per-step "
-                "history), async (after every step, LangGraph's default) or sync.",
+                help="When runs write checkpoints: async (after every step, LangGraph's default: a run taken over "
+                "after a crash continues from its last step), sync, or exit (once per run, at its end or pause: "
+                "fastest, no per-step history; a crashed run starts again).",
             ),
-        ] = "exit",
+        ] = "async",
         workers: Annotated[
             int,
             typer.Option("--workers", min=1, help="Runs that may execute at once; more queue up."),
         ] = 16,
+        lease: Annotated[
+            str,
+            typer.Option(
+                "--lease",
+                help="How long a run stays claimed by a replica that stopped renewing it (it renews every third); "
+                "after that another replica continues it from its last checkpoint.",
+            ),
+        ] = "30s",
+        grace: Annotated[
+            str,
+            typer.Option(
+                "--grace",
+                help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
+            ),
+        ] = "30s",
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -157,6 +200,8 @@ def register(app: typer.Typer) -> None:
             max_body=max_body,
             durability=durability,
             workers=workers,
+            lease=lease,
+            grace=grace,
             config=config,
             debug=debug,
             trace=trace,

@@ -232,16 +232,40 @@ def _sqlite_saver(path: Path) -> Any:
     return saver
 
 
+_SETUP_LOCK = 0x41474D43  # "AGMC": the advisory lock held while the checkpoint tables are made
+
+
+def _take_turns(conn: Any) -> None:
+    """Hold the setup lock, asking again until it is free: a process blocked in `pg_advisory_lock` would hold
+    a snapshot that the holder's `CREATE INDEX CONCURRENTLY` waits for, and neither would ever go on."""
+    import time
+
+    while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)).fetchone()["got"]:
+        time.sleep(0.05)
+
+
 def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
 
     try:
-        conn = psycopg.Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        saver = _saver_class(PostgresSaver)(conn, serde=safe_serializer())
-        saver.setup()
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            open=True,
+        )
+        saver = _saver_class(PostgresSaver)(pool, serde=safe_serializer())
+        with pool.connection() as conn:  # processes starting together on an empty database take turns
+            _take_turns(conn)
+            try:
+                saver.setup()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
     except psycopg.Error as exc:
         raise ConfigError(
             f"cannot open the Postgres checkpoint {_redact(url)}: {str(exc).strip()}",

@@ -7,23 +7,24 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.server._config import ServeConfig
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
+from agentmap.server._rebuild import rebuilder
 from agentmap.server._run_routes import run_routes
-from agentmap.server._runs import RunManager
 from agentmap.server._security import Guard, error_body
-from agentmap.server._store import Store
+from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._workers import RunManager
 
 __all__ = ["Server", "create_app"]
 
@@ -34,19 +35,17 @@ class Server:
     """What the routes share: the assistants, the checkpointer, the thread store and the runs."""
 
     def __init__(self, config: ServeConfig) -> None:
-        from agentmap.runtime.checkpoint import sqlite_path
-
         self.config = config
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.assistants = Assistants.load(config.targets, self.checkpointer, **config.compile_options)
-        sqlite = sqlite_path(config.checkpoint)
-        if config.checkpoint.strip().lower() == "memory":
-            store_path = None
-        else:
-            store_path = sqlite or Path(".agentmap/serve.db")
-            store_path.parent.mkdir(parents=True, exist_ok=True)
-        self.store = Store(store_path)
-        self.runs = RunManager(self.store, workers=config.workers)
+        self.store = open_store(config.checkpoint)
+        self.runs = RunManager(
+            self.store,
+            graphs=[a.graph_id for a in self.assistants.all],
+            rebuild=rebuilder(self),
+            workers=config.workers,
+            lease=config.lease,
+        )
 
     def close(self) -> None:
         """Stop the runs, send the spans their tracer still holds, and close the files."""
@@ -101,8 +100,10 @@ def create_app(config: ServeConfig) -> FastAPI:
         graphs = ", ".join(a.graph_id for a in server.assistants.all)
         asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
+        await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         yield
-        server.close()  # the runs stop, the files close
+        await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
+        server.close()  # the files close
 
     app = FastAPI(
         lifespan=lifespan,
@@ -225,6 +226,19 @@ def _add_errors(app: FastAPI) -> None:
             request_id=request_id(request),
         )
         return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own refusals (a body it cannot parse: bad JSON, nested too deeply) in the API's error shape
+        code = "bad-request" if err.status_code == 400 else "not-supported" if err.status_code == 405 else "http-error"
+        body = error_body(
+            code,
+            f"the request was refused: {err.detail}",
+            hint="send one JSON document (nested less than a few hundred levels deep); /openapi.json describes "
+            "every body",
+            request_id=request_id(request),
+        )
+        return JSONResponse(body, status_code=err.status_code, headers=getattr(err, "headers", None))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, err: Exception) -> JSONResponse:

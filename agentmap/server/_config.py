@@ -21,10 +21,14 @@ class ServeConfig:
         max_body: The largest request body accepted, in bytes.
         workers: Runs that execute at once (more wait their turn); their synchronous nodes run in a pool of
             threads (4 per worker, at least 32).
-        durability: When runs write checkpoints, unless a run says: `exit` (the default: once per run, at its end
-            or pause, written before the run's response; no per-step history), `async` (LangGraph's default:
-            after every step, while the next one runs) or `sync`; None: LangGraph's default.
+        durability: When runs write checkpoints, unless a run says: `async` (the default, LangGraph's: after every
+            step, while the next one runs, so a replica that dies mid-run loses at most the step in flight),
+            `sync`, or `exit` (once per run, at its end or pause: fastest, but a run taken over after a crash
+            starts again from its input); None: LangGraph's default.
         heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
+        lease: Seconds a replica holds a run it claimed without renewing (it renews every third of it); a run
+            whose replica died is claimed by another once its lease has run out.
+        grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
     """
 
@@ -34,6 +38,8 @@ class ServeConfig:
     cors_origins: tuple[str, ...] = ()
     max_body: int = 1_048_576
     workers: int = 16
-    durability: str | None = "exit"
+    durability: str | None = "async"
     heartbeat: float = 15.0
+    lease: float = 30.0
+    grace: float = 30.0
     compile_options: dict[str, Any] = field(default_factory=dict)

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentmap.errors import AgentMapError
 
 __all__ = [
+    "THREAD_ID_RULE",
     "ApiError",
     "AssistantSearch",
     "HistoryRequest",
     "RunCreate",
     "ThreadCreate",
     "ThreadSearch",
+    "check_json",
+    "check_thread_id",
     "refuse_unsupported",
+    "valid_thread_id",
 ]
 
 
@@ -45,12 +49,59 @@ class AssistantSearch(_Body):
     offset: int = Field(0, ge=0)
 
 
+THREAD_ID_RULE = "a thread id is 1 to 256 characters: letters, digits and - _ . : @"
+
+
+def valid_thread_id(thread_id: str) -> bool:
+    """Whether `thread_id` follows `THREAD_ID_RULE` (so it can be named in a URL path and stored as it is)."""
+    return 0 < len(thread_id) <= 256 and thread_id.isascii() and all(c.isalnum() or c in "-_.:@" for c in thread_id)
+
+
+def check_thread_id(thread_id: str) -> str:
+    """`thread_id` itself, or a 422 naming the rule it breaks."""
+    if not valid_thread_id(thread_id):
+        shown = thread_id[:40].encode("utf-8", "backslashreplace").decode()
+        raise ApiError(422, "bad-request", f"thread id {shown!r} is refused: {THREAD_ID_RULE}", hint="e.g. a UUID")
+    return thread_id
+
+
+def check_json(value: Any, where: str) -> None:
+    """Refuse what JSON cannot carry back (NaN, Infinity, a lone surrogate) before a run starts, naming where.
+
+    Raises:
+        ApiError: 422 `bad-input` with the path of the value.
+    """
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        raise ApiError(422, "bad-input", f"{where} is {value}, which JSON cannot carry", hint="send a finite number")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(
+                422, "bad-input", f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_json(key, f"{where} key")
+            check_json(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_json(item, f"{where}[{index}]")
+
+
 class ThreadCreate(_Body):
     """`POST /threads`."""
 
     thread_id: str | None = None
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = None
+
+    @field_validator("thread_id")
+    @classmethod
+    def _checked(cls, value: str | None) -> str | None:
+        if value is not None and not valid_thread_id(value):
+            raise ValueError(THREAD_ID_RULE)
+        return value
 
 
 class ThreadSearch(_Body):

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentmap.agents.questions import check_answer
 from agentmap.server._encode import dumps
-from agentmap.server._models import ApiError, RunCreate, refuse_unsupported
+from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
 __all__ = ["run_routes"]
+
+_QUEUED = ("runs.create", "runs.create_batch")
+"""Runs no client waits on here: any replica may claim them."""
 
 
 def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)) -> tuple[str, ...]:
@@ -99,7 +102,7 @@ def _bind_thread(
         return None, stateless, None
     record = server.store.thread(thread_id)
     if record is None and body.if_not_exists == "create":
-        record = server.store.create_thread(thread_id, {})
+        record = server.store.create_thread(check_thread_id(thread_id), {})
     if record is None:
         record = server.thread(thread_id)  # raises the 404
     bound = record["metadata"].get("graph_id")
@@ -152,6 +155,8 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
 def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
     refuse_unsupported(body, what)
+    for name in ("input", "command", "config", "metadata"):
+        check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
     thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
     config = _run_config(body)
@@ -173,6 +178,7 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
+        payload={"body": body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id, "what": what},
     )
 
 
@@ -223,14 +229,16 @@ async def _start(server: Server, body: RunCreate, thread_id: str | None, what: s
         request = _resolve(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
         request = await run_in_threadpool(_resolve, server, body, thread_id, what)
-    if request.thread_id and request.multitask_strategy == "reject" and server.runs.busy(request.thread_id):
+    reject = bool(request.thread_id) and request.multitask_strategy == "reject"
+    run = await server.runs.submit(request, here=what not in _QUEUED, reject_if_busy=reject)
+    if run is None:
         raise ApiError(
             409,
             "thread-busy",
             f"thread {request.thread_id!r} has a run in progress",
             hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
         )
-    return server.runs.start(request)
+    return run
 
 
 def _where(run: Run) -> str:
@@ -252,6 +260,19 @@ def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disc
                 server.runs.cancel(run, "the client disconnected")
 
     headers = {"Content-Location": _where(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+def _sse_elsewhere(server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None) -> StreamingResponse:
+    async def events() -> AsyncIterator[str]:
+        async for event, data in server.runs.follow_elsewhere(thread_id, run_id, modes, server.config.heartbeat):
+            yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+
+    headers = {
+        "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
+        "Cache-Control": "no-store",
+        "X-Accel-Buffering": "no",
+    }
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
@@ -288,41 +309,43 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
         server.thread(thread_id)
-        records = {r["run_id"]: _live(server, r) for r in server.store.runs(thread_id)}
-        for run in server.runs.runs.values():  # runs still going are not saved yet
-            if run.thread_id == thread_id and not run.request.stateless:
-                records[run.run_id] = run.record()
-        found = sorted(records.values(), key=lambda r: r["created_at"], reverse=True)
+        found = [_live(server, r) for r in server.store.runs(thread_id)]
         found = [r for r in found if status is None or r["status"] == status]
         return found[offset : offset + limit]
 
     @router.get("/threads/{thread_id}/runs/{run_id}")
     def get_run(thread_id: str, run_id: str) -> dict[str, Any]:
         """One run."""
-        return _live(server, _record(server, thread_id, run_id))
+        return _record(server, thread_id, run_id)
 
     @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
     async def cancel_run(thread_id: str, run_id: str, wait: int = 0, action: str = "interrupt") -> Response:
-        """Stop a run after the step it is in (`action=rollback` is not supported)."""
+        """Stop a run after the step it is in, on whichever replica runs it (`action=rollback` is not supported).
+
+        With `wait=1` the answer comes once the run has stopped, with an empty JSON body as LangGraph's server
+        sends it.
+        """
         if action != "interrupt":
             raise ApiError(422, "not-supported", f"cancel action {action!r} is not supported by agentmap serve")
-        _record(server, thread_id, run_id)
-        run = server.runs.runs.get(run_id)
-        if run is not None and not run.done.is_set():
-            server.runs.cancel(run)
-            if wait:
-                await run.done.wait()
-        return Response(status_code=202 if not wait else 200)
+        await run_in_threadpool(_record, server, thread_id, run_id)
+        await server.runs.cancel_anywhere(run_id)
+        if wait:
+            await server.runs.wait_record(thread_id, run_id)
+            return JSONResponse({}, status_code=200)
+        return Response(status_code=202)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join")
     async def join_run(thread_id: str, run_id: str) -> JSONResponse:
-        """Wait for a run to end and return the thread's final values."""
-        record = await run_in_threadpool(_record, server, thread_id, run_id)
+        """Wait for a run to end (on any replica) and return its result."""
+        await run_in_threadpool(_record, server, thread_id, run_id)
         run = server.runs.runs.get(run_id)
         if run is not None:
             return await _wait(run)
+        record = await server.runs.wait_record(thread_id, run_id)
+        if record is not None and record.get("result") is not None:
+            return JSONResponse(record["result"], headers={"X-Run": run_id})
         snapshot = await run_in_threadpool(server.snapshot, server.thread(thread_id))
-        return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": record["run_id"]})
+        return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": run_id})
 
     @router.get("/threads/{thread_id}/runs/{run_id}/stream")
     async def join_stream(
@@ -332,11 +355,12 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         cancel_on_disconnect: bool = False,
     ) -> StreamingResponse:
         """Stream a run's events (from its start) until it ends."""
-        _record(server, thread_id, run_id)
+        await run_in_threadpool(_record, server, thread_id, run_id)
+        modes = _modes(stream_mode) if stream_mode else None
         run = server.runs.runs.get(run_id)
-        if run is None:
-            raise ApiError(404, "run-not-found", f"run {run_id!r} ended before the server restarted; no events kept")
-        return _sse(server, run, _modes(stream_mode) if stream_mode else None, cancel_on_disconnect)
+        if run is None:  # running on another replica (or ended): its events come from the run store
+            return _sse_elsewhere(server, thread_id, run_id, modes)
+        return _sse(server, run, modes, cancel_on_disconnect)
 
 
 def _stateless_routes(server: Server, router: APIRouter) -> None:
@@ -363,20 +387,25 @@ def _stateless_routes(server: Server, router: APIRouter) -> None:
     async def batch(bodies: list[RunCreate]) -> list[dict[str, Any]]:
         """Start several runs without threads; returns the runs."""
         requests = [await run_in_threadpool(_resolve, server, b, b.thread_id, "runs.create_batch") for b in bodies]
-        return [server.runs.start(r).record() for r in requests]
+        started = [await server.runs.submit(r, here=False) for r in requests]
+        return [r.record() for r in started if r is not None]
 
 
 def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
     server.thread(thread_id)
-    run = server.runs.runs.get(run_id)
-    if run is not None and run.thread_id == thread_id:
-        return run.record()
     record = server.store.run(thread_id, run_id)
     if record is None:
         raise ApiError(404, "run-not-found", f"thread {thread_id!r} has no run {run_id!r}")
-    return record
+    return _live(server, record)
+
+
+_INTERNAL = ("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless")
 
 
 def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+    """A stored run as LangGraph's server returns it (the live view of a run executing here)."""
     run = server.runs.runs.get(record["run_id"])
-    return run.record() if run is not None else {**record, "cancel_reason": None}
+    if run is not None and run.status != "pending":
+        return run.record()
+    out = {k: v for k, v in record.items() if k not in _INTERNAL and k != "attempt"}
+    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}

@@ -15,22 +15,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import AgentMapError
 from agentmap.server._encode import jsonable
-from agentmap.server._store import Store, now
+from agentmap.server._store import now
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.server._graphs import Assistant
 
-__all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunManager", "RunRequest"]
+__all__ = ["GRAPH_MODES", "STREAM_MODES", "Run", "RunRequest", "emitter", "execute", "wanted_event"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -52,6 +49,8 @@ class RunRequest:
     kwargs: dict[str, Any]
     multitask_strategy: str = "enqueue"
     stateless: bool = False
+    payload: dict[str, Any] = field(default_factory=dict)
+    """What rebuilds the request on any replica (the request body, its thread and route), kept in the store."""
 
 
 @dataclass
@@ -90,11 +89,21 @@ class Run:
             "metadata": self.request.metadata,
             "multitask_strategy": self.request.multitask_strategy,
             "cancel_reason": self.cancel_reason,
+            "kwargs": self.request.payload.get("body", {}),  # what the run was asked to do, as LangGraph shows it
         }
 
     def push(self, event: str, data: Any) -> None:
         """Record an event and wake the listeners (on the event loop's thread)."""
         self.events.append((event, data))
+        self.wake()
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set at the next event (or at the run's end)."""
+        return self._changed
+
+    def wake(self) -> None:
+        """Wake the listeners (a new event, or the run's end)."""
         self._changed.set()
         self._changed = asyncio.Event()
 
@@ -117,7 +126,7 @@ class Run:
             while index < len(self.events):
                 event, data = self.events[index]
                 index += 1
-                if modes is None or event in ("metadata", "error") or _mode_of(event) in modes:
+                if wanted_event(event, modes):
                     yield event, data
             if self.done.is_set():
                 return
@@ -127,101 +136,18 @@ class Run:
                 yield "", None
 
 
+def wanted_event(event: str, modes: tuple[str, ...] | None) -> bool:
+    """Whether a follower that asked for `modes` (None: all) gets `event` (`metadata` and `error` always)."""
+    return modes is None or event in ("metadata", "error") or _mode_of(event) in modes
+
+
 def _mode_of(event: str) -> str:
     if event == "messages":
         return "messages-tuple"
     return event.partition("/")[0].partition("|")[0]
 
 
-class RunManager:
-    """Starts runs, one at a time per thread, and keeps the recent ones in memory."""
-
-    def __init__(self, store: Store, *, workers: int = 16, keep: int = 1000) -> None:
-        self.store = store
-        self.runs: dict[str, Run] = {}
-        self._keep = keep
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._queued: dict[str, int] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(workers)
-        # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
-        self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
-
-    def close(self) -> None:
-        """Stop taking work; cancel what runs."""
-        for run in self.runs.values():
-            run.cancelled.set()
-        self.executor.shutdown(wait=False, cancel_futures=True)
-
-    def busy(self, thread_id: str) -> bool:
-        """True while a run holds the thread."""
-        return self._queued.get(thread_id, 0) > 0
-
-    def start(self, request: RunRequest) -> Run:
-        """Create a run and start it in the background."""
-        run = Run(str(uuid.uuid4()), request)
-        self.runs[run.run_id] = run  # saved when it ends; until then the thread is busy in memory
-        self._queued[run.thread_id] = self._queued.get(run.thread_id, 0) + 1  # busy from now, not from the task
-        task = asyncio.get_running_loop().create_task(self._run(run))
-        self._tasks.add(task)  # the loop keeps only weak references to tasks
-        task.add_done_callback(self._done)
-        return run
-
-    def cancel(self, run: Run, reason: str = "cancelled by the client") -> None:
-        """Ask a run to stop after the step it is in."""
-        run.cancel_reason = reason
-        run.cancelled.set()
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._forget_old()
-
-    def _forget_old(self) -> None:
-        if len(self.runs) <= self._keep + self._keep // 10:  # prune in batches, oldest first
-            return
-        finished = [r for r in self.runs.values() if r.done.is_set()]
-        for run in finished[: max(0, len(finished) - self._keep)]:
-            self.runs.pop(run.run_id, None)
-
-    async def _run(self, run: Run) -> None:
-        lock = self._locks.setdefault(run.thread_id, asyncio.Lock())
-        try:
-            async with lock:
-                if run.cancelled.is_set():
-                    self._finish(run, "interrupted")
-                    return
-                run.status = "running"
-                run.push("metadata", {"run_id": run.run_id, "attempt": 1})
-                try:
-                    async with self._slots:
-                        status = await _execute(run, _emitter(run))
-                except AgentMapError as err:
-                    run.error = {"error": type(err).__name__, "message": str(err), "code": err.code}
-                    status = "error"
-                except Exception as exc:
-                    _log.exception("run %s failed", run.run_id)
-                    run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
-                    status = "error"
-                if run.error is not None:
-                    run.push("error", run.error)
-                self._finish(run, status)
-        finally:
-            self._queued[run.thread_id] -= 1
-            if not self._queued[run.thread_id]:  # drop idle locks so they do not pile up
-                del self._queued[run.thread_id]
-                self._locks.pop(run.thread_id, None)
-
-    def _finish(self, run: Run, status: str) -> None:
-        run.status = status
-        run.updated_at = now()
-        if not run.request.stateless:
-            thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            self.store.finish_run(run.record(), thread_status)
-        run.done.set()
-        run._changed.set()
-
-
-def _emitter(run: Run) -> Callable[[str, Any], None]:
+def emitter(run: Run) -> Callable[[str, Any], None]:
     """`emit(event, data)` for the run: recorded at once on the loop's thread, handed to the loop from others
     (a synchronous node's tracker events come from a worker thread), in the order they were emitted."""
     loop = asyncio.get_running_loop()
@@ -236,7 +162,7 @@ def _emitter(run: Run) -> Callable[[str, Any], None]:
     return emit
 
 
-async def _execute(run: Run, emit: Callable[[str, Any], None]) -> str:
+async def execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     """Run the graph on the event loop; return the run's final status."""
     request = run.request
     app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
@@ -294,13 +220,13 @@ async def _follow(
     paused = False
     try:
         async for mode, chunk in stream:
-            if run.cancelled.is_set():
-                break
-            if mode == "values":
+            if mode == "values":  # a step's last chunk: stop here when asked, with the step's events all sent
                 final = dict(chunk)
                 interrupts = list(final.pop("__interrupt__", ()))
                 if "values" in wanted:
                     emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
+                if run.cancelled.is_set():
+                    break
             elif mode == "updates":
                 if isinstance(chunk, dict) and "__interrupt__" in chunk:
                     interrupts, paused = list(chunk["__interrupt__"]), True

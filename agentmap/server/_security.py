@@ -100,7 +100,8 @@ class Guard:
             await send(message)
 
         try:
-            refusal = self._refuse(scope["path"], headers)
+            preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
+            refusal = self._refuse("/" if preflight else scope["path"], headers)  # a browser's preflight: no key
             if refusal is not None:
                 await _send_json(send_with_id, refusal[0], {**refusal[1], "request_id": request_id})
                 return

@@ -1,30 +1,41 @@
-"""Threads and runs the server knows, kept in a small SQLite file so they outlive a restart.
+"""The run store: thread and run records and the run queue, one interface over SQLite and PostgreSQL.
 
-The graph state of a thread lives in the checkpointer; this store only holds what LangGraph's server adds
-around it: when a thread was made, its metadata, its last status, and the runs made on it.
+The graph state of a thread lives in the checkpointer; this store holds what the server adds around it: when a
+thread was made, its metadata and status, and its runs. A run is written when it is accepted (`pending`, with
+the request that makes it), so a run a client was told about survives kill -9. The runs are also the queue:
+a replica *claims* a run (owner and lease), renews the lease while it runs it (`renew`), and writes its end
+(`finish`) or hands it back (`release`). A run whose lease ran out (its replica died) is claimed again by
+any replica and continues from its last checkpoint.
+
+The SQL is one text for both databases (`?` placeholders; the PostgreSQL store turns them into `%s`);
+`_sqlitestore.SqliteStore` serialises writers with `BEGIN IMMEDIATE`, `_pgstore.PostgresStore` with row
+locks (`FOR UPDATE ... SKIP LOCKED`). The routes, the protocols and the studio call these methods; none of
+them writes SQL.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Store", "now"]
+__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agentmap_threads (
-    thread_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, metadata TEXT, status TEXT
-);
-CREATE TABLE IF NOT EXISTS agentmap_runs (
-    run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, created_at TEXT, updated_at TEXT,
-    status TEXT, metadata TEXT, multitask_strategy TEXT
-);
-CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, created_at);
-"""
+UNFINISHED = ("pending", "running")
+"""The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
+
+_RUN_COLUMNS = (
+    "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, multitask_strategy, "
+    "seq, graph_id, request, owner, lease_until, attempt, result, cancel, stateless"
+)
+_OLDER_UNFINISHED = (
+    "SELECT 1 FROM agentmap_runs o WHERE o.thread_id = r.thread_id AND o.status IN ('pending', 'running') "
+    "AND o.seq < r.seq"
+)
 
 
 def now() -> str:
@@ -32,102 +43,318 @@ def now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-class Store:
-    """Thread and run records in one SQLite file (or in memory for `path=None`)."""
+class _Tx(Protocol):
+    """One transaction: run a statement, get its rows (as dicts) or its row count."""
 
-    def __init__(self, path: Path | None) -> None:
-        self._conn = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False)
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        with self._lock, self._conn:
-            if path is not None:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+
+    def count(self, sql: str, args: Sequence[Any] = ()) -> int: ...
+
+
+class Store:
+    """Thread and run records and the run queue (the SQL shared by both databases).
+
+    Subclasses provide `_tx()` (a transaction that may write: serialised against other writers) and
+    `_lock_thread` (hold a thread's row until the transaction ends), and `_claim_lock` (the clause that
+    keeps two replicas from selecting one run at once).
+    """
+
+    _claim_lock = ""
+    shared = False
+    """Whether other machines read this store: then a run's events are written to it for their followers."""
+    _next_seq = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agentmap_runs)"
+
+    @contextmanager
+    def _tx(self) -> Iterator[_Tx]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def _lock_thread(self, tx: _Tx, thread_id: str) -> None:
+        """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""
 
     def close(self) -> None:
-        """Close the file."""
-        with self._lock:
-            self._conn.close()
+        """Close the connections."""
 
-    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
-        return [_row(r) for r in rows]
+    def wait_for_news(self) -> Any:
+        """An awaitable source of wake-ups from other replicas (None: there are none, one process serves)."""
+        return None
 
-    def _write(self, sql: str, args: tuple[Any, ...]) -> int:
-        with self._lock, self._conn:
-            return self._conn.execute(sql, args).rowcount
+    # threads
 
     def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
         """Add a thread; None when the id is taken."""
         stamp = now()
-        try:
-            self._write(
+        with self._tx() as tx:
+            if tx.rows("SELECT thread_id FROM agentmap_threads WHERE thread_id = ?", (thread_id,)):
+                return None
+            tx.count(
                 "INSERT INTO agentmap_threads VALUES (?, ?, ?, ?, 'idle')",
                 (thread_id, stamp, stamp, json.dumps(metadata)),
             )
-        except sqlite3.IntegrityError:
-            return None
         return self.thread(thread_id)
 
     def thread(self, thread_id: str) -> dict[str, Any] | None:
         """The thread record, or None."""
-        found = self._all("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
-        return found[0] if found else None
+        with self._tx() as tx:
+            found = tx.rows("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
+        return decoded(found[0]) if found else None
 
     def threads(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
         """Every thread, newest first (only `ids`, when given)."""
-        rows = self._all("SELECT * FROM agentmap_threads ORDER BY created_at DESC")
+        with self._tx() as tx:
+            rows = [decoded(r) for r in tx.rows("SELECT * FROM agentmap_threads ORDER BY created_at DESC")]
         return [r for r in rows if r["thread_id"] in set(ids)] if ids else rows
 
     def set_metadata(self, thread_id: str, metadata: dict[str, Any]) -> None:
         """Replace a thread's metadata."""
-        self._write(
-            "UPDATE agentmap_threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
-            (json.dumps(metadata), now(), thread_id),
-        )
+        with self._tx() as tx:
+            tx.count(
+                "UPDATE agentmap_threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
+                (json.dumps(metadata), now(), thread_id),
+            )
 
     def delete_thread(self, thread_id: str) -> bool:
         """Forget a thread and its runs; False when there was none."""
-        with self._lock, self._conn:
-            self._conn.execute("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
-            return self._conn.execute("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)).rowcount > 0
+        with self._tx() as tx:
+            tx.count(
+                "DELETE FROM agentmap_run_events WHERE run_id IN "
+                "(SELECT run_id FROM agentmap_runs WHERE thread_id = ?)",
+                (thread_id,),
+            )
+            tx.count("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
+            return tx.count("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)) > 0
 
-    def finish_run(self, run: dict[str, Any], thread_status: str) -> None:
-        """Save a finished run and its thread's new status in one transaction."""
-        with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO agentmap_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    def busy(self, thread_id: str) -> bool:
+        """True while the thread has a run pending or running (on any replica)."""
+        with self._tx() as tx:
+            return bool(tx.rows(_UNFINISHED_OF_THREAD, (thread_id,)))
+
+    # runs
+
+    def accept(
+        self, run: dict[str, Any], *, reject_if_busy: bool = False, owner: str | None = None, lease: float = 30.0
+    ) -> bool:
+        """Record a new run as `pending`, with `run["request"]` (what rebuilds it on any replica).
+
+        Args:
+            run: The run's record (`Run.record()` plus `graph_id`, `request`, `stateless`).
+            reject_if_busy: Refuse (return False) when the thread already has a run pending or running; the
+                check and the write are one transaction, so two replicas cannot both accept.
+            owner: Keep the run for this replica (a client waits on its events here); its lease is renewed by
+                that replica's heartbeat, and another replica takes the run only once the lease (`lease` seconds)
+                runs out.
+        """
+        with self._tx() as tx:
+            if not run["stateless"]:
+                self._lock_thread(tx, run["thread_id"])
+                if reject_if_busy and tx.rows(_UNFINISHED_OF_THREAD, (run["thread_id"],)):
+                    return False
+            tx.count(
+                f"INSERT INTO agentmap_runs ({_RUN_COLUMNS}) VALUES "
+                f"(?, ?, ?, ?, ?, 'pending', ?, ?, {self._next_seq}, ?, ?, ?, ?, 0, NULL, NULL, ?)",
                 (
                     run["run_id"],
                     run["thread_id"],
                     run["assistant_id"],
                     run["created_at"],
-                    run["updated_at"],
-                    run["status"],
+                    run["created_at"],
                     json.dumps(run["metadata"]),
                     run["multitask_strategy"],
+                    run["graph_id"],
+                    json.dumps(run["request"]),
+                    owner,
+                    time.time() + lease if owner else 0.0,
+                    1 if run["stateless"] else 0,
                 ),
             )
-            self._conn.execute(
-                "UPDATE agentmap_threads SET status = ?, updated_at = ? WHERE thread_id = ?",
-                (thread_status, run["updated_at"], run["thread_id"]),
+        return True
+
+    def claim(self, owner: str, lease: float, graphs: Sequence[str], limit: int) -> list[dict[str, Any]]:
+        """Claim up to `limit` runs for `owner`, oldest first: the first unfinished run of each thread (so a
+        thread's runs keep their order), of a graph this replica serves, that nobody holds (no owner, its
+        lease ran out, or kept for `owner`). They become `running`, held until `time.time() + lease`."""
+        if limit <= 0 or not graphs:
+            return []
+        stamp, until = time.time(), time.time() + lease
+        marks = ", ".join("?" for _ in graphs)
+        with self._tx() as tx:
+            found = tx.rows(
+                f"SELECT r.run_id FROM agentmap_runs r WHERE r.status IN ('pending', 'running') "
+                f"AND r.graph_id IN ({marks}) "
+                "AND (r.owner IS NULL OR r.lease_until < ? OR (r.owner = ? AND r.status = 'pending')) "
+                f"AND NOT EXISTS ({_OLDER_UNFINISHED}) ORDER BY r.seq LIMIT ?{self._claim_lock}",
+                (*graphs, stamp, owner, limit),
             )
+            claimed = []
+            for row in found:
+                tx.count(
+                    "UPDATE agentmap_runs SET owner = ?, lease_until = ?, status = 'running', attempt = attempt + 1, "
+                    "updated_at = ? WHERE run_id = ?",
+                    (owner, until, now(), row["run_id"]),
+                )
+                record = tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (row["run_id"],))[0]
+                if not record["stateless"]:
+                    tx.count(
+                        "UPDATE agentmap_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
+                        (now(), record["thread_id"]),
+                    )
+                claimed.append(decoded(record))
+        return claimed
+
+    def renew(self, owner: str, run_ids: Sequence[str], lease: float) -> dict[str, str | None]:
+        """Extend `owner`'s lease on `run_ids`; returns those it still holds, each with the reason a client
+        asked it to stop (`runs.cancel` on any replica), or None."""
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        with self._tx() as tx:
+            tx.count(
+                f"UPDATE agentmap_runs SET lease_until = ? WHERE owner = ? AND status IN ('pending', 'running') "
+                f"AND run_id IN ({marks})",
+                (time.time() + lease, owner, *run_ids),
+            )
+            rows = tx.rows(
+                f"SELECT run_id, cancel FROM agentmap_runs WHERE owner = ? AND status IN ('pending', 'running') "
+                f"AND run_id IN ({marks})",
+                (owner, *run_ids),
+            )
+        return {r["run_id"]: r["cancel"] for r in rows}
+
+    def finish(
+        self,
+        owner: str,
+        run_id: str,
+        status: str,
+        result: Any,
+        thread_status: str | None,
+        cancel_reason: str | None = None,
+    ) -> bool:
+        """Write a run's end (its result, why it was cancelled, its thread's new status) if `owner` still holds
+        it; False if it lost it."""
+        stamp = now()
+        with self._tx() as tx:
+            found = tx.rows("SELECT thread_id FROM agentmap_runs WHERE run_id = ? AND owner = ?", (run_id, owner))
+            if not found:
+                return False
+            tx.count(
+                "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0, "
+                "cancel = COALESCE(?, cancel) WHERE run_id = ?",
+                (status, json.dumps(result), stamp, cancel_reason, run_id),
+            )
+            if thread_status is not None:
+                tx.count(
+                    "UPDATE agentmap_threads SET status = ?, updated_at = ? WHERE thread_id = ?",
+                    (thread_status, stamp, found[0]["thread_id"]),
+                )
+        return True
+
+    def delete_run(self, run_id: str) -> None:
+        """Forget a run and its events (a stateless run once it ended: nothing can name it again)."""
+        with self._tx() as tx:
+            tx.count("DELETE FROM agentmap_run_events WHERE run_id = ?", (run_id,))
+            tx.count("DELETE FROM agentmap_runs WHERE run_id = ?", (run_id,))
+
+    def release(self, owner: str, run_ids: Sequence[str]) -> None:
+        """Hand `owner`'s runs back to the queue at once (a replica stopping): any replica claims them next."""
+        for run_id in run_ids:
+            with self._tx() as tx:
+                tx.count(
+                    "UPDATE agentmap_runs SET owner = NULL, lease_until = 0, updated_at = ? "
+                    "WHERE run_id = ? AND owner = ? AND status IN ('pending', 'running')",
+                    (now(), run_id, owner),
+                )
+
+    def release_dead(self, alive: Any, owner: str) -> int:
+        """Hand back at once the runs of owners that `alive(other_owner)` says are gone (a process of this
+        machine killed and started again); returns how many."""
+        with self._tx() as tx:
+            rows = tx.rows(
+                "SELECT run_id, owner FROM agentmap_runs WHERE status IN ('pending', 'running') AND owner IS NOT NULL"
+            )
+        dead = [r for r in rows if r["owner"] != owner and not alive(r["owner"])]
+        for row in dead:
+            self.release(row["owner"], [row["run_id"]])
+        return len(dead)
+
+    def request_cancel(self, run_id: str, reason: str) -> bool:
+        """Ask the replica running `run_id` to stop it; a pending run ends `interrupted` at once (True)."""
+        stamp = now()
+        with self._tx() as tx:
+            tx.count("UPDATE agentmap_runs SET cancel = ? WHERE run_id = ?", (reason, run_id))
+            return (
+                tx.count(
+                    "UPDATE agentmap_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? "
+                    "AND status = 'pending' AND owner IS NULL",
+                    (stamp, run_id),
+                )
+                > 0
+            )
+
+    def add_events(self, run_id: str, first: int, events: Sequence[tuple[str, str]]) -> None:
+        """Append a run's events (`(event, data as JSON text)`, numbered from `first`) for followers elsewhere."""
+        with self._tx() as tx:
+            for offset, (event, data) in enumerate(events):
+                tx.count(
+                    "INSERT INTO agentmap_run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
+                    (run_id, first + offset, event, data),
+                )
+            self._announce(tx, "events")
+
+    def events(self, run_id: str, after: int) -> list[tuple[str, Any]]:
+        """A run's events from number `after` on, in order."""
+        with self._tx() as tx:
+            rows = tx.rows(
+                "SELECT event, data FROM agentmap_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                (run_id, after),
+            )
+        return [(r["event"], json.loads(r["data"])) for r in rows]
+
+    def _announce(self, tx: _Tx, what: str) -> None:
+        """Tell the other replicas (PostgreSQL `NOTIFY`); nothing to tell on one machine."""
 
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""
-        rows = self._all("SELECT * FROM agentmap_runs WHERE thread_id = ? ORDER BY created_at DESC", (thread_id,))
-        return [r for r in rows if status is None or r["status"] == status]
+        with self._tx() as tx:
+            rows = tx.rows("SELECT * FROM agentmap_runs WHERE thread_id = ? ORDER BY seq DESC", (thread_id,))
+        return [decoded(r) for r in rows if status is None or r["status"] == status]
 
-    def run(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
-        """One run of a thread, or None."""
-        found = self._all("SELECT * FROM agentmap_runs WHERE thread_id = ? AND run_id = ?", (thread_id, run_id))
-        return found[0] if found else None
+    def run(self, thread_id: str | None, run_id: str) -> dict[str, Any] | None:
+        """One run (of a thread, when given), or None."""
+        with self._tx() as tx:
+            found = tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (run_id,))
+        if not found or (thread_id is not None and found[0]["thread_id"] != thread_id):
+            return None
+        return decoded(found[0])
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+_UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN ('pending', 'running')"
+
+
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row with its JSON columns read."""
     data = dict(row)
-    if "metadata" in data:
-        data["metadata"] = json.loads(data["metadata"] or "{}")
+    for key in ("metadata", "request", "result"):
+        if key in data:
+            data[key] = json.loads(data[key]) if data[key] else ({} if key == "metadata" else None)
+    if "stateless" in data:
+        data["stateless"] = bool(data["stateless"])
     return data
+
+
+def open_store(checkpoint: str) -> Store:
+    """The run store beside the checkpointer `checkpoint` names: the same PostgreSQL database, the SQLite file
+    itself (its own tables), or memory."""
+    from agentmap.runtime.checkpoint import sqlite_path
+
+    value = checkpoint.strip()
+    if value.startswith(("postgresql://", "postgres://")):
+        from agentmap.server._pgstore import PostgresStore
+
+        return PostgresStore(value)
+    from agentmap.server._sqlitestore import SqliteStore
+
+    if value.lower() == "memory":
+        return SqliteStore(None)
+    path = sqlite_path(value) or Path(".agentmap/serve.db")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteStore(path)

@@ -79,7 +79,7 @@ def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
         "created_at": record["created_at"],
         "updated_at": record["updated_at"],
         "metadata": record["metadata"],
-        "status": "busy" if server.runs.busy(record["thread_id"]) else record["status"],
+        "status": "busy" if server.store.busy(record["thread_id"]) else record["status"],
         "values": jsonable(snapshot.values) if snapshot is not None else None,
         "interrupts": interrupts,
         "config": {},
@@ -122,7 +122,7 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
         found = [r for r in store.threads(body.ids) if all(r["metadata"].get(k) == v for k, v in wanted.items())]
         if body.status is not None:  # "busy" is known in memory, the rest in the store
             status = body.status
-            found = [r for r in found if ("busy" if server.runs.busy(r["thread_id"]) else r["status"]) == status]
+            found = [r for r in found if ("busy" if server.store.busy(r["thread_id"]) else r["status"]) == status]
         return [thread_json(server, r) for r in found[body.offset : body.offset + body.limit]]
 
     @router.get("/threads/{thread_id}")
@@ -134,7 +134,7 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
     def delete_thread(thread_id: str) -> Response:
         """Forget a thread: its record, its runs and its checkpoints."""
         server.thread(thread_id)
-        if server.runs.busy(thread_id):
+        if server.store.busy(thread_id):
             raise ApiError(409, "thread-busy", f"thread {thread_id!r} has a run in progress", hint="cancel it first")
         store.delete_thread(thread_id)
         delete = getattr(server.checkpointer, "delete_thread", None)

@@ -209,8 +209,8 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
 
 def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:
     stepwise, once = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
-    client.runs.wait(stepwise, "HelloWorld", input={"name": "A"}, durability="async")
-    assert client.runs.wait(once, "HelloWorld", input={"name": "A"})["greeting"] == "Hello, A!"  # exit: the default
+    client.runs.wait(stepwise, "HelloWorld", input={"name": "A"})  # async, the default: one checkpoint a step
+    assert client.runs.wait(once, "HelloWorld", input={"name": "A"}, durability="exit")["greeting"] == "Hello, A!"
     assert len(client.threads.get_history(once, limit=100)) == 1
     assert len(client.threads.get_history(stepwise, limit=100)) > 1
     assert client.threads.get_state(once)["values"]["message"].startswith("Done.")

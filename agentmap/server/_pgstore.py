@@ -1,0 +1,119 @@
+"""The run store in PostgreSQL: what every replica of `agentmap serve` on one database shares.
+
+Connections come from psycopg's pool. The schema is made under an advisory lock, so replicas that start at the
+same moment on an empty database wait for each other instead of deadlocking. Every change a replica must hear
+of (a run accepted, ended, handed back, asked to stop) is a `NOTIFY agentmap_runs` sent with the transaction
+that makes it; `listen` wakes the replica's queue and the clients waiting on a run from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from agentmap.errors import ConfigError
+from agentmap.server._store import Store
+
+__all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresStore"]
+
+_log = logging.getLogger("agentmap.server")
+
+CHANNEL = "agentmap_runs"
+SCHEMA_LOCK = 0x41474D53  # "AGMS": the advisory lock held while a replica makes or upgrades the schema
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS agentmap_threads (thread_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, "
+    "metadata TEXT, status TEXT)",
+    "CREATE SEQUENCE IF NOT EXISTS agentmap_runs_seq",
+    "CREATE TABLE IF NOT EXISTS agentmap_runs (run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, "
+    "created_at TEXT, updated_at TEXT, status TEXT, metadata TEXT, multitask_strategy TEXT, seq BIGINT, "
+    "graph_id TEXT, request TEXT, owner TEXT, lease_until DOUBLE PRECISION DEFAULT 0, attempt INTEGER DEFAULT 0, "
+    "result TEXT, cancel TEXT, stateless INTEGER DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS agentmap_run_events (run_id TEXT, seq INTEGER, event TEXT, data TEXT, "
+    "PRIMARY KEY (run_id, seq))",
+    "CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)",
+    "CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)",
+]
+
+
+class _PgTx:
+    def __init__(self, cursor: Any) -> None:
+        self._cur = cursor
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        self._cur.execute(sql.replace("?", "%s"), tuple(args))
+        return list(self._cur.fetchall()) if self._cur.description else []
+
+    def count(self, sql: str, args: Sequence[Any] = ()) -> int:
+        self._cur.execute(sql.replace("?", "%s"), tuple(args))
+        return int(self._cur.rowcount)
+
+
+class PostgresStore(Store):
+    """Thread and run records and the run queue in a PostgreSQL database (`url`), shared by every replica."""
+
+    _claim_lock = " FOR UPDATE OF r SKIP LOCKED"
+    shared = True
+    _next_seq = "nextval('agentmap_runs_seq')"
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        self._url = url
+        try:
+            self._pool = ConnectionPool(
+                url, min_size=1, max_size=8, kwargs={"row_factory": dict_row, "prepare_threshold": None}, open=True
+            )
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+        except psycopg.Error as exc:
+            raise ConfigError(
+                f"cannot open the run store in PostgreSQL: {str(exc).strip()}",
+                code="bad-checkpointer",
+                hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
+            ) from None
+
+    def close(self) -> None:
+        """Close the pool."""
+        self._pool.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[_PgTx]:
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            tx = _PgTx(cur)
+            yield tx
+            # every change of a run wakes the other replicas (sent when the transaction commits)
+            if cur.statusmessage and not cur.statusmessage.startswith("SELECT"):
+                self._announce(tx, "runs")
+
+    def _announce(self, tx: Any, what: str) -> None:
+        tx.rows("SELECT pg_notify(?, ?)", (CHANNEL, what))
+
+    def _lock_thread(self, tx: Any, thread_id: str) -> None:
+        """Hold the thread until the transaction ends (a replica accepting a run on it waits for this one)."""
+        tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (thread_id,))
+
+    async def listen(self, wake: Callable[[str], None]) -> None:
+        """Call `wake(what)` on every change any replica makes (`runs`: a run's record, `events`: a run's
+        events), until cancelled; reconnecting when the connection drops, and waking then, as changes may have
+        been missed."""
+        import psycopg
+
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    wake("runs")
+                    async for note in conn.notifies():
+                        wake(note.payload)
+            except psycopg.Error as exc:
+                _log.warning("lost the run store's notifications (%s); reconnecting", str(exc).strip())
+                wake("runs")
+                await asyncio.sleep(1.0)

@@ -1,0 +1,61 @@
+"""Rebuilding a run taken from the queue: from its recorded request and its thread's last checkpoint."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentmap.server._models import ApiError
+from agentmap.server._run_routes import _resolve  # the one check of a run's request, as the routes do it
+from agentmap.server._runs import RunRequest
+from agentmap.server._threads import snapshot_of
+
+if TYPE_CHECKING:
+    from agentmap.server._app import Server
+    from agentmap.server._graphs import Assistant
+
+__all__ = ["rebuilder"]
+
+
+def rebuilder(server: Server) -> Any:
+    """`rebuild(record)`: the request of a run taken from the queue by a replica that did not accept it (or
+    took it again after a restart), from its recorded body and its thread's checkpoint.
+
+    A run whose thread's last checkpoint it wrote itself continues from there (no input: the finished nodes
+    do not run again); one that never checkpointed starts again from its input (or its answer).
+
+    Raises:
+        ApiError: `graph-changed` when the checkpoint was written by another version of the workflow file.
+    """
+
+    def rebuild(record: dict[str, Any]) -> RunRequest:
+        from agentmap.server._models import RunCreate
+
+        payload = record["request"] or {}
+        body = RunCreate.model_validate(payload.get("body") or {})
+        thread_id = payload.get("thread_id")
+        assistant = server.assistant(record["graph_id"])
+        snapshot = snapshot_of(assistant, thread_id) if thread_id and not record["stateless"] else None
+        progressed = snapshot is not None and snapshot.metadata.get("run_id") == record["run_id"]
+        if progressed and snapshot is not None and thread_id:
+            _same_graph(assistant, snapshot.metadata, thread_id)
+            body = body.model_copy(update={"input": None, "command": None})
+        request = _resolve(server, body, thread_id, str(payload.get("what") or "runs.create"))
+        if progressed:
+            request.input = None
+        request.payload = payload
+        return request
+
+    return rebuild
+
+
+def _same_graph(assistant: Assistant, metadata: Any, thread_id: str) -> None:
+    written = metadata.get("agentmap_digest")
+    digest = assistant.app.file_digest
+    if written and digest and written != digest:
+        raise ApiError(
+            409,
+            "graph-changed",
+            f"thread {thread_id!r} was run with another version of {assistant.app.spec.file}; "
+            "this replica serves a different file, so it cannot continue the run",
+            hint="serve the same workflow files on every replica (compare their SHA-256)",
+        )

@@ -1,0 +1,93 @@
+"""The run store in one SQLite file: one machine, any number of processes on it (their writes take turns)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentmap.server._store import Store
+
+__all__ = ["SqliteStore"]
+
+_SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agentmap_threads (
+    thread_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, metadata TEXT, status TEXT
+);
+CREATE TABLE IF NOT EXISTS agentmap_runs (
+    run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, created_at TEXT, updated_at TEXT,
+    status TEXT, metadata TEXT, multitask_strategy TEXT
+);
+CREATE TABLE IF NOT EXISTS agentmap_run_events (
+    run_id TEXT, seq INTEGER, event TEXT, data TEXT, PRIMARY KEY (run_id, seq)
+);
+"""
+_ADDED = {  # columns added since the first version of the file (an older file gets them on open)
+    "seq": "INTEGER",
+    "graph_id": "TEXT",
+    "request": "TEXT",
+    "owner": "TEXT",
+    "lease_until": "REAL DEFAULT 0",
+    "attempt": "INTEGER DEFAULT 0",
+    "result": "TEXT",
+    "cancel": "TEXT",
+    "stateless": "INTEGER DEFAULT 0",
+}
+
+
+class SqliteStore(Store):
+    """The store in one SQLite file (or in memory for `path=None`): one machine, any number of processes."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._conn = sqlite3.connect(
+            str(path) if path else ":memory:", check_same_thread=False, isolation_level=None, timeout=30
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        with self._lock:
+            if path is not None:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SQLITE_SCHEMA)
+            self._migrate()
+
+    def _migrate(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+        have = {r[1] for r in self._conn.execute("PRAGMA table_info(agentmap_runs)")}
+        for name, kind in _ADDED.items():
+            if name not in have:
+                self._conn.execute(f"ALTER TABLE agentmap_runs ADD COLUMN {name} {kind}")
+        self._conn.execute("UPDATE agentmap_runs SET seq = rowid WHERE seq IS NULL")
+        self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)")
+        self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)")
+        self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[_SqliteTx]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
+            try:
+                yield _SqliteTx(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._conn.execute(sql, tuple(args)).fetchall()]
+
+    def count(self, sql: str, args: Sequence[Any] = ()) -> int:
+        return self._conn.execute(sql, tuple(args)).rowcount

@@ -1,0 +1,362 @@
+"""The run queue's workers: every replica claims runs from the run store, runs them, and keeps their leases.
+
+A run is recorded `pending` when it is accepted (`submit`). Each replica's dispatcher claims the runs it may
+run (the oldest first, one per thread at a time, `--workers` at once) and starts them; a heartbeat renews the
+leases of the runs it holds every third of `--lease`, and hears of a `runs.cancel` sent to another replica. A
+replica that dies stops renewing: once the lease has run out another replica claims the run and continues it
+from its last checkpoint (a process of this machine started again takes its dead predecessor's runs at once).
+A replica that is stopped (`shutdown`) stops claiming, lets its runs finish for `--grace`, then stops the
+rest after their step and hands them back to the queue, for another replica (or its successor) to continue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agentmap.errors import AgentMapError
+from agentmap.server._encode import dumps
+from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
+from agentmap.server._store import UNFINISHED, Store, now
+
+__all__ = ["RunManager", "owner_alive"]
+
+_log = logging.getLogger("agentmap.server")
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the replica named `owner` (`host:pid:boot`) may still be running: always for another machine
+    (its lease says when it is gone); on this machine only while its pid lives."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False  # this process is new: an owner with this pid and another boot id died before it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunManager:
+    """Accepts runs into the store, claims and executes them, keeps their leases, and hands them over."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        graphs: Sequence[str],
+        rebuild: Callable[[dict[str, Any]], RunRequest],
+        workers: int = 16,
+        lease: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.runs: dict[str, Run] = {}
+        """The runs accepted or executed here (finished ones are forgotten once their record is written)."""
+        self._graphs = list(graphs)
+        self._rebuild = rebuild
+        self._workers = workers
+        self.lease = lease
+        self._executing: dict[str, asyncio.Task[None]] = {}
+        self._wake = asyncio.Event()
+        self._news = asyncio.Event()
+        self._events = asyncio.Event()
+        self._publishers: dict[str, asyncio.Task[None]] = {}
+        self._accepted: dict[str, Run] = {}
+        self._stopping = False
+        self._handover: set[str] = set()
+        self._loops: list[asyncio.Task[None]] = []
+        # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
+        self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
+
+    async def _store(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, lambda: method(*args, **kwargs))
+
+    # lifecycle
+
+    async def begin(self) -> None:
+        """Start the dispatcher, the heartbeat and (PostgreSQL) the listener; take over dead local runs."""
+        released = await self._store(self.store.release_dead, owner_alive, self.owner)
+        if released:
+            _log.info("continuing %d run(s) of a server on this machine that stopped without finishing", released)
+        loop = asyncio.get_running_loop()
+        self._loops = [loop.create_task(self._dispatch()), loop.create_task(self._heartbeat())]
+        listen = getattr(self.store, "listen", None)
+        if listen is not None:
+            self._loops.append(loop.create_task(listen(self._heard)))
+
+    def _heard(self, what: str = "runs") -> None:
+        if what != "events":
+            self._wake.set()
+            self._news.set()
+        self._events.set()  # a run's end is news to its followers too
+        self._events = asyncio.Event()
+
+    async def shutdown(self, grace: float) -> None:
+        """Stop claiming; let the runs finish for `grace` seconds; then stop the rest after their step and hand
+        them back to the queue (the steps they finished are in their checkpoints)."""
+        self._stopping = True
+        self._wake.set()
+        running = list(self._executing.values())
+        if running:
+            _log.info("waiting up to %.0f s for %d run(s) to finish", grace, len(running))
+            await asyncio.wait(running, timeout=grace)
+        left = [run_id for run_id, task in self._executing.items() if not task.done()]
+        for run_id in left:
+            self._handover.add(run_id)
+            self.runs[run_id].cancelled.set()
+        if left:
+            _log.info("handing %d run(s) over to the other replicas after their current step", len(left))
+            await asyncio.wait(list(self._executing.values()), timeout=max(grace, 30.0))
+        waiting = [r.run_id for r in self.runs.values() if not r.done.is_set() and r.run_id not in self._executing]
+        await self._store(self.store.release, self.owner, waiting + left)
+        for task in self._loops:
+            task.cancel()
+
+    def close(self) -> None:
+        """Stop what still runs (after `shutdown`, nothing should)."""
+        for task in self._loops:
+            task.cancel()
+        for run in self.runs.values():
+            run.cancelled.set()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # accepting
+
+    async def busy(self, thread_id: str) -> bool:
+        """True while the thread has a run pending or running on any replica."""
+        return bool(await self._store(self.store.busy, thread_id))
+
+    async def submit(self, request: RunRequest, *, here: bool, reject_if_busy: bool = False) -> Run | None:
+        """Record a new run (`pending`) and wake the dispatcher; None when `reject_if_busy` and the thread is busy.
+
+        `here`: a client waits on the run's events in this process (`runs.wait`, `runs.stream`), so this replica
+        keeps it (another takes it only if this one dies).
+        """
+        run = Run(str(uuid.uuid4()), request)
+        record = {
+            **run.record(),
+            "graph_id": request.assistant.graph_id,
+            "request": request.payload,
+            "stateless": request.stateless,
+        }
+        owner = self.owner if here else None
+        accepted = await self._store(
+            self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease
+        )
+        if not accepted:
+            return None
+        if here:
+            self.runs[run.run_id] = run
+        else:  # any replica may claim it: followers here read its events from the store until this one does
+            self._accepted[run.run_id] = run
+            while len(self._accepted) > 1000:  # claimed elsewhere long ago
+                self._accepted.pop(next(iter(self._accepted)))
+        self._wake.set()
+        return run
+
+    def cancel(self, run: Run, reason: str = "cancelled by the client") -> None:
+        """Ask a run of this replica to stop after the step it is in."""
+        run.cancel_reason = reason
+        run.cancelled.set()
+
+    async def cancel_anywhere(self, run_id: str, reason: str = "cancelled by the client") -> None:
+        """Ask whichever replica runs `run_id` to stop it (a run still on the queue ends `interrupted` at once)."""
+        run = self.runs.get(run_id)
+        if run is not None:  # running here, or kept here for its client: it stops (or never starts) here
+            self.cancel(run, reason)
+            return
+        self._accepted.pop(run_id, None)
+        await self._store(self.store.request_cancel, run_id, reason)
+
+    async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
+        """Wait until a run ends (on any replica); its record, or None when there is no such run."""
+        while True:
+            self._news.clear()
+            record: dict[str, Any] | None = await self._store(self.store.run, thread_id, run_id)
+            if record is None or record["status"] not in UNFINISHED:
+                return record
+            local = self.runs.get(run_id)
+            waits = [asyncio.ensure_future(self._news.wait())]
+            if local is not None:
+                waits.append(asyncio.ensure_future(local.done.wait()))
+            _, pending = await asyncio.wait(waits, timeout=self.lease / 3, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+
+    async def follow_elsewhere(
+        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The events of a run executing on another replica, in order, from its start until it ends: read from
+        the store whenever that replica announces new ones (an empty event after `heartbeat` s of silence)."""
+        index = 0
+        while True:
+            news = self._events
+            found = await self._store(self.store.events, run_id, index)
+            index += len(found)
+            for event, data in found:
+                if wanted_event(event, modes):
+                    yield event, data
+            if found:
+                continue
+            record = await self._store(self.store.run, thread_id, run_id)
+            if record is None or record["status"] not in UNFINISHED:
+                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                    if wanted_event(event, modes):
+                        yield event, data
+                return
+            try:
+                await asyncio.wait_for(news.wait(), heartbeat)
+            except TimeoutError:
+                yield "", None
+
+    async def _publish(self, run: Run) -> None:
+        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
+        its earlier attempts, when it was taken over)."""
+        index = 0
+        base = len(await self._store(self.store.events, run.run_id, 0))
+        while True:
+            changed = run.changed
+            if index < len(run.events):
+                batch = [(event, dumps(data)) for event, data in run.events[index:]]
+                try:
+                    await self._store(self.store.add_events, run.run_id, base + index, batch)
+                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
+                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+                index += len(batch)
+                continue
+            if run.done.is_set() or run.run_id not in self._publishers:
+                return
+            await changed.wait()
+
+    async def _published(self, run: Run) -> None:
+        """Wait until every event of `run` is in the store (before its end is written)."""
+        task = self._publishers.pop(run.run_id, None)
+        if task is not None:
+            run.wake()
+            await task
+
+    # claiming and running
+
+    async def _dispatch(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            free = self._workers - len(self._executing)
+            try:
+                claimed = await self._store(self.store.claim, self.owner, self.lease, self._graphs, free)
+            except Exception as exc:  # the database may be away for a while: keep trying
+                _log.warning("cannot claim runs: %s", exc)
+                claimed = []
+            for record in claimed:
+                self._executing[record["run_id"]] = asyncio.get_running_loop().create_task(self._execute(record))
+            # woken by a run accepted or ended; leases run out without a word, so look again now and then
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.lease / 3)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            held = [r.run_id for r in self.runs.values() if not r.done.is_set()]
+            try:
+                kept = await self._store(self.store.renew, self.owner, held, self.lease)
+            except Exception as exc:
+                _log.warning("cannot renew the leases of %d run(s): %s", len(held), exc)
+                kept = None
+            if kept is not None:
+                self._check_leases(held, kept)
+            self._news.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._news.wait(), self.lease / 3)
+
+    def _check_leases(self, held: list[str], kept: dict[str, str | None]) -> None:
+        for run_id in held:
+            run = self.runs.get(run_id)
+            if run is None or run.done.is_set():
+                continue
+            if run_id not in kept and run_id in self._executing:
+                _log.warning("run %s was taken over by another replica (its lease ran out); stopping it here", run_id)
+                self._handover.add(run_id)
+                run.cancelled.set()
+            elif kept.get(run_id) and not run.cancelled.is_set():
+                self.cancel(run, str(kept[run_id]))
+
+    async def _execute(self, record: dict[str, Any]) -> None:
+        run_id = record["run_id"]
+        run = self.runs.get(run_id) or self._accepted.pop(run_id, None)
+        if run is not None:
+            self.runs[run_id] = run
+        try:
+            if run is None or record["attempt"] > 1:  # taken over: rebuilt from the record and its checkpoint
+                request = await self._store(self._rebuild, record)
+                if run is None:
+                    run = Run(run_id, request, created_at=record["created_at"])
+                    self.runs[run_id] = run
+                run.request = request
+            await self._run(run, record["attempt"])
+        except Exception as exc:  # the run cannot be rebuilt here (its graph changed, its thread is gone, ...)
+            if not isinstance(exc, AgentMapError):
+                _log.exception("run %s could not be continued", run_id)
+            error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
+            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error")
+            if run is not None:
+                run.error = error
+                run.push("error", error)
+                self._forget(run)
+        finally:
+            self._executing.pop(run_id, None)
+            self._wake.set()
+
+    async def _run(self, run: Run, attempt: int) -> None:
+        if run.cancelled.is_set() and run.run_id not in self._handover:
+            await self._finish(run, "interrupted")
+            return
+        run.status = "running"
+        if self.store.shared:
+            self._publishers[run.run_id] = asyncio.get_running_loop().create_task(self._publish(run))
+        run.push("metadata", {"run_id": run.run_id, "attempt": attempt})
+        try:
+            status = await execute(run, emitter(run))
+        except AgentMapError as err:
+            run.error = {"error": type(err).__name__, "message": str(err), "code": err.code}
+            status = "error"
+        except Exception as exc:
+            _log.exception("run %s failed", run.run_id)
+            run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
+            status = "error"
+        if run.error is not None:
+            run.push("error", run.error)
+        await self._finish(run, status)
+
+    async def _finish(self, run: Run, status: str) -> None:
+        await self._published(run)
+        if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
+            await self._store(self.store.release, self.owner, [run.run_id])
+        else:
+            run.status = status
+            thread_status = None
+            if not run.request.stateless:
+                thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
+            await self._store(
+                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
+            )
+            if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
+                await self._store(self.store.delete_run, run.run_id)
+        self._forget(run)
+
+    def _forget(self, run: Run) -> None:
+        run.updated_at = now()
+        run.done.set()
+        run.wake()
+        self.runs.pop(run.run_id, None)  # its record is in the store; listeners hold the object itself

@@ -1,0 +1,261 @@
+"""`agentmap serve` on many replicas: what survives a kill -9, and what a second and third replica buy.
+
+Every server is the real command in a subprocess; the client is `langgraph-sdk`. The graph has `--steps` nodes
+that each wait `--wait` seconds (as an LLM call would) and append `start/end NODE RUN` to a side file.
+
+* restart (SQLite, one machine): `--runs` background runs, the server killed with kill -9 while they run and
+  started again; every run must end `success`, `runs.get` must never answer 404, and no node that ended before
+  the kill may run again for its run (the step in flight may).
+* kill one of three (PostgreSQL): the same, with three replicas behind the client (runs sent round robin) and
+  one of them killed; the others finish its runs once the lease (`--lease`) has run out. Printed: the seconds
+  from the kill to the last run's end.
+* scale (PostgreSQL): runs/s of `--runs` background runs on one replica and on three (alternating, `--rounds`
+  times); the ratio three/one, min/median/max. Also one replica on SQLite vs PostgreSQL.
+* first event across replicas: a run created on replica A, streamed with `join_stream` from replica B: the delay
+  between the first `updates` event on A's own stream and on B's (median over the runs).
+
+Run: `python bench/serve_scale.py [--runs 20] [--rounds 2] [--steps 4] [--wait 0.2]`. It starts its own
+PostgreSQL server (Debian's binaries, as the tests do). Keep it short on a shared machine, and say its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+from langgraph_sdk import get_sync_client
+
+ROOT = Path(__file__).resolve().parents[1]
+_AGENT = """
+import os, time
+from agentmap import BaseAgent
+
+class StepAgent(BaseAgent):
+    def process(self, inputs):
+        run = inputs.get("topic")
+        with open("steps.log", "a") as log:
+            log.write(f"start {self.name} {run}\\n")
+        time.sleep(float(os.environ["STEP_SECONDS"]))
+        with open("steps.log", "a") as log:
+            log.write(f"end {self.name} {run}\\n")
+        return self.name
+"""
+
+
+def _project(steps: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="serve-scale-"))
+    (folder / "custom_agents").mkdir()
+    (folder / "custom_agents" / "steps.py").write_text(_AGENT)
+    rows = ["GraphName,Node,AgentType,Input_Fields,Output_Field,Edge"]
+    for i in range(steps):
+        rows.append(f"Steps,N{i},StepAgent,topic,n{i},{f'N{i + 1}' if i + 1 < steps else ''}")
+    (folder / "steps.csv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Server:
+    def __init__(self, folder: Path, checkpoint: str, wait: float, *extra: str) -> None:
+        self.port = _port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [sys.executable, "-m", "agentmap", "serve", "steps.csv", "--port", str(self.port)]
+        self.args = [*args, "--checkpoint", checkpoint, *extra]
+        self.folder, self.env = folder, {**os.environ, "STEP_SECONDS": str(wait)}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Server:
+        out = open(self.folder / f"server-{self.port}.log", "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(self.args, cwd=self.folder, env=self.env, stdout=out, stderr=out)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/ok", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the server on {self.port} did not start (see {self.folder})")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(60)
+
+
+def _create(servers: list[Server], runs: int) -> list[tuple[Any, str, str]]:
+    made = []
+    for i in range(runs):
+        client = get_sync_client(url=servers[i % len(servers)].url, api_key=None)
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "Steps", input={"topic": f"r{i}"})
+        made.append((client, tid, run["run_id"]))
+    return made
+
+
+def _join_all(servers: list[Server], made: list[tuple[Any, str, str]]) -> list[str]:
+    statuses = []
+    for i, (_, tid, run_id) in enumerate(made):
+        client = get_sync_client(url=servers[i % len(servers)].url, api_key=None)
+        client.runs.join(tid, run_id)
+        statuses.append(client.runs.get(tid, run_id)["status"])
+    return statuses
+
+
+def _ended(folder: Path) -> Counter[str]:
+    lines = (folder / "steps.log").read_text().splitlines()
+    return Counter(" ".join(line.split()[1:]) for line in lines if line.startswith("end"))
+
+
+def _repeats(folder: Path, ended_before: Counter[str]) -> int:
+    ends = _ended(folder)
+    return sum(1 for key, count in ends.items() if count > 1 and ended_before[key] >= 1)
+
+
+def restart(args: argparse.Namespace) -> None:
+    folder = _project(args.steps)
+    server = Server(folder, "runs.db", args.wait).start()
+    made = _create([server], args.runs)
+    time.sleep(args.wait * 1.5)
+    server.stop(signal.SIGKILL)
+    ended = _ended(folder)
+    server.start()
+    for _, tid, run_id in made:
+        get_sync_client(url=server.url, api_key=None).runs.get(tid, run_id)  # raises on a 404
+    statuses = _join_all([server], made)
+    print(
+        f"restart (SQLite): {statuses.count('success')}/{len(made)} success; nodes ended before the kill "
+        f"that ran again: {_repeats(folder, ended)}"
+    )
+    server.stop()
+
+
+def kill_one(args: argparse.Namespace, url: str) -> None:
+    folder = _project(args.steps)
+    servers = [Server(folder, url, args.wait, "--lease", f"{args.lease}s").start() for _ in range(3)]
+    made = _create(servers, args.runs)
+    time.sleep(args.wait * 1.5)
+    servers[0].stop(signal.SIGKILL)
+    killed = time.monotonic()
+    ended = _ended(folder)
+    statuses = _join_all(servers[1:], made)
+    print(
+        f"kill one of three (PostgreSQL, lease {args.lease}s): {statuses.count('success')}/{len(made)} success, "
+        f"last run ended {time.monotonic() - killed:.1f}s after the kill; nodes ended before it that ran "
+        f"again: {_repeats(folder, ended)}"
+    )
+    for server in servers[1:]:
+        server.stop()
+
+
+def _rate(servers: list[Server], runs: int) -> float:
+    from concurrent.futures import ThreadPoolExecutor
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:  # clients send at once, as a load balancer would pass them on
+        made = [m for part in pool.map(lambda i: _create([servers[i % len(servers)]], 1), range(runs)) for m in part]
+        statuses = list(pool.map(lambda m: _join_all([servers[0]], [m])[0], made))
+    assert statuses.count("success") == runs, statuses
+    return runs / (time.monotonic() - started)
+
+
+def scale(args: argparse.Namespace, new_db: Any, server_url: str) -> None:
+    ratios, pg_vs_sqlite = [], []
+    for _ in range(args.rounds):
+        folder = _project(args.steps)
+        one = [Server(folder, new_db(server_url), args.wait, "--workers", str(args.workers)).start()]
+        three_db = new_db(server_url)
+        three = [Server(folder, three_db, args.wait, "--workers", str(args.workers)).start() for _ in range(3)]
+        lite = [Server(folder, str(folder / "lite.db"), args.wait, "--workers", str(args.workers)).start()]
+        r1, r3, rl = _rate(one, args.runs), _rate(three, args.runs), _rate(lite, args.runs)
+        ratios.append(r3 / r1)
+        pg_vs_sqlite.append(r1 / rl)
+        print(f"  round: one {r1:.2f} runs/s, three {r3:.2f}, one on SQLite {rl:.2f}")
+        for server in one + three + lite:
+            server.stop()
+    print(f"scale three/one: {_stats(ratios)};  PostgreSQL/SQLite (one replica): {_stats(pg_vs_sqlite)}")
+
+
+def _first_update(url: str, thread_id: str, run_id: str, seen: dict[str, float]) -> None:
+    for part in get_sync_client(url=url, api_key=None).runs.join_stream(thread_id, run_id, stream_mode="updates"):
+        if part.event == "updates" and "b" not in seen:
+            seen["b"] = time.monotonic()
+
+
+def first_event(args: argparse.Namespace, url: str) -> None:
+    folder = _project(args.steps)
+    a, b = (Server(folder, url, args.wait).start() for _ in range(2))
+    on_a = get_sync_client(url=a.url, api_key=None)
+    delays = []
+    for i in range(max(1, args.runs // 2)):
+        tid = on_a.threads.create()["thread_id"]
+        seen: dict[str, float] = {}
+        follower: threading.Thread | None = None
+        for part in on_a.runs.stream(tid, "Steps", input={"topic": f"f{i}"}, stream_mode="updates"):
+            if part.event == "metadata" and follower is None:
+                follower = threading.Thread(target=_first_update, args=(b.url, tid, part.data["run_id"], seen))
+                follower.start()
+            if part.event == "updates" and "a" not in seen:
+                seen["a"] = time.monotonic()
+        if follower is not None:
+            follower.join(30)
+        if "a" in seen and "b" in seen:
+            delays.append((seen["b"] - seen["a"]) * 1000)
+    print(f"first event on another replica, ms after its own stream: {_stats(delays)}")
+    a.stop()
+    b.stop()
+
+
+def _stats(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return f"min {min(values):.2f} / median {statistics.median(values):.2f} / max {max(values):.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--wait", type=float, default=0.2)
+    parser.add_argument("--lease", type=float, default=3.0)
+    parser.add_argument("--workers", type=int, default=2, help="per replica, in the scale measure")
+    parser.add_argument("--only", choices=["restart", "kill", "first", "scale"], default=None)
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    spec = importlib.util.spec_from_file_location("pg", ROOT / "tests" / "runtime" / "pg.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(ROOT / "tests"))
+    pg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pg)
+    if args.only in (None, "restart"):
+        restart(args)
+    with pg.server(pg.binaries()) as server_url:
+        if args.only in (None, "kill"):
+            kill_one(args, pg.new_database(server_url))
+        if args.only in (None, "first"):
+            first_event(args, pg.new_database(server_url))
+        if args.only in (None, "scale"):
+            scale(args, pg.new_database, server_url)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

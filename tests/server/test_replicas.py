@@ -1,0 +1,252 @@
+"""`agentmap serve` as real processes: a run accepted is recorded, survives kill -9 (one machine, SQLite) and is
+finished by another replica when its own dies (PostgreSQL); `reject` holds across replicas. Driven by
+langgraph-sdk, as a user's client would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import forked
+import httpx
+import pytest
+
+sdk = pytest.importorskip("langgraph_sdk")
+from langgraph_sdk.errors import ConflictError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+_AGENT = '''
+import os
+import time
+
+from agentmap import BaseAgent
+
+
+class StepAgent(BaseAgent):
+    """Appends `start NODE` and `end NODE` to steps.log around a wait (an LLM call would wait as long)."""
+
+    def process(self, inputs):
+        with open("steps.log", "a") as log:
+            log.write(f"start {self.name}\\n")
+        time.sleep(float(os.environ.get("STEP_SECONDS", "0.4")))
+        with open("steps.log", "a") as log:
+            log.write(f"end {self.name}\\n")
+        return self.name
+'''
+
+_GRAPH = """
+GraphName,Node,AgentType,Input_Fields,Output_Field,Edge
+Steps,One,StepAgent,topic,one,Two
+Steps,Two,StepAgent,one,two,Three
+Steps,Three,StepAgent,two,three,Four
+Steps,Four,StepAgent,three,four,
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "steps.py").write_text(_AGENT, encoding="utf-8")
+    (tmp_path / "steps.csv").write_text(textwrap.dedent(_GRAPH).lstrip(), encoding="utf-8")
+    return tmp_path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Replica:
+    """One `agentmap serve` process on a free port."""
+
+    def __init__(self, folder: Path, checkpoint: str, *extra: str) -> None:
+        self.folder, self.checkpoint, self.extra = folder, checkpoint, extra
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: forked.Forked | None = None
+
+    def start(self) -> Replica:
+        self.spawn()
+        return self.wait_up()
+
+    def spawn(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"STEP_SECONDS": "0.25"}
+        args = ("serve", "steps.csv", "--port", str(self.port), "--checkpoint", self.checkpoint, *self.extra)
+        self.proc = forked.start(*args, cwd=self.folder, env=env)
+
+    def wait_up(self) -> Replica:
+        _until(lambda: self._up(), 60, f"the server on port {self.port} did not start")
+        return self
+
+    def _up(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the server exited: {self.proc.communicate(5)[1][-2000:]}")
+        try:
+            return httpx.get(f"{self.url}/ok", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        self.proc.wait(60)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+
+
+@pytest.fixture
+def replicas() -> Iterator[list[Replica]]:
+    started: list[Replica] = []
+    yield started
+    for replica in started:
+        replica.stop()
+
+
+def _until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(message)
+
+
+def _steps(folder: Path) -> list[str]:
+    path = folder / "steps.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _ends(folder: Path) -> Counter[str]:
+    return Counter(line.split()[1] for line in _steps(folder) if line.startswith("end "))
+
+
+def test_a_run_accepted_survives_kill_9_and_finishes_after_a_restart(project: Path, replicas: list[Replica]) -> None:
+    server = Replica(project, "runs.db")
+    replicas.append(server.start())
+    client = sdk.get_sync_client(url=server.url, api_key=None)
+    thread = client.threads.create()
+    run = client.runs.create(thread["thread_id"], "Steps", input={"topic": "t"})
+    assert client.runs.get(thread["thread_id"], run["run_id"])["status"] in ("pending", "running")
+    _until(lambda: "start Three" in _steps(project), 60, "the run never reached its third step")
+    server.kill()
+    ends = _ends(project)
+
+    server.start()  # the same machine, the same file: the dead server's run is taken over at once
+    assert client.runs.get(thread["thread_id"], run["run_id"])["status"] in ("pending", "running", "success")
+    result = client.runs.join(thread["thread_id"], run["run_id"])
+    assert result["four"] == "Four" and result["one"] == "One"
+    assert client.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
+    assert [r["run_id"] for r in client.runs.list(thread["thread_id"])] == [run["run_id"]]
+    after = _ends(project)
+    for node in ("One", "Two"):  # checkpointed before the kill: not run again
+        assert after[node] == ends[node] == 1, _steps(project)
+    assert after["Three"] >= 1 and after["Four"] == 1
+    assert client.threads.get(thread["thread_id"])["status"] == "idle"
+
+
+@pytest.mark.postgres
+def test_a_dead_replicas_run_is_finished_by_another_and_reject_holds_across_replicas(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    a = Replica(project, postgres_url, "--lease", "2s")
+    b = Replica(project, postgres_url, "--lease", "2s")
+    replicas.extend([a.start(), b.start()])
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    on_b = sdk.get_sync_client(url=b.url, api_key=None)
+    thread = on_a.threads.create()
+    tid = thread["thread_id"]
+    assert on_b.threads.get(tid)["thread_id"] == tid  # one set of threads
+
+    first = on_a.runs.stream(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
+    next(iter(first))  # the run is accepted and held by A (its client streams from A)
+    with pytest.raises(ConflictError):
+        on_b.runs.create(tid, "Steps", input={"topic": "u"}, multitask_strategy="reject")
+    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    runs = on_b.runs.list(tid)
+    assert [r["status"] for r in runs] == ["running"]
+    a.kill()
+    killed_at = time.monotonic()
+
+    queued = on_b.runs.create(tid, "Steps", input={"topic": "second"})  # enqueue: after the first, anywhere
+
+    result = on_b.runs.join(tid, runs[0]["run_id"])  # B takes the run over once A's lease has run out
+    assert result["four"] == "Four"
+    assert time.monotonic() - killed_at < 2 + 30  # the lease, and the rest of the run on a loaded machine
+    assert on_b.runs.get(tid, runs[0]["run_id"])["status"] == "success"
+    assert on_b.runs.join(tid, queued["run_id"])["one"] == "One"
+    steps = _steps(project)
+    assert steps.index("end Four") < len(steps) - steps[::-1].index("start One") - 1  # the second ran after
+    assert _ends(project)["One"] == 2  # once per run: the first run's did not run again
+
+
+@pytest.mark.postgres
+def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_once(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    together = [Replica(project, postgres_url, "--grace", "0s") for _ in range(3)]
+    replicas.extend(together)
+    for replica in together:  # all at once, on an empty database: the schema setup takes turns
+        replica.spawn()
+    for replica in together:
+        replica.wait_up()
+    client = sdk.get_sync_client(url=together[0].url, api_key=None)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
+    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    holder = _holder(postgres_url, run["run_id"], together)
+    other = next(r for r in together if r is not holder)
+    followed: list[Any] = []
+    follower = threading.Thread(target=_follow, args=(other.url, tid, run["run_id"], followed))
+    follower.start()  # on a replica that does not run it: the events come through PostgreSQL
+    _until(lambda: followed, 30, "no event reached the follower on another replica")
+    holder.kill(signal.SIGTERM)  # a deploy: --grace 0s, so the run stops after its step and is handed over
+    stopped_at = time.monotonic()
+    on_other = sdk.get_sync_client(url=other.url, api_key=None)
+    assert on_other.runs.join(tid, run["run_id"])["four"] == "Four"
+    assert time.monotonic() - stopped_at < 25  # well before the 30 s lease would have run out
+    assert on_other.runs.get(tid, run["run_id"])["status"] == "success"
+    assert _ends(project)["One"] == 1 and _ends(project)["Four"] == 1
+    follower.join(30)
+    nodes = [next(iter(p.data)) for p in followed if p.event == "updates"]
+    assert [n for i, n in enumerate(nodes) if i == 0 or nodes[i - 1] != n] == ["One", "Two", "Three", "Four"]
+    assert [p.data["attempt"] for p in followed if p.event == "metadata"] == [1, 2]  # taken over once
+
+    second = on_other.runs.create(tid, "Steps", input={"topic": "u"})
+    _until(lambda: _ends(project)["One"] == 2, 60, "the second run never finished its first step")
+    elsewhere = next(r for r in together if r is not holder and r is not other)
+    on_third = sdk.get_sync_client(url=elsewhere.url, api_key=None)
+    assert on_third.runs.cancel(tid, second["run_id"], wait=True) in ({}, None)  # stops wherever it runs
+    assert on_other.runs.get(tid, second["run_id"])["status"] == "interrupted"
+    assert _ends(project)["Four"] == 1
+
+
+def _follow(url: str, thread_id: str, run_id: str, into: list[Any]) -> None:
+    client = sdk.get_sync_client(url=url, api_key=None)
+    for part in client.runs.join_stream(thread_id, run_id, stream_mode="updates"):
+        into.append(part)
+
+
+def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
+    """The replica whose process holds the run (its owner names the process id)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT owner FROM agentmap_runs WHERE run_id = %s", (run_id,)).fetchone()
+    assert row is not None and row[0]
+    pid = int(str(row[0]).split(":")[1])
+    return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
