@@ -14,7 +14,9 @@ async with agentmap.async_checkpointer("postgresql://u@host/db") as saver:   # A
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -244,28 +246,51 @@ def _take_turns(conn: Any) -> None:
         time.sleep(0.05)
 
 
+_POOLS: dict[str, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(url: str, options: dict[str, Any]) -> Any:
+    """The process's connection pool for the database at `url`: one per database, shared by its savers.
+
+    Pools live as long as the process and are closed when it exits: a pool dropped while in use would be
+    closed by the garbage collector on whichever thread it happens to run, one of the pool's own included.
+    """
+    from psycopg_pool import ConnectionPool
+
+    with _POOLS_LOCK:
+        pool = _POOLS.get(url)
+        if pool is None or pool.closed:
+            if not _POOLS:
+                atexit.register(_close_pools)
+            pool = _POOLS[url] = ConnectionPool(url, min_size=1, max_size=8, kwargs=options, open=True)
+        return pool
+
+
+def _close_pools() -> None:
+    with _POOLS_LOCK:
+        for pool in _POOLS.values():
+            pool.close()
+        _POOLS.clear()
+
+
 def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
-
+    options: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    saver_class = _saver_class(PostgresSaver)
     try:
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=8,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            open=True,
-        )
-        saver = _saver_class(PostgresSaver)(pool, serde=safe_serializer())
-        with pool.connection() as conn:  # processes starting together on an empty database take turns
+        # One plain connection first: a wrong URL or a server that is down fails at once (a pool would retry
+        # for its whole timeout), and the tables are set up on it while processes starting together take turns.
+        with psycopg.Connection.connect(url, **options) as conn:
             _take_turns(conn)
             try:
-                saver.setup()
+                saver_class(conn, serde=safe_serializer()).setup()
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        saver = saver_class(_pool(url, options), serde=safe_serializer())
     except psycopg.Error as exc:
         raise ConfigError(
             f"cannot open the Postgres checkpoint {_redact(url)}: {str(exc).strip()}",

@@ -51,10 +51,15 @@ def test_requests_are_spaced_by_the_rate_limit(stub: OpenAIStub, tmp_path: Path)
     lock = threading.Lock()
     stub.script(*[_timed(arrivals, lock) for _ in range(5)])
     rows = [{"question": f"q{i}"} for i in range(5)]
+    started = time.monotonic()
     result = agentmap.batch(_flow(tmp_path, stub), rows, concurrency=5, rate_limit="10/s")
+    took = time.monotonic() - started
     assert result.successes == 5 and result.rows[2].outputs["answer"] == "answer to Answer: q2"
-    gaps = [b - a for a, b in zip(sorted(arrivals), sorted(arrivals)[1:], strict=False)]
-    assert len(gaps) == 4 and min(gaps) >= 0.08  # 10/s: one request every 0.1 s, five rows in flight
+    # 10/s with no burst: the k-th request is let through at least k/10 s after the first asks, however
+    # busy the machine is (five rows in flight at once would take a few milliseconds without the limit).
+    assert len(arrivals) == 5 and took >= 0.5
+    # Spread over that time at the stub, not sent in a burst; the slack is for a request held up on its way.
+    assert max(arrivals) - min(arrivals) >= 0.25
 
 
 def test_a_refused_call_fails_its_row_only(
