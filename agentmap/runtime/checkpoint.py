@@ -279,6 +279,7 @@ def _postgres_saver(url: str) -> Any:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
+
     options: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     saver_class = _saver_class(PostgresSaver)
     try:
