@@ -47,6 +47,8 @@ class ErrorCode(StrEnum):
 
     # any error (the root class's code)
     AGENTMAP_ERROR = "agentmap-error"
+    # not AgentMap's own error: a bug in AgentMap or in a custom agent (exit 5)
+    INTERNAL = "internal"
     # the workflow file, the state file and other files named on the command line (exit 3)
     FILE_NOT_FOUND = "file-not-found"
     NOT_A_FILE = "not-a-file"
@@ -93,6 +95,7 @@ class ErrorCode(StrEnum):
     UNREACHABLE_NODE = "unreachable-node"
     UNSET_INPUT = "unset-input"
     UNKNOWN_FUNCTION = "unknown-function"
+    BAD_ROUTER = "bad-router"
     FUNCTION_NOT_ALLOWED = "function-not-allowed"
     CONFIG_ASSUMED = "config-assumed"
     # configuration and usage (exit 2)
@@ -138,6 +141,7 @@ class ErrorCode(StrEnum):
     # while running (exit 5)
     NODE_ERROR = "node-error"
     BAD_ROUTE = "bad-route"
+    ROUTER_ERROR = "router-error"
     RECURSION_LIMIT = "recursion-limit"
     AGENT_ERROR = "agent-error"
     NO_REPLY = "no-reply"

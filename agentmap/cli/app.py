@@ -59,7 +59,8 @@ EXIT_CODES: dict[int, str] = {
 _HELP = """Turn a spreadsheet into a running agent workflow on LangGraph.
 
 Exit codes: 0 ok, 1 the workflow ran and its success policy failed, 2 usage or configuration,
-3 file or graph not found, 4 validation errors, 5 agent or runtime error, 130 interrupted.
+3 file or graph not found, 4 validation errors, 5 agent or runtime error, 130 interrupted (Ctrl-C),
+143 stopped by SIGTERM.
 """
 
 

@@ -78,9 +78,18 @@ def dump_json(document: Any, stream: IO[str] | None = None) -> None:
 
 
 def error_document(error: AgentMapError) -> dict[str, Any]:
-    """The JSON form of an error: code, message, location, hint, the code's page and the exit code."""
+    """The JSON form of an error: code, message, location, hint, the code's page and the exit code.
+
+    A validation error's location is that of its first finding that has one.
+    """
+    from agentmap.errors import Location
+
     location = error.location
     issues = getattr(error, "issues", None)
+    if location is None and issues:
+        first = next((i for i in issues if getattr(i, "row", None) is not None), None)
+        if first is not None:
+            location = Location(first.file, first.row, first.column)
     data: dict[str, Any] = {
         "code": error.code,
         "message": error.message,
@@ -100,7 +109,7 @@ def print_error(error: BaseException, *, debug: bool = False) -> None:
 
     With `debug` the traceback comes first. Errors that are not AgentMap's are reported as internal.
     """
-    from agentmap.errors import AgentMapError
+    from agentmap.errors import AgentMapError, ErrorCode
 
     err = sys.stderr
     if debug:
@@ -114,15 +123,18 @@ def print_error(error: BaseException, *, debug: bool = False) -> None:
         if error.docs:
             lines.append(f"  see: {error.docs}")
     else:
-        label = _style("error[internal]", "1;31", err)
-        lines = [f"{label}: {type(error).__name__}: {error}"]
+        error = AgentMapError(
+            f"{type(error).__name__}: {error}",
+            code=ErrorCode.INTERNAL,
+            hint="this is a bug in AgentMap or in a custom agent; run again with --debug to see the traceback",
+        )
+        label = _style(f"error[{error.code}]", "1;31", err)
+        lines = [f"{label}: {error.message}"]
         if not debug:
-            lines.append(
-                "  hint: this is a bug in AgentMap or in a custom agent; run again with --debug to see the traceback"
-            )
+            lines.append(f"  hint: {error.hint}")
     err.write("\n".join(lines) + "\n")
     err.flush()
-    if OutputMode.json and isinstance(error, AgentMapError):
+    if OutputMode.json:
         dump_json(error_document(error))
 
 

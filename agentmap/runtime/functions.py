@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,30 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
             hint=f"define `def {ref.name}(state, success_target, failure_target):` in "
             f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function",
         )
+    _check_signature(found, ref, where)
     router: RouterFn = found
     return router
+
+
+def _check_signature(found: Any, ref: FuncRef, where: str) -> None:
+    """Refuse a router that cannot be called as `router(state, success_target, failure_target)`.
+
+    Read without calling it, so `agentmap validate` reports it at the cell instead of the run failing.
+    """
+    try:
+        signature = inspect.signature(found)
+    except (TypeError, ValueError):  # a builtin or extension function without a readable signature
+        return
+    try:
+        signature.bind({}, None, None)
+    except TypeError as exc:
+        raise AgentNotFoundError(
+            f"router function {ref.name!r} ({ref}, in {where}) cannot be called with (state, success_target, "
+            f"failure_target): its signature is {ref.name}{signature} ({exc})",
+            code="bad-router",
+            hint=f"define it as `def {ref.name}(state, success_target=None, failure_target=None):` "
+            "(csv_specs/format.md, routers)",
+        ) from None
 
 
 def _import_function_file(path: Path, ref: FuncRef) -> Any:

@@ -139,7 +139,15 @@ class Route:
         merged = {**state, **update}
         if "errors" in update:
             merged["errors"] = [*(state.get("errors") or ()), *update["errors"]]
-        result = self.routers[ref](merged, _cell_text(self.node.success_next), _cell_text(self.node.failure_next))
+        try:
+            result = self.routers[ref](merged, _cell_text(self.node.success_next), _cell_text(self.node.failure_next))
+        except Exception as exc:  # the workflow's own function failed: say which, where
+            raise NodeError(
+                f"router {ref} of node {self.node.name!r} raised {type(exc).__name__}: {exc}",
+                code="router-error",
+                location=Location(self.graph.file, self.node.row, self.graph.column(column)),
+                hint=f"fix the function {ref.name!r} (run again with --debug to see the traceback)",
+            ) from exc
         names = [result] if isinstance(result, str) or result is None else list(result)
         targets: list[str] = []
         for name in names:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from cli_helpers import agentmap
 
@@ -19,3 +20,70 @@ def test_the_json_error_document_carries_the_link() -> None:
     result = agentmap("validate", "graphs/hello_world.csv::Nope", "--json")
     assert result.code == 3
     assert json.loads(result.out)["error"]["docs"] == "csv_specs/errors.md#graph-not-found"
+
+
+def _router_flow(folder: Path, router: str) -> Path:
+    (folder / "functions").mkdir()
+    (folder / "functions" / "pick.py").write_text(router, encoding="utf-8")
+    path = folder / "flow.csv"
+    path.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "G,Start,template,Hi {name},name,greeting,func:pick\n"
+        "G,End,echo,,greeting,final,\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_router_that_raises_is_the_workflows_error_naming_router_node_and_cell(tmp_path: Path) -> None:
+    flow = _router_flow(tmp_path, "def pick(state, success, failure):\n    return state['missing']\n")
+    result = agentmap("run", flow, "--state", '{"name": "Ada"}', "--json")
+    assert result.code == 5
+    assert result.err.startswith(f"error[router-error]: {flow}:2:Edge: router func:pick of node 'Start' raised")
+    assert "KeyError" in result.err and "Traceback" not in result.err
+    error = json.loads(result.out)["error"]
+    assert error["code"] == "router-error"
+    assert error["location"] == {"file": str(flow), "row": 2, "column": "Edge"}
+
+
+def test_validate_reads_a_routers_signature_and_reports_it_at_the_cell(tmp_path: Path) -> None:
+    flow = _router_flow(tmp_path, "def pick(state):\n    return 'End'\n")
+    result = agentmap("validate", flow)
+    assert result.code == 4
+    assert f"{flow}:2:Edge: error[bad-router]" in result.out
+    assert "def pick(state, success_target=None, failure_target=None)" in result.out
+
+
+def test_an_unexpected_exception_is_error_internal_with_a_json_document(tmp_path: Path) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "boom.py").write_text(
+        "from agentmap import BaseAgent\n\n"
+        "class BoomAgent(BaseAgent):\n"
+        "    def process(self, inputs):\n"
+        "        return 1\n\n"
+        "    def run(self, state):\n"
+        "        raise RuntimeError('not an agent error')\n",
+        encoding="utf-8",
+    )
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,Node,AgentType\nG,Only,boom\n", encoding="utf-8")
+    result = agentmap("run", flow, "--json")
+    assert result.code == 5
+    assert result.err.startswith("error[internal]: RuntimeError: not an agent error")
+    document = json.loads(result.out)
+    assert document["error"]["code"] == "internal" and document["exit_code"] == 5
+    assert document["error"]["docs"] == "csv_specs/errors.md#internal"
+
+
+def test_a_validation_errors_json_document_is_located_at_its_first_finding(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,Node,AgentType,Edge\nG,A,echo,Nowhere\n", encoding="utf-8")
+    result = agentmap("run", flow, "--json")
+    assert result.code == 4
+    assert json.loads(result.out)["error"]["location"] == {"file": str(flow), "row": 2, "column": "Edge"}
+
+
+def test_the_top_level_help_lists_every_exit_code() -> None:
+    help_text = agentmap("--help").out
+    for code in ("0 ok", "1 the workflow", "2 usage", "3 file", "4 validation", "5 agent", "130", "143"):
+        assert code in help_text
