@@ -124,9 +124,20 @@ def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowR
     return runner
 
 
-def _run_chunk(digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job]) -> list[RowResult]:
-    """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss)."""
-    return run_chunk(_compiled(digest, files_ref, recipe), chunk)
+def _run_chunk(
+    digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str
+) -> list[RowResult]:
+    """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss).
+
+    An error that names a file names it where the user keeps it (`home`, the workflow's folder), not where this
+    worker wrote its copy.
+    """
+    runner = _compiled(digest, files_ref, recipe)
+    copy = str(Path(runner.recipe.source.partition("::")[0]).parent)
+    return [
+        replace(result, error=result.error.replace(copy, home)) if result.error and copy in result.error else result
+        for result in run_chunk(runner, chunk)
+    ]
 
 
 def _digest(files: dict[str, bytes], recipe: WorkflowRecipe) -> str:
@@ -163,6 +174,7 @@ def run_on_ray(
                 hint="check --ray-address (`auto` finds a cluster started on this machine with `ray start --head`)",
             ) from None
     files, shipped = bundle(recipe)
+    home = str(Path(recipe.source.partition("::")[0]).resolve().parent)
     digest = _digest(files, shipped)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     count = workers or cpus
@@ -175,7 +187,7 @@ def run_on_ray(
     sizer = _ChunkSizer(chunk_size)
     try:
         while chunk := list(islice(jobs, sizer.size)):
-            pending.add(task.remote(digest, files_ref, shipped, chunk))
+            pending.add(task.remote(digest, files_ref, shipped, chunk, home))
             if len(pending) >= in_flight:
                 yield from sizer.watch(_gather(ray, pending))
         while pending:

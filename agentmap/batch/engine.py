@@ -44,6 +44,8 @@ class BatchResult:
         successes: Rows that succeeded in this call.
         failures: Rows that failed in this call.
         skipped: Rows skipped because an earlier run of the same batch had done them.
+        failed_before: Of those, the rows that had failed (their error is still in the output; `redo_failed`
+            runs them again).
         duration_s: Seconds the batch took.
         output: The output table written, if any.
         interrupted: True when Ctrl-C stopped the batch (finished rows are kept in the `.partial` file).
@@ -55,6 +57,7 @@ class BatchResult:
     successes: int = 0
     failures: int = 0
     skipped: int = 0
+    failed_before: int = 0
     duration_s: float = 0.0
     output: Path | None = None
     interrupted: bool = False
@@ -62,8 +65,8 @@ class BatchResult:
 
     @property
     def success(self) -> bool:
-        """True when no row failed."""
-        return self.failures == 0
+        """True when no row of the output failed: neither in this call nor in an earlier one it skipped."""
+        return self.failures == 0 and self.failed_before == 0
 
     @property
     def failed_rows(self) -> list[RowResult]:
@@ -88,6 +91,7 @@ class BatchResult:
             "succeeded": self.successes,
             "failed": self.failures,
             "skipped": self.skipped,
+            "failed_before": self.failed_before,
             "duration_s": round(self.duration_s, 3),
             "rows_per_s": round(done / self.duration_s, 2) if self.duration_s > 0 else None,
             "output": str(self.output) if self.output else None,
@@ -260,11 +264,19 @@ def run_batch(
     partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
     done = partial.load() if partial is not None else {}
 
+    failed_before: set[str] = set()
+
     def finished(key: str) -> bool:
-        return key in done and (done[key] or not redo_failed)
+        if key not in done or not (done[key] or not redo_failed):
+            return False
+        if not done[key]:
+            failed_before.add(key)
+        return True
 
     columns, total, skipped = _scan(rows, shaper, source_name, finished)
-    result = BatchResult(total=total, skipped=skipped, output=output, graph=runner.app.name)
+    result = BatchResult(
+        total=total, skipped=skipped, failed_before=len(failed_before), output=output, graph=runner.app.name
+    )
     kept: dict[int, Mapping[str, Any]] = {}
 
     def jobs() -> Iterator[Job]:

@@ -235,10 +235,12 @@ def batch_command(
     _stop_workers()
     code = 0 if result.success else 1
     _report(result, json_output, {**extra, "exit_code": code})
-    if result.failures:
+    failed = result.failures + result.failed_before
+    if failed:
+        earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
         sys.stderr.write(
-            f"batch: {result.failures} row{'s' if result.failures != 1 else ''} failed (see the error column "
-            f"of {output}); rerun them with --redo-failed\n"
+            f"batch: {failed} row{'s' if failed != 1 else ''} failed{earlier} (see the error column of {output}); "
+            "rerun them with --redo-failed\n"
         )
     return code
 

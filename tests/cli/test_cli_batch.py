@@ -40,8 +40,11 @@ def test_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[str], monk
     assert [r["ticket_id"] for r in rows] == ["T-101", "T-102", "T-103", "T-104", "T-105"]
     assert rows[1]["reply"] == "Dear Grace, your refund is in the Manual review for 250 EUR."
     assert rows[3]["success"] == "false" and "could not convert string to float" in rows[3]["error"]
-    assert main(["batch", str(EXAMPLE), "-i", str(REFUNDS), "-o", str(out), "--id-column", "ticket_id"]) == 0
-    assert "0 rows ran" in capsys.readouterr().err  # done rows are skipped; the failure is kept, exit 0
+    # Run again: done rows are skipped, and the failed row is still failed in the output, so the exit code is
+    # the one the first run had.
+    assert main(["batch", str(EXAMPLE), "-i", str(REFUNDS), "-o", str(out), "--id-column", "ticket_id"]) == 1
+    err = capsys.readouterr().err
+    assert "0 rows ran" in err and "1 row failed, 1 of them in an earlier run" in err and "--redo-failed" in err
 
 
 def test_json_summary_and_outputs_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
