@@ -264,18 +264,10 @@ def run_batch(
     partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
     done = partial.load() if partial is not None else {}
 
-    failed_before: set[str] = set()
-
-    def finished(key: str) -> bool:
-        if key not in done or not (done[key] or not redo_failed):
-            return False
-        if not done[key]:
-            failed_before.add(key)
-        return True
-
+    finished = _Finished(done, redo_failed)
     columns, total, skipped = _scan(rows, shaper, source_name, finished)
     result = BatchResult(
-        total=total, skipped=skipped, failed_before=len(failed_before), output=output, graph=runner.app.name
+        total=total, skipped=skipped, failed_before=len(finished.failed), output=output, graph=runner.app.name
     )
     kept: dict[int, Mapping[str, Any]] = {}
 
@@ -352,6 +344,23 @@ def _record(
     else:
         result.failures += 1
     return row_result
+
+
+class _Finished:
+    """Whether an earlier run of the batch finished a row (so this one skips it), noting the skipped failures."""
+
+    def __init__(self, done: Mapping[str, bool], redo_failed: bool) -> None:
+        self.done = done
+        self.redo_failed = redo_failed
+        self.failed: set[str] = set()
+
+    def __call__(self, key: str) -> bool:
+        succeeded = self.done.get(key)
+        if succeeded is None or (not succeeded and self.redo_failed):
+            return False
+        if not succeeded:
+            self.failed.add(key)
+        return True
 
 
 def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], bool]) -> tuple[list[str], int, int]:
