@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
     from agentmap.batch.executors import stop_worker_processes
     from agentmap.config import Settings, load_settings
@@ -98,6 +99,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "flush_traces",
     # batch: no worker process outlives the command
     "stop_worker_processes",
+    # run, resume: the answer a paused node's hint shows
+    "example_answer",
 ]
 
 _HOMES = {
@@ -108,6 +111,7 @@ _HOMES = {
     "normalize_type": "agentmap.agents.registry",
     "resolve_checkpointer": "agentmap.runtime.checkpoint",
     "stop_worker_processes": "agentmap.batch.executors",
+    "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
     "SYSTEM_KEYS": "agentmap.spec.validation",
     "state_key": "agentmap.spec.cells",

@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 from agentmap.errors import ConfigError
 
-__all__ = ["INTERACTIONS", "AnswerError", "Interaction", "check_answer", "is_question", "question"]
+__all__ = [
+    "INTERACTIONS",
+    "AnswerError",
+    "Interaction",
+    "check_answer",
+    "example_answer",
+    "is_question",
+    "question",
+]
 
 Interaction = Literal["any", "approval", "choice", "text_input", "edit", "conversation", "event"]
 INTERACTIONS: tuple[str, ...] = ("any", "approval", "choice", "text_input", "edit", "conversation", "event")
@@ -102,9 +110,32 @@ def check_answer(payload: Any, answer: Any) -> Any:
             return answer
         raise AnswerError(
             f"node {node!r} asks for text; {answer!r} is not text",
-            hint="answer with a JSON string, e.g. '\"my answer\"' (plain text is taken as text)",
+            hint="answer with text: `agentmap resume THREAD 'my answer'` (or --data '\"my answer\"')",
         )
     return answer
+
+
+def example_answer(payload: Any) -> str:
+    """An answer to `payload` as a person would type it after `agentmap resume ID`, quoted for a shell.
+
+    `yes` for an approval, the first option of a choice, the default where the question has one, else
+    `'your answer'`: never JSON, which the command line does not need for any of these.
+    """
+    import shlex
+
+    if not is_question(payload):
+        return shlex.quote("your answer")
+    interaction = payload.get("interaction", "any")
+    options = list(payload.get("options") or ())
+    if "default" in payload and payload["default"] not in (None, ""):
+        text = str(payload["default"])
+    elif interaction == "approval":
+        text = "yes"
+    elif interaction == "choice" and options:
+        text = str(options[0])
+    else:
+        text = "your answer"
+    return shlex.quote(text)
 
 
 def _approval(node: str, answer: Any) -> dict[str, Any]:
@@ -129,6 +160,8 @@ def _choice(node: str, options: list[Any], answer: Any) -> Any:
             return folded[answer.strip().lower()]
         if answer.strip().isdigit() and 1 <= int(answer) <= len(options):
             return options[int(answer) - 1]
+    if isinstance(answer, int) and not isinstance(answer, bool) and 1 <= answer <= len(options):
+        return options[answer - 1]  # the option's number, sent as a JSON number (`--data 2`, an API call)
     listed = ", ".join(repr(o) for o in options) or "(no options given)"
     raise AnswerError(
         f"node {node!r} asks to choose one option; {answer!r} is not one of them",

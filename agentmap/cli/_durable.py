@@ -55,7 +55,11 @@ def check_durability(value: str | None) -> dict[str, Any]:
 
 
 def parse_answer(answer: str | None, data: str | None) -> Any:
-    """The answer to resume with: `--data` (JSON), or ANSWER (JSON if it parses, else the text itself)."""
+    """The answer to resume with: `--data` (any JSON value), or ANSWER.
+
+    ANSWER is taken as typed (`yes`, `2`, `Paris`), so a shell needs no JSON quoting; one that starts like a
+    JSON object, list or string (`{`, `[`, `"`) is read as JSON when it parses.
+    """
     if answer is not None and data is not None:
         raise ConfigError("give the answer once: as ANSWER or as --data, not both", code="usage")
     if data is not None:
@@ -69,10 +73,12 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
             ) from None
     if answer is None:
         return None
+    if not answer.lstrip().startswith(("{", "[", '"')):
+        return answer  # words are the answer as typed: `agentmap resume t1 approve`, `... 2`, `... true`
     try:
-        return json.loads(answer)
+        return json.loads(answer)  # a JSON object, list or string
     except json.JSONDecodeError:
-        return answer  # plain text: `agentmap resume t1 approve`
+        return answer
 
 
 def need_store(checkpoint: str | None, thread: str) -> None:

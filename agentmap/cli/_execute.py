@@ -77,7 +77,7 @@ def execute(
         result.draw(draw)
         sys.stderr.write(f"wrote {draw}\n")
     code = 0 if result.success or result.interrupts else 1
-    resume_with = f"{hint} {_resume.ANSWER_EXAMPLE}" if result.interrupts else ""
+    resume_with = f"{hint} {_resume.example_answer(result)}" if result.interrupts else ""
     if json_mode:
         from agentmap.cli.render import dump_json
 

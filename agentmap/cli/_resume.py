@@ -10,7 +10,15 @@ from agentmap.errors import ConfigError
 if TYPE_CHECKING:
     from agentmap import CompiledWorkflow, RunResult
 
-__all__ = ["ANSWER_EXAMPLE", "check_persistence", "pausing_nodes", "print_pause", "questions", "saved_keys"]
+__all__ = [
+    "ANSWER_EXAMPLE",
+    "check_persistence",
+    "example_answer",
+    "pausing_nodes",
+    "print_pause",
+    "questions",
+    "saved_keys",
+]
 
 ANSWER_EXAMPLE = "'\"your answer\"'"
 _RESUME_EXAMPLE = f"--resume {ANSWER_EXAMPLE}"
@@ -54,6 +62,19 @@ def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
     return keys_of(saved.checkpoint.get("channel_values", {}) if saved is not None else {})
 
 
+def example_answer(result: RunResult) -> str:
+    """The answer a paused run's hint shows: as a person would type it for one question, JSON for several."""
+    from agentmap._cli_api import example_answer as example_for
+
+    asked = questions(result)
+    if len(asked) == 1:
+        return example_for(asked[0])
+    import json
+    import shlex
+
+    return shlex.quote(json.dumps({getattr(i, "id", "?"): "your answer" for i in result.interrupts}))
+
+
 def questions(result: RunResult) -> list[Any]:
     return [getattr(i, "value", i) for i in result.interrupts]
 
@@ -69,7 +90,7 @@ def print_pause(result: RunResult, thread: str | None, resume_with: str) -> None
         node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
         out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
     if result.interrupts:
-        out.print("Resume with your answer (JSON, or plain text):")
+        out.print("Resume with your answer:")
         out.print(f"  {escape(resume_with)}", soft_wrap=True)
     elif thread is not None:
         out.print(f"[dim]thread {escape(thread)}[/]")

@@ -84,3 +84,32 @@ def test_bad_persistence_options_exit_2_with_a_message(
     assert message in result.err
     assert "Traceback" not in result.err
     assert not (tmp_path / "missing").exists()
+
+
+PICK = """\
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+Pick,Colour,human,Which colour?,"{""interaction_type"": ""choice"", ""options"": [""red"", ""green"", ""blue""]}",,colour,Say
+Pick,Say,template,You chose {colour}.,,colour,said,
+"""
+
+
+def test_a_paused_nodes_hint_shows_a_plain_answer_and_its_number_is_accepted(tmp_path: Path) -> None:
+    flow = write(tmp_path / "pick.csv", PICK)
+    paused = agentmap("run", flow, "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
+    assert paused.code == 0, paused.err
+    hint = json.loads(paused.out)["resume"]
+    assert hint == "agentmap resume c1 --checkpoint runs.db red"  # the first option as typed: no JSON quoting
+    refused = agentmap("resume", "c1", "purple", "--checkpoint", "runs.db", cwd=tmp_path)
+    assert refused.code == 2 and "or its number, 1 to 3" in refused.err
+    done = agentmap("resume", "c1", "2", "--checkpoint", "runs.db", cwd=tmp_path)  # as the hint offers
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["state"]["said"] == "You chose green."
+
+
+def test_a_text_answer_needs_no_json_quoting_even_when_it_looks_like_a_number(tmp_path: Path) -> None:
+    flow = write(tmp_path / "ask.csv", ASK)
+    write(tmp_path / "ask.state.json", '{"title": "sir"}')
+    assert agentmap("run", flow, "--checkpoint", "runs.db", "--thread", "t1", cwd=tmp_path).code == 0
+    done = agentmap("resume", "t1", "42", "--checkpoint", "runs.db", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["state"]["greeting"] == "Hello, 42!"
