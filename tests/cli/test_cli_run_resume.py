@@ -88,7 +88,7 @@ def test_bad_persistence_options_exit_2_with_a_message(
 
 PICK = """\
 GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
-Pick,Colour,human,Which colour?,"{""interaction_type"": ""choice"", ""options"": [""red"", ""green"", ""blue""]}",,colour,Say
+Pick,Colour,human,Which colour?,"{'interaction_type': 'choice', 'options': ['red', 'green', 'blue']}",,colour,Say
 Pick,Say,template,You chose {colour}.,,colour,said,
 """
 
