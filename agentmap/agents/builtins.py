@@ -106,14 +106,14 @@ class TemplateAgent(BaseAgent):
     ) -> list[ConfigProblem]:
         """A template node needs a prompt whose fields are plain names, each one of its inputs."""
         if not prompt:
-            return ["a template node needs a Prompt such as 'Hello, {name}!'"]
+            return [("Prompt", "a template node needs a Prompt such as 'Hello, {name}!'")]
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None]
         except ValueError as exc:
-            return [f"the Prompt is not a valid template: {exc}"]
+            return [("Prompt", f"the Prompt is not a valid template: {exc}")]
         bad = [f for f in fields if not f.isidentifier()]
         problems: list[ConfigProblem] = [
-            f"template field {{{f}}} is not allowed: use plain names such as {{name}}" for f in bad
+            ("Prompt", f"template field {{{f}}} is not allowed: use plain names such as {{name}}") for f in bad
         ]
         if "input_fields" not in context:  # called without the row's inputs: nothing to check them against
             return problems

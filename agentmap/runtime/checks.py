@@ -85,7 +85,12 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
                 problems = [f"{cls.__name__}.validate_config raised {type(exc).__name__}: {exc}"]
             for problem in problems:
                 column, message = problem if isinstance(problem, tuple) else ("Context", problem)
-                fix = f"fix the {graph.column(column)} cell of {node.name!r} (csv_specs/ documents each agent type)"
+                cell = graph.finding_column(column)
+                fix = (
+                    f"fix the {cell} cell of {node.name!r} (csv_specs/ documents each agent type)"
+                    if cell
+                    else f"add a {column} column to the file and fill it in for {node.name!r} (csv_specs/format.md)"
+                )
                 issue = _issue(graph, node, column, "bad-config", message, fix)
                 if isinstance(message, ConfigWarning):  # said, but the workflow still runs
                     issue = issue.model_copy(update={"severity": "warning", "code": "config-assumed"})
@@ -119,7 +124,7 @@ def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: st
         fix=fix,
         file=graph.file,
         row=node.row,
-        column=graph.column(column),
+        column=graph.finding_column(column),
         graph=graph.name,
         node=node.name,
     )

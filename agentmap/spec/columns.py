@@ -41,6 +41,34 @@ for _canonical, _aliases in COLUMNS.items():
     for _name in (_canonical, *_aliases):
         _LOOKUP[_fold(_name)] = _canonical
 
+_MEANINGS: dict[str, str] = {
+    _fold(word): canonical
+    for canonical, words in {
+        "Prompt": ("Text", "Message", "Question", "Content", "Body", "PromptText", "Instruction", "System"),
+        "Description": ("Notes", "Note", "Comment", "Comments", "Doc", "Documentation", "Purpose"),
+        "Context": ("Settings", "Params", "Parameters", "Options", "Args", "Arguments"),
+        "Input_Fields": ("Input", "Reads", "InputField", "InputKeys", "Fields"),
+        "Output_Field": ("Outputs", "Writes", "OutputFields", "OutputKey", "Result", "Returns"),
+        "Edge": ("Then", "GoTo", "NextStep", "To", "Route", "Edges"),
+        "Success_Next": ("OnSuccess", "IfSuccess", "SuccessNode", "NextSuccess", "Success"),
+        "Failure_Next": ("OnFailure", "OnError", "IfFailure", "FailureNode", "ErrorNext", "NextFailure", "Failure"),
+        "AgentType": ("Kind", "Class", "AgentClass", "NodeType"),
+        "Available_Tools": ("Tool", "Functions"),
+    }.items()
+    for word in words
+}
+"""Words people use for a column that are not aliases (the file still needs renaming): suggestions by meaning,
+asked before suggestions by spelling, so `Text` suggests `Prompt` rather than the look-alike `next`."""
+
+
+def _suggestion(header: str) -> str | None:
+    """The canonical column `header` most likely means, by meaning first, then by spelling."""
+    folded = _fold(header)
+    if folded in _MEANINGS:
+        return _MEANINGS[folded]
+    close = difflib.get_close_matches(folded, list(_LOOKUP), n=1, cutoff=0.75)
+    return _LOOKUP[close[0]] if close else None
+
 
 @dataclass(frozen=True)
 class HeaderProblem:
@@ -79,8 +107,8 @@ def map_headers(headers: list[str]) -> HeaderMap:
             continue
         canonical = _LOOKUP.get(_fold(header))
         if canonical is None:
-            close = difflib.get_close_matches(_fold(header), list(_LOOKUP), n=1, cutoff=0.75)
-            guess = f"; did you mean {_LOOKUP[close[0]]!r}?" if close else ""
+            meant = _suggestion(header)
+            guess = f"; did you mean {meant!r}?" if meant else ""
             problems.append(
                 HeaderProblem(
                     "unknown-column",

@@ -134,6 +134,16 @@ class GraphSpec(BaseModel):
         """The header the file uses for a canonical column (the canonical name if absent)."""
         return self.columns.get(canonical, canonical)
 
+    def finding_column(self, canonical: str) -> str | None:
+        """Where a finding about `canonical` goes: the file's header for it, or None when a table lacks it.
+
+        A finding is never placed on a column the file does not have; a workflow that is not a table (no
+        headers) names the canonical column.
+        """
+        if self.columns and canonical not in self.columns:
+            return None
+        return self.column(canonical)
+
 
 class Workflow(BaseModel):
     """Every graph of one workflow file, in file order.

@@ -67,7 +67,7 @@ class _Checker:
                 fix=fix,
                 file=self.graph.file,
                 row=node.row,
-                column=self.graph.column(column),
+                column=self.graph.finding_column(column),
                 graph=self.graph.name,
                 node=node.name,
             )

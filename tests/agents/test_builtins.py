@@ -83,23 +83,24 @@ def test_safe_format_does_not_reach_into_objects() -> None:
     ("prompt", "problems"),
     [
         ("Hello {name}", []),
-        ("", ["a template node needs a Prompt such as 'Hello, {name}!'"]),
+        ("", [("Prompt", "a template node needs a Prompt such as 'Hello, {name}!'")]),
         (
             "{user.name} {x[1]}",
             [
-                "template field {user.name} is not allowed: use plain names such as {name}",
-                "template field {x[1]} is not allowed: use plain names such as {name}",
+                ("Prompt", "template field {user.name} is not allowed: use plain names such as {name}"),
+                ("Prompt", "template field {x[1]} is not allowed: use plain names such as {name}"),
             ],
         ),
     ],
 )
-def test_template_checks_its_prompt_before_the_run(prompt: str, problems: list[str]) -> None:
+def test_template_checks_its_prompt_before_the_run(prompt: str, problems: list[tuple[str, str]]) -> None:
     assert TemplateAgent.validate_config(prompt, {}, ENV) == problems
 
 
 def test_template_reports_a_malformed_prompt() -> None:
     (problem,) = TemplateAgent.validate_config("{oops", {}, ENV)
-    assert isinstance(problem, str) and problem.startswith("the Prompt is not a valid template")
+    assert isinstance(problem, tuple) and problem[0] == "Prompt"
+    assert problem[1].startswith("the Prompt is not a valid template")
 
 
 @pytest.mark.parametrize(

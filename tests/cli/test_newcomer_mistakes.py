@@ -129,3 +129,17 @@ def test_the_terminal_view_cuts_long_values_unless_full() -> None:
     text = shown()
     assert len(text) < 5_000 and "1,000,000 characters; --full shows all" in text and "980 more items" in text
     assert len(shown(full=True)) > 1_000_000
+
+
+def test_column_names_are_suggested_by_meaning_and_no_finding_sits_on_a_missing_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,NodeName,Type,Text,Next\nG,A,template,Hello {name},B\nG,B,echo,,\n", encoding="utf-8")
+    assert run_cli(["validate", str(flow)]) == 4
+    out = capsys.readouterr().out
+    assert "unknown column 'Text' is ignored; did you mean 'Prompt'?" in out  # not the look-alike 'next'
+    # The template's missing prompt is reported on its row, not on a Context (or Prompt) cell the file lacks.
+    assert f"{flow}:2: error[bad-config]: a template node needs a Prompt" in out
+    assert "add a Prompt column to the file and fill it in for 'A'" in out
+    assert ":Context" not in out
