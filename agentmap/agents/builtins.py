@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, log_text
+from agentmap.agents.findings import ConfigWarning
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field
 
@@ -90,6 +91,27 @@ class EchoAgent(BaseAgent):
         if inputs:
             return inputs
         return "No input provided to echo"
+
+    @classmethod
+    def validate_config(
+        cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
+    ) -> list[ConfigProblem]:
+        """Warn about a Prompt with `{placeholders}`: echo returns its inputs and never formats its Prompt."""
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(prompt or "") if f]
+        except ValueError:
+            fields = []
+        if not fields:
+            return []
+        return [
+            (
+                "Prompt",
+                ConfigWarning(
+                    f"an echo node returns its inputs and does not fill in its Prompt ({{{fields[0]}}} stays "
+                    "unused; AgentMap 0.9 formatted it): make the node's AgentType `template` to get the text"
+                ),
+            )
+        ]
 
 
 @agent("template")

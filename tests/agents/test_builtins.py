@@ -240,3 +240,13 @@ def test_input_in_interrupt_mode_without_a_checkpointer_fails_saying_what_to_pas
 def test_input_interrupt_must_be_a_boolean() -> None:
     assert InputAgent.validate_config("Q?", {"interrupt": "yes"}, ENV)
     assert not InputAgent.validate_config("Q?", {"interrupt": True}, ENV)
+
+
+def test_echo_warns_that_it_leaves_a_prompt_with_placeholders_unused() -> None:
+    from agentmap.agents.builtins import EchoAgent
+    from agentmap.agents.findings import ConfigWarning
+
+    (problem,) = EchoAgent.validate_config("Hello {name}!", {}, ENV)
+    assert isinstance(problem, tuple) and problem[0] == "Prompt" and isinstance(problem[1], ConfigWarning)
+    assert "{name}" in problem[1] and "template" in problem[1]
+    assert EchoAgent.validate_config("Says hello", {}, ENV) == []  # a Prompt without placeholders is only text

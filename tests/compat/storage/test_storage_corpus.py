@@ -120,6 +120,7 @@ CASES = [
                 "rejection_message": None,
             },
         },
+        warnings=["config-assumed"],  # an echo node whose Prompt has {placeholders}
     ),
     Case(
         "setup",
@@ -127,6 +128,7 @@ CASES = [
         answers=["Ship by June", "2"],
         expect={"project_summary": {"team_config": "Setting up waterfall team for: Ship by June"}},
         cli=True,
+        warnings=["config-assumed"],  # an echo node whose Prompt has {placeholders}
     ),
     Case(
         "content",
@@ -147,6 +149,7 @@ CASES = [
         answers=[{"status": "complete", "rows": 120}],
         expect={"processing_status": {"status": "complete", "rows": 120}},
         cli=True,
+        warnings=["config-assumed"],  # an echo node whose Prompt has {placeholders}
     ),
     Case(
         "external",
