@@ -96,6 +96,7 @@ def run_workflow(
     trace: str | None = None,
     trace_content: bool = False,
     draw: Path | None = None,
+    recursion_limit: int | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -109,6 +110,8 @@ def run_workflow(
     from agentmap import compile
 
     saver, thread, run_config = _open_thread(checkpoint, thread)
+    if recursion_limit is not None:
+        run_config = {**(run_config or {}), "recursion_limit": recursion_limit}
     keys = tuple(initial)
     if saver is not None and run_config is not None and resume is not None:
         keys = _resume.saved_keys(saver, run_config)
@@ -251,6 +254,16 @@ def register(app: typer.Typer) -> None:
                 "--fuse", help="Run each straight chain of nodes as one LangGraph step (same results, faster)."
             ),
         ] = False,
+        recursion_limit: Annotated[
+            int | None,
+            typer.Option(
+                "--recursion-limit",
+                min=1,
+                metavar="STEPS",
+                help="Stop a run after this many steps (LangGraph's recursion_limit; default 25): a loop's bound.",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -272,5 +285,6 @@ def register(app: typer.Typer) -> None:
             trace=trace,
             trace_content=trace_content,
             draw=draw,
+            recursion_limit=recursion_limit,
         )
         raise typer.Exit(code)

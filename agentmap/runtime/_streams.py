@@ -72,7 +72,8 @@ def clear_errors(config: RunnableConfig | None) -> Iterator[None]:
             f"the run stopped after reaching the recursion limit{f' ({limit})' if limit else ''}: a loop in the "
             "graph never reaches a node without a next node",
             code="recursion-limit",
-            hint='check the loop\'s exit condition, or raise the limit: config={"recursion_limit": 500}',
+            hint="check the loop's exit condition, or raise the limit: `agentmap run ... --recursion-limit 500`, "
+            'or config={"recursion_limit": 500} in Python',
         ) from exc
     except InvalidUpdateError as exc:
         raise NodeError(

@@ -87,3 +87,13 @@ def test_the_top_level_help_lists_every_exit_code() -> None:
     help_text = agentmap("--help").out
     for code in ("0 ok", "1 the workflow", "2 usage", "3 file", "4 validation", "5 agent", "130", "143"):
         assert code in help_text
+
+
+def test_recursion_limit_bounds_a_loop_from_the_command_line(tmp_path: Path) -> None:
+    flow = tmp_path / "loop.csv"
+    flow.write_text("GraphName,Node,AgentType,Edge\nG,A,echo,B\nG,B,echo,A\n", encoding="utf-8")
+    result = agentmap("run", flow, "--recursion-limit", "7", "--json")
+    assert result.code == 5
+    assert result.err.startswith("error[recursion-limit]: the run stopped after reaching the recursion limit (7)")
+    assert "--recursion-limit 500" in result.err
+    assert agentmap("run", flow, "--recursion-limit", "0").code == 2  # at least one step
