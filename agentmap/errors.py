@@ -93,6 +93,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_TARGET = "unknown-target"
     PARALLEL_WRITE = "parallel-write"
     UNREACHABLE_NODE = "unreachable-node"
+    ENDLESS_LOOP = "endless-loop"
     UNSET_INPUT = "unset-input"
     UNKNOWN_FUNCTION = "unknown-function"
     BAD_ROUTER = "bad-router"

@@ -47,6 +47,7 @@ def check_graph(
     checker.routing()
     checker.parallel_writes()
     checker.reachability(calls)
+    checker.endless_loops()
     checker.unset_inputs(calls)
     return sorted(checker.issues, key=lambda i: (i.row or 0, i.severity != "error"))
 
@@ -183,6 +184,50 @@ class _Checker:
                     "add an edge to it, or delete the row",
                     warning=True,
                 )
+
+    def endless_loops(self) -> None:
+        """Warn at the next cell that closes a loop no node of which can end the graph.
+
+        A node can end the graph when it may have no next node (no Edge, and Success_Next or Failure_Next
+        empty); a loop that reaches no such node runs until the recursion limit. Not said for graphs with a
+        `func:` router, which may leave any loop.
+        """
+        if self.has_router:
+            return
+        finishes = {
+            node.name
+            for node in self.graph.nodes
+            if (node.edge is None and (node.success_next is None or node.failure_next is None))
+            or any(t not in self.nodes for t in node.successors())  # a dangling target is reported on its own
+        }
+        callers: dict[str, set[str]] = {}
+        for node in self.graph.nodes:
+            for target in node.successors():
+                callers.setdefault(target, set()).add(node.name)
+        queue = list(finishes)
+        while queue:
+            for caller in callers.get(queue.pop(), ()):
+                if caller not in finishes:
+                    finishes.add(caller)
+                    queue.append(caller)
+        for node in self.graph.nodes:
+            if node.name in finishes:
+                continue
+            for column, targets in node.next_cells():
+                if not isinstance(targets, tuple):
+                    continue
+                back = [t for t in targets if (self.nodes[t].row or 0) <= (node.row or 0)]
+                if back:
+                    self.add(
+                        node,
+                        column,
+                        "endless-loop",
+                        f"{column} of {node.name!r} goes back to {back[0]!r}, closing a loop with no way out: no "
+                        "node of it can end the graph, so a run repeats it until the recursion limit stops it",
+                        "give a node of the loop a way out (a Success_Next or Failure_Next that leaves it, or an "
+                        "empty next cell that ends the graph)",
+                        warning=True,
+                    )
 
     def unset_inputs(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
         if not self.graph.nodes:

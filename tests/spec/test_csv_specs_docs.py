@@ -152,6 +152,7 @@ VALIDATION_CODES = {
     "not-text",
     "empty-file",
     "config-assumed",
+    "endless-loop",
 }
 
 

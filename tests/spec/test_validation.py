@@ -177,3 +177,16 @@ def test_fan_outs_and_branch_depths(write_csv: WriteCsv) -> None:
     )
     assert fan_outs(graph) == [("S", ("A", "B"))]
     assert branch_depths(graph, "S", ("A", "B")) == [{"A": 1, "A2": 2}, {"B": 1}]
+
+
+def test_a_loop_with_no_way_out_is_a_warning_at_the_cell_that_closes_it(write_csv: WriteCsv) -> None:
+    trapped = _graph(write_csv, "GraphName,Node,Edge\nG,A,B\nG,B,C\nG,C,B\n")
+    assert _found(_check(trapped)) == [(4, "Edge", "endless-loop", "warning")]
+    # The same loop with a way out: C ends the graph when it succeeds, or goes round again when it fails.
+    leaves = _graph(write_csv, "GraphName,Node,Edge,Success_Next,Failure_Next\nG,A,B,,\nG,B,C,,\nG,C,,,B\n")
+    assert _check(leaves) == []
+    itself = _graph(write_csv, "GraphName,Node,Success_Next,Failure_Next\nG,A,A,A\n")
+    assert _found(_check(itself)) == [
+        (2, "Success_Next", "endless-loop", "warning"),
+        (2, "Failure_Next", "endless-loop", "warning"),
+    ]
