@@ -403,7 +403,7 @@ FINDINGS: list[tuple[str, str, list[tuple[int | None, str | None, str]]]] = [
     ("unreachable-node", "GraphName,Node,Edge\nG,A,\nG,B,\n", [(3, "Node", "unreachable-node")]),
     ("unset-input", "GraphName,Node,Inputs,Edge\nG,A,,B\nG,B,typo,\n", [(3, "Inputs", "unset-input")]),
     ("unknown-function", "GraphName,Node,on_success\nG,A,func:nowhere\n", [(2, "on_success", "unknown-function")]),
-    ("bad-config", "GraphName,Node,AgentType,Prompt\nG,A,template,\n", [(2, "Context", "bad-config")]),
+    ("bad-config", "GraphName,Node,AgentType,Prompt\nG,A,template,\n", [(2, "Prompt", "bad-config")]),
 ]
 
 
