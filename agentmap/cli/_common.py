@@ -19,10 +19,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AllowRootOption",
+    "ApiKeyEnvOption",
     "ConfigOption",
     "DebugOption",
+    "HostOption",
     "JsonOption",
     "WorkflowArgument",
+    "api_key_from",
     "cannot_write",
     "configure_logging",
     "ensure_writable",
@@ -53,6 +56,15 @@ AllowRootOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document on stdout.")]
+HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
+ApiKeyEnvOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Environment variable holding the API key every request must send (needed off loopback).",
+        show_default=False,
+    ),
+]
 WorkflowArgument = Annotated[
     str | None,
     typer.Argument(
@@ -179,3 +191,21 @@ def ensure_writable(path: Path, what: str, *, folder: bool = False) -> None:
         raise cannot_write(path, what, exc) from None
     if not os.access(target, os.W_OK | os.X_OK):
         raise cannot_write(path, what, PermissionError(13, "permission denied"))
+
+
+def api_key_from(api_key_env: str | None, starting: str) -> str | None:
+    """The API key `--api-key-env` names (None without the option), for `serve` and `studio`.
+
+    Raises:
+        ConfigError: The variable is unset or empty (`api-key-required`); `starting` names what would start.
+    """
+    if api_key_env is None:
+        return None
+    api_key = os.environ.get(api_key_env, "").strip()
+    if not api_key:
+        raise ConfigError(
+            f"--api-key-env names {api_key_env}, which is not set (or empty)",
+            code="api-key-required",
+            hint=f"export {api_key_env}=<a long random key> before starting {starting}",
+        )
+    return api_key

@@ -7,13 +7,12 @@ on the command line would show in the process list).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError
 
@@ -57,15 +56,7 @@ def serve_command(
                 hint="name files or folders, e.g. `agentmap serve graphs/`, or set `workflow:` in agentmap.yaml",
             )
         targets = [settings.workflow]
-    api_key = None
-    if api_key_env is not None:
-        api_key = os.environ.get(api_key_env, "").strip()
-        if not api_key:
-            raise ConfigError(
-                f"--api-key-env names {api_key_env}, which is not set (or empty)",
-                code="api-key-required",
-                hint=f"export {api_key_env}=<a long random key> before starting the server",
-            )
+    api_key = api_key_from(api_key_env, "the server")
     import logging
 
     from agentmap.server import ServeConfig, require_key, serve
@@ -129,16 +120,9 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        host: HostOption = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8123,
-        api_key_env: Annotated[
-            str | None,
-            typer.Option(
-                "--api-key-env",
-                help="Environment variable holding the API key clients must send (needed off loopback).",
-                show_default=False,
-            ),
-        ] = None,
+        api_key_env: ApiKeyEnvOption = None,
         checkpoint: Annotated[
             str,
             typer.Option(

@@ -6,13 +6,12 @@ read from the environment variable `--api-key-env` names, as for `agentmap serve
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, load
+from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
 from agentmap.errors import ConfigError
 
 __all__ = ["register", "studio_command"]
@@ -36,15 +35,7 @@ def studio_command(
     """
     settings = load(config, debug)
     chosen = target or settings.workflow or "."
-    api_key = None
-    if api_key_env is not None:
-        api_key = os.environ.get(api_key_env, "").strip()
-        if not api_key:
-            raise ConfigError(
-                f"--api-key-env names {api_key_env}, which is not set (or empty)",
-                code="api-key-required",
-                hint=f"export {api_key_env}=<a long random key> before starting the studio",
-            )
+    api_key = api_key_from(api_key_env, "the studio")
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
@@ -82,16 +73,9 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        host: HostOption = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8124,
-        api_key_env: Annotated[
-            str | None,
-            typer.Option(
-                "--api-key-env",
-                help="Environment variable holding the API key the page must send (needed off loopback).",
-                show_default=False,
-            ),
-        ] = None,
+        api_key_env: ApiKeyEnvOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
