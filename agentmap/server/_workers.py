@@ -28,6 +28,9 @@ from agentmap.server._store import UNFINISHED, Store, now
 
 __all__ = ["RunManager", "owner_alive"]
 
+_FIRST_RETRY = 0.025
+"""Seconds before a replica looks again for a run kept for it that its last claim missed (doubled each time)."""
+
 _log = logging.getLogger("agentmap.server")
 
 
@@ -252,6 +255,7 @@ class RunManager:
     # claiming and running
 
     async def _dispatch(self) -> None:
+        retry = _FIRST_RETRY
         while not self._stopping:
             self._wake.clear()
             free = self._workers - len(self._executing)
@@ -262,9 +266,15 @@ class RunManager:
                 claimed = []
             for record in claimed:
                 self._executing[record["run_id"]] = asyncio.get_running_loop().create_task(self._execute(record))
-            # woken by a run accepted or ended; leases run out without a word, so look again now and then
+            # Woken by a run accepted or ended; leases run out without a word, so look again now and then. A run
+            # kept for this replica that the claim did not get (the heartbeat held its row just then, or an older
+            # run of its thread is still going) is looked for again soon, backing off, not a third of a lease later.
+            waiting = free > len(claimed) and any(
+                run_id not in self._executing and not run.done.is_set() for run_id, run in self.runs.items()
+            )
+            retry = min(retry * 2, self.lease / 3) if waiting else _FIRST_RETRY
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.lease / 3)
+                await asyncio.wait_for(self._wake.wait(), retry if waiting else self.lease / 3)
 
     async def _heartbeat(self) -> None:
         while True:
