@@ -30,6 +30,8 @@ __all__ = ["RunManager", "owner_alive"]
 
 _FIRST_RETRY = 0.025
 """Seconds before a replica looks again for a run kept for it that its last claim missed (doubled each time)."""
+_LAST_RETRY = 1.0
+"""At most this long between two looks while a run kept for this replica is unclaimed."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -272,7 +274,7 @@ class RunManager:
             waiting = free > len(claimed) and any(
                 run_id not in self._executing and not run.done.is_set() for run_id, run in self.runs.items()
             )
-            retry = min(retry * 2, self.lease / 3) if waiting else _FIRST_RETRY
+            retry = min(retry * 2, _LAST_RETRY, self.lease / 3) if waiting else _FIRST_RETRY
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), retry if waiting else self.lease / 3)
 
