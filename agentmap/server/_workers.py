@@ -158,18 +158,24 @@ class RunManager:
             "request": request.payload,
             "stateless": request.stateless,
         }
+        # Known before it is written: the dispatcher may claim the run the moment its record is committed (woken
+        # by the database's notice), before this coroutine goes on; it must execute this object, the one the
+        # client follows, not a copy rebuilt from the record.
+        kept = self.runs if here else self._accepted  # not here: followers read its events from the store
+        kept[run.run_id] = run
         owner = self.owner if here else None
-        accepted = await self._store(
-            self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease
-        )
+        accepted = False
+        try:
+            accepted = await self._store(
+                self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease
+            )
+        finally:
+            if not accepted:  # refused, or the database failed: there is no run to execute
+                kept.pop(run.run_id, None)
         if not accepted:
             return None
-        if here:
-            self.runs[run.run_id] = run
-        else:  # any replica may claim it: followers here read its events from the store until this one does
-            self._accepted[run.run_id] = run
-            while len(self._accepted) > 1000:  # claimed elsewhere long ago
-                self._accepted.pop(next(iter(self._accepted)))
+        while len(self._accepted) > 1000:  # claimed elsewhere long ago
+            self._accepted.pop(next(iter(self._accepted)))
         self._wake.set()
         return run
 

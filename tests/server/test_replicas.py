@@ -70,8 +70,9 @@ def _free_port() -> int:
 class Replica:
     """One `agentmap serve` process on a free port."""
 
-    def __init__(self, folder: Path, checkpoint: str, *extra: str) -> None:
+    def __init__(self, folder: Path, checkpoint: str, *extra: str, step_seconds: float = 0.25) -> None:
         self.folder, self.checkpoint, self.extra = folder, checkpoint, extra
+        self.step_seconds = step_seconds
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: forked.Forked | None = None
@@ -81,7 +82,8 @@ class Replica:
         return self.wait_up()
 
     def spawn(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"STEP_SECONDS": "0.25"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        env["STEP_SECONDS"] = str(self.step_seconds)
         args = ("serve", "steps.csv", "--port", str(self.port), "--checkpoint", self.checkpoint, *self.extra)
         self.proc = forked.start(*args, cwd=self.folder, env=env)
 
@@ -250,3 +252,33 @@ def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
     assert row is not None and row[0]
     pid = int(str(row[0]).split(":")[1])
     return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
+
+
+def test_runs_streamed_one_after_another_never_wait_for_the_queue_to_look_again(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # A run streamed from a replica is kept for it. Two ways it once waited for ever (under load, about one
+    # trial in three): the heartbeat renewed the run's lease just as the dispatcher claimed it, and the claim,
+    # skipping the held row, looked again only a third of a lease later (here 200 s); and the dispatcher,
+    # woken by the database's notice of the new run, claimed and executed a copy rebuilt from its record before
+    # the stream's own run object was known, so the stream followed a run that never ran.
+    server = Replica(project, postgres_url, "--lease", "600s", step_seconds=0.01)
+    replicas.append(server.start())
+    client = sdk.get_sync_client(url=server.url, api_key=None)
+    counts: list[int] = []
+    failures: list[BaseException] = []
+
+    def stream_runs() -> None:
+        try:
+            for i in range(8):
+                tid = client.threads.create()["thread_id"]
+                parts = client.runs.stream(tid, "Steps", input={"topic": f"t{i}"}, stream_mode="updates")
+                counts.append([p.event for p in parts].count("updates"))
+        except BaseException as exc:  # reported by the test's thread
+            failures.append(exc)
+
+    streaming = threading.Thread(target=stream_runs, daemon=True)  # ended with the server if it hangs
+    streaming.start()
+    streaming.join(60)
+    assert not failures, failures
+    assert counts == [4] * 8, f"runs streamed so far: {counts}; the next one waits for the queue's next look"
