@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap import CompiledWorkflow, RunResult
+    from agentmap import RunResult
 
 __all__ = [
     "ANSWER_EXAMPLE",
     "check_persistence",
     "example_answer",
-    "pausing_nodes",
     "print_pause",
     "questions",
     "saved_keys",
@@ -48,10 +47,6 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
             code="usage",
             hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT",
         ) from None
-
-
-def pausing_nodes(app: CompiledWorkflow) -> list[str]:
-    return app.pausing_nodes()
 
 
 def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -36,9 +36,6 @@ from agentmap.cli._execute import execute
 from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
-
-if TYPE_CHECKING:
-    from agentmap import CompiledWorkflow
 
 __all__ = ["read_state", "register", "run_workflow"]
 
@@ -110,8 +107,6 @@ def run_workflow(
     from agentmap import compile
 
     saver, thread, run_config = _open_thread(checkpoint, thread)
-    if recursion_limit is not None:
-        run_config = {**(run_config or {}), "recursion_limit": recursion_limit}
     keys = tuple(initial)
     if saver is not None and run_config is not None and resume is not None:
         keys = _resume.saved_keys(saver, run_config)
@@ -120,12 +115,17 @@ def run_workflow(
         _check_draw(draw)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
+    if saver is None and app.pausing_nodes():
+        # A run that can pause for an answer is saved without being asked, under a new thread id, in the default
+        # checkpoint file: the pause prints the `agentmap resume ID ANSWER` that continues it.
+        saver, thread, run_config = _open_thread(None, None, new=True)
+        app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
+    if recursion_limit is not None:
+        run_config = {**(run_config or {}), "recursion_limit": recursion_limit}
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
         check_initial_state(app.spec, initial, strict=strict)
-    if saver is None:
-        _refuse_pausing_without_checkpoint(app, target or str(path))
     run_input: Any = initial
     if thread is not None:
         if resume is not None:
@@ -150,12 +150,15 @@ def run_workflow(
     )
 
 
-def _open_thread(checkpoint: str | None, thread: str | None) -> tuple[Any, str | None, dict[str, Any] | None]:
-    """The checkpointer, thread id (a new one when only --checkpoint is given) and run config of a durable run.
+def _open_thread(
+    checkpoint: str | None, thread: str | None, *, new: bool = False
+) -> tuple[Any, str | None, dict[str, Any] | None]:
+    """The checkpointer, thread id (a new one when only --checkpoint is given, or `new`) and run config of a
+    durable run.
 
-    All three are None for a run with neither --checkpoint nor --thread.
+    All three are None for a run with neither --checkpoint nor --thread (and not `new`).
     """
-    if checkpoint is None and thread is None:
+    if checkpoint is None and thread is None and not new:
         return None, None, None
     from agentmap import checkpointer
 
@@ -173,20 +176,6 @@ def _check_draw(draw: Path) -> None:
 
     check_picture(draw)
     ensure_writable(draw, "the picture")
-
-
-def _refuse_pausing_without_checkpoint(app: CompiledWorkflow, target: str) -> None:
-    """A run without a checkpoint cannot pause: refuse a graph with nodes that ask for an answer."""
-    pausing = _resume.pausing_nodes(app)
-    if pausing:
-        raise ConfigError(
-            f"node{'s' if len(pausing) > 1 else ''} {', '.join(pausing)} "
-            f"pause{'' if len(pausing) > 1 else 's'} the run for an answer, "
-            "which needs a checkpoint file to resume from",
-            code="usage",
-            hint=f"run with --thread ID (saved in .agentmap/runs.db) or --checkpoint runs.db "
-            f"(e.g. agentmap run {target} --thread my-run)",
-        )
 
 
 def register(app: typer.Typer) -> None:

@@ -73,7 +73,6 @@ def test_a_paused_run_in_a_terminal_shows_the_question_and_the_command_to_resume
         (["--checkpoint", "runs.db", "--thread", "t1", "--resume", "1", "--state", "{}"], "drop --state"),
         (["--checkpoint", "missing/runs.db"], "the folder missing does not exist"),
         (["--checkpoint", "runs.db", "--thread", "never", "--resume", '"Ada"'], "has no thread 'never'"),
-        ([], "which needs a checkpoint file"),
     ],
 )
 def test_bad_persistence_options_exit_2_with_a_message(
@@ -113,3 +112,21 @@ def test_a_text_answer_needs_no_json_quoting_even_when_it_looks_like_a_number(tm
     done = agentmap("resume", "t1", "42", "--checkpoint", "runs.db", cwd=tmp_path)
     assert done.code == 0, done.err
     assert json.loads(done.out)["state"]["greeting"] == "Hello, 42!"
+
+
+def test_a_run_that_pauses_needs_no_flag_it_is_saved_under_a_new_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTMAP_CHECKPOINT", raising=False)
+    flow = write(tmp_path / "pick.csv", PICK)
+    paused = agentmap("run", flow, cwd=tmp_path)
+    assert paused.code == 0, paused.err
+    document = json.loads(paused.out)
+    thread = document["thread"]
+    assert document["status"] == "paused" and document["resume"] == f"agentmap resume {thread} red"
+    assert (tmp_path / ".agentmap" / "runs.db").is_file()
+    done = agentmap("resume", thread, "blue", cwd=tmp_path)  # the command the pause printed, as typed
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["state"]["said"] == "You chose blue."
+    again = agentmap("run", flow, cwd=tmp_path)
+    assert json.loads(again.out)["thread"] != thread  # each run a thread of its own
