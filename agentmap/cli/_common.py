@@ -49,6 +49,7 @@ AllowRootOption = Annotated[
     list[Path] | None,
     typer.Option(
         "--allow-root",
+        metavar="DIR",
         help="A folder, besides the workflow's own, that the workflow's paths may reach (repeatable; "
         "see csv_specs/security.md).",
         show_default=False,
@@ -61,6 +62,7 @@ ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option(
         "--api-key-env",
+        metavar="VAR",
         help="Environment variable holding the API key every request must send (needed off loopback).",
         show_default=False,
     ),

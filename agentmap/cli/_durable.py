@@ -27,6 +27,7 @@ CheckpointOption = Annotated[
     str | None,
     typer.Option(
         "--checkpoint",
+        metavar="FILE|URL",
         help="Where runs are saved: a SQLite file (runs.db) or a postgresql:// URL "
         "(default: $AGENTMAP_CHECKPOINT, else .agentmap/runs.db).",
         show_default=False,
@@ -36,6 +37,7 @@ DurabilityOption = Annotated[
     str | None,
     typer.Option(
         "--durability",
+        metavar="[sync|async|exit]",
         help="When steps are saved: sync (before the next step starts), async (while it runs; the default), "
         "or exit (only when the run ends).",
         show_default=False,

@@ -15,6 +15,7 @@ TraceOption = Annotated[
     str | None,
     typer.Option(
         "--trace",
+        metavar="otlp|console|file:PATH",
         help="OpenTelemetry spans of the runs: otlp (OTEL_EXPORTER_OTLP_ENDPOINT), console, or file:PATH.",
         show_default=False,
     ),

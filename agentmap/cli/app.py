@@ -19,9 +19,12 @@ paragraph on stderr (a traceback only with `--debug`) and returns its class's `e
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -64,6 +67,46 @@ Exit codes: 0 ok, 1 the workflow ran and its success policy failed, 2 usage or c
 """
 
 
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "run": (
+        'agentmap run graphs/hello_world.csv --state \'{"name": "Ada"}\'',
+        "agentmap run graphs/branching.csv --state-file graphs/branching.state.json --json",
+    ),
+    "validate": ("agentmap validate graphs/branching.csv", "agentmap validate graphs/trip_planner.csv --json"),
+    "inspect": ("agentmap inspect graphs/subgraph.csv",),
+    "export": (
+        "agentmap export graphs/branching.csv --format svg -o branching.svg",
+        "agentmap export graphs/parallel.csv --format mermaid",
+    ),
+    "init": ("agentmap init my_project",),
+    "scaffold": ("agentmap scaffold graphs/custom_router.csv",),
+    "logs": (
+        "agentmap run graphs/task_assistant.csv --state-file graphs/task_assistant.state.json",
+        "agentmap logs -n 5",
+    ),
+    "chat": ("agentmap chat graphs/llm_offline.csv",),
+    "ask": ("agentmap ask 'please reverse the text hello world' graphs/llm_offline.csv",),
+    "resume": (
+        "agentmap run graphs/approval.csv --state-file graphs/approval.state.json --thread r1",
+        "agentmap resume r1 yes",
+    ),
+    "threads": ("agentmap threads",),
+    "threads show": ("agentmap threads show r1",),
+    "serve": (
+        "agentmap serve graphs/ --port 8123",
+        "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap",
+    ),
+    "studio": ("agentmap studio graphs/branching.csv",),
+    "batch": (
+        "agentmap batch graphs/batch_example.csv --input graphs/data/refunds.csv --output results.csv"
+        " --id-column ticket_id",
+    ),
+    "eval run": ("agentmap eval run graphs/data/scenarios.csv --workflow graphs/llm_offline.csv --out logs",),
+    "eval score": ("agentmap eval score logs --report report.html",),
+}
+"""What each command's help ends with, run from the repository's root (a test runs every one, in this order)."""
+
+
 def _version(value: bool) -> None:
     if value:
         from agentmap import __version__
@@ -103,6 +146,8 @@ def run_cli(args: Sequence[str]) -> int:
 
     debug = "--debug" in args or os.environ.get("AGENTMAP_DEBUG", "").lower() in ("1", "true", "yes")
     command = typer.main.get_command(build_app())
+    _plain_placeholders(command)
+    _add_examples(command, ())
     try:
         command.main(args=list(args), prog_name="agentmap", standalone_mode=True)
     except SystemExit as exc:
@@ -114,6 +159,57 @@ def run_cli(args: Sequence[str]) -> int:
         print_error(exc, debug=debug)
         return 5
     return 0
+
+
+def _plain_placeholders(command: Any) -> None:
+    """Help written as commands are typed: `resume THREAD [ANSWER]`, `--durability [sync|async|exit]`.
+
+    typer's own help shows Python types (`<str>`, `<list[Path]>`) and braces required arguments; each
+    option shows its `metavar` instead (or its choices, or a word for its type), and an argument its name.
+    """
+    for sub in getattr(command, "commands", {}).values():
+        _plain_placeholders(sub)
+    for param in command.params:
+        described = getattr(param, "type_descriptor", None)
+        if described is None or not hasattr(param, "display_type_rich"):
+            continue  # another typer version: its own help
+        if param.param_type_name == "argument":
+            param.display_type_rich = lambda ctx: ""
+            param.get_usage_pieces = functools.partial(_usage_piece, param)
+        else:
+            param.display_type_rich = functools.partial(_placeholder, param.metavar or _type_word(described))
+
+
+def _add_examples(command: Any, path: tuple[str, ...]) -> None:
+    """End each command's help with its `EXAMPLES`, kept as written (click's `\\b` stops the rewrapping)."""
+    examples = EXAMPLES.get(" ".join(path))
+    if examples:
+        command.epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in examples)
+    for name, sub in getattr(command, "commands", {}).items():
+        _add_examples(sub, (*path, name))
+
+
+def _placeholder(word: str, ctx: object) -> str:
+    return word
+
+
+def _usage_piece(param: Any, ctx: object) -> list[str]:
+    name = param.metavar or param.name.upper()
+    if not param.required and not name.startswith("["):
+        name = f"[{name}]"
+    if param.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return [name]
+
+
+def _type_word(described: Any) -> str:
+    if described.is_choice:
+        return "[" + "|".join(str(getattr(choice, "value", choice)) for choice in described.choices or ()) + "]"
+    if described.is_path:
+        return {"file": "FILE", "dir": "DIR"}.get(described.path_type, "PATH")
+    annotation = described.annotation
+    element = getattr(annotation, "__args__", (annotation,))[0] if described.is_list else annotation
+    return {int: "N", float: "NUMBER", Path: "PATH"}.get(element, "TEXT")
 
 
 def _exit_code(code: object) -> int:

@@ -252,26 +252,47 @@ def register(app: typer.Typer) -> None:
     def batch(
         target: WorkflowArgument = None,
         input_path: Annotated[
-            Path, typer.Option("--input", "-i", help="The rows: .csv, .jsonl, .parquet or .xlsx.", show_default=False)
+            Path,
+            typer.Option(
+                "--input", "-i", metavar="FILE", help="The rows: .csv, .jsonl, .parquet or .xlsx.", show_default=False
+            ),
         ] = Path(),
         output: Annotated[
             Path,
-            typer.Option("--output", "-o", help="The results, in the format of its extension.", show_default=False),
+            typer.Option(
+                "--output",
+                "-o",
+                metavar="FILE",
+                help="The results, in the format of its extension.",
+                show_default=False,
+            ),
         ] = Path(),
         outputs: Annotated[
-            str | None, typer.Option("--outputs", help="State keys to write (default: every Output_Field).")
+            str | None,
+            typer.Option("--outputs", metavar="KEY,...", help="State keys to write (default: every Output_Field)."),
         ] = None,
         renames: Annotated[
-            list[str] | None, typer.Option("--map", help="Rename a column to a state key: col=key (repeatable).")
+            list[str] | None,
+            typer.Option("--map", metavar="COLUMN=KEY", help="Rename a column to a state key: col=key (repeatable)."),
         ] = None,
         json_cells: Annotated[
             bool, typer.Option("--json-cells", help="Parse cells holding JSON objects/arrays.")
         ] = False,
         id_column: Annotated[
-            str | None, typer.Option("--id-column", help="The column of row ids (default: row number + row hash).")
+            str | None,
+            typer.Option(
+                "--id-column", metavar="COLUMN", help="The column of row ids (default: row number + row hash)."
+            ),
         ] = None,
-        sheet: Annotated[str | None, typer.Option("--sheet", help="The Excel sheet (default: the first).")] = None,
-        executor: Annotated[str, typer.Option("--executor", "-e", help="thread, async, process or ray.")] = "thread",
+        sheet: Annotated[
+            str | None, typer.Option("--sheet", metavar="SHEET", help="The Excel sheet (default: the first).")
+        ] = None,
+        executor: Annotated[
+            str,
+            typer.Option(
+                "--executor", "-e", metavar="[thread|async|process|ray]", help="thread, async, process or ray."
+            ),
+        ] = "thread",
         concurrency: Annotated[int, typer.Option("--concurrency", help="Rows in flight (thread, async).")] = 8,
         workers: Annotated[
             int | None, typer.Option("--workers", help="Processes or Ray workers (default: the CPUs).")
@@ -282,11 +303,14 @@ def register(app: typer.Typer) -> None:
         ] = None,
         redo_failed: Annotated[bool, typer.Option("--redo-failed", help="Rerun the rows that failed before.")] = False,
         rate_limit: Annotated[
-            str | None, typer.Option("--rate-limit", help="LLM requests per model provider, e.g. 5/s or 300/min.")
+            str | None,
+            typer.Option("--rate-limit", metavar="RATE", help="LLM requests per model provider, e.g. 5/s or 300/min."),
         ] = None,
         checkpoint: Annotated[
             Path | None,
-            typer.Option("--checkpoint", help="Save each row as a thread named by its id in this SQLite file."),
+            typer.Option(
+                "--checkpoint", metavar="FILE", help="Save each row as a thread named by its id in this SQLite file."
+            ),
         ] = None,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,

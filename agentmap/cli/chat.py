@@ -50,6 +50,7 @@ AgentConfigOption = Annotated[
     str | None,
     typer.Option(
         "--agent-config",
+        metavar="JSON|FILE",
         help="Per-call agent config (the run_agent interface's keys: tool_root, only_domains, execution_mode, "
         "domain_timeout_secs, "
         "model_overrides) as a JSON object, or the path of a JSON file holding one.",

@@ -94,7 +94,8 @@ def register(app: typer.Typer) -> None:
     def validate(
         target: WorkflowArgument = None,
         graph: Annotated[
-            str | None, typer.Option("--graph", "-g", help="Check only this graph.", show_default=False)
+            str | None,
+            typer.Option("--graph", "-g", metavar="GRAPH", help="Check only this graph.", show_default=False),
         ] = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,

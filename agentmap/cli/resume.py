@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         data: Annotated[
-            str | None, typer.Option("--data", help="The answer as a JSON value.", show_default=False)
+            str | None, typer.Option("--data", metavar="JSON", help="The answer as a JSON value.", show_default=False)
         ] = None,
         checkpoint: _durable.CheckpointOption = None,
         force: Annotated[

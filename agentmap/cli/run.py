@@ -185,12 +185,14 @@ def register(app: typer.Typer) -> None:
     def run(
         target: WorkflowArgument = None,
         state: Annotated[
-            str | None, typer.Option("--state", "-s", help="Initial state as a JSON object.", show_default=False)
+            str | None,
+            typer.Option("--state", "-s", metavar="JSON", help="Initial state as a JSON object.", show_default=False),
         ] = None,
         state_file: Annotated[
             Path | None,
             typer.Option(
                 "--state-file",
+                metavar="FILE",
                 help="Initial state from a JSON file (default: <stem>.state.json beside FILE, if any).",
                 show_default=False,
             ),
@@ -199,6 +201,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--thread",
+                metavar="ID",
                 help="Save the run under this thread id, so it can be resumed (`agentmap resume ID`).",
                 show_default=False,
             ),
@@ -212,6 +215,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--resume",
+                metavar="JSON",
                 help="Resume the paused run of --thread with this JSON value as the answer (or: agentmap resume).",
                 show_default=False,
             ),

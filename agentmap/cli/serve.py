@@ -127,6 +127,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--checkpoint",
+                metavar="FILE|URL|memory",
                 help="Where threads, runs and the run queue are kept: a SQLite file, a postgresql:// URL "
                 "(shared by every replica), or `memory`.",
             ),
@@ -144,6 +145,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--durability",
+                metavar="[sync|async|exit]",
                 help="When runs write checkpoints: async (after every step, LangGraph's default: a run taken over "
                 "after a crash continues from its last step), sync, or exit (once per run, at its end or pause: "
                 "fastest, no per-step history; a crashed run starts again).",
@@ -157,6 +159,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--lease",
+                metavar="DURATION",
                 help="How long a run stays claimed by a replica that stopped renewing it (it renews every third); "
                 "after that another replica continues it from its last checkpoint.",
             ),
@@ -165,6 +168,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--grace",
+                metavar="DURATION",
                 help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
             ),
         ] = "30s",

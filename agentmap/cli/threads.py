@@ -64,10 +64,11 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)
     ]
     hint = _durable.resume_hint(thread, checkpoint)
+    resumable = info.status in ("paused", "interrupted", "failed") and bool(info.next or info.questions)
     if json_mode:
         from agentmap.cli.render import dump_json
 
-        dump_json({**info.to_dict(), "history": history, "resume": hint})
+        dump_json({**info.to_dict(), "history": history, "resume": hint if resumable else None})
         return
     from rich.markup import escape
 
@@ -84,7 +85,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         out.print(f"[red]error[/]: {escape(info.error)}")
     for entry in history:
         out.print(f"  step {entry['step']:>3}  {str(entry['at'])[:19]}  next: {', '.join(entry['next']) or '-'}")
-    if info.status in ("paused", "interrupted", "failed") and (info.next or info.questions):
+    if resumable:
         out.print(f"continue with: {escape(hint)}", soft_wrap=True)
 
 
