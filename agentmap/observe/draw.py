@@ -25,6 +25,7 @@ __all__ = ["draw_graph", "draw_run", "to_png"]
 
 _START, _END = "__start__", "__end__"
 _CHAR_W, _LINE_H, _PAD, _GAP_X, _GAP_Y = 7.0, 16.0, 10.0, 36.0, 56.0
+_LABEL_W = 6.5  # the width of a character of an edge label (11 px)
 _COLOURS = {  # fill, stroke, text
     "plain": ("#eef3fb", "#4a6fa5", "#1c2b40"),
     "taken": ("#e3f5e1", "#2e8b3e", "#173d1c"),
@@ -142,7 +143,7 @@ def _mark_run(picture: _Picture, result: RunResult) -> None:
         node.style = "failed" if last.success is False else "paused" if last.success is None else "taken"
         total = sum(e.duration or 0.0 for e in executions)
         times = f" ×{len(executions)}" if len(executions) > 1 else ""
-        mark = {"failed": "✗ ", "paused": "⏸ "}.get(node.style, "✓ ")
+        mark = {"failed": "✗ ", "paused": "‖ "}.get(node.style, "✓ ")
         node.lines.append(f"{mark}{_duration(total)}{times}")
         if any(e.subgraph for e in executions):
             inner = sum(len(e.subgraph or ()) for e in executions)
@@ -226,12 +227,25 @@ def _place(picture: _Picture) -> tuple[float, float]:
     for node in picture.nodes.values():
         node.y -= top
     for drawn in picture.edges:
-        drawn.points = [(x + _PAD, y - top) for x, y in drawn.points]
+        drawn.points = [(x, y - top) for x, y in drawn.points]
+    left = min([n.x - n.w / 2 for n in picture.nodes.values()] + [x for e in picture.edges for x, _ in e.points])
     for node in picture.nodes.values():
-        node.x += _PAD
-    width = max(n.x + n.w / 2 for n in picture.nodes.values()) + _PAD
+        node.x += _PAD - left
+    for drawn in picture.edges:
+        drawn.points = [(x + _PAD - left, y) for x, y in drawn.points]
+    # The canvas holds everything drawn: nodes, edges routed around them, and the edges' labels.
+    rights = [n.x + n.w / 2 for n in picture.nodes.values()] + [x for e in picture.edges for x, _ in e.points]
+    rights += [_label_at(e.points)[0] + 4 + len(e.label) * _LABEL_W for e in picture.edges if e.label and e.points]
+    width = max(rights) + _PAD
     height = max(n.y + n.h / 2 for n in picture.nodes.values()) + (34 if picture.legend else _PAD)
     return max(width, len(picture.title) * 8.5 + 2 * _PAD, len(picture.legend) * _CHAR_W + 2 * _PAD), height
+
+
+def _label_at(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Where an edge's label is anchored: its middle bend, or the middle of a straight edge."""
+    if len(points) > 2:
+        return points[len(points) // 2]
+    return (points[0][0] + points[-1][0]) / 2, (points[0][1] + points[-1][1]) / 2
 
 
 def _clip(a: tuple[float, float], b: tuple[float, float], node: _Node) -> tuple[float, float]:
@@ -276,11 +290,7 @@ def _svg(picture: _Picture, width: float, height: float) -> str:
             f'marker-end="url(#{marker})" data-source="{escape(edge.source)}" data-target="{escape(edge.target)}"/>'
         )
         if edge.label:
-            mx, my = (
-                points[len(points) // 2]
-                if len(points) > 2
-                else ((points[0][0] + points[-1][0]) / 2, (points[0][1] + points[-1][1]) / 2)
-            )
+            mx, my = _label_at(points)
             out.append(
                 f'<text x="{mx + 4:.1f}" y="{my - 3:.1f}" fill="#555" font-size="11">{escape(edge.label)}</text>'
             )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import components
 import pytest
 
 import agentmap
@@ -160,3 +162,50 @@ def test_a_picture_drawn_while_another_is_being_laid_out_waits_its_turn(monkeypa
     second_done.set()
     thread.join(10)
     assert drawn == {"first": expected, "second": expected}
+
+
+def _texts(svg: str) -> list[tuple[float, float, str, str]]:
+    """(x, y, text-anchor, text) of every text element."""
+    found = []
+    for attributes, text in re.findall(r"<text ([^>]*)>([^<]*)</text>", svg):
+        x, y = (float(re.search(rf'\b{axis}="([-0-9.]+)"', attributes).group(1)) for axis in "xy")  # type: ignore[union-attr]
+        anchor = re.search(r'text-anchor="(\w+)"', attributes)
+        found.append((x, y, anchor.group(1) if anchor else "start", text))
+    return found
+
+
+def _pictures() -> list[tuple[str, str]]:
+    pictures = [(path.stem, draw_graph(agentmap.compile(path))) for path in sorted(GRAPHS.glob("*.csv"))]
+    approval = agentmap.compile(GRAPHS / "approval.csv", checkpointer="memory")
+    paused = approval.invoke({"request": "a laptop"}, {"configurable": {"thread_id": "t"}})
+    pictures.append(("approval, paused", draw_run(approval, paused)))
+    router = agentmap.compile(GRAPHS / "custom_router.csv")
+    pictures.append(("custom_router, run", draw_run(router, router.invoke({"amount": 250}))))
+    return pictures
+
+
+def test_everything_drawn_lies_on_the_canvas() -> None:
+    for name, svg in _pictures():
+        width, height = (float(v) for v in re.search(r'<svg [^>]*width="([0-9.]+)" height="([0-9.]+)"', svg).groups())  # type: ignore[union-attr]
+        for points in re.findall(r'points="([^"]+)"', svg):
+            for point in points.split():
+                x, y = map(float, point.split(","))
+                assert 0 <= x <= width and 0 <= y <= height, (name, point, width, height)
+        for x, y, anchor, text in _texts(svg):
+            half = len(text) * 6.0 / (2 if anchor == "middle" else 1)
+            left, right = (
+                (x - half, x + half) if anchor == "middle" else (x - half, x) if anchor == "end" else (x, x + half)
+            )
+            assert left >= 0 and right <= width and 0 <= y <= height, (name, text, x, width)
+
+
+def test_every_character_drawn_is_in_the_pictures_font() -> None:
+    font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    components.require(font.is_file(), f"{font} is missing (Debian's fonts-dejavu-core)")
+    from fontTools.ttLib import TTFont
+
+    glyphs = TTFont(font).getBestCmap()
+    for name, svg in _pictures():
+        for *_, text in _texts(svg):
+            missing = {c for c in html.unescape(text) if ord(c) not in glyphs}
+            assert not missing, (name, text, missing)
