@@ -202,7 +202,7 @@ def test_everything_drawn_lies_on_the_canvas() -> None:
 def test_every_character_drawn_is_in_the_pictures_font() -> None:
     font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
     components.require(font.is_file(), f"{font} is missing (Debian's fonts-dejavu-core)")
-    from fontTools.ttLib import TTFont
+    from fontTools.ttLib import TTFont  # type: ignore[import-untyped]
 
     glyphs = TTFont(font).getBestCmap()
     for name, svg in _pictures():
