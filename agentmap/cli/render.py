@@ -163,7 +163,8 @@ def _status(execution: NodeExecution) -> str:
         return "[yellow]paused[/]" if execution.metadata.get("paused") else "[yellow]running[/]"
     attempts = execution.metadata.get("attempts")
     tries = f" [dim](after {attempts} attempts)[/]" if attempts else ""
-    return ("[green]ok[/]" if execution.success else "[bold red]failed[/]") + tries
+    earlier = " [dim](before resume)[/]" if execution.metadata.get("before_resume") else ""
+    return ("[green]ok[/]" if execution.success else "[bold red]failed[/]") + tries + earlier
 
 
 def _rows(executions: Sequence[NodeExecution], depth: int = 0) -> list[tuple[str, NodeExecution]]:

@@ -192,6 +192,18 @@ class CompiledWorkflow:
             prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
         return state, prepared, tracker
 
+    def _continues(self, state: Any, config: RunnableConfig) -> bool:
+        """Whether this run continues a saved thread (resumed or answered): its summary starts with the earlier
+        steps."""
+        durable = self.graph.checkpointer not in (None, False) and "thread_id" in config.get("configurable", {})
+        return durable and (state is None or isinstance(state, Command))
+
+    @staticmethod
+    def _earlier(history: list[Any]) -> list[NodeExecution]:
+        from agentmap.runtime.threads import earlier_executions
+
+        return earlier_executions(history)
+
     def _result(self, state: Any, final: Any, tracker: ExecutionTracker, stopped: bool = False) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
         interrupts = tuple(values.pop("__interrupt__", ()))
@@ -226,6 +238,8 @@ class CompiledWorkflow:
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
         state, config, tracker = self._prepare(state, config, tracker)
+        if self._continues(state, config):
+            tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
         with clear_errors(config), observe_run(self, tracker, config, state) as done:
             if stop is None:
                 return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
@@ -247,6 +261,8 @@ class CompiledWorkflow:
     ) -> RunResult:
         """The async twin of `invoke`."""
         state, config, tracker = self._prepare(state, config, tracker)
+        if self._continues(state, config):
+            tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
         with clear_errors(config), observe_run(self, tracker, config, state) as done:
             final = await self.graph.ainvoke(state, config, **kwargs)
             return done(self._result(state, final, tracker))
@@ -265,6 +281,8 @@ class CompiledWorkflow:
         With fused chains and `stream_mode="updates"`, each CSV node of a chain still yields its own update.
         """
         state, config, tracker = self._prepare(state, config, tracker)
+        if self._continues(state, config):
+            tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
         per_node = bool(self.fused) and stream_mode == "updates"
         with clear_errors(config), observe_run(self, tracker, config, state) as done:
             chunks = self.graph.stream(
@@ -284,6 +302,8 @@ class CompiledWorkflow:
     ) -> AsyncGenerator[Any, None]:
         """The async twin of `stream`."""
         state, config, tracker = self._prepare(state, config, tracker)
+        if self._continues(state, config):
+            tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
         with clear_errors(config), observe_run(self, tracker, config, state) as done:
@@ -334,6 +354,8 @@ class CompiledWorkflow:
         """Continue thread `thread_id`: from its last saved step, or with `answer` for the node that paused it.
 
         Nothing that completed runs again (a node that was running when the process died runs once more).
+        The result's summary is the whole run: the nodes of the steps saved before come first, with
+        `metadata["before_resume"] = True`.
 
         Args:
             thread_id: The thread to continue.

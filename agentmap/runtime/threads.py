@@ -17,9 +17,10 @@ import os
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap.runtime.tracking import NodeExecution
 
 __all__ = [
     "STATUSES",
     "ThreadInfo",
+    "earlier_executions",
     "file_digest",
     "resume_input",
     "run_metadata",
@@ -337,3 +340,33 @@ def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
             hint=f"continue it without one: agentmap resume {thread_id}",
         )
     return None
+
+
+def earlier_executions(history: Iterable[StateSnapshot]) -> list[NodeExecution]:
+    """The node runs a thread's saved steps record, oldest first, each marked `before_resume`.
+
+    `history` is the thread's checkpoints, newest first (`get_state_history`). The nodes a checkpoint lists
+    as its next tasks ran between it and the following checkpoint; the last checkpoint's tasks have not run
+    yet (the run continues with them). Times are those of the checkpoints, so a duration covers the step.
+    """
+    from datetime import datetime
+
+    from agentmap.runtime.tracking import NodeExecution
+
+    chronological = list(history)[::-1]
+    found: list[NodeExecution] = []
+    for before, after in pairwise(chronological):
+        tasks = [task for task in before.tasks if not task.name.startswith("__")]
+        if not before.created_at or not after.created_at:
+            continue
+        start = datetime.fromisoformat(before.created_at).timestamp()
+        end = datetime.fromisoformat(after.created_at).timestamp()
+        alone = len(tasks) == 1  # the state's last_action_success is this node's own
+        for task in tasks:
+            failed = task.error is not None or (alone and after.values.get("last_action_success") is False)
+            execution = NodeExecution(
+                task.name, start, end, end - start, not failed, str(task.error) if task.error else None
+            )
+            execution.metadata["before_resume"] = True
+            found.append(execution)
+    return found

@@ -133,6 +133,14 @@ class ExecutionTracker:
         for notify in self._listeners:
             notify(execution)
 
+    def record_earlier(self, executions: Sequence[NodeExecution]) -> None:
+        """Put the node runs of a thread's earlier steps first (a resumed run's summary is the whole run)."""
+        with self._lock:
+            self._executions[:0] = executions
+        for execution in executions:
+            for notify in self._listeners:
+                notify(execution)
+
     def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
         """Record how `node_name` ended (a result with no start recorded starts it now)."""
         with self._lock:

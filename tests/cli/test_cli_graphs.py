@@ -9,6 +9,7 @@ temporary working directory, so nothing a workflow writes lands in the repositor
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ _EXPECTED: dict[str, dict[str, Any]] = {
         "message": "Your trip: Fly Air France AF11 from New York to Paris at 19:30 ($575), then stay 3 nights at "
         "Maison Rivoli ($1020). Total: $1595."
     },
+    "approval.csv::Approval": {"report": "Purchase of a new laptop approved: True"},
     "assistant/assistant.csv::Assistant": {"domains": ["maths"], "content": "Done: add numbers returned 5.0."},
 }
 
@@ -58,6 +60,10 @@ def test_every_graph_runs_and_succeeds(path: Path, tmp_path: Path) -> None:
         assert "Traceback" not in result.err
         assert result.code == 0, f"{key}::{graph} exited {result.code}: {result.err or result.out[-2000:]}"
         document = json.loads(result.out)
+        if document.get("paused"):  # a workflow that asks a person: answer as the pause says
+            resumed = agentmap(*shlex.split(document["resume"])[1:], cwd=tmp_path)
+            assert resumed.code == 0, resumed.err
+            document = json.loads(resumed.out)
         assert document["success"] is True and document["graph"] == graph
         assert document["summary"] and all(e["success"] for e in document["summary"]), document["summary"]
         for state_key, value in _EXPECTED.get(f"{key}::{graph}", {}).items():

@@ -130,3 +130,29 @@ def test_a_run_that_pauses_needs_no_flag_it_is_saved_under_a_new_thread(
     assert json.loads(done.out)["state"]["said"] == "You chose blue."
     again = agentmap("run", flow, cwd=tmp_path)
     assert json.loads(again.out)["thread"] != thread  # each run a thread of its own
+
+
+THREE = """\
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+G,Prepare,template,Buy {request},,request,draft,Review
+G,Review,human,Approve {draft}?,"{""interaction_type"": ""approval""}",draft,approved,Report
+G,Report,template,{draft}: {approved},,draft|approved,report,
+"""
+
+
+def test_a_resumed_runs_summary_is_the_whole_run_with_earlier_steps_marked(tmp_path: Path) -> None:
+    flow = write(tmp_path / "three.csv", THREE)
+    assert agentmap("run", flow, "--state", '{"request": "pens"}', "--thread", "t3", cwd=tmp_path).code == 0
+    done = agentmap("resume", "t3", "yes", cwd=tmp_path)
+    assert done.code == 0, done.err
+    summary = json.loads(done.out)["summary"]
+    assert [(e["name"], e["success"], e.get("metadata", {}).get("before_resume", False)) for e in summary] == [
+        ("Prepare", True, True),  # ran before the pause, in the first process
+        ("Review", True, False),
+        ("Report", True, False),
+    ]
+    assert all(e["duration"] >= 0 for e in summary)
+    shown = agentmap_tty("run", flow, "--state", '{"request": "ink"}', "--thread", "t4", cwd=tmp_path)
+    assert shown.code == 0
+    table = agentmap_tty("resume", "t4", "no", cwd=tmp_path).plain
+    assert "Prepare" in table and "(before resume)" in table and "Report" in table

@@ -146,7 +146,7 @@ def test_a_pausing_node_stays_alone_so_resuming_reruns_nothing_else(write_csv: A
     config: Any = {"configurable": {"thread_id": "p"}}
     assert app.invoke({"x": 1}, config).interrupts
     result = app.invoke(Command(resume="Ada"), config)
-    assert [e.name for e in result.summary] == ["Ask", "B", "C"]
+    assert [e.name for e in result.summary if not e.metadata.get("before_resume")] == ["Ask", "B", "C"]
     assert result.state["c"] == {"b": {"name": "Ada"}}
 
 
