@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
-from cli_helpers import agentmap, agentmap_subprocess, agentmap_tty, write
+from cli_helpers import ROOT, agentmap, agentmap_subprocess, agentmap_tty, write
 
 from agentmap.agents.questions import question
 
@@ -156,3 +158,27 @@ def test_a_resumed_runs_summary_is_the_whole_run_with_earlier_steps_marked(tmp_p
     assert shown.code == 0
     table = agentmap_tty("resume", "t4", "no", cwd=tmp_path).plain
     assert "Prepare" in table and "(before resume)" in table and "Report" in table
+
+
+def test_the_pause_examples_of_the_docs_print_what_they_say(tmp_path: Path) -> None:
+    """csv_specs/human.md's example, run as written: each `# ` line is what the command before it printed;
+    its question is the one the run asks, and csv_specs/cli.md shows the same pause."""
+    page = (ROOT / "csv_specs" / "human.md").read_text(encoding="utf-8")
+    write(tmp_path / "publish.csv", re.search(r"```csv\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
+    printed = ""
+    for line in re.search(r"```bash\n(.*?)```", page, re.S).group(1).splitlines():  # type: ignore[union-attr]
+        if line.startswith("# "):
+            assert line[2:].strip() in printed, (line, printed)
+        elif line.strip():
+            result = agentmap_tty(*shlex.split(line)[1:], cwd=tmp_path)
+            assert result.code == 0, result.plain
+            printed = result.plain
+        if line.startswith("agentmap run"):
+            first = printed
+    question = json.loads(re.search(r"```json\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
+    asked = agentmap("run", "publish.csv", "--state", '{"draft": "Q3 notes"}', "--thread", "t2", cwd=tmp_path)
+    assert json.loads(asked.out)["interrupts"] == [question]
+    cli = (ROOT / "csv_specs" / "cli.md").read_text(encoding="utf-8")
+    sample = cli[cli.index("**Answers from a person**") :].split("```text\n")[1].split("```")[0]
+    for line in sample.splitlines():
+        assert line.strip() in first, line
