@@ -89,3 +89,30 @@ def test_validation_error_is_renamed_and_the_old_name_warns() -> None:
         warnings.simplefilter("ignore", DeprecationWarning)
         assert agentmap.ValidationError is agentmap.WorkflowValidationError
     assert issubclass(WorkflowValidationError, AgentMapError) and issubclass(WorkflowValidationError, ValueError)
+
+
+def _error_classes() -> dict[str, type[AgentMapError]]:
+    import agentmap.interface.logs
+    import agentmap.interface.scenarios
+    import agentmap.llm.adapter
+    import agentmap.orchestration
+    import agentmap.server._graphs  # noqa: F401  (error classes defined beside what raises them)
+
+    found: dict[str, type[AgentMapError]] = {}
+    todo: list[type[AgentMapError]] = [AgentMapError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo += cls.__subclasses__()
+    return found
+
+
+def test_the_exit_code_each_section_of_errors_md_gives_is_its_errors() -> None:
+    page = (ROOT / ERRORS_PAGE).read_text(encoding="utf-8")
+    classes = _error_classes()
+    said = re.findall(r"^### `([a-z0-9-]+)`\n\n`(\w+)`, exit (\d+)", page, re.M)
+    assert len(said) > 40
+    wrong = {
+        code: (name, int(exit_code)) for code, name, exit_code in said if classes[name].exit_code != int(exit_code)
+    }
+    assert not wrong, f"errors.md gives exit codes these errors do not have: {wrong}"

@@ -52,6 +52,13 @@ def test_the_starter_workflows_are_here() -> None:
     assert (GRAPHS / "functions" / "choose_lane.py").is_file()
 
 
+def test_the_starter_table_of_the_cli_page_lists_every_workflow() -> None:
+    page = (GRAPHS.parent / "csv_specs" / "cli.md").read_text(encoding="utf-8")
+    table = page[page.index("## The starter workflows") :].split("\n## ")[0]
+    listed = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    assert listed == {p.relative_to(GRAPHS).as_posix() for p in WORKFLOWS}
+
+
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(GRAPHS).as_posix())
 def test_every_graph_runs_and_succeeds(path: Path, tmp_path: Path) -> None:
     key = path.relative_to(GRAPHS).as_posix()
