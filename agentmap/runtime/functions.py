@@ -65,11 +65,16 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
                     break
         where = f"the functions folder {functions_dir}"
     if not callable(found):
+        module_name, dot, function = ref.name.rpartition(".")
+        hint = (
+            f"write func:{module_name}:{function} (a module and its function are separated by a colon), or define "
+            f"`def {function}(state, success_target, failure_target):` in {functions_dir / (function + '.py')}"
+            if dot and not ref.module
+            else f"define `def {ref.name}(state, success_target, failure_target):` in "
+            f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function"
+        )
         raise AgentNotFoundError(
-            f"router function {ref.name!r} ({ref}) was not found in {where}",
-            code="unknown-function",
-            hint=f"define `def {ref.name}(state, success_target, failure_target):` in "
-            f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function",
+            f"router function {ref.name!r} ({ref}) was not found in {where}", code="unknown-function", hint=hint
         )
     _check_signature(found, ref, where)
     router: RouterFn = found

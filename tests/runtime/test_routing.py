@@ -212,3 +212,11 @@ def test_nested_joins_the_outer_one_waits_for_the_inner_one(write_csv: WriteCsv)
     order = _order(write_csv, text, {"x": 1})
     assert order.count("J") == 1
     assert order.index("J") > order.index("JB2")
+
+
+def test_a_dotted_router_name_is_told_to_use_a_colon(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("def pick(state, success_target=None, failure_target=None):\n    return None\n")
+    with pytest.raises(AgentNotFoundError) as info:
+        load_router(FuncRef(name="bad.pick"), tmp_path)
+    assert info.value.code == "unknown-function"
+    assert "write func:bad:pick" in (info.value.hint or "") and "def bad.pick" not in (info.value.hint or "")
