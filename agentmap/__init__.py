@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         WorkflowValidationError,
     )
     from agentmap.runtime.api import compile, load, run, validate
-    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
+    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer, item_store
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
     from agentmap.runtime.threads import ThreadInfo, threads
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
@@ -79,6 +79,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "ThreadInfo",
     "async_checkpointer",
     "checkpointer",
+    "item_store",
     "threads",
     # Batch runs
     "BatchResult",
@@ -115,6 +116,7 @@ _HOMES = {
     "ThreadInfo": "agentmap.runtime.threads",
     "async_checkpointer": "agentmap.runtime.checkpoint",
     "checkpointer": "agentmap.runtime.checkpoint",
+    "item_store": "agentmap.runtime.checkpoint",
     "threads": "agentmap.runtime.threads",
     "BatchResult": "agentmap.batch",
     "batch": "agentmap.batch",

@@ -110,7 +110,10 @@ def run_workflow(
     keys = tuple(initial)
     if saver is not None and run_config is not None and resume is not None:
         keys = _resume.saved_keys(saver, run_config)
+    from agentmap import item_store
+
     options = {**settings.compile_options(), **settings.policy_options()}
+    options["store"] = item_store(checkpoint, lazy=True)  # opened only if a node uses it (store_reader, ...)
     if draw is not None:
         _check_draw(draw)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on

@@ -35,6 +35,7 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
+    "item_store",
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
@@ -372,3 +373,96 @@ def _load_msgpack(raw: bytes, construct: Callable[[int, bytes], Any]) -> Any:
         if refused:  # ormsgpack wraps what the hook raised
             raise _refusal(f"a constructor of {refused[0]}") from None
         raise
+
+
+def item_store(value: str | None = None, *, lazy: bool = False) -> Any:
+    """The LangGraph store kept beside the checkpoints of `value`: memory that outlives a thread.
+
+    The same `value` as `checkpointer`: `"memory"` an in-memory store, a SQLite file a store in that file
+    (its own tables), a `postgresql://` URL a store in that database (the process's pool). Nodes reach it as
+    LangGraph's `get_store()`; `agentmap serve` offers it as the `/store` endpoints.
+
+    With `lazy`, nothing is opened until a node first uses the store (a run whose nodes never do pays nothing).
+
+    Raises:
+        ConfigError: As `checkpointer`.
+    """
+    if lazy:
+        return _opened_on_first_use(value)
+    target = checkpoint_target(value)
+    if target.strip().lower() == "memory":
+        from langgraph.store.memory import InMemoryStore
+
+        return InMemoryStore()
+    if target.startswith(_POSTGRES):
+        return _postgres_store(target)
+    return _sqlite_store(sqlite_path(target) or Path(target))
+
+
+def _opened_on_first_use(value: str | None) -> Any:
+    from langgraph.store.base import BaseStore
+
+    class OpenedOnFirstUse(BaseStore):
+        """`item_store(value)`, opened by the first operation."""
+
+        def __init__(self) -> None:
+            self._store: Any = None
+            self._lock = threading.Lock()
+
+        def _opened(self) -> Any:
+            with self._lock:
+                if self._store is None:
+                    self._store = item_store(value)
+                return self._store
+
+        def batch(self, ops: Any) -> Any:
+            return self._opened().batch(ops)
+
+        async def abatch(self, ops: Any) -> Any:
+            return await self._opened().abatch(ops)
+
+    return OpenedOnFirstUse()
+
+
+def _sqlite_store(path: Path) -> Any:
+    _need("langgraph.store.sqlite", "sqlite")
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    _checked_path(path)
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)  # the store commits itself
+        conn.execute("PRAGMA journal_mode=WAL")
+        store = SqliteStore(conn)
+        store.setup()
+    except sqlite3.Error as exc:
+        raise ConfigError(
+            f"cannot open the store in {path}: {exc}",
+            code="bad-checkpointer",
+            hint="name a SQLite file you can write to (a new file is created)",
+        ) from None
+    return store
+
+
+def _postgres_store(url: str) -> Any:
+    _need("langgraph.store.postgres", "postgres")
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+
+    options: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    try:
+        with psycopg.Connection.connect(url, **options) as conn:
+            _take_turns(conn)  # replicas starting together set the tables up one after another
+            try:
+                PostgresStore(conn).setup()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        return PostgresStore(_pool(url, options))
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"cannot open the Postgres store {_redact(url)}: {str(exc).strip()}",
+            code="bad-checkpointer",
+            hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
+        ) from None

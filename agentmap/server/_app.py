@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -16,8 +17,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
+from agentmap.runtime.checkpoint import item_store
 from agentmap.server._config import ServeConfig
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
+from agentmap.server._items import item_routes
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
 from agentmap.server._rebuild import rebuilder
 from agentmap.server._run_routes import run_routes
@@ -37,7 +40,8 @@ class Server:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.checkpointer = open_checkpointer(config.checkpoint)
-        self.assistants = Assistants.load(config.targets, self.checkpointer, **config.compile_options)
+        self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
+        self.assistants = Assistants.load(config.targets, self.checkpointer, store=self.items, **config.compile_options)
         self.store = open_store(config.checkpoint)
         self.runs = RunManager(
             self.store,
@@ -56,6 +60,9 @@ class Server:
             flush_observers(assistant.app)
             flush_observers(assistant.stateless)
         self.store.close()
+        items = getattr(self.items, "conn", None)
+        if isinstance(items, sqlite3.Connection):  # a SQLite file's own connection (not a shared pool)
+            items.close()
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None and hasattr(conn, "close"):
             conn.close()
@@ -117,6 +124,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(_assistant_routes(server))
     app.include_router(thread_routes(server))
     app.include_router(run_routes(server))
+    app.include_router(item_routes(server.items))
     _add_viewer(app)
     _add_errors(app)
 
@@ -126,7 +134,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             404,
             "not-supported",
             f"{request.method} /{path} is not supported by agentmap serve",
-            hint="assistants, threads, runs and stateless runs are; /openapi.json lists every endpoint",
+            hint="assistants, threads, runs, stateless runs and the store are; /openapi.json lists every endpoint",
         )
 
     if config.cors_origins:

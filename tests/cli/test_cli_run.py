@@ -309,3 +309,18 @@ def test_python_dash_m_and_console_script_agree() -> None:
         timeout=120,
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["state"]["greeting"] == "Hello, X!"
+
+
+def test_store_nodes_keep_items_between_runs_in_the_default_checkpoint_file(tmp_path: Path) -> None:
+    flows = (
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
+        'Save,Put,store_writer,"{""namespace"": [""users"", ""{user}""], ""key"": ""profile""}",user|lang,saved,\n'
+        'Load,Get,store_reader,"{""namespace"": ""users.{user}"", ""key"": ""profile""}",user,profile,\n'
+    )
+    (tmp_path / "memory.csv").write_text(flows, encoding="utf-8")
+    plain = agentmap("run", "memory.csv::Load", "--state", '{"user": "ada"}', cwd=tmp_path)
+    assert plain.code == 0 and json.loads(plain.out)["state"].get("profile") is None  # nothing kept yet
+    assert agentmap("run", "memory.csv::Save", "--state", '{"user": "ada", "lang": "pt"}', cwd=tmp_path).code == 0
+    loaded = agentmap("run", "memory.csv::Load", "--state", '{"user": "ada"}', cwd=tmp_path)  # another run
+    assert json.loads(loaded.out)["state"]["profile"] == {"user": "ada", "lang": "pt"}
+    assert (tmp_path / ".agentmap" / "runs.db").is_file()
