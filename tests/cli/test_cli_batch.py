@@ -92,6 +92,24 @@ def test_a_workflow_that_does_not_validate_exits_4(tmp_path: Path, capsys: pytes
     capsys.readouterr()
 
 
+def test_a_row_that_does_not_fit_the_header_exits_2_unless_lenient(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text('ticket_id,customer,amount\nT-1,Ada,10\nT-2,Grace\nT-3,"Linus,30\nT-4,Ken,40"\n')
+    args = ["batch", str(EXAMPLE), "-i", str(rows), "-o", str(tmp_path / "out.csv")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "rows.csv:3: the row has 2 cells but the header names 3" in err and "--lenient" in err
+    assert "Traceback" not in err
+    assert len((tmp_path / "out.csv.partial").read_text().splitlines()) == 1  # its header: no row ran
+    main([*args, "--lenient"])
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 2 and "rows.csv:3: the row has 2 cells" in err
+    assert "rows.csv:4: the quote opened in column 2 of this row is still open on line 5" in err
+    assert [r["ticket_id"] for r in _rows(tmp_path / "out.csv")] == ["T-1", "T-2", "T-3"]
+
+
 _SLOW_AGENT = """
 import time
 from agentmap import BaseAgent
