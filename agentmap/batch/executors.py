@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
-from typing import Any
+from typing import Any, NoReturn
 
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, NodeError
@@ -65,9 +65,9 @@ def execute(
         if value < 1:
             raise ConfigError(f"the {name} must be at least 1, got {value}", code="usage")
     if executor == "thread":
-        return _threads(runner or RowRunner(recipe), jobs, concurrency)
+        return _in_process(_threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":
-        return _async(runner or RowRunner(recipe), jobs, concurrency)
+        return _in_process(_async(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "process":
         return _processes(recipe, jobs, workers or default_workers(), chunk_size)
     from agentmap.batch._ray import run_on_ray
@@ -82,16 +82,80 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+class _ProcessExit(BaseException):
+    """Raised instead of ending the process when a row's code calls `os._exit` during an in-process batch."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"os._exit({status})")
+        self.status = status
+        self.row: int | None = None
+
+
+_exit_lock = threading.Lock()
+_exit_users = 0
+_real_exit = os._exit
+
+
+def _exit_in_a_row(status: int) -> NoReturn:
+    raise _ProcessExit(status)
+
+
+@contextlib.contextmanager
+def _exits_stop_the_batch() -> Iterator[None]:
+    """While rows run in this process, `os._exit` raises `_ProcessExit` in the thread that calls it.
+
+    A row that ended the process would end the command with the code it chose and no word, its journal
+    unclosed. Raised instead, it stops the batch the way a dead worker process stops a process batch. The
+    function is put back once no batch of this process runs rows in threads (a count: batches may overlap).
+    """
+    global _exit_users
+    with _exit_lock:
+        _exit_users += 1
+        os._exit = _exit_in_a_row
+    try:
+        yield
+    finally:
+        with _exit_lock:
+            _exit_users -= 1
+            if not _exit_users:
+                os._exit = _real_exit
+
+
+def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
+    """The results of rows run in this process; a row that calls `os._exit` stops the batch with `row-exited`."""
+    with _exits_stop_the_batch():
+        try:
+            yield from results
+        except _ProcessExit as exited:
+            row = f"row {exited.row}" if exited.row is not None else "a row"
+            raise NodeError(
+                f"{row} called os._exit({exited.status}), which would end the whole batch's process: the batch "
+                "stopped (rows still running are not recorded)",
+                code="row-exited",
+                hint="run again to continue (finished rows are kept); have the agent raise an error instead: its row "
+                "then fails and the batch goes on",
+            ) from None
+
+
+def _run(runner: RowRunner, job: Job) -> RowResult:
+    """Run one row, naming it in the `_ProcessExit` it may raise."""
+    try:
+        return runner.run(job)
+    except _ProcessExit as exited:
+        exited.row = job[0]
+        raise
+
+
 def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator[RowResult]:
     if concurrency == 1:
         for job in jobs:
-            yield runner.run(job)
+            yield _run(runner, job)
         return
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="agentmap-batch")
     pending: set[Future[RowResult]] = set()
     try:
         for job in jobs:
-            pending.add(pool.submit(runner.run, job))
+            pending.add(pool.submit(_run, runner, job))
             if len(pending) >= 2 * concurrency:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -119,7 +183,13 @@ def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator
 
         async def one(job: Job) -> None:
             try:
-                result = await runner.arun(job)
+                try:
+                    result = await runner.arun(job)
+                except _ProcessExit as exited:  # handed to the reader at once, which stops the batch
+                    exited.row = job[0]
+                    stop.set()
+                    results.put(exited)
+                    return
                 while not stop.is_set():
                     try:
                         results.put(result, timeout=0.05)

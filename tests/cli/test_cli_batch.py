@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap_tty
 
@@ -209,6 +210,37 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, exe
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
     assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
+
+
+_EXIT_AGENT = """
+import os
+from agentmap import BaseAgent
+
+class QuitAgent(BaseAgent):
+    def process(self, inputs):
+        if inputs.get("n") == "3" and os.environ.get("QUIT") == "yes":
+            os._exit(9)
+        return int(inputs.get("n")) * 2
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["thread", "async"])
+def test_a_row_that_calls_os_exit_stops_the_batch_with_exit_5(tmp_path: Path, executor: str) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "quit.py").write_text(_EXIT_AGENT, encoding="utf-8")
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Q,quit,n,double\n")
+    (tmp_path / "rows.csv").write_text("n\n1\n2\n3\n4\n", encoding="utf-8")
+    args = ["batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--executor", executor, "--concurrency", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    code, _, err = forked.run(*args, cwd=tmp_path, env={**env, "QUIT": "yes"})
+    assert code == 5, err
+    assert "error[row-exited]: row 3 called os._exit(9)" in err and "Traceback" not in err
+    journal = (tmp_path / "out.csv.partial").read_text(encoding="utf-8").splitlines()
+    assert len(journal) == 3  # its header and the rows before the third: kept for the next run
+    code, _, err = forked.run(*args, "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert [int(r["double"]) for r in _rows(tmp_path / "out.csv")] == [2, 4, 6, 8]
 
 
 @pytest.mark.slow
