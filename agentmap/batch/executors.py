@@ -16,8 +16,9 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
-from typing import Any, NoReturn
+from typing import Any
 
+from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.events import flush_observers
@@ -82,51 +83,12 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-class _ProcessExit(BaseException):
-    """Raised instead of ending the process when a row's code calls `os._exit` during an in-process batch."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(f"os._exit({status})")
-        self.status = status
-        self.row: int | None = None
-
-
-_exit_lock = threading.Lock()
-_exit_users = 0
-_real_exit = os._exit
-
-
-def _exit_in_a_row(status: int) -> NoReturn:
-    raise _ProcessExit(status)
-
-
-@contextlib.contextmanager
-def _exits_stop_the_batch() -> Iterator[None]:
-    """While rows run in this process, `os._exit` raises `_ProcessExit` in the thread that calls it.
-
-    A row that ended the process would end the command with the code it chose and no word, its journal
-    unclosed. Raised instead, it stops the batch the way a dead worker process stops a process batch. The
-    function is put back once no batch of this process runs rows in threads (a count: batches may overlap).
-    """
-    global _exit_users
-    with _exit_lock:
-        _exit_users += 1
-        os._exit = _exit_in_a_row
-    try:
-        yield
-    finally:
-        with _exit_lock:
-            _exit_users -= 1
-            if not _exit_users:
-                os._exit = _real_exit
-
-
 def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
     """The results of rows run in this process; a row that calls `os._exit` stops the batch with `row-exited`."""
-    with _exits_stop_the_batch():
+    with exits_stop_the_batch.active():
         try:
             yield from results
-        except _ProcessExit as exited:
+        except ProcessExit as exited:
             row = f"row {exited.row}" if exited.row is not None else "a row"
             raise NodeError(
                 f"{row} called os._exit({exited.status}), which would end the whole batch's process: the batch "
@@ -138,10 +100,10 @@ def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
 
 
 def _run(runner: RowRunner, job: Job) -> RowResult:
-    """Run one row, naming it in the `_ProcessExit` it may raise."""
+    """Run one row, naming it in the `ProcessExit` it may raise."""
     try:
         return runner.run(job)
-    except _ProcessExit as exited:
+    except ProcessExit as exited:
         exited.row = job[0]
         raise
 
@@ -185,7 +147,7 @@ def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator
             try:
                 try:
                     result = await runner.arun(job)
-                except _ProcessExit as exited:  # handed to the reader at once, which stops the batch
+                except ProcessExit as exited:  # handed to the reader at once, which stops the batch
                     exited.row = job[0]
                     stop.set()
                     results.put(exited)
@@ -306,13 +268,21 @@ def run_chunk(runner: RowRunner, chunk: list[Job]) -> list[RowResult]:
 
 def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int) -> Iterator[RowResult]:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("forkserver")
     # Workers fork from a server that has imported LangGraph once (no threads start at import): a pool's start-up
     # is then a fork and a compile, not a second or more of imports per worker.
     context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api", "agentmap.runtime.compiler"])
+    with quiet_resource_tracker.active():
+        yield from _pool(context, recipe, jobs, workers, chunk_size)
+
+
+def _pool(
+    context: Any, recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int
+) -> Iterator[RowResult]:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe, os.getpid()))
     pending: set[Future[list[RowResult]]] = set()
     try:

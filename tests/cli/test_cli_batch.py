@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import forked
@@ -135,8 +136,13 @@ def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
     return [*command, "--concurrency", "4", "--json"], env
 
 
-def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> tuple[int, str, str]:
-    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr."""
+def _start_and_stop(
+    folder: Path, command: list[str], env: dict[str, str], sig: int, whom: Callable[[int], int] = lambda pid: pid
+) -> tuple[int, str, str]:
+    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr.
+
+    `whom`: the process to send it to, from the command's pid (default: the command).
+    """
     out, err = folder / "stdout.txt", folder / "stderr.txt"
     with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
         proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
@@ -144,8 +150,8 @@ def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
         time.sleep(0.02)
-    os.kill(proc.pid, sig)
-    code = proc.wait(timeout=20)
+    os.kill(whom(proc.pid), sig)
+    code = proc.wait(timeout=60)
     return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
 
@@ -193,6 +199,31 @@ def test_kill_9_of_a_process_batch_leaves_no_worker_behind(tmp_path: Path) -> No
     command += ["--executor", "process", "--workers", "2", "--chunk-size", "2"]
     _start_and_stop(tmp_path, command, env, signal.SIGKILL)
     # Workers, the fork server and the resource tracker end by themselves once the command is gone.
+    assert _gone(tmp_path) == []
+    # ... and say nothing on the terminal the command had (the tracker warned of leaked semaphores).
+    err = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+    assert "Warning" not in err and "Traceback" not in err, err
+
+
+def _resource_tracker(pid: int) -> int:
+    """The multiprocessing resource tracker that the process `pid` started."""
+    for entry in Path("/proc").iterdir():
+        try:
+            child = entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid)
+            if child and b"resource_tracker" in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"process {pid} has no resource tracker")
+
+
+@pytest.mark.slow
+def test_a_killed_resource_tracker_prints_no_traceback(tmp_path: Path) -> None:
+    command, env = _slow_batch(tmp_path)
+    command += ["--executor", "process", "--workers", "2", "--chunk-size", "2"]
+    code, out, err = _start_and_stop(tmp_path, command, env, signal.SIGKILL, whom=_resource_tracker)
+    assert code == 0 and json.loads(out)["ran"] == 200
+    assert "Traceback" not in err and "Warning" not in err, err
     assert _gone(tmp_path) == []
 
 
