@@ -13,9 +13,11 @@ import os
 import queue
 import select
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
@@ -239,6 +241,9 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     from multiprocessing import forkserver, resource_tracker
 
     def stop() -> None:
+        server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        if server is not None:
+            _stop_children(server, timeout)
         for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
             stop_helper = getattr(helper, "_stop", None)
             if stop_helper is not None:
@@ -248,6 +253,44 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     stopper = threading.Thread(target=stop, name="agentmap-batch-stop", daemon=True)
     stopper.start()
     stopper.join(timeout)
+
+
+def _stop_children(server: int, timeout: float) -> None:
+    """Stop the processes the fork server started that still run, and wait for them (at most `timeout` seconds).
+
+    A pool joins the workers it knows; a worker whose start Ctrl-C cut short (forked, not yet recorded by the
+    pool) is known only to the fork server. It would end once the command has gone (it watches the command's
+    process), but after the command had exited. Linux only (the server's children are read from /proc, waited for
+    on pidfds); elsewhere nothing to do.
+    """
+    import signal
+
+    try:
+        pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
+    except (OSError, ValueError):
+        return
+    watched = []
+    for pid in pids:
+        try:
+            handle = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # gone already, or no pidfd
+            continue
+        try:
+            signal.pidfd_send_signal(handle, signal.SIGTERM)
+        except OSError:  # ended meanwhile
+            os.close(handle)
+            continue
+        watched.append(handle)
+    deadline = time.monotonic() + timeout
+    try:
+        while watched and (left := deadline - time.monotonic()) > 0:
+            ended, _, _ = select.select(watched, [], [], left)
+            watched = [w for w in watched if w not in ended]
+            for handle in ended:
+                os.close(handle)
+    finally:
+        for handle in watched:
+            os.close(handle)
 
 
 def _run_chunk(chunk: list[Job]) -> list[RowResult]:
