@@ -96,8 +96,9 @@ def _problem(warn: Warn | None, message: str, hint: str) -> None:
 
 def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        # Strict: a quote left open to the end of the file, or text after a closing quote, is an error.
-        reader = csv.reader(handle, strict=warn is None)
+        # Strict: a quote left open to the end of the file, or text after a closing quote, is an error (also when
+        # lenient: no reading of such a file as rows is better than another).
+        reader = csv.reader(handle, strict=True)
         start = 1
         try:
             header = next(reader, None)
