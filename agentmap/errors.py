@@ -151,6 +151,7 @@ class ErrorCode(StrEnum):
     LLM_TIMEOUT = "llm-timeout"
     ORCHESTRATION_FAILED = "orchestration-failed"
     WORKER_DIED = "worker-died"
+    ROW_EXITED = "row-exited"
     # evaluation files
     BAD_SCENARIOS = "bad-scenarios"
     BAD_CONVERSATION_LOG = "bad-conversation-log"

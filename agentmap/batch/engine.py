@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,7 +14,7 @@ from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import EXECUTORS, default_workers, execute
 from agentmap.batch.resume import PartialFile
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
-from agentmap.batch.tables import read_rows
+from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError
 
 __all__ = ["BatchInterrupted", "BatchResult", "Progress", "batch", "parse_rate", "run_batch"]
@@ -131,15 +132,31 @@ def parse_rate(text: str | float) -> float:
     return value
 
 
-def _row_source(rows: Any, sheet: str | None) -> tuple[RowSource, str]:
+def _row_source(rows: Any, sheet: str | None, warn: Warn | None) -> tuple[RowSource, str]:
     if isinstance(rows, str | Path):
         path = Path(rows)
-        return (lambda: read_rows(path, sheet=sheet)), str(path)
+        return (lambda: read_rows(path, sheet=sheet, warn=warn)), str(path)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         records = rows.to_dict("records")
         return (lambda: iter(records)), "the DataFrame"
     listed = rows if isinstance(rows, Sequence) else list(rows)
     return (lambda: iter(listed)), "the rows"
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=2)
+
+
+def _once(warn: Warn) -> Warn:
+    """`warn`, told each message once (the input is read more than once)."""
+    told: set[str] = set()
+
+    def once(message: str) -> None:
+        if message not in told:
+            told.add(message)
+            warn(message)
+
+    return once
 
 
 def batch(
@@ -163,6 +180,8 @@ def batch(
     sheet: str | None = None,
     keep_rows: bool = True,
     progress: Progress | None = None,
+    lenient: bool = False,
+    on_warning: Warn | None = None,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -191,6 +210,9 @@ def batch(
         sheet: The Excel sheet to read (default: the first).
         keep_rows: Keep every `RowResult` in `BatchResult.rows` (False for tables larger than memory).
         progress: Told the counts and each result (the command line's progress bar).
+        lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
+            open) as they stand, with a warning each, instead of refusing the table.
+        on_warning: Told each such warning once (default: `warnings.warn`).
         **compile_options: Passed to `agentmap.compile` (`success_policy`, `functions_dir`, `settings`, ...).
 
     Raises:
@@ -218,7 +240,7 @@ def batch(
         list(outputs) if outputs is not None else None,
         f"sqlite:{checkpoint}" if checkpoint is not None else None,
     )
-    row_source, name = _row_source(rows, sheet)
+    row_source, name = _row_source(rows, sheet, _once(on_warning or _warn) if lenient else None)
     return run_batch(
         recipe,
         row_source,

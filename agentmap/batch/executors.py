@@ -13,11 +13,14 @@ import os
 import queue
 import select
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
+from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, NodeError
 from agentmap.runtime.events import flush_observers
@@ -65,9 +68,9 @@ def execute(
         if value < 1:
             raise ConfigError(f"the {name} must be at least 1, got {value}", code="usage")
     if executor == "thread":
-        return _threads(runner or RowRunner(recipe), jobs, concurrency)
+        return _in_process(_threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":
-        return _async(runner or RowRunner(recipe), jobs, concurrency)
+        return _in_process(_async(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "process":
         return _processes(recipe, jobs, workers or default_workers(), chunk_size)
     from agentmap.batch._ray import run_on_ray
@@ -82,16 +85,41 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
+    """The results of rows run in this process; a row that calls `os._exit` stops the batch with `row-exited`."""
+    with exits_stop_the_batch.active():
+        try:
+            yield from results
+        except ProcessExit as exited:
+            row = f"row {exited.row}" if exited.row is not None else "a row"
+            raise NodeError(
+                f"{row} called os._exit({exited.status}), which would end the whole batch's process: the batch "
+                "stopped (rows still running are not recorded)",
+                code="row-exited",
+                hint="run again to continue (finished rows are kept); have the agent raise an error instead: its row "
+                "then fails and the batch goes on",
+            ) from None
+
+
+def _run(runner: RowRunner, job: Job) -> RowResult:
+    """Run one row, naming it in the `ProcessExit` it may raise."""
+    try:
+        return runner.run(job)
+    except ProcessExit as exited:
+        exited.row = job[0]
+        raise
+
+
 def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator[RowResult]:
     if concurrency == 1:
         for job in jobs:
-            yield runner.run(job)
+            yield _run(runner, job)
         return
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="agentmap-batch")
     pending: set[Future[RowResult]] = set()
     try:
         for job in jobs:
-            pending.add(pool.submit(runner.run, job))
+            pending.add(pool.submit(_run, runner, job))
             if len(pending) >= 2 * concurrency:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -119,7 +147,13 @@ def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator
 
         async def one(job: Job) -> None:
             try:
-                result = await runner.arun(job)
+                try:
+                    result = await runner.arun(job)
+                except ProcessExit as exited:  # handed to the reader at once, which stops the batch
+                    exited.row = job[0]
+                    stop.set()
+                    results.put(exited)
+                    return
                 while not stop.is_set():
                     try:
                         results.put(result, timeout=0.05)
@@ -207,6 +241,9 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     from multiprocessing import forkserver, resource_tracker
 
     def stop() -> None:
+        server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        if server is not None:
+            _stop_children(server, timeout)
         for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
             stop_helper = getattr(helper, "_stop", None)
             if stop_helper is not None:
@@ -216,6 +253,44 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     stopper = threading.Thread(target=stop, name="agentmap-batch-stop", daemon=True)
     stopper.start()
     stopper.join(timeout)
+
+
+def _stop_children(server: int, timeout: float) -> None:
+    """Stop the processes the fork server started that still run, and wait for them (at most `timeout` seconds).
+
+    A pool joins the workers it knows; a worker whose start Ctrl-C cut short (forked, not yet recorded by the
+    pool) is known only to the fork server. It would end once the command has gone (it watches the command's
+    process), but after the command had exited. Linux only (the server's children are read from /proc, waited for
+    on pidfds); elsewhere nothing to do.
+    """
+    import signal
+
+    try:
+        pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
+    except (OSError, ValueError):
+        return
+    watched = []
+    for pid in pids:
+        try:
+            handle = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # gone already, or no pidfd
+            continue
+        try:
+            signal.pidfd_send_signal(handle, signal.SIGTERM)
+        except OSError:  # ended meanwhile
+            os.close(handle)
+            continue
+        watched.append(handle)
+    deadline = time.monotonic() + timeout
+    try:
+        while watched and (left := deadline - time.monotonic()) > 0:
+            ended, _, _ = select.select(watched, [], [], left)
+            watched = [w for w in watched if w not in ended]
+            for handle in ended:
+                os.close(handle)
+    finally:
+        for handle in watched:
+            os.close(handle)
 
 
 def _run_chunk(chunk: list[Job]) -> list[RowResult]:
@@ -236,13 +311,21 @@ def run_chunk(runner: RowRunner, chunk: list[Job]) -> list[RowResult]:
 
 def _processes(recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int) -> Iterator[RowResult]:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("forkserver")
     # Workers fork from a server that has imported LangGraph once (no threads start at import): a pool's start-up
     # is then a fork and a compile, not a second or more of imports per worker.
     context.set_forkserver_preload(["agentmap.batch.executors", "agentmap.runtime.api", "agentmap.runtime.compiler"])
+    with quiet_resource_tracker.active():
+        yield from _pool(context, recipe, jobs, workers, chunk_size)
+
+
+def _pool(
+    context: Any, recipe: WorkflowRecipe, jobs: Iterator[Job], workers: int, chunk_size: int
+) -> Iterator[RowResult]:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe, os.getpid()))
     pending: set[Future[list[RowResult]]] = set()
     try:

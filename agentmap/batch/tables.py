@@ -13,13 +13,13 @@ import csv
 import datetime
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import ConfigError, WorkflowFileError
 
-__all__ = ["FORMATS", "TableWriter", "cell_text", "open_writer", "read_rows", "table_format"]
+__all__ = ["FORMATS", "TableWriter", "Warn", "cell_text", "open_writer", "read_rows", "table_format"]
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".xlsx": "excel"}
 """File extension -> table format."""
@@ -51,8 +51,18 @@ def _missing(path: Path, extra: str, module: str) -> ConfigError:
     )
 
 
-def read_rows(path: Path, *, sheet: str | None = None) -> Iterator[dict[str, Any]]:
+Warn = Callable[[str], None]
+"""Told of a row that the reader reads as it stands instead of refusing it (`--lenient`)."""
+
+
+def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None) -> Iterator[dict[str, Any]]:
     """Yield the data rows of an input table, one dict per row, in order.
+
+    Args:
+        path: The table.
+        sheet: The Excel sheet (default: the first).
+        warn: Lenient reading: a row that does not fit the header (too few or too many cells, a quote left
+            open) is passed to `warn` as a message and read as it stands. Without it, such a row is an error.
 
     Raises:
         WorkflowFileError: The file does not exist (exit code 3).
@@ -66,37 +76,101 @@ def read_rows(path: Path, *, sheet: str | None = None) -> Iterator[dict[str, Any
             hint="name a .csv, .jsonl, .parquet or .xlsx file of rows",
         )
     if kind == "csv":
-        return _read_csv(path)
+        return _read_csv(path, warn)
     if kind == "jsonl":
         return _read_jsonl(path)
     if kind == "parquet":
         return _read_parquet(path)
-    return _read_excel(path, sheet)
+    return _read_excel(path, sheet, warn)
 
 
-def _read_csv(path: Path) -> Iterator[dict[str, Any]]:
+_LENIENT = "or pass --lenient to run such rows as they stand"
+
+
+def _problem(warn: Warn | None, message: str, hint: str) -> None:
+    """Refuse a row that does not fit its table, or only warn of it when reading leniently."""
+    if warn is None:
+        raise ConfigError(message, code="bad-input", hint=hint)
+    warn(message)
+
+
+def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
+        # Strict: a quote left open to the end of the file, or text after a closing quote, is an error (also when
+        # lenient: no reading of such a file as rows is better than another).
+        reader = csv.reader(handle, strict=True)
+        start = 1
         try:
             header = next(reader, None)
             if header is None:
                 return
             names = [h.strip() for h in header]
             _check_header(path, names)
-            for cells in reader:
+            while True:
+                start = reader.line_num + 1
+                cells = next(reader, None)
+                if cells is None:
+                    return
                 if not any(c.strip() for c in cells):
                     continue
-                if len(cells) > len(names):
-                    raise ConfigError(
-                        f"{path}:{reader.line_num}: the row has {len(cells)} cells but the header names {len(names)}",
-                        code="bad-input",
-                        hint="quote cells that contain commas, or add a header for the extra column",
-                    )
+                _check_cells(path, start, cells, len(names), warn)
                 yield {name: cells[i] if i < len(cells) else "" for i, name in enumerate(names)}
         except csv.Error as exc:
-            raise ConfigError(f"{path}:{reader.line_num}: not valid CSV: {exc}", code="bad-input") from None
+            what = "a quote opened in this row is never closed" if "end of data" in str(exc) else exc
+            raise ConfigError(
+                f"{path}:{start}: not valid CSV in the row starting on this line: {what}",
+                code="bad-input",
+                hint='close every quote you open; a quote inside a cell is doubled in a quoted cell: "say ""hi"""',
+            ) from None
         except UnicodeDecodeError:
             raise ConfigError(f"{path} is not UTF-8 text", code="bad-input", hint="save it as UTF-8 CSV") from None
+
+
+def _check_cells(path: Path, line: int, cells: list[str], width: int, warn: Warn | None) -> None:
+    """A row of the header's width, with no quote that ran on over whole rows."""
+    swallowed = _swallowed(cells, width)
+    if swallowed is not None:
+        column, offset = swallowed
+        _problem(
+            warn,
+            f"{path}:{line}: the quote opened in column {column} of this row is still open on line {line + offset}, "
+            "which reads as a row of its own: the lines in between would be one cell",
+            f"close the quote on line {line}; a cell meant to span lines must not hold lines that look like rows, "
+            + _LENIENT,
+        )
+    elif len(cells) > width:
+        _problem(
+            warn,
+            f"{path}:{line}: the row has {len(cells)} cells but the header names {width}",
+            f"quote cells that contain commas, or add a header for the extra column, {_LENIENT} (extra cells dropped)",
+        )
+    elif len(cells) < width:
+        _problem(
+            warn,
+            f"{path}:{line}: the row has {len(cells)} cell{'s' if len(cells) != 1 else ''} but the header names "
+            f"{width}",
+            f"add the missing cells (an empty cell is nothing between two commas), {_LENIENT} (missing cells empty)",
+        )
+
+
+def _swallowed(cells: list[str], width: int) -> tuple[int, int] | None:
+    """Where a quote left open ran on over a whole row: the cell's column and the line offset of that row.
+
+    A quoted cell may span lines. One of its later lines that reads as a row of the header's width is taken
+    for a row the quote swallowed when the cell is the row's last (the swallowed text then ends the row, so the
+    row still has the header's width) or when the row does not have the header's width anyway. A table of one
+    column has no such sign.
+    """
+    if width < 2:
+        return None
+    for column, cell in enumerate(cells, start=1):
+        if column != len(cells) and len(cells) == width:
+            continue
+        lines = cell.splitlines()
+        for offset, text in enumerate(lines[1:], start=1):
+            if len(next(csv.reader([text]), [])) == width:
+                return column, offset
+    return None
 
 
 def _check_header(path: Path, names: Sequence[str]) -> None:
@@ -147,9 +221,10 @@ def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
             yield from batch.to_pylist()
 
 
-def _read_excel(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
+def _read_excel(path: Path, sheet: str | None, warn: Warn | None) -> Iterator[dict[str, Any]]:
     try:
         import openpyxl
+        from openpyxl.utils import get_column_letter
     except ImportError:
         raise _missing(path, "excel", "openpyxl") from None
     try:
@@ -163,7 +238,8 @@ def _read_excel(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
                 code="bad-input",
                 hint="pass --sheet with one of those names",
             )
-        rows = (book[sheet] if sheet is not None else book.worksheets[0]).iter_rows(values_only=True)
+        table = book[sheet] if sheet is not None else book.worksheets[0]
+        rows = table.iter_rows(values_only=True)
         header = next(rows, None)
         if header is None:
             return
@@ -171,12 +247,24 @@ def _read_excel(path: Path, sheet: str | None) -> Iterator[dict[str, Any]]:
         while names and not names[-1]:
             names.pop()
         _check_header(path, names)
-        for values in rows:
-            if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
+        for number, values in enumerate(rows, start=(table.min_row or 1) + 1):
+            if all(_empty(v) for v in values):
                 continue
+            extra = next((i for i in range(len(names), len(values)) if not _empty(values[i])), None)
+            if extra is not None:
+                letter = get_column_letter(extra + 1)
+                _problem(
+                    warn,
+                    f"{path}, row {number}: cell {letter}{number} holds a value but column {letter} has no header",
+                    f"add a header for column {letter}, or move the value, {_LENIENT} (such cells dropped)",
+                )
             yield {name: values[i] if i < len(values) else None for i, name in enumerate(names)}
     finally:
         book.close()
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def cell_text(value: Any) -> str:

@@ -127,6 +127,10 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
     )
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n    --lenient: the row runs as it stands\n")
+
+
 def _stop_workers() -> None:
     """Stop the worker processes this command started (Ray, or a process pool's helpers), ignoring Ctrl-C.
 
@@ -168,6 +172,7 @@ def batch_command(
     debug: bool,
     trace: str | None = None,
     trace_content: bool = False,
+    lenient: bool = False,
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
@@ -214,6 +219,8 @@ def batch_command(
             keep_rows=False,
             progress=progress,
             tracing=tracing,
+            lenient=lenient,
+            on_warning=_warn,
             **settings.compile_options(),
             **settings.policy_options(),
         )
@@ -302,6 +309,10 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--ray-address", help="The Ray cluster (default: a local Ray).")
         ] = None,
         redo_failed: Annotated[bool, typer.Option("--redo-failed", help="Rerun the rows that failed before.")] = False,
+        lenient: Annotated[
+            bool,
+            typer.Option("--lenient", help="Run input rows that do not fit the header as they stand, with a warning."),
+        ] = False,
         rate_limit: Annotated[
             str | None,
             typer.Option("--rate-limit", metavar="RATE", help="LLM requests per model provider, e.g. 5/s or 300/min."),
@@ -346,5 +357,6 @@ def register(app: typer.Typer) -> None:
             debug=debug,
             trace=trace,
             trace_content=trace_content,
+            lenient=lenient,
         )
         raise typer.Exit(code)

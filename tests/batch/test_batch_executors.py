@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import forked
 import pytest
 from batch_helpers import shout_flow, words
 
@@ -31,3 +32,28 @@ def test_process_matches_thread(tmp_path: Path) -> None:
     threads = agentmap.batch(flow, ROWS)
     processes = agentmap.batch(flow, ROWS, executor="process", workers=2, chunk_size=2)
     assert comparable(processes) == comparable(threads)
+
+
+_ORPHAN = """
+import multiprocessing, os, time
+from agentmap._cli_api import stop_worker_processes
+
+# A worker the fork server started but no pool recorded (Ctrl-C cut its start short).
+orphan = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(60,))
+orphan.start()
+started = time.monotonic()
+stop_worker_processes()
+try:
+    state = open(f"/proc/{orphan.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+except OSError:
+    state = "gone"
+print(state, time.monotonic() - started < 10)
+"""
+
+
+@pytest.mark.slow
+def test_stopping_the_workers_stops_what_the_fork_server_started(tmp_path: Path) -> None:
+    code, out, err = forked.python(_ORPHAN, cwd=tmp_path)
+    assert code == 0, err
+    state, quick = out.split()
+    assert state in ("gone", "Z") and quick == "True"  # ended (a zombie is ended, waiting to be reaped)

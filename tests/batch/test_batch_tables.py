@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,66 @@ def test_mistakes_in_tables(tmp_path: Path) -> None:
         agentmap.batch(flow, bad)
     with pytest.raises(ConfigError, match="has no sheet 'Nope'"):
         agentmap.batch(flow, _write(tmp_path / "rows.xlsx", ROWS), sheet="Nope")
+
+
+# Each table: (its text, where the mistake is reported, what the message says, the rows a lenient read runs)
+BAD_CSV = {
+    "short": ("word,n\na,1\nb\nc,3\n", "short.csv:3:", "1 cell but the header names 2", ["a", "b", "c"]),
+    "long": ("word,n\na,1\nb,2,x\n", "long.csv:3:", "3 cells but the header names 2", ["a", "b"]),
+    "open": ('word,n\na,"1\nb,2\nc,3\n', "open.csv:2:", "never closed", None),
+    "late": ('word,n\na,"1\nb,2"\nc,3\n', "late.csv:2:", "still open on line 3", ["a", "c"]),
+    "after": ('word,n\na,"1"x\nb,2\n', "after.csv:2:", "',' expected after", None),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CSV))
+def test_a_csv_row_that_does_not_fit_its_header_is_refused_with_its_line(tmp_path: Path, name: str) -> None:
+    text, where, words, lenient = BAD_CSV[name]
+    source = tmp_path / f"{name}.csv"
+    source.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(words)) as caught:
+        list(read_rows(source))
+    assert str(caught.value).startswith(f"{tmp_path / where}") and caught.value.code == "bad-input"
+    if lenient is None:  # not readable as rows at all: refused even when lenient
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            list(read_rows(source, warn=print))
+        return
+    told: list[str] = []
+    rows = list(read_rows(source, warn=told.append))
+    assert [r["word"] for r in rows] == lenient and len(told) == 1 and words in told[0]
+
+
+def test_a_multi_line_cell_is_a_cell(tmp_path: Path) -> None:
+    source = tmp_path / "notes.csv"
+    source.write_text('word,n\n"two\nlines, and a comma",1\nb,2\n', encoding="utf-8")
+    assert [r["word"] for r in read_rows(source)] == ["two\nlines, and a comma", "b"]
+
+
+def test_lenient_batch_warns_once_per_row_and_runs_it(tmp_path: Path) -> None:
+    source = tmp_path / "rows.csv"
+    source.write_text("word,n\na,1\nb\n", encoding="utf-8")
+    flow = shout_flow(tmp_path)
+    with pytest.raises(ConfigError, match=r"rows\.csv:3: the row has 1 cell"):
+        agentmap.batch(flow, source)
+    told: list[str] = []
+    result = agentmap.batch(flow, source, output=tmp_path / "out.csv", lenient=True, on_warning=told.append)
+    assert result.successes == 2 and len(told) == 1  # the input is read three times, the warning given once
+    assert [r["n"] for r in read_rows(tmp_path / "out.csv")] == ["1", ""]
+    with pytest.warns(UserWarning, match="rows.csv:3"):
+        agentmap.batch(flow, source, lenient=True)
+
+
+def test_an_excel_value_outside_the_header_is_refused(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    book.active.append(["word", "n"])
+    book.active.append(["a", 1])
+    book.active.append(["b", 2, "stray"])
+    book.save(tmp_path / "rows.xlsx")
+    with pytest.raises(ConfigError, match=r"rows.xlsx, row 3: cell C3 holds a value but column C has no header"):
+        list(read_rows(tmp_path / "rows.xlsx"))
+    told: list[str] = []
+    assert [r["word"] for r in read_rows(tmp_path / "rows.xlsx", warn=told.append)] == ["a", "b"] and len(told) == 1
 
 
 def test_an_output_that_is_not_a_batch_output_is_never_overwritten(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap_tty
 
@@ -92,6 +94,24 @@ def test_a_workflow_that_does_not_validate_exits_4(tmp_path: Path, capsys: pytes
     capsys.readouterr()
 
 
+def test_a_row_that_does_not_fit_the_header_exits_2_unless_lenient(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text('ticket_id,customer,amount\nT-1,Ada,10\nT-2,Grace\nT-3,"Linus,30\nT-4,Ken,40"\n')
+    args = ["batch", str(EXAMPLE), "-i", str(rows), "-o", str(tmp_path / "out.csv")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "rows.csv:3: the row has 2 cells but the header names 3" in err and "--lenient" in err
+    assert "Traceback" not in err
+    assert len((tmp_path / "out.csv.partial").read_text().splitlines()) == 1  # its header: no row ran
+    main([*args, "--lenient"])
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 2 and "rows.csv:3: the row has 2 cells" in err
+    assert "rows.csv:4: the quote opened in column 2 of this row is still open on line 5" in err
+    assert [r["ticket_id"] for r in _rows(tmp_path / "out.csv")] == ["T-1", "T-2", "T-3"]
+
+
 _SLOW_AGENT = """
 import time
 from agentmap import BaseAgent
@@ -116,8 +136,13 @@ def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
     return [*command, "--concurrency", "4", "--json"], env
 
 
-def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: int) -> tuple[int, str, str]:
-    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr."""
+def _start_and_stop(
+    folder: Path, command: list[str], env: dict[str, str], sig: int, whom: Callable[[int], int] = lambda pid: pid
+) -> tuple[int, str, str]:
+    """Start the batch, send `sig` once its .partial file holds 30 rows; exit code, stdout and stderr.
+
+    `whom`: the process to send it to, from the command's pid (default: the command).
+    """
     out, err = folder / "stdout.txt", folder / "stderr.txt"
     with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
         proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
@@ -125,8 +150,8 @@ def _start_and_stop(folder: Path, command: list[str], env: dict[str, str], sig: 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
         time.sleep(0.02)
-    os.kill(proc.pid, sig)
-    code = proc.wait(timeout=20)
+    os.kill(whom(proc.pid), sig)
+    code = proc.wait(timeout=60)
     return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
 
@@ -175,6 +200,31 @@ def test_kill_9_of_a_process_batch_leaves_no_worker_behind(tmp_path: Path) -> No
     _start_and_stop(tmp_path, command, env, signal.SIGKILL)
     # Workers, the fork server and the resource tracker end by themselves once the command is gone.
     assert _gone(tmp_path) == []
+    # ... and say nothing on the terminal the command had (the tracker warned of leaked semaphores).
+    err = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+    assert "Warning" not in err and "Traceback" not in err, err
+
+
+def _resource_tracker(pid: int) -> int:
+    """The multiprocessing resource tracker that the process `pid` started."""
+    for entry in Path("/proc").iterdir():
+        try:
+            child = entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid)
+            if child and b"resource_tracker" in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"process {pid} has no resource tracker")
+
+
+@pytest.mark.slow
+def test_a_killed_resource_tracker_prints_no_traceback(tmp_path: Path) -> None:
+    command, env = _slow_batch(tmp_path)
+    command += ["--executor", "process", "--workers", "2", "--chunk-size", "2"]
+    code, out, err = _start_and_stop(tmp_path, command, env, signal.SIGKILL, whom=_resource_tracker)
+    assert code == 0 and json.loads(out)["ran"] == 200
+    assert "Traceback" not in err and "Warning" not in err, err
+    assert _gone(tmp_path) == []
 
 
 @pytest.mark.slow
@@ -191,6 +241,37 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, exe
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
     assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
+
+
+_EXIT_AGENT = """
+import os
+from agentmap import BaseAgent
+
+class QuitAgent(BaseAgent):
+    def process(self, inputs):
+        if inputs.get("n") == "3" and os.environ.get("QUIT") == "yes":
+            os._exit(9)
+        return int(inputs.get("n")) * 2
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["thread", "async"])
+def test_a_row_that_calls_os_exit_stops_the_batch_with_exit_5(tmp_path: Path, executor: str) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "quit.py").write_text(_EXIT_AGENT, encoding="utf-8")
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Q,quit,n,double\n")
+    (tmp_path / "rows.csv").write_text("n\n1\n2\n3\n4\n", encoding="utf-8")
+    args = ["batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--executor", executor, "--concurrency", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    code, _, err = forked.run(*args, cwd=tmp_path, env={**env, "QUIT": "yes"})
+    assert code == 5, err
+    assert "error[row-exited]: row 3 called os._exit(9)" in err and "Traceback" not in err
+    journal = (tmp_path / "out.csv.partial").read_text(encoding="utf-8").splitlines()
+    assert len(journal) == 3  # its header and the rows before the third: kept for the next run
+    code, _, err = forked.run(*args, "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert [int(r["double"]) for r in _rows(tmp_path / "out.csv")] == [2, 4, 6, 8]
 
 
 @pytest.mark.slow
