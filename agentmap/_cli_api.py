@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentmap.agents._agent_log import is_trace
     from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
     from agentmap.batch.executors import stop_worker_processes
@@ -49,9 +50,10 @@ if TYPE_CHECKING:
     from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = [  # noqa: RUF022 (grouped by command)
-    # settings (every command)
+    # settings (every command), and the logging they configure
     "Settings",
     "load_settings",
+    "is_trace",
     # run, validate, inspect, export, scaffold
     "FuncRef",
     "Targets",
@@ -106,6 +108,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
 _HOMES = {
     "Settings": "agentmap.config",
     "load_settings": "agentmap.config",
+    "is_trace": "agentmap.agents._agent_log",
     "FuncRef": "agentmap.spec.models",
     "Targets": "agentmap.spec.models",
     "normalize_type": "agentmap.agents.registry",
