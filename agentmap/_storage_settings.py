@@ -12,11 +12,11 @@ __all__ = ["absolute_storage_paths", "read_storage_file"]
 
 
 def absolute_storage_paths(storage: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    """`storage.core.base_directory`, each `<kind>.default_directory` and `<kind>.base_directory` made absolute.
+    """`storage.core.base_directory`, each `<kind>.default_directory` and `file.base_directory` made absolute.
 
     As in the existing AgentMap, a default_directory is relative to base_directory when one is set (and may
-    repeat it: `data/csv` under `data`); a kind's own base_directory (its file reader and writer read
-    `file.base_directory`) is relative to `base`, whatever core's is.
+    repeat it: `data/csv` under `data`); `file.base_directory` (the folder of its file reader and writer) is
+    relative to `base`, whatever core's is.
     """
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in storage.items()}
     core = out.get("core")
@@ -28,7 +28,7 @@ def absolute_storage_paths(storage: Mapping[str, Any], base: Path) -> dict[str, 
     for kind, section in out.items():
         if kind == "core" or not isinstance(section, dict):
             continue
-        if section.get("base_directory"):  # a kind's own folder (the existing AgentMap's key): not under core's
+        if kind == "file" and section.get("base_directory"):  # the existing AgentMap's file folder: not under core's
             section["base_directory"] = str((base / Path(str(section["base_directory"])).expanduser()).resolve())
         if not section.get("default_directory"):
             continue
