@@ -180,8 +180,9 @@ class AgentRegistry:
             for index in reversed(list(self._folders.values())):
                 for path in index.candidates(key):
                     if path in self._imported:  # taken back by another folder meanwhile
-                        self._types.update({k: v for k, v in self._imported[path].items() if k not in self._types})
-                        self._origin.update(dict.fromkeys(self._imported[path], path))
+                        back = {k: v for k, v in self._imported[path].items() if k not in self._types}
+                        self._types.update(back)
+                        self._origin.update(dict.fromkeys(back, path))
                     else:
                         self._import(index.folder, path, key)
                     found = self._types.get(key)
