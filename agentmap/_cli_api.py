@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentmap.agents._agent_log import is_trace
     from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
     from agentmap.batch.executors import stop_worker_processes
     from agentmap.config import Settings, load_settings
-    from agentmap.interface.agent import ACTIVE_AGENT_ENV, agent_for, load_active_agent
+    from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
     from agentmap.interface.chat import ask, chat_loop
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
@@ -49,9 +50,10 @@ if TYPE_CHECKING:
     from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = [  # noqa: RUF022 (grouped by command)
-    # settings (every command)
+    # settings (every command), and the logging they configure
     "Settings",
     "load_settings",
+    "is_trace",
     # run, validate, inspect, export, scaffold
     "FuncRef",
     "Targets",
@@ -74,8 +76,9 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "thread_config",
     "thread_history",
     "unfinished",
-    # chat, ask
+    # chat, ask, eval run, serve
     "ACTIVE_AGENT_ENV",
+    "active_agent_target",
     "agent_for",
     "ask",
     "chat_loop",
@@ -106,6 +109,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
 _HOMES = {
     "Settings": "agentmap.config",
     "load_settings": "agentmap.config",
+    "is_trace": "agentmap.agents._agent_log",
     "FuncRef": "agentmap.spec.models",
     "Targets": "agentmap.spec.models",
     "normalize_type": "agentmap.agents.registry",
@@ -128,6 +132,7 @@ _HOMES = {
     "thread_history": "agentmap.runtime.threads",
     "unfinished": "agentmap.runtime.threads",
     "ACTIVE_AGENT_ENV": "agentmap.interface.agent",
+    "active_agent_target": "agentmap.interface.agent",
     "agent_for": "agentmap.interface.agent",
     "ask": "agentmap.interface.chat",
     "chat_loop": "agentmap.interface.chat",

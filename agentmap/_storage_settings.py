@@ -12,10 +12,11 @@ __all__ = ["absolute_storage_paths", "read_storage_file"]
 
 
 def absolute_storage_paths(storage: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    """`storage.core.base_directory` and each `<kind>.default_directory` made absolute against `base`.
+    """`storage.core.base_directory`, each `<kind>.default_directory` and `file.base_directory` made absolute.
 
     As in the existing AgentMap, a default_directory is relative to base_directory when one is set (and may
-    repeat it: `data/csv` under `data`).
+    repeat it: `data/csv` under `data`); `file.base_directory` (the folder of its file reader and writer) is
+    relative to `base`, whatever core's is.
     """
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in storage.items()}
     core = out.get("core")
@@ -25,7 +26,11 @@ def absolute_storage_paths(storage: Mapping[str, Any], base: Path) -> dict[str, 
         root = (base / Path(spelled).expanduser()).resolve()
         core["base_directory"] = str(root)
     for kind, section in out.items():
-        if kind == "core" or not isinstance(section, dict) or not section.get("default_directory"):
+        if kind == "core" or not isinstance(section, dict):
+            continue
+        if kind == "file" and section.get("base_directory"):  # the existing AgentMap's file folder: not under core's
+            section["base_directory"] = str((base / Path(str(section["base_directory"])).expanduser()).resolve())
+        if not section.get("default_directory"):
             continue
         folder = Path(str(section["default_directory"])).expanduser()
         if root is not None and not folder.is_absolute():

@@ -1,4 +1,9 @@
-"""An agent's log: messages prefixed `[ClassName:node]`, at the levels of the agent contract plus TRACE."""
+"""An agent's log: messages prefixed `[ClassName:node]`, at the levels of the agent contract.
+
+`log_trace` follows the contract's `getattr(logger, level, logger.info)`: a logger with a `trace` method gets
+the message there, a standard `logging.Logger` gets it through `logger.info`, marked `TRACE_MARK` in the
+record's extras so that a handler (the command line's) can leave trace lines out while showing INFO.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TRACE", "AgentLog"]
+__all__ = ["TRACE", "TRACE_MARK", "AgentLog", "is_trace"]
 
 TRACE = 5
-"""The level `log_trace` logs at, below DEBUG."""
+"""The level name `TRACE` of the settings (`logging.level`), below DEBUG."""
 logging.addLevelName(TRACE, "TRACE")
+
+TRACE_MARK = "agentmap_trace"
+"""The record attribute (true) of a `log_trace` message written through a standard logger's `info`."""
+
+
+def is_trace(record: logging.LogRecord) -> bool:
+    """Whether `record` is a `log_trace` message."""
+    return bool(getattr(record, TRACE_MARK, False))
 
 
 class AgentLog:
@@ -39,6 +52,11 @@ class AgentLog:
     def logger(self, logger: logging.Logger | None) -> None:
         self._logger = logger
         self.enabled = _level_check(logger)  # looked up once per logger, not once per message
+        self.trace_level = TRACE if hasattr(logger, "trace") else logging.INFO
+
+    def tracing(self) -> bool:
+        """Whether a `log_trace` message would be written (a standard logger writes it at INFO)."""
+        return self.enabled(self.trace_level)
 
     def log(self, level: str, message: str, *args: Any, **kwargs: Any) -> None:
         """Log `message` at `level` ("debug", "info", ..., "trace").
@@ -52,9 +70,8 @@ class AgentLog:
                 f"Logger not provided to agent '{self.agent_name}'. "
                 "Please inject logger dependency using DI fixtures in tests or provide logger in constructor."
             )
-        if level == "trace" and not hasattr(logger, "trace") and isinstance(logger, logging.Logger):
-            logger.log(TRACE, f"{self.prefix} {message}", *args, **kwargs)
-            return
+        if level == "trace" and isinstance(logger, logging.Logger):
+            kwargs["extra"] = {**kwargs.get("extra", {}), TRACE_MARK: True}
         logger_method = getattr(logger, level, logger.info)
         logger_method(f"{self.prefix} {message}", *args, **kwargs)
 

@@ -234,7 +234,7 @@ class BaseAgent:
         self.log("error", message, *args, **kwargs)
 
     def log_trace(self, message: str, *args: Any, **kwargs: Any) -> None:
-        """Log a trace message (below DEBUG) with agent context."""
+        """Log a trace message with agent context (a standard logger's `info`, as the contract says)."""
         self.log("trace", message, *args, **kwargs)
 
     # -- the work ------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ class BaseAgent:
     # -- internals shared by run and arun ------------------------------------------------------
 
     def _start(self, state: Any, tracker: Tracker | None = None) -> tuple[Any, dict[str, Any], Tracker]:
-        if self._log.enabled(TRACE):
+        if self._log.tracing():
             self._run_id = str(uuid.uuid4())[:8]
             self._started = time.time()
             self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
@@ -336,15 +336,14 @@ class BaseAgent:
             update = {**hook_changes(before, state), **update}
         tracker.record_node_result(self.name, success=True, result=output)
         update["last_action_success"] = True
-        if self._log.enabled(logging.DEBUG):
-            if output is not None:
-                self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
-            self._trace_end("COMPLETED")
+        if output is not None and self._log.enabled(logging.DEBUG):
+            self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
+        self._trace_end("COMPLETED")
         return update
 
     def _trace_end(self, outcome: str) -> None:
         """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
-        if self._log.enabled(TRACE) and hasattr(self, "_started"):
+        if self._log.tracing() and hasattr(self, "_started"):
             duration = time.time() - self._started
             self.log_trace(f"\n*** AGENT {self.name} RUN {outcome} [{self._run_id}] in {duration:.4f}s ***")
 

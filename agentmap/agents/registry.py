@@ -4,8 +4,9 @@ Types are matched case-insensitively and an `Agent` suffix is optional, so `Echo
 `EchoAgent` name one type. Types come from four places, looked up in this order:
 
 1. the built-in types and anything registered with `@agentmap.agent("name")`;
-2. a custom agents folder (`load_folder`), where every `BaseAgent` subclass of every `.py` file
-   registers under its class name;
+2. a custom agents folder (`add_folder`): a `.py` file there is imported the first time a type it
+   declares (by its file name, a class or a registration, see `_folder`) is looked up, and every
+   `BaseAgent` subclass it defines registers under its class name; the other files are never run;
 3. the `agentmap.agents` entry point group of installed packages: an entry point is loaded the first
    time its name is looked up.
 
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentmap.agents._folder import FolderIndex, compact
 from agentmap.agents.base import BaseAgent
 from agentmap.errors import AgentNotFoundError
 
@@ -52,9 +54,13 @@ class AgentRegistry:
         self._types: dict[str, AgentClass] = {}
         self._entry_points_loaded = False
         self._entry_points: dict[str, list[Any]] | None = None
-        self._folders: set[Path] = set()
-        self._broken: dict[str, str] = {}
+        self._folders: dict[Path, FolderIndex] = {}
+        self._imported: dict[Path, dict[str, AgentClass]] = {}  # a custom agent file -> the types it registered
+        self._origin: dict[str, Path] = {}  # a type registered by a custom agent file -> that file
+        self._failed: dict[Path, tuple[int, str]] = {}  # a custom agent file that did not import, by its mtime
+        self._broken: dict[str, tuple[str, str]] = {}  # type key -> why it could not be loaded, and the fix
         self._lock = threading.Lock()
+        self._loading = threading.RLock()
 
     def register(self, name: str, cls: type[Any], *, replace: bool = True) -> AgentClass:
         """Register `cls` under `name`.
@@ -92,6 +98,8 @@ class AgentRegistry:
         """Return the class registered under `name` (any spelling), or None."""
         key = normalize_type(name)
         found = self._types.get(key)
+        if found is None and self._folders:
+            found = self._from_folders(key)
         if found is None and not self._entry_points_loaded:
             for ep in self._installed().get(key, []):
                 self._load_entry_point(ep)
@@ -115,7 +123,7 @@ class AgentRegistry:
         suggestion = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         broken = self._broken.get(normalize_type(name))
         if broken is not None:
-            suggestion = f" (an installed package declares it, but it could not be loaded: {broken})"
+            suggestion = f" ({broken[0]})"
         from agentmap.agents._legacy import retired_type
 
         retired = retired_type(normalize_type(name))
@@ -123,9 +131,11 @@ class AgentRegistry:
             suggestion = f"; {retired}"
         return f"unknown agent type {name!r}{suggestion}"
 
-    @staticmethod
-    def register_hint(name: str) -> str:
-        """How to make `name` a known type."""
+    def register_hint(self, name: str) -> str:
+        """How to make `name` a known type (or to repair the file that declares it)."""
+        broken = self._broken.get(normalize_type(name))
+        if broken is not None and broken[1]:
+            return broken[1]
         words = re.findall(r"[A-Za-z0-9]+", normalize_type(name))
         cls = "".join(w[:1].upper() + w[1:] for w in words) or "Custom"
         cls = cls if cls[0].isalpha() else f"Agent{cls}"
@@ -136,61 +146,95 @@ class AgentRegistry:
         )
 
     def names(self) -> list[str]:
-        """All known type keys (registered, or declared by an installed entry point and loaded on first use), sorted."""
+        """All known type keys (registered, or declared by a custom agents folder or an installed entry point and
+        loaded on first use), sorted."""
         installed = self._installed() if self is registry and not self._entry_points_loaded else {}
-        return sorted({*self._types, *installed})
+        declared = {key for index in list(self._folders.values()) for key in index.declared}
+        return sorted({*self._types, *installed, *declared})
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
-    def load_folder(self, folder: Path) -> list[str]:
-        """Import every `.py` file of `folder` and register each `BaseAgent` subclass defined there.
+    def add_folder(self, folder: Path) -> None:
+        """Make the agent types of a custom agents folder known; its files are imported only when looked up.
 
-        A class registers under its name (`WeatherAgent` -> `weather`) unless it was already registered
-        with the decorator. Loading a folder twice does nothing the second time.
-
-        Returns:
-            The type keys the folder registered.
-
-        Raises:
-            AgentNotFoundError: A file of the folder cannot be imported (the folder is read again next time).
+        Adding a folder again reads it again (files added or changed since), so a long-running process sees
+        new files; a file already imported is not imported again. A type this folder declares that a file of
+        another folder registered is looked up here again, as when each folder was imported whole.
         """
         folder = folder.resolve()
-        if folder in self._folders or not folder.is_dir():
-            return []
-        added: list[str] = []
-        from agentmap.agents._legacy import install
+        with self._loading:
+            index = self._folders.pop(folder, None) or FolderIndex(folder, normalize_type)
+            index.refresh()
+            self._folders[folder] = index  # the folder added last is looked in first
+            declared = {compact(key) for key in index.declared}
+            for key, path in list(self._origin.items()):
+                if path.parent != folder and compact(key) in declared:
+                    del self._origin[key]
+                    if self._types.get(key) is self._imported[path].get(key):
+                        del self._types[key]
 
-        install()  # files written for AgentMap 0.9 import its module paths
-        for path in sorted(folder.glob("*.py")):
-            if path.name.startswith("_"):
-                continue
+    def _from_folders(self, key: str) -> AgentClass | None:
+        """Import the folder files that may declare `key` until it is registered."""
+        with self._loading:
+            for index in reversed(list(self._folders.values())):
+                for path in index.candidates(key):
+                    if path in self._imported:  # taken back by another folder meanwhile
+                        back = {k: v for k, v in self._imported[path].items() if k not in self._types}
+                        self._types.update(back)
+                        self._origin.update(dict.fromkeys(back, path))
+                    else:
+                        self._import(index.folder, path, key)
+                    found = self._types.get(key)
+                    if found is not None:
+                        return found
+        return None
+
+    def _import(self, folder: Path, path: Path, key: str) -> None:
+        """Import one custom agent file and register its classes; a failure is recorded for `key`."""
+        mtime = path.stat().st_mtime_ns if path.exists() else 0
+        failed = self._failed.get(path)
+        if failed is None or failed[0] != mtime:
+            from agentmap.agents._legacy import install
+
+            install()  # files written for AgentMap 0.9 import its module paths
             try:
                 module = import_file(path, prefix="agentmap_custom_agents")
-            except Exception as exc:  # report a broken file; the folder is read again once it is fixed
-                raise AgentNotFoundError(
-                    f"cannot import the custom agent file {path}: {type(exc).__name__}: {exc}",
-                    hint=f"fix the error in {path.name}, or move it out of {folder}",
-                ) from None
-            for obj in vars(module).values():
-                if (
-                    isinstance(obj, type)
-                    and issubclass(obj, BaseAgent)
-                    and obj is not BaseAgent
-                    and obj.__module__ == module.__name__
-                    and obj not in self._types.values()
-                ):
-                    key = normalize_type(obj.__name__)
-                    self.register(key, obj)
-                    added.append(key)
-                    snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
-                    taken = self.get(snake) if snake != key else None
-                    # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
-                    if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
-                        self.register(snake, obj)
-                        added.append(snake)
-        self._folders.add(folder)
-        return added
+            except Exception as exc:  # reported for the node that needs it; other files are not concerned
+                self._failed[path] = failed = (mtime, f"{type(exc).__name__}: {exc}")
+            else:
+                self._failed.pop(path, None)
+                self._register_module(module)
+                registered = {k: v for k, v in self._types.items() if v.__module__ == module.__name__}
+                self._imported[path] = registered
+                self._origin.update(dict.fromkeys(registered, path))
+                return
+        self._broken[key] = (
+            f"it would come from {path}, which cannot be imported: {failed[1]}; {folder} is the custom agents "
+            "folder (setting paths.custom_agents, AGENTMAP_PATHS__CUSTOM_AGENTS or agents_dir=; default "
+            "custom_agents/ beside the workflow)",
+            f"fix the error in {path.name}, or move it out of {folder}",
+        )
+
+    def _register_module(self, module: Any) -> None:
+        """Register each `BaseAgent` subclass `module` defines under its class name (and the 0.9 snake spelling)."""
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, BaseAgent)
+                and obj is not BaseAgent
+                and obj.__module__ == module.__name__
+                and obj not in self._types.values()
+            ):
+                key = normalize_type(obj.__name__)
+                self.register(key, obj)
+                self._broken.pop(key, None)
+                snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
+                taken = self._types.get(snake) if snake != key else None
+                # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
+                if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
+                    self.register(snake, obj)
+                    self._broken.pop(snake, None)
 
     def load_entry_points(self) -> None:
         """Register the agent types installed packages declare in the `agentmap.agents` group."""
@@ -214,7 +258,10 @@ class AgentRegistry:
         try:
             self.register(ep.name, ep.load())
         except Exception as exc:  # one broken plugin must not hide the others, nor crash validation
-            self._broken[normalize_type(ep.name)] = f"{ep.value}: {type(exc).__name__}: {exc}"
+            reason = (
+                f"an installed package declares it, but it could not be loaded: {ep.value}: {type(exc).__name__}: {exc}"
+            )
+            self._broken[normalize_type(ep.name)] = (reason, "")
 
 
 def import_file(path: Path, *, prefix: str) -> Any:

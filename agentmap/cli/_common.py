@@ -98,14 +98,33 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _TraceFilter(logging.Filter):
+    """Leaves agents' `log_trace` lines (written through `logger.info`) out unless the level is TRACE."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.show = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from agentmap import _cli_api  # imported when a line is written, not when a command starts
+
+        return self.show or not _cli_api.is_trace(record)
+
+
 def configure_logging(level: str) -> None:
-    """Send the `agentmap` loggers to stderr at `level` (a name from the settings)."""
+    """Send the `agentmap` loggers to stderr at `level` (a name from the settings); trace lines only at TRACE."""
     logger = logging.getLogger("agentmap")
-    logger.setLevel(_LEVELS.get(level.upper(), logging.WARNING))
-    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+    number = _LEVELS.get(level.upper(), logging.WARNING)
+    logger.setLevel(number)
+    handler = next((h for h in logger.handlers if isinstance(h, _StderrHandler)), None)
+    if handler is None:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(_TraceFilter())
         logger.addHandler(handler)
+    for found in handler.filters:
+        if isinstance(found, _TraceFilter):
+            found.show = number <= _LEVELS["TRACE"]
 
 
 def load(config: Path | None, debug: bool, allow_roots: Sequence[Path] | None = None) -> Settings:

@@ -97,9 +97,9 @@ def load_agent(target: str | None, settings: Settings, *, source: str = "FILE") 
         WorkflowFileError: The file does not exist.
         ConfigError: No target and no `ACTIVE_AGENT_PATH`, or the module has no `run_agent`.
     """
-    from agentmap._cli_api import ACTIVE_AGENT_ENV, agent_for, load_active_agent
+    from agentmap._cli_api import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
 
-    text = target if target is not None else os.environ.get(ACTIVE_AGENT_ENV, "").strip()
+    text = target if target is not None else active_agent_target()  # the library's own resolution
     if target is None:
         source = f"${ACTIVE_AGENT_ENV}"
     if not text:
@@ -110,8 +110,8 @@ def load_agent(target: str | None, settings: Settings, *, source: str = "FILE") 
         raise WorkflowFileError(
             f"{source} {file} does not exist" if target is not None else f"{source} names {file}, which does not exist",
             code="agent-not-found",
-            hint="give a workflow (file.csv[::Graph]) or a Python file exposing run_agent, relative to "
-            "the working directory",
+            hint="give a workflow (file.csv[::Graph]) or a Python file exposing run_agent, relative to the "
+            + ("working directory" if target is not None else "repository root (.git or pyproject.toml) or here"),
         )
     if suffix in _WORKFLOW_SUFFIXES:
         return agent_for(text, **settings.compile_options(), **settings.policy_options())

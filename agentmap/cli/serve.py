@@ -49,13 +49,14 @@ def serve_command(
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
-        if not settings.workflow:
+        targets = [_active_workflow() or settings.workflow or ""]
+        if not targets[0]:
             raise ConfigError(
                 "no workflow to serve",
                 code="no-workflow",
-                hint="name files or folders, e.g. `agentmap serve graphs/`, or set `workflow:` in agentmap.yaml",
+                hint="name files or folders, e.g. `agentmap serve graphs/`, set `workflow:` in agentmap.yaml, "
+                "or set ACTIVE_AGENT_PATH to a workflow",
             )
-        targets = [settings.workflow]
     api_key = api_key_from(api_key_env, "the server")
     import logging
 
@@ -87,6 +88,26 @@ def serve_command(
             from agentmap._cli_api import flush_traces
 
             flush_traces()
+
+
+def _active_workflow() -> str:
+    """The workflow `ACTIVE_AGENT_PATH` names, resolved as `ask`, `chat` and `run_agent` resolve it ("" if unset).
+
+    Raises:
+        ConfigError: It names a Python `run_agent` file or a module: the server serves workflows only.
+    """
+    from agentmap._cli_api import ACTIVE_AGENT_ENV, active_agent_target
+    from agentmap.cli.chat import _WORKFLOW_SUFFIXES
+
+    target = active_agent_target()
+    if target and Path(target.partition("::")[0]).suffix.lower() not in _WORKFLOW_SUFFIXES:
+        raise ConfigError(
+            f"{ACTIVE_AGENT_ENV} names {target}, which is not a workflow: agentmap serve serves workflows",
+            code="no-workflow",
+            hint=f"name a workflow file to serve (`agentmap serve graph.csv`), or point {ACTIVE_AGENT_ENV} at one; "
+            "a Python run_agent file is used by ask, chat and eval run",
+        )
+    return target
 
 
 def seconds(value: str, option: str) -> float:

@@ -35,7 +35,15 @@ from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow, RunResult
 
-__all__ = ["ACTIVE_AGENT_ENV", "AgentFunction", "agent_for", "load_active_agent", "repository_root", "run_agent"]
+__all__ = [
+    "ACTIVE_AGENT_ENV",
+    "AgentFunction",
+    "active_agent_target",
+    "agent_for",
+    "load_active_agent",
+    "repository_root",
+    "run_agent",
+]
 
 ACTIVE_AGENT_ENV = "ACTIVE_AGENT_PATH"
 """The environment variable naming the active agent: a Python file exposing `run_agent`, or a workflow."""
@@ -158,7 +166,7 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
     Raises:
         ConfigError: When no path is set, the file is missing, or the module has no `run_agent`.
     """
-    target = str(path) if path is not None else os.environ.get(ACTIVE_AGENT_ENV, "").strip()
+    target = str(path) if path is not None else active_agent_target()
     if not target:
         raise ConfigError(
             f"no active agent: set {ACTIVE_AGENT_ENV} to a Python file exposing run_agent or to a workflow",
@@ -187,6 +195,17 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
             hint="Define `async def run_agent(prompt, chat_history=None, memory=None, config=None)`.",
         )
     return function  # type: ignore[no-any-return]
+
+
+def active_agent_target() -> str:
+    """`ACTIVE_AGENT_PATH` as `run_agent`, `ask`, `chat`, `eval run` and `serve` all read it ("" when unset).
+
+    A relative file path is taken from the repository root (the nearest folder up from the working directory
+    holding `.git` or `pyproject.toml`) when the file is there, else from the working directory; an absolute
+    path and a module name stay as they are; a `::Graph` suffix is kept.
+    """
+    text = os.environ.get(ACTIVE_AGENT_ENV, "").strip()
+    return _from_repository_root(text) if text else ""
 
 
 def repository_root(start: Path | None = None) -> Path | None:

@@ -50,8 +50,8 @@ class BuildOptions:
         return self.functions_dir or self.base_dir(graph) / "functions"
 
     def load_custom_agents(self, graph: GraphSpec) -> None:
-        """Register the custom agents folder's classes (once per folder)."""
-        self.registry.load_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
+        """Make the custom agents folder's types known (a file is imported when a node names its type)."""
+        self.registry.add_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
 
 
 def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:

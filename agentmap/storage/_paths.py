@@ -2,8 +2,9 @@
 
 The settings carry the shape of the existing AgentMap's `agentmap_config_storage.yaml` under `storage`:
 `core.base_directory`, and per kind (`csv`, `json`, `file`) `default_directory`, `collections` (a name
-mapped to a path, or to `{path: ...}`) and `encoding`. Without any of it a kind's folder is `data/`
-beside the workflow file.
+mapped to a path, or to `{path: ...}`) and `encoding`. `file.base_directory` (the existing AgentMap's folder
+of its file reader and writer) is the `file` kind's folder, as it is there: not under `core.base_directory`.
+Without any of it a kind's folder is `data/` beside the workflow file.
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ def _base_directory(environment: AgentEnvironment) -> Path | None:
 
 def _kind_folder(kind: str, environment: AgentEnvironment) -> Path:
     base = _base_directory(environment)
-    folder = kind_settings(kind, environment).get("default_directory")
+    section = kind_settings(kind, environment)
+    folder = section.get("default_directory")
     if folder:
         anchor = base if base is not None else environment.base_dir
         return (anchor / Path(str(folder)).expanduser()).resolve()
+    own = section.get("base_directory") if kind == "file" else None  # the existing AgentMap's file folder
+    if own:  # not under core.base_directory, as there
+        return (environment.base_dir / Path(str(own)).expanduser()).resolve()
     if base is not None:
         return base / kind
     return (environment.base_dir / _DEFAULT_FOLDER).resolve()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def _write_agents(folder: Path, stem: str, body: str) -> None:
     (folder / f"{stem}.py").write_text(body, encoding="utf-8")
 
 
-def test_load_folder_registers_each_agent_class_by_its_name(tmp_path: Path) -> None:
+def test_a_folder_registers_each_agent_class_by_its_name_when_looked_up(tmp_path: Path) -> None:
     folder = tmp_path / "custom_agents"
     _write_agents(
         folder,
@@ -135,15 +136,16 @@ def test_load_folder_registers_each_agent_class_by_its_name(tmp_path: Path) -> N
     )
     _write_agents(folder, "_private", "raise RuntimeError('files starting with _ are skipped')\n")
     local = AgentRegistry()
-    assert local.load_folder(folder) == ["weather"]
+    local.add_folder(folder)
+    assert "weather" in local.names()  # declared, not imported yet
     cls = local.resolve("Weather")
     assert cls.__name__ == "WeatherAgent"
     assert local.get("echo") is None  # imported classes are not re-registered under the folder
-    assert local.load_folder(folder) == []  # once per folder
-    assert local.load_folder(tmp_path / "missing") == []
+    local.add_folder(tmp_path / "missing")
+    assert local.get("missing") is None
 
 
-def test_load_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: Path) -> None:
+def test_a_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: Path) -> None:
     folder = tmp_path / "custom_agents"
     type_name = f"named_{uuid.uuid4().hex[:8]}"
     _write_agents(
@@ -153,10 +155,51 @@ def test_load_folder_leaves_decorated_classes_under_their_decorator_name(tmp_pat
         f"@agentmap.agent({type_name!r})\n"
         "class FancyAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n        return 1\n",
     )
-    assert registry.load_folder(folder) == []
+    registry.add_folder(folder)
     cls = registry.get(type_name)
     assert cls is not None and cls.__name__ == "FancyAgent"
     assert registry.get("fancy") is None
+
+
+@pytest.mark.parametrize(
+    ("stem", "written"),
+    [("loud_echo_agent", "loud_echo"), ("loud_echo", "LoudEcho"), ("loudecho", "LoudEchoAgent"), ("misc", "loud_echo")],
+)
+def test_a_folder_file_is_found_by_its_name_or_its_class(tmp_path: Path, stem: str, written: str) -> None:
+    folder = tmp_path / "custom_agents"
+    _write_agents(folder, stem, "import agentmap\nclass LoudEchoAgent(agentmap.BaseAgent):\n    pass\n")
+    local = AgentRegistry()
+    local.add_folder(folder)
+    cls = local.get(written)
+    assert cls is not None and cls.__name__ == "LoudEchoAgent"
+
+
+def test_only_the_files_declaring_a_looked_up_type_are_run(tmp_path: Path) -> None:
+    folder = tmp_path / "custom_agents"
+    _write_agents(folder, "example_script", "raise SystemExit('an example script, not an agent')\n")
+    _write_agents(folder, "broken", "class BrokenAgent(:\n")
+    _write_agents(folder, "good", "import agentmap\nclass GoodAgent(agentmap.BaseAgent):\n    pass\n")
+    local = AgentRegistry()
+    local.add_folder(folder)
+    assert local.resolve("good").__name__ == "GoodAgent"
+    assert local.get("broken") is None
+    message, hint = local.unknown_message("broken"), local.register_hint("broken")
+    assert "broken.py" in message and "SyntaxError" in message and "paths.custom_agents" in message
+    assert hint.startswith("fix the error in broken.py")
+    _write_agents(folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n")
+    os.utime(folder / "broken.py", ns=(0, 10**18))  # a changed file is read again, whatever the clock
+    local.add_folder(folder)
+    assert local.resolve("broken").__name__ == "BrokenAgent"
+
+
+def test_the_folder_added_last_gives_a_type_both_folders_declare(tmp_path: Path) -> None:
+    local = AgentRegistry()
+    for name in ("a", "b"):
+        body = f"import agentmap\nclass ShoutAgent(agentmap.BaseAgent):\n    WHERE = {name!r}\n"
+        _write_agents(tmp_path / name, "shout", body)
+    for name in ("a", "b", "a"):
+        local.add_folder(tmp_path / name)
+        assert getattr(local.resolve("shout"), "WHERE", None) == name
 
 
 def _dist_info(root: Path, module: str, entry: str) -> None:
@@ -181,17 +224,6 @@ def test_entry_points_of_installed_packages_register_on_the_first_miss(
     cls = local.resolve("PluggedAgent")
     assert cls.__name__ == "PluginAgent" and cls.__module__ == module
     assert "plugged" in local.names()
-
-
-def test_a_custom_agent_file_that_does_not_import_is_an_agentmap_error(tmp_path: Path) -> None:
-    folder = tmp_path / "custom_agents"
-    _write_agents(folder, "broken", "class BrokenAgent(:\n")
-    local = AgentRegistry()
-    with pytest.raises(AgentNotFoundError) as info:
-        local.load_folder(folder)
-    assert "broken.py" in info.value.message and "SyntaxError" in info.value.message
-    _write_agents(folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n")
-    assert local.load_folder(folder) == ["broken"]  # fixed: loading the folder again works
 
 
 def test_a_broken_entry_point_does_not_hide_the_others_and_is_explained(

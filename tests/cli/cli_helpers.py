@@ -87,7 +87,8 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
     from agentmap.cli.render import OutputMode
 
     # The global agent registry keeps the custom agent folders a command loaded; a new process would not.
-    saved_registry = (dict(registry._types), set(registry._folders), dict(registry._broken))
+    saved_registry = (dict(registry._types), dict(registry._folders), dict(registry._broken))
+    saved_files = (dict(registry._imported), dict(registry._failed), dict(registry._origin))
     saved_modules = set(sys.modules)
     logger = logging.getLogger("agentmap")
     saved_logger = (logger.level, list(logger.handlers), logger.propagate)
@@ -113,6 +114,12 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         registry._folders.update(saved_registry[1])
         registry._broken.clear()
         registry._broken.update(saved_registry[2])
+        registry._imported.clear()
+        registry._imported.update(saved_files[0])
+        registry._failed.clear()
+        registry._failed.update(saved_files[1])
+        registry._origin.clear()
+        registry._origin.update(saved_files[2])
         OutputMode.json = False
         logger.setLevel(saved_logger[0])
         logger.handlers[:] = saved_logger[1]

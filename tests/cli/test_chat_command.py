@@ -276,3 +276,22 @@ def test_chat_in_a_terminal_prompts_and_says_how_to_leave(agent_file: Path) -> N
     assert "Type /exit or press Ctrl-D to leave" in banner
     assert "heard hi after []" in reply
     assert code == 0
+
+
+def test_ask_chat_and_eval_run_resolve_active_agent_path_from_the_repository_root(tmp_path: Path) -> None:
+    # the same resolution as run_agent: a relative path is taken from the folder holding pyproject.toml
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'mine'\n")
+    write(tmp_path / "agents" / "mine.py", AGENT)
+    scenarios = write(tmp_path / "evals" / "scenarios.csv", "scenario,user_message\nhello,hi there\n")
+    deep = tmp_path / "work" / "deep"
+    deep.mkdir(parents=True)
+    env = {"ACTIVE_AGENT_PATH": "agents/mine.py"}
+    asked = agentmap("ask", "hi", cwd=deep, env=env)
+    assert (asked.code, asked.out) == (0, "heard hi after []\n"), asked.text
+    chatted = agentmap("chat", cwd=deep, env=env)  # stdin is empty: the chat ends at once
+    assert chatted.code == 0, chatted.text
+    evaluated = agentmap("eval", "run", scenarios, "--out", tmp_path / "logs", "--json", cwd=deep, env=env)
+    assert evaluated.code == 0, evaluated.text
+    assert json.loads(evaluated.out)["counts"] == {"single_turn": 1}
+    missing = agentmap("ask", "hi", cwd=deep, env={"ACTIVE_AGENT_PATH": "agents/gone.py"})
+    assert missing.code == 3 and "repository root" in missing.err

@@ -101,6 +101,14 @@ def test_logging_level_reaches_agent_logs(tmp_path: Path) -> None:
     assert json.loads(loud.out)["success"] is True  # logs stay off stdout
 
 
+def test_agent_trace_lines_show_only_at_the_trace_level() -> None:
+    # log_trace goes through logger.info (the agent contract); the command line leaves it out below TRACE
+    info = agentmap("run", "graphs/hello_world.csv", env={"AGENTMAP_LOGGING__LEVEL": "INFO"})
+    assert info.code == 0 and "RUN START" not in info.err and "RUN COMPLETED" not in info.err
+    trace = agentmap("run", "graphs/hello_world.csv", env={"AGENTMAP_LOGGING__LEVEL": "TRACE"})
+    assert trace.code == 0 and "*** AGENT Greet RUN START" in trace.err and "*** AGENT Greet RUN COMPLETED" in trace.err
+
+
 def test_llm_and_tools_settings_reach_the_agents(tmp_path: Path) -> None:
     write(
         tmp_path / "custom_agents" / "peek.py",

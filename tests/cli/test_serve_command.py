@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -139,3 +140,40 @@ def test_serve_traces_each_run_and_writes_the_spans_when_stopped(tmp_path: Path)
     assert span["attributes"]["agentmap.success"] is True and "agentmap.run.input" not in span["attributes"]
     nodes = [s for s in lines if s["name"].startswith("agentmap.node ")]
     assert len(nodes) == 2 and all(n["parentSpanId"] == span["spanId"] for n in nodes)
+
+
+def test_serve_without_a_file_takes_active_agent_path(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_root = tmp_path / "repo"
+    (write_root / "deep").mkdir(parents=True)
+    (write_root / "pyproject.toml").write_text("[project]\nname = 'mine'\n", encoding="utf-8")
+    (write_root / "agent.py").write_text("async def run_agent(prompt, **_):\n    return {}\n", encoding="utf-8")
+    monkeypatch.chdir(write_root / "deep")
+    monkeypatch.setenv("ACTIVE_AGENT_PATH", "agent.py")
+    assert run_cli(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "ACTIVE_AGENT_PATH names" in err and "agent.py, which is not a workflow" in err
+    monkeypatch.setenv("ACTIVE_AGENT_PATH", "flow.csv")
+    assert run_cli(["serve"]) == 3  # a workflow it names is what serve tries to serve
+    assert "flow.csv does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_serve_serves_the_active_agent_workflow_from_a_subfolder(tmp_path: Path) -> None:
+    sdk = pytest.importorskip("langgraph_sdk")
+    port = _free_port()
+    env = {**os.environ, "ACTIVE_AGENT_PATH": "graphs/hello_world.csv"}
+    command = [*COMMAND, "serve", "--port", str(port), "--checkpoint", str(tmp_path / "runs.db")]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(command, cwd=ROOT / "docs", env=env, text=True, stdout=pipe, stderr=pipe)
+    try:
+        url = _wait_until_healthy(proc, port)
+        with sdk.get_sync_client(url=url, api_key=None) as client:
+            thread = client.threads.create()
+            result = client.runs.wait(thread["thread_id"], "HelloWorld", input={"name": "Ada"})
+        assert result["greeting"] == "Hello, Ada!"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err

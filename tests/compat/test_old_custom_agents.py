@@ -102,12 +102,36 @@ def test_old_services_are_refused_with_what_to_use_instead(tmp_path: Path) -> No
 
 
 def test_an_old_module_with_no_counterpart_says_which_type_is_missing(tmp_path: Path) -> None:
-    agent_file = "from agentmap.agents.builtins.storage.blob.blob_reader_agent import BlobReaderAgent\n"
-    write(tmp_path, {"f.csv": "GraphName,Node,AgentType\nG,A,echo\n", "custom_agents/b.py": agent_file})
+    agent_file = (
+        "from agentmap.agents.builtins.storage.blob.blob_reader_agent import BlobReaderAgent\n"
+        "class ArchiveAgent(BlobReaderAgent):\n    pass\n"
+    )
+    write(tmp_path, {"f.csv": "GraphName,Node,AgentType\nG,A,Archive\n", "custom_agents/b.py": agent_file})
     result = cli("validate", tmp_path / "f.csv")
     assert result.code == 4
-    assert "cannot import the custom agent file" in result.out and "blob" in result.out
+    assert "f.csv:2:AgentType: error[unknown-agent-type]" in result.out
+    assert "b.py, which cannot be imported" in result.out and "blob" in result.out
     assert "Traceback" not in result.text
+
+
+def test_a_broken_script_in_the_folder_stops_only_the_workflows_that_name_it(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "good.csv": "GraphName,Node,AgentType,Input_Fields,Output_Field\nG,A,Weather,city,out\n",
+            "bad.csv": "GraphName,Node,AgentType\nG,A,echo\nG,B,report\n",
+            "custom_agents/weather_agent.py": WEATHER,
+            "custom_agents/report_agent.py": "from agentmap.agents.base_agent import BaseAgent\nclass ReportAgent(:\n",
+            "custom_agents/try_it.py": "import requests_that_are_not_installed\nprint('an example script')\n",
+        },
+    )
+    good = cli("run", tmp_path / "good.csv", "--state", '{"city": "Oslo"}')
+    assert good.code == 0 and "sunny in Oslo" in good.out
+    bad = cli("validate", tmp_path / "bad.csv")
+    assert bad.code == 4
+    assert "bad.csv:3:AgentType: error[unknown-agent-type]" in bad.out
+    assert "report_agent.py, which cannot be imported: SyntaxError" in bad.out
+    assert "paths.custom_agents" in bad.out and "try_it" not in bad.out
 
 
 def test_a_retired_built_in_type_says_what_became_of_it(tmp_path: Path) -> None:

@@ -212,8 +212,11 @@ def test_validate_reports_broken_python_files_instead_of_raising(write_csv: Writ
     (issue,) = agentmap.validate(path)
     assert (issue.row, issue.column, issue.code) == (2, "next", "unknown-function")
     write_csv("class Oops(:\n", name="custom_agents/oops.py")
+    assert [i.code for i in agentmap.validate(path)] == ["unknown-function"]  # no node needs oops.py
+    path = write_csv("GraphName,Node,AgentType\nG,A,oops\n")
     (issue,) = agentmap.validate(path)
-    assert issue.code == "unknown-agent-type" and "oops.py" in issue.message
+    assert (issue.row, issue.column, issue.code) == (2, "AgentType", "unknown-agent-type")
+    assert "oops.py" in issue.message and "paths.custom_agents" in issue.message
 
 
 def test_compile_reports_every_error_of_its_graph_at_once_and_ignores_other_graphs(write_csv: WriteCsv) -> None:

@@ -28,9 +28,12 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     other = tmp_path / "other"
     (other / "custom_agents").mkdir(parents=True)
     (other / "custom_agents" / "spy.py").write_text(
-        f"open({str(tmp_path / 'imported.flag')!r}, 'w').close()\n", encoding="utf-8"
-    )
-    (other / "inner.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Echo,echo,x,y\n")
+        f"open({str(tmp_path / 'imported.flag')!r}, 'w').close()\n"
+        "from agentmap import BaseAgent\n"
+        "class SpyAgent(BaseAgent):\n    def process(self, inputs):\n        return 1\n",
+        encoding="utf-8",
+    )  # imported when a node names its type: the subgraph's Spy node
+    (other / "inner.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Spy,spy,x,y\n")
     return tmp_path
 
 

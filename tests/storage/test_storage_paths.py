@@ -65,6 +65,14 @@ def test_configured_folders_base_directory_and_collections(tmp_path: Path) -> No
         locate("csv", str(tmp_path / "data" / "y.csv"), env)
 
 
+def test_file_base_directory_is_the_file_folder_not_under_the_core_one(tmp_path: Path) -> None:
+    # the existing AgentMap's file reader and writer keep files in file.base_directory, whatever core's is
+    storage = {"core": {"base_directory": "store"}, "file": {"base_directory": "notes"}, "csv": {"base_directory": "x"}}
+    env = environment(tmp_path, storage)
+    assert locate("file", "a.txt", env).path == tmp_path / "notes" / "a.txt"
+    assert locate("csv", "t", env).path == tmp_path / "store" / "csv" / "t.csv"  # its service never read that key
+
+
 def test_an_empty_name_says_where_to_put_the_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="Prompt"):
         locate("csv", "  ", environment(tmp_path))

@@ -15,7 +15,8 @@ def test_an_existing_config_and_its_storage_file_are_read(tmp_path: Path) -> Non
     (tmp_path / "conf" / "agentmap_config_storage.yaml").write_text(
         "core:\n  base_directory: agentmap_data/data\n"
         "csv:\n  default_directory: agentmap_data/data/csv\n  collections:\n    users: csv/users.csv\n"
-        "json:\n  default_directory: docs\n",
+        "json:\n  default_directory: docs\n"
+        "file:\n  base_directory: notes\n",
         encoding="utf-8",
     )
     storage = load_settings(cwd=tmp_path).agent_settings()["storage"]
@@ -24,6 +25,7 @@ def test_an_existing_config_and_its_storage_file_are_read(tmp_path: Path) -> Non
     assert storage["csv"]["default_directory"] == str(base / "csv")  # the repeated base is not doubled
     assert storage["json"]["default_directory"] == str(base / "docs")
     assert storage["csv"]["collections"] == {"users": "csv/users.csv"}
+    assert storage["file"]["base_directory"] == str(tmp_path / "notes")  # a folder of its own, not under core
 
 
 def test_agentmap_yaml_takes_a_storage_section(tmp_path: Path) -> None:

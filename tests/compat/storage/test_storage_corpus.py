@@ -101,6 +101,7 @@ CASES = [
         files={
             "store/csv/users.csv": lambda t: t == "id,name\n1,Ada\n2,Grace\n",
             "store/json/audit_log.json": lambda t: json.loads(t) == ["Grace"],
+            "notes/welcome.txt": lambda t: t == "Grace",  # file.base_directory, as the existing AgentMap
         },
         cli=True,
     ),
