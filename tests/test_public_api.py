@@ -296,7 +296,7 @@ S,Fallback,success,,,
 @pytest.mark.parametrize(
     ("policy", "critical", "success"),
     [
-        ("all_nodes", (), False),
+        ("all_nodes", (), True),  # Risky's failure is handled: Fallback is its Failure_Next
         ("final_node", (), True),
         ("critical_nodes", ("Fallback",), True),
         ("critical_nodes", ("Risky",), False),

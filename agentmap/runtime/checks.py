@@ -160,4 +160,5 @@ def _environment(
             "registry": options.registry,
         },
         new_tracker=ExecutionTracker,
+        handled_failures=graph.handled_failures,
     )
