@@ -115,8 +115,8 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Argument(
                 metavar="[FILE[::GRAPH]|FOLDER]...",
-                help="Workflow files and folders to serve, one assistant per graph (default: `workflow` from the "
-                "config file).",
+                help="Workflow files and folders (with their subfolders) to serve, one assistant per graph "
+                "(default: `workflow` from the config file).",
                 show_default=False,
             ),
         ] = None,
