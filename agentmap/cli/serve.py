@@ -36,6 +36,7 @@ def serve_command(
     debug: bool = False,
     trace: str | None = None,
     trace_content: bool = False,
+    strict: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -79,6 +80,7 @@ def serve_command(
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),
         compile_options=options,
+        strict=strict,
     )
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -168,6 +170,14 @@ def register(app: typer.Typer) -> None:
                 help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
             ),
         ] = "30s",
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict",
+                help="Refuse a run (422) whose input lacks a key some node reads and no node writes, instead of "
+                "running it with a warning.",
+            ),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -190,4 +200,5 @@ def register(app: typer.Typer) -> None:
             debug=debug,
             trace=trace,
             trace_content=trace_content,
+            strict=strict,
         )
