@@ -134,13 +134,17 @@ class GraphSpec(BaseModel):
     def handled_failures(self) -> frozenset[str]:
         """Nodes whose failure the workflow handles: their Failure_Next names a node or a `func:` router.
 
-        A failure there is a designed path (csv_specs/format.md, "Success policy"), not the run's failure.
+        A failure there is a designed path (csv_specs/format.md, "Success policy"), not the run's failure. A
+        plain Edge on the same row overrides Failure_Next (`edge-overrides-branches`), so it handles nothing.
         """
         return frozenset(
             node.name
             for node in self.nodes
-            if isinstance(node.failure_next, FuncRef)
-            or any(t.strip().lower() not in ("", "end", "__end__") for t in node.failure_next or ())
+            if (not node.edge or isinstance(node.edge, FuncRef))
+            and (
+                isinstance(node.failure_next, FuncRef)
+                or any(t.strip().lower() not in ("", "end", "__end__") for t in node.failure_next or ())
+            )
         )
 
     def column(self, canonical: str) -> str:
