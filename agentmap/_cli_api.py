@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agentmap.observe.tracing import flush_traces
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
+    from agentmap.runtime.inputs import missing_state
     from agentmap.runtime.threads import (
         DIGEST_KEY,
         FILE_KEY,
@@ -45,9 +46,7 @@ if TYPE_CHECKING:
         thread_history,
         unfinished,
     )
-    from agentmap.spec.cells import state_key
     from agentmap.spec.models import FuncRef, Targets
-    from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = [  # noqa: RUF022 (grouped by command)
     # settings (every command), and the logging they configure
@@ -60,9 +59,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "normalize_type",
     "resolve_checkpointer",
     "select_graph",
-    # run --strict: the initial state against the keys the nodes read
-    "SYSTEM_KEYS",
-    "state_key",
+    # run --strict: the initial state against the keys the nodes read (serve makes the same check)
+    "missing_state",
     # run --thread, resume, threads: durable runs and their checkpoints
     "DIGEST_KEY",
     "FILE_KEY",
@@ -117,8 +115,7 @@ _HOMES = {
     "stop_worker_processes": "agentmap.batch.executors",
     "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
-    "SYSTEM_KEYS": "agentmap.spec.validation",
-    "state_key": "agentmap.spec.cells",
+    "missing_state": "agentmap.runtime.inputs",
     "DIGEST_KEY": "agentmap.runtime.threads",
     "FILE_KEY": "agentmap.runtime.threads",
     "GRAPH_KEY": "agentmap.runtime.threads",

@@ -294,9 +294,26 @@ S,Fallback,success,,,
 
 
 @pytest.mark.parametrize(
+    ("next_cells", "success"),
+    [
+        ("Fallback,", True),  # Failure_Next goes on: handled
+        (",Fallback", False),  # Edge overrides Failure_Next (edge-overrides-branches): nothing handles it
+        (",", False),  # no Failure_Next: the failure ends the run as failed
+    ],
+)
+def test_only_a_failure_next_naming_a_node_handles_a_failure(
+    write_csv: WriteCsv, next_cells: str, success: bool
+) -> None:
+    flow = f"GraphName,Node,AgentType,Failure_Next,Edge\nS,Risky,failure,{next_cells}\nS,Fallback,success,,\n"
+    result = agentmap.run(write_csv(flow))
+    assert result.success is success
+    assert result.summary[0].handled is success
+
+
+@pytest.mark.parametrize(
     ("policy", "critical", "success"),
     [
-        ("all_nodes", (), False),
+        ("all_nodes", (), True),  # Risky's failure is handled: Fallback is its Failure_Next
         ("final_node", (), True),
         ("critical_nodes", ("Fallback",), True),
         ("critical_nodes", ("Risky",), False),

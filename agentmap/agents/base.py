@@ -69,6 +69,8 @@ class AgentEnvironment:
             orchestrator node finds its planner and workers here).
         compile_options: The options the graph was compiled with (functions and custom agents folders,
             registry), so a node that compiles another graph (a subgraph) finds what its parent found.
+        handled_failures: The nodes of the graph whose failure the workflow handles (a Failure_Next that
+            names the next node): their failure is a designed path, logged at INFO, not ERROR.
         new_tracker: Makes a tracker for a node that runs inside a LangGraph graph that is not an
             AgentMap run (embedded in someone else's graph), so the node is tracked on its own.
     """
@@ -80,6 +82,7 @@ class AgentEnvironment:
     agents: Mapping[str, BaseAgent] = field(default_factory=dict)
     compile_options: Mapping[str, Any] = field(default_factory=dict)
     new_tracker: Callable[[], Tracker] | None = None
+    handled_failures: frozenset[str] = frozenset()
 
 
 class BaseAgent:
@@ -359,7 +362,9 @@ class BaseAgent:
     ) -> dict[str, Any]:
         error_msg = f"Error in {self.name}: {exc}"
         debugging = self._log.enabled(logging.DEBUG)
-        self.log_error(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
+        handled = self.name in self.environment.handled_failures  # a designed path: Failure_Next goes on
+        log = self.log_info if handled else self.log_error
+        log(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
         self.record_metadata(_error_code=getattr(exc, "code", None) or type(exc).__name__)  # for traces
         tracker.record_node_result(self.name, False, error=error_msg)
         error_updates: dict[str, Any] = {

@@ -36,6 +36,7 @@ def serve_command(
     debug: bool = False,
     trace: str | None = None,
     trace_content: bool = False,
+    strict: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -80,6 +81,7 @@ def serve_command(
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),
         compile_options=options,
+        strict=strict,
     )
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -136,8 +138,8 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Argument(
                 metavar="[FILE[::GRAPH]|FOLDER]...",
-                help="Workflow files and folders to serve, one assistant per graph (default: `workflow` from the "
-                "config file).",
+                help="Workflow files and folders (with their subfolders) to serve, one assistant per graph "
+                "(default: `workflow` from the config file).",
                 show_default=False,
             ),
         ] = None,
@@ -193,6 +195,14 @@ def register(app: typer.Typer) -> None:
                 help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
             ),
         ] = "30s",
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict",
+                help="Refuse a run (422) whose input lacks a key some node reads and no node writes, instead of "
+                "running it with a warning.",
+            ),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -215,4 +225,5 @@ def register(app: typer.Typer) -> None:
             debug=debug,
             trace=trace,
             trace_content=trace_content,
+            strict=strict,
         )

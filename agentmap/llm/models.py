@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents.findings import EnvironmentProblem
 from agentmap.errors import ConfigError
 from agentmap.llm._providers import ALIASES, FAMILIES, PROVIDERS, ProviderInfo
 
@@ -251,9 +252,15 @@ def check_model(
     problems: list[str] = []
     info = chosen.info
     if chosen.provider != "offline" and importlib.util.find_spec(info.module) is None:
-        problems.append(_missing_extra(chosen))
+        problems.append(EnvironmentProblem(_missing_extra(chosen), fix=f'pip install "agentmap[{info.extra}]"'))
     if chosen.api_key_env and not os.environ.get(chosen.api_key_env):
-        problems.append(f"model {chosen.name} needs an API key: set the environment variable {chosen.api_key_env}")
+        env = chosen.api_key_env
+        problems.append(
+            EnvironmentProblem(
+                f"model {chosen.name} needs an API key: set the environment variable {env}",
+                fix=f"export {env}=<your key> in the shell that runs agentmap (a key is never a cell of the file)",
+            )
+        )
     return problems
 
 

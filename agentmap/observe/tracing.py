@@ -253,6 +253,7 @@ def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
         attributes["agentmap.node.output"] = as_json(execution.result)
     if execution.success is False:
         attributes["error.type"] = attributes["agentmap.error.code"] = str(facts.get("error_code") or "agent-error")
+        attributes["agentmap.handled"] = execution.handled  # its Failure_Next goes on: the run may still succeed
         span.set_status(Status(StatusCode.ERROR, execution.error or "failed"))
     span.set_attributes(attributes)
 

@@ -13,6 +13,7 @@ Every file path resolves against the workflow's folder and must stay under it or
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,9 +95,34 @@ def resolve(
             raise ValueError(f"{text!r} refers to the same file, but this graph did not come from a file")
         return workflow_file, graph
     try:
-        return confine(str(path), base_dir, allowed_roots(settings)), graph
+        found = confine(str(path), base_dir, allowed_roots(settings))
     except OutsideRootsError as err:
         raise ValueError(
             f"subgraph file {str(path)!r} resolves to {err.path}, outside the folders a workflow may use "
             f"({', '.join(map(str, err.roots))}): {widen_hint('the subgraph file')}"
         ) from None
+    if not found.exists():
+        raise ValueError(_missing(path, found))
+    return found, graph
+
+
+def _missing(written: Path, found: Path) -> str:
+    """Why `written` (as the cell has it, `found` resolved) is no file: the few nearest names, as written."""
+    from agentmap.spec.readers import SUFFIXES
+
+    message = f"subgraph file {str(written)!r} does not exist"
+    folder = written.parent
+    where = "the workflow's folder" if str(folder) == "." else f"{str(folder)!r}"
+    try:
+        names = [p.name for p in found.parent.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file()]
+    except OSError:
+        return f"{message}: there is no folder {where} next to the workflow file"
+    if not names:
+        return f"{message}: {where} holds no workflow file"
+    stems = {Path(name).stem: name for name in names}  # compare stems: a shared ".csv" is no likeness
+    close = difflib.get_close_matches(written.stem, list(stems), n=3, cutoff=0.6)
+    nearest = close or difflib.get_close_matches(written.stem, list(stems), n=3, cutoff=0.0)
+    shown = [repr(str(folder / stems[stem])) for stem in nearest]
+    if close:
+        return f"{message}; did you mean {' or '.join(shown)}?"
+    return f"{message}; the nearest names in {where}: {', '.join(shown)}"

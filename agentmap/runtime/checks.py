@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
-from agentmap.agents.findings import ConfigWarning
+from agentmap.agents.findings import ConfigWarning, EnvironmentProblem
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
@@ -87,7 +87,9 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
                 column, message = problem if isinstance(problem, tuple) else ("Context", problem)
                 cell = graph.finding_column(column)
                 fix = (
-                    f"fix the {cell} cell of {node.name!r} (csv_specs/ documents each agent type)"
+                    message.fix
+                    if isinstance(message, EnvironmentProblem)
+                    else f"fix the {cell} cell of {node.name!r} (csv_specs/ documents each agent type)"
                     if cell
                     else f"add a {column} column to the file and fill it in for {node.name!r} (csv_specs/format.md)"
                 )
@@ -158,4 +160,5 @@ def _environment(
             "registry": options.registry,
         },
         new_tracker=ExecutionTracker,
+        handled_failures=graph.handled_failures,
     )

@@ -162,7 +162,8 @@ class CompiledWorkflow:
 
     def new_tracker(self, listener: Callable[[NodeExecution], None] | None = None) -> ExecutionTracker:
         """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
-        return ExecutionTracker(self._verdict, listener=listener)  # the policy, resolved once per workflow
+        # the policy, resolved once per workflow
+        return ExecutionTracker(self._verdict, listener=listener, handled=self.spec.handled_failures)
 
     @cached_property
     def file_digest(self) -> str | None:

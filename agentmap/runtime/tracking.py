@@ -1,7 +1,8 @@
 """`ExecutionTracker`: records every node of a run, and decides the run's success by a policy.
 
 Policies:
-* `all_nodes` (default): every node that ran succeeded.
+* `all_nodes` (default): every node that ran succeeded, or failed where the workflow handles it (`handled`:
+  the node's Failure_Next names where to go on).
 * `final_node`: the last node that finished succeeded.
 * `critical_nodes`: every node named in `critical_nodes` that ran succeeded.
 * any callable `f(summary: list[NodeExecution]) -> bool`.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +39,7 @@ class NodeExecution:
         result: What it returned on success.
         metadata: Extra facts an agent recorded (model, token usage, ...).
         subgraph: The executions of a subgraph the node ran, in order.
+        handled: It failed and the workflow handles that failure (its Failure_Next names the next node).
         facts: What traces and pictures read and the summary leaves out: LangGraph's `step`, a failure's
             `error_code`, an agent I/O response's `trace` events (agents record them as `_name` metadata).
     """
@@ -52,6 +54,7 @@ class NodeExecution:
     result: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     subgraph: list[NodeExecution] | None = None
+    handled: bool = False
     facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _clock: float = 0.0
 
@@ -67,6 +70,8 @@ class NodeExecution:
         }
         if self.metadata:
             data["metadata"] = self.metadata
+        if self.handled:
+            data["handled"] = True
         if self.subgraph is not None:
             data["subgraph"] = [e.to_dict() for e in self.subgraph]
         return data
@@ -81,7 +86,7 @@ def resolve_policy(
         ValueError: For an unknown policy name, or `critical_nodes` without nodes.
     """
     if policy is None or policy == "all_nodes":
-        return lambda summary: all(e.success is not False for e in summary)
+        return lambda summary: all(e.success is not False or e.handled for e in summary)
     if policy == "final_node":
         return lambda summary: next((e.success for e in reversed(summary) if e.success is not None), True)
     if policy == "critical_nodes":
@@ -102,6 +107,7 @@ class ExecutionTracker:
         critical_nodes: The nodes the `critical_nodes` policy looks at.
         listener: Called with each `NodeExecution` when it starts and again when it ends
             (the command line's live view uses it).
+        handled: The nodes whose failure the workflow handles (`GraphSpec.handled_failures`).
     """
 
     def __init__(
@@ -109,8 +115,10 @@ class ExecutionTracker:
         policy: SuccessPolicy | None = None,
         critical_nodes: Sequence[str] = (),
         listener: Callable[[NodeExecution], None] | None = None,
+        handled: Collection[str] = (),
     ) -> None:
         self._policy = resolve_policy(policy, critical_nodes)
+        self._handled = handled
         self._listeners: list[Callable[[NodeExecution], None]] = [listener] if listener is not None else []
         self._executions: list[NodeExecution] = []
         self._open: dict[str, NodeExecution] = {}
@@ -152,6 +160,7 @@ class ExecutionTracker:
         execution.duration = time.perf_counter() - execution._clock
         execution.end = execution.start + execution.duration
         execution.success = success
+        execution.handled = not success and node_name in self._handled
         execution.result = result
         execution.error = error
         for notify in self._listeners:

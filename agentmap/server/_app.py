@@ -104,7 +104,7 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        graphs = ", ".join(a.graph_id for a in server.assistants.all)
+        graphs = ", ".join(f"{a.graph_id} ({a.app.spec.file})" for a in server.assistants.all)
         asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished

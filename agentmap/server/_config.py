@@ -30,6 +30,8 @@ class ServeConfig:
             whose replica died is claimed by another once its lease has run out.
         grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
+        strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
+            otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
     """
 
     targets: tuple[str, ...]
@@ -43,3 +45,4 @@ class ServeConfig:
     lease: float = 30.0
     grace: float = 30.0
     compile_options: dict[str, Any] = field(default_factory=dict)
+    strict: bool = False

@@ -94,7 +94,7 @@ class Assistant:
     """One graph served as a LangGraph assistant.
 
     Attributes:
-        graph_id: The graph's id (its name; `stem.Name` when two files share a name).
+        graph_id: The graph's id: its name, or `prefix.Name` when two served graphs share a name.
         app: The graph compiled with the server's checkpointer.
         stateless: The same graph without a checkpointer, for runs without a thread.
         state_keys: Every key of the graph's state.
@@ -107,6 +107,8 @@ class Assistant:
     state_keys: tuple[str, ...]
     input_keys: tuple[str, ...]
     assistant_id: str = field(init=False)
+    prefix: str = field(default="", repr=False)
+    """Qualifies `graph_id` when two served graphs share a name: the file's path under its served folder."""
 
     def __post_init__(self) -> None:
         self.assistant_id = str(uuid.uuid5(_NAMESPACE, self.graph_id))
@@ -203,38 +205,40 @@ class Assistants:
 
     @classmethod
     def load(cls, targets: Sequence[str | Path], checkpointer: Any, **options: Any) -> Assistants:
-        """Compile every graph of the given files and folders (a folder: its workflow files, not recursing).
+        """Compile every graph of the given files and folders (a folder: its workflow files, subfolders included).
 
-        In a folder, a file that is not a workflow, or that fails validation, is skipped with a warning; a file
-        named directly must compile.
+        In a folder, a file that fails to load or validate is skipped with a warning naming it and why (a data
+        CSV beside the workflows, say); a file named directly must compile. Hidden folders are not read.
 
         Raises:
             WorkflowFileError: A target does not exist, or no graph was found.
             WorkflowValidationError, GraphNotFoundError: A file named directly does not compile.
         """
-        files: list[tuple[Path, str | None, bool]] = []
+        files: list[tuple[Path, str | None, bool, str]] = []  # path, graph, named directly, id prefix
         for target in targets:
             text = str(target)
             path_text, sep, graph = text.partition("::")
             path = Path(path_text)
             if path.is_dir():
-                found = sorted(p for p in path.iterdir() if p.is_file())
-                files += [(p, None, False) for p in found]
+                files += [(p, None, False, _prefix(p.relative_to(path))) for p in _workflow_files(path)]
             elif path.exists():
-                files.append((path, (graph.strip() or None) if sep else None, True))
+                files.append((path, (graph.strip() or None) if sep else None, True, path.stem))
             else:
                 raise WorkflowFileError(
                     f"{path} does not exist", hint="name a workflow file or a folder of workflow files"
                 )
         assistants: list[Assistant] = []
-        for path, selected, strict in files:
+        for path, selected, strict, prefix in files:
             try:
-                assistants += _compile_file(path, selected, checkpointer, options)
+                made = _compile_file(path, selected, checkpointer, options)
             except AgentMapError as err:
                 if strict:
                     raise
-                if err.code != "unsupported-format":  # a state file or a script beside the workflows: not news
-                    _log.warning("skipping %s: %s", path, str(err).splitlines()[0])
+                _log.warning("skipping %s, not served: %s", path, _why(err))
+                continue
+            for assistant in made:
+                assistant.prefix = prefix
+            assistants += made
         if not assistants:
             raise WorkflowFileError(
                 f"no workflow found in {', '.join(str(t) for t in targets)}",
@@ -242,6 +246,33 @@ class Assistants:
                 hint="name a workflow file (e.g. graphs/hello_world.csv) or a folder holding some",
             )
         return cls(_unique_ids(assistants))
+
+
+def _why(err: AgentMapError) -> str:
+    """The first reason a file in a served folder does not compile, on one line."""
+    errors = [i for i in getattr(err, "issues", ()) if getattr(i, "severity", "error") == "error"]
+    if errors:
+        more = f" (and {len(errors) - 1} more: agentmap validate shows them)" if len(errors) > 1 else ""
+        return f"{errors[0].message}{more}"
+    return str(err).splitlines()[0]
+
+
+def _workflow_files(folder: Path) -> list[Path]:
+    """The files of `folder` and its subfolders (not hidden ones) whose suffix is a workflow format's."""
+    from agentmap.spec.readers import SUFFIXES
+
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix.lower() in SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+
+
+def _prefix(relative: Path) -> str:
+    """What qualifies a graph's id when two served graphs share a name: `sub.file` for `sub/file.csv`."""
+    return ".".join((*relative.parent.parts, relative.stem))
 
 
 def _compile_file(path: Path, graph: str | None, checkpointer: Any, options: Mapping[str, Any]) -> list[Assistant]:
@@ -271,7 +302,7 @@ def _unique_ids(assistants: list[Assistant]) -> list[Assistant]:
         counts[a.graph_id] = counts.get(a.graph_id, 0) + 1
     for a in assistants:
         if counts[a.graph_id] > 1:
-            a.graph_id = f"{Path(str(a.app.spec.file)).stem}.{a.graph_id}"
+            a.graph_id = f"{a.prefix}.{a.graph_id}"
             a.__post_init__()
     ids = [a.graph_id for a in assistants]
     if len(set(ids)) != len(ids):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import AsyncIterator
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Response
@@ -11,6 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from agentmap.agents.questions import check_answer
+from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
 __all__ = ["run_routes"]
+
+_log = logging.getLogger("agentmap.server")
 
 _QUEUED = ("runs.create", "runs.create_batch")
 """Runs no client waits on here: any replica may claim them."""
@@ -161,6 +166,19 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
     thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
     config = _run_config(body)
     run_input = _run_input(body, assistant, thread_id, what)
+    metadata = dict(body.metadata or {})
+    found = _missing(assistant, thread_id, run_input)
+    if found is not None:
+        keys = ", ".join(repr(k) for k in found.keys)
+        if server.config.strict:
+            raise ApiError(
+                422,
+                "missing-state",
+                f"{what}: {found.message}",
+                hint=f"pass {keys} in the run's input, e.g. {json.dumps(found.example, default=str)}",
+            )
+        _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
+        metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
@@ -174,12 +192,27 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         input=run_input,
         stream_modes=_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
         config=config,
-        metadata=dict(body.metadata or {}),
+        metadata=metadata,
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
         payload={"body": body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id, "what": what},
     )
+
+
+def _missing(assistant: Assistant, thread_id: str | None, run_input: Any) -> MissingState | None:
+    """What a run starting from `run_input` lacks of the inputs no node writes (`agentmap run`'s check).
+
+    A run on a thread starts from the thread's values too: they are read only when the input lacks a key.
+    """
+    if not isinstance(run_input, Mapping):  # a resume, or a thread continued where it stopped
+        return None
+    found = missing_state(assistant.app.spec, run_input)
+    if found is not None and thread_id is not None:
+        snapshot = snapshot_of(assistant, thread_id)
+        if snapshot is not None and snapshot.values:
+            found = missing_state(assistant.app.spec, {**snapshot.values, **run_input})
+    return found
 
 
 def _breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
@@ -225,7 +258,10 @@ def _breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: s
 
 
 async def _start(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
-    if body.command is None and body.input is not None:  # reads only the small thread table: stay on the loop
+    on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
+    if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
+        on_loop = missing_state(server.assistant(body.assistant_id).app.spec, body.input) is None
+    if on_loop:
         request = _resolve(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
         request = await run_in_threadpool(_resolve, server, body, thread_id, what)

@@ -130,6 +130,23 @@ class GraphSpec(BaseModel):
             found.setdefault(node.name, node)
         return found
 
+    @cached_property
+    def handled_failures(self) -> frozenset[str]:
+        """Nodes whose failure the workflow handles: their Failure_Next names a node or a `func:` router.
+
+        A failure there is a designed path (csv_specs/format.md, "Success policy"), not the run's failure. A
+        plain Edge on the same row overrides Failure_Next (`edge-overrides-branches`), so it handles nothing.
+        """
+        return frozenset(
+            node.name
+            for node in self.nodes
+            if (not node.edge or isinstance(node.edge, FuncRef))
+            and (
+                isinstance(node.failure_next, FuncRef)
+                or any(t.strip().lower() not in ("", "end", "__end__") for t in node.failure_next or ())
+            )
+        )
+
     def column(self, canonical: str) -> str:
         """The header the file uses for a canonical column (the canonical name if absent)."""
         return self.columns.get(canonical, canonical)

@@ -124,10 +124,14 @@ def test_a_quitting_custom_agent_fails_the_run_with_its_exit_code(
         "@agent('quitter')\nclass Quitter(BaseAgent):\n    def process(self, inputs):\n        raise SystemExit(0)\n"
     )
     (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Failure_Next\nG,Q,quitter,Handle\nG,Handle,echo,\n")
+    (tmp_path / "alone.csv").write_text("GraphName,Node,AgentType\nG,Q,quitter\n")
     monkeypatch.chdir(tmp_path)
-    code = run_cli(["run", "flow.csv", "--json"])
+    code = run_cli(["run", "alone.csv", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 1 and document["errors"] == ["Error in Q: the agent raised SystemExit(0)"]
+    code = run_cli(["run", "flow.csv", "--json"])  # the workflow handles the failure: Failure_Next
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["errors"] == ["Error in Q: the agent raised SystemExit(0)"]
     assert [(e["name"], e["success"]) for e in document["summary"]] == [("Q", False), ("Handle", True)]
 
 

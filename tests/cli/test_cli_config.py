@@ -17,13 +17,15 @@ _FLOW = (
 
 def test_success_policy_from_file_then_variable(tmp_path: Path) -> None:
     csv = write(tmp_path / "flow.csv", _FLOW)
-    assert agentmap("run", csv, cwd=tmp_path).code == 1  # all_nodes: Try failed
+    assert agentmap("run", csv, cwd=tmp_path).code == 0  # all_nodes: Try failed, and Recover handled it
+    write(tmp_path / "agentmap.yaml", "execution:\n  success_policy: critical_nodes\n  critical_nodes: [Try]\n")
+    assert agentmap("run", csv, cwd=tmp_path).code == 1  # critical_nodes: Try failed, handled or not
     write(tmp_path / "agentmap.yaml", "execution:\n  success_policy: final_node\n")
     relaxed = agentmap("run", csv, cwd=tmp_path)
     assert relaxed.code == 0, relaxed.err
     assert json.loads(relaxed.out)["state"]["note"] == "recovered"
-    strict = agentmap("run", csv, cwd=tmp_path, env={"AGENTMAP_EXECUTION__SUCCESS_POLICY": "all_nodes"})
-    assert strict.code == 1
+    critical = {"AGENTMAP_EXECUTION__SUCCESS_POLICY": "critical_nodes", "AGENTMAP_EXECUTION__CRITICAL_NODES": '["Try"]'}
+    assert agentmap("run", csv, cwd=tmp_path, env=critical).code == 1  # the variables win over the file
 
 
 def test_functions_and_agents_folders_from_config(tmp_path: Path) -> None:

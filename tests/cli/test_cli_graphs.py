@@ -77,15 +77,38 @@ def test_every_graph_runs_and_succeeds(path: Path, tmp_path: Path) -> None:
             assert document["state"][state_key] == value, (key, graph, state_key)
 
 
-def test_branching_failure_path(tmp_path: Path) -> None:
+def test_branching_failure_path_is_handled_by_the_workflow(tmp_path: Path) -> None:
     args = ("run", GRAPHS / "branching.csv", "--state", '{"request": "a yacht", "approved": "no"}')
-    strict = agentmap(*args, cwd=tmp_path)
-    assert strict.code == 1  # Check failed (that is how the branch is taken), so all_nodes says no
-    document = json.loads(strict.out)
+    result = agentmap(*args, cwd=tmp_path)
+    assert result.code == 0, result.err  # Check failed into its Failure_Next: a designed path, not a failure
+    assert "ERROR" not in result.err
+    document = json.loads(result.out)
     assert document["state"]["decision"] == "Rejected: a yacht"
-    assert [e["name"] for e in document["summary"]] == ["Check", "Reject", "Report"]
-    relaxed = agentmap(*args, cwd=tmp_path, env={"AGENTMAP_EXECUTION__SUCCESS_POLICY": "final_node"})
-    assert relaxed.code == 0
+    assert [(e["name"], e["success"], e.get("handled")) for e in document["summary"]] == [
+        ("Check", False, True),
+        ("Reject", True, None),
+        ("Report", True, None),
+    ]
+
+
+def test_a_failure_path_that_ends_on_a_failing_node_fails_the_run(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Success_Next,Failure_Next\n"
+        "G,Check,branching,,approved,check,Done,Refuse\n"
+        "G,Done,success,,,,,\n"
+        "G,Refuse,failure,not approved,,,,\n"
+    )
+    result = agentmap("run", flow, "--state", '{"approved": "no"}', cwd=tmp_path)
+    assert result.code == 1
+    document = json.loads(result.out)
+    assert [(e["name"], e.get("handled")) for e in document["summary"]] == [("Check", True), ("Refuse", None)]
+
+
+def test_every_shipped_workflow_validates_without_warnings(tmp_path: Path) -> None:
+    for path in WORKFLOWS:
+        result = agentmap("validate", path, cwd=tmp_path)
+        assert result.code == 0 and "0 errors, 0 warnings" in result.out + result.err, result.out + result.err
 
 
 def test_custom_router_small_order(tmp_path: Path) -> None:

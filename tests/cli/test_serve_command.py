@@ -92,7 +92,16 @@ def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     port = _free_port()
     database = tmp_path / "state" / "runs.db"
     proc = subprocess.Popen(
-        [*COMMAND, "serve", str(GRAPHS / "hello_world.csv"), "--port", str(port), "--checkpoint", str(database)],
+        [
+            *COMMAND,
+            "serve",
+            str(GRAPHS / "hello_world.csv"),
+            "--port",
+            str(port),
+            "--checkpoint",
+            str(database),
+            "--strict",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -103,6 +112,8 @@ def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         with sdk.get_sync_client(url=url, api_key=None) as client:
             thread = client.threads.create()
             result = client.runs.wait(thread["thread_id"], "HelloWorld", input={"name": "Ada"})
+            with pytest.raises(httpx.HTTPStatusError, match="422"):  # --strict: the input lacks 'name'
+                client.runs.wait(None, "HelloWorld", input={})
         assert result["greeting"] == "Hello, Ada!"
         assert database.is_file()  # the folder of the checkpoint file is made
     finally:

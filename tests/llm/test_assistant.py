@@ -182,7 +182,7 @@ def test_fail_on_error_takes_failure_next_with_the_reason(
     stub.script(error(429, "slow down"))
     path = write_graph(tmp_path, openai_context(stub, fail_on_error=True))
     result = agentmap.compile(path).invoke({"message": "hi"})
-    assert not result.success
+    assert result.failed_nodes == ["Assistant"]
     assert [e.name for e in result.summary] == ["Assistant", "Failed"]
     [reason] = result.state["errors"]
     assert "rate limit" in reason and "Assistant" in reason

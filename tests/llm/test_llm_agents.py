@@ -141,7 +141,7 @@ def test_provider_failures_fail_the_node(
         ["g", "Done", "echo", "", "", "answer", "final"],
     )
     result = agentmap.compile(path).invoke({"q": "hi"})
-    assert result.success is False
+    assert result.failed_nodes == ["Ask"]
     assert "answer" not in result.state and "final" not in result.state
     [message] = result.state["errors"]
     assert message.startswith("Error in Ask: model 'gpt-stub'") and reason in message
@@ -198,7 +198,7 @@ def test_running_out_of_iterations_fails_the_node(tmp_path: Path, stub: OpenAISt
          "tools.py"],
     )  # fmt: skip
     result = agentmap.compile(path).invoke({"q": "loop"})
-    assert result.success is False
+    assert result.failed_nodes == ["Calc"]
     assert "still calling tools after 2 model calls" in result.state["errors"][0]
 
 

@@ -201,8 +201,20 @@ def test_the_cli_refuses_a_missing_key_or_extra_before_the_run(tmp_path: Path, c
     assert "flow.csv:2:Context" in output
     assert "model openai:gpt-4o-mini needs an API key: set the environment variable OPENAI_API_KEY" in output
     assert "needs an API key: set the environment variable ANTHROPIC_API_KEY" in output
+    assert "export ANTHROPIC_API_KEY=<your key> in the shell that runs agentmap" in output
+    assert "fix the Context cell of 'Claude'" not in output  # the empty cell is not where the key goes
     if importlib.util.find_spec("langchain_anthropic") is None:
         assert 'needs the langchain-anthropic package: pip install "agentmap[anthropic]"' in output
+
+
+@pytest.mark.slow
+def test_a_missing_key_of_a_file_without_context_names_the_variable_not_a_column(tmp_path: Path) -> None:
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\ng,Ask,openai,,q,a\n")
+    done = _scrubbed_cli(tmp_path, "validate", "flow.csv")
+    output = done.stdout + done.stderr
+    assert done.returncode == 4, output
+    assert "export OPENAI_API_KEY=<your key> in the shell that runs agentmap" in output
+    assert "add a Context column" not in output
 
 
 @pytest.mark.slow

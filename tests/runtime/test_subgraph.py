@@ -43,8 +43,8 @@ async def test_subgraph_runs_under_ainvoke(write_csv: WriteCsv) -> None:
 
 def test_a_failing_subgraph_fails_its_node_which_takes_failure_next(write_csv: WriteCsv) -> None:
     result = agentmap.run(f"{write_csv(OUTER)}::Outer", {"user": "Bob"})
-    assert result.success is False
-    assert [e.name for e in result.summary] == ["Prepare", "Call", "Failed"]
+    assert result.success is True  # Call's Failure_Next handles it: a designed path
+    assert [(e.name, e.handled) for e in result.summary] == [("Prepare", False), ("Call", True), ("Failed", False)]
     (error,) = result.errors
     assert error.startswith("Error in Call: subgraph 'Inner' failed at Check: Error in Check:")
     assert result.state["out"] == f"failed: {[error]}"
@@ -87,6 +87,21 @@ def test_bad_references_are_config_errors_at_the_context_cell(write_csv: WriteCs
     issues = agentmap.validate(path)
     assert [(i.row, i.column, i.code) for i in issues] == [(2, "Config", "bad-config")]
     assert needle in issues[0].message
+
+
+def test_a_missing_subgraph_file_is_named_as_written_with_the_few_nearest(write_csv: WriteCsv) -> None:
+    for name in ("hello_world", "parallel", "branching", "trip_planner", "summary"):
+        write_csv("GraphName,Node,AgentType\nG,A,echo\n", name=f"lib/{name}.csv")
+    for cell, expected in (
+        ("lib/helo_world.csv", "subgraph file 'lib/helo_world.csv' does not exist; did you mean 'lib/hello_world."),
+        ("lib/zzz.csv", "subgraph file 'lib/zzz.csv' does not exist; the nearest names in 'lib': "),
+        ("nope/a.csv", "subgraph file 'nope/a.csv' does not exist: there is no folder 'nope' next to the workflow"),
+    ):
+        path = write_csv(f"GraphName,Node,AgentType,Context\nOuter,Call,graph,{{workflow={cell}::G}}\n")
+        (issue,) = agentmap.validate(path)
+        assert issue.message.startswith(expected), issue.message
+        assert str(path.parent) not in issue.message
+        assert issue.message.count(".csv'") <= 4  # the few nearest, not every file of the folder
 
 
 def test_an_indirect_cycle_through_another_file_is_found(write_csv: WriteCsv) -> None:

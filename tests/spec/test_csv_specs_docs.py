@@ -56,7 +56,12 @@ def test_format_examples_run_as_described(tmp_path: Path) -> None:
     two = _example(tmp_path, "format.md", "Greeting")
     assert agentmap.run(f"{two}::Farewell", {"name": "Ada"}).state["farewell"] == "Goodbye, Ada."
     review = _example(tmp_path, "format.md", "Review")
-    assert [e.name for e in agentmap.run(review, {"approved": "no"}).summary] == ["Check", "Reject"]
+    rejected = agentmap.run(review, {"approved": "no"})
+    assert [(e.name, e.handled) for e in rejected.summary] == [("Check", True), ("Reject", False)]
+    assert not rejected.success  # the designed path ends on a failure node
+    fetched = agentmap.run(_example(tmp_path, "format.md", "Outage"))
+    assert fetched.success and fetched.state["result"] == "used the cache"
+    assert [(e.name, e.success, e.handled) for e in fetched.summary] == [("Load", False, True), ("Cached", True, False)]
     research = agentmap.run(_example(tmp_path, "format.md", "Research"), {"topic": "bees"})
     assert [e.name for e in research.summary].count("Merge") == 1
     assert research.state["report"].startswith("web: {'topic': 'bees'}")

@@ -1,0 +1,70 @@
+"""Before a run: does the initial state hold every input that no node writes?
+
+A state without such a key runs, and the node reads None (`Hello, None!`); a typo (`{"nmae": ...}`) does the
+same. `agentmap run` and `agentmap serve` both ask `missing_state` and say what it found: a warning, or with
+`--strict` an error (`missing-state`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentmap.spec.models import GraphSpec, state_key
+from agentmap.spec.validation import SYSTEM_KEYS
+
+__all__ = ["MissingState", "missing_inputs", "missing_state"]
+
+
+@dataclass(frozen=True)
+class MissingState:
+    """What an initial state lacks.
+
+    Attributes:
+        message: One line naming each missing key, the nodes reading it, and a given key that looks like it.
+        keys: The missing keys, in row order.
+        example: The state with the missing keys added (a look-alike key renamed), for a hint.
+    """
+
+    message: str
+    keys: tuple[str, ...]
+    example: dict[str, Any]
+
+
+def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The inputs no node writes and `state` lacks: `{key: [nodes reading it]}`, in row order."""
+    written = {state_key(f, output=True) for node in graph.nodes for f in node.outputs}
+    missing: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        for field in node.inputs:
+            key = state_key(field, output=False)
+            if key not in written and key not in SYSTEM_KEYS and key not in state:
+                readers = missing.setdefault(key, [])
+                if node.name not in readers:
+                    readers.append(node.name)
+    return missing
+
+
+def missing_state(graph: GraphSpec, state: Mapping[str, Any]) -> MissingState | None:
+    """What `state` lacks of the inputs no node of `graph` writes, or None when it has them all."""
+    missing = missing_inputs(graph, state)
+    if not missing:
+        return None
+    read = {state_key(f, output=False) for node in graph.nodes for f in node.inputs}
+    unknown = [k for k in state if k not in read]
+    parts = []
+    example = dict(state)
+    for key, readers in missing.items():
+        close = difflib.get_close_matches(key, unknown, n=1, cutoff=0.6)
+        guess = f" (the state has {close[0]!r}: did you mean {key!r}?)" if close else ""
+        nodes = ", ".join(repr(n) for n in readers)
+        parts.append(f"{key!r}, read by node{'s' if len(readers) > 1 else ''} {nodes}{guess}")
+        example[key] = example.pop(close[0]) if close else "..."
+    several = len(missing) > 1
+    message = (
+        f"the initial state has no {'; no '.join(parts)}; no node writes "
+        f"{'these keys' if several else 'it'}, so the node{'s' if several else ''} will read None"
+    )
+    return MissingState(message, tuple(missing), example)
