@@ -36,7 +36,7 @@ _EXPECTED: dict[str, dict[str, Any]] = {
         "message": "Your trip: Fly Air France AF11 from New York to Paris at 19:30 ($575), then stay 3 nights at "
         "Maison Rivoli ($1020). Total: $1595."
     },
-    "approval.csv::Approval": {"report": "Purchase of a new laptop approved: True"},
+    "approval.csv::Purchase": {"report": "Purchase of a new laptop approved: True"},
     "assistant/assistant.csv::Assistant": {"domains": ["maths"], "content": "Done: add numbers returned 5.0."},
 }
 
