@@ -110,8 +110,10 @@ def test_errors_are_json_with_agentmap_codes(open_api: TestClient) -> None:
     assert missing.status_code == 422 and "assistant_id" in missing.json()["message"]
     unknown_key = open_api.post("/runs/wait", json={"assistant_id": "HelloWorld", "input": {"nam": "A"}})
     assert unknown_key.json()["code"] == "bad-input" and "state keys: name" in unknown_key.json()["hint"]
-    other = open_api.put("/store/items", json={})
-    assert other.status_code == 404 and other.json()["message"] == "PUT /store/items is not supported by agentmap serve"
+    other = open_api.post("/crons", json={})
+    assert other.status_code == 404 and other.json()["message"] == "POST /crons is not supported by agentmap serve"
+    store = open_api.put("/store/items", json={"namespace": ["a"], "key": "k"})
+    assert store.status_code == 422 and store.json()["code"] == "bad-request" and "value" in store.json()["message"]
     context = open_api.post("/runs/wait", json={"assistant_id": "HelloWorld", "context": {"a": 1}})
     assert context.status_code == 422 and "'context' is not supported" in context.json()["message"]
     interrupt = open_api.post("/runs/wait", json={"assistant_id": "HelloWorld", "interrupt_before": ["Finish"]})
