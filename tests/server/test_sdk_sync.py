@@ -132,6 +132,18 @@ def test_interrupt_then_resume_checks_the_answer(client: Any) -> None:
     assert client.threads.get(tid)["status"] == "idle"
 
 
+def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "Review", input={"topic": "owls"})
+    first = client.runs.create(tid, "Review", command={"resume": "approve"})
+    with pytest.raises(ConflictError) as caught:
+        client.runs.create(tid, "Review", command={"resume": "reject"})
+    body = caught.value.body
+    assert isinstance(body, dict) and body["code"] == "already-answered", body
+    assert '"approved": true' in body["message"] and '"approved": false' in body["message"]
+    assert client.runs.join(tid, first["run_id"])["approved"] is True
+
+
 def test_input_node_pauses_and_resumes(client: Any) -> None:
     tid = client.threads.create()["thread_id"]
     paused = client.runs.wait(tid, "Ask", input={})
