@@ -21,7 +21,7 @@ from typing import Any
 
 from agentmap.errors import ConfigError
 
-__all__ = ["TABLE", "claim_answers", "refuse_if_answered"]
+__all__ = ["TABLE", "claim_answers", "refuse_if_answered", "taken_answers"]
 
 TABLE = "agentmap_answers"
 _CREATE = (
@@ -77,6 +77,11 @@ def refuse_if_answered(saver: Any, answer: Any, thread_id: str) -> None:
             return
 
 
+def taken_answers(saver: Any, config: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+    """The answers (interrupt id -> answer) claimed for the pause saved at `config` (empty when none was)."""
+    return {i: json.loads(text) for i, (text, _) in _claims(saver, config, thread_id, {}).items()}
+
+
 def _text(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, default=str)
 
@@ -104,7 +109,8 @@ def _taken(thread_id: str, yours: str, won: Claims) -> ConfigError:
         f"thread {thread_id!r} was already answered: {theirs} was taken by another resume, which continues the "
         f"run; your answer {yours} was not used",
         code="already-answered",
-        hint=f"`agentmap threads show {thread_id}` shows where the run stands now",
+        hint=f"`agentmap threads show {thread_id}` shows where the run stands now (if it still waits, the resume "
+        f"that took the answer stopped first: `agentmap resume {thread_id}` continues with that answer)",
     )
 
 

@@ -298,8 +298,9 @@ def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any, saver: An
 
     A paused thread gets `Command(resume=...)` with the answer checked against each question (an answer
     that does not fit raises `AnswerError` and the thread stays paused) and claimed in `saver`'s database
-    (`claim_answers`: one answer per pause); an interrupted or failed one gets None (LangGraph runs what had
-    not completed).
+    (`claim_answers`: one answer per pause; no answer continues with the one taken, when a resume that took it
+    stopped before the run went on); an interrupted or failed one gets None (LangGraph runs what had not
+    completed).
 
     Raises:
         ConfigError: No such thread (`unknown-thread`), a finished thread (`nothing-to-resume`), an answer
@@ -307,8 +308,14 @@ def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any, saver: An
             a question another resume answered first (`already-answered`).
         AnswerError: The answer does not fit the question.
     """
-    from agentmap.runtime.answers import claim_answers, refuse_if_answered
+    from agentmap.runtime.answers import claim_answers, refuse_if_answered, taken_answers
 
+    if answer is None and snapshot.interrupts:  # taken by a resume that stopped before the run went on
+        taken = taken_answers(saver, snapshot.config, thread_id)
+        if taken and all(i.id in taken for i in snapshot.interrupts):
+            from langgraph.types import Command
+
+            return Command(resume={i.id: taken[i.id] for i in snapshot.interrupts})
     try:
         run_input = _resume_command(snapshot, thread_id, answer)
     except ConfigError as exc:
