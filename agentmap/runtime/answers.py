@@ -68,6 +68,8 @@ def refuse_if_answered(saver: Any, answer: Any, thread_id: str) -> None:
     Raises:
         ConfigError: `already-answered`, naming the answer taken.
     """
+    if _kind(saver) is None:
+        return
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     for saved in list(saver.list(config, limit=_LOOK_BACK)):  # a list: the saver's lock is held while it lists
         if any(write[1] == _INTERRUPT for write in saved.pending_writes or ()):
@@ -93,14 +95,17 @@ def _claims(saver: Any, config: Mapping[str, Any], thread_id: str, mine: Claims)
     if not checkpoint_id:
         return {}
     key: Key = (thread_id, str(configurable.get("checkpoint_ns") or ""), str(checkpoint_id))
-    kinds = {c.__name__ for c in type(saver).__mro__}
-    if "SqliteSaver" in kinds:
-        return _claim_sqlite(saver, key, mine)
-    if "PostgresSaver" in kinds:
-        return _claim_postgres(saver, key, mine)
-    if "InMemorySaver" in kinds:
-        return _claim_memory(saver, key, mine)
-    return {}  # a saver of another kind (an async-only one): no table to claim in
+    kind = _kind(saver)
+    return {} if kind is None else kind(saver, key, mine)
+
+
+def _kind(saver: Any) -> Any:
+    """How to claim in `saver`'s database; None for a saver of another kind (an async-only one, say)."""
+    names = {c.__name__ for c in type(saver).__mro__}
+    for name, claim in (("SqliteSaver", _claim_sqlite), ("PostgresSaver", _claim_postgres)):
+        if name in names:
+            return claim
+    return _claim_memory if "InMemorySaver" in names else None
 
 
 def _taken(thread_id: str, yours: str, won: Claims) -> ConfigError:
