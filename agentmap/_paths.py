@@ -12,7 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOTS_VARIABLE", "OutsideRootsError", "allowed_roots", "confine", "is_under", "widen_hint"]
+__all__ = [
+    "ROOTS_VARIABLE",
+    "LinkedRootError",
+    "OutsideRootsError",
+    "allowed_roots",
+    "confine",
+    "declared_folder",
+    "is_under",
+    "widen_hint",
+]
 
 ROOTS_VARIABLE = "AGENTMAP_ALLOWED_ROOTS"
 """The environment variable of extra allowed roots, separated by `os.pathsep` (`:` on Linux and macOS)."""
@@ -27,6 +36,43 @@ class OutsideRootsError(ValueError):
         self.roots = list(roots)
         folders = ", ".join(str(r) for r in self.roots)
         super().__init__(f"{text!r} resolves to {path}, outside the allowed folders ({folders})")
+
+
+class LinkedRootError(OutsideRootsError):
+    """An allowed folder is a symbolic link (or lies under one) to a place outside the folder it is declared in."""
+
+    def __init__(self, text: str, declared: Path, path: Path, roots: Sequence[Path]) -> None:
+        super().__init__(text, path, roots)
+        self.declared = declared
+        self.args = (
+            f"the folder {text!r} ({declared}) is a symbolic link to {path}, outside the folder it is declared in "
+            f"({roots[0]}), so nothing is read or written through it: allow its target with `--allow-root {path}` "
+            f"(or paths.allowed_roots, {ROOTS_VARIABLE}), or make it a real folder",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def declared_folder(text: str | Path, anchor: Path, allowed: Sequence[str | Path] = ()) -> Path:
+    """The folder `text` names (relative to `anchor`, the folder it is declared in), resolved.
+
+    A symbolic link on the way may lead elsewhere inside `anchor`, but not out of it (a repository shipping
+    `data -> /elsewhere` must not widen what its workflow reaches), unless the target lies under one of the
+    `allowed` roots the person running it named (`--allow-root`). An absolute `text` is taken as it is.
+
+    Raises:
+        LinkedRootError: A link takes the folder out of `anchor`.
+    """
+    home = anchor.resolve()
+    spelled = Path(text).expanduser()
+    declared = Path(os.path.normpath(home / spelled))
+    resolved = declared.resolve()
+    if spelled.is_absolute() or resolved == declared or resolved.is_relative_to(home):
+        return resolved
+    if is_under(resolved, [(home / Path(r).expanduser()).resolve() for r in allowed]):
+        return resolved
+    raise LinkedRootError(str(text), declared, resolved, [home])
 
 
 def is_under(path: Path, roots: Sequence[Path]) -> bool:

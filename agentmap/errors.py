@@ -125,6 +125,7 @@ class ErrorCode(StrEnum):
     THREAD_UNFINISHED = "thread-unfinished"
     WORKFLOW_CHANGED = "workflow-changed"
     NOT_PAUSED = "not-paused"
+    ALREADY_ANSWERED = "already-answered"
     UNSAFE_CHECKPOINT = "unsafe-checkpoint"
     # serving (exit 2; HTTP 422 for a request)
     API_KEY_REQUIRED = "api-key-required"

@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from agentmap._paths import OutsideRootsError, allowed_roots, confine
+from agentmap._paths import OutsideRootsError, allowed_roots, confine, is_under
 from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
@@ -102,8 +102,9 @@ def _kind(source: str, base_dir: Path) -> str:
 def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
     """The tool file or folder: relative to the workflow's folder, else to the working directory.
 
-    The working directory counts as an allowed root for tool files only (a workflow run from the project's
-    root may name `tools/x.py` of that root).
+    The working directory counts as an allowed root for tool files only, and only when it holds the workflow
+    file (a workflow run from its project's root may name `tools/x.py` of that root) or is itself under an
+    allowed root (`--allow-root .`): a workflow file from elsewhere must not import the user's own code.
     """
     roots = allowed_tool_roots(environment)
     try:
@@ -111,11 +112,7 @@ def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
     except OutsideRootsError:
         resolved = None
     if (resolved is None or not resolved.exists()) and not Path(source).expanduser().is_absolute():
-        try:
-            from_cwd = confine(source, Path.cwd(), roots)
-        except OutsideRootsError:
-            from_cwd = None
-        resolved = from_cwd if from_cwd is not None and from_cwd.exists() else resolved
+        resolved = _from_working_directory(source, roots) or resolved
     if resolved is None:
         raise ConfigError(
             f"Tool_Source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
@@ -126,6 +123,26 @@ def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
     if not resolved.exists():
         raise ConfigError(f"Tool_Source '{source}' does not exist (looked for {resolved})", code="tool-not-found")
     return resolved
+
+
+def _from_working_directory(source: str, roots: list[Path]) -> Path | None:
+    """`source` in the working directory, when it exists there and the working directory may be used."""
+    cwd = Path.cwd().resolve()
+    try:
+        found = confine(source, cwd, roots)
+    except OutsideRootsError:
+        return None
+    if not found.exists():
+        return None
+    if roots[0].is_relative_to(cwd) or is_under(cwd, roots):
+        return found
+    raise ConfigError(
+        f"Tool_Source '{source}' is not in the workflow's folder ({roots[0]}); it exists in the working directory "
+        f"({found}), but tools are looked up there only for a workflow file inside it: allow that folder with "
+        f"`--allow-root {cwd}` (or paths.allowed_roots, tools.roots; see csv_specs/security.md), or move the "
+        "tool beside the workflow",
+        code="tool-path-refused",
+    )
 
 
 def _module_tools(module: Any) -> list[BaseTool]:

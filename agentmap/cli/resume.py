@@ -82,7 +82,7 @@ def resume_thread(
     keys = saved_keys(saved.checkpoint.get("channel_values", {}))
     options = {**settings.compile_options(), **settings.policy_options()}
     app = compile(file, graph, state_keys=keys, checkpointer=saver, **options)
-    run_input = resume_input(app.graph.get_state(run_config), thread, value)  # type: ignore[arg-type]
+    run_input = resume_input(app.graph.get_state(run_config), thread, value, saver)  # type: ignore[arg-type]
     return execute(
         app,
         run_input,

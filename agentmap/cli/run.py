@@ -134,7 +134,7 @@ def run_workflow(
         if resume is not None:
             from agentmap._cli_api import resume_input
 
-            run_input = resume_input(app.graph.get_state(run_config), thread, resume_value)  # type: ignore[arg-type]
+            run_input = resume_input(app.graph.get_state(run_config), thread, resume_value, saver)  # type: ignore[arg-type]
         else:
             _durable.refuse_unfinished(app, thread, checkpoint, restart)
     interactive = bool(app.prompting_nodes())

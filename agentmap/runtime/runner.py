@@ -366,14 +366,15 @@ class CompiledWorkflow:
             **kwargs: Passed to `invoke` (`durability`, ...).
 
         Raises:
-            ConfigError: No checkpointer, no such thread, a finished thread, or an answer nobody asked for.
+            ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, or a
+                question another resume answered first (`already-answered`).
             AnswerError: The answer does not fit the question; the thread stays paused.
         """
         from agentmap.runtime.threads import resume_input, thread_config
 
         run_config = thread_config(thread_id, config)
         self._need_checkpointer()
-        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer)
+        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer, self.graph.checkpointer)
         return self.invoke(run_input, run_config, tracker=tracker, **kwargs)
 
     async def aresume(
@@ -390,7 +391,8 @@ class CompiledWorkflow:
 
         run_config = thread_config(thread_id, config)
         self._need_checkpointer()
-        run_input = resume_input(await self.graph.aget_state(run_config), thread_id, answer)
+        snapshot = await self.graph.aget_state(run_config)
+        run_input = await asyncio.to_thread(resume_input, snapshot, thread_id, answer, self.graph.checkpointer)
         return await self.ainvoke(run_input, run_config, tracker=tracker, **kwargs)
 
     def _need_checkpointer(self) -> None:

@@ -296,18 +296,41 @@ def _compile_for(
         return None
 
 
-def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
+def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any, saver: Any, claimant: str | None = None) -> Any:
     """What to invoke the graph with to continue thread `thread_id` from `snapshot`.
 
     A paused thread gets `Command(resume=...)` with the answer checked against each question (an answer
-    that does not fit raises `AnswerError` and the thread stays paused); an interrupted or failed one gets
-    None (LangGraph runs what had not completed).
+    that does not fit raises `AnswerError` and the thread stays paused) and claimed in `saver`'s database
+    (`claim_answers`: one answer per pause; no answer continues with the one taken, when a resume that took it
+    stopped before the run went on); an interrupted or failed one gets None (LangGraph runs what had not
+    completed).
 
     Raises:
         ConfigError: No such thread (`unknown-thread`), a finished thread (`nothing-to-resume`), an answer
-            for a thread that asks nothing (`not-paused`), or several questions without an answer for each.
+            for a thread that asks nothing (`not-paused`), several questions without an answer for each, or
+            a question another resume answered first (`already-answered`).
         AnswerError: The answer does not fit the question.
     """
+    from agentmap.runtime.answers import claim_answers, refuse_if_answered, taken_answers
+
+    if answer is None and snapshot.interrupts:  # taken by a resume that stopped before the run went on
+        taken = taken_answers(saver, snapshot.config, thread_id)
+        if taken and all(i.id in taken for i in snapshot.interrupts):
+            from langgraph.types import Command
+
+            return Command(resume={i.id: taken[i.id] for i in snapshot.interrupts})
+    try:
+        run_input = _resume_command(snapshot, thread_id, answer)
+    except ConfigError as exc:
+        if answer is not None and exc.code == "not-paused":  # moved on: was its question answered just now?
+            refuse_if_answered(saver, answer, thread_id)
+        raise
+    if run_input is not None:
+        claim_answers(saver, snapshot.config, run_input.resume, thread_id, claimant)
+    return run_input
+
+
+def _resume_command(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
     from agentmap.agents.questions import check_answer
 
     if snapshot.metadata is None:

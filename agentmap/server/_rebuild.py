@@ -39,7 +39,8 @@ def rebuilder(server: Server) -> Any:
         if progressed and snapshot is not None and thread_id:
             _same_graph(assistant, snapshot.metadata, thread_id)
             body = body.model_copy(update={"input": None, "command": None})
-        request = _resolve(server, body, thread_id, str(payload.get("what") or "runs.create"))
+        what = str(payload.get("what") or "runs.create")
+        request = _resolve(server, body, thread_id, what, payload.get("claimant"))  # its answer is claimed already
         if progressed:
             request.input = None
         request.payload = payload

@@ -46,9 +46,27 @@ def _modes(value: str | list[str] | None, default: tuple[str, ...] = ("values",)
     return modes or ("values",)
 
 
-def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
-    """The `Command` that resumes a paused thread, its answer checked against the question asked."""
+def _resume(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any, claimant: str | None) -> Any:
+    """The `Command` that resumes a paused thread, its answer checked against the question asked and claimed
+    (one answer per pause: a second one is `already-answered`, HTTP 409; `claimant` may claim it again)."""
+    from agentmap.errors import ConfigError
+    from agentmap.runtime.answers import claim_answers
+
+    try:
+        answers, resume = _answers(snapshot, command, thread_id, saver)
+        claim_answers(saver, snapshot.config, answers, thread_id, claimant)
+    except ConfigError as exc:
+        if exc.code != "already-answered":
+            raise
+        raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
+    return resume
+
+
+def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any) -> tuple[dict[str, Any], Any]:
+    """The answers by interrupt id, and the `Command` resuming with them."""
     from langgraph.types import Command
+
+    from agentmap.runtime.answers import refuse_if_answered
 
     for key in command:
         if key != "resume":
@@ -60,6 +78,8 @@ def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
             )
     pending = list(snapshot.interrupts) if snapshot is not None else []
     if not pending:
+        if snapshot is not None and snapshot.next and command.get("resume") is not None:  # moved on, unfinished
+            refuse_if_answered(saver, command["resume"], thread_id)
         raise ApiError(
             409,
             "nothing-to-resume",
@@ -70,7 +90,8 @@ def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
     ids = {i.id for i in pending}
     if isinstance(answer, dict) and answer and set(answer) <= ids:
         by_id = {i.id: i for i in pending}
-        return Command(resume={k: check_answer(by_id[k].value, v) for k, v in answer.items()})
+        answers = {k: check_answer(by_id[k].value, v) for k, v in answer.items()}
+        return answers, Command(resume=answers)
     if len(pending) > 1:
         raise ApiError(
             422,
@@ -78,7 +99,8 @@ def _resume(snapshot: Any, command: dict[str, Any], thread_id: str) -> Any:
             f"thread {thread_id!r} waits on {len(pending)} questions; answer each by its interrupt id",
             hint='command={"resume": {"<interrupt id>": answer, ...}}',
         )
-    return Command(resume=check_answer(pending[0].value, answer))
+    checked = check_answer(pending[0].value, answer)
+    return {pending[0].id: checked}, Command(resume=checked)
 
 
 def run_routes(server: Server) -> APIRouter:
@@ -138,7 +160,7 @@ def _run_config(body: RunCreate) -> dict[str, Any]:
     return config
 
 
-def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, what: str) -> Any:
+def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, what: str, claimant: str) -> Any:
     """The input checked against the graph, or the `Command` resuming the thread's paused run.
 
     No input on a thread stopped before a node (`interrupt_before`/`interrupt_after`) continues it, as
@@ -154,18 +176,27 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
         raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
     if thread_id is None:
         raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
-    return _resume(snapshot_of(assistant, thread_id), body.command, thread_id)
+    saver = assistant.app.graph.checkpointer
+    return _resume(snapshot_of(assistant, thread_id), body.command, thread_id, saver, claimant)
 
 
-def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) -> RunRequest:
-    """Check a run's body against its assistant and thread; bind an unbound thread to the graph."""
+def _resolve(
+    server: Server, body: RunCreate, thread_id: str | None, what: str, claimant: str | None = None
+) -> RunRequest:
+    """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
+
+    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over.
+    """
+    import uuid
+
+    claimant = claimant or uuid.uuid4().hex
     refuse_unsupported(body, what)
     for name in ("input", "command", "config", "metadata"):
         check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
     thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
     config = _run_config(body)
-    run_input = _run_input(body, assistant, thread_id, what)
+    run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
     found = _missing(assistant, thread_id, run_input)
     if found is not None:
@@ -196,7 +227,12 @@ def _resolve(server: Server, body: RunCreate, thread_id: str | None, what: str) 
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
-        payload={"body": body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id, "what": what},
+        payload={
+            "body": body.model_dump(mode="json", exclude_none=True),
+            "thread_id": thread_id,
+            "what": what,
+            "claimant": claimant,
+        },
     )
 
 

@@ -7,7 +7,7 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from agentmap._paths import OutsideRootsError
+from agentmap._paths import LinkedRootError, OutsideRootsError
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.storage._paths import StorageLocation, kind_settings, locate
 
@@ -113,6 +113,8 @@ class StorageAgent(BaseAgent):
             ]
         try:
             locate(cls.kind, text, environment)
+        except LinkedRootError as exc:
+            return [(column, str(exc))]
         except OutsideRootsError as exc:
             folders = ", ".join(str(r) for r in exc.roots)
             return [

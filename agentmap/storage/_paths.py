@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentmap._paths import OutsideRootsError, confine, is_under
+from agentmap._paths import OutsideRootsError, allowed_roots, confine, declared_folder, is_under
 from agentmap.agents.base import AgentEnvironment
 
 __all__ = ["KINDS", "StorageLocation", "kind_settings", "locate"]
@@ -34,12 +34,17 @@ def kind_settings(kind: str, environment: AgentEnvironment) -> Mapping[str, Any]
     return section if isinstance(section, Mapping) else {}
 
 
+def _folder(text: str, anchor: Path, environment: AgentEnvironment) -> Path:
+    """A storage folder, resolved; one a symbolic link takes out of where it is declared is refused."""
+    return declared_folder(text, anchor, allowed_roots(environment.settings))
+
+
 def _base_directory(environment: AgentEnvironment) -> Path | None:
     core = _storage(environment).get("core")
     value = core.get("base_directory") if isinstance(core, Mapping) else None
     if not value:
         return None
-    return (environment.base_dir / Path(str(value)).expanduser()).resolve()
+    return _folder(str(value), environment.base_dir, environment)
 
 
 def _kind_folder(kind: str, environment: AgentEnvironment) -> Path:
@@ -47,14 +52,13 @@ def _kind_folder(kind: str, environment: AgentEnvironment) -> Path:
     section = kind_settings(kind, environment)
     folder = section.get("default_directory")
     if folder:
-        anchor = base if base is not None else environment.base_dir
-        return (anchor / Path(str(folder)).expanduser()).resolve()
+        return _folder(str(folder), base if base is not None else environment.base_dir, environment)
     own = section.get("base_directory") if kind == "file" else None  # the existing AgentMap's file folder
     if own:  # not under core.base_directory, as there
-        return (environment.base_dir / Path(str(own)).expanduser()).resolve()
+        return _folder(str(own), environment.base_dir, environment)
     if base is not None:
-        return base / kind
-    return (environment.base_dir / _DEFAULT_FOLDER).resolve()
+        return _folder(kind, base, environment)
+    return _folder(_DEFAULT_FOLDER, environment.base_dir, environment)
 
 
 def _roots(environment: AgentEnvironment) -> list[Path]:

@@ -136,6 +136,22 @@ def test_sigterm_stops_the_run_prints_how_to_resume_and_exits_143(store: dict[st
     assert Counter(_lines(store["side"])) == {f"N{i:02d}": 1 for i in range(1, 21)}  # the stop waited for N05
 
 
+def test_two_answers_to_one_pause_started_together_only_one_is_taken(store: dict[str, Any]) -> None:
+    durable_graphs.approval(store["cwd"])
+    code, paused, err = _run(store, "run", "review.csv", "--thread", "p", "--state", '{"count": 0}')
+    assert code == 0 and paused["status"] == "paused", err
+    store["env"]["TICK_SLEEP"] = "1"  # Publish runs long enough for the two resumes to overlap
+    both = [_start(store, "resume", "p", answer) for answer in ("approve", "reject")]
+    ends = [(proc.wait(60), *proc.communicate(timeout=60)) for proc in both]
+    codes = sorted(code for code, _, _ in ends)
+    assert codes == [0, 2], ends
+    (_, won, _), (_, _, refused) = sorted(ends, key=lambda end: end[0])
+    assert "already-answered" in refused, refused
+    approved = json.loads(won)["state"]["decision"]["approved"]
+    assert f'{{"approved": {json.dumps(approved)}}} was taken' in refused  # the loser is told which answer won
+    assert Counter(_lines(store["side"])) == {"Draft": 1, "Publish": 1} if approved else {"Draft": 1}
+
+
 def test_pause_in_one_process_answer_in_another(store: dict[str, Any]) -> None:
     durable_graphs.approval(store["cwd"])
     code, paused, err = _run(store, "run", "review.csv", "--thread", "p", "--state", '{"count": 0}')

@@ -206,6 +206,21 @@ def test_resume_checks_the_answer_before_running(durable: str, tmp_path: Path) -
     assert caught.value.code == "nothing-to-resume"
 
 
+def test_an_answer_is_taken_once_and_a_resume_without_one_continues_with_it(target: str, tmp_path: Path) -> None:
+    from agentmap.runtime.answers import claim_answers
+
+    app = agentmap.compile(durable_graphs.approval(tmp_path), checkpointer=target)
+    app.invoke({"count": 0}, {"configurable": {"thread_id": "t"}})
+    snapshot = app.graph.get_state({"configurable": {"thread_id": "t"}})
+    # a resume that claimed its answer and died before the run went on
+    claim_answers(app.graph.checkpointer, snapshot.config, {snapshot.interrupts[0].id: {"approved": False}}, "t")
+    with pytest.raises(ConfigError) as caught:
+        app.resume("t", "approve")
+    assert caught.value.code == "already-answered" and '{"approved": false} was taken' in caught.value.message
+    done = app.resume("t")
+    assert done.state["decision"] == {"approved": False}
+
+
 def test_async_runs_and_resumes_on_a_checkpoint_string(durable: str, tmp_path: Path) -> None:
     app = agentmap.compile(durable_graphs.approval(tmp_path), checkpointer=durable)
 

@@ -132,6 +132,29 @@ def test_interrupt_then_resume_checks_the_answer(client: Any) -> None:
     assert client.threads.get(tid)["status"] == "idle"
 
 
+def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path: Path) -> None:
+    folder = make_project(tmp_path / "project")
+    (folder / "hold.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        'Hold,Question,input,Go?,"{""interrupt"": true}",,answer,Rest\n'
+        'Hold,Rest,NapAgent,,"{""seconds"": 1}",answer,rested,\n',  # the first answer's run lasts a second
+        encoding="utf-8",
+    )
+    with (
+        serving(folder / "hold.csv", checkpoint=str(folder / "runs.db")) as address,
+        sdk.get_sync_client(url=address, api_key=None) as client,
+    ):
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "Hold", input={})
+        first = client.runs.create(tid, "Hold", command={"resume": "yes"})
+        with pytest.raises(ConflictError) as caught:
+            client.runs.create(tid, "Hold", command={"resume": "no"})
+        body = caught.value.body
+        assert isinstance(body, dict) and body["code"] == "already-answered", body
+        assert '"yes" was taken' in body["message"] and '"no"' in body["message"]
+        assert client.runs.join(tid, first["run_id"])["answer"] == "yes"
+
+
 def test_input_node_pauses_and_resumes(client: Any) -> None:
     tid = client.threads.create()["thread_id"]
     paused = client.runs.wait(tid, "Ask", input={})

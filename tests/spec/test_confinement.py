@@ -139,6 +139,24 @@ def test_tool_files_resolve_against_the_workflow_folder_then_the_working_directo
     assert "outside the allowed tool folders" in codes["Tool_Source"]
 
 
+def test_a_workflow_from_elsewhere_does_not_import_tools_of_the_working_directory(
+    layout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (layout / "tools").mkdir()
+    flag = layout / "imported.flag"
+    tool = f"open({str(flag)!r}, 'w').close()\ndef add(a: int) -> int:\n    'Echo.'\n    return a\n"
+    (layout / "tools" / "calc.py").write_text(tool)
+    downloads = layout.parent / f"{layout.name}-downloads"
+    (downloads / "flow").mkdir(parents=True)
+    path = _tool_flow(downloads, "add", "tools/calc.py", "a", "s")
+    code, out = _cli(capsys, "validate", path)
+    assert code == 4 and "flow.csv:2:Tool_Source" in out and "--allow-root" in out, out
+    assert not flag.exists()  # refused before it was imported
+    code, out = _cli(capsys, "validate", path, "--allow-root", ".")
+    assert code == 0, out
+    assert flag.exists()
+
+
 def test_file_prompts_and_prompt_names_resolve_in_the_prompts_folder(
     layout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

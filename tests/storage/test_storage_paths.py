@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from storage_helpers import environment
 
+from agentmap.cli.app import run_cli
 from agentmap.spec.paths import OutsideRootsError
 from agentmap.storage._paths import locate
 
@@ -76,3 +77,43 @@ def test_file_base_directory_is_the_file_folder_not_under_the_core_one(tmp_path:
 def test_an_empty_name_says_where_to_put_the_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="Prompt"):
         locate("csv", "  ", environment(tmp_path))
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    code = run_cli([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_data_folder_linked_out_of_the_workflow_folder_is_refused_unless_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENTMAP_ALLOWED_ROOTS", raising=False)
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secrets.csv").write_text("k\nthe secret\n", encoding="utf-8")
+    (project / "data").symlink_to(elsewhere)  # a repository shipping `data -> /elsewhere`
+    flow = project / "flow.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "G,Read,csv_reader,secrets.csv,,rows,Write\n"
+        "G,Write,file_writer,planted.txt,rows,done,\n",
+        encoding="utf-8",
+    )
+    code, out = _cli(capsys, "validate", flow)
+    assert code == 4 and "flow.csv:2:Prompt" in out and "flow.csv:3:Prompt" in out, out
+    assert "symbolic link" in out and "--allow-root" in out
+    code, out = _cli(capsys, "run", flow, "--json")
+    assert code != 0 and not (elsewhere / "planted.txt").exists()
+    assert "the secret" not in out
+    code, out = _cli(capsys, "run", flow, "--allow-root", "elsewhere", "--json")
+    assert code == 0, out
+    assert "the secret" in (elsewhere / "planted.txt").read_text()  # named by the person running it: allowed
+
+
+def test_a_data_folder_linked_inside_the_workflow_folder_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "data").symlink_to(tmp_path / "real")
+    assert locate("csv", "x", environment(tmp_path)).path == tmp_path / "real" / "x.csv"
