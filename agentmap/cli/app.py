@@ -40,6 +40,7 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.resume",
     "agentmap.cli.threads",
     "agentmap.cli.serve",
+    "agentmap.cli.mcp",
     "agentmap.cli.studio",
     "agentmap.cli.batch",
 )
