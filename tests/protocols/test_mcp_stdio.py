@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,18 @@ Elicit = Any  # the client's elicitation callback (mcp.client.session.Elicitatio
 
 
 @asynccontextmanager
-async def connected(tmp_path: Path, *args: str | Path, elicit: Elicit = None) -> AsyncIterator[ClientSession]:
+async def connected(
+    tmp_path: Path, *args: str | Path, elicit: Elicit = None, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     """A client session with `agentmap mcp ARGS`, started as an MCP client starts a server."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}, **(env or {})}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "agentmap", "mcp", *map(str, args)], cwd=tmp_path, env=env
     )
     with open(tmp_path / "server.err", "a", encoding="utf-8") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, elicitation_callback=elicit) as session,
+            ClientSession(read, write, timedelta(seconds=60), elicitation_callback=elicit) as session,
         ):
             await session.initialize()
             yield session
@@ -168,3 +171,29 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(tmp_p
         with pytest.raises(McpError) as again:
             await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
         assert "has finished" in again.value.error.message
+
+
+async def test_a_cancelled_call_stops_the_run_after_its_step(tmp_path: Path) -> None:
+    import durable_graphs
+
+    side = tmp_path / "ticks.txt"
+    (tmp_path / "flows").mkdir()
+    counter = durable_graphs.counter(tmp_path / "flows", nodes=4)
+    env = {"TICK_FILE": str(side), "TICK_SLEEP": "0.4"}
+    async with connected(tmp_path, counter, env=env) as session:
+        cancelled: list[str | None] = []
+
+        async def cancel_after_the_first_node(progress: float, total: float | None, message: str | None) -> None:
+            if not cancelled:  # the first call is request 1 (initialize was 0)
+                cancelled.append(message)
+                notice = types.CancelledNotification(params=types.CancelledNotificationParams(requestId=1))
+                await session.send_notification(types.ClientNotification(notice))
+
+        with pytest.raises(McpError, match="cancelled"):
+            await session.call_tool("Count", {}, progress_callback=cancel_after_the_first_node)
+        assert cancelled == ["N01 finished"]
+        again = await session.call_tool("Count", {})  # a whole run, longer than what the first had left
+        assert again.structuredContent is not None and again.structuredContent["count"] == 4
+    ticks = side.read_text(encoding="utf-8").split()
+    assert ticks[-4:] == ["N01", "N02", "N03", "N04"]
+    assert ticks[:-4] in (["N01"], ["N01", "N02"])  # the step under way when the cancel came ends; no more
