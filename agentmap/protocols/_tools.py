@@ -17,14 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError
+from agentmap.spec.types import declared_types
 from agentmap.spec.validation import SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
 __all__ = ["ArgumentError", "answer_from_form", "answer_schema", "check_arguments", "describe", "input_schema", "reply"]
-
-_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
 class ArgumentError(AgentMapError, ValueError):
@@ -47,22 +46,12 @@ def input_schema(assistant: Assistant) -> dict[str, Any]:
     """JSON Schema of the tool's arguments: each input key, typed from a node's Context `schema`, all required."""
     declared: dict[str, Any] = {}
     for node in assistant.app.spec.nodes:
-        schema = node.context.get("schema")
-        if isinstance(schema, Mapping):
-            for key, value in schema.items():
-                declared.setdefault(str(key), _property(value))
+        for key, value in declared_types(node.context).items():
+            declared.setdefault(key, value)
     keys = [k for k in assistant.input_keys if k not in SYSTEM_KEYS]  # a failure path's `errors` is not an argument
     properties = {key: declared.get(key, {"type": "string"}) for key in keys}
     required = [key for key, prop in properties.items() if "default" not in prop]
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def _property(value: Any) -> dict[str, Any]:
-    if isinstance(value, str) and value in _TYPES:
-        return {"type": value}
-    if isinstance(value, Mapping):
-        return dict(value)
-    return {"type": "string"}
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:

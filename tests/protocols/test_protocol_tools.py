@@ -71,3 +71,23 @@ def test_a_choice_form_lists_the_options() -> None:
         "enum": ["tea", "cake"],
         "default": "tea",
     }
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ('["qty"]', 'Context "schema" must be an object of state keys to JSON types'),
+        ('{"size": "integer"}', "Context \"schema\" types 'size', which the node does not read (Input_Fields: qty)"),
+        ('{"qty": "int"}', "Context \"schema\": the type of 'qty' must be one of string, integer"),
+        ('{"qty": {"type": "decimal"}}', "Context \"schema\": the type of 'qty' must be one of"),
+    ],
+)
+def test_validate_reports_a_bad_schema_at_its_context_cell(tmp_path: Path, schema: str, message: str) -> None:
+    import agentmap
+
+    context = json.dumps({"schema": json.loads(schema)}).replace('"', '""')
+    flow = tmp_path / "flow.csv"
+    flow.write_text(f'GraphName,Node,AgentType,Context,Input_Fields\nQ,Echo,echo,"{context}",qty\n', encoding="utf-8")
+    (issue,) = agentmap.validate(flow)
+    assert (issue.code, issue.column, issue.row) == ("bad-config", "Context", 2)
+    assert issue.message.startswith(message), issue.message
