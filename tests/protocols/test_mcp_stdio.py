@@ -197,3 +197,18 @@ async def test_a_cancelled_call_stops_the_run_after_its_step(tmp_path: Path) -> 
     ticks = side.read_text(encoding="utf-8").split()
     assert ticks[-4:] == ["N01", "N02", "N03", "N04"]
     assert ticks[:-4] in (["N01"], ["N01", "N02"])  # the step under way when the cancel came ends; no more
+
+
+async def test_every_graph_of_graphs_is_listed_and_called(tmp_path: Path) -> None:
+    states: dict[str, Any] = {}
+    for path in (ROOT / "graphs").glob("*.state.json"):
+        states.update(json.loads(path.read_text(encoding="utf-8")))
+    env = {"AGENTMAP_TASKS_DB": str(tmp_path / "tasks.db"), "AGENTMAP_DECISION_LOG": str(tmp_path / "decisions.db")}
+    async with connected(tmp_path, ROOT / "graphs", env=env) as session:
+        tools = (await session.list_tools()).tools
+        assert len(tools) >= 10
+        for tool in tools:
+            arguments = {key: str(states[key]) for key in tool.inputSchema["properties"]}
+            result = await session.call_tool(tool.name, arguments)
+            assert not result.isError, (tool.name, _text(result))
+            assert result.structuredContent is not None and result.structuredContent["graph_success"] is True
