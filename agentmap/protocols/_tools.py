@@ -12,6 +12,7 @@ Quote,Price,echo,"{""schema"": {""qty"": ""integer"", ""item"": {""enum"": [""te
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -72,14 +73,23 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
         if key not in properties:
             known = ", ".join(properties) or "none"
             raise ArgumentError(f"tool {tool!r} has no argument {key!r}", hint=f"arguments: {known}")
-        try:
-            jsonschema.validate(value, properties[key])
-        except jsonschema.ValidationError as err:
+        text = json.dumps(properties[key], sort_keys=True)
+        error = jsonschema.exceptions.best_match(_validator(text).iter_errors(value))
+        if error is not None:
             raise ArgumentError(
-                f"tool {tool!r}: argument {key!r}: {err.message}",
+                f"tool {tool!r}: argument {key!r}: {error.message}",
                 hint=f"schema of {key!r}: {json.dumps(properties[key])}",
-            ) from None
+            )
     return dict(arguments)
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema: str) -> Any:
+    """A checker of one argument's JSON Schema, built once (building checks the schema itself: slow per call)."""
+    import jsonschema
+
+    parsed = json.loads(schema)
+    return jsonschema.validators.validator_for(parsed)(parsed)
 
 
 def reply(assistant: Assistant, state: Mapping[str, Any], summary: Sequence[Any], success: bool) -> str:
