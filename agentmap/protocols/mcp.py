@@ -17,6 +17,7 @@ serve_stdio(["graphs/"], checkpoint="runs.db")   # what `agentmap mcp graphs/ --
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
 import sys
@@ -26,7 +27,7 @@ from contextlib import aclosing, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import AgentMapError, ConfigError
+from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 from agentmap.protocols._tools import (
     ArgumentError,
     answer_from_form,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["RESUME_TOOL", "McpGraphs", "build_server", "serve_stdio"]
 
 RESUME_TOOL = "resume"
+_log = logging.getLogger("agentmap.mcp")
 _ASKS = 3  # elicitations per question before the run is left paused for the `resume` tool
 
 
@@ -63,7 +65,15 @@ class McpGraphs:
     """The tools of an MCP server: one per graph, and `resume` when a graph can pause."""
 
     def __init__(self, assistants: Assistants) -> None:
-        self.assistants = assistants
+        from agentmap.server._graphs import Assistants
+
+        self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
+        if not self.assistants.all:
+            raise WorkflowFileError(
+                "no graph to offer as an MCP tool: each has an input node that reads the terminal",
+                code="no-workflow",
+                hint='give those nodes Context {"interrupt": true}: the run then pauses and asks the client',
+            )
         self.schemas = {a.graph_id: input_schema(a) for a in assistants.all}
         self.pausing = {a.graph_id for a in assistants.all if a.app.pausing_nodes()}
         if self.pausing and RESUME_TOOL in self.schemas:
@@ -136,6 +146,19 @@ class McpGraphs:
             if a.graph_id in self.pausing and meta.get(GRAPH_KEY) == a.app.name and meta.get(FILE_KEY) == file:
                 return a
         raise _invalid(f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned")
+
+
+def _answers_over_mcp(assistant: Assistant) -> bool:
+    """False (with a warning) for a graph whose `input` node would read stdin: the protocol's own pipe."""
+    prompting = assistant.app.prompting_nodes()
+    if prompting:
+        _log.warning(
+            "graph %r is not offered: its input node %r reads the terminal, which is the MCP client's pipe here; "
+            'give it Context {"interrupt": true} to pause the run and ask the client',
+            assistant.graph_id,
+            prompting[0],
+        )
+    return not prompting
 
 
 async def _drive(

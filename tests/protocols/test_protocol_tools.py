@@ -91,3 +91,23 @@ def test_validate_reports_a_bad_schema_at_its_context_cell(tmp_path: Path, schem
     (issue,) = agentmap.validate(flow)
     assert (issue.code, issue.column, issue.row) == ("bad-config", "Context", 2)
     assert issue.message.startswith(message), issue.message
+
+
+def test_a_graph_whose_input_node_reads_the_terminal_is_not_offered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentmap.errors import WorkflowFileError
+    from agentmap.protocols.mcp import McpGraphs
+
+    flow = tmp_path / "flow.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Output_Field\n"
+        "Ask,Name,input,Your name?,,name\n"
+        'Paused,Name,input,Your name?,"{""interrupt"": true}",name\n',
+        encoding="utf-8",
+    )
+    graphs = McpGraphs(Assistants.load([flow], "memory"))
+    assert [a.graph_id for a in graphs.assistants.all] == ["Paused"] and graphs.pausing == {"Paused"}
+    assert "graph 'Ask' is not offered: its input node 'Name' reads the terminal" in caplog.text
+    with pytest.raises(WorkflowFileError, match="no graph to offer as an MCP tool"):
+        McpGraphs(Assistants.load([f"{flow}::Ask"], None))
