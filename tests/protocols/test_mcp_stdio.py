@@ -106,11 +106,28 @@ async def test_tools_are_listed_with_schemas_and_called(tmp_path: Path) -> None:
         assert _text(failed).startswith("graph 'Broken' failed: ")
 
 
+NOISY = """\
+from agentmap import BaseAgent
+
+
+class NoisyAgent(BaseAgent):
+    def process(self, inputs):
+        print("printed by a node")
+        return "quiet"
+"""
+
+
 async def test_a_bad_call_is_a_json_rpc_error_naming_the_argument(tmp_path: Path) -> None:
     flows = _flows(tmp_path / "flows")
-    async with connected(tmp_path, flows) as session:
+    (tmp_path / "flows" / "custom_agents").mkdir()
+    (tmp_path / "flows" / "custom_agents" / "noisy.py").write_text(NOISY, encoding="utf-8")
+    noisy = tmp_path / "flows" / "noisy.csv"
+    noisy.write_text("GraphName,Node,AgentType,Output_Field\nNoisy,Talk,noisy,said\n", encoding="utf-8")
+    async with connected(tmp_path, flows, noisy) as session:
+        said = await session.call_tool("Noisy", {})  # what a node prints goes to stderr, not into the protocol
+        assert said.structuredContent is not None and said.structuredContent["said"] == "quiet"
         cases: list[tuple[str, dict[str, Any], str]] = [
-            ("Quot", {}, "unknown tool 'Quot'; tools: Quote, Broken, Publish"),
+            ("Quot", {}, "unknown tool 'Quot'; tools: Quote, Broken, Publish, Noisy"),
             ("Quote", {"qty": 2}, "tool 'Quote': missing required argument 'item' (required: item, qty)"),
             ("Quote", {"qty": "two", "item": "tea"}, "tool 'Quote': argument 'qty': 'two' is not of type 'integer'"),
             ("Quote", {"qty": 2, "item": "tea", "size": 1}, "tool 'Quote' has no argument 'size'"),
@@ -122,6 +139,7 @@ async def test_a_bad_call_is_a_json_rpc_error_naming_the_argument(tmp_path: Path
             assert caught.value.error.code == types.INVALID_PARAMS
             assert caught.value.error.message.startswith(message), caught.value.error.message
             assert "Traceback" not in caught.value.error.message
+    assert "printed by a node" in (tmp_path / "server.err").read_text(encoding="utf-8")
 
 
 async def test_a_pause_is_answered_through_elicitation(tmp_path: Path) -> None:
