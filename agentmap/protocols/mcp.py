@@ -74,8 +74,8 @@ class McpGraphs:
                 code="no-workflow",
                 hint='give those nodes Context {"interrupt": true}: the run then pauses and asks the client',
             )
-        self.schemas = {a.graph_id: input_schema(a) for a in assistants.all}
-        self.pausing = {a.graph_id for a in assistants.all if a.app.pausing_nodes()}
+        self.schemas = {a.graph_id: input_schema(a) for a in self.assistants.all}
+        self.pausing = {a.graph_id for a in self.assistants.all if a.app.pausing_nodes()}
         if self.pausing and RESUME_TOOL in self.schemas:
             raise ConfigError(
                 f"a graph is named {RESUME_TOOL!r}, the tool that continues paused runs",
@@ -170,7 +170,10 @@ async def _drive(
     ctx = server.request_context
     progress = _Progress(ctx)
     while True:
-        final, interrupts, tracker = await _stream(app, run_input, thread_id, progress)
+        try:
+            final, interrupts, tracker = await _stream(app, run_input, thread_id, progress)
+        except Exception as err:  # the run stopped (a router naming no node, the recursion limit, ...)
+            return _stopped(assistant, err)
         if not interrupts or thread_id is None:
             return _finished(assistant, final, tracker)
         answer = await _elicit(ctx, interrupts)
@@ -256,6 +259,19 @@ def _finished(assistant: Assistant, final: dict[str, Any], tracker: ExecutionTra
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structuredContent=state, isError=not success
     )
+
+
+def _stopped(assistant: Assistant, err: Exception) -> types.CallToolResult:
+    """The result of a run an error stopped: its message in one paragraph (the traceback only in the debug log)."""
+    from mcp import types
+
+    _log.debug("graph %r stopped", assistant.graph_id, exc_info=err)
+    if isinstance(err, AgentMapError):
+        why = f"{err.message} ({err.hint})" if err.hint else err.message
+    else:
+        why = f"{type(err).__name__}: {' '.join(str(err).split())}"
+    text = f"graph {assistant.graph_id!r} stopped: {why}"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
 
 
 def _paused(

@@ -117,17 +117,29 @@ class NoisyAgent(BaseAgent):
 """
 
 
+LOST = """\
+def lost(state, success_target, failure_target):
+    return "Nowhere"
+"""
+
+
 async def test_a_bad_call_is_a_json_rpc_error_naming_the_argument(tmp_path: Path) -> None:
     flows = _flows(tmp_path / "flows")
     (tmp_path / "flows" / "custom_agents").mkdir()
     (tmp_path / "flows" / "custom_agents" / "noisy.py").write_text(NOISY, encoding="utf-8")
     noisy = tmp_path / "flows" / "noisy.csv"
-    noisy.write_text("GraphName,Node,AgentType,Output_Field\nNoisy,Talk,noisy,said\n", encoding="utf-8")
+    (tmp_path / "flows" / "functions").mkdir()
+    (tmp_path / "flows" / "functions" / "lost.py").write_text(LOST, encoding="utf-8")
+    rows = ["GraphName,Node,AgentType,Output_Field,Edge", "Noisy,Talk,noisy,said,", "Lost,Go,echo,went,func:lost"]
+    noisy.write_text("\n".join([*rows, "Lost,End,echo,,"]) + "\n", encoding="utf-8")
     async with connected(tmp_path, flows, noisy) as session:
         said = await session.call_tool("Noisy", {})  # what a node prints goes to stderr, not into the protocol
         assert said.structuredContent is not None and said.structuredContent["said"] == "quiet"
+        lost = await session.call_tool("Lost", {})  # an error that stops the run: the call's error result
+        assert lost.isError and _text(lost).startswith("graph 'Lost' stopped: ")
+        assert "Nowhere" in _text(lost) and "Traceback" not in _text(lost)
         cases: list[tuple[str, dict[str, Any], str]] = [
-            ("Quot", {}, "unknown tool 'Quot'; tools: Quote, Broken, Publish, Noisy"),
+            ("Quot", {}, "unknown tool 'Quot'; tools: Quote, Broken, Publish, Noisy, Lost"),
             ("Quote", {"qty": 2}, "tool 'Quote': missing required argument 'item' (required: item, qty)"),
             ("Quote", {"qty": "two", "item": "tea"}, "tool 'Quote': argument 'qty': 'two' is not of type 'integer'"),
             ("Quote", {"qty": 2, "item": "tea", "size": 1}, "tool 'Quote' has no argument 'size'"),
