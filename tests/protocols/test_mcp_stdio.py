@@ -162,7 +162,9 @@ async def test_a_pause_is_answered_through_elicitation(tmp_path: Path) -> None:
         asked.append(params)
         if len(asked) == 1:  # a first answer that does not fit: asked again
             return types.ElicitResult(action="accept", content={"answer": "maybe"})
-        return types.ElicitResult(action="accept", content={"approved": True})
+        if len(asked) == 2:
+            return types.ElicitResult(action="accept", content={"approved": True})
+        return types.ElicitResult(action="decline")  # the person would rather answer later
 
     async with connected(tmp_path, flows, elicit=elicit) as session:
         result = await session.call_tool("Publish", {"draft": "the post"})
@@ -170,7 +172,12 @@ async def test_a_pause_is_answered_through_elicitation(tmp_path: Path) -> None:
         assert result.structuredContent is not None
         assert result.structuredContent["approved"] is True
         assert result.structuredContent["result"] == {"approved": True, "draft": "the post"}
-    assert len(asked) == 2
+        declined = await session.call_tool("Publish", {"draft": "another"})
+        assert declined.structuredContent is not None and declined.structuredContent["status"] == "paused"
+        thread_id = declined.structuredContent["thread_id"]
+        later = await session.call_tool("resume", {"thread_id": thread_id, "answer": "no"})
+        assert later.structuredContent is not None and later.structuredContent["approved"] is False
+    assert len(asked) == 3
     first = asked[0]
     assert isinstance(first, types.ElicitRequestFormParams)
     assert first.message == "Publish the post?"
