@@ -56,7 +56,8 @@ def input_schema(assistant: Assistant) -> dict[str, Any]:
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments as a run's input, or `ArgumentError` naming the argument that does not fit.
+    """The arguments as a run's input (with the defaults of those not given), or `ArgumentError` naming the
+    argument that does not fit.
 
     Raises:
         ArgumentError: A required argument is missing, an argument is unknown or of the wrong type.
@@ -80,7 +81,8 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
                 f"tool {tool!r}: argument {key!r}: {error.message}",
                 hint=f"schema of {key!r}: {json.dumps(properties[key])}",
             )
-    return dict(arguments)
+    defaults = {key: prop["default"] for key, prop in properties.items() if "default" in prop}
+    return {**defaults, **arguments}
 
 
 @functools.lru_cache(maxsize=256)

@@ -38,7 +38,8 @@ def test_arguments_are_checked_against_the_schema() -> None:
         "properties": {"qty": {"type": "integer"}, "note": {"type": "string", "default": ""}},
         "required": ["qty"],
     }
-    assert check_arguments("Quote", schema, {"qty": 2}) == {"qty": 2}
+    assert check_arguments("Quote", schema, {"qty": 2}) == {"qty": 2, "note": ""}
+    assert check_arguments("Quote", schema, {"qty": 2, "note": "x"}) == {"qty": 2, "note": "x"}
     with pytest.raises(ArgumentError, match="argument 'qty': 'two' is not of type 'integer'"):
         check_arguments("Quote", schema, {"qty": "two"})
     with pytest.raises(ArgumentError, match="missing required argument 'qty'"):
