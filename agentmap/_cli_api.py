@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentmap.interface.scenarios import load_scenarios
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
     from agentmap.observe.tracing import flush_traces
+    from agentmap.protocols.mcp import serve_stdio
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.inputs import missing_state
@@ -102,6 +103,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "stop_worker_processes",
     # run, resume: the answer a paused node's hint shows
     "example_answer",
+    # mcp: the graphs as MCP tools over stdio
+    "serve_stdio",
 ]
 
 _HOMES = {
@@ -148,6 +151,7 @@ _HOMES = {
     "configured_log_path": "agentmap.llm.decision_log",
     "dumps": "agentmap.llm.decision_log",
     "flush_traces": "agentmap.observe.tracing",
+    "serve_stdio": "agentmap.protocols.mcp",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

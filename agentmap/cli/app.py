@@ -43,6 +43,7 @@ COMMANDS: tuple[str, ...] = (
     "agentmap.cli.resume",
     "agentmap.cli.threads",
     "agentmap.cli.serve",
+    "agentmap.cli.mcp",
     "agentmap.cli.studio",
     "agentmap.cli.batch",
 )
@@ -97,6 +98,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap",
     ),
     "studio": ("agentmap studio graphs/branching.csv",),
+    "mcp": ("agentmap mcp graphs/", "agentmap mcp graphs/approval.csv --checkpoint runs.db"),
     "batch": (
         "agentmap batch graphs/batch_example.csv --input graphs/data/refunds.csv --output results.csv"
         " --id-column ticket_id",

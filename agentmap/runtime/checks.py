@@ -20,6 +20,7 @@ from agentmap.runtime.functions import allowed_modules, load_router
 from agentmap.runtime.retry import context_problem
 from agentmap.runtime.tracking import ExecutionTracker
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
+from agentmap.spec.types import schema_problem
 from agentmap.spec.validation import check_graph
 
 __all__ = ["BuildOptions", "check"]
@@ -77,6 +78,10 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         if retry_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
             issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
+        types_problem = schema_problem(node.context, node.reads)
+        if types_problem:
+            fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"schema": {{"qty": "integer"}}}}'
+            issues.append(_issue(graph, node, "Context", "bad-config", types_problem, fix))
         cls = registry.get(node.agent_type or "default")
         if cls is not None:
             try:

@@ -15,7 +15,7 @@ from agentmap.cli.app import EXAMPLES, build_app
 
 PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|file|dir|list\[[^>]*\]|int range|float range)>")
 EXIT_CODE = {"batch": 1}  # graphs/data/refunds.csv holds a row that fails on purpose: exit 1, the row recorded
-LONG_RUNNING = {"serve", "studio"}  # they serve until stopped: their examples are parsed, not run
+LONG_RUNNING = {"serve", "studio", "mcp"}  # they serve until stopped: their examples are parsed, not run
 
 
 def _command_paths(command: object, path: tuple[str, ...] = ()) -> list[str]:

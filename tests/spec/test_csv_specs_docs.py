@@ -1,5 +1,5 @@
-"""The examples of csv_specs/ are real: every workflow in README.md, format.md and agents.md validates cleanly and
-runs as the text says, and every failing example of validation.md produces its finding."""
+"""The examples of csv_specs/ are real: every workflow in README.md, format.md, agents.md and mcp.md validates
+cleanly and runs as the text says, and every failing example of validation.md produces its finding."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _sections(doc: str) -> dict[str, str]:
 
 
 CLEAN = [
-    (doc, i, body) for doc in ("README.md", "format.md", "agents.md") for i, body in enumerate(_blocks(doc, "csv"))
+    (doc, i, body)
+    for doc in ("README.md", "format.md", "agents.md", "mcp.md")
+    for i, body in enumerate(_blocks(doc, "csv"))
 ]
 
 

@@ -1,0 +1,140 @@
+"""A served graph as a tool any agent protocol can offer: its description, input schema, arguments and reply.
+
+Protocol-neutral: the MCP adapter (`protocols/mcp.py`) turns these into the SDK's types. A graph's tool takes the
+keys a caller must give (the server's `input_keys`: read by some node, written by none), typed where a node's
+Context declares them:
+
+```
+GraphName,Node,AgentType,Context,Input_Fields,Output_Field
+Quote,Price,echo,"{""schema"": {""qty"": ""integer"", ""item"": {""enum"": [""tea"", ""cake""]}}}",item|qty,quote
+```
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError
+from agentmap.spec.types import declared_types
+from agentmap.spec.validation import SYSTEM_KEYS
+
+if TYPE_CHECKING:
+    from agentmap.server._graphs import Assistant
+
+__all__ = ["ArgumentError", "answer_from_form", "answer_schema", "check_arguments", "describe", "input_schema", "reply"]
+
+
+class ArgumentError(AgentMapError, ValueError):
+    """A tool call's arguments do not fit its input schema (a missing, unknown or mistyped argument)."""
+
+    default_code = "bad-input"
+    exit_code = 2
+
+
+def describe(assistant: Assistant) -> str:
+    """The graph's Description cells (nodes in order) and the first row's Context `description`."""
+    nodes = assistant.app.spec.nodes
+    first = nodes[0].context.get("description") if nodes else None
+    parts = [str(first)] if isinstance(first, str) and first.strip() else []
+    parts += [f"{n.name}: {n.description}" for n in nodes if n.description]
+    return "\n".join(parts) or f"Runs graph {assistant.app.name} from {assistant.app.spec.file}."
+
+
+def input_schema(assistant: Assistant) -> dict[str, Any]:
+    """JSON Schema of the tool's arguments: each input key, typed from a node's Context `schema`, all required."""
+    declared: dict[str, Any] = {}
+    for node in assistant.app.spec.nodes:
+        for key, value in declared_types(node.context).items():
+            declared.setdefault(key, value)
+    keys = [k for k in assistant.input_keys if k not in SYSTEM_KEYS]  # a failure path's `errors` is not an argument
+    properties = {key: declared.get(key, {"type": "string"}) for key in keys}
+    required = [key for key, prop in properties.items() if "default" not in prop]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as a run's input (with the defaults of those not given), or `ArgumentError` naming the
+    argument that does not fit.
+
+    Raises:
+        ArgumentError: A required argument is missing, an argument is unknown or of the wrong type.
+    """
+    import jsonschema
+
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for key in schema.get("required", ()):
+        if key not in arguments:
+            raise ArgumentError(
+                f"tool {tool!r}: missing required argument {key!r}", hint=f"required: {', '.join(schema['required'])}"
+            )
+    for key, value in arguments.items():
+        if key not in properties:
+            known = ", ".join(properties) or "none"
+            raise ArgumentError(f"tool {tool!r} has no argument {key!r}", hint=f"arguments: {known}")
+        text = json.dumps(properties[key], sort_keys=True)
+        error = jsonschema.exceptions.best_match(_validator(text).iter_errors(value))
+        if error is not None:
+            raise ArgumentError(
+                f"tool {tool!r}: argument {key!r}: {error.message}",
+                hint=f"schema of {key!r}: {json.dumps(properties[key])}",
+            )
+    defaults = {key: prop["default"] for key, prop in properties.items() if "default" in prop}
+    return {**defaults, **arguments}
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema: str) -> Any:
+    """A checker of one argument's JSON Schema, built once (building checks the schema itself: slow per call)."""
+    import jsonschema
+
+    parsed = json.loads(schema)
+    return jsonschema.validators.validator_for(parsed)(parsed)
+
+
+def reply(assistant: Assistant, state: Mapping[str, Any], summary: Sequence[Any], success: bool) -> str:
+    """A short text for the run's end: the output of the last node that succeeded, or the errors."""
+    if not success:
+        errors = "; ".join(" ".join(str(e).split()) for e in state.get("errors") or ()) or "its success policy failed"
+        return f"graph {assistant.graph_id!r} failed: {errors}"
+    nodes = assistant.app.spec.by_name
+    for execution in reversed(summary):
+        outputs = nodes[execution.name].outputs if execution.name in nodes else ()
+        if execution.success and outputs and state.get(outputs[0]) is not None:
+            value = state[outputs[0]]
+            return value if isinstance(value, str) else json.dumps(value, default=repr)
+    return f"graph {assistant.graph_id!r} finished"
+
+
+def answer_schema(question: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat form a person fills in to answer a paused node's question (MCP elicitation's schema)."""
+    interaction = question.get("interaction", "any")
+    text = str(question.get("question", ""))
+    if interaction == "approval":
+        field: dict[str, Any] = {"type": "boolean", "title": "Approve", "description": text}
+        return {"type": "object", "properties": {"approved": field}, "required": ["approved"]}
+    field = {"type": "string", "title": "Answer", "description": text}
+    if interaction == "choice" and question.get("options"):
+        field["enum"] = [str(o) for o in question["options"]]
+    if interaction in ("any", "event"):
+        field["description"] = f"{text} (JSON or text)"
+    default = question.get("default", question.get("value"))
+    if isinstance(default, str):
+        field["default"] = default
+    return {"type": "object", "properties": {"answer": field}, "required": ["answer"]}
+
+
+def answer_from_form(question: Mapping[str, Any], content: Mapping[str, Any] | None) -> Any:
+    """The answer a filled-in `answer_schema` form gives (checked by the runtime before the run resumes)."""
+    content = content or {}
+    if "approved" in content:
+        return {"approved": bool(content["approved"])}
+    answer = content.get("answer")
+    if question.get("interaction", "any") in ("any", "event") and isinstance(answer, str):
+        try:
+            return json.loads(answer)
+        except ValueError:
+            return answer
+    return answer

@@ -1,0 +1,435 @@
+"""`agentmap mcp FILE|FOLDER`: every graph an MCP tool, served over stdio with the official `mcp` SDK.
+
+A tool call is one run of the graph through the same `CompiledWorkflow.astream` as `agentmap serve`: a progress
+notification per finished node when the client sent a progress token, and the client's cancellation closes
+the stream, which stops the graph after its step. A run that pauses on a `human`/`suspend` node asks the
+client through elicitation when it can, and resumes with the answer; otherwise the tool returns the question
+and a thread id, and the `resume` tool continues it. Threads live in the `--checkpoint` saver (memory by
+default; a SQLite file keeps a paused run across a restart of the server).
+
+```python
+from agentmap.protocols.mcp import serve_stdio
+
+serve_stdio(["graphs/"], checkpoint="runs.db")   # what `agentmap mcp graphs/ --checkpoint runs.db` does
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
+from agentmap.protocols._tools import (
+    ArgumentError,
+    answer_from_form,
+    answer_schema,
+    check_arguments,
+    describe,
+    input_schema,
+    reply,
+)
+
+if TYPE_CHECKING:
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap.runtime.tracking import ExecutionTracker
+    from agentmap.server._graphs import Assistant, Assistants
+
+__all__ = ["RESUME_TOOL", "McpGraphs", "build_server", "serve_stdio"]
+
+RESUME_TOOL = "resume"
+_log = logging.getLogger("agentmap.mcp")
+_ASKS = 3  # elicitations per question before the run is left paused for the `resume` tool
+
+
+def _sdk_missing() -> ConfigError:
+    return ConfigError(
+        "agentmap mcp needs the MCP Python SDK, which is not installed",
+        code="missing-extra",
+        hint='pip install "agentmap[mcp-server]"',
+    )
+
+
+class McpGraphs:
+    """The tools of an MCP server: one per graph, and `resume` when a graph can pause."""
+
+    def __init__(self, assistants: Assistants) -> None:
+        from agentmap.server._graphs import Assistants
+
+        self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
+        if not self.assistants.all:
+            raise WorkflowFileError(
+                "no graph to offer as an MCP tool: each has an input node that reads the terminal",
+                code="no-workflow",
+                hint='give those nodes Context {"interrupt": true}: the run then pauses and asks the client',
+            )
+        self.schemas = {a.graph_id: input_schema(a) for a in self.assistants.all}
+        self.pausing = {a.graph_id for a in self.assistants.all if a.app.pausing_nodes()}
+        if self.pausing and RESUME_TOOL in self.schemas:
+            raise ConfigError(
+                f"a graph is named {RESUME_TOOL!r}, the tool that continues paused runs",
+                code="duplicate-graph",
+                hint="rename the graph (GraphName column)",
+            )
+
+    def tools(self) -> list[types.Tool]:
+        """Every tool, as `tools/list` returns them."""
+        from mcp import types
+
+        found = [
+            types.Tool(name=a.graph_id, description=describe(a), inputSchema=self.schemas[a.graph_id])
+            for a in self.assistants.all
+        ]
+        if self.pausing:
+            schema = {
+                "type": "object",
+                "properties": {
+                    "thread_id": {"type": "string", "description": "The thread id a paused run returned."},
+                    "answer": {"description": "The answer to the paused node's question."},
+                },
+                "required": ["thread_id"],
+                "additionalProperties": False,
+            }
+            text = f"Continue a paused run of {', '.join(sorted(self.pausing))} with the answer to its question."
+            found.append(types.Tool(name=RESUME_TOOL, description=text, inputSchema=schema))
+        return found
+
+    async def call(self, server: Server[Any, Any], name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """Run the tool `name`; a bad call raises `McpError` (a JSON-RPC error naming the argument)."""
+        if name == RESUME_TOOL and self.pausing:
+            return await self._resume(server, arguments)
+        assistant = self.assistants.get(name)
+        if assistant is None or assistant.graph_id != name:
+            raise _invalid(f"unknown tool {name!r}; tools: {', '.join(self.schemas)}")
+        try:
+            state = check_arguments(name, self.schemas[name], arguments)
+        except ArgumentError as err:
+            raise _invalid(err) from None
+        if name in self.pausing:
+            return await _drive(server, assistant, assistant.app, state, str(uuid.uuid4()))
+        return await _drive(server, assistant, assistant.stateless, state, None)
+
+    async def _resume(self, server: Server[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:
+        from agentmap.runtime.threads import resume_input, thread_config
+
+        thread_id = arguments.get("thread_id")
+        if not isinstance(thread_id, str) or not thread_id:
+            raise _invalid(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
+        assistant = self._owner(thread_id)
+        try:
+            snapshot = await assistant.app.graph.aget_state(thread_config(thread_id))
+            run_input = resume_input(snapshot, thread_id, arguments.get("answer"), assistant.app.graph.checkpointer)
+        except AgentMapError as err:
+            raise _invalid(err) from None
+        return await _drive(server, assistant, assistant.app, run_input, thread_id)
+
+    def _owner(self, thread_id: str) -> Assistant:
+        """The pausing graph whose run wrote thread `thread_id` (read from its checkpoint's metadata)."""
+        from agentmap.runtime.threads import FILE_KEY, GRAPH_KEY, thread_config
+
+        saver: Any = self.assistants.all[0].app.graph.checkpointer  # one saver for every graph
+        saved = saver.get_tuple(thread_config(thread_id))
+        meta = dict(saved.metadata or {}) if saved else {}
+        for a in self.assistants.all:
+            file = str(Path(str(a.app.spec.file)).resolve())
+            if a.graph_id in self.pausing and meta.get(GRAPH_KEY) == a.app.name and meta.get(FILE_KEY) == file:
+                return a
+        raise _invalid(f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned")
+
+
+def _answers_over_mcp(assistant: Assistant) -> bool:
+    """False (with a warning) for a graph whose `input` node would read stdin: the protocol's own pipe."""
+    prompting = assistant.app.prompting_nodes()
+    if prompting:
+        _log.warning(
+            "graph %r is not offered: its input node %r reads the terminal, which is the MCP client's pipe here; "
+            'give it Context {"interrupt": true} to pause the run and ask the client',
+            assistant.graph_id,
+            prompting[0],
+        )
+    return not prompting
+
+
+async def _drive(
+    server: Server[Any, Any], assistant: Assistant, app: CompiledWorkflow, run_input: Any, thread_id: str | None
+) -> types.CallToolResult:
+    """Run (or continue) until the end, asking the client whenever the run pauses and it can answer."""
+    from agentmap.runtime.threads import resume_input, thread_config
+
+    ctx = server.request_context
+    progress = _Progress(ctx)
+    while True:
+        try:
+            final, interrupts, tracker = await _stream(app, run_input, thread_id, progress)
+        except Exception as err:  # the run stopped (a router naming no node, the recursion limit, ...)
+            return _stopped(assistant, err)
+        if not interrupts or thread_id is None:
+            return _finished(assistant, final, tracker)
+        answer = await _elicit(ctx, interrupts)
+        if answer is None:
+            return _paused(assistant, final, interrupts, thread_id)
+        snapshot = await app.graph.aget_state(thread_config(thread_id))
+        run_input = resume_input(snapshot, thread_id, answer, app.graph.checkpointer)
+
+
+async def _stream(
+    app: CompiledWorkflow, run_input: Any, thread_id: str | None, progress: _Progress
+) -> tuple[dict[str, Any], list[Any], ExecutionTracker]:
+    """One leg of a run (to its end or its next pause): the final values, the pending interrupts, the tracker."""
+    config: Any = {"configurable": {"thread_id": thread_id}} if thread_id else {}
+    tracker = app.new_tracker()
+    final: dict[str, Any] = {}
+    interrupts: list[Any] = []
+    stream = app.astream(run_input, config, tracker=tracker, stream_mode=["values", "updates"])
+    async with aclosing(stream) as chunks:  # closed on the client's cancellation: the graph stops after its step
+        async for mode, chunk in chunks:
+            if mode == "values":
+                final = dict(chunk)
+                interrupts = list(final.pop("__interrupt__", ())) or interrupts
+            elif isinstance(chunk, dict):
+                if "__interrupt__" in chunk:
+                    interrupts = list(chunk["__interrupt__"])
+                for node in chunk:
+                    if node != "__interrupt__":
+                        await progress.finished(node)
+    return final, interrupts, tracker
+
+
+class _Progress:
+    """Progress notifications of one tool call (none when the client sent no progress token)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.token = getattr(ctx.meta, "progressToken", None) if ctx.meta else None
+        self.done = 0
+
+    async def finished(self, node: str) -> None:
+        if self.token is None:
+            return
+        self.done += 1
+        await self.ctx.session.send_progress_notification(
+            self.token, float(self.done), message=f"{node} finished", related_request_id=str(self.ctx.request_id)
+        )
+
+
+async def _elicit(ctx: Any, interrupts: Sequence[Any]) -> Any:
+    """The answers to the pending questions from the client (by interrupt id when several), or None."""
+    from mcp import types
+
+    from agentmap.agents.questions import AnswerError, check_answer
+
+    if not ctx.session.check_client_capability(types.ClientCapabilities(elicitation=types.ElicitationCapability())):
+        return None
+    answers: dict[str, Any] = {}
+    for pending in interrupts:
+        question = _question(pending.value)
+        message = str(question.get("question") or "Your answer?")
+        for _ in range(_ASKS):
+            result = await ctx.session.elicit_form(message, answer_schema(question), related_request_id=ctx.request_id)
+            if result.action != "accept":
+                return None
+            try:
+                answers[pending.id] = check_answer(pending.value, answer_from_form(question, result.content))
+                break
+            except AnswerError as err:
+                message = f"{err.message} ({err.hint})" if err.hint else err.message
+        else:
+            return None
+    return next(iter(answers.values())) if len(answers) == 1 else answers
+
+
+def _finished(assistant: Assistant, final: dict[str, Any], tracker: ExecutionTracker) -> types.CallToolResult:
+    from mcp import types
+
+    from agentmap.server._encode import jsonable
+
+    success = tracker.update_graph_success()
+    state = jsonable({**final, "graph_success": success})
+    text = reply(assistant, final, tracker.summary, success)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structuredContent=state, isError=not success
+    )
+
+
+def _stopped(assistant: Assistant, err: Exception) -> types.CallToolResult:
+    """The result of a run an error stopped: its message in one paragraph (the traceback only in the debug log)."""
+    from mcp import types
+
+    _log.debug("graph %r stopped", assistant.graph_id, exc_info=err)
+    if isinstance(err, AgentMapError):
+        why = f"{err.message} ({err.hint})" if err.hint else err.message
+    else:
+        why = f"{type(err).__name__}: {' '.join(str(err).split())}"
+    text = f"graph {assistant.graph_id!r} stopped: {why}"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+
+
+def _paused(
+    assistant: Assistant, final: dict[str, Any], interrupts: Sequence[Any], thread_id: str
+) -> types.CallToolResult:
+    from mcp import types
+
+    from agentmap.server._encode import jsonable
+
+    questions = [
+        {"id": i.id, **(i.value if isinstance(i.value, Mapping) else {"question": i.value})} for i in interrupts
+    ]
+    asked = "; ".join(f"{q.get('node', '?')} asks: {q.get('question', '')}" for q in questions)
+    text = (
+        f"graph {assistant.graph_id!r} paused: {asked}. Answer with the {RESUME_TOOL!r} tool: "
+        f'{{"thread_id": "{thread_id}", "answer": ...}}'
+    )
+    content = {"status": "paused", "thread_id": thread_id, "questions": jsonable(questions), "state": jsonable(final)}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=content)
+
+
+def _question(value: Any) -> dict[str, Any]:
+    """A paused node's question as a dict (an `interrupt()` of a custom agent may pass any value)."""
+    return dict(value) if isinstance(value, Mapping) else {"question": value}
+
+
+def _invalid(message: str | AgentMapError) -> Exception:
+    """A JSON-RPC "invalid params" error: the call, not the run, was wrong (its code and hint in `data`)."""
+    from mcp import types
+    from mcp.shared.exceptions import McpError
+
+    if isinstance(message, AgentMapError):
+        data = {"code": str(message.code), **({"hint": message.hint} if message.hint else {})}
+        text = f"{message.message} ({message.hint})" if message.hint else message.message
+        return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=text, data=data))
+    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
+
+
+def build_server(graphs: McpGraphs) -> Server[Any, Any]:
+    """The MCP server of `graphs` (transport-free: `server.run(read, write, options)`)."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from agentmap import __version__
+
+    server: Server[Any, Any] = Server("agentmap", version=__version__)
+
+    @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
+    async def list_tools() -> list[types.Tool]:
+        return graphs.tools()
+
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        # our own handler, not the SDK's decorator: a bad call is a JSON-RPC error, not a failed run
+        result = await graphs.call(server, request.params.name, request.params.arguments or {})
+        return types.ServerResult(result)
+
+    server.request_handlers[types.CallToolRequest] = call_tool
+    return server
+
+
+def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
+    """Compile every graph of `targets` and serve them over stdin/stdout until the client closes the pipe.
+
+    Raises:
+        ConfigError: The `mcp` SDK is missing, or a bad `checkpoint`.
+        WorkflowFileError: A target does not exist, or holds no graph.
+    """
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+    except ImportError:
+        raise _sdk_missing() from None
+    from agentmap.server._graphs import Assistants, open_checkpointer
+
+    graphs = McpGraphs(Assistants.load(targets, open_checkpointer(checkpoint), **(compile_options or {})))
+    server = build_server(graphs)
+
+    async def main(stdout: int) -> None:
+        async with _stdin() as stdin, stdio_server(stdin, _Out(stdout)) as (read, write):  # type: ignore[arg-type]
+            await server.run(read, write, server.create_initialization_options())
+
+    with _protocol_stdout() as stdout:
+        anyio.run(main, stdout)
+
+
+class _In:
+    """Lines of stdin read on the event loop: no thread per message, as the SDK's file wrapper would use."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> _In:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _Out:
+    """The protocol's stdout: a message written straight to the pipe (a large one from a thread, as it may wait
+    for the client to read)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        if len(data) > 16384:
+            import anyio
+
+            await anyio.to_thread.run_sync(self._write, data)
+        else:
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    async def flush(self) -> None:
+        """Nothing buffered."""
+
+
+@asynccontextmanager
+async def _stdin() -> AsyncIterator[Any]:
+    """stdin as `_In` when it is a pipe or socket (what an MCP client gives), else None: the SDK's own reader."""
+    mode = os.fstat(0).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):  # a file or /dev/null: the event loop cannot wait on it
+        yield None
+        return
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 26, loop=loop)  # a message is one line: allow large ones
+    blocking = os.get_blocking(0)
+    pipe = os.fdopen(os.dup(0), "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    try:
+        yield _In(reader)
+    finally:
+        transport.close()  # closes `pipe`
+        os.set_blocking(0, blocking)  # the open file is shared with descriptor 0: as it was
+
+
+@contextmanager
+def _protocol_stdout() -> Iterator[int]:
+    """The protocol's own stdout descriptor; while it is open, anything else written to stdout (a node's print)
+    goes to stderr, so it cannot break the JSON-RPC stream. Restored at the end."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    protocol = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield protocol
+    finally:
+        os.close(protocol)
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
