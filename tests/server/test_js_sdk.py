@@ -1,0 +1,50 @@
+"""LangGraph's JavaScript client (`@langchain/langgraph-sdk`, under Node) against the real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import components
+import pytest
+from server_helpers import make_project, serving
+
+pytestmark = pytest.mark.slow
+
+CLIENT = Path(__file__).resolve().parents[1] / "js" / "langgraph"
+
+
+@pytest.fixture(scope="session")
+def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The client script with its pinned packages installed (`npm ci` from the lock file) in a temporary folder."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    components.require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
+    folder = tmp_path_factory.mktemp("js-client")
+    for name in ("package.json", "package-lock.json", "client.mjs"):
+        shutil.copy(CLIENT / name, folder / name)
+    done = subprocess.run(
+        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    components.require(done.returncode == 0, f"npm ci could not install @langchain/langgraph-sdk: {done.stderr[-500:]}")
+    return folder
+
+
+def test_the_javascript_client_runs_streams_answers_and_stores(node_client: Path, tmp_path: Path) -> None:
+    folder = make_project(tmp_path / "served")
+    with serving(folder, checkpoint=str(tmp_path / "runs.db")) as url:
+        done = subprocess.run(["node", "client.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["graphs"] == ["Ask", "HelloWorld", "Review", "Slow"]
+    assert seen["waited"]["greeting"] == "Hello, Ada!" and seen["state"]["greeting"] == "Hello, Ada!"
+    assert seen["events"][0] == "metadata" and "updates:Greet" in seen["events"] and "updates:Finish" in seen["events"]
+    assert seen["question"] == "What is your name?"
+    assert seen["answered"]["greeting"] == "Hello, Cy!"
+    assert seen["item"] == {"text": "from node"}
+    assert seen["unknown"] == "404"
