@@ -172,13 +172,5 @@ def refuse_unsupported(body: BaseModel, what: str) -> None:
                 f"{what}: {name!r} is not supported by agentmap serve",
                 hint="leave it out; csv_specs/serve.md lists what the server offers",
             )
-    if isinstance(body, RunCreate):
-        if body.stream_subgraphs:
-            raise ApiError(422, "not-supported", f"{what}: stream_subgraphs is not supported by agentmap serve")
-        if body.multitask_strategy in ("interrupt", "rollback"):
-            raise ApiError(
-                422,
-                "not-supported",
-                f"{what}: multitask_strategy {body.multitask_strategy!r} is not supported by agentmap serve",
-                hint="use 'reject' (409 while the thread runs) or 'enqueue' (wait for it; the default)",
-            )
+    if isinstance(body, RunCreate) and body.stream_subgraphs:
+        raise ApiError(422, "not-supported", f"{what}: stream_subgraphs is not supported by agentmap serve")

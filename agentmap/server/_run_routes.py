@@ -294,6 +294,8 @@ def _breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: s
 
 
 async def _start(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
+    if thread_id is not None and body.multitask_strategy in ("interrupt", "rollback"):
+        body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
     if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
         on_loop = missing_state(server.assistant(body.assistant_id).app.spec, body.input) is None
@@ -311,6 +313,45 @@ async def _start(server: Server, body: RunCreate, thread_id: str | None, what: s
             hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
         )
     return run
+
+
+async def _take_over(server: Server, body: RunCreate, thread_id: str) -> RunCreate:
+    """Make way for a run sent with `interrupt` or `rollback` on a thread that has runs (on any replica).
+
+    `interrupt`: they stop after the step they are in (ending `interrupted`, their steps kept) and this run
+    comes next. `rollback`: they stop, their records are deleted, and this run starts from the checkpoint the
+    first of them started from (their steps are left off the thread's state; a thread they began is emptied).
+    """
+    strategy = body.multitask_strategy
+    stopped = await server.runs.stop_thread(thread_id, f"replaced by a newer run (multitask_strategy={strategy!r})")
+    if strategy == "interrupt" or not stopped:
+        return body
+    for run_id in stopped:
+        await server.runs.wait_record(thread_id, run_id)
+    before = await run_in_threadpool(_checkpoint_before, server, thread_id, set(stopped))
+    await server.runs.delete_runs(stopped)
+    if before is None or body.checkpoint_id or body.checkpoint:
+        return body
+    return body.model_copy(update={"checkpoint_id": before})
+
+
+def _checkpoint_before(server: Server, thread_id: str, runs: set[str]) -> str | None:
+    """The checkpoint the first of `runs` started from; None (the checkpoints deleted) when they began the thread."""
+    record = server.thread(thread_id)
+    assistant = server.thread_assistant(record)
+    if assistant is None:
+        return None
+    graph = assistant.app.graph
+    first = None
+    for snapshot in graph.get_state_history({"configurable": {"thread_id": thread_id}}):  # newest first
+        if snapshot.metadata and snapshot.metadata.get("run_id") in runs:
+            first = snapshot
+    if first is None:
+        return None
+    parent = (first.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    if parent is None:
+        server.checkpointer.delete_thread(thread_id)
+    return parent
 
 
 def _where(run: Run) -> str:

@@ -193,6 +193,19 @@ class RunManager:
         self._accepted.pop(run_id, None)
         await self._store(self.store.request_cancel, run_id, reason)
 
+    async def stop_thread(self, thread_id: str, reason: str) -> list[str]:
+        """Ask every pending or running run of the thread to stop (on any replica); their ids."""
+        records = await self._store(self.store.runs, thread_id)
+        unfinished = [r["run_id"] for r in records if r["status"] in UNFINISHED]
+        for run_id in unfinished:
+            await self.cancel_anywhere(run_id, reason)
+        return unfinished
+
+    async def delete_runs(self, run_ids: list[str]) -> None:
+        """Delete the records of runs that have ended."""
+        for run_id in run_ids:
+            await self._store(self.store.delete_run, run_id)
+
     async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """Wait until a run ends (on any replica); its record, or None when there is no such run."""
         while True:

@@ -1,0 +1,74 @@
+"""A run sent to a busy thread with multitask_strategy `interrupt` or `rollback` (langgraph-sdk, real server)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from server_helpers import make_project, serving
+
+sdk = pytest.importorskip("langgraph_sdk")
+from langgraph_sdk.errors import NotFoundError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    folder = make_project(tmp_path_factory.mktemp("multitask"))
+    with serving(folder, checkpoint=str(folder / "runs.db")) as url, sdk.get_sync_client(url=url) as c:
+        yield c
+
+
+def _until_a_step_is_saved(client: Any, thread_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while "first" not in (client.threads.get_state(thread_id)["values"] or {}):
+        assert time.monotonic() < deadline, "the first run never saved a step"
+        time.sleep(0.02)
+
+
+def test_interrupt_stops_the_running_run_after_its_step_and_runs_the_new_one(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    old = client.runs.create(tid, "Slow", input={"topic": "old"})
+    _until_a_step_is_saved(client, tid)
+    new = client.runs.create(tid, "Slow", input={"topic": "new"}, multitask_strategy="interrupt")
+    assert client.runs.join(tid, new["run_id"])["third"] == "rested"
+    stopped = client.runs.get(tid, old["run_id"])
+    assert stopped["status"] == "interrupted" and "multitask_strategy='interrupt'" in stopped["cancel_reason"]
+    assert client.runs.get(tid, new["run_id"])["status"] == "success"
+    assert client.threads.get_state(tid)["values"]["topic"] == "new"
+
+
+def test_rollback_deletes_the_running_run_and_leaves_its_steps_off_the_thread(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    done = client.runs.wait(tid, "HelloWorld", input={"name": "Ada"})  # an earlier run that stays
+    assert done["greeting"] == "Hello, Ada!"
+    before = client.threads.get_state(tid)["checkpoint"]["checkpoint_id"]
+    tid2 = client.threads.create()["thread_id"]
+    old = client.runs.create(tid2, "Slow", input={"topic": "old"})
+    _until_a_step_is_saved(client, tid2)
+    new = client.runs.create(tid2, "Slow", input={"topic": "new"}, multitask_strategy="rollback")
+    assert client.runs.join(tid2, new["run_id"])["topic"] == "new"
+    with pytest.raises(NotFoundError):
+        client.runs.get(tid2, old["run_id"])  # deleted
+    assert [r["run_id"] for r in client.runs.list(tid2)] == [new["run_id"]]
+    history = client.threads.get_history(tid2, limit=100)
+    assert {h["metadata"].get("run_id") for h in history} == {new["run_id"]}  # nothing of the old run is left
+    assert client.threads.get_state(tid)["checkpoint"]["checkpoint_id"] == before  # other threads untouched
+
+
+def test_rollback_of_a_later_run_starts_from_the_checkpoint_before_it(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "Slow", input={"topic": "kept"})
+    old = client.runs.create(tid, "Slow", input={"topic": "old"})
+    deadline = time.monotonic() + 30
+    while client.threads.get_state(tid)["values"]["topic"] != "old":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    new = client.runs.create(tid, "Slow", multitask_strategy="rollback")  # no input: from where the thread was
+    client.runs.join(tid, new["run_id"])
+    assert client.threads.get_state(tid)["values"]["topic"] == "kept"  # the old run's input is undone
+    with pytest.raises(NotFoundError):
+        client.runs.get(tid, old["run_id"])
