@@ -72,3 +72,25 @@ def test_rollback_of_a_later_run_starts_from_the_checkpoint_before_it(client: An
     assert client.threads.get_state(tid)["values"]["topic"] == "kept"  # the old run's input is undone
     with pytest.raises(NotFoundError):
         client.runs.get(tid, old["run_id"])
+
+
+def test_interrupt_sent_to_another_replica_stops_the_run_where_it_runs(tmp_path: Any, postgres_url: str) -> None:
+    folder = make_project(tmp_path / "flows")
+    with (
+        serving(folder, checkpoint=postgres_url) as a,
+        serving(folder, checkpoint=postgres_url) as b,
+        sdk.get_sync_client(url=a) as on_a,
+        sdk.get_sync_client(url=b) as on_b,
+    ):
+        tid = on_a.threads.create()["thread_id"]
+        old = on_a.runs.create(tid, "Slow", input={"topic": "old"})
+        _until_a_step_is_saved(on_a, tid)
+        new = on_b.runs.create(tid, "Slow", input={"topic": "new"}, multitask_strategy="interrupt")
+        assert on_b.runs.join(tid, new["run_id"])["topic"] == "new"
+        assert on_a.runs.get(tid, old["run_id"])["status"] == "interrupted"
+        assert "third" not in {
+            k
+            for h in on_a.threads.get_history(tid, limit=100)
+            if h["metadata"].get("run_id") == old["run_id"]
+            for k in h["values"]
+        }
