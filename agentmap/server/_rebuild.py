@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentmap.server._models import ApiError
-from agentmap.server._run_routes import _resolve  # the one check of a run's request, as the routes do it
+from agentmap.server._run_start import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
 from agentmap.server._threads import snapshot_of
 
@@ -40,7 +40,8 @@ def rebuilder(server: Server) -> Any:
             _same_graph(assistant, snapshot.metadata, thread_id)
             body = body.model_copy(update={"input": None, "command": None})
         what = str(payload.get("what") or "runs.create")
-        request = _resolve(server, body, thread_id, what, payload.get("claimant"))  # its answer is claimed already
+        # its answer is claimed already
+        request = resolve_request(server, body, thread_id, what, payload.get("claimant"))
         if progressed:
             request.input = None
         request.payload = payload
