@@ -132,6 +132,7 @@ class ErrorCode(StrEnum):
     DUPLICATE_GRAPH = "duplicate-graph"
     BAD_INPUT = "bad-input"
     GRAPH_CHANGED = "graph-changed"
+    DATABASE_UNAVAILABLE = "database-unavailable"
     # the studio (HTTP 409)
     FILE_CHANGED = "file-changed"
     # batch runs (exit 2, or 3 for a missing input table)

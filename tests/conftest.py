@@ -56,3 +56,16 @@ def postgres_server() -> Iterator[str]:
 def postgres_url(postgres_server: str) -> str:
     """A new, empty database on the session's PostgreSQL server."""
     return str(_pg().new_database(postgres_server))
+
+
+@pytest.fixture
+def postgres_with_outage() -> Iterator[tuple[str, Callable[[float], None]]]:
+    """A PostgreSQL server of this test's own: a database URL, and `outage(seconds)` that stops the server (every
+    connection cut) and starts it again after `seconds` (the session's server is shared, so it is never stopped)."""
+    from components import require
+
+    pg = _pg()
+    bin_dir = pg.binaries()
+    require(bin_dir is not None, pg.REASON)
+    with pg.server(bin_dir) as url:
+        yield str(pg.new_database(url)), functools.partial(pg.outage, url)

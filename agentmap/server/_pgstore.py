@@ -55,6 +55,13 @@ class _PgTx:
 class PostgresStore(Store):
     """Thread and run records and the run queue in a PostgreSQL database (`url`), shared by every replica."""
 
+    def unreachable(self, exc: BaseException) -> bool:
+        """A lost connection or a pool with none to give (a checkpoint write meets them too)."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
+
     _claim_lock = " FOR UPDATE OF r SKIP LOCKED"
     shared = True
     _next_seq = "nextval('agentmap_runs_seq')"

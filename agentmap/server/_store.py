@@ -72,6 +72,10 @@ class Store:
     def _lock_thread(self, tx: _Tx, thread_id: str) -> None:
         """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""
 
+    def unreachable(self, exc: BaseException) -> bool:
+        """Whether `exc` says the database cannot be reached now (a lost connection), not that a run failed."""
+        return False
+
     def close(self) -> None:
         """Close the connections."""
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.server._encode import dumps
 from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
 from agentmap.server._store import UNFINISHED, Store, now
@@ -359,16 +359,36 @@ class RunManager:
         run.push("metadata", {"run_id": run.run_id, "attempt": attempt})
         try:
             status = await execute(run, emitter(run))
-        except AgentMapError as err:
-            run.error = {"error": type(err).__name__, "message": str(err), "code": err.code}
-            status = "error"
         except Exception as exc:
-            _log.exception("run %s failed", run.run_id)
-            run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
-            status = "error"
+            if not self.store.unreachable(exc):
+                status = self._failed(run, exc)
+            else:  # not the run's failure: it is continued, here or elsewhere, once the database is back
+                self._lost_database(run, exc)
+                return
         if run.error is not None:
             run.push("error", run.error)
         await self._finish(run, status)
+
+    def _failed(self, run: Run, exc: Exception) -> str:
+        if isinstance(exc, AgentMapError):
+            run.error = {"error": type(exc).__name__, "message": str(exc), "code": exc.code}
+        else:
+            _log.exception("run %s failed", run.run_id)
+            run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
+        return "error"
+
+    def _lost_database(self, run: Run, exc: Exception) -> None:
+        """The database went away while `run` executed: its record stays `running` under a lease nobody renews,
+        so once the database is back a replica (this one too) claims it and continues it from its checkpoint.
+        A client following it here is told so; `runs.join` waits for its end wherever it runs."""
+        _log.warning("run %s: the database cannot be reached (%s); it is continued once it is back", run.run_id, exc)
+        run.error = {
+            "error": "DatabaseUnavailable",
+            "message": f"the database went away during the run ({exc}); the run continues once it is back",
+            "code": ErrorCode.DATABASE_UNAVAILABLE.value,
+        }
+        run.push("error", run.error)
+        self._forget(run)
 
     async def _finish(self, run: Run, status: str) -> None:
         await self._published(run)

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,3 +79,24 @@ def new_database(url: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return url.replace("/postgres?", f"/{name}?", 1)
+
+
+def outage(url: str, seconds: float) -> None:
+    """Stop the server of `url` (every connection cut at once) and start it again after `seconds`."""
+    from urllib.parse import parse_qs, urlparse
+
+    query = parse_qs(urlparse(url).query)
+    folder, port = Path(query["host"][0]), query["port"][0]
+    bin_dir = binaries()
+    assert bin_dir is not None
+    data = folder / "data"
+    pg_ctl = str(bin_dir / "pg_ctl")
+    stop = [pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]  # connections cut; committed work kept
+    subprocess.run(_as_postgres(stop), check=True, capture_output=True)
+    time.sleep(seconds)  # the outage itself
+    options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+    subprocess.run(
+        _as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]),
+        check=True,
+        capture_output=True,
+    )

@@ -1,0 +1,51 @@
+"""Replicas whose PostgreSQL goes away for 10 s and comes back: no accepted run is lost or run twice."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_helpers import make_project, serving
+
+sdk = pytest.importorskip("langgraph_sdk")
+
+pytestmark = pytest.mark.slow
+
+
+def _eventually(check: Callable[[], Any], seconds: float) -> Any:
+    """`check()`'s value once it returns without a connection error (the database may still be coming back)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return check()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_runs_accepted_before_a_ten_second_outage_each_finish_once(
+    tmp_path: Path, postgres_with_outage: tuple[str, Callable[[float], None]]
+) -> None:
+    url, outage = postgres_with_outage
+    folder = make_project(tmp_path / "flows")
+    with (
+        serving(folder, checkpoint=url, lease=3.0) as a,
+        serving(folder, checkpoint=url, lease=3.0) as b,
+        sdk.get_sync_client(url=a, timeout=30) as on_a,
+        sdk.get_sync_client(url=b, timeout=30) as on_b,
+    ):
+        threads = [on_a.threads.create()["thread_id"] for _ in range(4)]
+        runs = [on_a.runs.create(t, "Slow", input={"topic": t}) for t in threads]
+        down = threading.Thread(target=outage, args=(10.0,))
+        down.start()
+        down.join()
+        for thread_id, run in zip(threads, runs, strict=True):
+            values = _eventually(lambda t=thread_id, r=run: on_b.runs.join(t, r["run_id"]), 90)
+            assert values.get("third") == "rested", (values, _eventually(lambda t=thread_id: on_a.runs.list(t), 30))
+            listed = _eventually(lambda t=thread_id: on_a.runs.list(t), 30)
+            assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "success")]  # once, not twice
