@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,11 +41,9 @@ def test_runs_accepted_before_a_ten_second_outage_each_finish_once(
     ):
         threads = [on_a.threads.create()["thread_id"] for _ in range(4)]
         runs = [on_a.runs.create(t, "Slow", input={"topic": t}) for t in threads]
-        down = threading.Thread(target=outage, args=(10.0,))
-        down.start()
-        down.join()
+        outage(10.0)  # while the runs execute: every connection of both replicas is cut for 10 s
         for thread_id, run in zip(threads, runs, strict=True):
-            values = _eventually(lambda t=thread_id, r=run: on_b.runs.join(t, r["run_id"]), 90)
-            assert values.get("third") == "rested", (values, _eventually(lambda t=thread_id: on_a.runs.list(t), 30))
-            listed = _eventually(lambda t=thread_id: on_a.runs.list(t), 30)
+            values = _eventually(functools.partial(on_b.runs.join, thread_id, run["run_id"]), 90)
+            listed = _eventually(functools.partial(on_a.runs.list, thread_id), 30)
+            assert values.get("third") == "rested", (values, listed)
             assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "success")]  # once, not twice
