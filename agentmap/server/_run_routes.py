@@ -9,6 +9,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from agentmap.errors import ErrorCode
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._run_start import resolve_request, start_run, stream_modes
@@ -128,7 +129,10 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         await run_in_threadpool(_record, server, thread_id, run_id)
         run = server.runs.runs.get(run_id)
         if run is not None:
-            return await _wait(run)
+            response = await _wait(run)
+            if (run.error or {}).get("code") != ErrorCode.DATABASE_UNAVAILABLE:
+                return response
+            # stopped here by a lost database: it is continued once the database is back; wait for that end
         record = await server.runs.wait_record(thread_id, run_id)
         if record is not None and record.get("result") is not None:
             return JSONResponse(record["result"], headers={"X-Run": run_id})

@@ -251,7 +251,11 @@ class RunManager:
         """Write a run's events to a shared store as they come, for followers on other replicas (after those of
         its earlier attempts, when it was taken over)."""
         index = 0
-        base = len(await self._store(self.store.events, run.run_id, 0))
+        try:
+            base = len(await self._store(self.store.events, run.run_id, 0))
+        except Exception as exc:  # followers elsewhere miss this attempt's events; the run itself goes on
+            _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+            return
         while True:
             changed = run.changed
             if index < len(run.events):
@@ -271,7 +275,10 @@ class RunManager:
         task = self._publishers.pop(run.run_id, None)
         if task is not None:
             run.wake()
-            await task
+            try:
+                await task
+            except Exception as exc:  # the database went away: followers elsewhere miss events, the run's end does not
+                _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
 
     # claiming and running
 
@@ -337,6 +344,12 @@ class RunManager:
                 run.request = request
             await self._run(run, record["attempt"])
         except Exception as exc:  # the run cannot be rebuilt here (its graph changed, its thread is gone, ...)
+            if self.store.unreachable(exc):  # not the run's fault: it is taken again once the database is back
+                if run is not None:
+                    self._lost_database(run, exc)
+                else:
+                    _log.warning("run %s: the database cannot be reached (%s); it is taken again later", run_id, exc)
+                return
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
@@ -393,18 +406,32 @@ class RunManager:
     async def _finish(self, run: Run, status: str) -> None:
         await self._published(run)
         if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
-            await self._store(self.store.release, self.owner, [run.run_id])
+            await self._written(self.store.release, self.owner, [run.run_id])
         else:
             run.status = status
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            await self._store(
+            await self._written(
                 self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
             )
             if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
-                await self._store(self.store.delete_run, run.run_id)
+                await self._written(self.store.delete_run, run.run_id)
         self._forget(run)
+
+    async def _written(self, write: Callable[..., Any], *args: Any) -> Any:
+        """`write(*args)` in the store, tried again (backing off to 5 s) while the database cannot be reached: the
+        end of a run that ran is written once the database is back (its lease is renewed meanwhile)."""
+        delay = _FIRST_RETRY
+        while True:
+            try:
+                return await self._store(write, *args)
+            except Exception as exc:
+                if not self.store.unreachable(exc):
+                    raise
+                _log.warning("cannot write to the run store yet (%s); trying again in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()
