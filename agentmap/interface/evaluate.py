@@ -8,6 +8,7 @@ expectation holds; with several runs per scenario the report gives pass^k, the c
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,8 @@ from typing import Any
 from agentmap.contracts.conversation import Turn
 from agentmap.errors import AgentMapError, Location
 from agentmap.interface import detect
+from agentmap.interface.checks import Step, check_state, match_trajectory, parse_trajectory
+from agentmap.interface.eval_runner import run_record_path
 from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
@@ -41,7 +44,8 @@ class Finding:
 
     Attributes:
         kind: `format` (the log is malformed), `contract` (seed 000 sections 4 and 6), `expectation`
-            (the scenario's must include / must not include / refusal / clarification) or `judge`.
+            (the scenario's must include / must not include / refusal / clarification), `state` (an
+            `expected_state` condition), `trajectory` (`expected_trajectory`) or `judge`.
         message: What is wrong, in words.
         turn: The 1-based user turn it concerns, when there is one.
     """
@@ -266,6 +270,9 @@ def _score_file(
         message = str(exc).split("\n", 1)[0]
         return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
     score = _score_pairs(turns, scenario)
+    if scenario is not None and (scenario.expected_state or scenario.expected_trajectory):
+        score.findings += _run_checks(scenario, path)
+        score.passed = not score.findings
     if judge is not None:
         verdict = judge(scenario, turns)
         if isinstance(verdict, JudgeScore):
@@ -274,6 +281,43 @@ def _score_file(
         score.passed = not score.findings
     score.log, score.scenario, score.run = name, scenario_name, run
     return score
+
+
+def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
+    """The `state` and `trajectory` findings of a run, from the run record beside its log."""
+    record_file = run_record_path(log)
+    try:
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        return [
+            Finding(
+                "state" if scenario.expected_state else "trajectory",
+                f"no run record ({record_file.name}) beside the log: run the scenarios with `agentmap eval run` "
+                "to check the final state and the trajectory",
+            )
+        ]
+    findings: list[Finding] = []
+    state = record.get("state")
+    for condition in scenario.expected_state:
+        if not isinstance(state, dict):
+            findings.append(Finding("state", f"{condition}: the agent returned no final state (`state`)"))
+            continue
+        problem = check_state(condition, state)
+        if problem is not None:
+            findings.append(Finding("state", problem))
+    if scenario.expected_trajectory:
+        steps = [Step(str(n)) for n in record.get("nodes") or ()]
+        steps += [
+            Step(str(c.get("tool")), tool=True, args=tuple((c.get("args") or {}).items()))
+            for c in record.get("tool_calls") or ()
+            if isinstance(c, dict)
+        ]
+        problem = match_trajectory(parse_trajectory(scenario.expected_trajectory), steps, scenario.trajectory_match)
+        if problem is not None:
+            findings.append(Finding("trajectory", problem))
+    return findings
 
 
 def _contract(turns: Sequence[tuple[str, str]], findings: list[Finding]) -> list[str | None]:

@@ -226,3 +226,59 @@ def test_the_documented_example_runs_as_shown(tmp_path: Path) -> None:
     assert scored.code == 1
     assert "(wrong_count #1): turn 1: reply lacks 'seven'" in scored.out
     assert "2 of 3 runs passed (1 failed)" in scored.out and "2 of 3 runs passed (1 failed)" in section
+
+
+CHECKS = (
+    "scenario,turn,user_message,expected_state,expected_trajectory,trajectory_match\n"
+    'state_ok,1,please reverse the text hello world,"word_count == 6 and len(chat_history) >= 2 and message",'
+    "Count|Assistant|Report,\n"
+    'tools_ok,1,please reverse the text hello world,,"reverse_text(text=""hello world"")",superset\n'
+    "state_bad,1,count the words,word_count == 99,,\n"
+    "path_bad,1,count the words,,Count|Report,exact\n"
+)
+"""Against graphs/llm_offline.csv: checks on the final state and on the nodes and tool calls of each run."""
+
+
+def test_state_and_trajectory_checks_score_what_the_run_did(tmp_path: Path) -> None:
+    scenarios = write(tmp_path / "checks.csv", CHECKS)
+    out = tmp_path / "logs"
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert len(list(out.glob("*.run.json"))) == 4  # one run record beside each log
+    result = agentmap("eval", "score", out, "--json")
+    assert result.code == 1, result.text
+    findings = {r["scenario"]: r["findings"] for r in json.loads(result.out)["runs"]}
+    assert findings["state_ok"] == [] and findings["tools_ok"] == []
+    assert findings["state_bad"] == [
+        {"kind": "state", "message": "word_count == 99: false (word_count is 3)", "turn": None}
+    ]
+    [path] = findings["path_bad"]
+    assert path["kind"] == "trajectory"
+    assert path["message"] == "nodes are not exactly Count > Report (exact; the run's nodes: Count, Assistant, Report)"
+
+
+@pytest.mark.parametrize(
+    ("cell", "column", "why"),
+    [
+        ("booking.__class__", "expected_state", "names starting with __"),
+        ("__import__('os').system('echo hi')", "expected_state", "the only call allowed is len"),
+        ("[x for x in range(10**9)]", "expected_state", "a comprehension is not allowed"),
+        ("9**9**9**9", "expected_state", "an exponent (**) is not allowed"),
+        ("search(city=os.name)", "expected_trajectory", "must be a literal"),
+    ],
+)
+def test_an_unsafe_cell_is_refused_at_load_with_its_location(tmp_path: Path, cell: str, column: str, why: str) -> None:
+    quoted = '"' + cell.replace('"', '""') + '"'
+    scenarios = write(tmp_path / "unsafe.csv", f"scenario,user_message,{column}\nok,hi,\nbad,hi,{quoted}\n")
+    result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    assert result.code == 2, result.text
+    assert f"error[bad-expression]: {scenarios}:3:{column}:" in result.text and why in result.text
+    assert not (tmp_path / "logs").exists()  # refused before anything ran
+
+
+def test_a_bad_match_mode_is_refused_at_load(tmp_path: Path) -> None:
+    scenarios = write(
+        tmp_path / "mode.csv", "scenario,user_message,expected_trajectory,trajectory_match\ns,hi,A|B,roughly\n"
+    )
+    result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    assert result.code == 2, result.text
+    assert f"{scenarios}:2:trajectory_match: trajectory_match must be one of exact, in_order" in result.text
