@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from math import comb
+from math import comb, sqrt
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 
 __all__ = [
+    "INTERVAL_METHOD",
     "EvalReport",
     "Finding",
     "Judge",
@@ -35,6 +36,7 @@ __all__ = [
     "pass_hat_k",
     "score_logs",
     "score_turns",
+    "wilson",
 ]
 
 
@@ -126,12 +128,16 @@ class ScenarioScore:
         runs: How many runs were scored.
         passes: How many passed.
         pass_hat_k: pass^k for k = 1..runs: the chance that k runs drawn from these all pass.
+        intervals: The 95% interval of the scenario's pass^k for each k (`INTERVAL_METHOD`).
+        failed_checks: How many runs failed each kind of check (`contract`, `expectation`, `state`, ...).
     """
 
     name: str
     runs: int
     passes: int
     pass_hat_k: dict[int, float]
+    intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
+    failed_checks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +149,7 @@ class EvalReport:
         runs: One score per log, in file-name order.
         scenarios: One entry per scenario that has runs, in manifest order.
         pass_hat_k: pass^k averaged over the scenarios that have at least k runs.
+        intervals: The 95% interval of each overall pass^k: the mean of the scenarios' bounds.
         warnings: Things the user should know (no manifest, unknown scenarios, ...).
     """
 
@@ -150,7 +157,13 @@ class EvalReport:
     runs: list[RunScore] = field(default_factory=list)
     scenarios: list[ScenarioScore] = field(default_factory=list)
     pass_hat_k: dict[int, float] = field(default_factory=dict)
+    intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def repeated(self) -> bool:
+        """True when a scenario has several runs: the report then gives intervals and per-check counts."""
+        return any(s.runs > 1 for s in self.scenarios)
 
     @property
     def passed(self) -> int:
@@ -163,6 +176,12 @@ class EvalReport:
         for run in data["runs"]:
             if run["judge"] is None:
                 del run["judge"]  # without a judge the JSON is what it always was
+        if self.repeated:
+            data["interval_method"] = INTERVAL_METHOD
+        else:  # one run per scenario: the JSON is what it always was
+            del data["intervals"]
+            for scenario in data["scenarios"]:
+                del scenario["intervals"], scenario["failed_checks"]
         data["passed"] = self.passed
         data["total"] = len(self.runs)
         return data
@@ -171,6 +190,24 @@ class EvalReport:
 def pass_hat_k(runs: int, passes: int, k: int) -> float:
     """Return pass^k: the chance that `k` runs drawn without replacement from `runs` all passed."""
     return comb(passes, k) / comb(runs, k) if 0 < k <= runs else 0.0
+
+
+INTERVAL_METHOD = "wilson^k"
+"""How the 95% intervals are made: the Wilson score interval of a scenario's pass rate (passes of runs), its
+bounds raised to the power k (pass^k of a scenario is its pass rate to the k, and x^k keeps the order); the
+interval of the overall pass^k is the mean of the scenarios' bounds."""
+
+_Z95 = 1.959963984540054
+
+
+def wilson(passes: int, runs: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a pass rate from `passes` of `runs` ((0, 1) without runs)."""
+    if runs <= 0:
+        return 0.0, 1.0
+    rate, z2 = passes / runs, _Z95 * _Z95
+    centre = (rate + z2 / (2 * runs)) / (1 + z2 / runs)
+    half = _Z95 * sqrt(rate * (1 - rate) / runs + z2 / (4 * runs * runs)) / (1 + z2 / runs)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def score_turns(turns: Sequence[Turn], scenario: Scenario | None = None) -> RunScore:
@@ -422,6 +459,7 @@ def _expect(step: ScenarioTurn, reply: str | None, findings: list[Finding]) -> N
 
 def _summarize(report: EvalReport, order: list[str]) -> None:
     tally: dict[str, list[int]] = {}
+    failed: dict[str, dict[str, int]] = {}
     for name in order:
         tally.setdefault(name, [0, 0])
     for run in report.runs:
@@ -429,11 +467,22 @@ def _summarize(report: EvalReport, order: list[str]) -> None:
             counts = tally.setdefault(run.scenario, [0, 0])
             counts[0] += 1
             counts[1] += run.passed
+            kinds = failed.setdefault(run.scenario, {})
+            for kind in dict.fromkeys(f.kind for f in run.findings):
+                kinds[kind] = kinds.get(kind, 0) + 1
     for name, (runs, passes) in tally.items():
         if runs:
             ks = {k: pass_hat_k(runs, passes, k) for k in range(1, runs + 1)}
-            report.scenarios.append(ScenarioScore(name=name, runs=runs, passes=passes, pass_hat_k=ks))
+            low, high = wilson(passes, runs)
+            bounds = {k: (low**k, high**k) for k in ks}
+            report.scenarios.append(
+                ScenarioScore(name, runs, passes, ks, intervals=bounds, failed_checks=failed.get(name, {}))
+            )
     most = max((s.runs for s in report.scenarios), default=0)
     for k in range(1, most + 1):
-        values = [s.pass_hat_k[k] for s in report.scenarios if s.runs >= k]
-        report.pass_hat_k[k] = sum(values) / len(values)
+        having = [s for s in report.scenarios if s.runs >= k]
+        report.pass_hat_k[k] = sum(s.pass_hat_k[k] for s in having) / len(having)
+        report.intervals[k] = (
+            sum(s.intervals[k][0] for s in having) / len(having),
+            sum(s.intervals[k][1] for s in having) / len(having),
+        )
