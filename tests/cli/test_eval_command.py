@@ -282,3 +282,60 @@ def test_a_bad_match_mode_is_refused_at_load(tmp_path: Path) -> None:
     result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
     assert result.code == 2, result.text
     assert f"{scenarios}:2:trajectory_match: trajectory_match must be one of exact, in_order" in result.text
+
+
+def _folder(tmp_path: Path, name: str, rows: str, runs: str = "2") -> Path:
+    scenarios = write(tmp_path / f"{name}.csv", "scenario,user_message,must_include\n" + rows)
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / name, "--runs", runs)
+    return tmp_path / name
+
+
+REVERSE = "rev,please reverse the text hello world,{}\n"
+COUNT = "count,count the words,{}\n"
+
+
+def test_diff_of_identical_folders_exits_0(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh") + COUNT.format("seven"))
+    result = agentmap("eval", "diff", base, base)
+    assert result.code == 0, result.text
+    assert "rev: pass^2 1.00 -> 1.00 (same)" in result.out
+    assert "count: pass^2 0.00 -> 0.00 (same)" in result.out
+    assert "no regression (exit 0)" in result.out
+
+
+def test_diff_flags_a_regression_beyond_the_interval_and_writes_junit(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh") + COUNT.format("seven"))
+    new = _folder(tmp_path, "new", REVERSE.format("not in the reply") + COUNT.format("words"))
+    junit = tmp_path / "ci" / "report.xml"
+    result = agentmap("eval", "diff", base, new, "--junit", junit)
+    assert result.code == 1, result.text
+    assert "rev: pass^2 1.00 -> 0.00, below BASE's 95% interval [0.12-1.00]: regression" in result.out
+    assert "count: pass^2 0.00 -> 1.00 (better)" in result.out
+    assert "worse: rev; better: count" in result.out
+    page = junit.read_text(encoding="utf-8")
+    assert '<testsuite name="agentmap eval diff" tests="3" failures="1">' in page
+    assert '<testcase classname="agentmap.eval" name="rev"><failure message="pass^2 1.00 -&gt; 0.00' in page
+
+    backwards = agentmap("eval", "diff", new, base, "--json")
+    assert backwards.code == 1  # count got worse the other way round
+    document = json.loads(backwards.out)
+    assert document["regressions"] == ["count"] and document["interval_method"] == "wilson^k"
+    statuses = {c["name"]: c["status"] for c in document["scenarios"]}
+    assert statuses == {"rev": "better", "count": "worse"}
+
+
+def test_diff_compares_at_the_fewest_runs_and_lists_added_scenarios(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh"), runs="3")
+    new = _folder(tmp_path, "new", REVERSE.format("dlrow olleh") + COUNT.format("words"), runs="1")
+    result = agentmap("eval", "diff", base, new, "--json")
+    assert result.code == 0, result.text
+    changes = {c["name"]: c for c in json.loads(result.out)["scenarios"]}
+    assert (changes["rev"]["k"], changes["rev"]["status"]) == (1, "same")
+    assert changes["count"]["status"] == "added"
+
+
+def test_diff_of_a_missing_folder_exits_3(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh"), runs="1")
+    result = agentmap("eval", "diff", base, tmp_path / "nowhere")
+    assert result.code == 3, result.text
+    assert "the logs folder does not exist" in result.text
