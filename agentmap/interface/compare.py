@@ -1,9 +1,11 @@
 """`agentmap eval diff`: compare the scores of two evaluation folders and flag regressions.
 
-Each scenario is compared at the largest k both folders have runs for: its pass^k in BASE and in NEW. It got
-worse or better when the figure moved; it regressed when NEW's pass^k lies below the lower bound of BASE's
-95% interval (`evaluate.INTERVAL_METHOD`), that is beyond what BASE's own uncertainty explains. The overall
-pass^k is compared the same way.
+Each scenario is compared at the largest k both folders have runs for: its pass^k and its pass rate in BASE
+and in NEW. It got worse or better when they moved; it regressed when NEW's pass rate lies below the lower
+bound of BASE's 95% interval of the pass rate (`evaluate.INTERVAL_METHOD`), that is beyond what BASE's own
+uncertainty explains. Since a scenario's pass^k is its pass rate to the k, this is the same as NEW's pass^k
+(rate^k) below BASE's pass^k interval, for every k; the rule does not hinge on pass^k at k = runs, which one
+failure drops to 0. The overall figures (pass^1, the mean over scenarios) are compared the same way.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ class ScenarioChange:
         k: The k compared (the fewest runs either folder has); 0 when one folder lacks the scenario.
         base: BASE's pass^k, or None when BASE has no runs of it.
         new: NEW's pass^k, or None when NEW has no runs of it.
-        base_interval: BASE's 95% interval of pass^k.
+        base_rate: BASE's pass rate (pass^1).
+        new_rate: NEW's pass rate.
+        base_interval: BASE's 95% interval of the pass rate.
         status: `worse`, `better`, `same`, `added` (only in NEW) or `removed` (only in BASE).
-        regression: True when NEW's pass^k is below BASE's interval.
+        regression: True when NEW's pass rate is below BASE's interval.
     """
 
     name: str
     k: int
     base: float | None
     new: float | None
+    base_rate: float | None = None
+    new_rate: float | None = None
     base_interval: tuple[float, float] | None = None
     status: str = "same"
     regression: bool = False
@@ -80,7 +86,8 @@ def diff_reports(base: EvalReport, new: EvalReport) -> EvalDiff:
         result.scenarios.append(_change(name, before.get(name), after.get(name)))
     k = min(max(base.pass_hat_k, default=0), max(new.pass_hat_k, default=0))
     if k:
-        result.overall = _compare("all", k, base.pass_hat_k[k], new.pass_hat_k[k], base.intervals[k])
+        figures = (base.pass_hat_k[k], new.pass_hat_k[k], base.pass_hat_k[1], new.pass_hat_k[1])
+        result.overall = _compare("all", k, *figures, base.intervals[1])
     return result
 
 
@@ -88,17 +95,23 @@ def _change(name: str, base: ScenarioScore | None, new: ScenarioScore | None) ->
     if base is None or new is None:
         only = base or new
         assert only is not None
-        value = only.pass_hat_k[only.runs]
+        value, rate = only.pass_hat_k[only.runs], only.pass_hat_k[1]
         status = "added" if base is None else "removed"
-        return ScenarioChange(name, 0, value if base else None, value if new else None, status=status)
+        if base is None:
+            return ScenarioChange(name, 0, None, value, new_rate=rate, status=status)
+        return ScenarioChange(name, 0, value, None, base_rate=rate, status=status)
     k = min(base.runs, new.runs)
-    return _compare(name, k, base.pass_hat_k[k], new.pass_hat_k[k], base.intervals[k])
+    figures = (base.pass_hat_k[k], new.pass_hat_k[k], base.pass_hat_k[1], new.pass_hat_k[1])
+    return _compare(name, k, *figures, base.intervals[1])
 
 
-def _compare(name: str, k: int, base: float, new: float, interval: tuple[float, float]) -> ScenarioChange:
-    status = "worse" if new < base else "better" if new > base else "same"
-    regression = status == "worse" and new < interval[0] - 1e-9  # not for float noise around a bound of 0
-    return ScenarioChange(name, k, base, new, interval, status, regression)
+def _compare(
+    name: str, k: int, base: float, new: float, base_rate: float, new_rate: float, interval: tuple[float, float]
+) -> ScenarioChange:
+    before, after = (base, base_rate), (new, new_rate)
+    status = "worse" if after < before else "better" if after > before else "same"
+    regression = new_rate < interval[0] - 1e-9  # not for float noise around a bound of 0
+    return ScenarioChange(name, k, base, new, base_rate, new_rate, interval, status, regression)
 
 
 def junit_xml(diff: EvalDiff) -> str:
@@ -121,14 +134,17 @@ def junit_xml(diff: EvalDiff) -> str:
 
 
 def describe(change: ScenarioChange) -> str:
-    """One line about a change: `pass^2 0.80 -> 0.20, below BASE's interval [0.45-1.00]: regression`."""
+    """One line about a change: `pass^2 1.00 -> 0.00; pass rate 1.00 -> 0.00, below BASE's 95% interval ...`."""
     if change.status == "added":
         return "only in NEW"
     if change.status == "removed":
         return "only in BASE"
     assert change.base is not None and change.new is not None and change.base_interval is not None
+    assert change.base_rate is not None and change.new_rate is not None
     low, high = change.base_interval
-    text = f"pass^{change.k} {change.base:.2f} -> {change.new:.2f}"
-    if change.regression:
-        return f"{text}, below BASE's 95% interval [{low:.2f}-{high:.2f}]: regression"
-    return f"{text} ({change.status})"
+    where = "below" if change.regression else "within" if change.new_rate <= high else "above"
+    text = (
+        f"pass^{change.k} {change.base:.2f} -> {change.new:.2f}; pass rate {change.base_rate:.2f} -> "
+        f"{change.new_rate:.2f}, {where} BASE's 95% interval [{low:.2f}-{high:.2f}]"
+    )
+    return f"{text}: regression" if change.regression else f"{text} ({change.status})"

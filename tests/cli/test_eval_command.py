@@ -298,8 +298,10 @@ def test_diff_of_identical_folders_exits_0(tmp_path: Path) -> None:
     base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh") + COUNT.format("seven"))
     result = agentmap("eval", "diff", base, base)
     assert result.code == 0, result.text
-    assert "rev: pass^2 1.00 -> 1.00 (same)" in result.out
-    assert "count: pass^2 0.00 -> 0.00 (same)" in result.out
+    assert "rev: pass^2 1.00 -> 1.00; pass rate 1.00 -> 1.00, within BASE's 95% interval [0.34-1.00] (same)" in (
+        result.out
+    )
+    assert "count: pass^2 0.00 -> 0.00; pass rate 0.00 -> 0.00, within" in result.out
     assert "no regression (exit 0)" in result.out
 
 
@@ -309,17 +311,22 @@ def test_diff_flags_a_regression_beyond_the_interval_and_writes_junit(tmp_path: 
     junit = tmp_path / "ci" / "report.xml"
     result = agentmap("eval", "diff", base, new, "--junit", junit)
     assert result.code == 1, result.text
-    assert "rev: pass^2 1.00 -> 0.00, below BASE's 95% interval [0.12-1.00]: regression" in result.out
-    assert "count: pass^2 0.00 -> 1.00 (better)" in result.out
+    assert "rev: pass^2 1.00 -> 0.00; pass rate 1.00 -> 0.00, below BASE's 95% interval [0.34-1.00]: regression" in (
+        result.out
+    )
+    assert "count: pass^2 0.00 -> 1.00; pass rate 0.00 -> 1.00, above BASE's 95% interval [0.00-0.66] (better)" in (
+        result.out
+    )
     assert "worse: rev; better: count" in result.out
     page = junit.read_text(encoding="utf-8")
     assert '<testsuite name="agentmap eval diff" tests="3" failures="1">' in page
-    assert '<testcase classname="agentmap.eval" name="rev"><failure message="pass^2 1.00 -&gt; 0.00' in page
+    assert '<testcase classname="agentmap.eval" name="rev"><failure message="pass^2 1.00 -&gt; 0.00; pass rate' in page
 
     backwards = agentmap("eval", "diff", new, base, "--json")
     assert backwards.code == 1  # count got worse the other way round
     document = json.loads(backwards.out)
     assert document["regressions"] == ["count"] and document["interval_method"] == "wilson^k"
+    assert document["overall"]["status"] == "same" and not document["overall"]["regression"]
     statuses = {c["name"]: c["status"] for c in document["scenarios"]}
     assert statuses == {"rev": "better", "count": "worse"}
 
