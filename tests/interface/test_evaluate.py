@@ -238,6 +238,8 @@ async def test_repeated_runs_get_intervals_and_per_check_counts(tmp_path: Path) 
     data = report.to_dict()
     assert data["interval_method"] == INTERVAL_METHOD
     assert data["scenarios"][0]["failed_checks"] == {"expectation": 2}
+    page = report_html(report)
+    assert f"0.50 [{low:.2f}-{high:.2f}]" in page and "<th>failed checks</th>" in page and "Wilson" in page
 
 
 async def test_one_run_per_scenario_reports_as_before(scenarios_csv: Path, tmp_path: Path) -> None:
