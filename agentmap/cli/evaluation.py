@@ -242,7 +242,7 @@ def _print_score(result: EvalReport, code: int, report: Path | None, json_output
 def register(app: typer.Typer) -> None:
     """Add the `agentmap eval` group (`eval run`, `eval score`, `eval diff`) to `app`."""
     group = typer.Typer(
-        help="Run scenarios against an agent into conversation logs, and score the logs.",
+        help="Run scenarios against an agent into conversation logs, score the logs, and compare two versions.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
