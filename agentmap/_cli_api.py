@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
     from agentmap.interface.chat import ask, chat_loop
+    from agentmap.interface.compare import EvalDiff, describe, diff_reports, junit_xml
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
     from agentmap.interface.evaluate import EvalReport, score_logs
     from agentmap.interface.judge import load_rubric, make_llm_judge
@@ -83,7 +84,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "chat_loop",
     "load_active_agent",
     "resolve_agent_config",
-    # eval run, eval score
+    # eval run, eval score, eval diff
+    "EvalDiff",
     "EvalReport",
     "EvalRunSummary",
     "load_rubric",
@@ -93,6 +95,9 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "report_html",
     "run_eval",
     "score_logs",
+    "describe",
+    "diff_reports",
+    "junit_xml",
     # logs
     "SQLiteDecisionLog",
     "configured_log_path",
@@ -138,6 +143,10 @@ _HOMES = {
     "chat_loop": "agentmap.interface.chat",
     "load_active_agent": "agentmap.interface.agent",
     "resolve_agent_config": "agentmap.interface.agent_config",
+    "EvalDiff": "agentmap.interface.compare",
+    "describe": "agentmap.interface.compare",
+    "diff_reports": "agentmap.interface.compare",
+    "junit_xml": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.evaluate",
     "EvalRunSummary": "agentmap.interface.eval_runner",
     "load_rubric": "agentmap.interface.judge",

@@ -156,6 +156,7 @@ class ErrorCode(StrEnum):
     ROW_EXITED = "row-exited"
     # evaluation files
     BAD_SCENARIOS = "bad-scenarios"
+    BAD_EXPRESSION = "bad-expression"
     BAD_CONVERSATION_LOG = "bad-conversation-log"
     BAD_MANIFEST = "bad-manifest"
 

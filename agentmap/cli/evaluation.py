@@ -8,6 +8,8 @@ ended in agent_error or timeout, which run again (the failure may have been pass
 
 `eval score LOGS_DIR` scores the logs: exit 0 when every run passes, 1 when some fail.
 
+`eval diff BASE_DIR NEW_DIR` compares two scored folders (agentmap/cli/eval_diff.py): exit 1 on a regression.
+
 Missing files and folders exit 3; mistakes in options or in the scenarios file exit 2; Ctrl-C exits 130.
 """
 
@@ -21,6 +23,7 @@ import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, cannot_write, ensure_writable, load
 from agentmap.cli.chat import AgentConfigOption, MemoryOption
+from agentmap.cli.eval_diff import check_logs_dir, diff_folders
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, Location, WorkflowFileError
 
@@ -185,21 +188,7 @@ def score_folder(
             code="usage",
             hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
         )
-    if not logs_dir.is_dir():
-        state = "is a file" if logs_dir.exists() else "does not exist"
-        raise WorkflowFileError(
-            f"the logs folder {state}",
-            code="file-not-found",
-            location=Location(file=str(logs_dir)),
-            hint="pass the folder `agentmap eval run --out DIR` wrote",
-        )
-    if not any(p.is_file() for p in logs_dir.glob("*.log")):
-        raise WorkflowFileError(
-            "the logs folder holds no conversation logs (*.log)",
-            code="no-logs",
-            location=Location(file=str(logs_dir)),
-            hint="run `agentmap eval run SCENARIOS.csv --out DIR` first, then score DIR",
-        )
+    check_logs_dir(logs_dir)
     if expectations is not None:
         _existing_file(expectations, "expectations file", _SCENARIOS_HINT)
     scorer = None
@@ -251,9 +240,9 @@ def _print_score(result: EvalReport, code: int, report: Path | None, json_output
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `agentmap eval` group (`eval run`, `eval score`) to `app`."""
+    """Add the `agentmap eval` group (`eval run`, `eval score`, `eval diff`) to `app`."""
     group = typer.Typer(
-        help="Run scenarios against an agent into conversation logs, and score the logs.",
+        help="Run scenarios against an agent into conversation logs, score the logs, and compare two versions.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -392,3 +381,16 @@ def register(app: typer.Typer) -> None:
                 debug=debug,
             )
         )
+
+    @group.command("diff")
+    def diff(
+        base_dir: Annotated[Path, typer.Argument(metavar="BASE_DIR", help="The folder of the version compared to.")],
+        new_dir: Annotated[Path, typer.Argument(metavar="NEW_DIR", help="The folder of the new version.")],
+        junit: Annotated[
+            Path | None,
+            typer.Option("--junit", help="Also write a JUnit XML report here.", show_default=False, dir_okay=False),
+        ] = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        """Compare two evaluation folders; exit 1 when NEW's pass^k is below BASE's 95% interval."""
+        raise typer.Exit(diff_folders(base_dir, new_dir, junit=junit, json_output=json_output))

@@ -79,7 +79,8 @@ def agent_for(
     Returns:
         `async run_agent(prompt, chat_history=None, memory=None, config=None)` returning the seed's
         minimal output as a dict, with extras: `tools` (names, once each, in first-use order), `success`,
-        `errors`, `timings` (seconds per node) and `models` (model per LLM node).
+        `errors`, `timings` (seconds per node), `models` (model per LLM node), `nodes` (the nodes run, in
+        order) and `state` (the final state, as JSON data; what evaluation's `expected_state` checks).
 
     Raises:
         WorkflowFileError, GraphNotFoundError, WorkflowValidationError: When the workflow cannot be compiled.
@@ -116,6 +117,8 @@ def agent_for(
                 "errors": [str(e) for e in result.errors] + [p["error"] for p in collector.problems],
                 "timings": _timings(result, collector.problems),
                 "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
+                "nodes": [e.name for e in result.summary],
+                "state": json.loads(json.dumps(dict(result.state), ensure_ascii=False, default=str)),
             }
         )
         return output.to_dict()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import sys
 import uuid
@@ -29,6 +30,7 @@ from agentmap.interface.scenarios import Scenario, load_scenarios
 
 __all__ = [
     "RETRIED_STOP_REASONS",
+    "RUN_RECORD_SUFFIX",
     "EvalRunSummary",
     "RunAgent",
     "RunOutcome",
@@ -36,11 +38,16 @@ __all__ = [
     "as_async_agent",
     "reply_text",
     "run_eval",
+    "run_record_path",
 ]
 
 RETRIED_STOP_REASONS = frozenset({StopReason.AGENT_ERROR, StopReason.TIMEOUT})
 """Stop reasons a resumed run does again: the failure may be transient (a provider down, a slow reply).
 `missing_input` is kept: the scenario has no message to send, so running it again cannot help."""
+
+RUN_RECORD_SUFFIX = ".run.json"
+"""Beside each log, `<log stem>.run.json` keeps the run's final state, nodes and tool calls (from a workflow
+agent's `state`, `nodes` and `traces`), for `expected_state` and `expected_trajectory`; the log stays as is."""
 
 RunAgent = Callable[..., Awaitable[Any]]
 """`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
@@ -245,13 +252,14 @@ async def _run_one(
     turns: list[Turn] = []
     history: list[tuple[str, str]] = []
     reason: str | None = None
+    record = _RunRecord()
     for step in scenario.turns[:limit]:
         turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
         if not step.message.strip():  # logged as is, so the turns still alternate (seed 000, 6.3)
             reason = StopReason.MISSING_INPUT
             turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
             break
-        error, reply = await _ask(call, step.message, history, settings)
+        error, reply = await _ask(call, step.message, history, settings, record)
         if error is not None:
             reason, text = error
             turns.append(_assistant(text))
@@ -273,11 +281,12 @@ async def _run_one(
         stop_reason=str(reason),
     )
     path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
+    record.write(run_record_path(path))
     return RunOutcome(scenario.name, entry.run, path, str(reason))
 
 
 async def _ask(
-    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings
+    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings, record: _RunRecord
 ) -> tuple[tuple[str, str] | None, str | None]:
     """Call the agent once; return `((stop_reason, error text), None)` or `(None, reply)`."""
     chat_history = format_chat_history(history) if history else None
@@ -288,6 +297,7 @@ async def _ask(
         return (StopReason.TIMEOUT, f"Error: the agent did not reply within {settings.timeout:g} seconds."), None
     except Exception as exc:
         return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
+    record.add(result)
     text = reply_text(result)
     if text is None:
         return (
@@ -297,6 +307,36 @@ async def _ask(
     if not text.strip():
         return (StopReason.AGENT_ERROR, "Error: the agent returned an empty reply."), None
     return None, text
+
+
+def run_record_path(log: str | os.PathLike[str]) -> Path:
+    """The file beside a log that keeps what the run did: `<log stem>.run.json`."""
+    path = Path(log)
+    return path.with_name(f"{path.stem}{RUN_RECORD_SUFFIX}")
+
+
+@dataclass
+class _RunRecord:
+    """What a run did beyond its words, from the agent's output extras: the final state, nodes, tool calls."""
+
+    state: dict[str, Any] | None = None
+    nodes: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, result: Any) -> None:
+        if not isinstance(result, Mapping):
+            return
+        if isinstance(result.get("state"), Mapping):
+            self.state = dict(result["state"])
+        self.nodes += [str(n) for n in result.get("nodes") or () if isinstance(n, str)]
+        for trace in result.get("traces") or ():
+            if isinstance(trace, Mapping) and isinstance(trace.get("tool"), str):
+                args = trace.get("args")
+                self.tool_calls.append({"tool": trace["tool"], "args": dict(args) if isinstance(args, Mapping) else {}})
+
+    def write(self, path: Path) -> None:
+        data = {"state": self.state, "nodes": self.nodes, "tool_calls": self.tool_calls}
+        path.write_text(json.dumps(data, ensure_ascii=False, default=str, indent=1), encoding="utf-8")
 
 
 def _assistant(text: str) -> Turn:

@@ -8,21 +8,25 @@ expectation holds; with several runs per scenario the report gives pass^k, the c
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from math import comb
+from math import comb, sqrt
 from pathlib import Path
 from typing import Any
 
 from agentmap.contracts.conversation import Turn
 from agentmap.errors import AgentMapError, Location
 from agentmap.interface import detect
+from agentmap.interface.checks import Step, check_state, match_trajectory, parse_trajectory
+from agentmap.interface.eval_runner import run_record_path
 from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 
 __all__ = [
+    "INTERVAL_METHOD",
     "EvalReport",
     "Finding",
     "Judge",
@@ -32,6 +36,7 @@ __all__ = [
     "pass_hat_k",
     "score_logs",
     "score_turns",
+    "wilson",
 ]
 
 
@@ -41,7 +46,8 @@ class Finding:
 
     Attributes:
         kind: `format` (the log is malformed), `contract` (seed 000 sections 4 and 6), `expectation`
-            (the scenario's must include / must not include / refusal / clarification) or `judge`.
+            (the scenario's must include / must not include / refusal / clarification), `state` (an
+            `expected_state` condition), `trajectory` (`expected_trajectory`) or `judge`.
         message: What is wrong, in words.
         turn: The 1-based user turn it concerns, when there is one.
     """
@@ -122,12 +128,16 @@ class ScenarioScore:
         runs: How many runs were scored.
         passes: How many passed.
         pass_hat_k: pass^k for k = 1..runs: the chance that k runs drawn from these all pass.
+        intervals: The 95% interval of the scenario's pass^k for each k (`INTERVAL_METHOD`).
+        failed_checks: How many runs failed each kind of check (`contract`, `expectation`, `state`, ...).
     """
 
     name: str
     runs: int
     passes: int
     pass_hat_k: dict[int, float]
+    intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
+    failed_checks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -139,6 +149,7 @@ class EvalReport:
         runs: One score per log, in file-name order.
         scenarios: One entry per scenario that has runs, in manifest order.
         pass_hat_k: pass^k averaged over the scenarios that have at least k runs.
+        intervals: The 95% interval of each overall pass^k: the mean of the scenarios' bounds.
         warnings: Things the user should know (no manifest, unknown scenarios, ...).
     """
 
@@ -146,7 +157,13 @@ class EvalReport:
     runs: list[RunScore] = field(default_factory=list)
     scenarios: list[ScenarioScore] = field(default_factory=list)
     pass_hat_k: dict[int, float] = field(default_factory=dict)
+    intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def repeated(self) -> bool:
+        """True when a scenario has several runs: the report then gives intervals and per-check counts."""
+        return any(s.runs > 1 for s in self.scenarios)
 
     @property
     def passed(self) -> int:
@@ -159,6 +176,12 @@ class EvalReport:
         for run in data["runs"]:
             if run["judge"] is None:
                 del run["judge"]  # without a judge the JSON is what it always was
+        if self.repeated:
+            data["interval_method"] = INTERVAL_METHOD
+        else:  # one run per scenario: the JSON is what it always was
+            del data["intervals"]
+            for scenario in data["scenarios"]:
+                del scenario["intervals"], scenario["failed_checks"]
         data["passed"] = self.passed
         data["total"] = len(self.runs)
         return data
@@ -167,6 +190,24 @@ class EvalReport:
 def pass_hat_k(runs: int, passes: int, k: int) -> float:
     """Return pass^k: the chance that `k` runs drawn without replacement from `runs` all passed."""
     return comb(passes, k) / comb(runs, k) if 0 < k <= runs else 0.0
+
+
+INTERVAL_METHOD = "wilson^k"
+"""How the 95% intervals are made: the Wilson score interval of a scenario's pass rate (passes of runs), its
+bounds raised to the power k (pass^k of a scenario is its pass rate to the k, and x^k keeps the order); the
+interval of the overall pass^k is the mean of the scenarios' bounds."""
+
+_Z95 = 1.959963984540054
+
+
+def wilson(passes: int, runs: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a pass rate from `passes` of `runs` ((0, 1) without runs)."""
+    if runs <= 0:
+        return 0.0, 1.0
+    rate, z2 = passes / runs, _Z95 * _Z95
+    centre = (rate + z2 / (2 * runs)) / (1 + z2 / runs)
+    half = _Z95 * sqrt(rate * (1 - rate) / runs + z2 / (4 * runs * runs)) / (1 + z2 / runs)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def score_turns(turns: Sequence[Turn], scenario: Scenario | None = None) -> RunScore:
@@ -266,6 +307,9 @@ def _score_file(
         message = str(exc).split("\n", 1)[0]
         return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
     score = _score_pairs(turns, scenario)
+    if scenario is not None and (scenario.expected_state or scenario.expected_trajectory):
+        score.findings += _run_checks(scenario, path)
+        score.passed = not score.findings
     if judge is not None:
         verdict = judge(scenario, turns)
         if isinstance(verdict, JudgeScore):
@@ -274,6 +318,43 @@ def _score_file(
         score.passed = not score.findings
     score.log, score.scenario, score.run = name, scenario_name, run
     return score
+
+
+def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
+    """The `state` and `trajectory` findings of a run, from the run record beside its log."""
+    record_file = run_record_path(log)
+    try:
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        return [
+            Finding(
+                "state" if scenario.expected_state else "trajectory",
+                f"no run record ({record_file.name}) beside the log: run the scenarios with `agentmap eval run` "
+                "to check the final state and the trajectory",
+            )
+        ]
+    findings: list[Finding] = []
+    state = record.get("state")
+    for condition in scenario.expected_state:
+        if not isinstance(state, dict):
+            findings.append(Finding("state", f"{condition}: the agent returned no final state (`state`)"))
+            continue
+        problem = check_state(condition, state)
+        if problem is not None:
+            findings.append(Finding("state", problem))
+    if scenario.expected_trajectory:
+        steps = [Step(str(n)) for n in record.get("nodes") or ()]
+        steps += [
+            Step(str(c.get("tool")), tool=True, args=tuple((c.get("args") or {}).items()))
+            for c in record.get("tool_calls") or ()
+            if isinstance(c, dict)
+        ]
+        problem = match_trajectory(parse_trajectory(scenario.expected_trajectory), steps, scenario.trajectory_match)
+        if problem is not None:
+            findings.append(Finding("trajectory", problem))
+    return findings
 
 
 def _contract(turns: Sequence[tuple[str, str]], findings: list[Finding]) -> list[str | None]:
@@ -378,6 +459,7 @@ def _expect(step: ScenarioTurn, reply: str | None, findings: list[Finding]) -> N
 
 def _summarize(report: EvalReport, order: list[str]) -> None:
     tally: dict[str, list[int]] = {}
+    failed: dict[str, dict[str, int]] = {}
     for name in order:
         tally.setdefault(name, [0, 0])
     for run in report.runs:
@@ -385,11 +467,22 @@ def _summarize(report: EvalReport, order: list[str]) -> None:
             counts = tally.setdefault(run.scenario, [0, 0])
             counts[0] += 1
             counts[1] += run.passed
+            kinds = failed.setdefault(run.scenario, {})
+            for kind in dict.fromkeys(f.kind for f in run.findings):
+                kinds[kind] = kinds.get(kind, 0) + 1
     for name, (runs, passes) in tally.items():
         if runs:
             ks = {k: pass_hat_k(runs, passes, k) for k in range(1, runs + 1)}
-            report.scenarios.append(ScenarioScore(name=name, runs=runs, passes=passes, pass_hat_k=ks))
+            low, high = wilson(passes, runs)
+            bounds = {k: (low**k, high**k) for k in ks}
+            report.scenarios.append(
+                ScenarioScore(name, runs, passes, ks, intervals=bounds, failed_checks=failed.get(name, {}))
+            )
     most = max((s.runs for s in report.scenarios), default=0)
     for k in range(1, most + 1):
-        values = [s.pass_hat_k[k] for s in report.scenarios if s.runs >= k]
-        report.pass_hat_k[k] = sum(values) / len(values)
+        having = [s for s in report.scenarios if s.runs >= k]
+        report.pass_hat_k[k] = sum(s.pass_hat_k[k] for s in having) / len(having)
+        report.intervals[k] = (
+            sum(s.intervals[k][0] for s in having) / len(having),
+            sum(s.intervals[k][1] for s in having) / len(having),
+        )

@@ -12,7 +12,7 @@ from agentmap.interface.evaluate import EvalReport, RunScore, ScenarioScore
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["render_table", "report_html", "report_json"]
+__all__ = ["INTERVAL_NOTE", "render_table", "report_html", "report_json"]
 
 _SHOWN_FAILURES = 20
 
@@ -36,22 +36,29 @@ def render_table(report: EvalReport, console: Console | None = None) -> None:
     ks = sorted(report.pass_hat_k)
     judged = _judged(report)
     table = Table(title=f"Evaluation of {report.logs_dir}")
-    for column in ("scenario", "runs", "passed", *(f"pass^{k}" for k in ks), *(("judge",) if judged else ())):
-        table.add_column(column, justify="left" if column == "scenario" else "right")
+    checks = ("failed checks",) if report.repeated else ()
+    for column in ("scenario", "runs", "passed", *(f"pass^{k}" for k in ks), *(("judge",) if judged else ()), *checks):
+        table.add_column(column, justify="left" if column in ("scenario", *checks) else "right")
     for scenario in report.scenarios:
-        cells = [f"{scenario.pass_hat_k[k]:.2f}" if k in scenario.pass_hat_k else "-" for k in ks]
+        cells = [_figure(report, scenario.pass_hat_k, scenario.intervals, k) for k in ks]
         cells += [_mean_score(_runs_of(report, scenario))] if judged else []
+        cells += [_checks(scenario)] if checks else []
         style = "green" if scenario.passes == scenario.runs else "red"
         table.add_row(scenario.name, str(scenario.runs), str(scenario.passes), *cells, style=style)
     unmapped = [r for r in report.runs if r.scenario is None]
     if unmapped:
         extra = [_mean_score(unmapped)] if judged else []
+        extra += [""] if checks else []
         table.add_row(
             "(no scenario)", str(len(unmapped)), str(sum(r.passed for r in unmapped)), *("-" for _ in ks), *extra
         )
-    total = [f"{report.pass_hat_k[k]:.2f}" for k in ks] + ([_mean_score(report.runs)] if judged else [])
+    total = [_figure(report, report.pass_hat_k, report.intervals, k) for k in ks]
+    total += [_mean_score(report.runs)] if judged else []
+    total += [""] if checks else []
     table.add_row("all", str(len(report.runs)), str(report.passed), *total, style="bold")
     out.print(table)
+    if report.repeated:
+        out.print(INTERVAL_NOTE, highlight=False)
     failures = [r for r in report.runs if not r.passed]
     for run in failures[:_SHOWN_FAILURES]:
         out.print(
@@ -72,14 +79,17 @@ def report_html(report: EvalReport) -> str:
     ks = sorted(report.pass_hat_k)
     judged = _judged(report)
     head = "".join(f"<th>pass^{k}</th>" for k in ks) + ("<th>judge</th>" if judged else "")
+    head += "<th>failed checks</th>" if report.repeated else ""
     rows = []
     for s in report.scenarios:
-        cells = "".join(f"<td>{s.pass_hat_k[k]:.2f}</td>" if k in s.pass_hat_k else "<td>-</td>" for k in ks)
+        cells = "".join(f"<td>{_figure(report, s.pass_hat_k, s.intervals, k)}</td>" for k in ks)
         cells += f"<td>{_mean_score(_runs_of(report, s))}</td>" if judged else ""
+        cells += f"<td>{esc(_checks(s))}</td>" if report.repeated else ""
         cls = "ok" if s.passes == s.runs else "bad"
         rows.append(f'<tr class="{cls}"><td>{esc(s.name)}</td><td>{s.runs}</td><td>{s.passes}</td>{cells}</tr>')
-    total = "".join(f"<td>{report.pass_hat_k[k]:.2f}</td>" for k in ks)
+    total = "".join(f"<td>{_figure(report, report.pass_hat_k, report.intervals, k)}</td>" for k in ks)
     total += f"<td>{_mean_score(report.runs)}</td>" if judged else ""
+    total += "<td></td>" if report.repeated else ""
     rows.append(f'<tr class="total"><td>all</td><td>{len(report.runs)}</td><td>{report.passed}</td>{total}</tr>')
     runs = "".join(_run_row(r, judged) for r in report.runs)
     conversations = "".join(_conversation(report.logs_dir, r) for r in report.runs)
@@ -93,8 +103,30 @@ def report_html(report: EvalReport) -> str:
         runs=runs,
         run_judge="<th>judge</th>" if judged else "",
         conversations=conversations,
-        warnings=warnings,
+        warnings=warnings + (f"<p>{esc(INTERVAL_NOTE)}</p>" if report.repeated else ""),
     )
+
+
+INTERVAL_NOTE = (
+    "pass^k [95% interval]: Wilson score interval of each scenario's pass rate, raised to the power k; "
+    "overall: the mean of the scenarios' bounds."
+)
+"""Said under the table when the report has intervals (several runs per scenario)."""
+
+
+def _figure(report: EvalReport, values: dict[int, float], intervals: dict[int, tuple[float, float]], k: int) -> str:
+    """pass^k as `0.50`, with its interval `0.50 [0.15-0.85]` when the report has repeated runs."""
+    if k not in values:
+        return "-"
+    if not report.repeated or k not in intervals:
+        return f"{values[k]:.2f}"
+    low, high = intervals[k]
+    return f"{values[k]:.2f} [{low:.2f}-{high:.2f}]"
+
+
+def _checks(scenario: ScenarioScore) -> str:
+    """The runs that failed each kind of check, as `expectation 2, state 1`, or `-`."""
+    return ", ".join(f"{kind} {count}" for kind, count in scenario.failed_checks.items()) or "-"
 
 
 def _judged(report: EvalReport) -> bool:

@@ -19,12 +19,14 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from agentmap.errors import AgentMapError, Location
+from agentmap.errors import AgentMapError, ErrorCode, Location
+from agentmap.interface.checks import MATCH_MODES, ExpressionError, parse_condition, parse_trajectory
 
 __all__ = ["SCENARIO_COLUMNS", "Scenario", "ScenarioError", "ScenarioTurn", "load_scenarios"]
 
@@ -37,6 +39,9 @@ SCENARIO_COLUMNS: dict[str, tuple[str, ...]] = {
     "expect_refusal": ("refusal", "should_refuse"),
     "expect_clarification": ("clarification", "should_clarify"),
     "rubric": ("judge_rubric", "criteria"),
+    "expected_state": ("expect_state", "state_check"),
+    "expected_trajectory": ("expect_trajectory", "trajectory"),
+    "trajectory_match": ("match", "trajectory_mode"),
 }
 """Canonical scenario column -> its aliases."""
 
@@ -82,12 +87,19 @@ class Scenario(BaseModel):
     Attributes:
         name: The scenario's name (never used in log file names).
         turns: The user turns, numbered 1..n.
+        expected_state: Conditions the run's final state must meet (`agentmap.interface.checks`), each checked
+            when the file was loaded.
+        expected_trajectory: The steps the run must go through: `|`-separated node names and tool calls.
+        trajectory_match: How: `exact`, `in_order`, `any_order`, `subset` or `superset`.
     """
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     turns: tuple[ScenarioTurn, ...]
+    expected_state: tuple[str, ...] = ()
+    expected_trajectory: str = ""
+    trajectory_match: str = "exact"
 
     @property
     def fingerprint(self) -> str:
@@ -227,6 +239,7 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
             )
         )
     turns.sort(key=lambda t: t.turn)
+    checks = _run_checks(name, rows, file)
     for expected, turn in enumerate(turns, start=1):
         if turn.turn != expected:
             raise ScenarioError(
@@ -234,7 +247,59 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
                 location=Location(file=file, row=seen[turn.turn], column="turn"),
                 hint="Number each scenario's turns 1, 2, 3, ... without gaps.",
             )
-    return Scenario(name=name, turns=tuple(turns))
+    return Scenario(name=name, turns=tuple(turns), **checks)
+
+
+def _run_checks(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> dict[str, Any]:
+    """The scenario's checks on its final state and trajectory, each cell parsed (never run) here."""
+    states: list[str] = []
+    found: dict[str, tuple[int, str]] = {}
+    for line, cells in rows:
+        where = _Where(file, line)
+        condition = cells.get("expected_state", "")
+        if condition:
+            _parse(parse_condition, condition, where.at("expected_state"))
+            states.append(condition)
+        for column in ("expected_trajectory", "trajectory_match"):
+            value = cells.get(column, "")
+            if not value:
+                continue
+            if column in found and found[column][1] != value:
+                raise ScenarioError(
+                    f"scenario {name!r} has two {column} cells (also on row {found[column][0]})",
+                    location=where.at(column),
+                    hint="Give a scenario's trajectory on one of its rows.",
+                )
+            found[column] = (line, value)
+    trajectory = found.get("expected_trajectory", (0, ""))[1]
+    if trajectory:
+        line = found["expected_trajectory"][0]
+        _parse(parse_trajectory, trajectory, Location(file=file, row=line, column="expected_trajectory"))
+    mode = found.get("trajectory_match", (0, "exact"))[1].lower()
+    if mode not in MATCH_MODES:
+        raise ScenarioError(
+            f"trajectory_match must be one of {', '.join(MATCH_MODES)}, got {mode!r}",
+            location=Location(file=file, row=found["trajectory_match"][0], column="trajectory_match"),
+        )
+    if "trajectory_match" in found and not trajectory:
+        raise ScenarioError(
+            f"scenario {name!r} has a trajectory_match but no expected_trajectory",
+            location=Location(file=file, row=found["trajectory_match"][0], column="trajectory_match"),
+            hint="Add the expected steps in expected_trajectory, or clear trajectory_match.",
+        )
+    return {"expected_state": tuple(states), "expected_trajectory": trajectory, "trajectory_match": mode}
+
+
+def _parse(parser: Callable[[str], object], text: str, where: Location) -> None:
+    try:
+        parser(text)
+    except ExpressionError as exc:
+        raise ScenarioError(
+            f"{text!r}: {exc}",
+            code=ErrorCode.BAD_EXPRESSION,
+            location=where,
+            hint="See csv_specs/evaluation.md, 'Checks on state and trajectory', for what a cell may hold.",
+        ) from None
 
 
 def _terms(cell: str) -> tuple[str, ...]:

@@ -226,3 +226,123 @@ def test_the_documented_example_runs_as_shown(tmp_path: Path) -> None:
     assert scored.code == 1
     assert "(wrong_count #1): turn 1: reply lacks 'seven'" in scored.out
     assert "2 of 3 runs passed (1 failed)" in scored.out and "2 of 3 runs passed (1 failed)" in section
+
+
+CHECKS = (
+    "scenario,turn,user_message,expected_state,expected_trajectory,trajectory_match\n"
+    'state_ok,1,please reverse the text hello world,"word_count == 6 and len(chat_history) >= 2 and message",'
+    "Count|Assistant|Report,\n"
+    'tools_ok,1,please reverse the text hello world,,"reverse_text(text=""hello world"")",superset\n'
+    "state_bad,1,count the words,word_count == 99,,\n"
+    "path_bad,1,count the words,,Count|Report,exact\n"
+)
+"""Against graphs/llm_offline.csv: checks on the final state and on the nodes and tool calls of each run."""
+
+
+def test_state_and_trajectory_checks_score_what_the_run_did(tmp_path: Path) -> None:
+    scenarios = write(tmp_path / "checks.csv", CHECKS)
+    out = tmp_path / "logs"
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert len(list(out.glob("*.run.json"))) == 4  # one run record beside each log
+    result = agentmap("eval", "score", out, "--json")
+    assert result.code == 1, result.text
+    findings = {r["scenario"]: r["findings"] for r in json.loads(result.out)["runs"]}
+    assert findings["state_ok"] == [] and findings["tools_ok"] == []
+    assert findings["state_bad"] == [
+        {"kind": "state", "message": "word_count == 99: false (word_count is 3)", "turn": None}
+    ]
+    [path] = findings["path_bad"]
+    assert path["kind"] == "trajectory"
+    assert path["message"] == "nodes are not exactly Count > Report (exact; the run's nodes: Count, Assistant, Report)"
+
+
+@pytest.mark.parametrize(
+    ("cell", "column", "why"),
+    [
+        ("booking.__class__", "expected_state", "names starting with __"),
+        ("__import__('os').system('echo hi')", "expected_state", "the only call allowed is len"),
+        ("[x for x in range(10**9)]", "expected_state", "a comprehension is not allowed"),
+        ("9**9**9**9", "expected_state", "an exponent (**) is not allowed"),
+        ("search(city=os.name)", "expected_trajectory", "must be a literal"),
+    ],
+)
+def test_an_unsafe_cell_is_refused_at_load_with_its_location(tmp_path: Path, cell: str, column: str, why: str) -> None:
+    quoted = '"' + cell.replace('"', '""') + '"'
+    scenarios = write(tmp_path / "unsafe.csv", f"scenario,user_message,{column}\nok,hi,\nbad,hi,{quoted}\n")
+    result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    assert result.code == 2, result.text
+    assert f"error[bad-expression]: {scenarios}:3:{column}:" in result.text and why in result.text
+    assert not (tmp_path / "logs").exists()  # refused before anything ran
+
+
+def test_a_bad_match_mode_is_refused_at_load(tmp_path: Path) -> None:
+    scenarios = write(
+        tmp_path / "mode.csv", "scenario,user_message,expected_trajectory,trajectory_match\ns,hi,A|B,roughly\n"
+    )
+    result = agentmap("eval", "run", scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
+    assert result.code == 2, result.text
+    assert f"{scenarios}:2:trajectory_match: trajectory_match must be one of exact, in_order" in result.text
+
+
+def _folder(tmp_path: Path, name: str, rows: str, runs: str = "2") -> Path:
+    scenarios = write(tmp_path / f"{name}.csv", "scenario,user_message,must_include\n" + rows)
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / name, "--runs", runs)
+    return tmp_path / name
+
+
+REVERSE = "rev,please reverse the text hello world,{}\n"
+COUNT = "count,count the words,{}\n"
+
+
+def test_diff_of_identical_folders_exits_0(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh") + COUNT.format("seven"))
+    result = agentmap("eval", "diff", base, base)
+    assert result.code == 0, result.text
+    assert "rev: pass^2 1.00 -> 1.00; pass rate 1.00 -> 1.00, within BASE's 95% interval [0.34-1.00] (same)" in (
+        result.out
+    )
+    assert "count: pass^2 0.00 -> 0.00; pass rate 0.00 -> 0.00, within" in result.out
+    assert "no regression (exit 0)" in result.out
+
+
+def test_diff_flags_a_regression_beyond_the_interval_and_writes_junit(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh") + COUNT.format("seven"))
+    new = _folder(tmp_path, "new", REVERSE.format("not in the reply") + COUNT.format("words"))
+    junit = tmp_path / "ci" / "report.xml"
+    result = agentmap("eval", "diff", base, new, "--junit", junit)
+    assert result.code == 1, result.text
+    assert "rev: pass^2 1.00 -> 0.00; pass rate 1.00 -> 0.00, below BASE's 95% interval [0.34-1.00]: regression" in (
+        result.out
+    )
+    assert "count: pass^2 0.00 -> 1.00; pass rate 0.00 -> 1.00, above BASE's 95% interval [0.00-0.66] (better)" in (
+        result.out
+    )
+    assert "worse: rev; better: count" in result.out
+    page = junit.read_text(encoding="utf-8")
+    assert '<testsuite name="agentmap eval diff" tests="3" failures="1">' in page
+    assert '<testcase classname="agentmap.eval" name="rev"><failure message="pass^2 1.00 -&gt; 0.00; pass rate' in page
+
+    backwards = agentmap("eval", "diff", new, base, "--json")
+    assert backwards.code == 1  # count got worse the other way round
+    document = json.loads(backwards.out)
+    assert document["regressions"] == ["count"] and document["interval_method"] == "wilson^k"
+    assert document["overall"]["status"] == "same" and not document["overall"]["regression"]
+    statuses = {c["name"]: c["status"] for c in document["scenarios"]}
+    assert statuses == {"rev": "better", "count": "worse"}
+
+
+def test_diff_compares_at_the_fewest_runs_and_lists_added_scenarios(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh"), runs="3")
+    new = _folder(tmp_path, "new", REVERSE.format("dlrow olleh") + COUNT.format("words"), runs="1")
+    result = agentmap("eval", "diff", base, new, "--json")
+    assert result.code == 0, result.text
+    changes = {c["name"]: c for c in json.loads(result.out)["scenarios"]}
+    assert (changes["rev"]["k"], changes["rev"]["status"]) == (1, "same")
+    assert changes["count"]["status"] == "added"
+
+
+def test_diff_of_a_missing_folder_exits_3(tmp_path: Path) -> None:
+    base = _folder(tmp_path, "base", REVERSE.format("dlrow olleh"), runs="1")
+    result = agentmap("eval", "diff", base, tmp_path / "nowhere")
+    assert result.code == 3, result.text
+    assert "the logs folder does not exist" in result.text

@@ -14,7 +14,7 @@ from rich.console import Console
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
 from agentmap.errors import AgentMapError
 from agentmap.interface.eval_runner import run_eval
-from agentmap.interface.evaluate import Finding, pass_hat_k, score_logs, score_turns
+from agentmap.interface.evaluate import INTERVAL_METHOD, Finding, pass_hat_k, score_logs, score_turns, wilson
 from agentmap.interface.logs import write_log
 from agentmap.interface.report import render_table, report_html, report_json
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
@@ -210,3 +210,40 @@ def test_a_damaged_manifest_says_so_in_one_line(tmp_path: Path) -> None:
         score_logs(tmp_path)
     assert "\n" not in caught.value.message and "pydantic" not in caught.value.message
     assert caught.value.hint is not None and "new --out folder" in caught.value.hint
+
+
+def test_wilson_intervals() -> None:
+    assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+
+
+async def test_repeated_runs_get_intervals_and_per_check_counts(tmp_path: Path) -> None:
+    calls = 0
+
+    async def flaky(prompt: str, **_: Any) -> str:
+        nonlocal calls
+        calls += 1
+        return "Paris" if calls % 2 else "No idea."
+
+    scenarios = [Scenario(name="capital", turns=(ScenarioTurn(turn=1, message="Capital?", must_include=("Paris",)),))]
+    await run_eval(scenarios, flaky, tmp_path, runs=4, concurrency=1, progress=False)
+    report = score_logs(tmp_path)
+    (capital,) = report.scenarios
+    low, high = wilson(2, 4)
+    assert capital.intervals[1] == pytest.approx((low, high))
+    assert capital.intervals[3] == pytest.approx((low**3, high**3))
+    assert report.intervals[1] == pytest.approx((low, high))
+    assert capital.failed_checks == {"expectation": 2}
+    data = report.to_dict()
+    assert data["interval_method"] == INTERVAL_METHOD
+    assert data["scenarios"][0]["failed_checks"] == {"expectation": 2}
+    page = report_html(report)
+    assert f"0.50 [{low:.2f}-{high:.2f}]" in page and "<th>failed checks</th>" in page and "Wilson" in page
+
+
+async def test_one_run_per_scenario_reports_as_before(scenarios_csv: Path, tmp_path: Path) -> None:
+    await run_eval(scenarios_csv, good_agent, tmp_path, progress=False)
+    data = score_logs(tmp_path).to_dict()
+    assert "intervals" not in data and "interval_method" not in data
+    assert all(set(s) == {"name", "runs", "passes", "pass_hat_k"} for s in data["scenarios"])

@@ -76,3 +76,34 @@ def test_a_scenarios_file_that_is_not_utf8_is_a_scenario_error(tmp_path: Path) -
     with pytest.raises(ScenarioError, match="not UTF-8") as caught:
         load_scenarios(path)
     assert caught.value.exit_code == 2 and "CSV UTF-8" in (caught.value.hint or "")
+
+
+def test_state_and_trajectory_columns_belong_to_the_scenario(tmp_path: Path) -> None:
+    path = _csv(
+        tmp_path,
+        "scenario,turn,user_message,expected_state,trajectory,match\n"
+        "trip,1,Book a flight,booking,,\n"
+        'trip,2,Confirm,"booking.status == ""confirmed""",Search|book(city="Rome"),in_order\n'
+        "chat,1,Hi,,,\n",
+    )
+    trip, chat = load_scenarios(path)
+    assert trip.expected_state == ("booking", 'booking.status == "confirmed"')
+    assert (trip.expected_trajectory, trip.trajectory_match) == ('Search|book(city="Rome")', "in_order")
+    assert (chat.expected_state, chat.expected_trajectory, chat.trajectory_match) == ((), "", "exact")
+
+
+@pytest.mark.parametrize(
+    ("rows", "row", "column", "words"),
+    [
+        ("s,1,a,A|B,\ns,2,b,A|C,\n", 3, "expected_trajectory", "two expected_trajectory cells (also on row 2)"),
+        ("s,1,a,,exact\n", 2, "trajectory_match", "a trajectory_match but no expected_trajectory"),
+        ("s,1,a,A,sometimes\n", 2, "trajectory_match", "must be one of exact, in_order"),
+        ("s,1,a,A(b),\n", 2, "expected_trajectory", "arguments are written name=value"),
+    ],
+)
+def test_trajectory_mistakes_are_located(tmp_path: Path, rows: str, row: int, column: str, words: str) -> None:
+    path = _csv(tmp_path, "scenario,turn,user_message,expected_trajectory,trajectory_match\n" + rows)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenarios(path)
+    assert (caught.value.location.row, caught.value.location.column) == (row, column)  # type: ignore[union-attr]
+    assert words in caught.value.message
