@@ -1,0 +1,379 @@
+"""`agentmap export --format python`: a compiled graph written out as a standalone LangGraph module.
+
+The module imports only LangGraph: the state as a TypedDict with the same reducers, one function per node
+(the built-in agents that only compute, written out), the same edges, joins, Success_Next / Failure_Next
+branches and `func:` routers (imported from their file). A node it cannot write out exactly is refused with
+`cannot-eject`, naming the node and why: never a module that would run differently.
+"""
+
+from __future__ import annotations
+
+import inspect
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.agents import builtins
+from agentmap.errors import ConfigError, ErrorCode, Location
+from agentmap.runtime.routing import plan_joins
+from agentmap.spec.cells import state_key
+from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
+
+if TYPE_CHECKING:
+    from agentmap.agents.base import BaseAgent
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = ["eject"]
+
+_HEADER = '''\
+"""{name}: ejected from {file} by `agentmap export --format python`.
+
+A standalone LangGraph module: `python {module} '{{"key": "value"}}'` runs the graph on that state and
+prints the final state as JSON; `graph` is the compiled LangGraph graph.
+"""
+
+import json
+import operator
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypedDict
+
+from langgraph.channels import LastValue
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+'''
+
+_RUNTIME = '''
+
+class AllOfStep(LastValue[bool]):
+    """`last_action_success`: the last step's outcome, false if any parallel branch of that step failed."""
+
+    def update(self, values: Sequence[bool]) -> bool:
+        if not values:
+            return False
+        self.value = all(values)
+        return True
+
+
+class LastOfStep(LastValue[bool]):
+    """`graph_success`: written by failing nodes; parallel failures in one step agree, so keep the last."""
+
+    def update(self, values: Sequence[bool]) -> bool:
+        if not values:
+            return False
+        self.value = values[-1]
+        return True
+
+
+HANDLED = {handled!r}
+"""Nodes whose failure the workflow handles (they have a Failure_Next): the run still succeeds."""
+
+Route = Callable[[Mapping[str, Any], dict[str, Any]], Any]
+"""Where a node with Success_Next / Failure_Next or a router goes: `route(state, update) -> Command`."""
+
+
+def node(
+    name: str,
+    work: Callable[[dict[str, Any]], Any],
+    inputs: dict[str, str],
+    output: str | None,
+    route: Route | None = None,
+) -> Callable[[dict[str, Any]], Any]:
+    """A LangGraph node: read `inputs` (`{{state key: name the work sees}}`), run `work`, write `output`.
+
+    A failure does not stop the run: it is recorded in `errors` and `last_action_success` is false.
+    """
+
+    def run(state: dict[str, Any]) -> Any:
+        try:
+            result = work({{param: state.get(key) for key, param in inputs.items()}})
+            update = {{output: result}} if output and result is not None else {{}}
+            update["last_action_success"] = True
+        except Exception as exc:
+            handled = name in HANDLED and state.get("graph_success", True) is not False
+            error = f"Error in {{name}}: {{exc}}"
+            update = {{"graph_success": handled, "last_action_success": False, "errors": [error]}}
+        return update if route is None else route(state, update)
+
+    return run
+
+
+def branch(success: list[str] | Route, failure: list[str] | Route) -> Route:
+    """Success_Next / Failure_Next: go on by the node's own outcome (to nodes, or as a router says)."""
+
+    def route(state: Mapping[str, Any], update: dict[str, Any]) -> Any:
+        targets = success if update.get("last_action_success", True) is not False else failure
+        if callable(targets):
+            return targets(state, update)
+        return Command(update=update, goto=targets or END)
+
+    return route
+
+
+def router(function: Callable[..., Any], success: str | None, failure: str | None) -> Route:
+    """A `func:` router: the function sees the state with the node's update and names the next node(s)."""
+
+    def route(state: Mapping[str, Any], update: dict[str, Any]) -> Any:
+        merged = {{**state, **update}}
+        if "errors" in update:
+            merged["errors"] = [*(state.get("errors") or ()), *update["errors"]]
+        result = function(merged, success, failure)
+        names = [result] if isinstance(result, str) or result is None else list(result)
+        goto = [
+            part.strip()
+            for name in names
+            if str(name or "").strip().lower() not in ("", "end", "__end__")
+            for part in str(name).split("|")
+        ]
+        unknown = [name for name in goto if name not in NODES]
+        if unknown:
+            raise ValueError(f"router {{function.__name__}} returned {{unknown[0]!r}}, which is not a node")
+        return Command(update=update, goto=goto or END)
+
+    return route
+'''
+
+_MAIN = '''
+
+def run(state: dict[str, Any]) -> dict[str, Any]:
+    """Run the graph on `state`; the final state, with `graph_success` (every failure handled)."""
+    final = {**state, "errors": [], **graph.invoke(state)}
+    final["graph_success"] = final.get("graph_success", True) is not False
+    return final
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(json.loads(sys.argv[1] if len(sys.argv) > 1 else "{}")), indent=2, default=str))
+'''
+
+_INLINED = (
+    builtins.DefaultAgent,
+    builtins.EchoAgent,
+    builtins.TemplateAgent,
+    builtins.SummaryAgent,
+    builtins.BranchingAgent,
+    builtins.SuccessAgent,
+    builtins.FailureAgent,
+)
+
+
+def _refuse(graph: GraphSpec, node: NodeSpec, why: str, column: str = "AgentType") -> ConfigError:
+    return ConfigError(
+        f"cannot eject node {node.name!r} of graph {graph.name!r} as a standalone module: {why}",
+        code=ErrorCode.CANNOT_EJECT,
+        location=Location(graph.file, node.row, graph.column(column)),
+        hint="export another graph, or run this one with `agentmap run` (or embed `agentmap.compile(...).graph`)",
+    )
+
+
+def _identifier(name: str, taken: set[str]) -> str:
+    base = "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_") or "node"
+    base = base if base[0].isalpha() else f"node_{base}"
+    chosen, n = base, 2
+    while chosen in taken:
+        chosen, n = f"{base}_{n}", n + 1
+    taken.add(chosen)
+    return chosen
+
+
+def _format_fields(template: str) -> list[tuple[str, str]]:
+    return [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(template) if f is not None]
+
+
+def _body(graph: GraphSpec, node: NodeSpec, agent: BaseAgent) -> list[str]:
+    """The lines of the node's work function, the built-in agent's `process` written out."""
+    prompt, context = agent.prompt or "", agent.context
+    if isinstance(agent, builtins.TemplateAgent | builtins.SummaryAgent):
+        fields = _format_fields(prompt)
+        sizes = [int(d) for _, spec in fields for d in builtins._DIGITS.findall(spec)]
+        if sizes and max(sizes) > builtins.MAX_FORMAT_SIZE:
+            raise _refuse(graph, node, "its Prompt asks for a width above AgentMap's limit", "Prompt")
+    kind = type(agent)
+    if kind is builtins.DefaultAgent:
+        text = f"[{node.name}] {prompt}" if prompt else f"[{node.name}] DefaultAgent executed"
+        return [f"return {text!r}"]
+    if kind is builtins.EchoAgent:
+        return ['return inputs if inputs else "No input provided to echo"']
+    if kind is builtins.TemplateAgent:
+        return [f"return {prompt!r}.format(**inputs)"]
+    if kind is builtins.SuccessAgent:
+        return [f"return {prompt or f'[{node.name}] succeeded'!r}"]
+    if kind is builtins.FailureAgent:
+        message = prompt or "this node always fails (agent type 'failure')"
+        return [f"raise RuntimeError({message!r})"]
+    if kind is builtins.SummaryAgent:
+        item, separator = context.get("format", "{key}: {value}"), context.get("separator", "\n\n")
+        lines = [f"text = {separator!r}.join({item!r}.format(key=k, value=v) for k, v in inputs.items())"]
+        return [*lines, f"return {prompt!r}.format(**inputs) + {separator!r} + text" if prompt else "return text"]
+    return _branching(node, agent)
+
+
+def _branching(node: NodeSpec, agent: BaseAgent) -> list[str]:
+    context = agent.context
+    key = context.get("field") or context.get("success_field")
+    lines = [f"key = {key!r}" if key else "key = next(iter(inputs), None)", "value = inputs.get(key)"]
+    if isinstance(context.get("default_result"), bool):
+        lines += ["if value is None:"]
+        lines += (
+            [f'    return f"{node.name}: {{key}} is missing -> success (default_result)"']
+            if context["default_result"]
+            else ['    raise ValueError(f"{key} is missing and default_result is false")']
+        )
+    success = [str(v).lower() for v in context.get("success_values", ())]
+    failure = [str(v).lower() for v in context.get("failure_values", builtins._FALSE)]
+    lines.append('text = str(value).strip().lower() if value is not None else ""')
+    test = f"text in {success!r} and text not in {failure!r}" if success else f"text not in {failure!r}"
+    lines += [f"if {test}:", f'    return f"{node.name}: {{key}}={{value!r}} -> success"']
+    return [*lines, 'raise ValueError(f"{key}={value!r} is a failure value")']
+
+
+def _check(graph: GraphSpec, node: NodeSpec, agent: BaseAgent) -> None:
+    """Refuse what the module would not run exactly as AgentMap does."""
+    if type(agent) not in _INLINED:
+        why = f"its agent type {node.agent_type or 'default'!r} is not one the module can write out"
+        raise _refuse(graph, node, why + " (only default, echo, template, summary, branching, success, failure)")
+    outputs = agent._io._outputs
+    if len(outputs) > 1 or any(src is not None for _, src in outputs):
+        raise _refuse(graph, node, "its Output_Field maps several fields", "Output_Field")
+
+
+def _router_import(ref: FuncRef, function: Callable[..., Any], name: str) -> list[str]:
+    path = inspect.getsourcefile(function)
+    if path is None:
+        return [f"from {function.__module__} import {function.__name__} as {name}"]
+    return [
+        f"{name} = _load_function({str(Path(path).resolve())!r}, {function.__name__!r})  # {ref}",
+    ]
+
+
+_LOADER = '''
+
+def _load_function(path: str, name: str) -> Callable[..., Any]:
+    """A `func:` router, imported from its file (edit the path if the module moves)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"router_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)  # type: ignore[no-any-return]
+'''
+
+
+def _routers(app: CompiledWorkflow) -> dict[FuncRef, Callable[..., Any]]:
+    found: dict[FuncRef, Callable[..., Any]] = {}
+    for spec in app.graph.builder.nodes.values():
+        route = getattr(spec.runnable, "route", None)
+        found.update(getattr(route, "routers", None) or {})
+    return found
+
+
+def _schema(graph: GraphSpec) -> list[str]:
+    keys: dict[str, str] = {}
+    for node in graph.nodes:
+        for f in node.inputs:
+            keys[state_key(f, output=False)] = "Any"
+        for f in node.outputs:
+            keys[state_key(f, output=True)] = "Any"
+    keys["last_action_success"] = "Annotated[bool, AllOfStep(bool)]"
+    keys["graph_success"] = "Annotated[bool, LastOfStep(bool)]"
+    keys["errors"] = "Annotated[list[str], operator.add]"
+    body = "".join(f"\n        {key!r}: {kind}," for key, kind in keys.items())
+    return ["", "", "State = TypedDict(", '    "State",', f"    {{{body}\n    }},", "    total=False,", ")"]
+
+
+def _targets(cell: Any) -> list[str]:
+    return [str(t) for t in cell] if isinstance(cell, tuple) else []
+
+
+def _cell(cell: Any) -> str | None:
+    if cell is None:
+        return None
+    return str(cell) if isinstance(cell, FuncRef) else "|".join(cell)
+
+
+def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
+    """The source of a standalone LangGraph module that runs `app` as AgentMap does.
+
+    Raises:
+        ConfigError: `cannot-eject`, naming the first node that cannot be written out exactly and why.
+    """
+    graph = app.spec
+    if success_policy != "all_nodes":
+        raise ConfigError(
+            f"cannot eject graph {graph.name!r}: the success policy {success_policy!r} is not written out",
+            code=ErrorCode.CANNOT_EJECT,
+            hint="the ejected module computes graph_success as the default all_nodes policy does",
+        )
+    for node in graph.nodes:
+        _check(graph, node, app.agents[node.name])
+        if getattr(app.graph.builder.nodes[node.name].runnable, "retry", None) is not None:
+            raise _refuse(graph, node, "it retries or has a timeout (Context)", "Context")
+    routers = _routers(app)
+    file = Path(graph.file).name if graph.file else "a workflow"
+    out = [_HEADER.format(name=graph.name, file=file, module="flow.py")]
+    taken = {"node", "branch", "router", "run", "graph", "builder", "State", "HANDLED", "NODES"}
+    router_names = {ref: _identifier(ref.name, taken) for ref in routers}
+    if routers:
+        out.append(_LOADER)
+        for ref, function in routers.items():
+            out += ["", *_router_import(ref, function, router_names[ref])]
+    out.append(_RUNTIME.format(handled=sorted(graph.handled_failures)))
+    out += _schema(graph)
+    out += ["", f"NODES = {[n.name for n in graph.nodes]!r}"]
+    functions = {node.name: _identifier(node.name, taken) for node in graph.nodes}
+    for node in graph.nodes:
+        agent = app.agents[node.name]
+        doc = f"{node.name} ({node.agent_type or 'default'})" + (f": {node.description}" if node.description else "")
+        out += ["", "", f"def {functions[node.name]}(inputs: dict[str, Any]) -> Any:", f"    {_docstring(doc)}"]
+        out += [f"    {line}" for line in _body(graph, node, agent)]
+    out += ["", "", "builder = StateGraph(State)"]
+    out += _nodes(graph, app.agents, functions, router_names)
+    out += _edges(graph)
+    out += ["graph = builder.compile()"]
+    out.append(_MAIN)
+    return "\n".join(out)
+
+
+def _docstring(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return f'"""{text}"""' if not text.endswith('"') else f'"""{text} """'
+
+
+def _nodes(
+    graph: GraphSpec, agents: dict[str, BaseAgent], functions: dict[str, str], routers: dict[FuncRef, str]
+) -> list[str]:
+    _, deferred = plan_joins(graph)
+    lines = []
+    for node in graph.nodes:
+        inputs = {key: param for key, param in agents[node.name]._io._inputs}
+        outputs = agents[node.name]._io._outputs
+        output = outputs[0][0] if outputs else None
+        route = _route(node, routers)
+        args = [repr(node.name), functions[node.name], repr(inputs), repr(output)] + ([route] if route else [])
+        defer = ", defer=True" if node.name in deferred else ""
+        lines.append(f"builder.add_node({node.name!r}, node({', '.join(args)}){defer})")
+    return lines
+
+
+def _route(node: NodeSpec, routers: dict[FuncRef, str]) -> str | None:
+    def goto(cell: Any) -> str:
+        if isinstance(cell, FuncRef):
+            return f"router({routers[cell]}, {_cell(node.success_next)!r}, {_cell(node.failure_next)!r})"
+        return repr(_targets(cell))
+
+    if isinstance(node.edge, FuncRef):
+        return goto(node.edge)
+    if node.success_next is None and node.failure_next is None:
+        return None
+    return f"branch({goto(node.success_next)}, {goto(node.failure_next)})"
+
+
+def _edges(graph: GraphSpec) -> list[str]:
+    edges, _ = plan_joins(graph)
+    lines = [f"builder.add_edge(START, {graph.entry!r})"]
+    lines += [f"builder.add_edge({source!r}, {target!r})" for source, target in edges]
+    lines += [f"builder.add_edge({n.name!r}, END)" for n in graph.nodes if not n.next_cells()]
+    return lines
