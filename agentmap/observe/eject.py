@@ -1,9 +1,10 @@
 """`agentmap export --format python`: a compiled graph written out as a standalone LangGraph module.
 
-The module imports only LangGraph: the state as a TypedDict with the same reducers, one function per node
-(the built-in agents that only compute, written out), the same edges, joins, Success_Next / Failure_Next
-branches and `func:` routers (imported from their file). A node it cannot write out exactly is refused with
-`cannot-eject`, naming the node and why: never a module that would run differently.
+The state as a TypedDict with the same reducers, one function per node, the same edges, joins,
+Success_Next / Failure_Next branches and `func:` routers (imported from their file). The built-in agents that
+only compute are written out (a graph of only those imports nothing but LangGraph); any other node is built
+from AgentMap's agent class as the compiler builds it (`_eject_agents`). What the module could not reproduce
+exactly is refused with `cannot-eject`, naming the node and why: never a module that would run differently.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import builtins
 from agentmap.errors import ConfigError, ErrorCode, Location
+from agentmap.observe._eject_agents import AGENT_NODE, agents_block, may_pause, why_not
+from agentmap.runtime.compiler import _takes_environment
 from agentmap.runtime.routing import plan_joins
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
@@ -138,7 +141,8 @@ _MAIN = '''
 
 def run(state: dict[str, Any]) -> dict[str, Any]:
     """Run the graph on `state`; the final state, with `graph_success` (every failure handled)."""
-    final = {**state, "errors": [], **graph.invoke(state)}
+    final = {**state, "errors": [], **graph.invoke(state, CONFIG)}
+    final.pop("__interrupt__", None)  # a node paused the run: the state so far
     final["graph_success"] = final.get("graph_success", True) is not False
     return final
 
@@ -228,14 +232,10 @@ def _branching(node: NodeSpec, agent: BaseAgent) -> list[str]:
     return [*lines, 'raise ValueError(f"{key}={value!r} is a failure value")']
 
 
-def _check(graph: GraphSpec, node: NodeSpec, agent: BaseAgent) -> None:
-    """Refuse what the module would not run exactly as AgentMap does."""
-    if type(agent) not in _INLINED:
-        why = f"its agent type {node.agent_type or 'default'!r} is not one the module can write out"
-        raise _refuse(graph, node, why + " (only default, echo, template, summary, branching, success, failure)")
+def _inlined(agent: BaseAgent) -> bool:
+    """Whether the module writes the node's agent out (a built-in that only computes, one output field)."""
     outputs = agent._io._outputs
-    if len(outputs) > 1 or any(src is not None for _, src in outputs):
-        raise _refuse(graph, node, "its Output_Field maps several fields", "Output_Field")
+    return type(agent) in _INLINED and len(outputs) <= 1 and all(src is None for _, src in outputs)
 
 
 def _router_import(ref: FuncRef, function: Callable[..., Any], name: str) -> list[str]:
@@ -270,13 +270,15 @@ def _routers(app: CompiledWorkflow) -> dict[FuncRef, Callable[..., Any]]:
     return found
 
 
-def _schema(graph: GraphSpec) -> list[str]:
+def _schema(graph: GraphSpec, agents: dict[str, BaseAgent]) -> list[str]:
     keys: dict[str, str] = {}
     for node in graph.nodes:
         for f in node.inputs:
             keys[state_key(f, output=False)] = "Any"
         for f in node.outputs:
             keys[state_key(f, output=True)] = "Any"
+    for agent in agents.values():
+        keys.update(dict.fromkeys(agent.state_keys(), "Any"))
     keys["last_action_success"] = "Annotated[bool, AllOfStep(bool)]"
     keys["graph_success"] = "Annotated[bool, LastOfStep(bool)]"
     keys["errors"] = "Annotated[list[str], operator.add]"
@@ -307,13 +309,20 @@ def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
             code=ErrorCode.CANNOT_EJECT,
             hint="the ejected module computes graph_success as the default all_nodes policy does",
         )
+    classes = {name: agent for name, agent in app.agents.items() if not _inlined(agent)}
     for node in graph.nodes:
-        _check(graph, node, app.agents[node.name])
         if getattr(app.graph.builder.nodes[node.name].runnable, "retry", None) is not None:
             raise _refuse(graph, node, "it retries or has a timeout (Context)", "Context")
+        why = why_not(app.agents[node.name], node.agent_type or "default") if node.name in classes else None
+        if why is not None:
+            raise _refuse(graph, node, why)
     routers = _routers(app)
     file = Path(graph.file).name if graph.file else "a workflow"
     out = [_HEADER.format(name=graph.name, file=file, module="flow.py")]
+    if classes:
+        types = {n.name: n.agent_type or "default" for n in graph.nodes}
+        imports, built = agents_block(classes, types, _takes_environment)
+        out.append("\n".join(imports) + "\n")
     taken = {"node", "branch", "router", "run", "graph", "builder", "State", "HANDLED", "NODES"}
     router_names = {ref: _identifier(ref.name, taken) for ref in routers}
     if routers:
@@ -321,19 +330,28 @@ def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
         for ref, function in routers.items():
             out += ["", *_router_import(ref, function, router_names[ref])]
     out.append(_RUNTIME.format(handled=sorted(graph.handled_failures)))
-    out += _schema(graph)
+    if classes:
+        out += [AGENT_NODE, *built]
+    out += _schema(graph, app.agents)
     out += ["", f"NODES = {[n.name for n in graph.nodes]!r}"]
     functions = {node.name: _identifier(node.name, taken) for node in graph.nodes}
     for node in graph.nodes:
         agent = app.agents[node.name]
+        if node.name in classes:
+            continue
         doc = f"{node.name} ({node.agent_type or 'default'})" + (f": {node.description}" if node.description else "")
         out += ["", "", f"def {functions[node.name]}(inputs: dict[str, Any]) -> Any:", f"    {_docstring(doc)}"]
         out += [f"    {line}" for line in _body(graph, node, agent)]
     out += ["", "", "builder = StateGraph(State)"]
-    out += _nodes(graph, app.agents, functions, router_names)
+    out += _nodes(graph, app.agents, functions, router_names, classes)
     out += _edges(graph)
-    out += ["graph = builder.compile()"]
-    out.append(_MAIN)
+    pauses = any(may_pause(agent) for agent in classes.values())
+    out += ["graph = builder.compile(checkpointer=InMemorySaver())" if pauses else "graph = builder.compile()"]
+    if pauses:  # a paused run keeps its checkpoint in memory, one thread per run
+        out[0] = out[0].replace("import sys\n", "import sys\nimport uuid\n")
+        saver = "from langgraph.checkpoint.memory import InMemorySaver\n"
+        out[0] = out[0].replace("from langgraph.graph", saver + "from langgraph.graph")
+    out.append(_MAIN.replace("CONFIG", '{"configurable": {"thread_id": uuid.uuid4().hex}}' if pauses else "None"))
     return "\n".join(out)
 
 
@@ -343,7 +361,11 @@ def _docstring(text: str) -> str:
 
 
 def _nodes(
-    graph: GraphSpec, agents: dict[str, BaseAgent], functions: dict[str, str], routers: dict[FuncRef, str]
+    graph: GraphSpec,
+    agents: dict[str, BaseAgent],
+    functions: dict[str, str],
+    routers: dict[FuncRef, str],
+    classes: dict[str, BaseAgent],
 ) -> list[str]:
     _, deferred = plan_joins(graph)
     lines = []
@@ -352,8 +374,12 @@ def _nodes(
         outputs = agents[node.name]._io._outputs
         output = outputs[0][0] if outputs else None
         route = _route(node, routers)
-        args = [repr(node.name), functions[node.name], repr(inputs), repr(output)] + ([route] if route else [])
         defer = ", defer=True" if node.name in deferred else ""
+        if node.name in classes:
+            call = f"agent_node(AGENTS[{node.name!r}]{', ' + route if route else ''})"
+            lines.append(f"builder.add_node({node.name!r}, {call}{defer})")
+            continue
+        args = [repr(node.name), functions[node.name], repr(inputs), repr(output)] + ([route] if route else [])
         lines.append(f"builder.add_node({node.name!r}, node({', '.join(args)}){defer})")
     return lines
 
