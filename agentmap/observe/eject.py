@@ -10,6 +10,7 @@ exactly is refused with `cannot-eject`, naming the node and why: never a module 
 from __future__ import annotations
 
 import inspect
+import keyword
 import string
 from collections.abc import Callable
 from pathlib import Path
@@ -171,9 +172,15 @@ def _refuse(graph: GraphSpec, node: NodeSpec, why: str, column: str = "AgentType
     )
 
 
+_MODULE_NAMES = frozenset(
+    ("json", "operator", "sys", "uuid", "logging", "node", "agent_node", "branch", "router", "run", "graph", "builder")
+)
+"""Lower-case names the module defines or imports: no node or router function takes one."""
+
+
 def _identifier(name: str, taken: set[str]) -> str:
     base = "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_") or "node"
-    base = base if base[0].isalpha() else f"node_{base}"
+    base = base if base[0].isalpha() and not keyword.iskeyword(base) else f"node_{base}"
     chosen, n = base, 2
     while chosen in taken:
         chosen, n = f"{base}_{n}", n + 1
@@ -181,18 +188,9 @@ def _identifier(name: str, taken: set[str]) -> str:
     return chosen
 
 
-def _format_fields(template: str) -> list[tuple[str, str]]:
-    return [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(template) if f is not None]
-
-
-def _body(graph: GraphSpec, node: NodeSpec, agent: BaseAgent) -> list[str]:
+def _body(node: NodeSpec, agent: BaseAgent) -> list[str]:
     """The lines of the node's work function, the built-in agent's `process` written out."""
     prompt, context = agent.prompt or "", agent.context
-    if isinstance(agent, builtins.TemplateAgent | builtins.SummaryAgent):
-        fields = _format_fields(prompt)
-        sizes = [int(d) for _, spec in fields for d in builtins._DIGITS.findall(spec)]
-        if sizes and max(sizes) > builtins.MAX_FORMAT_SIZE:
-            raise _refuse(graph, node, "its Prompt asks for a width above AgentMap's limit", "Prompt")
     kind = type(agent)
     if kind is builtins.DefaultAgent:
         text = f"[{node.name}] {prompt}" if prompt else f"[{node.name}] DefaultAgent executed"
@@ -233,9 +231,33 @@ def _branching(node: NodeSpec, agent: BaseAgent) -> list[str]:
 
 
 def _inlined(agent: BaseAgent) -> bool:
-    """Whether the module writes the node's agent out (a built-in that only computes, one output field)."""
+    """Whether the module writes the node's agent out exactly: a built-in that only computes, one output
+    field, and templates that `str.format` fills in as AgentMap's `safe_format` does."""
     outputs = agent._io._outputs
-    return type(agent) in _INLINED and len(outputs) <= 1 and all(src is None for _, src in outputs)
+    if type(agent) not in _INLINED or len(outputs) > 1 or any(src is not None for _, src in outputs):
+        return False
+    params = {param for _, param in agent._io._inputs}
+    if isinstance(agent, builtins.SummaryAgent):
+        item = agent.context.get("format", "{key}: {value}")
+        if not isinstance(item, str) or not _plain(item, {"key", "value"}):
+            return False
+        if not isinstance(agent.context.get("separator", ""), str):
+            return False
+    if isinstance(agent, builtins.TemplateAgent | builtins.SummaryAgent):
+        return not agent.prompt or _plain(agent.prompt, params)
+    return True
+
+
+def _plain(template: str, names: set[str]) -> bool:
+    """Every field of `template` one of `names`, with a format spec of no nested field or huge width."""
+    try:
+        fields = [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError:
+        return False
+    sizes = [int(d) for _, spec in fields for d in builtins._DIGITS.findall(spec)]
+    return all(f in names and "{" not in spec for f, spec in fields) and not (
+        sizes and max(sizes) > builtins.MAX_FORMAT_SIZE
+    )
 
 
 def _router_import(ref: FuncRef, function: Callable[..., Any], name: str) -> list[str]:
@@ -323,7 +345,7 @@ def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
         types = {n.name: n.agent_type or "default" for n in graph.nodes}
         imports, built = agents_block(classes, types, _takes_environment)
         out.append("\n".join(imports) + "\n")
-    taken = {"node", "branch", "router", "run", "graph", "builder", "State", "HANDLED", "NODES"}
+    taken = set(_MODULE_NAMES)
     router_names = {ref: _identifier(ref.name, taken) for ref in routers}
     if routers:
         out.append(_LOADER)
@@ -341,7 +363,7 @@ def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
             continue
         doc = f"{node.name} ({node.agent_type or 'default'})" + (f": {node.description}" if node.description else "")
         out += ["", "", f"def {functions[node.name]}(inputs: dict[str, Any]) -> Any:", f"    {_docstring(doc)}"]
-        out += [f"    {line}" for line in _body(graph, node, agent)]
+        out += [f"    {line}" for line in _body(node, agent)]
     out += ["", "", "builder = StateGraph(State)"]
     out += _nodes(graph, app.agents, functions, router_names, classes)
     out += _edges(graph)

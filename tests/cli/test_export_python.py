@@ -63,6 +63,25 @@ def test_the_other_branch_too(
     assert module["run"](state) == _final(ROOT / "graphs" / workflow, state, tmp_path)
 
 
+def test_failures_fan_outs_and_every_written_out_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    workflow = tmp_path / "mixed.csv"
+    workflow.write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next\n"
+        "G,class,default,,,,started,,ok|bad,\n"
+        "G,ok,echo,,,x,echoed,,fine,\n"
+        "G,bad,failure,broken on purpose,,,,,,\n"
+        "G,fine,success,,,,done,join,,\n"
+        'G,join,summary,,"{""format"": ""<{key}|{value}>"", ""separator"": """"}",x|echoed|done,report,,,\n'
+        'G,odd,summary,,"{""format"": ""{key}{other}""}",x,never,,,\n',
+        encoding="utf-8",
+    )
+    module = runpy.run_path(str(_eject(workflow, tmp_path)))
+    final = module["run"]({"x": 1})
+    assert final["graph_success"] is False and final["errors"] == ["Error in bad: broken on purpose"]
+    assert final == _final(workflow, {"x": 1}, tmp_path)
+
+
 def test_the_module_imports_only_langgraph_and_the_standard_library(tmp_path: Path) -> None:
     tree = ast.parse(_eject("graphs/custom_router.csv", tmp_path).read_text(encoding="utf-8"))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
