@@ -121,3 +121,10 @@ def test_a_node_it_cannot_write_out_is_refused_with_its_cell(tmp_path: Path) -> 
     assert f"{workflow}:3:Context" in result.err and "'Ask'" in result.err and "retries" in result.err
     assert "cannot-eject" in result.err and "Traceback" not in result.err
     assert not (tmp_path / "flow.py").exists()
+
+
+def test_another_success_policy_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "agentmap.yaml").write_text("execution:\n  success_policy: final_node\n", encoding="utf-8")
+    result = agentmap("export", ROOT / "graphs" / "hello_world.csv", "--format", "python", cwd=tmp_path)
+    assert result.code == 2 and result.out == "", result.text
+    assert "cannot-eject" in result.err and "final_node" in result.err
