@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentmap.interface.report import render_table, report_html
     from agentmap.interface.scenarios import load_scenarios
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
+    from agentmap.observe.eject import eject
     from agentmap.observe.tracing import flush_traces
     from agentmap.protocols.mcp import serve_stdio
     from agentmap.runtime.api import select_graph
@@ -56,6 +57,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "load_settings",
     "is_trace",
     # run, validate, inspect, export, scaffold
+    "eject",
     "FuncRef",
     "Targets",
     "normalize_type",
@@ -159,6 +161,7 @@ _HOMES = {
     "SQLiteDecisionLog": "agentmap.llm.decision_log",
     "configured_log_path": "agentmap.llm.decision_log",
     "dumps": "agentmap.llm.decision_log",
+    "eject": "agentmap.observe.eject",
     "flush_traces": "agentmap.observe.tracing",
     "serve_stdio": "agentmap.protocols.mcp",
 }

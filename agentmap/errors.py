@@ -109,6 +109,7 @@ class ErrorCode(StrEnum):
     BAD_CHECKPOINTER = "bad-checkpointer"
     NOTHING_TO_RESUME = "nothing-to-resume"
     CANNOT_WRITE = "cannot-write"
+    CANNOT_EJECT = "cannot-eject"
     NOT_A_FOLDER = "not-a-folder"
     BAD_AGENT_CONFIG = "bad-agent-config"
     MISSING_API_KEY = "missing-api-key"

@@ -39,6 +39,7 @@ class ExportFormat(enum.StrEnum):
     svg = "svg"
     png = "png"
     dot = "dot"
+    python = "python"
 
 
 def _targets(targets: Targets | None) -> str:
@@ -156,10 +157,12 @@ def export_workflow(
     text: str
     if fmt in (ExportFormat.svg, ExportFormat.png, ExportFormat.dot):
         return _export_picture(path, graph, fmt, output, settings)
-    if fmt is ExportFormat.mermaid:
+    if fmt in (ExportFormat.mermaid, ExportFormat.python):
         from agentmap import compile
+        from agentmap._cli_api import eject
 
-        text = compile(path, graph, **settings.compile_options()).draw_mermaid()
+        app = compile(path, graph, **settings.compile_options())
+        text = app.draw_mermaid() if fmt is ExportFormat.mermaid else eject(app, settings.execution.success_policy)
     else:
         from agentmap import load as load_workflow
         from agentmap._cli_api import select_graph
@@ -235,7 +238,7 @@ def register(app: typer.Typer) -> None:
                 "--format",
                 "-f",
                 help="mermaid: the diagram as text; svg/png: the graph drawn (offline); dot: Graphviz text; "
-                "json: the validated specification.",
+                "json: the validated specification; python: a standalone LangGraph module.",
             ),
         ] = ExportFormat.mermaid,
         output: Annotated[
@@ -248,7 +251,8 @@ def register(app: typer.Typer) -> None:
         debug: DebugOption = False,
         allow_root: AllowRootOption = None,
     ) -> None:
-        """Export a graph as a picture (SVG, PNG), a Mermaid or DOT diagram, or a workflow's specification as JSON."""
+        """Export a graph as a picture (SVG, PNG), a Mermaid or DOT diagram, a standalone LangGraph module (python),
+        or a workflow's specification as JSON."""
         raise typer.Exit(
             export_workflow(target, fmt, output=output, config=config, debug=debug, allow_roots=allow_root)
         )
