@@ -27,6 +27,7 @@ from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._webhooks import Webhooks
 from agentmap.server._workers import RunManager
 
 __all__ = ["Server", "create_app"]
@@ -49,6 +50,7 @@ class Server:
             rebuild=rebuilder(self),
             workers=config.workers,
             lease=config.lease,
+            webhooks=Webhooks(config.webhook_secret),
         )
 
     def close(self) -> None:

@@ -17,7 +17,9 @@ from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
+from agentmap.server._store import public_run
 from agentmap.server._threads import snapshot_of
+from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -185,10 +187,13 @@ def _resolve(
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over.
+    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over
+    (whose webhook was checked when it was accepted, maybe by another replica: it is called as recorded).
     """
     import uuid
 
+    if claimant is None and body.webhook is not None:
+        check_webhook(body.webhook, server.config.webhook_hosts)
     claimant = claimant or uuid.uuid4().hex
     refuse_unsupported(body, what)
     for name in ("input", "command", "config", "metadata"):
@@ -471,13 +476,9 @@ def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
     return _live(server, record)
 
 
-_INTERNAL = ("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless")
-
-
 def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
     """A stored run as LangGraph's server returns it (the live view of a run executing here)."""
     run = server.runs.runs.get(record["run_id"])
     if run is not None and run.status != "pending":
         return run.record()
-    out = {k: v for k, v in record.items() if k not in _INTERNAL and k != "attempt"}
-    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}
+    return public_run(record)

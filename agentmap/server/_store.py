@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store"]
+__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store", "public_run"]
 
 UNFINISHED = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
@@ -339,6 +339,16 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
     if "stateless" in data:
         data["stateless"] = bool(data["stateless"])
     return data
+
+
+_INTERNAL = ("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless", "attempt")
+
+
+def public_run(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored run (decoded) as LangGraph's server returns it: without the queue's columns, with
+    `cancel_reason` and `kwargs` (the request that made the run)."""
+    out = {k: v for k, v in record.items() if k not in _INTERNAL}
+    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}
 
 
 def open_store(checkpoint: str) -> Store:

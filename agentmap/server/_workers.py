@@ -24,7 +24,8 @@ from typing import Any
 from agentmap.errors import AgentMapError
 from agentmap.server._encode import dumps
 from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
-from agentmap.server._store import UNFINISHED, Store, now
+from agentmap.server._store import UNFINISHED, Store, now, public_run
+from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
 
@@ -66,6 +67,7 @@ class RunManager:
         rebuild: Callable[[dict[str, Any]], RunRequest],
         workers: int = 16,
         lease: float = 30.0,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.store = store
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -75,6 +77,7 @@ class RunManager:
         self._rebuild = rebuild
         self._workers = workers
         self.lease = lease
+        self.webhooks = webhooks or Webhooks(None)
         self._executing: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         self._news = asyncio.Event()
@@ -130,6 +133,7 @@ class RunManager:
         await self._store(self.store.release, self.owner, waiting + left)
         for task in self._loops:
             task.cancel()
+        await self.webhooks.drain(max(grace, 5.0))
 
     def close(self) -> None:
         """Stop what still runs (after `shutdown`, nothing should)."""
@@ -191,7 +195,10 @@ class RunManager:
             self.cancel(run, reason)
             return
         self._accepted.pop(run_id, None)
-        await self._store(self.store.request_cancel, run_id, reason)
+        if await self._store(self.store.request_cancel, run_id, reason):  # it ended on the queue: tell its webhook
+            record = await self._store(self.store.run, None, run_id)
+            if record is not None:
+                self._call_webhook(record["request"], public_run(record), None)
 
     async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """Wait until a run ends (on any replica); its record, or None when there is no such run."""
@@ -327,7 +334,10 @@ class RunManager:
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
-            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error")
+            if await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error"):
+                ended = await self._store(self.store.run, None, run_id)
+                if ended is not None:
+                    self._call_webhook(record["request"], public_run(ended), {"__error__": error})
             if run is not None:
                 run.error = error
                 run.push("error", error)
@@ -366,12 +376,21 @@ class RunManager:
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            await self._store(
+            finished = await self._store(
                 self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
             )
+            if finished:  # ended, or paused on a question: its webhook hears of it (after the record is written)
+                run.updated_at = now()
+                self._call_webhook(run.request.payload, run.record(), run.result())
             if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
                 await self._store(self.store.delete_run, run.run_id)
         self._forget(run)
+
+    def _call_webhook(self, payload: dict[str, Any] | None, run: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """POST the run to the `webhook` of its recorded request, if it has one (in the background)."""
+        url = ((payload or {}).get("body") or {}).get("webhook")
+        if url:
+            self.webhooks.send(str(url), run, result)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()

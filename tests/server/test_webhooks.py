@@ -1,0 +1,158 @@
+"""Webhooks: a run's `webhook` URL gets the run when it ends or pauses, signed and retried; through langgraph-sdk
+against the real server, with a receiver on 127.0.0.1 in the test."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_helpers import make_project, serving
+
+sdk = pytest.importorskip("langgraph_sdk")
+
+pytestmark = pytest.mark.slow
+
+SECRET = "a-long-random-key"
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records every POST and answers the statuses it is told, then 200."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers: list[int] = []
+        self._changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver._changed:
+                    receiver.got.append((self.path, dict(self.headers.items()), body))
+                    status = receiver.answers.pop(0) if receiver.answers else 200
+                    receiver._changed.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def deliveries(self, path: str, count: int, timeout: float = 20.0) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        """The first `count` deliveries to `path` (headers and JSON body), waiting for them up to `timeout` s."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = [(h, json.loads(b)) for p, h, b in self.got if p == path]
+                if len(found) >= count:
+                    return found[:count]
+                left = deadline - time.monotonic()
+                assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
+                self._changed.wait(left)
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    yield found
+    found.http.shutdown()
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = make_project(tmp_path_factory.mktemp("served"))
+    config: dict[str, Any] = {"webhook_hosts": ("127.0.0.1",), "webhook_secret": SECRET}
+    with serving(folder, checkpoint=str(folder / "runs.db"), **config) as address:
+        yield address
+
+
+@pytest.fixture
+def client(url: str) -> Iterator[Any]:
+    with sdk.get_sync_client(url=url, api_key=None) as c:
+        yield c
+
+
+def _signed(headers: dict[str, str], body: bytes) -> bool:
+    stamp = headers["X-AgentMap-Timestamp"]
+    expected = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(headers["X-AgentMap-Signature"], f"sha256={expected}")
+
+
+def test_a_run_that_ends_is_posted_signed(client: Any, receiver: Receiver) -> None:
+    tid = client.threads.create()["thread_id"]
+    hook = f"{receiver.url}/ended"
+    result = client.runs.wait(tid, "HelloWorld", input={"name": "Ada"}, webhook=hook)
+    assert result["greeting"] == "Hello, Ada!"
+    [(headers, body)] = receiver.deliveries("/ended", 1)
+    raw = next(b for p, _, b in receiver.got if p == "/ended")
+    assert _signed(headers, raw)
+    assert abs(int(headers["X-AgentMap-Timestamp"]) - time.time()) < 300
+    run = client.runs.list(tid)[0]
+    assert body["run_id"] == run["run_id"] and body["thread_id"] == tid and body["status"] == "success"
+    assert body["values"]["greeting"] == "Hello, Ada!" and body["kwargs"]["webhook"] == hook
+    assert {k: body[k] for k in run if k != "updated_at"} == {k: v for k, v in run.items() if k != "updated_at"}
+
+
+def test_a_delivery_answered_500_is_tried_again(client: Any, receiver: Receiver) -> None:
+    receiver.answers.append(500)
+    client.runs.create(None, "HelloWorld", input={"name": "Bo"}, webhook=f"{receiver.url}/retried")
+    first, second = receiver.deliveries("/retried", 2)
+    assert first[0]["X-AgentMap-Delivery"] == second[0]["X-AgentMap-Delivery"]  # one delivery, tried twice
+    assert first[1] == second[1] and second[1]["values"]["greeting"] == "Hello, Bo!"
+
+
+def test_a_pause_is_posted_with_its_question_then_the_end(client: Any, receiver: Receiver) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.create(tid, "Ask", input={}, webhook=f"{receiver.url}/paused")
+    [(_, paused)] = receiver.deliveries("/paused", 1)
+    assert paused["status"] == "interrupted" and paused["thread_id"] == tid
+    assert paused["interrupts"][0]["value"]["question"] == "What is your name?"
+    client.runs.wait(tid, "Ask", command={"resume": "Cy"}, webhook=f"{receiver.url}/paused")
+    _, (_, ended) = receiver.deliveries("/paused", 2)
+    assert ended["status"] == "success" and ended["values"]["greeting"] == "Hello, Cy!"
+
+
+def test_a_cancelled_run_is_posted_with_its_reason(client: Any, receiver: Receiver) -> None:
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "Slow", input={"topic": "x"}, webhook=f"{receiver.url}/cancelled")
+    client.runs.cancel(tid, run["run_id"], wait=True)
+    [(_, body)] = receiver.deliveries("/cancelled", 1)
+    assert body["status"] == "interrupted" and body["cancel_reason"] == "cancelled by the client"
+
+
+def test_a_webhook_on_a_host_not_allowed_is_refused(client: Any, url: str) -> None:
+    import httpx
+
+    tid = client.threads.create()["thread_id"]
+    hints = []
+    for hook in ("http://attacker.example/hook", "ftp://127.0.0.1/x", "not a url"):
+        answer = httpx.post(
+            f"{url}/threads/{tid}/runs/wait", json={"assistant_id": "HelloWorld", "input": {}, "webhook": hook}
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["code"] == "bad-request" and "webhook" in answer.json()["message"]
+        hints.append(answer.json()["hint"])
+    assert hints[0] == "start agentmap serve with --webhook-host attacker.example (allowed now: 127.0.0.1)"
+    assert client.runs.list(tid) == []  # nothing was recorded or run
+
+
+def test_a_server_allowing_no_host_refuses_every_webhook(tmp_path: Path) -> None:
+    import httpx
+
+    folder = make_project(tmp_path / "p")
+    with serving(folder, checkpoint="memory") as address:
+        body = {"assistant_id": "HelloWorld", "input": {"name": "D"}, "webhook": "http://127.0.0.1:9/x"}
+        answer = httpx.post(f"{address}/runs/wait", json=body)
+    assert answer.status_code == 422 and "no webhook host is allowed" in answer.json()["hint"]
