@@ -194,8 +194,11 @@ class RunManager:
         if run is not None:  # running here, or kept here for its client: it stops (or never starts) here
             self.cancel(run, reason)
             return
-        self._accepted.pop(run_id, None)
+        accepted = self._accepted.get(run_id)
+        if accepted is not None:  # accepted here: this replica may have claimed it a moment ago, not yet started
+            self.cancel(accepted, reason)
         if await self._store(self.store.request_cancel, run_id, reason):  # it ended on the queue: tell its webhook
+            self._accepted.pop(run_id, None)
             record = await self._store(self.store.run, None, run_id)
             if record is not None:
                 self._call_webhook(record["request"], public_run(record), None)

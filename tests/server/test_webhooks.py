@@ -5,62 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import make_project, serving
+from server_helpers import Receiver, make_project, serving
 
 sdk = pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
 
 SECRET = "a-long-random-key"
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that records every POST and answers the statuses it is told, then 200."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, dict[str, str], bytes]] = []
-        self.answers: list[int] = []
-        self._changed = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver._changed:
-                    receiver.got.append((self.path, dict(self.headers.items()), body))
-                    status = receiver.answers.pop(0) if receiver.answers else 200
-                    receiver._changed.notify_all()
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def deliveries(self, path: str, count: int, timeout: float = 20.0) -> list[tuple[dict[str, str], dict[str, Any]]]:
-        """The first `count` deliveries to `path` (headers and JSON body), waiting for them up to `timeout` s."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                found = [(h, json.loads(b)) for p, h, b in self.got if p == path]
-                if len(found) >= count:
-                    return found[:count]
-                left = deadline - time.monotonic()
-                assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
-                self._changed.wait(left)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +87,15 @@ def test_a_cancelled_run_is_posted_with_its_reason(client: Any, receiver: Receiv
     client.runs.cancel(tid, run["run_id"], wait=True)
     [(_, body)] = receiver.deliveries("/cancelled", 1)
     assert body["status"] == "interrupted" and body["cancel_reason"] == "cancelled by the client"
+
+
+def test_a_run_that_fails_is_posted_with_its_error(client: Any, receiver: Receiver) -> None:
+    tid = client.threads.create()["thread_id"]
+    hook = f"{receiver.url}/failed"
+    client.runs.create(tid, "Slow", input={"topic": "x"}, config={"recursion_limit": 1}, webhook=hook)
+    [(_, body)] = receiver.deliveries("/failed", 1)
+    assert body["status"] == "error" and "values" not in body
+    assert body["error"]["code"] == "recursion-limit", body["error"]
 
 
 def test_a_webhook_on_a_host_not_allowed_is_refused(client: Any, url: str) -> None:
