@@ -109,6 +109,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         graphs = ", ".join(f"{a.graph_id} ({a.app.spec.file})" for a in server.assistants.all)
         asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
+        if config.webhook_hosts and not config.webhook_secret:
+            _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         yield
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica

@@ -84,11 +84,14 @@ def serving(*targets: str | Path, **config: Any) -> Iterator[str]:
 
 
 class Receiver:
-    """An HTTP server on 127.0.0.1 that records every POST and answers the statuses it is told, then 200."""
+    """An HTTP server on 127.0.0.1 that records every POST and answers the statuses it is told, then 200
+    (a POST to a path in `held` is answered only once `release` is set)."""
 
     def __init__(self) -> None:
         self.got: list[tuple[str, dict[str, str], bytes]] = []
         self.answers: list[int] = []
+        self.held: set[str] = set()
+        self.release = threading.Event()
         self._changed = threading.Condition()
         receiver = self
 
@@ -99,6 +102,8 @@ class Receiver:
                     receiver.got.append((self.path, dict(self.headers.items()), body))
                     status = receiver.answers.pop(0) if receiver.answers else 200
                     receiver._changed.notify_all()
+                if self.path in receiver.held:
+                    receiver.release.wait(30)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

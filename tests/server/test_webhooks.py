@@ -19,6 +19,11 @@ pytestmark = pytest.mark.slow
 
 SECRET = "a-long-random-key"
 
+_PUBLISH = """GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next
+Publish,Review,human,Publish this draft? {draft},"{""interaction_type"": ""approval""}",draft,approved,Done
+Publish,Done,template,Approved: {approved},,approved,message,
+"""
+
 
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[Receiver]:
@@ -30,6 +35,7 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = make_project(tmp_path_factory.mktemp("served"))
+    (folder / "publish.csv").write_text(_PUBLISH, encoding="utf-8")
     config: dict[str, Any] = {"webhook_hosts": ("127.0.0.1",), "webhook_secret": SECRET}
     with serving(folder, checkpoint=str(folder / "runs.db"), **config) as address:
         yield address
@@ -62,6 +68,18 @@ def test_a_run_that_ends_is_posted_signed(client: Any, receiver: Receiver) -> No
     assert {k: body[k] for k in run if k != "updated_at"} == {k: v for k, v in run.items() if k != "updated_at"}
 
 
+def test_a_receiver_that_does_not_answer_holds_up_no_run(client: Any, receiver: Receiver) -> None:
+    receiver.held.add("/held")
+    try:
+        for name in ("Di", "Ed"):  # each run's answer comes while its delivery still waits for the receiver
+            result = client.runs.wait(None, "HelloWorld", input={"name": name}, webhook=f"{receiver.url}/held")
+            assert result["greeting"] == f"Hello, {name}!"
+        assert not receiver.release.is_set()
+        assert len(receiver.deliveries("/held", 2)) == 2
+    finally:
+        receiver.release.set()
+
+
 def test_a_delivery_answered_500_is_tried_again(client: Any, receiver: Receiver) -> None:
     receiver.answers.append(500)
     client.runs.create(None, "HelloWorld", input={"name": "Bo"}, webhook=f"{receiver.url}/retried")
@@ -70,15 +88,16 @@ def test_a_delivery_answered_500_is_tried_again(client: Any, receiver: Receiver)
     assert first[1] == second[1] and second[1]["values"]["greeting"] == "Hello, Bo!"
 
 
-def test_a_pause_is_posted_with_its_question_then_the_end(client: Any, receiver: Receiver) -> None:
+def test_a_pause_on_a_human_node_is_posted_with_its_question_then_the_end(client: Any, receiver: Receiver) -> None:
     tid = client.threads.create()["thread_id"]
-    client.runs.create(tid, "Ask", input={}, webhook=f"{receiver.url}/paused")
+    client.runs.create(tid, "Publish", input={"draft": "Q3 notes"}, webhook=f"{receiver.url}/paused")
     [(_, paused)] = receiver.deliveries("/paused", 1)
     assert paused["status"] == "interrupted" and paused["thread_id"] == tid
-    assert paused["interrupts"][0]["value"]["question"] == "What is your name?"
-    client.runs.wait(tid, "Ask", command={"resume": "Cy"}, webhook=f"{receiver.url}/paused")
+    assert paused["interrupts"][0]["value"]["question"] == "Publish this draft? Q3 notes"
+    assert paused["values"]["__interrupt__"] == paused["interrupts"]
+    client.runs.wait(tid, "Publish", command={"resume": "yes"}, webhook=f"{receiver.url}/paused")
     _, (_, ended) = receiver.deliveries("/paused", 2)
-    assert ended["status"] == "success" and ended["values"]["greeting"] == "Hello, Cy!"
+    assert ended["status"] == "success" and ended["values"]["message"] == "Approved: True"
 
 
 def test_a_cancelled_run_is_posted_with_its_reason(client: Any, receiver: Receiver) -> None:
