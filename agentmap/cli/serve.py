@@ -61,7 +61,8 @@ def serve_command(
                 "or set ACTIVE_AGENT_PATH to a workflow",
             )
     api_key = api_key_from(api_key_env, "the server")
-    webhook_secret = _webhook_secret(webhook_secret_env)
+    webhook_secret = _webhook_secret(webhook_secret_env or settings.serve.webhook_secret_env)
+    webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
     import logging
 
     from agentmap.server import ServeConfig, require_key, serve
@@ -85,7 +86,7 @@ def serve_command(
         grace=seconds(grace, "--grace"),
         compile_options=options,
         strict=strict,
-        webhook_hosts=tuple(h.strip().lower() for h in webhook_hosts or ()),
+        webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
     )
     try:
@@ -110,7 +111,7 @@ def _webhook_secret(env: str | None) -> str | None:
     secret = os.environ.get(env, "").strip()
     if not secret:
         raise ConfigError(
-            f"--webhook-secret-env names {env}, which is not set (or empty)",
+            f"--webhook-secret-env (or serve.webhook_secret_env) names {env}, which is not set (or empty)",
             code="usage",
             hint=f"export {env}=<a long random key> (receivers check deliveries with it) before starting the server",
         )

@@ -35,7 +35,7 @@ def test_refuses_an_unset_webhook_secret_variable(
 ) -> None:
     monkeypatch.delenv("AGENTMAP_TEST_HOOK", raising=False)
     assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]) == 2
-    assert "--webhook-secret-env names AGENTMAP_TEST_HOOK, which is not set" in capsys.readouterr().err
+    assert "names AGENTMAP_TEST_HOOK, which is not set" in capsys.readouterr().err
 
 
 def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,6 +48,19 @@ def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> No
     args = ["serve", str(GRAPHS / "hello_world.csv"), *hosts, "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]
     assert run_cli(args) == 0
     assert seen[0].webhook_hosts == ("hooks.example.com", "*.example.org") and seen[0].webhook_secret == "s3cret"
+
+
+def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentmap.server
+
+    seen: list[Any] = []
+    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setenv("AGENTMAP_TEST_HOOK", "from-env")
+    config = tmp_path / "agentmap.yaml"
+    config.write_text("serve:\n  webhook_hosts: [hooks.example.com]\n  webhook_secret_env: AGENTMAP_TEST_HOOK\n")
+    args = ["serve", str(GRAPHS / "hello_world.csv"), "--config", str(config), "--webhook-host", "127.0.0.1"]
+    assert run_cli(args) == 0
+    assert seen[0].webhook_hosts == ("127.0.0.1", "hooks.example.com") and seen[0].webhook_secret == "from-env"
 
 
 def test_refuses_an_unknown_durability(capsys: pytest.CaptureFixture[str]) -> None:
