@@ -35,6 +35,8 @@ _ADDED = {  # columns added since the first version of the file (an older file g
     "result": "TEXT",
     "cancel": "TEXT",
     "stateless": "INTEGER DEFAULT 0",
+    "webhook_due": "REAL",
+    "webhook_tries": "INTEGER DEFAULT 0",
 }
 
 

@@ -2,20 +2,19 @@
 
 The URL must be on a host the server allows (`--webhook-host`); it is checked when the run is accepted and
 kept in the run's record, so whichever replica ends the run calls it. A delivery is retried with backoff
-(`ATTEMPTS` tries) on a network error, a timeout, 408, 429 or a 5xx; it lives in the memory of the replica that
-ended the run (a replica that dies mid-retry loses it). With a secret, every delivery is signed:
-`X-AgentMap-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`, the timestamp in
-`X-AgentMap-Timestamp` (Unix seconds), so a receiver can refuse a replayed or forged body.
+(`ATTEMPTS` tries) on a network error, a timeout, 408, 429 or a 5xx. When a delivery is next due is kept in
+the run's record, written with its end: any replica makes the next try, so a replica that dies mid-retry
+loses nothing (a receiver may get a try twice: `X-AgentMap-Delivery`, the run id, tells them apart). With a
+secret, every delivery is signed: `X-AgentMap-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`,
+the timestamp in `X-AgentMap-Timestamp` (Unix seconds), so a receiver can refuse a replayed or forged body.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,17 +69,18 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 
 class Webhooks:
-    """Deliveries in flight on the server's event loop (none of them blocks a run)."""
+    """How deliveries are made: the body of a run's delivery, and one try at a time (the run manager keeps
+    the schedule in the run store)."""
 
-    def __init__(self, secret: str | None, *, backoff: float = 0.5, timeout: float = 10.0) -> None:
+    def __init__(self, secret: str | None, *, timeout: float = 10.0) -> None:
         self._secret = secret
-        self._backoff = backoff
-        self._timeout = timeout
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.timeout = timeout
+        """Seconds a receiver has to answer one try."""
         self._client: Any = None
 
-    def send(self, url: str, run: dict[str, Any], result: dict[str, Any] | None) -> None:
-        """POST `run` with its final `values` (or its `error`) to `url` in the background."""
+    @staticmethod
+    def body(run: dict[str, Any], result: dict[str, Any] | None) -> bytes:
+        """The JSON body of a delivery: `run` with its final `values` (and `interrupts`), or its `error`."""
         payload: dict[str, Any] = dict(run)
         result = dict(result or {})
         error = result.pop("__error__", None)
@@ -91,42 +91,34 @@ class Webhooks:
             if result.get("__interrupt__"):
                 payload["interrupts"] = result["__interrupt__"]
         payload["webhook_sent_at"] = now()
-        task = asyncio.get_running_loop().create_task(self._deliver(url, dumps(payload).encode()))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        return dumps(payload).encode()
 
-    async def _deliver(self, url: str, body: bytes) -> None:
+    async def attempt(self, url: str, body: bytes, delivery: str) -> bool:
+        """One try at POSTing `body` to `url`; False when it should be tried again (no answer, 408, 429, 5xx)."""
         import httpx
 
         if self._client is None:  # made on the loop that uses it; redirects are not followed (another host)
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
-        delivery = str(uuid.uuid4())
-        for attempt in range(1, ATTEMPTS + 1):
-            stamp = str(int(time.time()))
-            headers = {"Content-Type": "application/json", "X-AgentMap-Delivery": delivery}
-            headers["X-AgentMap-Timestamp"] = stamp
-            if self._secret:
-                headers["X-AgentMap-Signature"] = signature(self._secret, stamp, body)
-            try:
-                answer = await self._client.post(url, content=body, headers=headers)
-                if answer.status_code < 400 or not _retried(answer.status_code):
-                    if answer.status_code >= 400:
-                        _log.warning("webhook %s refused the delivery: HTTP %d", url, answer.status_code)
-                    return
-                problem = f"HTTP {answer.status_code}"
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            if attempt == ATTEMPTS:
-                _log.warning("webhook %s not delivered after %d tries: %s", url, ATTEMPTS, problem)
-                return
-            await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
+            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        stamp = str(int(time.time()))
+        headers = {"Content-Type": "application/json", "X-AgentMap-Delivery": delivery}
+        headers["X-AgentMap-Timestamp"] = stamp
+        if self._secret:
+            headers["X-AgentMap-Signature"] = signature(self._secret, stamp, body)
+        try:
+            answer = await self._client.post(url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            _log.info("webhook %s not reached: %s: %s", url, type(exc).__name__, exc)
+            return False
+        if answer.status_code >= 400:
+            _log.warning("webhook %s answered HTTP %d", url, answer.status_code)
+        return answer.status_code < 400 or not _retried(answer.status_code)
 
-    async def drain(self, timeout: float) -> None:
-        """Let the deliveries in flight finish for up to `timeout` seconds, then drop the rest and close."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
-        for task in list(self._tasks):
-            task.cancel()
+    def backoff(self, tries: int) -> float | None:
+        """Seconds before the next try after `tries` failed ones (0.5, 1, 2, 4); None: give up."""
+        return None if tries >= ATTEMPTS else 0.5 * 2 ** (tries - 1)
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,13 @@ from agentmap.server._store import UNFINISHED, Store, now, public_run
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
+
+
+def _webhook_of(payload: dict[str, Any] | None) -> str | None:
+    """The `webhook` URL of a run's recorded request, if it has one."""
+    url = ((payload or {}).get("body") or {}).get("webhook")
+    return str(url) if url else None
+
 
 _FIRST_RETRY = 0.025
 """Seconds before a replica looks again for a run kept for it that its last claim missed (doubled each time)."""
@@ -87,6 +95,8 @@ class RunManager:
         self._stopping = False
         self._handover: set[str] = set()
         self._loops: list[asyncio.Task[None]] = []
+        self._deliveries_due = asyncio.Event()
+        self._delivering: set[asyncio.Task[None]] = set()
         # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
         self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
 
@@ -101,7 +111,11 @@ class RunManager:
         if released:
             _log.info("continuing %d run(s) of a server on this machine that stopped without finishing", released)
         loop = asyncio.get_running_loop()
-        self._loops = [loop.create_task(self._dispatch()), loop.create_task(self._heartbeat())]
+        self._loops = [
+            loop.create_task(self._dispatch()),
+            loop.create_task(self._heartbeat()),
+            loop.create_task(self._deliveries()),
+        ]
         listen = getattr(self.store, "listen", None)
         if listen is not None:
             self._loops.append(loop.create_task(listen(self._heard)))
@@ -133,7 +147,11 @@ class RunManager:
         await self._store(self.store.release, self.owner, waiting + left)
         for task in self._loops:
             task.cancel()
-        await self.webhooks.drain(max(grace, 5.0))
+        if self._delivering:  # a delivery cut short is tried again by another replica once its hold runs out
+            await asyncio.wait(list(self._delivering), timeout=max(grace, 5.0))
+        for task in list(self._delivering):
+            task.cancel()
+        await self.webhooks.close()
 
     def close(self) -> None:
         """Stop what still runs (after `shutdown`, nothing should)."""
@@ -200,8 +218,9 @@ class RunManager:
         if await self._store(self.store.request_cancel, run_id, reason):  # it ended on the queue: tell its webhook
             self._accepted.pop(run_id, None)
             record = await self._store(self.store.run, None, run_id)
-            if record is not None:
-                self._call_webhook(record["request"], public_run(record), None)
+            if record is not None and _webhook_of(record["request"]):
+                await self._store(self.store.webhook_due, run_id, time.time())
+                self._deliveries_due.set()
 
     async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """Wait until a run ends (on any replica); its record, or None when there is no such run."""
@@ -337,10 +356,9 @@ class RunManager:
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
-            if await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error"):
-                ended = await self._store(self.store.run, None, run_id)
-                if ended is not None:
-                    self._call_webhook(record["request"], public_run(ended), {"__error__": error})
+            hook = bool(_webhook_of(record["request"]))
+            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error", None, hook)
+            self._deliveries_due.set()
             if run is not None:
                 run.error = error
                 run.push("error", error)
@@ -379,21 +397,54 @@ class RunManager:
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            finished = await self._store(
-                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
+            hook = bool(_webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
+            await self._store(
+                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason, hook
             )
-            if finished:  # ended, or paused on a question: its webhook hears of it (after the record is written)
-                run.updated_at = now()
-                self._call_webhook(run.request.payload, run.record(), run.result())
-            if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
+            if hook:
+                self._deliveries_due.set()
+            elif run.request.stateless:  # no thread names it: LangGraph's server forgets it too (after its webhook)
                 await self._store(self.store.delete_run, run.run_id)
         self._forget(run)
 
-    def _call_webhook(self, payload: dict[str, Any] | None, run: dict[str, Any], result: dict[str, Any] | None) -> None:
-        """POST the run to the `webhook` of its recorded request, if it has one (in the background)."""
-        url = ((payload or {}).get("body") or {}).get("webhook")
-        if url:
-            self.webhooks.send(str(url), run, result)
+    # webhooks
+
+    async def _deliveries(self) -> None:
+        """Make the webhook deliveries that are due: of the runs ended here, and those a dead replica left."""
+        hold = self.lease + self.webhooks.timeout
+        while not self._stopping:
+            self._deliveries_due.clear()
+            try:
+                due = await self._store(self.store.claim_webhooks, hold, 16)
+            except Exception as exc:  # the database may be away for a while: keep trying
+                _log.warning("cannot look for webhook deliveries: %s", exc)
+                due = []
+            for record in due:
+                task = asyncio.get_running_loop().create_task(self._deliver(record))
+                self._delivering.add(task)
+                task.add_done_callback(self._delivering.discard)
+            if len(due) < 16:  # a full batch: more may be due at once
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._deliveries_due.wait(), self.lease / 3)
+
+    async def _deliver(self, record: dict[str, Any]) -> None:
+        """One try at a run's webhook delivery; the next one is scheduled in the store (any replica makes it)."""
+        run_id = record["run_id"]
+        url = _webhook_of(record["request"])
+        tries = record["webhook_tries"] + 1
+        try:
+            body = self.webhooks.body(public_run(record), record["result"])
+            ok = not url or await self.webhooks.attempt(str(url), body, run_id)
+            wait = None if ok else self.webhooks.backoff(tries)
+            if wait is None and not ok:
+                _log.warning("webhook %s of run %s not delivered after %d tries", url, run_id, tries)
+            await self._store(self.store.webhook_due, run_id, None if wait is None else time.time() + wait, tried=True)
+            if wait is not None:
+                asyncio.get_running_loop().call_later(wait, self._deliveries_due.set)
+            elif record["stateless"]:
+                await self._store(self.store.delete_run, run_id)
+        except Exception:  # its hold runs out and a replica tries again
+            _log.exception("the webhook delivery of run %s failed", run_id)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()

@@ -305,4 +305,16 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     assert on_b.runs.join(tid, run_id)["four"] == "Four"  # B continues it once A's lease has run out
     [(_, body)] = receiver.deliveries("/taken", 1)
     assert body["run_id"] == run_id and body["status"] == "success" and body["values"]["four"] == "Four"
+
+    # A replica dies in the middle of a delivery: another one makes the next try (when it is due is in the store).
+    replicas.append(a.start())
+    receiver.held.add("/dies")  # the first try gets no answer before A is gone
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    assert on_a.runs.wait(tid, "Steps", input={"topic": "u"}, webhook=f"{receiver.url}/dies")["four"] == "Four"
+    receiver.deliveries("/dies", 1)
+    a.kill()
+    receiver.release.set()
+    (first, sent), (second, again) = receiver.deliveries("/dies", 2, timeout=60)
+    assert first["X-AgentMap-Delivery"] == second["X-AgentMap-Delivery"] == sent["run_id"] == again["run_id"]
+    assert again["status"] == "success"
     receiver.http.shutdown()
