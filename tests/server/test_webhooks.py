@@ -142,3 +142,23 @@ def test_a_server_allowing_no_host_refuses_every_webhook(tmp_path: Path) -> None
         body = {"assistant_id": "HelloWorld", "input": {"name": "D"}, "webhook": "http://127.0.0.1:9/x"}
         answer = httpx.post(f"{address}/runs/wait", json=body)
     assert answer.status_code == 422 and "no webhook host is allowed" in answer.json()["hint"]
+
+
+def test_a_runs_file_of_an_older_server_gets_webhooks(tmp_path: Path, receiver: Receiver) -> None:
+    import sqlite3
+
+    folder = make_project(tmp_path / "p")
+    database = tmp_path / "runs.db"
+    with sqlite3.connect(database) as old:  # the run table as an earlier server made it
+        old.execute(
+            "CREATE TABLE agentmap_runs (run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT, created_at TEXT, "
+            "updated_at TEXT, status TEXT, metadata TEXT, multitask_strategy TEXT, seq INTEGER, graph_id TEXT, "
+            "request TEXT, owner TEXT, lease_until REAL DEFAULT 0, attempt INTEGER DEFAULT 0, result TEXT, "
+            "cancel TEXT, stateless INTEGER DEFAULT 0)"
+        )
+    old.close()
+    with serving(folder, checkpoint=str(database), webhook_hosts=("127.0.0.1",)) as address:
+        with sdk.get_sync_client(url=address, api_key=None) as client:
+            client.runs.wait(None, "HelloWorld", input={"name": "Flo"}, webhook=f"{receiver.url}/older")
+        [(headers, body)] = receiver.deliveries("/older", 1)
+    assert body["values"]["greeting"] == "Hello, Flo!" and "X-AgentMap-Signature" not in headers  # no secret
