@@ -42,6 +42,9 @@ _FIRST_RETRY = 0.025
 _LAST_RETRY = 1.0
 """At most this long between two looks while a run kept for this replica is unclaimed."""
 
+_DELIVERIES = 64
+"""Webhook tries a replica makes at once (more wait in the store until one ends)."""
+
 _log = logging.getLogger("agentmap.server")
 
 
@@ -414,18 +417,24 @@ class RunManager:
         hold = self.lease + self.webhooks.timeout
         while not self._stopping:
             self._deliveries_due.clear()
+            free = _DELIVERIES - len(self._delivering)  # a slow receiver must not pile up tries without end
             try:
-                due = await self._store(self.store.claim_webhooks, hold, 16)
+                due = await self._store(self.store.claim_webhooks, hold, free) if free > 0 else []
             except Exception as exc:  # the database may be away for a while: keep trying
                 _log.warning("cannot look for webhook deliveries: %s", exc)
                 due = []
             for record in due:
                 task = asyncio.get_running_loop().create_task(self._deliver(record))
                 self._delivering.add(task)
-                task.add_done_callback(self._delivering.discard)
-            if len(due) < 16:  # a full batch: more may be due at once
+                task.add_done_callback(self._delivered)
+            if not due or len(due) < free:  # a full batch: more may be due at once
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._deliveries_due.wait(), self.lease / 3)
+
+    def _delivered(self, task: asyncio.Task[None]) -> None:
+        if len(self._delivering) >= _DELIVERIES:  # the loop waits for a free place: this is one
+            self._deliveries_due.set()
+        self._delivering.discard(task)
 
     async def _deliver(self, record: dict[str, Any]) -> None:
         """One try at a run's webhook delivery; the next one is scheduled in the store (any replica makes it)."""
@@ -434,7 +443,7 @@ class RunManager:
         tries = record["webhook_tries"] + 1
         try:
             body = self.webhooks.body(public_run(record), record["result"])
-            ok = not url or await self.webhooks.attempt(str(url), body, run_id)
+            ok = not url or await self.webhooks.attempt(url, body, run_id)
             wait = None if ok else self.webhooks.backoff(tries)
             if wait is None and not ok:
                 _log.warning("webhook %s of run %s not delivered after %d tries", url, run_id, tries)
