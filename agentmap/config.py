@@ -179,6 +179,22 @@ class TracingSettings(BaseModel):
         return value
 
 
+class ServeSettings(BaseModel):
+    """`agentmap serve` (`serve:`); see csv_specs/serve.md#webhooks.
+
+    Attributes:
+        webhook_hosts: Hosts a run's `webhook` URL may name (`*.example.com` for its subdomains), besides those
+            given with `--webhook-host`.
+        webhook_secret_env: The environment variable holding the key that signs webhook deliveries (the key
+            itself never goes in the file); `--webhook-secret-env` wins.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    webhook_hosts: list[str] = Field(default_factory=list)
+    webhook_secret_env: str | None = None
+
+
 class Settings(BaseModel):
     """Everything the command line reads from the config file and `AGENTMAP_*` variables.
 
@@ -197,6 +213,7 @@ class Settings(BaseModel):
         storage: Storage folders, shaped like the existing AgentMap's `agentmap_config_storage.yaml`
             (`core.base_directory`, `csv.default_directory`, `csv.collections`, ...; csv_specs/storage.md).
         tracing: OpenTelemetry tracing (`exporter`, `content`).
+        serve: `agentmap serve`'s webhook hosts and signing key variable.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -211,6 +228,7 @@ class Settings(BaseModel):
     mcp: McpSettings = Field(default_factory=McpSettings)
     storage: dict[str, Any] = Field(default_factory=dict)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 

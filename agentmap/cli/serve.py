@@ -37,6 +37,8 @@ def serve_command(
     trace: str | None = None,
     trace_content: bool = False,
     strict: bool = False,
+    webhook_hosts: list[str] | None = None,
+    webhook_secret_env: str | None = None,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -59,6 +61,8 @@ def serve_command(
                 "or set ACTIVE_AGENT_PATH to a workflow",
             )
     api_key = api_key_from(api_key_env, "the server")
+    webhook_secret = _webhook_secret(webhook_secret_env or settings.serve.webhook_secret_env)
+    webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
     import logging
 
     from agentmap.server import ServeConfig, require_key, serve
@@ -82,6 +86,8 @@ def serve_command(
         grace=seconds(grace, "--grace"),
         compile_options=options,
         strict=strict,
+        webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
+        webhook_secret=webhook_secret,
     )
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -90,6 +96,26 @@ def serve_command(
             from agentmap._cli_api import flush_traces
 
             flush_traces()
+
+
+def _webhook_secret(env: str | None) -> str | None:
+    """The key signing webhook deliveries, from the variable `--webhook-secret-env` names (None without it).
+
+    Raises:
+        ConfigError: The variable is unset or empty.
+    """
+    if env is None:
+        return None
+    import os
+
+    secret = os.environ.get(env, "").strip()
+    if not secret:
+        raise ConfigError(
+            f"--webhook-secret-env (or serve.webhook_secret_env) names {env}, which is not set (or empty)",
+            code="usage",
+            hint=f"export {env}=<a long random key> (receivers check deliveries with it) before starting the server",
+        )
+    return secret
 
 
 def _active_workflow() -> str:
@@ -203,6 +229,25 @@ def register(app: typer.Typer) -> None:
                 "running it with a warning.",
             ),
         ] = False,
+        webhook_host: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--webhook-host",
+                metavar="HOST",
+                help="A host a run's webhook URL may name (repeatable; `*.example.com` for its subdomains). "
+                "Without any, runs may not have webhooks.",
+                show_default=False,
+            ),
+        ] = None,
+        webhook_secret_env: Annotated[
+            str | None,
+            typer.Option(
+                "--webhook-secret-env",
+                metavar="VAR",
+                help="Environment variable holding the key that signs webhook deliveries (X-AgentMap-Signature).",
+                show_default=False,
+            ),
+        ] = None,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -226,4 +271,6 @@ def register(app: typer.Typer) -> None:
             trace=trace,
             trace_content=trace_content,
             strict=strict,
+            webhook_hosts=webhook_host,
+            webhook_secret_env=webhook_secret_env,
         )

@@ -27,6 +27,7 @@ from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._webhooks import Webhooks
 from agentmap.server._workers import RunManager
 
 __all__ = ["Server", "create_app"]
@@ -49,6 +50,7 @@ class Server:
             rebuild=rebuilder(self),
             workers=config.workers,
             lease=config.lease,
+            webhooks=Webhooks(config.webhook_secret),
         )
 
     def close(self) -> None:
@@ -107,6 +109,8 @@ def create_app(config: ServeConfig) -> FastAPI:
         graphs = ", ".join(f"{a.graph_id} ({a.app.spec.file})" for a in server.assistants.all)
         asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
+        if config.webhook_hosts and not config.webhook_secret:
+            _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         yield
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica

@@ -32,6 +32,9 @@ class ServeConfig:
         compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
         strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
             otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
+        webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
+            run naming another is refused (422). None allowed: no run may have a webhook.
+        webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
     """
 
     targets: tuple[str, ...]
@@ -46,3 +49,5 @@ class ServeConfig:
     grace: float = 30.0
     compile_options: dict[str, Any] = field(default_factory=dict)
     strict: bool = False
+    webhook_hosts: tuple[str, ...] = ()
+    webhook_secret: str | None = None

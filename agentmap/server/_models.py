@@ -146,6 +146,8 @@ class RunCreate(_Body):
     checkpoint_during: bool | None = None
     strict_resume: bool | None = None
     thread_id: str | None = None
+    webhook: str | None = None
+    """A URL POSTed the run when it ends or pauses (its host must be allowed by the server)."""
 
 
 _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
@@ -153,7 +155,7 @@ _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
     ThreadCreate: ("supersteps", "ttl"),
     ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
     HistoryRequest: ("select",),
-    RunCreate: ("context", "webhook", "after_seconds", "feedback_keys", "langsmith_tracer"),
+    RunCreate: ("context", "after_seconds", "feedback_keys", "langsmith_tracer"),
 }
 
 

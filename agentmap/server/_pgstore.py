@@ -36,6 +36,9 @@ _SCHEMA = [
     "PRIMARY KEY (run_id, seq))",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)",
+    "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_due DOUBLE PRECISION",
+    "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_tries INTEGER DEFAULT 0",
+    "CREATE INDEX IF NOT EXISTS agentmap_runs_webhook ON agentmap_runs (webhook_due) WHERE webhook_due IS NOT NULL",
 ]
 
 

@@ -14,6 +14,7 @@ from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._run_start import resolve_request, start_run, stream_modes
 from agentmap.server._runs import Run
+from agentmap.server._store import public_run
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -193,13 +194,9 @@ def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
     return _live(server, record)
 
 
-_INTERNAL = ("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless")
-
-
 def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
     """A stored run as LangGraph's server returns it (the live view of a run executing here)."""
     run = server.runs.runs.get(record["run_id"])
     if run is not None and run.status != "pending":
         return run.record()
-    out = {k: v for k, v in record.items() if k not in _INTERNAL and k != "attempt"}
-    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}
+    return public_run(record)

@@ -20,6 +20,7 @@ from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
+from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -178,10 +179,13 @@ def resolve_request(
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over.
+    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over
+    (whose webhook was checked when it was accepted, maybe by another replica: it is called as recorded).
     """
     import uuid
 
+    if claimant is None and body.webhook is not None:
+        check_webhook(body.webhook, server.config.webhook_hosts)
     claimant = claimant or uuid.uuid4().hex
     refuse_unsupported(body, what)
     for name in ("input", "command", "config", "metadata"):

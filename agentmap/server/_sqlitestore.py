@@ -35,6 +35,8 @@ _ADDED = {  # columns added since the first version of the file (an older file g
     "result": "TEXT",
     "cancel": "TEXT",
     "stateless": "INTEGER DEFAULT 0",
+    "webhook_due": "REAL",
+    "webhook_tries": "INTEGER DEFAULT 0",
 }
 
 
@@ -63,6 +65,10 @@ class SqliteStore(Store):
         self._conn.execute("UPDATE agentmap_runs SET seq = rowid WHERE seq IS NULL")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)")
+        self._conn.execute(  # the deliveries due: a handful of rows among every run ever made
+            "CREATE INDEX IF NOT EXISTS agentmap_runs_webhook ON agentmap_runs (webhook_due) "
+            "WHERE webhook_due IS NOT NULL"
+        )
         self._conn.execute("COMMIT")
 
     def close(self) -> None:

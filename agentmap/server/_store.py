@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store"]
+__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store", "public_run"]
 
 UNFINISHED = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
@@ -232,9 +232,11 @@ class Store:
         result: Any,
         thread_status: str | None,
         cancel_reason: str | None = None,
+        webhook: bool = False,
     ) -> bool:
         """Write a run's end (its result, why it was cancelled, its thread's new status) if `owner` still holds
-        it; False if it lost it."""
+        it; False if it lost it. `webhook`: its webhook delivery is due now (`claim_webhooks`), in the same
+        transaction, so a replica that dies next does not lose it."""
         stamp = now()
         with self._tx() as tx:
             found = tx.rows("SELECT thread_id FROM agentmap_runs WHERE run_id = ? AND owner = ?", (run_id, owner))
@@ -242,8 +244,8 @@ class Store:
                 return False
             tx.count(
                 "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0, "
-                "cancel = COALESCE(?, cancel) WHERE run_id = ?",
-                (status, json.dumps(result), stamp, cancel_reason, run_id),
+                "cancel = COALESCE(?, cancel), webhook_due = ? WHERE run_id = ?",
+                (status, json.dumps(result), stamp, cancel_reason, time.time() if webhook else None, run_id),
             )
             if thread_status is not None:
                 tx.count(
@@ -294,6 +296,30 @@ class Store:
                 > 0
             )
 
+    def webhook_due(self, run_id: str, due: float | None, *, tried: bool = False) -> None:
+        """When the run's webhook delivery is next due (`time.time()` seconds; None: delivered, or given up)."""
+        with self._tx() as tx:
+            tx.count(
+                "UPDATE agentmap_runs SET webhook_due = ?, webhook_tries = webhook_tries + ? WHERE run_id = ?",
+                (due, 1 if tried else 0, run_id),
+            )
+
+    def claim_webhooks(self, hold: float, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` runs whose webhook delivery is due, each held for `hold` seconds (a replica that dies
+        while delivering it lets another one try again after that)."""
+        stamp = time.time()
+        with self._tx() as tx:
+            found = tx.rows(
+                "SELECT r.run_id FROM agentmap_runs r WHERE r.webhook_due IS NOT NULL AND r.webhook_due <= ? "
+                f"ORDER BY r.webhook_due LIMIT ?{self._claim_lock}",
+                (stamp, limit),
+            )
+            claimed = []
+            for row in found:
+                tx.count("UPDATE agentmap_runs SET webhook_due = ? WHERE run_id = ?", (stamp + hold, row["run_id"]))
+                claimed.append(decoded(tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (row["run_id"],))[0]))
+        return claimed
+
     def add_events(self, run_id: str, first: int, events: Sequence[tuple[str, str]]) -> None:
         """Append a run's events (`(event, data as JSON text)`, numbered from `first`) for followers elsewhere."""
         with self._tx() as tx:
@@ -343,6 +369,19 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
     if "stateless" in data:
         data["stateless"] = bool(data["stateless"])
     return data
+
+
+_INTERNAL = (
+    *("seq", "graph_id", "request", "owner", "lease_until", "result", "cancel", "stateless", "attempt"),
+    *("webhook_due", "webhook_tries"),
+)
+
+
+def public_run(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored run (decoded) as LangGraph's server returns it: without the queue's columns, with
+    `cancel_reason` and `kwargs` (the request that made the run)."""
+    out = {k: v for k, v in record.items() if k not in _INTERNAL}
+    return {**out, "cancel_reason": record.get("cancel"), "kwargs": (record.get("request") or {}).get("body", {})}
 
 
 def open_store(checkpoint: str) -> Store:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,14 +25,25 @@ from typing import Any
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.server._encode import dumps
 from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
-from agentmap.server._store import UNFINISHED, Store, now
+from agentmap.server._store import UNFINISHED, Store, now, public_run
+from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
+
+
+def _webhook_of(payload: dict[str, Any] | None) -> str | None:
+    """The `webhook` URL of a run's recorded request, if it has one."""
+    url = ((payload or {}).get("body") or {}).get("webhook")
+    return str(url) if url else None
+
 
 _FIRST_RETRY = 0.025
 """Seconds before a replica looks again for a run kept for it that its last claim missed (doubled each time)."""
 _LAST_RETRY = 1.0
 """At most this long between two looks while a run kept for this replica is unclaimed."""
+
+_DELIVERIES = 64
+"""Webhook tries a replica makes at once (more wait in the store until one ends)."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -66,6 +78,7 @@ class RunManager:
         rebuild: Callable[[dict[str, Any]], RunRequest],
         workers: int = 16,
         lease: float = 30.0,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.store = store
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -75,6 +88,7 @@ class RunManager:
         self._rebuild = rebuild
         self._workers = workers
         self.lease = lease
+        self.webhooks = webhooks or Webhooks(None)
         self._executing: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         self._news = asyncio.Event()
@@ -84,6 +98,8 @@ class RunManager:
         self._stopping = False
         self._handover: set[str] = set()
         self._loops: list[asyncio.Task[None]] = []
+        self._deliveries_due = asyncio.Event()
+        self._delivering: set[asyncio.Task[None]] = set()
         # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
         self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
 
@@ -98,7 +114,11 @@ class RunManager:
         if released:
             _log.info("continuing %d run(s) of a server on this machine that stopped without finishing", released)
         loop = asyncio.get_running_loop()
-        self._loops = [loop.create_task(self._dispatch()), loop.create_task(self._heartbeat())]
+        self._loops = [
+            loop.create_task(self._dispatch()),
+            loop.create_task(self._heartbeat()),
+            loop.create_task(self._deliveries()),
+        ]
         listen = getattr(self.store, "listen", None)
         if listen is not None:
             self._loops.append(loop.create_task(listen(self._heard)))
@@ -130,6 +150,11 @@ class RunManager:
         await self._store(self.store.release, self.owner, waiting + left)
         for task in self._loops:
             task.cancel()
+        if self._delivering:  # a delivery cut short is tried again by another replica once its hold runs out
+            await asyncio.wait(list(self._delivering), timeout=max(grace, 5.0))
+        for task in list(self._delivering):
+            task.cancel()
+        await self.webhooks.close()
 
     def close(self) -> None:
         """Stop what still runs (after `shutdown`, nothing should)."""
@@ -190,8 +215,15 @@ class RunManager:
         if run is not None:  # running here, or kept here for its client: it stops (or never starts) here
             self.cancel(run, reason)
             return
-        self._accepted.pop(run_id, None)
-        await self._store(self.store.request_cancel, run_id, reason)
+        accepted = self._accepted.get(run_id)
+        if accepted is not None:  # accepted here: this replica may have claimed it a moment ago, not yet started
+            self.cancel(accepted, reason)
+        if await self._store(self.store.request_cancel, run_id, reason):  # it ended on the queue: tell its webhook
+            self._accepted.pop(run_id, None)
+            record = await self._store(self.store.run, None, run_id)
+            if record is not None and _webhook_of(record["request"]):
+                await self._store(self.store.webhook_due, run_id, time.time())
+                self._deliveries_due.set()
 
     async def stop_thread(self, thread_id: str, reason: str) -> list[str]:
         """Ask every pending or running run of the thread to stop (on any replica); their ids."""
@@ -353,7 +385,9 @@ class RunManager:
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
-            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error")
+            hook = bool(_webhook_of(record["request"]))
+            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error", None, hook)
+            self._deliveries_due.set()
             if run is not None:
                 run.error = error
                 run.push("error", error)
@@ -412,10 +446,13 @@ class RunManager:
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
+            hook = bool(_webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
             await self._written(
-                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason
+                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason, hook
             )
-            if run.request.stateless:  # no thread names it: LangGraph's server forgets it too
+            if hook:
+                self._deliveries_due.set()
+            elif run.request.stateless:  # no thread names it: LangGraph's server forgets it too (after its webhook)
                 await self._written(self.store.delete_run, run.run_id)
         self._forget(run)
 
@@ -432,6 +469,51 @@ class RunManager:
                 _log.warning("cannot write to the run store yet (%s); trying again in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    # webhooks
+
+    async def _deliveries(self) -> None:
+        """Make the webhook deliveries that are due: of the runs ended here, and those a dead replica left."""
+        hold = self.lease + self.webhooks.timeout
+        while not self._stopping:
+            self._deliveries_due.clear()
+            free = _DELIVERIES - len(self._delivering)  # a slow receiver must not pile up tries without end
+            try:
+                due = await self._store(self.store.claim_webhooks, hold, free) if free > 0 else []
+            except Exception as exc:  # the database may be away for a while: keep trying
+                _log.warning("cannot look for webhook deliveries: %s", exc)
+                due = []
+            for record in due:
+                task = asyncio.get_running_loop().create_task(self._deliver(record))
+                self._delivering.add(task)
+                task.add_done_callback(self._delivered)
+            if not due or len(due) < free:  # a full batch: more may be due at once
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._deliveries_due.wait(), self.lease / 3)
+
+    def _delivered(self, task: asyncio.Task[None]) -> None:
+        if len(self._delivering) >= _DELIVERIES:  # the loop waits for a free place: this is one
+            self._deliveries_due.set()
+        self._delivering.discard(task)
+
+    async def _deliver(self, record: dict[str, Any]) -> None:
+        """One try at a run's webhook delivery; the next one is scheduled in the store (any replica makes it)."""
+        run_id = record["run_id"]
+        url = _webhook_of(record["request"])
+        tries = record["webhook_tries"] + 1
+        try:
+            body = self.webhooks.body(public_run(record), record["result"])
+            ok = not url or await self.webhooks.attempt(url, body, run_id)
+            wait = None if ok else self.webhooks.backoff(tries)
+            if wait is None and not ok:
+                _log.warning("webhook %s of run %s not delivered after %d tries", url, run_id, tries)
+            await self._store(self.store.webhook_due, run_id, None if wait is None else time.time() + wait, tried=True)
+            if wait is not None:
+                asyncio.get_running_loop().call_later(wait, self._deliveries_due.set)
+            elif record["stateless"]:
+                await self._store(self.store.delete_run, run_id)
+        except Exception:  # its hold runs out and a replica tries again
+            _log.exception("the webhook delivery of run %s failed", run_id)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()

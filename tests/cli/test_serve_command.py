@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +28,39 @@ def test_refuses_an_unset_key_variable(capsys: pytest.CaptureFixture[str], monke
     monkeypatch.delenv("AGENTMAP_TEST_KEY", raising=False)
     assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--api-key-env", "AGENTMAP_TEST_KEY"]) == 2
     assert "--api-key-env names AGENTMAP_TEST_KEY, which is not set" in capsys.readouterr().err
+
+
+def test_refuses_an_unset_webhook_secret_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTMAP_TEST_HOOK", raising=False)
+    assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]) == 2
+    assert "names AGENTMAP_TEST_HOOK, which is not set" in capsys.readouterr().err
+
+
+def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentmap.server
+
+    seen: list[Any] = []
+    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setenv("AGENTMAP_TEST_HOOK", "s3cret")
+    hosts = ["--webhook-host", "Hooks.Example.com", "--webhook-host", "*.example.org"]
+    args = ["serve", str(GRAPHS / "hello_world.csv"), *hosts, "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]
+    assert run_cli(args) == 0
+    assert seen[0].webhook_hosts == ("hooks.example.com", "*.example.org") and seen[0].webhook_secret == "s3cret"
+
+
+def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentmap.server
+
+    seen: list[Any] = []
+    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setenv("AGENTMAP_TEST_HOOK", "from-env")
+    config = tmp_path / "agentmap.yaml"
+    config.write_text("serve:\n  webhook_hosts: [hooks.example.com]\n  webhook_secret_env: AGENTMAP_TEST_HOOK\n")
+    args = ["serve", str(GRAPHS / "hello_world.csv"), "--config", str(config), "--webhook-host", "127.0.0.1"]
+    assert run_cli(args) == 0
+    assert seen[0].webhook_hosts == ("127.0.0.1", "hooks.example.com") and seen[0].webhook_secret == "from-env"
 
 
 def test_refuses_an_unknown_durability(capsys: pytest.CaptureFixture[str]) -> None:

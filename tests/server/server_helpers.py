@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +81,48 @@ def serving(*targets: str | Path, **config: Any) -> Iterator[str]:
 
     with background(ServeConfig(targets=tuple(str(t) for t in targets), **config)) as url:
         yield url
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records every POST and answers the statuses it is told, then 200
+    (a POST to a path in `held` is answered only once `release` is set)."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers: list[int] = []
+        self.held: set[str] = set()
+        self.release = threading.Event()
+        self._changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver._changed:
+                    receiver.got.append((self.path, dict(self.headers.items()), body))
+                    status = receiver.answers.pop(0) if receiver.answers else 200
+                    receiver._changed.notify_all()
+                if self.path in receiver.held:
+                    receiver.release.wait(30)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def deliveries(self, path: str, count: int, timeout: float = 20.0) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        """The first `count` deliveries to `path` (headers and JSON body), waiting for them up to `timeout` s."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = [(h, json.loads(b)) for p, h, b in self.got if p == path]
+                if len(found) >= count:
+                    return found[:count]
+                left = deadline - time.monotonic()
+                assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
+                self._changed.wait(left)

@@ -282,3 +282,39 @@ def test_runs_streamed_one_after_another_never_wait_for_the_queue_to_look_again(
     streaming.join(60)
     assert not failures, failures
     assert counts == [4] * 8, f"runs streamed so far: {counts}; the next one waits for the queue's next look"
+
+
+@pytest.mark.postgres
+def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    from server_helpers import Receiver
+
+    receiver = Receiver()
+    a = Replica(project, postgres_url, "--lease", "2s", "--webhook-host", "127.0.0.1")
+    b = Replica(project, postgres_url, "--lease", "2s")  # allows no webhook host: it calls the one recorded
+    replicas.extend([a.start(), b.start()])
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    on_b = sdk.get_sync_client(url=b.url, api_key=None)
+    tid = on_a.threads.create()["thread_id"]
+    first = on_a.runs.stream(tid, "Steps", input={"topic": "t"}, webhook=f"{receiver.url}/taken", stream_mode="updates")
+    next(iter(first))  # accepted and held by A
+    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    run_id = on_b.runs.list(tid)[0]["run_id"]
+    a.kill()
+    assert on_b.runs.join(tid, run_id)["four"] == "Four"  # B continues it once A's lease has run out
+    [(_, body)] = receiver.deliveries("/taken", 1)
+    assert body["run_id"] == run_id and body["status"] == "success" and body["values"]["four"] == "Four"
+
+    # A replica dies in the middle of a delivery: another one makes the next try (when it is due is in the store).
+    replicas.append(a.start())
+    receiver.held.add("/dies")  # the first try gets no answer before A is gone
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    assert on_a.runs.wait(tid, "Steps", input={"topic": "u"}, webhook=f"{receiver.url}/dies")["four"] == "Four"
+    receiver.deliveries("/dies", 1)
+    a.kill()
+    receiver.release.set()
+    (first, sent), (second, again) = receiver.deliveries("/dies", 2, timeout=60)
+    assert first["X-AgentMap-Delivery"] == second["X-AgentMap-Delivery"] == sent["run_id"] == again["run_id"]
+    assert again["status"] == "success"
+    receiver.http.shutdown()

@@ -219,7 +219,7 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
     assert "did you mean 'name'" in body["message"]
     assert "graph_id" not in client.threads.get(tid)["metadata"]  # a refused run does not bind the thread
     with pytest.raises(httpx.HTTPStatusError, match="422"):
-        client.runs.wait(tid, "HelloWorld", input={"name": "A"}, webhook="http://example.invalid/")
+        client.runs.wait(tid, "HelloWorld", input={"name": "A"}, after_seconds=5)
     with pytest.raises(Exception, match="stream mode 'events' is not supported"):
         list(client.runs.stream(tid, "HelloWorld", input={"name": "A"}, stream_mode="events"))
     with pytest.raises(NotFoundError, match="not supported by agentmap serve"):
