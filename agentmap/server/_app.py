@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.runtime.checkpoint import item_store
 from agentmap.server._config import ServeConfig
+from agentmap.server._crons import cron_routes, tick_crons
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._items import item_routes
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
@@ -108,7 +109,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         asyncio.get_running_loop().set_default_executor(server.runs.executor)  # where sync nodes run
         _log.info("serving %s; the run viewer is at / and langgraph-sdk clients use the same address", graphs)
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
+        ticker = asyncio.get_running_loop().create_task(tick_crons(server))
         yield
+        ticker.cancel()
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
         server.close()  # the files close
 
@@ -123,6 +126,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.state.server = server
     app.include_router(_assistant_routes(server))
     app.include_router(thread_routes(server))
+    app.include_router(cron_routes(server))
     app.include_router(run_routes(server))
     app.include_router(item_routes(server.items))
     _add_viewer(app)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError
-from agentmap.server._store import Store
+from agentmap.server._store import CRON_TABLE, Store
 
 __all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresStore"]
 
@@ -36,6 +36,7 @@ _SCHEMA = [
     "PRIMARY KEY (run_id, seq))",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)",
+    CRON_TABLE,
 ]
 
 
