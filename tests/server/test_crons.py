@@ -71,6 +71,9 @@ def test_a_bad_schedule_and_an_unknown_thread_are_refused(tmp_path: Path) -> Non
         assert "schedule" in refused.value.response.json()["message"]
         with pytest.raises(UnprocessableEntityError):
             client.crons.create("HelloWorld", schedule="61 * * * *")
+        with pytest.raises(UnprocessableEntityError) as refused:
+            client.crons.create("HelloWorld", schedule="* * * * *", timezone="Mars/Olympus")
+        assert "timezone" in refused.value.response.json()["message"]
         with pytest.raises(NotFoundError):
             client.crons.create_for_thread("no-such-thread", "HelloWorld", schedule="* * * * *")
         assert client.crons.search() == []
@@ -109,6 +112,49 @@ def test_an_end_time_stops_the_ticks(tmp_path: Path) -> None:
         runs = _cron_runs(client, tid)
         assert 1 <= len(runs) <= 3, runs  # the ticks up to end_time, no later one
         assert {r["metadata"]["cron_id"] for r in runs} == {cron["cron_id"]}
+
+
+def test_a_stateless_cron_keeps_a_thread_per_tick_and_a_disabled_cron_does_not_tick(tmp_path: Path) -> None:
+    with serving(GRAPHS / "hello_world.csv", checkpoint=str(tmp_path / "runs.db")) as url:
+        client = sdk.get_sync_client(url=url, api_key=None)
+        paused = client.crons.create("HelloWorld", schedule=EVERY_SECOND, input={"name": "B"}, enabled=False)
+        cron = client.crons.create("HelloWorld", schedule=EVERY_SECOND, input={"name": "A"}, on_run_completed="keep")
+
+        def kept() -> list[dict[str, Any]]:
+            return [t for t in client.threads.search(limit=100) if t["status"] == "idle" and t["values"]]
+
+        _until(lambda: len(kept()) >= 2, 30, "the cron did not keep two threads")
+        client.crons.update(cron["cron_id"], enabled=False)
+        for thread in kept():
+            (run,) = client.runs.list(thread["thread_id"])
+            assert run["metadata"]["cron_id"] == cron["cron_id"]
+            assert thread["values"]["greeting"] == "Hello, A!"
+        assert client.crons.search(enabled=False, limit=10)[0]["cron_id"] == paused["cron_id"]
+
+
+def test_ticks_missed_while_no_server_ran_start_one_run(tmp_path: Path) -> None:
+    database = str(tmp_path / "runs.db")
+    with serving(GRAPHS / "hello_world.csv", checkpoint=database) as url:
+        client = sdk.get_sync_client(url=url, api_key=None)
+        tid = client.threads.create()["thread_id"]
+        client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * * */2", input={"name": "A"})
+        _until(lambda: len(_cron_runs(client, tid)) >= 1, 30, "the cron did not start a run")
+    stopped_at = datetime.now(UTC)
+    _until(lambda: datetime.now(UTC) > stopped_at + timedelta(seconds=6), 10, "")  # ticks go by, no server
+    restarted_at = datetime.now(UTC)
+    with serving(GRAPHS / "hello_world.csv", checkpoint=database) as url:
+        client = sdk.get_sync_client(url=url, api_key=None)
+        _until(
+            lambda: any(r["metadata"]["cron_tick"] > restarted_at.isoformat() for r in _cron_runs(client, tid)),
+            30,
+            "the cron did not go on after the restart",
+        )
+        ticks = [r["metadata"]["cron_tick"] for r in _cron_runs(client, tid)]
+        since = (stopped_at - timedelta(seconds=2)).isoformat()
+        missed = [t for t in ticks if since < t < restarted_at.isoformat()]
+        # four ticks of 8 s went by, three with no server: at most the last tick before the stop, and one run for
+        # the missed ones; then the schedule goes on from now
+        assert 1 <= len(missed) <= 2, ticks
 
 
 @pytest.mark.postgres
