@@ -247,6 +247,8 @@ async def tick_crons(server: Server) -> None:
 async def _fire(server: Server, cron: dict[str, Any], at: int) -> None:
     """Start the run of `cron`'s due tick, unless another replica did; move the cron to its next tick."""
     cron_id, due, payload = cron["cron_id"], cron["next_run"], cron["payload"]
+    if server.assistants.get(payload["assistant_id"]) is None:  # a graph another replica serves: its tick
+        return
     zone = _zone(payload.get("timezone"), "cron")
     following = _next_tick(cron["schedule"], zone, float(at), cron["end_time"], "cron")
     body = _run_body(payload, cron_id, cron["on_run_completed"], due)

@@ -4,6 +4,7 @@ on one PostgreSQL database start each tick once."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import GRAPHS, serving
+from server_helpers import GRAPHS, make_project, serving
 
 sdk = pytest.importorskip("langgraph_sdk")
 pytest.importorskip("croniter")
@@ -174,3 +175,23 @@ def test_two_replicas_on_one_database_start_each_tick_once(tmp_path: Path, postg
         runs = _cron_runs(on_b, tid)
         ticks = Counter(r["metadata"]["cron_tick"] for r in runs)
         assert ticks and max(ticks.values()) == 1, ticks  # each tick one run, whichever replica took it
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_replica_leaves_the_ticks_of_a_graph_it_does_not_serve(
+    tmp_path: Path, postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = make_project(tmp_path / "project")
+    with (
+        caplog.at_level(logging.WARNING, logger="agentmap.server"),
+        serving(project / "hello.csv", checkpoint=postgres_url) as a,
+        serving(project / "ask.csv", checkpoint=postgres_url) as b,
+    ):
+        on_a = sdk.get_sync_client(url=a, api_key=None)
+        tid = on_a.threads.create()["thread_id"]
+        cron = on_a.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
+        assert sdk.get_sync_client(url=b, api_key=None).crons.count() == 1
+        _until(lambda: len(_cron_runs(on_a, tid)) >= 4, 60, "the cron did not start four runs")
+        on_a.crons.delete(cron["cron_id"])
+    assert not [r for r in caplog.records if "skipped a tick" in r.getMessage()]
