@@ -21,8 +21,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from fastapi import APIRouter, Response
 
 from agentmap.errors import AgentMapError
-from agentmap.server._models import ApiError, CronCreate, CronSearch, CronUpdate, RunCreate, refuse_unsupported
-from agentmap.server._run_routes import _resolve
+from agentmap.server._models import (
+    ApiError,
+    CronCreate,
+    CronSearch,
+    CronUpdate,
+    RunCreate,
+    check_json,
+    refuse_unsupported,
+)
+from agentmap.server._run_routes import _breakpoints, _resolve
 from agentmap.server._store import now
 
 if TYPE_CHECKING:
@@ -117,10 +125,13 @@ def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what:
     """Refuse, when the cron is made, a run body its ticks could not start."""
     body = _run_body(payload, None, payload.get("on_run_completed"))
     refuse_unsupported(body, what)
+    for name in ("input", "config", "metadata"):
+        check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
     assistant.check_input(body.input)
     if thread_id is not None:
         server.thread(thread_id)
+    _breakpoints(body, assistant, thread_id is None and body.on_completion != "keep", what)
 
 
 def _matching(server: Server, cron: dict[str, Any], body: CronSearch) -> bool:

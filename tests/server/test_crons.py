@@ -77,6 +77,13 @@ def test_a_bad_schedule_and_an_unknown_thread_are_refused(tmp_path: Path) -> Non
         assert "timezone" in refused.value.response.json()["message"]
         with pytest.raises(NotFoundError):
             client.crons.create_for_thread("no-such-thread", "HelloWorld", schedule="* * * * *")
+        tid = client.threads.create()["thread_id"]
+        with pytest.raises(UnprocessableEntityError) as refused:
+            client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * *", interrupt_before=["Gret"])
+        assert "did you mean 'Greet'" in refused.value.response.json()["message"]
+        with pytest.raises(UnprocessableEntityError) as refused:
+            client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * *", input={"nmae": "A"})
+        assert refused.value.response.json()["code"] == "bad-input"
         assert client.crons.search() == []
 
 
