@@ -44,6 +44,7 @@ _SCHEDULE_HINT = (
     "five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), or six with seconds last "
     "(e.g. '* * * * * */10' for every ten seconds)"
 )
+_INSTALL = 'pip install "agentmap[serve]" (it includes croniter)'
 _RUN_FIELDS = (
     "input",
     "config",
@@ -73,8 +74,12 @@ def _zone(name: str | None, what: str) -> Any:
 
 def _next_tick(schedule: str, zone: Any, after: float, end_time: str | None, what: str) -> int | None:
     """The first tick of `schedule` (in `zone`) after `after` (epoch seconds); None when it is past `end_time`."""
-    from croniter import croniter
-
+    try:
+        from croniter import croniter
+    except ImportError:  # an install from before crons were part of the extra
+        raise ApiError(
+            501, "missing-extra", f"{what}: crons need croniter, which is not installed", hint=_INSTALL
+        ) from None
     if not croniter.is_valid(schedule):
         raise ApiError(
             422,

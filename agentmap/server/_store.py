@@ -6,6 +6,8 @@ the request that makes it), so a run a client was told about survives kill -9. T
 a replica *claims* a run (owner and lease), renews the lease while it runs it (`renew`), and writes its end
 (`finish`) or hands it back (`release`). A run whose lease ran out (its replica died) is claimed again by
 any replica and continues from its last checkpoint.
+Crons are rows here too (`agentmap_crons`): a tick's run is accepted in the transaction that moves its cron
+to the next tick (`accept(tick=...)`), so one replica wins each tick.
 
 The SQL is one text for both databases (`?` placeholders; the PostgreSQL store turns them into `%s`);
 `_sqlitestore.SqliteStore` serialises writers with `BEGIN IMMEDIATE`, `_pgstore.PostgresStore` with row
