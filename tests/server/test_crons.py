@@ -202,3 +202,14 @@ def test_a_replica_leaves_the_ticks_of_a_graph_it_does_not_serve(
         _until(lambda: len(_cron_runs(on_a, tid)) >= 4, 60, "the cron did not start four runs")
         on_a.crons.delete(cron["cron_id"])
     assert not [r for r in caplog.records if "skipped a tick" in r.getMessage()]
+
+
+async def test_the_async_client_manages_crons(tmp_path: Path) -> None:
+    with serving(GRAPHS / "hello_world.csv", checkpoint="memory") as url:
+        client = sdk.get_client(url=url, api_key=None)
+        tid = (await client.threads.create())["thread_id"]
+        cron = await client.crons.create_for_thread(tid, "HelloWorld", schedule="0 * * * *", input={"name": "A"})
+        assert [c["cron_id"] for c in await client.crons.search(thread_id=tid)] == [cron["cron_id"]]
+        assert await client.crons.count(thread_id=tid) == 1
+        await client.crons.delete(cron["cron_id"])
+        assert await client.crons.count() == 0
