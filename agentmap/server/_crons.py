@@ -149,6 +149,37 @@ def _matching(server: Server, cron: dict[str, Any], body: CronSearch) -> bool:
     )
 
 
+def _changes(server: Server, cron: dict[str, Any], body: CronUpdate) -> dict[str, Any]:
+    """The columns `crons.update` changes: the merged run body, and the next tick of the (new) schedule."""
+    changes = body.model_dump(mode="json", exclude_unset=True)
+    payload = {**cron["payload"], **{k: v for k, v in changes.items() if k != "end_time"}}
+    _check(server, payload, cron["thread_id"], "crons.update")
+    end_time = cron["end_time"]
+    if "end_time" in body.model_fields_set:
+        end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
+    schedule, zone = payload["schedule"], _zone(payload.get("timezone"), "crons.update")
+    fields: dict[str, Any] = {
+        "schedule": schedule,
+        "end_time": end_time,
+        "payload": payload,
+        "next_run": _next_tick(schedule, zone, time.time(), end_time, "crons.update"),
+    }
+    if body.enabled is not None:
+        fields["enabled"] = body.enabled
+    if body.on_run_completed is not None:
+        if cron["thread_id"] is not None:
+            raise ApiError(
+                422,
+                "bad-request",
+                "crons.update: on_run_completed is for crons without a thread; this one runs on its thread",
+                hint="leave on_run_completed out",
+            )
+        fields["on_run_completed"] = body.on_run_completed
+    if body.metadata is not None:
+        fields["metadata"] = body.metadata
+    return fields
+
+
 def cron_routes(server: Server) -> APIRouter:
     """The cron routes."""
     router = APIRouter(tags=["crons"])
@@ -204,26 +235,7 @@ def cron_routes(server: Server) -> APIRouter:
     def update(cron_id: str, body: CronUpdate) -> dict[str, Any]:
         """Change a cron: its schedule (the next tick is computed again), end time, run body, or whether it runs."""
         refuse_unsupported(body, "crons.update")
-        cron = _found(cron_id)
-        changes = body.model_dump(mode="json", exclude_unset=True)
-        payload = {**cron["payload"], **{k: v for k, v in changes.items() if k != "end_time"}}
-        _check(server, payload, cron["thread_id"], "crons.update")
-        end_time = cron["end_time"]
-        if "end_time" in body.model_fields_set:
-            end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
-        schedule, zone = payload["schedule"], _zone(payload.get("timezone"), "crons.update")
-        fields: dict[str, Any] = {
-            "schedule": schedule,
-            "end_time": end_time,
-            "payload": payload,
-            "next_run": _next_tick(schedule, zone, time.time(), end_time, "crons.update"),
-        }
-        if body.enabled is not None:
-            fields["enabled"] = body.enabled
-        if body.on_run_completed is not None and cron["thread_id"] is None:
-            fields["on_run_completed"] = body.on_run_completed
-        if body.metadata is not None:
-            fields["metadata"] = body.metadata
+        fields = _changes(server, _found(cron_id), body)
         server.store.update_cron(cron_id, fields)
         return _public(_found(cron_id))
 

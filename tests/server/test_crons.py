@@ -56,6 +56,8 @@ def test_crons_are_created_searched_updated_and_deleted(tmp_path: Path) -> None:
         assert datetime.fromisoformat(changed["next_run_date"]).minute == 15
         assert [c["cron_id"] for c in client.crons.search(enabled=False)] == [stateless["cron_id"]]
 
+        with pytest.raises(UnprocessableEntityError):
+            client.crons.update(on_thread["cron_id"], on_run_completed="keep")
         client.crons.delete(stateless["cron_id"])
         assert [c["cron_id"] for c in client.crons.search()] == [on_thread["cron_id"]]
         with pytest.raises(NotFoundError):
