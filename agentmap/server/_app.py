@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.runtime.checkpoint import item_store
 from agentmap.server._config import ServeConfig
+from agentmap.server._crons import cron_routes, tick_crons
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._items import item_routes
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
@@ -112,7 +113,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         if config.webhook_hosts and not config.webhook_secret:
             _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
+        ticker = asyncio.get_running_loop().create_task(tick_crons(server))
         yield
+        ticker.cancel()
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
         server.close()  # the files close
 
@@ -127,6 +130,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.state.server = server
     app.include_router(_assistant_routes(server))
     app.include_router(thread_routes(server))
+    app.include_router(cron_routes(server))
     app.include_router(run_routes(server))
     app.include_router(item_routes(server.items))
     _add_viewer(app)

@@ -6,6 +6,7 @@ Fields the SDK may send but this server does not offer are listed per body: a re
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -16,6 +17,9 @@ __all__ = [
     "THREAD_ID_RULE",
     "ApiError",
     "AssistantSearch",
+    "CronCreate",
+    "CronSearch",
+    "CronUpdate",
     "HistoryRequest",
     "RunCreate",
     "ThreadCreate",
@@ -150,12 +154,67 @@ class RunCreate(_Body):
     """A URL POSTed the run when it ends or pauses (its host must be allowed by the server)."""
 
 
+class CronCreate(_Body):
+    """`POST /runs/crons` and `POST /threads/{id}/runs/crons`: a schedule and the run each tick starts."""
+
+    assistant_id: str
+    schedule: str
+    input: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = None
+    on_run_completed: Literal["delete", "keep"] | None = None
+    end_time: datetime | None = None
+    enabled: bool = True
+    timezone: str | None = None
+    stream_mode: str | list[str] | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    checkpoint_during: bool | None = None
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+
+
+class CronUpdate(_Body):
+    """`PATCH /runs/crons/{cron_id}`: the fields to change (an explicit `end_time: null` clears it)."""
+
+    schedule: str | None = None
+    end_time: datetime | None = None
+    input: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    on_run_completed: Literal["delete", "keep"] | None = None
+    enabled: bool | None = None
+    timezone: str | None = None
+    stream_mode: str | list[str] | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    stream_subgraphs: bool | None = None
+    stream_resumable: bool | None = None
+
+
+class CronSearch(_Body):
+    """`POST /runs/crons/search` and `POST /runs/crons/count`."""
+
+    assistant_id: str | None = None
+    thread_id: str | None = None
+    enabled: bool | None = None
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
 _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
     AssistantSearch: ("sort_by", "sort_order", "select"),
     ThreadCreate: ("supersteps", "ttl"),
     ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
     HistoryRequest: ("select",),
     RunCreate: ("context", "after_seconds", "feedback_keys", "langsmith_tracer"),
+    CronCreate: ("context", "webhook"),
+    CronUpdate: ("context", "webhook"),
+    CronSearch: ("sort_by", "sort_order", "select"),
 }
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError
-from agentmap.server._store import Store
+from agentmap.server._store import CRON_TABLE, Store
 
 __all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresStore"]
 
@@ -39,6 +39,7 @@ _SCHEMA = [
     "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_due DOUBLE PRECISION",
     "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_tries INTEGER DEFAULT 0",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_webhook ON agentmap_runs (webhook_due) WHERE webhook_due IS NOT NULL",
+    CRON_TABLE,
 ]
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agentmap.server._app import Server
     from agentmap.server._graphs import Assistant
 
-__all__ = ["QUEUED", "resolve_request", "start_run", "stream_modes"]
+__all__ = ["QUEUED", "breakpoints", "resolve_request", "start_run", "stream_modes"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -213,7 +213,7 @@ def resolve_request(
     durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
-    kwargs.update(_breakpoints(body, assistant, stateless, what))
+    kwargs.update(breakpoints(body, assistant, stateless, what))
     return RunRequest(
         assistant=assistant,
         thread_id=thread_id,
@@ -248,7 +248,7 @@ def _missing(assistant: Assistant, thread_id: str | None, run_input: Any) -> Mis
     return found
 
 
-def _breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
+def breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
     """`interrupt_before` / `interrupt_after` for LangGraph, once every node they name is known to pause there.
 
     Raises:

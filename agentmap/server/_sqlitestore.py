@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._store import Store
+from agentmap.server._store import CRON_TABLE, Store
 
 __all__ = ["SqliteStore"]
 
@@ -54,6 +54,7 @@ class SqliteStore(Store):
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SQLITE_SCHEMA)
+            self._conn.execute(CRON_TABLE)
             self._migrate()
 
     def _migrate(self) -> None:

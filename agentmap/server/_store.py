@@ -6,6 +6,8 @@ the request that makes it), so a run a client was told about survives kill -9. T
 a replica *claims* a run (owner and lease), renews the lease while it runs it (`renew`), and writes its end
 (`finish`) or hands it back (`release`). A run whose lease ran out (its replica died) is claimed again by
 any replica and continues from its last checkpoint.
+Crons are rows here too (`agentmap_crons`): a tick's run is accepted in the transaction that moves its cron
+to the next tick (`accept(tick=...)`), so one replica wins each tick.
 
 The SQL is one text for both databases (`?` placeholders; the PostgreSQL store turns them into `%s`);
 `_sqlitestore.SqliteStore` serialises writers with `BEGIN IMMEDIATE`, `_pgstore.PostgresStore` with row
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["UNFINISHED", "Store", "decoded", "now", "open_store", "public_run"]
+__all__ = ["CRON_TABLE", "UNFINISHED", "Store", "decoded", "now", "open_store", "public_run"]
 
 UNFINISHED = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
@@ -126,6 +128,7 @@ class Store:
                 (thread_id,),
             )
             tx.count("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
+            tx.count("DELETE FROM agentmap_crons WHERE thread_id = ?", (thread_id,))
             return tx.count("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)) > 0
 
     def busy(self, thread_id: str) -> bool:
@@ -136,7 +139,13 @@ class Store:
     # runs
 
     def accept(
-        self, run: dict[str, Any], *, reject_if_busy: bool = False, owner: str | None = None, lease: float = 30.0
+        self,
+        run: dict[str, Any],
+        *,
+        reject_if_busy: bool = False,
+        owner: str | None = None,
+        lease: float = 30.0,
+        tick: tuple[str, int, int | None] | None = None,
     ) -> bool:
         """Record a new run as `pending`, with `run["request"]` (what rebuilds it on any replica).
 
@@ -147,8 +156,12 @@ class Store:
             owner: Keep the run for this replica (a client waits on its events here); its lease is renewed by
                 that replica's heartbeat, and another replica takes the run only once the lease (`lease` seconds)
                 runs out.
+            tick: `(cron_id, due, next)`: the run is a cron's tick; it is accepted only by the replica that moves
+                the cron from `due` to `next` (one transaction), so each tick makes one run across replicas.
         """
         with self._tx() as tx:
+            if tick is not None and not self._take_tick(tx, *tick):
+                return False
             if not run["stateless"]:
                 self._lock_thread(tx, run["thread_id"])
                 if reject_if_busy and tx.rows(_UNFINISHED_OF_THREAD, (run["thread_id"],)):
@@ -355,6 +368,102 @@ class Store:
         if not found or (thread_id is not None and found[0]["thread_id"] != thread_id):
             return None
         return decoded(found[0])
+
+    # crons
+
+    def create_cron(self, cron: dict[str, Any]) -> None:
+        """Record a cron (`cron_id`, `assistant_id`, `thread_id`, `schedule`, `end_time`, `next_run` in epoch
+        seconds, `payload`, `metadata`, `enabled`, `on_run_completed`, `created_at`)."""
+        with self._tx() as tx:
+            tx.count(
+                f"INSERT INTO agentmap_crons ({_CRON_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    cron["cron_id"],
+                    cron["assistant_id"],
+                    cron["thread_id"],
+                    cron["schedule"],
+                    cron["end_time"],
+                    cron["next_run"],
+                    json.dumps(cron["payload"]),
+                    json.dumps(cron["metadata"]),
+                    1 if cron["enabled"] else 0,
+                    cron["on_run_completed"],
+                    cron["created_at"],
+                    cron["created_at"],
+                ),
+            )
+
+    def crons(self, cron_id: str | None = None) -> list[dict[str, Any]]:
+        """Every cron, oldest first (only `cron_id`, when given)."""
+        with self._tx() as tx:
+            if cron_id is None:
+                rows = tx.rows("SELECT * FROM agentmap_crons ORDER BY created_at, cron_id")
+            else:
+                rows = tx.rows("SELECT * FROM agentmap_crons WHERE cron_id = ?", (cron_id,))
+        return [_cron(r) for r in rows]
+
+    def update_cron(self, cron_id: str, fields: dict[str, Any]) -> bool:
+        """Change a cron's `schedule`, `end_time`, `next_run`, `payload`, `metadata`, `enabled`,
+        `on_run_completed` (names this module writes, never a client's); False when there is none."""
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        values = [json.dumps(v) if k == "payload" else int(v) if k == "enabled" else v for k, v in fields.items()]
+        with self._tx() as tx:
+            return (
+                tx.count(
+                    f"UPDATE agentmap_crons SET {sets}, updated_at = ? WHERE cron_id = ?", (*values, now(), cron_id)
+                )
+                > 0
+            )
+
+    def delete_cron(self, cron_id: str) -> bool:
+        """Forget a cron (its runs stay); False when there was none."""
+        with self._tx() as tx:
+            return tx.count("DELETE FROM agentmap_crons WHERE cron_id = ?", (cron_id,)) > 0
+
+    def due_crons(self, at: int) -> list[dict[str, Any]]:
+        """The enabled crons whose next tick is at or before `at` (epoch seconds)."""
+        with self._tx() as tx:
+            rows = tx.rows(
+                "SELECT * FROM agentmap_crons WHERE enabled = 1 AND next_run IS NOT NULL AND next_run <= ? "
+                "ORDER BY next_run",
+                (at,),
+            )
+        return [_cron(r) for r in rows]
+
+    def skip_tick(self, cron_id: str, due: int, following: int | None) -> bool:
+        """Move a cron from tick `due` to `following` without a run (it cannot make one); False when another
+        replica moved it first."""
+        with self._tx() as tx:
+            return self._take_tick(tx, cron_id, due, following)
+
+    def _take_tick(self, tx: _Tx, cron_id: str, due: int, following: int | None) -> bool:
+        return (
+            tx.count(
+                "UPDATE agentmap_crons SET next_run = ? WHERE cron_id = ? AND next_run = ?",
+                (following, cron_id, due),
+            )
+            > 0
+        )
+
+
+_CRON_COLUMNS = (
+    "cron_id, assistant_id, thread_id, schedule, end_time, next_run, payload, metadata, enabled, on_run_completed, "
+    "created_at, updated_at"
+)
+CRON_TABLE = (
+    "CREATE TABLE IF NOT EXISTS agentmap_crons (cron_id TEXT PRIMARY KEY, assistant_id TEXT, thread_id TEXT, "
+    "schedule TEXT, end_time TEXT, next_run BIGINT, payload TEXT, metadata TEXT, enabled INTEGER, "
+    "on_run_completed TEXT, created_at TEXT, updated_at TEXT)"
+)
+"""The crons' table, the same in both databases (`next_run`: the next tick, in seconds since the epoch)."""
+
+
+def _cron(row: dict[str, Any]) -> dict[str, Any]:
+    data = dict(row)
+    data["payload"] = json.loads(data["payload"])
+    data["metadata"] = json.loads(data["metadata"])
+    data["enabled"] = bool(data["enabled"])
+    return data
 
 
 _UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN ('pending', 'running')"

@@ -170,8 +170,16 @@ class RunManager:
         """True while the thread has a run pending or running on any replica."""
         return bool(await self._store(self.store.busy, thread_id))
 
-    async def submit(self, request: RunRequest, *, here: bool, reject_if_busy: bool = False) -> Run | None:
-        """Record a new run (`pending`) and wake the dispatcher; None when `reject_if_busy` and the thread is busy.
+    async def submit(
+        self,
+        request: RunRequest,
+        *,
+        here: bool,
+        reject_if_busy: bool = False,
+        tick: tuple[str, int, int | None] | None = None,
+    ) -> Run | None:
+        """Record a new run (`pending`) and wake the dispatcher; None when `reject_if_busy` and the thread is busy,
+        or when the run is a cron's `tick` (`Store.accept`) that another replica took.
 
         `here`: a client waits on the run's events in this process (`runs.wait`, `runs.stream`), so this replica
         keeps it (another takes it only if this one dies).
@@ -192,7 +200,7 @@ class RunManager:
         accepted = False
         try:
             accepted = await self._store(
-                self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease
+                self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease, tick=tick
             )
         finally:
             if not accepted:  # refused, or the database failed: there is no run to execute

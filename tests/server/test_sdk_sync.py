@@ -225,7 +225,7 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
     with pytest.raises(NotFoundError, match="not supported by agentmap serve"):
         client.threads.update_state(tid, {"name": "B"})
     with pytest.raises(NotFoundError, match="not supported"):
-        client.crons.search()
+        client.threads.copy(tid)
     with pytest.raises(NotFoundError, match="no thread"):
         client.threads.get("missing")
 
