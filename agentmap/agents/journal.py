@@ -50,14 +50,11 @@ _CREATE = (
     f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
     f"PRIMARY KEY ({_KEY}))"
 )
-_START = (
-    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'started', NULL, ?, NULL, NULL) "
-    f"ON CONFLICT ({_KEY}) DO UPDATE SET kind = excluded.kind, name = excluded.name, digest = excluded.digest, "
-    "status = 'started', response = NULL, started_at = excluded.started_at, finished_at = NULL, duration_ms = NULL"
-)
-_END = (
-    f"UPDATE {TABLE} SET status = ?, response = ?, finished_at = ?, duration_ms = ? WHERE thread_id = ? "
-    "AND checkpoint_ns = ? AND step = ? AND node = ? AND task_id = ? AND call_index = ?"
+_PUT = (
+    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
+    "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
+    "response = excluded.response, started_at = excluded.started_at, finished_at = excluded.finished_at, "
+    "duration_ms = excluded.duration_ms"
 )
 _GET = (
     f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
@@ -240,16 +237,22 @@ class _Replay:
 class _Call:
     where: _Where | None
     meta: tuple[str, str, str] = ("", "", "")
+    idempotent: bool = True
+    started_at: float = 0.0
     started: float = 0.0
 
     def begin(self) -> None:
+        """Journal the call as started before it is made: only where a rerun must know that it was (a call
+        made again when cut short needs no record until it finishes)."""
         assert self.where is not None
-        self.where.kind(self.where.saver, "start", self.where.key, (*self.meta, time.time()))
+        self.started_at = time.time()
+        if not self.idempotent:
+            _put(self.where, self.meta, "started", None, self.started_at, None)
         self.started = time.perf_counter()
 
     def end(self, status: str, response: Any) -> None:
         assert self.where is not None
-        _end(self.where, status, response, (time.perf_counter() - self.started) * 1000)
+        _put(self.where, self.meta, status, response, self.started_at, (time.perf_counter() - self.started) * 1000)
 
 
 def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[Any, Any, Any]) -> _Replay | _Call:
@@ -258,11 +261,11 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
     where = _where()
     if where is None:
         return _Call(None)
-    wanted = digest({"kind": kind, "name": name, "request": request})
+    meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
     found = where.kind(where.saver, "get", where.key)
     if found is not None:
         status, seen, response = found
-        if seen != wanted:
+        if seen != meta[2]:
             _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
                          kind, name, where.key[3])  # fmt: skip
         elif status == "finished":
@@ -271,17 +274,21 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
                 result = (done or decode)(answer["done"])
-                _end(where, "finished", encode(result), 0.0)
+                _put(where, meta, "finished", encode(result), time.time(), 0.0)
                 return _Replay(result)
             if answer == "fail":
-                _end(where, "failed", None, 0.0)
+                _put(where, meta, "failed", None, time.time(), 0.0)
                 raise InDoubt(f"{kind} {name!r} was answered `fail`: it did not take effect and is not made again")
-    return _Call(where, (kind, name, wanted))
+    return _Call(where, meta, idempotent)
 
 
-def _end(where: _Where, status: str, response: Any, duration_ms: float) -> None:
+def _put(
+    where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
+) -> None:
     text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
-    where.kind(where.saver, "end", where.key, (status, text, time.time(), round(duration_ms, 3)))
+    finished = None if duration_ms is None else time.time()
+    duration = None if duration_ms is None else round(duration_ms, 3)
+    where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
 
 
 def _ask(name: str, request: Any, where: _Where) -> Any:
@@ -338,11 +345,8 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
     if op == "get":
         rows = execute(_GET, key)
         return rows[0] if rows else None
-    if op == "start":
-        kind, name, wanted, at = values
-        return execute(_START, (*key, kind, name, wanted, at))
-    if op == "end":
-        return execute(_END, (*values, *key))
+    if op == "put":
+        return execute(_PUT, (*key, *values))
     return execute(_LIST, key)
 
 
@@ -393,12 +397,8 @@ def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> An
         if op == "get":
             row = table.get(key)
             return None if row is None else (row[3], row[2], row[4])
-        if op == "start":
-            kind, name, wanted, at = values
-            table[key] = [kind, name, wanted, "started", None, at, None, None]
-        elif op == "end" and key in table:
-            status, text, at, duration = values
-            table[key][3:8] = [status, text, table[key][5], at, duration]
+        if op == "put":
+            table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
         elif op == "list":
             rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4]) for k, r in table.items()
                     if k[0] == key[0]]  # fmt: skip
