@@ -117,11 +117,19 @@ def _resume(folder: Path, env: dict[str, str], *answer: str) -> tuple[int, dict[
     return code, (json.loads(out) if out.strip() else {}), err
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres])])
+def store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The checkpoint: the default SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return {}
+    return {"AGENTMAP_CHECKPOINT": str(request.getfixturevalue("postgres_url"))}
+
+
 @pytest.mark.parametrize("boundary", ["model1", "tool1", "model2", "tool2", "model3"])
 def test_a_kill_at_each_call_boundary_repeats_no_finished_call_and_no_effect(
-    tmp_path: Path, loop: Loop, boundary: str
+    tmp_path: Path, loop: Loop, boundary: str, store: dict[str, str]
 ) -> None:
-    env = _setup(tmp_path, loop.stub)
+    env = _setup(tmp_path, loop.stub) | store
     _kill_at(tmp_path, env, loop, boundary)
     code, final, err = _resume(tmp_path, env)
     if boundary.startswith("tool"):  # the charge took effect but never reported back: a person says what happened
