@@ -112,6 +112,17 @@ def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str) -> No
     Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
 
 
+def _pending_task(folder: Path, env: dict[str, str]) -> str:
+    script = (
+        "import os, agentmap\n"
+        "app = agentmap.compile('pay.csv', checkpointer=agentmap.checkpointer(os.environ.get('AGENTMAP_CHECKPOINT')))\n"
+        "print(app.graph.get_state({'configurable': {'thread_id': 't'}}).tasks[0].id)\n"
+    )
+    code, out, err = forked.python(script, cwd=folder, env=env)
+    assert code == 0, err
+    return out.strip()
+
+
 def _resume(folder: Path, env: dict[str, str], *answer: str) -> tuple[int, dict[str, Any], str]:
     code, out, err = forked.run("resume", "t", *answer, "--json", cwd=folder, env=env)
     return code, (json.loads(out) if out.strip() else {}), err
@@ -131,6 +142,11 @@ def test_a_kill_at_each_call_boundary_repeats_no_finished_call_and_no_effect(
 ) -> None:
     env = _setup(tmp_path, loop.stub) | store
     _kill_at(tmp_path, env, loop, boundary)
+    # the journal's task id is the one LangGraph saved for the pending task, so the rerun finds its calls
+    code, out, err = forked.run("threads", "show", "t", "--calls", "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    journaled = {c["task_id"] for c in json.loads(out)["calls"]}  # none before the first call finished
+    assert journaled == (set() if boundary == "model1" else {_pending_task(tmp_path, env)})
     code, final, err = _resume(tmp_path, env)
     if boundary.startswith("tool"):  # the charge took effect but never reported back: a person says what happened
         assert code == 0 and final["status"] == "paused", (code, final, err)
