@@ -228,3 +228,29 @@ def test_an_idempotent_tool_cut_short_is_called_again_without_asking(tmp_path: P
     assert code == 0 and final["status"] == "done", (code, final, err)
     assert _effects(tmp_path) == ["charge 1", "charge 1", "charge 2"]
     assert set(loop.counts().values()) == {1}  # no model call repeated
+
+
+@pytest.mark.parametrize(("context", "paused"), [({}, True), ({"idempotent": True}, False)])
+def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
+    tmp_path: Path, context: dict[str, Any], paused: bool
+) -> None:
+    (tmp_path / "tools.py").write_text(TOOLS)
+    with (tmp_path / "charge.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
+        writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card", **context}), "amount", "result",
+                         "tools.py"])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"EFFECTS": str(tmp_path / "e")}
+    Path(env["EFFECTS"] + ".hold1").touch()
+    args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")
+    proc = forked.start(*args, cwd=tmp_path, env=env)
+    _until(lambda: (tmp_path / "e").exists() and "charge 1" in (tmp_path / "e").read_text(), proc, "charge 1 made")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    Path(env["EFFECTS"] + ".hold1").unlink()
+    code, final, err = _resume(tmp_path, env)
+    assert code == 0 and final["status"] == ("paused" if paused else "done"), (code, final, err)
+    if paused:
+        code, final, err = _resume(tmp_path, env, "--data", '{"done": "charged 1 (seen on the statement)"}')
+        assert code == 0 and final["state"]["result"] == "charged 1 (seen on the statement)", (code, final, err)
+    assert (tmp_path / "e").read_text().splitlines() == ["charge 1"] * (1 if paused else 2)
