@@ -94,6 +94,12 @@ class ToolAgent(BaseAgent):
         self._executor: LocalToolExecutor | None = None
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """A tool call cut short by a crash is in doubt and asks (the call journal), unless Context says
+        `idempotent`."""
+        return not context.get("idempotent")
+
+    @classmethod
     def validate_config(
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:

@@ -254,3 +254,21 @@ def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
         code, final, err = _resume(tmp_path, env, "--data", '{"done": "charged 1 (seen on the statement)"}')
         assert code == 0 and final["state"]["result"] == "charged 1 (seen on the statement)", (code, final, err)
     assert (tmp_path / "e").read_text().splitlines() == ["charge 1"] * (1 if paused else 2)
+
+
+def test_a_tool_node_that_may_ask_is_never_fused(tmp_path: Path) -> None:
+    import agentmap
+
+    (tmp_path / "tools.py").write_text(TOOLS)
+    rows = [
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge,Tool_Source\n",
+        "g,A,echo,,x,a,T,\n",
+        'g,T,tool,"{""tool"": ""charge_card""}",a,t,B,tools.py\n',
+        "g,B,echo,,t,b,C,\n",
+        "g,C,echo,,b,c,,\n",
+    ]
+    (tmp_path / "flow.csv").write_text("".join(rows))
+    assert agentmap.compile(tmp_path / "flow.csv", fuse=True).fused == {"B": ["B", "C"]}
+    idempotent = rows[2].replace('""}"', '"", ""idempotent"": true}"')
+    (tmp_path / "flow.csv").write_text("".join([*rows[:2], idempotent, *rows[3:]]))
+    assert agentmap.compile(tmp_path / "flow.csv", fuse=True).fused == {"A": ["A", "T", "B", "C"]}
