@@ -195,7 +195,7 @@ async def journaled(
     plan.begin()
     try:
         result = await call()
-    except BaseException:
+    except Exception:  # a cancelled or interrupted call stays `started`: a tool cut short is in doubt
         plan.end("failed", None)
         raise
     plan.end("failed" if failed(result) else "finished", encode(result))
@@ -221,7 +221,7 @@ def journaled_sync(
     plan.begin()
     try:
         result = call()
-    except BaseException:
+    except Exception:  # a cancelled or interrupted call stays `started`: a tool cut short is in doubt
         plan.end("failed", None)
         raise
     plan.end("finished", encode(result))
