@@ -84,6 +84,8 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     # Batch runs
     "BatchResult",
     "batch",
+    # Tools
+    "tool",
 ]
 
 _HOMES = {
@@ -120,6 +122,7 @@ _HOMES = {
     "threads": "agentmap.runtime.threads",
     "BatchResult": "agentmap.batch",
     "batch": "agentmap.batch",
+    "tool": "agentmap.agents.journal",
 }
 
 logging.getLogger("agentmap").addHandler(logging.NullHandler())

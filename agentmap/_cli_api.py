@@ -17,6 +17,7 @@ from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentmap.agents._agent_log import is_trace
+    from agentmap.agents.journal import journal_entries
     from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
     from agentmap.batch.executors import stop_worker_processes
@@ -78,6 +79,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "thread_config",
     "thread_history",
     "unfinished",
+    # threads show --calls: the call journal
+    "journal_entries",
     # chat, ask, eval run, serve
     "ACTIVE_AGENT_ENV",
     "active_agent_target",
@@ -138,6 +141,7 @@ _HOMES = {
     "thread_config": "agentmap.runtime.threads",
     "thread_history": "agentmap.runtime.threads",
     "unfinished": "agentmap.runtime.threads",
+    "journal_entries": "agentmap.agents.journal",
     "ACTIVE_AGENT_ENV": "agentmap.interface.agent",
     "active_agent_target": "agentmap.interface.agent",
     "agent_for": "agentmap.interface.agent",

@@ -81,9 +81,10 @@ def test_run_agent_example(at_root: Path) -> None:
 
 
 def test_llm_examples(at_root: Path) -> None:
-    first, _, executor = blocks("llm.md")
+    first, _, executor, journal = blocks("llm.md")
     run_example(first)
     run_example(executor)
+    run_example(journal)
 
 
 def test_tracing_example(at_root: Path) -> None:

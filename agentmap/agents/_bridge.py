@@ -12,6 +12,7 @@ starts in a copy of the calling thread's context, so LangGraph's `get_config()` 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import sys
 import threading
@@ -40,7 +41,24 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="agentmap-async", daemon=True).start()
         loop = _loop
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()  # the caller's: LangGraph's config and the node the call journal names
+
+    def start() -> None:
+        task = loop.create_task(coroutine, context=context)
+        task.add_done_callback(lambda t: _settle(t, done))
+
+    loop.call_soon_threadsafe(start)
+    return done.result()
+
+
+def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif (error := task.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(task.result())
 
 
 def is_control_flow(exc: Exception) -> bool:

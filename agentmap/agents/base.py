@@ -24,6 +24,7 @@ from agentmap.agents._bridge import is_control_flow, run_sync
 from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot, log_text
 from agentmap.agents._io import IOMapping
 from agentmap.agents._run_context import in_run, run_tracker
+from agentmap.agents.journal import begin_node
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
 
@@ -327,6 +328,7 @@ class BaseAgent:
         if tracker is None or self._given_tracker is not None:  # a tracker given to the agent comes first
             tracker = self._tracker_for_this_run()
         inputs = self._io.inputs(state)
+        begin_node(self.name)  # the call journal numbers this run's model and tool calls from 0
         tracker.record_node_start(self.name, inputs)
         return state, inputs, tracker
 

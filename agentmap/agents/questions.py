@@ -96,6 +96,10 @@ def check_answer(payload: Any, answer: Any) -> Any:
     """
     if not is_question(payload):
         return answer
+    if payload.get("kind") == "journal":  # an in-doubt call: done, retry, fail or {"done": RESULT}
+        from agentmap.agents.journal import unwrap_answer
+
+        return unwrap_answer(payload, answer)
     interaction = payload.get("interaction", "any")
     node = payload.get("node", "?")
     if (answer is None or answer == "") and "default" in payload:

@@ -9,8 +9,10 @@ Context keys: `tool` (the tool's name; optional when Available_Tools names exact
 and no `tool`, each run picks the one whose name and description share the most words with the inputs,
 as AgentMap 0.9's tool_agent did; `name("what it does")` in Available_Tools adds to a description), `arguments`
 (constant arguments, overridden by inputs), `user_id` (for tools that take one; an input named
-`user_id` wins), `tool_timeout` (seconds). Inputs that are missing from the state (None) are left out,
-so the tool's defaults apply. A failed call fails the node (Failure_Next) with the tool's reason.
+`user_id` wins), `tool_timeout` (seconds), `idempotent` (true: a call cut short by a crash is made again on
+resume; by default it is in doubt and the run asks, see csv_specs/llm.md). Inputs that are missing from the
+state (None) are left out, so the tool's defaults apply. A failed call fails the node (Failure_Next) with the
+tool's reason.
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ class ToolAgent(BaseAgent):
         self._executor: LocalToolExecutor | None = None
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """A tool call cut short by a crash is in doubt and asks (the call journal), unless Context says
+        `idempotent`."""
+        return not context.get("idempotent")
+
+    @classmethod
     def validate_config(
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:
@@ -138,7 +146,9 @@ class ToolAgent(BaseAgent):
         constant = self.context.get("arguments") or {}
         args = {**constant, **{k: v for k, v in inputs.items() if v is not None}}
         user_id = str(args.pop("user_id", None) or self.context.get("user_id") or "")
-        result = await executor.execute(name, args, user_id)
+        marked = self.context.get("idempotent")
+        idempotent = None if marked is None else bool(marked)
+        result = await executor.execute(name, args, user_id, idempotent=idempotent)
         self.record_metadata(
             tool=name, tool_success=result.success, tool_error_code=result.error_code,
             tool_duration_ms=round(result.duration_ms, 3),

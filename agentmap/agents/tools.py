@@ -7,7 +7,7 @@ tool's schema, injects `user_id` when the tool takes one, applies a per-call tim
 failure as a `ToolResult(success=False, error_code=...)`; it never raises.
 
 Error codes: `unknown_tool`, `invalid_arguments`, `timeout`, `permission_denied`, `network`,
-`execution_error`.
+`execution_error`, `in_doubt` (a call cut short by a crash that a person answered `fail` for).
 """
 
 from __future__ import annotations
@@ -138,17 +138,48 @@ class LocalToolExecutor:
 
         return run
 
-    async def execute(self, tool_name: str, parameters: dict[str, Any], user_id: str) -> ToolResult:
-        """Run one tool and report how it went.
+    async def execute(
+        self, tool_name: str, parameters: dict[str, Any], user_id: str, *, idempotent: bool | None = None
+    ) -> ToolResult:
+        """Run one tool and report how it went, through the call journal when the run has a checkpointer.
 
         Args:
             tool_name: The tool's name.
             parameters: Its arguments, excluding `user_id`.
             user_id: The user the call is made for; given to tools with a `user_id` parameter.
+            idempotent: Whether calling it twice has the effect of once; None: as the tool is marked
+                (`@agentmap.tool(idempotent=True)`, or `metadata={"idempotent": True}` on a LangChain tool).
 
         Returns:
             `ToolResult(success=True, data=<return value>)`, or a failure with an `error_code`.
         """
+        from agentmap.agents.journal import InDoubt, journaled
+
+        if idempotent is None:
+            idempotent = self.is_idempotent(tool_name)
+        request = {"arguments": parameters or {}, "user_id": user_id}
+        try:
+            return await journaled(
+                "tool", tool_name, request, lambda: self._execute(tool_name, parameters, user_id),
+                encode=lambda r: r.model_dump(mode="json"), decode=ToolResult.model_validate,
+                idempotent=idempotent, failed=lambda r: not r.success,
+                done=lambda data: ToolResult(success=True, data=data),
+            )  # fmt: skip
+        except InDoubt as exc:
+            return ToolResult(success=False, error=str(exc), error_code="in_doubt")
+
+    def is_idempotent(self, name: str) -> bool:
+        """Whether the tool named `name` is marked idempotent (see `execute`)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return False
+        marked = (tool.metadata or {}).get("idempotent")
+        if marked is None:
+            function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+            marked = getattr(function, "__agentmap_idempotent__", False)
+        return bool(marked)
+
+    async def _execute(self, tool_name: str, parameters: dict[str, Any], user_id: str) -> ToolResult:
         started = time.perf_counter()
 
         def fail(code: str, message: str) -> ToolResult:

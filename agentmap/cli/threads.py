@@ -54,12 +54,16 @@ def _short(target: str) -> str:
         return target
 
 
-def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
+def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None, calls: bool = False) -> None:
     from agentmap import checkpointer
     from agentmap._cli_api import thread_history
 
     _durable.need_store(checkpoint, thread)
-    info, snapshots = thread_history(checkpointer(checkpoint), thread, **_options(config))
+    saver = checkpointer(checkpoint)
+    info, snapshots = thread_history(saver, thread, **_options(config))
+    if calls:
+        _calls(saver, thread, json_mode)
+        return
     history = [
         {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)
     ]
@@ -89,6 +93,29 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         out.print(f"continue with: {escape(hint)}", soft_wrap=True)
 
 
+def _calls(saver: Any, thread: str, json_mode: bool) -> None:
+    """The call journal of `thread`: each model and tool call, its node, status and duration."""
+    from agentmap._cli_api import journal_entries
+
+    found = journal_entries(saver, thread)
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        dump_json({"thread": thread, "calls": [e.to_dict() for e in found]})
+        return
+    from rich.table import Table
+
+    from agentmap.cli.render import console
+
+    table = Table(title=f"calls of thread {thread}", title_justify="left")
+    for column in ("step", "node", "#", "kind", "name", "status", "ms"):
+        table.add_column(column)
+    for e in found:
+        ms = "-" if e.duration_ms is None else f"{e.duration_ms:.1f}"
+        table.add_row(str(e.step), e.node, str(e.call_index), e.kind, e.name, e.status, ms)
+    console().print(table if found else f"no calls journaled for thread {thread}")
+
+
 def register(app: typer.Typer) -> None:
     """Add `agentmap threads` and `agentmap threads show`."""
     group = typer.Typer(
@@ -116,10 +143,14 @@ def register(app: typer.Typer) -> None:
         checkpoint: _durable.CheckpointOption = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,
+        calls: Annotated[
+            bool, typer.Option("--calls", help="List the call journal: each model and tool call the nodes made.")
+        ] = False,
     ) -> None:
-        """Where a thread stands: its status, the question it waits on, and its step history."""
+        """Where a thread stands: its status, the question it waits on, and its step history (`--calls`: the
+        model and tool calls its nodes made)."""
         json_mode = json_output or not sys.stdout.isatty()
         OutputMode.json = json_mode
-        _show(thread, checkpoint, json_mode, config)
+        _show(thread, checkpoint, json_mode, config, calls)
 
     app.add_typer(group, name="threads")

@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents.journal import journaled, journaled_sync
 from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
@@ -216,13 +217,18 @@ class LLMAdapter:
         runnable = bound if bound is not None else self.bind_tools(tools or ())
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
-        try:
-            # asyncio.timeout, not wait_for: no extra task per call.
-            async with asyncio.timeout(limit):
-                reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
-        except Exception as exc:
-            raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-        return self._as_ai_message(reply)
+
+        async def call() -> AIMessage:
+            try:
+                # asyncio.timeout, not wait_for: no extra task per call.
+                async with asyncio.timeout(limit):
+                    reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+            except Exception as exc:
+                raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
+            return self._as_ai_message(reply)
+
+        request = self._request(messages, runnable, options)
+        return await journaled("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
 
     def invoke(
         self,
@@ -237,11 +243,26 @@ class LLMAdapter:
         runnable = self.bind_tools(tools or ())
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
-        try:
-            reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
-        except Exception as exc:
-            raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-        return self._as_ai_message(reply)
+
+        def call() -> AIMessage:
+            try:
+                reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+            except Exception as exc:
+                raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
+            return self._as_ai_message(reply)
+
+        request = self._request(messages, runnable, options)
+        return journaled_sync("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
+
+    def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        """What the call journal's digest of a model call is made of: the model, the messages (roles, text, tool
+        calls), the tools bound and the options."""
+        from langchain_core.messages import convert_to_openai_messages
+
+        tools = (getattr(runnable, "kwargs", None) or {}).get("tools")
+        chosen = {k: v for k, v in options.items() if k != "timeout"}
+        return {"model": self.model_name, "messages": convert_to_openai_messages(list(messages)), "tools": tools,
+                "options": chosen}  # fmt: skip
 
     def _as_ai_message(self, reply: Any) -> AIMessage:
         from langchain_core.messages import AIMessage
@@ -252,3 +273,18 @@ class LLMAdapter:
             f"model {self.model_name!r} returned {type(reply).__name__}, not a chat message",
             model=self.model_name,
         )
+
+
+def _dump(reply: AIMessage) -> Any:
+    from langchain_core.messages import messages_to_dict
+
+    return messages_to_dict([reply])[0]
+
+
+def _load(value: Any) -> AIMessage:
+    from langchain_core.messages import AIMessage, messages_from_dict
+
+    reply = messages_from_dict([value])[0]
+    if not isinstance(reply, AIMessage):
+        raise LLMError(f"the call journal holds {type(reply).__name__}, not a model reply")
+    return reply

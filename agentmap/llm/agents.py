@@ -123,6 +123,11 @@ class LLMAgent(BaseAgent):
     # -- configuration -------------------------------------------------------------------------
 
     @classmethod
+    def may_pause(cls, context: Mapping[str, Any]) -> bool:
+        """A node with tools may pause: a tool call cut short by a crash is in doubt (the call journal)."""
+        return bool(split_names(context.get("tool_source")) or split_names(context.get("available_tools")))
+
+    @classmethod
     def validate_config(
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents._bridge import is_control_flow
 from agentmap.agents.tools import USER_ID_PARAM
 from agentmap.contracts.engine import (
     AgentDecision,
@@ -193,6 +194,8 @@ class LLMAgentEngine:
             error, category = exc, "LLM_ERROR"
             decision = self._error_decision(turn, LLM_FAILURE_MESSAGE)
         except Exception as exc:  # binding tools, a broken executor: the user still gets the seed's reply
+            if is_control_flow(exc):
+                raise  # a pause (an in-doubt tool call asks a person) is not a failure
             _logger.exception("decision %s failed unexpectedly", turn.decision_id)
             error, category = to_llm_error(exc, model=self.llm_adapter.model_name), "LLM_ERROR"
             decision = self._error_decision(turn, LLM_FAILURE_MESSAGE)
@@ -274,6 +277,8 @@ class LLMAgentEngine:
         try:
             result = await self.tool_executor.execute(name, args, turn.context.user_id)
         except Exception as exc:  # the protocol says results, not exceptions; be safe anyway
+            if is_control_flow(exc):
+                raise
             result = ToolResult(success=False, error=f"{type(exc).__name__}: {exc}", error_code="execution_error")
         duration = (time.perf_counter() - started) * 1000
         turn.executed.append(ToolCall(tool_name=name, parameters=args, id=call_id))

@@ -1,0 +1,406 @@
+"""The call journal: every model and tool call a node makes, recorded in the checkpoint's database.
+
+A node that crashed (or was killed) runs again from its start when its thread resumes. Before each model or
+tool call, `journaled` looks the call up in the table `agentmap_journal` of the run's checkpoint database,
+keyed by (thread, checkpoint namespace, step, node, task id, call index): LangGraph gives a task resumed from
+the same checkpoint the same task id, and a node makes its calls in the same order, so the key of a call is
+the same in the run that crashed and in the one that resumes it.
+
+- finished, with the same request digest (sha256 of the request as canonical JSON): the recorded response is
+  returned and nothing is called;
+- finished or started with another digest (the prompt or the code changed): called again, and logged why;
+- started, never finished: a model call (idempotent) is made again; a tool that is not idempotent is *in
+  doubt*: the run pauses with a question (`done`, `retry` or `fail`, or `{"done": RESULT}`).
+
+Nothing is journaled without a checkpointer (no thread), nor outside a node. SQLite and PostgreSQL savers keep
+the table; the in-memory saver keeps it on itself.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = [
+    "TABLE",
+    "Entry",
+    "InDoubt",
+    "begin_node",
+    "journal_entries",
+    "journaled",
+    "journaled_sync",
+    "tool",
+    "unwrap_answer",
+]
+
+TABLE = "agentmap_journal"
+_KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
+    "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
+    f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
+    f"PRIMARY KEY ({_KEY}))"
+)
+_PUT = (
+    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
+    "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
+    "response = excluded.response, started_at = excluded.started_at, finished_at = excluded.finished_at, "
+    "duration_ms = excluded.duration_ms"
+)
+_GET = (
+    f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
+    "AND node = ? AND task_id = ? AND call_index = ?"
+)
+_LIST = (
+    f"SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response FROM {TABLE} "
+    "WHERE thread_id = ? ORDER BY started_at, call_index"
+)
+_ANSWERS = ("done", "retry", "fail")
+_logger = logging.getLogger("agentmap.journal")
+_MEMORY_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+@dataclass
+class _Node:
+    """The node running in this context, and how many calls it has made."""
+
+    name: str
+    calls: int = 0
+
+
+_NODE: contextvars.ContextVar[_Node | None] = contextvars.ContextVar("agentmap_journal_node", default=None)
+
+
+def begin_node(name: str) -> None:
+    """Mark the start of a node's run: its calls are numbered from 0 again (a rerun makes the same calls)."""
+    _NODE.set(_Node(name))
+
+
+def tool(func: Any = None, *, idempotent: bool = False) -> Any:
+    """Mark a Python tool: `@tool(idempotent=True)` says a call made twice has the effect of one.
+
+    A tool that is not idempotent (the default) and was started but never finished before a crash is in doubt
+    on resume: the run asks whether it took effect instead of calling it again.
+    """
+
+    def mark(function: Any) -> Any:
+        function.__agentmap_idempotent__ = idempotent
+        return function
+
+    return mark(func) if func is not None else mark
+
+
+class InDoubt(RuntimeError):
+    """A person answered `fail` to an in-doubt call: it did not take effect and must not be made again."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journaled call, as `agentmap threads show ID --calls` lists it."""
+
+    step: int
+    node: str
+    call_index: int
+    kind: str
+    name: str
+    status: str
+    duration_ms: float | None
+    started_at: float
+    task_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON values."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class _Where:
+    saver: Any
+    kind: Callable[..., Any]
+    key: tuple[str, str, int, str, str, int]
+
+
+def _where() -> _Where | None:
+    """Where the current call is journaled, or None (no node, no checkpointer, a saver of another kind)."""
+    node = _NODE.get()
+    config_module = sys.modules.get("langchain_core.runnables.config")
+    if node is None or config_module is None:
+        return None
+    config = config_module.var_child_runnable_config.get() or {}
+    configurable = config.get("configurable") or {}
+    saver = configurable.get("__pregel_checkpointer")
+    task_id = configurable.get("__pregel_task_id")
+    thread = configurable.get("thread_id")
+    kind = _kind(saver)
+    if kind is None or not task_id or thread is None:
+        return None
+    step = (config.get("metadata") or {}).get("langgraph_step", -1)
+    index = node.calls
+    node.calls += 1
+    ns = str(configurable.get("checkpoint_ns") or "")
+    return _Where(saver, kind, (str(thread), ns, int(step), node.name, str(task_id), index))
+
+
+def _kind(saver: Any) -> Callable[..., Any] | None:
+    names = {c.__name__ for c in type(saver).__mro__}
+    if "SqliteSaver" in names:
+        return _sqlite
+    if "PostgresSaver" in names:
+        return _postgres
+    return _memory if "InMemorySaver" in names else None
+
+
+def digest(request: Any) -> str:
+    """sha256 of `request` as canonical JSON (sorted keys, no spaces; other values by their text)."""
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def journaled(
+    kind: str,
+    name: str,
+    request: Any,
+    call: Callable[[], Awaitable[T]],
+    *,
+    encode: Callable[[T], Any],
+    decode: Callable[[Any], T],
+    idempotent: bool,
+    failed: Callable[[T], bool] = lambda _: False,
+    done: Callable[[Any], T] | None = None,
+) -> T:
+    """Make `call` through the journal (see the module docstring); `request` is what its digest is made of.
+
+    `encode` turns the response into JSON values and `decode` back; a response `failed` says is a failure is
+    journaled `failed` and made again on a rerun; `done` makes the response from the result a person gave for
+    an in-doubt call (`decode` by default).
+
+    Raises:
+        InDoubt: A person answered `fail` to the question about this call.
+    """
+    plan = _plan(kind, name, request, idempotent, (encode, decode, done))
+    if not isinstance(plan, _Call):
+        return plan.value  # type: ignore[no-any-return]
+    if plan.where is None:
+        return await call()
+    plan.begin()
+    try:
+        result = await call()
+    except Exception:  # a cancelled or interrupted call stays `started`: a tool cut short is in doubt
+        plan.end("failed", None)
+        raise
+    plan.end("failed" if failed(result) else "finished", encode(result))
+    return result
+
+
+def journaled_sync(
+    kind: str,
+    name: str,
+    request: Any,
+    call: Callable[[], T],
+    *,
+    encode: Callable[[T], Any],
+    decode: Callable[[Any], T],
+    idempotent: bool,
+) -> T:
+    """The synchronous twin of `journaled`."""
+    plan = _plan(kind, name, request, idempotent, (encode, decode, None))
+    if not isinstance(plan, _Call):
+        return plan.value  # type: ignore[no-any-return]
+    if plan.where is None:
+        return call()
+    plan.begin()
+    try:
+        result = call()
+    except Exception:  # a cancelled or interrupted call stays `started`: a tool cut short is in doubt
+        plan.end("failed", None)
+        raise
+    plan.end("finished", encode(result))
+    return result
+
+
+@dataclass
+class _Replay:
+    value: Any
+
+
+@dataclass
+class _Call:
+    where: _Where | None
+    meta: tuple[str, str, str] = ("", "", "")
+    idempotent: bool = True
+    started_at: float = 0.0
+    started: float = 0.0
+
+    def begin(self) -> None:
+        """Journal the call as started before it is made: only where a rerun must know that it was (a call
+        made again when cut short needs no record until it finishes)."""
+        assert self.where is not None
+        self.started_at = time.time()
+        if not self.idempotent:
+            _put(self.where, self.meta, "started", None, self.started_at, None)
+        self.started = time.perf_counter()
+
+    def end(self, status: str, response: Any) -> None:
+        assert self.where is not None
+        _put(self.where, self.meta, status, response, self.started_at, (time.perf_counter() - self.started) * 1000)
+
+
+def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[Any, Any, Any]) -> _Replay | _Call:
+    """Replay the journaled response, or say how to make the call (asking first when it is in doubt)."""
+    encode, decode, done = codecs
+    where = _where()
+    if where is None:
+        return _Call(None)
+    meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
+    found = where.kind(where.saver, "get", where.key)
+    if found is not None:
+        status, seen, response = found
+        if seen != meta[2]:
+            _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
+                         kind, name, where.key[3])  # fmt: skip
+        elif status == "finished":
+            return _Replay(decode(json.loads(response)))
+        elif status == "started" and not idempotent:
+            answer = _ask(name, request, where)
+            if isinstance(answer, dict):
+                result = (done or decode)(answer["done"])
+                _put(where, meta, "finished", encode(result), time.time(), 0.0)
+                return _Replay(result)
+            if answer == "fail":
+                _put(where, meta, "failed", None, time.time(), 0.0)
+                raise InDoubt(f"{kind} {name!r} was answered `fail`: it did not take effect and is not made again")
+    return _Call(where, meta, idempotent)
+
+
+def _put(
+    where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
+) -> None:
+    text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
+    finished = None if duration_ms is None else time.time()
+    duration = None if duration_ms is None else round(duration_ms, 3)
+    where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
+
+
+def _ask(name: str, request: Any, where: _Where) -> Any:
+    """Pause the run with the in-doubt question; the checked answer (`retry`, `fail` or `{"done": RESULT}`)."""
+    from langgraph.types import interrupt
+
+    from agentmap.agents.questions import question
+
+    arguments = request.get("arguments") if isinstance(request, Mapping) else request
+    shown = json.dumps(arguments, ensure_ascii=False, default=str)
+    text = (
+        f"did `{name}` with these arguments take effect? {shown} (it was started before the run stopped and "
+        "never reported back): answer done (it did; --data '{\"done\": RESULT}' gives its result), retry (call "
+        "it again) or fail (it did not; the call fails)"
+    )
+    payload = question(where.key[3], "journal", text, options=list(_ANSWERS), tool=name, arguments=arguments)
+    return unwrap_answer(payload, interrupt(payload))
+
+
+def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
+    """An in-doubt answer as `journaled` reads it: `retry`, `fail` or `{"done": RESULT}` (`done` alone: None).
+
+    Raises:
+        AnswerError: For anything else.
+    """
+    from agentmap.agents.questions import AnswerError
+
+    word = answer.strip().lower() if isinstance(answer, str) else answer
+    if word == "done":
+        return {"done": None}
+    if word in ("retry", "fail"):
+        return word
+    if isinstance(answer, Mapping) and set(answer) == {"done"}:
+        return dict(answer)
+    raise AnswerError(
+        f"node {payload.get('node', '?')!r} asks whether `{payload.get('tool')}` took effect; {answer!r} is not "
+        "an answer to that",
+        hint="answer done, retry or fail (or --data '{\"done\": RESULT}' to give the result of a call that took "
+        "effect)",
+    )
+
+
+def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
+    """The journal of `thread_id` in `saver`'s database, oldest call first (empty without one)."""
+    kind = _kind(saver)
+    if kind is None:
+        return []
+    rows = kind(saver, "list", (thread_id,))
+    return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]))
+            for r in rows]  # fmt: skip
+
+
+def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
+    if op == "get":
+        rows = execute(_GET, key)
+        return rows[0] if rows else None
+    if op == "put":
+        return execute(_PUT, (*key, *values))
+    return execute(_LIST, key)
+
+
+def _sqlite(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    conn = saver.conn
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return list(conn.execute(sql, params))
+
+    with saver.lock:
+        if not saver.__dict__.get("_agentmap_journal"):
+            conn.execute(_CREATE)
+            saver.__dict__["_agentmap_journal"] = True
+        try:
+            rows = _run_sql(execute, op, key, values)
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+    return rows
+
+
+def _postgres(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    import psycopg
+    from langgraph.checkpoint.postgres import _internal
+
+    with saver.lock, _internal.get_connection(saver.conn) as conn:
+        if not saver.__dict__.get("_agentmap_journal"):
+            try:
+                conn.execute(_CREATE)
+            except psycopg.errors.UniqueViolation:  # made by another process at the same moment
+                conn.rollback()
+            saver.__dict__["_agentmap_journal"] = True
+
+        def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
+            with conn.cursor() as cur:
+                cur.execute(sql.replace("?", "%s"), params)
+                rows = cur.fetchall() if cur.description else []
+            return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in rows]
+
+        with conn.transaction():
+            return _run_sql(execute, op, key, values)
+
+
+def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    with _MEMORY_LOCK:
+        table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
+        if op == "get":
+            row = table.get(key)
+            return None if row is None else (row[3], row[2], row[4])
+        if op == "put":
+            table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
+        elif op == "list":
+            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4]) for k, r in table.items()
+                    if k[0] == key[0]]  # fmt: skip
+            return sorted(rows, key=lambda r: (r[7], r[2]))
+        return None

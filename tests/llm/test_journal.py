@@ -1,0 +1,274 @@
+"""The call journal through the real command: a 3-call tool loop killed with SIGKILL at each call boundary, then
+`agentmap resume`; a tool call in doubt answered done, retry and fail; a request changed since it was journaled;
+`agentmap threads show ID --calls`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import forked
+import pytest
+from openai_stub import OpenAIStub, Reply, text, tool_calls
+
+pytestmark = pytest.mark.slow
+
+TOOLS = '''
+import os, time
+from pathlib import Path
+
+
+def charge_card(amount: int) -> str:
+    """Charge the card."""
+    with open(os.environ["EFFECTS"], "a") as handle:
+        handle.write(f"charge {amount}\\n")
+    while Path(os.environ["EFFECTS"] + f".hold{amount}").exists():  # the test kills the process here
+        time.sleep(0.01)
+    return f"charged {amount}"
+'''
+HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Success_Next",
+          "Failure_Next", "Tool_Source", "Available_Tools"]  # fmt: skip
+
+
+class Loop:
+    """The model of a 3-call tool loop: charge 1, charge 2, then answer; a request can be held (to kill there)."""
+
+    def __init__(self, stub: OpenAIStub) -> None:
+        self.stub = stub
+        self.hold: int | None = None  # hold the request that carries this many tool results
+        self.held = threading.Event()
+        stub.script(*[self.answer] * 40)
+
+    def answer(self, body: dict[str, Any]) -> Reply:
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if done == self.hold:
+            self.hold = None
+            self.held.set()
+            self.stub._closing.wait(30)  # the client is killed meanwhile
+        return text("paid twice") if done >= 2 else tool_calls(("charge_card", {"amount": done + 1}))
+
+    def counts(self) -> Counter[int]:
+        """How many requests carried 0, 1 and 2 tool results (each a distinct model call)."""
+        return Counter(sum(1 for m in r["messages"] if m["role"] == "tool") for r in self.stub.requests)
+
+
+@pytest.fixture
+def loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop]:
+    with OpenAIStub() as server:
+        yield Loop(server)
+
+
+def _setup(folder: Path, stub: OpenAIStub, tool_context: dict[str, Any] | None = None) -> dict[str, str]:
+    (folder / "tools.py").write_text(TOOLS)
+    context = {"model": "gpt-stub", "base_url": stub.base_url, "max_retries": 0}
+    with (folder / "pay.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        writer.writerow(["g", "Pay", "openai", "Pay.", json.dumps(context), "q", "answer", "", "Oops", "tools.py",
+                         "charge_card"])  # fmt: skip
+        writer.writerow(["g", "Oops", "echo", "", "", "errors", "problem", "", "", "", ""])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    return env | {"OPENAI_API_KEY": "sk-stub", "EFFECTS": str(folder / "effects.txt")}
+
+
+def _effects(folder: Path) -> list[str]:
+    path = folder / "effects.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _until(condition: Any, proc: forked.Forked, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.005)
+    raise AssertionError(f"never happened: {what}")
+
+
+def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str) -> None:
+    """Run the workflow and SIGKILL it inside `model1`..`model3` (its request held) or `tool1`, `tool2`
+    (after the charge took effect, before the tool returned)."""
+    kind, number = boundary[:-1], int(boundary[-1])
+    if kind == "model":
+        loop.hold = number - 1
+    else:
+        Path(env["EFFECTS"] + f".hold{number}").touch()
+    proc = forked.start("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json", cwd=folder, env=env)
+    if kind == "model":
+        _until(loop.held.is_set, proc, f"model call {number} sent")
+    else:
+        _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
+
+
+def _pending_task(folder: Path, env: dict[str, str]) -> str:
+    script = (
+        "import os, agentmap\n"
+        "app = agentmap.compile('pay.csv', checkpointer=agentmap.checkpointer(os.environ.get('AGENTMAP_CHECKPOINT')))\n"
+        "print(app.graph.get_state({'configurable': {'thread_id': 't'}}).tasks[0].id)\n"
+    )
+    code, out, err = forked.python(script, cwd=folder, env=env)
+    assert code == 0, err
+    return out.strip()
+
+
+def _resume(folder: Path, env: dict[str, str], *answer: str) -> tuple[int, dict[str, Any], str]:
+    code, out, err = forked.run("resume", "t", *answer, "--json", cwd=folder, env=env)
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres])])
+def store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The checkpoint: the default SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return {}
+    return {"AGENTMAP_CHECKPOINT": str(request.getfixturevalue("postgres_url"))}
+
+
+@pytest.mark.parametrize("boundary", ["model1", "tool1", "model2", "tool2", "model3"])
+def test_a_kill_at_each_call_boundary_repeats_no_finished_call_and_no_effect(
+    tmp_path: Path, loop: Loop, boundary: str, store: dict[str, str]
+) -> None:
+    env = _setup(tmp_path, loop.stub) | store
+    _kill_at(tmp_path, env, loop, boundary)
+    # the journal's task id is the one LangGraph saved for the pending task, so the rerun finds its calls
+    code, out, err = forked.run("threads", "show", "t", "--calls", "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    journaled = {c["task_id"] for c in json.loads(out)["calls"]}  # none before the first call finished
+    assert journaled == (set() if boundary == "model1" else {_pending_task(tmp_path, env)})
+    code, final, err = _resume(tmp_path, env)
+    if boundary.startswith("tool"):  # the charge took effect but never reported back: a person says what happened
+        assert code == 0 and final["status"] == "paused", (code, final, err)
+        asked = final["interrupts"][0]
+        assert "did `charge_card` with these arguments take effect?" in asked["question"]
+        assert asked["arguments"] == {"amount": int(boundary[-1])}
+        code, final, err = _resume(tmp_path, env, "done")
+    assert code == 0 and final["status"] == "done", (code, final, err)
+    assert final["state"]["answer"] == "paid twice"
+    assert _effects(tmp_path) == ["charge 1", "charge 2"]  # 0 repeated tool effects
+    repeated = {n: c for n, c in loop.counts().items() if c > 1}
+    in_flight = {int(boundary[-1]) - 1} if boundary.startswith("model") else set()
+    assert set(repeated) == in_flight and all(c == 2 for c in repeated.values()), loop.counts()
+
+
+@pytest.mark.parametrize(
+    ("answer", "effects", "status"),
+    [
+        ('{"done": "charged 1 (by hand)"}', ["charge 1", "charge 2"], "done"),
+        ("retry", ["charge 1", "charge 1", "charge 2"], "done"),
+        ("fail", ["charge 1", "charge 2"], "done"),
+    ],
+)
+def test_a_call_in_doubt_is_answered_done_retry_or_fail(
+    tmp_path: Path, loop: Loop, answer: str, effects: list[str], status: str
+) -> None:
+    env = _setup(tmp_path, loop.stub)
+    _kill_at(tmp_path, env, loop, "tool1")
+    code, paused, err = _resume(tmp_path, env)
+    assert code == 0 and paused["status"] == "paused", (code, paused, err)
+    code, _, err = _resume(tmp_path, env, "maybe")
+    assert code != 0 and "done, retry or fail" in err
+    given = ("--data", answer) if answer.startswith("{") else (answer,)
+    code, final, err = _resume(tmp_path, env, *given)
+    assert code == 0 and final["status"] == status, (code, final, err)
+    assert _effects(tmp_path) == effects
+    second = loop.stub.requests[1]["messages"][-1]
+    if answer == "fail":  # the model hears that the call failed, and is not asked to call it again by us
+        assert second["role"] == "tool" and "in_doubt" in second["content"]
+    elif answer.startswith("{"):
+        assert second["content"] == "charged 1 (by hand)"
+
+
+def test_a_changed_request_is_called_again(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub)
+    _kill_at(tmp_path, env, loop, "model2")
+    # the tool's description changes: the first model request is no longer the one journaled
+    (tmp_path / "tools.py").write_text(TOOLS.replace("Charge the card.", "Charge the customer's card."))
+    code, final, err = _resume(tmp_path, env)
+    assert code == 0 and final["status"] == "done", (code, final, err)
+    assert loop.counts()[0] == 2  # called again
+    assert _effects(tmp_path) == ["charge 1", "charge 2"]  # the tool call, the same as journaled, is not
+
+
+def test_threads_show_calls_lists_the_journal(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub)
+    code, out, err = forked.run("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json",
+                                cwd=tmp_path, env=env)  # fmt: skip
+    assert code == 0, err
+    code, out, err = forked.run("threads", "show", "t", "--calls", "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    calls = json.loads(out)["calls"]
+    assert [(c["node"], c["call_index"], c["kind"], c["name"], c["status"]) for c in calls] == [
+        ("Pay", 0, "model", "gpt-stub", "finished"),
+        ("Pay", 1, "tool", "charge_card", "finished"),
+        ("Pay", 2, "model", "gpt-stub", "finished"),
+        ("Pay", 3, "tool", "charge_card", "finished"),
+        ("Pay", 4, "model", "gpt-stub", "finished"),
+    ]
+    assert all(c["duration_ms"] >= 0 for c in calls)
+
+
+def test_an_idempotent_tool_cut_short_is_called_again_without_asking(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub)
+    marked = TOOLS.replace("def charge_card", "import agentmap\n\n\n@agentmap.tool(idempotent=True)\ndef charge_card")
+    (tmp_path / "tools.py").write_text(marked)
+    _kill_at(tmp_path, env, loop, "tool1")
+    code, final, err = _resume(tmp_path, env)
+    assert code == 0 and final["status"] == "done", (code, final, err)
+    assert _effects(tmp_path) == ["charge 1", "charge 1", "charge 2"]
+    assert set(loop.counts().values()) == {1}  # no model call repeated
+
+
+@pytest.mark.parametrize(("context", "paused"), [({}, True), ({"idempotent": True}, False)])
+def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
+    tmp_path: Path, context: dict[str, Any], paused: bool
+) -> None:
+    (tmp_path / "tools.py").write_text(TOOLS)
+    with (tmp_path / "charge.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
+        writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card", **context}), "amount", "result",
+                         "tools.py"])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"EFFECTS": str(tmp_path / "e")}
+    Path(env["EFFECTS"] + ".hold1").touch()
+    args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")
+    proc = forked.start(*args, cwd=tmp_path, env=env)
+    _until(lambda: (tmp_path / "e").exists() and "charge 1" in (tmp_path / "e").read_text(), proc, "charge 1 made")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    Path(env["EFFECTS"] + ".hold1").unlink()
+    code, final, err = _resume(tmp_path, env)
+    assert code == 0 and final["status"] == ("paused" if paused else "done"), (code, final, err)
+    if paused:
+        code, final, err = _resume(tmp_path, env, "--data", '{"done": "charged 1 (seen on the statement)"}')
+        assert code == 0 and final["state"]["result"] == "charged 1 (seen on the statement)", (code, final, err)
+    assert (tmp_path / "e").read_text().splitlines() == ["charge 1"] * (1 if paused else 2)
+
+
+def test_a_tool_node_that_may_ask_is_never_fused(tmp_path: Path) -> None:
+    import agentmap
+
+    (tmp_path / "tools.py").write_text(TOOLS)
+    rows = [
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge,Tool_Source\n",
+        "g,A,echo,,x,a,T,\n",
+        'g,T,tool,"{""tool"": ""charge_card""}",a,t,B,tools.py\n',
+        "g,B,echo,,t,b,C,\n",
+        "g,C,echo,,b,c,,\n",
+    ]
+    (tmp_path / "flow.csv").write_text("".join(rows))
+    assert agentmap.compile(tmp_path / "flow.csv", fuse=True).fused == {"B": ["B", "C"]}
+    idempotent = rows[2].replace('""}"', '"", ""idempotent"": true}"')
+    (tmp_path / "flow.csv").write_text("".join([*rows[:2], idempotent, *rows[3:]]))
+    assert agentmap.compile(tmp_path / "flow.csv", fuse=True).fused == {"A": ["A", "T", "B", "C"]}
