@@ -78,6 +78,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "export": (
         "agentmap export graphs/branching.csv --format svg -o branching.svg",
         "agentmap export graphs/parallel.csv --format mermaid",
+        "agentmap export graphs/branching.csv --format python -o branching.py",
     ),
     "init": ("agentmap init my_project",),
     "scaffold": ("agentmap scaffold graphs/custom_router.csv",),
@@ -105,6 +106,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "eval run": ("agentmap eval run graphs/data/scenarios.csv --workflow graphs/llm_offline.csv --out logs",),
     "eval score": ("agentmap eval score logs --report report.html",),
+    "eval diff": ("agentmap eval diff logs logs --junit junit.xml",),
 }
 """What each command's help ends with, run from the repository's root (a test runs every one, in this order)."""
 

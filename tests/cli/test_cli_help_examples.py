@@ -41,7 +41,7 @@ def test_help_shows_placeholders_and_choices_not_python_types() -> None:
     assert "Usage: agentmap resume [OPTIONS] THREAD [ANSWER]" in resume
     assert "--durability [sync|async|exit]" in resume and "--checkpoint FILE|URL" in resume
     export = agentmap("export", "--help").out
-    assert "--format [mermaid|json|svg|png|dot]" in export and "--allow-root DIR" in export
+    assert "--format [mermaid|json|svg|png|dot|python]" in export and "--allow-root DIR" in export
     for path in EXAMPLES:
         text = agentmap(*path.split(), "--help").out
         assert not PYTHON_TYPE.search(text), path
