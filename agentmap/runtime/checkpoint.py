@@ -277,29 +277,39 @@ def _close_pools() -> None:
 
 def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
-    import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+
+    saver_class = _saver_class(PostgresSaver)
+    return _on_postgres(url, "checkpoint", lambda conn: saver_class(conn, serde=safe_serializer()))
+
+
+def _on_postgres(url: str, what: str, make: Callable[[Any], Any]) -> Any:
+    """`make(pool)` for the database at `url`, its tables set up first by `make(connection).setup()`.
+
+    One plain connection first: a wrong URL or a server that is down fails at once (a pool would retry for its
+    whole timeout), and the tables are set up on it while processes starting together take turns.
+
+    Raises:
+        ConfigError: The database cannot be reached or set up (`what` names it: checkpoint, store).
+    """
+    import psycopg
     from psycopg.rows import dict_row
 
     options: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    saver_class = _saver_class(PostgresSaver)
     try:
-        # One plain connection first: a wrong URL or a server that is down fails at once (a pool would retry
-        # for its whole timeout), and the tables are set up on it while processes starting together take turns.
         with psycopg.Connection.connect(url, **options) as conn:
             _take_turns(conn)
             try:
-                saver_class(conn, serde=safe_serializer()).setup()
+                make(conn).setup()
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-        saver = saver_class(_pool(url, options), serde=safe_serializer())
+        return make(_pool(url, options))
     except psycopg.Error as exc:
         raise ConfigError(
-            f"cannot open the Postgres checkpoint {_redact(url)}: {str(exc).strip()}",
+            f"cannot open the Postgres {what} {_redact(url)}: {str(exc).strip()}",
             code="bad-checkpointer",
             hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
         ) from None
-    return saver
 
 
 def _redact(url: str) -> str:
@@ -447,22 +457,6 @@ def _sqlite_store(path: Path) -> Any:
 
 def _postgres_store(url: str) -> Any:
     _need("langgraph.store.postgres", "postgres")
-    import psycopg
     from langgraph.store.postgres import PostgresStore
-    from psycopg.rows import dict_row
 
-    options: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    try:
-        with psycopg.Connection.connect(url, **options) as conn:
-            _take_turns(conn)  # replicas starting together set the tables up one after another
-            try:
-                PostgresStore(conn).setup()
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-        return PostgresStore(_pool(url, options))
-    except psycopg.Error as exc:
-        raise ConfigError(
-            f"cannot open the Postgres store {_redact(url)}: {str(exc).strip()}",
-            code="bad-checkpointer",
-            hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
-        ) from None
+    return _on_postgres(url, "store", PostgresStore)
