@@ -35,7 +35,7 @@ def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_the_javascript_client_runs_streams_answers_and_stores(node_client: Path, tmp_path: Path) -> None:
+def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(node_client: Path, tmp_path: Path) -> None:
     folder = make_project(tmp_path / "served")
     with serving(folder, checkpoint=str(tmp_path / "runs.db")) as url:
         done = subprocess.run(["node", "client.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
@@ -47,4 +47,5 @@ def test_the_javascript_client_runs_streams_answers_and_stores(node_client: Path
     assert seen["question"] == "What is your name?"
     assert seen["answered"]["greeting"] == "Hello, Cy!"
     assert seen["item"] == {"text": "from node"}
+    assert seen["cancelled"] == "interrupted" and seen["joined"] == "rested"
     assert seen["unknown"] == "404"

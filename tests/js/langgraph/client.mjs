@@ -21,6 +21,13 @@ const paused = await client.runs.wait(asked.thread_id, "Ask", { input: {} });
 seen.question = paused.__interrupt__?.[0]?.value?.question ?? null;
 seen.answered = await client.runs.wait(asked.thread_id, "Ask", { command: { resume: "Cy" } });
 
+const busy = await client.threads.create();
+const slow = await client.runs.create(busy.thread_id, "Slow", { input: { topic: "t" } });
+await client.runs.cancel(busy.thread_id, slow.run_id, true); // waits until it has stopped
+seen.cancelled = (await client.runs.get(busy.thread_id, slow.run_id)).status;
+const joined = await client.runs.create(busy.thread_id, "Slow", { input: { topic: "u" } });
+seen.joined = (await client.runs.join(busy.thread_id, joined.run_id)).third ?? null;
+
 await client.store.putItem(["notes", "js"], "k1", { text: "from node" });
 seen.item = (await client.store.getItem(["notes", "js"], "k1"))?.value ?? null;
 
