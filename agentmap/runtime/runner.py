@@ -175,9 +175,8 @@ class CompiledWorkflow:
     def _prepare(
         self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
     ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
-        durable = self.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
         if state is None:
-            state = None if durable else {}  # None on a saved thread: LangGraph continues it
+            state = None if self._on_thread(config) else {}  # None on a saved thread: LangGraph continues it
         elif not isinstance(state, (Mapping, Command)):
             raise ConfigError(
                 f"the initial state must be a dict of state keys, not {type(state).__name__}",
@@ -187,7 +186,7 @@ class CompiledWorkflow:
         tracker = tracker or self.new_tracker()
         prepared: RunnableConfig = {**(config or {})}
         prepared["configurable"] = {**prepared.get("configurable", {}), TRACKER_KEY: tracker}
-        if durable:  # the thread remembers its workflow file, graph and process (see runtime/threads.py)
+        if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
             from agentmap.runtime.threads import run_metadata
 
             prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
@@ -196,8 +195,11 @@ class CompiledWorkflow:
     def _continues(self, state: Any, config: RunnableConfig) -> bool:
         """Whether this run continues a saved thread (resumed or answered): its summary starts with the earlier
         steps."""
-        durable = self.graph.checkpointer not in (None, False) and "thread_id" in config.get("configurable", {})
-        return durable and (state is None or isinstance(state, Command))
+        return self._on_thread(config) and (state is None or isinstance(state, Command))
+
+    def _on_thread(self, config: RunnableConfig | None) -> bool:
+        """Whether a run with `config` is saved on a thread (a checkpointer and a `thread_id`)."""
+        return self.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
 
     @staticmethod
     def _earlier(history: list[Any]) -> list[NodeExecution]:
