@@ -216,23 +216,37 @@ def _need(module: str, extra: str) -> None:
 
 def _sqlite_saver(path: Path) -> Any:
     _need("langgraph.checkpoint.sqlite", "sqlite")
-    import sqlite3
-
     from langgraph.checkpoint.sqlite import SqliteSaver
+
+    # SqliteSaver serialises access with its own lock, so one connection may serve LangGraph's threads
+    saver_class = _saver_class(SqliteSaver)
+    return _on_sqlite(path, "checkpoint file", lambda conn: saver_class(conn, serde=safe_serializer()))
+
+
+def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit: bool = False) -> Any:
+    """`make(connection)` for the SQLite file `path`, its tables set up (`.setup()`).
+
+    Raises:
+        ConfigError: The file cannot be opened or set up (`what` names it: checkpoint file, store).
+    """
+    import sqlite3
 
     _checked_path(path)
     try:
-        # SqliteSaver serialises access with its own lock, so one connection may serve LangGraph's threads
-        conn = sqlite3.connect(path, check_same_thread=False)
-        saver = _saver_class(SqliteSaver)(conn, serde=safe_serializer())
-        saver.setup()
+        if autocommit:  # a store that commits itself, in WAL mode beside the checkpoints
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+        else:
+            conn = sqlite3.connect(path, check_same_thread=False)
+        made = make(conn)
+        made.setup()
     except sqlite3.Error as exc:
         raise ConfigError(
-            f"cannot open checkpoint file {path}: {exc}",
+            f"cannot open {what} {path}: {exc}",
             code="bad-checkpointer",
             hint="name a SQLite file you can write to (a new file is created)",
         ) from None
-    return saver
+    return made
 
 
 _SETUP_LOCK = 0x41474D43  # "AGMC": the advisory lock held while the checkpoint tables are made
@@ -436,23 +450,9 @@ def _opened_on_first_use(value: str | None) -> Any:
 
 def _sqlite_store(path: Path) -> Any:
     _need("langgraph.store.sqlite", "sqlite")
-    import sqlite3
-
     from langgraph.store.sqlite import SqliteStore
 
-    _checked_path(path)
-    try:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)  # the store commits itself
-        conn.execute("PRAGMA journal_mode=WAL")
-        store = SqliteStore(conn)
-        store.setup()
-    except sqlite3.Error as exc:
-        raise ConfigError(
-            f"cannot open the store in {path}: {exc}",
-            code="bad-checkpointer",
-            hint="name a SQLite file you can write to (a new file is created)",
-        ) from None
-    return store
+    return _on_sqlite(path, "the store in", SqliteStore, autocommit=True)
 
 
 def _postgres_store(url: str) -> Any:
