@@ -167,6 +167,10 @@ def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path:
         tid = client.threads.create()["thread_id"]
         client.runs.wait(tid, "Hold", input={})
         first = client.runs.create(tid, "Hold", command={"resume": "yes"})
+        deadline = time.monotonic() + 30
+        while client.threads.get_state(tid)["next"] != ["Rest"]:  # the first answer has moved the run on
+            assert time.monotonic() < deadline, "the first answer's run never reached Rest"
+            time.sleep(0.02)
         with pytest.raises(ConflictError) as caught:
             client.runs.create(tid, "Hold", command={"resume": "no"})
         body = caught.value.body
