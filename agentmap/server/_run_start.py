@@ -70,6 +70,7 @@ def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any)
     from langgraph.types import Command
 
     from agentmap.runtime.answers import refuse_if_answered
+    from agentmap.runtime.threads import unfinished
 
     for key in command:
         if key != "resume":
@@ -81,7 +82,7 @@ def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any)
             )
     pending = list(snapshot.interrupts) if snapshot is not None else []
     if not pending:
-        if snapshot is not None and snapshot.next and command.get("resume") is not None:  # moved on, unfinished
+        if snapshot is not None and unfinished(snapshot) and command.get("resume") is not None:  # moving on
             refuse_if_answered(saver, command["resume"], thread_id)
         raise ApiError(
             409,

@@ -167,17 +167,58 @@ def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path:
         tid = client.threads.create()["thread_id"]
         client.runs.wait(tid, "Hold", input={})
         first = client.runs.create(tid, "Hold", command={"resume": "yes"})
+        refusals = [_refusal(client, tid)]  # at once: the first answer queued, being applied, or applied
         deadline = time.monotonic() + 30
         while client.threads.get_state(tid)["next"] != ["Rest"]:  # the first answer has moved the run on
             assert time.monotonic() < deadline, "the first answer's run never reached Rest"
             time.sleep(0.02)
-        with pytest.raises(ConflictError) as caught:
-            client.runs.create(tid, "Hold", command={"resume": "no"})
-        body = caught.value.body
-        assert isinstance(body, dict) and body["code"] == "already-answered", body
-        assert '"yes" was taken' in body["message"] and '"no"' in body["message"]
+        refusals.append(_refusal(client, tid))
+        for body in refusals:
+            assert body["code"] == "already-answered", body
+            assert '"yes" was taken' in body["message"] and '"no"' in body["message"]
         gate.touch()
         assert client.runs.join(tid, first["run_id"])["answer"] == "yes"
+
+
+def test_a_second_answer_meeting_the_first_applied_but_its_step_unsaved_is_refused_as_answered(tmp_path: Path) -> None:
+    """The moment between the answered node's results being saved and the next checkpoint (a server killed
+    there leaves the thread so): the thread shows no pause, but it is not finished, so a second answer is
+    `already-answered`, not `nothing-to-resume`."""
+    import sqlite3
+
+    folder = make_project(tmp_path / "project")
+    (folder / "hold.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        'Hold,Question,input,Go?,"{""interrupt"": true}",,answer,Rest\n'
+        "Hold,Rest,echo,,,answer,rested,\n",
+        encoding="utf-8",
+    )
+    with (
+        serving(folder / "hold.csv", checkpoint=str(folder / "runs.db")) as address,
+        sdk.get_sync_client(url=address, api_key=None) as client,
+    ):
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "Hold", input={})
+        assert "rested" in client.runs.wait(tid, "Hold", command={"resume": "yes"})
+        with sqlite3.connect(folder / "runs.db") as db:  # back to the moment before the next step was saved
+            (paused,) = db.execute(
+                "SELECT checkpoint_id FROM writes WHERE thread_id = ? AND channel = '__interrupt__'", (tid,)
+            ).fetchone()
+            for table in ("checkpoints", "writes"):
+                db.execute(f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id > ?", (tid, paused))
+        state = client.threads.get_state(tid)
+        assert state["next"] == [] and state["tasks"] and not state["interrupts"], state
+        body = _refusal(client, tid)
+        assert body["code"] == "already-answered" and '"yes" was taken' in body["message"], body
+
+
+def _refusal(client: Any, thread_id: str) -> dict[str, Any]:
+    """The body of the 409 refusing a second answer ("no") to the thread's pause."""
+    with pytest.raises(ConflictError) as caught:
+        client.runs.create(thread_id, "Hold", command={"resume": "no"})
+    body = caught.value.body
+    assert isinstance(body, dict), body
+    return body
 
 
 def test_input_node_pauses_and_resumes(client: Any) -> None:
