@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         FILE_KEY,
         GRAPH_KEY,
         file_digest,
+        from_checkpoint,
         resume_input,
         saved_keys,
         snapshot_status,
@@ -77,6 +78,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "saved_keys",
     "snapshot_status",
     "thread_config",
+    "from_checkpoint",
     "thread_history",
     "unfinished",
     # threads show --calls: the call journal
@@ -139,6 +141,7 @@ _HOMES = {
     "saved_keys": "agentmap.runtime.threads",
     "snapshot_status": "agentmap.runtime.threads",
     "thread_config": "agentmap.runtime.threads",
+    "from_checkpoint": "agentmap.runtime.threads",
     "thread_history": "agentmap.runtime.threads",
     "unfinished": "agentmap.runtime.threads",
     "journal_entries": "agentmap.agents.journal",

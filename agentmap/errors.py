@@ -128,6 +128,7 @@ class ErrorCode(StrEnum):
     NOT_PAUSED = "not-paused"
     ALREADY_ANSWERED = "already-answered"
     UNSAFE_CHECKPOINT = "unsafe-checkpoint"
+    CORRUPT_CHECKPOINT = "corrupt-checkpoint"
     # serving (exit 2; HTTP 422 for a request)
     API_KEY_REQUIRED = "api-key-required"
     DUPLICATE_GRAPH = "duplicate-graph"

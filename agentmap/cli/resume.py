@@ -29,6 +29,7 @@ def resume_thread(
     data: str | None = None,
     checkpoint: str | None = None,
     force: bool = False,
+    from_checkpoint: str | None = None,
     durability: str | None = None,
     json_output: bool = False,
     config: Path | None = None,
@@ -42,12 +43,30 @@ def resume_thread(
     settings = load(config, debug)
 
     from agentmap import checkpointer
-    from agentmap._cli_api import DIGEST_KEY, FILE_KEY, GRAPH_KEY, file_digest, saved_keys, thread_config
+    from agentmap._cli_api import (
+        DIGEST_KEY,
+        FILE_KEY,
+        GRAPH_KEY,
+        file_digest,
+        saved_keys,
+        thread_config,
+    )
+    from agentmap._cli_api import (
+        from_checkpoint as continuing_from,
+    )
 
     _durable.need_store(checkpoint, thread)
     saver = checkpointer(checkpoint)
-    run_config: dict[str, Any] = thread_config(thread)  # type: ignore[assignment]
+    run_config: dict[str, Any] = thread_config(thread, checkpoint_id=from_checkpoint)  # type: ignore[assignment]
     saved = saver.get_tuple(run_config)
+    if saved is None and from_checkpoint:
+        raise ConfigError(
+            f"thread {thread!r} has no checkpoint {from_checkpoint!r}",
+            code="unknown-thread",
+            hint=f"`agentmap threads show {thread}` lists its checkpoints (pass the --checkpoint the run used)",
+        )
+    if from_checkpoint:
+        run_config = continuing_from(saver, thread, from_checkpoint)  # type: ignore[assignment]
     if saved is None:
         raise ConfigError(
             f"the checkpoint {checkpoint or 'in .agentmap/runs.db'} has no thread {thread!r}",
@@ -115,6 +134,16 @@ def register(app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="Resume even though the workflow file changed since the run started.")
         ] = False,
+        from_checkpoint: Annotated[
+            str | None,
+            typer.Option(
+                "--from-checkpoint",
+                metavar="ID",
+                help="Continue from this saved checkpoint of the thread (the last good one a corrupt-checkpoint "
+                "error names) instead of its latest.",
+                show_default=False,
+            ),
+        ] = None,
         durability: _durable.DurabilityOption = None,
         json_output: JsonOption = False,
         config: ConfigOption = None,
@@ -128,6 +157,7 @@ def register(app: typer.Typer) -> None:
                 data=data,
                 checkpoint=checkpoint,
                 force=force,
+                from_checkpoint=from_checkpoint,
                 durability=durability,
                 json_output=json_output,
                 config=config,

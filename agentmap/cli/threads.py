@@ -65,7 +65,13 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         _calls(saver, thread, json_mode)
         return
     history = [
-        {"step": (s.metadata or {}).get("step"), "at": s.created_at, "next": list(s.next)} for s in reversed(snapshots)
+        {
+            "step": (s.metadata or {}).get("step"),
+            "at": s.created_at,
+            "next": list(s.next),
+            "checkpoint_id": s.config["configurable"].get("checkpoint_id"),
+        }
+        for s in reversed(snapshots)
     ]
     hint = _durable.resume_hint(thread, checkpoint)
     resumable = info.status in ("paused", "interrupted", "failed") and bool(info.next or info.questions)
@@ -88,7 +94,10 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
     if info.error:
         out.print(f"[red]error[/]: {escape(info.error)}")
     for entry in history:
-        out.print(f"  step {entry['step']:>3}  {str(entry['at'])[:19]}  next: {', '.join(entry['next']) or '-'}")
+        out.print(
+            f"  step {entry['step']:>3}  {str(entry['at'])[:19]}  {entry['checkpoint_id']}  "
+            f"next: {', '.join(entry['next']) or '-'}"
+        )
     if resumable:
         out.print(f"continue with: {escape(hint)}", soft_wrap=True)
 

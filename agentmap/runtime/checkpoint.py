@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError
+from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, sealed, unsealed
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHECKPOINT",
+    "CorruptCheckpointError",
     "UnsafeCheckpointError",
     "async_checkpointer",
     "checkpoint_exists",
@@ -184,8 +186,9 @@ class _ThreadedAsync:
         await asyncio.to_thread(self.delete_thread, thread_id)
 
 
-def _saver_class(base: type) -> type:
-    return type(f"AgentMap{base.__name__}", (_ThreadedAsync, base), {"__module__": __name__})
+def _saver_class(base: type, where: str) -> type:
+    """`base` with async methods over its sync ones, and damaged records named (`where`: its file or database)."""
+    return type(f"AgentMap{base.__name__}", (_ThreadedAsync, Verified, base), {"__module__": __name__, "_where": where})
 
 
 def _checked_path(path: Path) -> Path:
@@ -219,7 +222,7 @@ def _sqlite_saver(path: Path) -> Any:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     # SqliteSaver serialises access with its own lock, so one connection may serve LangGraph's threads
-    saver_class = _saver_class(SqliteSaver)
+    saver_class = _saver_class(SqliteSaver, str(path))
     return _on_sqlite(path, "checkpoint file", lambda conn: saver_class(conn, serde=safe_serializer()))
 
 
@@ -240,6 +243,14 @@ def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit:
             conn = sqlite3.connect(path, check_same_thread=False)
         made = make(conn)
         made.setup()
+    except sqlite3.DatabaseError as exc:
+        if type(exc) is sqlite3.DatabaseError:  # malformed, not a database: damage, not a wrong name
+            raise damaged_file(exc, str(path)) from None
+        raise ConfigError(
+            f"cannot open {what} {path}: {exc}",
+            code="bad-checkpointer",
+            hint="name a SQLite file you can write to (a new file is created)",
+        ) from None
     except sqlite3.Error as exc:
         raise ConfigError(
             f"cannot open {what} {path}: {exc}",
@@ -293,7 +304,7 @@ def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    saver_class = _saver_class(PostgresSaver)
+    saver_class = _saver_class(PostgresSaver, _redact(url))
     return _on_postgres(url, "checkpoint", lambda conn: saver_class(conn, serde=safe_serializer()))
 
 
@@ -346,12 +357,19 @@ def safe_serializer() -> Any:
 
     The allow-list is LangGraph's strict msgpack set (dates, UUIDs, decimals, sets, paths, LangChain
     messages and documents, `Send`, `Interrupt`, `Command`) plus AgentMap's contract models. Pickled
-    values are refused too. A refusal raises `UnsafeCheckpointError` naming the object.
+    values are refused too. A refusal raises `UnsafeCheckpointError` naming the object. Every record is written
+    with a checksum of its bytes, checked when it is read (`CorruptCheckpointError` on a mismatch).
     """
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     class _Serializer(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            return sealed(*super().dumps_typed(obj))
+
         def loads_typed(self, data: tuple[str, bytes]) -> Any:
+            return unsealed(data, self._load)
+
+        def _load(self, data: tuple[str, bytes]) -> Any:
             kind, raw = data
             if kind == "msgpack":
                 return _load_msgpack(raw, self._unpack_ext_hook)

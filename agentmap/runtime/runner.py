@@ -352,6 +352,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        checkpoint_id: str | None = None,
         **kwargs: Any,
     ) -> RunResult:
         """Continue thread `thread_id`: from its last saved step, or with `answer` for the node that paused it.
@@ -365,18 +366,25 @@ class CompiledWorkflow:
             answer: The answer to a paused node's question, checked against it first (`check_answer`).
             config: More LangGraph config (`recursion_limit`, callbacks, ...).
             tracker: A tracker to record into.
+            checkpoint_id: Continue from this saved checkpoint of the thread instead of its latest (the one a
+                `corrupt-checkpoint` error names as the last good one); the thread goes on from there.
             **kwargs: Passed to `invoke` (`durability`, ...).
 
         Raises:
-            ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, or a
-                question another resume answered first (`already-answered`).
+            ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, a
+                question another resume answered first (`already-answered`), or a damaged checkpoint
+                (`corrupt-checkpoint`).
             AnswerError: The answer does not fit the question; the thread stays paused.
         """
-        from agentmap.runtime.threads import resume_input, thread_config
+        from agentmap.runtime.threads import from_checkpoint, resume_input, thread_config
 
-        run_config = thread_config(thread_id, config)
         self._need_checkpointer()
-        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer, self.graph.checkpointer)
+        saver = self.graph.checkpointer
+        if checkpoint_id:
+            run_config = from_checkpoint(saver, thread_id, checkpoint_id, config)
+        else:
+            run_config = thread_config(thread_id, config)
+        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer, saver)
         return self.invoke(run_input, run_config, tracker=tracker, **kwargs)
 
     async def aresume(
@@ -386,13 +394,19 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        checkpoint_id: str | None = None,
         **kwargs: Any,
     ) -> RunResult:
         """The async twin of `resume`."""
-        from agentmap.runtime.threads import resume_input, thread_config
+        from agentmap.runtime.threads import from_checkpoint, resume_input, thread_config
 
-        run_config = thread_config(thread_id, config)
         self._need_checkpointer()
+        if checkpoint_id:
+            run_config = await asyncio.to_thread(
+                from_checkpoint, self.graph.checkpointer, thread_id, checkpoint_id, config
+            )
+        else:
+            run_config = thread_config(thread_id, config)
         snapshot = await self.graph.aget_state(run_config)
         run_input = await asyncio.to_thread(resume_input, snapshot, thread_id, answer, self.graph.checkpointer)
         return await self.ainvoke(run_input, run_config, tracker=tracker, **kwargs)

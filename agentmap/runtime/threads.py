@@ -13,6 +13,7 @@ Statuses: `running` (its process is alive), `paused` (a node waits for an answer
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import threading
@@ -124,11 +125,36 @@ def run_metadata(app: CompiledWorkflow) -> dict[str, Any]:
     return meta
 
 
-def thread_config(thread_id: str, config: RunnableConfig | None = None) -> RunnableConfig:
-    """`config` with `thread_id` set (other keys kept)."""
+def thread_config(
+    thread_id: str, config: RunnableConfig | None = None, *, checkpoint_id: str | None = None
+) -> RunnableConfig:
+    """`config` with `thread_id` set (other keys kept), and `checkpoint_id` when one is given."""
     merged: dict[str, Any] = {**(config or {})}
     merged["configurable"] = {**merged.get("configurable", {}), "thread_id": thread_id}
+    if checkpoint_id:
+        merged["configurable"]["checkpoint_id"] = checkpoint_id
     return merged  # type: ignore[return-value]
+
+
+def from_checkpoint(
+    saver: Any, thread_id: str, checkpoint_id: str, config: RunnableConfig | None = None
+) -> RunnableConfig:
+    """The config that continues thread `thread_id` from its saved checkpoint `checkpoint_id`.
+
+    Damaged checkpoints newer than it (those a `corrupt-checkpoint` error named) are set aside first, kept in
+    the database's `agentmap_damaged_checkpoints` table, so that the thread can go on past them.
+    """
+    set_aside = getattr(saver, "set_aside_damaged", None)
+    if set_aside is not None:
+        moved = set_aside(thread_id, checkpoint_id)
+        if moved:
+            logging.getLogger("agentmap.runtime").warning(
+                "thread %r: %d damaged checkpoint(s) set aside in agentmap_damaged_checkpoints: %s",
+                thread_id,
+                len(moved),
+                ", ".join(moved),
+            )
+    return thread_config(thread_id, config, checkpoint_id=checkpoint_id)
 
 
 _RUNNING: Counter[str] = Counter()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +138,7 @@ def test_a_tampered_checkpoint_is_refused_by_resume(capsys: pytest.CaptureFixtur
     marker = folder / "pwned"
     with sqlite3.connect(folder / ".agentmap" / "runs.db") as conn:
         (row,) = conn.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchall()
-        checkpoint = ormsgpack.unpackb(row[0], option=ormsgpack.OPT_NON_STR_KEYS)
+        checkpoint = ormsgpack.unpackb(row[0][16:], option=ormsgpack.OPT_NON_STR_KEYS)  # after its checksum
         checkpoint["channel_values"]["count"] = "SENTINEL"
         raw = ormsgpack.packb(checkpoint, option=ormsgpack.OPT_NON_STR_KEYS)
         forged = raw.replace(
@@ -142,14 +146,67 @@ def test_a_tampered_checkpoint_is_refused_by_resume(capsys: pytest.CaptureFixtur
             ormsgpack.packb(ormsgpack.Ext(1, ormsgpack.packb(("os", "system", [f"touch {marker}"])))),
             1,
         )
-        conn.execute(
-            "UPDATE checkpoints SET checkpoint = ? WHERE checkpoint_id = "
+        conn.execute(  # written as a record without a checksum: one with a checksum would not match it
+            "UPDATE checkpoints SET checkpoint = ?, type = 'msgpack' WHERE checkpoint_id = "
             "(SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1)",
             (forged,),
         )
     code, _, err = cli(capsys, "resume", "p", "yes")
     assert code == 2 and "error[unsafe-checkpoint]" in err and "os.system" in err and "refused" in err
     assert not marker.exists()
+
+
+def _flip(folder: Path, table: str, column: str, at: int = 24, count: int = 8) -> None:
+    """Flip `count` bytes, from byte `at`, of the newest record of `table` (a disk or copy error)."""
+    with sqlite3.connect(folder / ".agentmap" / "runs.db") as conn:
+        rowid, blob = conn.execute(
+            f"SELECT rowid, {column} FROM {table} ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        damaged = bytearray(blob)
+        for i in range(at, min(at + count, len(damaged))):
+            damaged[i] ^= 0x5A
+        conn.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (bytes(damaged), rowid))
+
+
+def test_flipped_bytes_in_the_latest_checkpoint_are_reported_and_the_last_good_one_continues(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    import re
+
+    _paused(capsys, folder)  # Draft ran (count 1), Review waits
+    _flip(folder, "checkpoints", "checkpoint")
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 2 and "error[corrupt-checkpoint]" in err and "thread 'p'" in err and "(step 1)" in err, err
+    found = re.search(r"agentmap resume p --from-checkpoint (\S+)", err)
+    assert found and "(step 0)" in err, err
+    code, _, err = cli(capsys, "threads", "show", "p")
+    assert code == 2 and "error[corrupt-checkpoint]" in err  # looking is refused alike, never a wrong status
+    code, document, err = cli(capsys, "resume", "p", "--from-checkpoint", found.group(1))
+    assert code == 0 and document["status"] == "paused", err  # Draft ran again from step 0; Review asks again
+    code, document, err = cli(capsys, "resume", "p", "yes")
+    assert code == 0 and document["status"] == "done" and document["state"]["count"] == 2, err
+
+
+def test_a_damaged_pending_write_is_reported_not_resumed(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    _paused(capsys, folder)
+    _flip(folder, "writes", "value", at=16, count=2)
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 2 and "error[corrupt-checkpoint]" in err and "thread 'p'" in err, err
+
+
+def test_a_damaged_checkpoint_file_is_reported_naming_it(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
+    _paused(capsys, folder)
+    db = folder / ".agentmap" / "runs.db"
+    with contextlib.closing(sqlite3.connect(db)) as conn:  # every page in the file itself, none in its log
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    data[:100] = bytes(range(100))  # the file's header overwritten
+    db.write_bytes(bytes(data))
+    # a new process, as after a restart: this one may still hold the file's pages in its connection
+    done = subprocess.run([sys.executable, "-m", "agentmap", "resume", "p", "yes"], capture_output=True, text=True)
+    assert done.returncode == 2, done
+    assert "error[corrupt-checkpoint]" in done.stderr and "runs.db" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_looking_into_a_folder_without_runs_creates_nothing(capsys: pytest.CaptureFixture[str], folder: Path) -> None:

@@ -4,6 +4,7 @@ and resuming threads through the Python API (sync and async)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import uuid
 from pathlib import Path
@@ -18,7 +19,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 import agentmap
 from agentmap.agents.questions import AnswerError
 from agentmap.errors import ConfigError
-from agentmap.runtime.checkpoint import UnsafeCheckpointError
+from agentmap.runtime.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
 
 PG = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -142,9 +143,9 @@ def _tamper(target: str, thread: str, marker: Path) -> None:
             return "msgpack", ormsgpack.packb(obj, default=evil, option=ormsgpack.OPT_NON_STR_KEYS)
 
     saver = agentmap.checkpointer(target)
-    saver.serde = Forger()
     latest = saver.get_tuple(_config(thread))
     assert latest is not None
+    saver.serde = Forger()  # writes a record without a checksum, as one written before checksums
     checkpoint = dict(latest.checkpoint)
     checkpoint["id"] = _uuid6()
     checkpoint["channel_values"] = {**checkpoint["channel_values"], "count": _Evil()}
@@ -161,6 +162,43 @@ def test_a_tampered_checkpoint_is_refused_never_constructed(durable: str, tmp_pa
         app.resume("t")
     assert caught.value.code == "unsafe-checkpoint" and caught.value.exit_code == 2
     assert not marker.exists()
+
+
+class _Damaging:
+    """A serializer whose records do not match their checksums (a bit flipped after sealing)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, raw = self.real.dumps_typed(obj)
+        return kind, raw[:-1] + bytes([raw[-1] ^ 0x01])
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.real.loads_typed(data)
+
+
+def test_a_damaged_record_is_named_and_the_thread_goes_on_from_the_last_good_checkpoint(
+    durable: str, tmp_path: Path
+) -> None:
+    app = agentmap.compile(durable_graphs.counter(tmp_path, 4), checkpointer=durable, interrupt_before=["N03"])
+    app.invoke({"count": 0}, {"configurable": {"thread_id": "t"}})
+    saver = agentmap.checkpointer(durable)
+    latest = saver.get_tuple(_config("t"))
+    assert latest is not None
+    saver.serde = _Damaging(saver.serde)
+    saver.put_writes(latest.config, [("count", 99)], task_id="damaged")  # a pending write, damaged on its way
+    with pytest.raises(CorruptCheckpointError) as caught:
+        app.resume("t")
+    error = caught.value
+    assert error.code == "corrupt-checkpoint" and error.exit_code == 2
+    step = latest.metadata["step"]
+    assert f"thread 't': checkpoint {latest.config['configurable']['checkpoint_id']} (step {step})" in error.message
+    good = re.search(r"--from-checkpoint (\S+)", error.hint or "")
+    assert good and f"(step {step - 1})" in (error.hint or ""), error.hint
+    again = app.resume("t", checkpoint_id=good.group(1))  # N02 runs again from the good state, as it did
+    assert again.state["count"] == 2 and app.graph.get_state({"configurable": {"thread_id": "t"}}).next == ("N03",)
+    assert app.resume("t").state["count"] == 4  # and the thread goes on as if nothing had happened
 
 
 def test_pickled_values_are_refused() -> None:
