@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import CheckpointTuple
 
-__all__ = ["CorruptCheckpointError", "Verified", "damaged_file", "sealed", "unsealed"]
+__all__ = ["CorruptCheckpointError", "Verified", "damaged_file", "is_damage", "sealed", "unsealed"]
 
 _TAG = "+b2"
 _DIGEST = 16
@@ -67,6 +67,11 @@ def unsealed(data: tuple[str, bytes], load: Callable[[tuple[str, bytes]], Any]) 
         raise CorruptCheckpointError(f"a saved record does not decode ({type(exc).__name__}: {exc})") from None
 
 
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Whether SQLite's `exc` says its file is damaged (not locked, busy, full or refused by a constraint)."""
+    return type(exc) is sqlite3.DatabaseError or "could not decode" in str(exc).lower()
+
+
 def damaged_file(exc: sqlite3.DatabaseError, where: str) -> CorruptCheckpointError:
     """The error for a SQLite file that SQLite itself finds damaged (`where` names it)."""
     return CorruptCheckpointError(
@@ -84,18 +89,24 @@ class Verified:
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         try:
             return super().get_tuple(config)  # type: ignore[misc, no-any-return]
-        except CorruptCheckpointError as exc:
-            raise self._located(config, exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        except Exception as exc:
+            raise self._named(config, exc) from None
 
     def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
         try:
             yield from super().list(config, **kwargs)  # type: ignore[misc]
-        except CorruptCheckpointError as exc:
-            raise (self._located(config, exc) if config else exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        except Exception as exc:
+            raise self._named(config, exc) from None
+
+    def _named(self, config: RunnableConfig | None, exc: Exception) -> Exception:
+        """What reading `config` raised, a damaged record (or metadata that does not decode) named."""
+        if isinstance(exc, sqlite3.DatabaseError):
+            return self._damaged(exc)
+        if isinstance(exc, ValueError) and not isinstance(exc, ConfigError):  # metadata that is not JSON, say
+            exc = CorruptCheckpointError(f"a saved record does not decode ({type(exc).__name__}: {exc})")
+        if isinstance(exc, CorruptCheckpointError) and config:
+            return self._located(config, exc)
+        return exc
 
     def put(self, *args: Any, **kwargs: Any) -> RunnableConfig:
         try:
@@ -110,9 +121,7 @@ class Verified:
             raise self._damaged(exc) from None
 
     def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        if type(exc) is not sqlite3.DatabaseError:  # locked, busy, a constraint: not damage
-            return exc
-        return damaged_file(exc, self._where)
+        return damaged_file(exc, self._where) if is_damage(exc) else exc
 
     def _located(self, config: RunnableConfig, exc: CorruptCheckpointError) -> CorruptCheckpointError:
         """`exc` naming the thread, the damaged checkpoint and its step, and the newest one that reads whole."""
@@ -126,7 +135,7 @@ class Verified:
                 super().get_tuple(  # type: ignore[misc]
                     {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
                 )
-            except CorruptCheckpointError:
+            except Exception:  # damaged, or refused: not one to go on from
                 damaged = damaged or (checkpoint_id, step)
                 continue
             if damaged is not None:
@@ -156,7 +165,7 @@ class Verified:
                 super().get_tuple(  # type: ignore[misc]
                     {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": newer}}
                 )
-            except CorruptCheckpointError:
+            except Exception:
                 moved.append(newer)
         if moved:
             self._move(thread_id, moved)

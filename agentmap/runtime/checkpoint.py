@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError
-from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, sealed, unsealed
+from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage, sealed, unsealed
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -244,7 +244,7 @@ def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit:
         made = make(conn)
         made.setup()
     except sqlite3.DatabaseError as exc:
-        if type(exc) is sqlite3.DatabaseError:  # malformed, not a database: damage, not a wrong name
+        if is_damage(exc):  # malformed, not a database: damage, not a wrong name
             raise damaged_file(exc, str(path)) from None
         raise ConfigError(
             f"cannot open {what} {path}: {exc}",
