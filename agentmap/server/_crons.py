@@ -32,6 +32,7 @@ from agentmap.server._models import (
 )
 from agentmap.server._run_start import breakpoints, resolve_request
 from agentmap.server._store import now
+from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -57,6 +58,7 @@ _RUN_FIELDS = (
     "checkpoint_during",
     "stream_subgraphs",
     "stream_resumable",
+    "webhook",
 )
 """The fields of a cron's body that go into the body of each run it starts."""
 
@@ -132,6 +134,8 @@ def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what:
     refuse_unsupported(body, what)
     for name in ("input", "config", "metadata"):
         check_json(getattr(body, name), name)
+    if body.webhook is not None:  # each tick's run posts to it: refused now, not at every tick
+        check_webhook(body.webhook, server.config.webhook_hosts)
     assistant = server.assistant(body.assistant_id)
     assistant.check_input(body.input)
     if thread_id is not None:

@@ -174,6 +174,7 @@ class CronCreate(_Body):
     checkpoint_during: bool | None = None
     stream_subgraphs: bool = False
     stream_resumable: bool = False
+    webhook: str | None = None
 
 
 class CronUpdate(_Body):
@@ -193,6 +194,7 @@ class CronUpdate(_Body):
     durability: Literal["sync", "async", "exit"] | None = None
     stream_subgraphs: bool | None = None
     stream_resumable: bool | None = None
+    webhook: str | None = None
 
 
 class CronSearch(_Body):
@@ -212,8 +214,8 @@ _UNSUPPORTED: dict[type[BaseModel], tuple[str, ...]] = {
     ThreadSearch: ("values", "sort_by", "sort_order", "select", "extract"),
     HistoryRequest: ("select",),
     RunCreate: ("context", "after_seconds", "feedback_keys", "langsmith_tracer"),
-    CronCreate: ("context", "webhook"),
-    CronUpdate: ("context", "webhook"),
+    CronCreate: ("context",),
+    CronUpdate: ("context",),
     CronSearch: ("sort_by", "sort_order", "select"),
 }
 

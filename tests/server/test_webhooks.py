@@ -134,6 +134,27 @@ def test_a_webhook_on_a_host_not_allowed_is_refused(client: Any, url: str) -> No
     assert client.runs.list(tid) == []  # nothing was recorded or run
 
 
+def test_the_runs_of_a_cron_post_to_its_webhook_and_a_host_not_allowed_is_refused_at_creation(
+    client: Any, receiver: Receiver
+) -> None:
+    pytest.importorskip("croniter")
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    tid = client.threads.create()["thread_id"]
+    with pytest.raises(UnprocessableEntityError, match="webhook"):
+        client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * * *", webhook="http://attacker.example/h")
+    assert client.crons.search(thread_id=tid) == []  # refused when made, not at each tick
+    hook = f"{receiver.url}/ticked"
+    cron = client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * * *", input={"name": "Cy"}, webhook=hook)
+    try:
+        [(headers, body)] = receiver.deliveries("/ticked", 1)
+    finally:
+        client.crons.delete(cron["cron_id"])
+    raw = next(b for p, _, b in receiver.got if p == "/ticked")
+    assert _signed(headers, raw) and body["thread_id"] == tid and body["status"] == "success"
+    assert body["metadata"]["cron_id"] == cron["cron_id"] and body["values"]["greeting"] == "Hello, Cy!"
+
+
 def test_a_server_allowing_no_host_refuses_every_webhook(tmp_path: Path) -> None:
     import httpx
 
