@@ -28,6 +28,8 @@ def serve_command(
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
     max_body: int = 1_048_576,
+    max_connections: int = 1000,
+    header_timeout: str = "10s",
     durability: str | None = "async",
     workers: int = 16,
     lease: str = "30s",
@@ -48,7 +50,9 @@ def serve_command(
     """
     if durability not in (None, "sync", "async", "exit"):
         raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
-    seconds(lease, "--lease"), seconds(grace, "--grace")  # checked before anything starts
+    seconds(lease, "--lease"), seconds(grace, "--grace"), seconds(header_timeout, "--header-timeout")  # checked first
+    if max_connections < 1:
+        raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code="usage")
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
@@ -80,6 +84,8 @@ def serve_command(
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
         max_body=max_body,
+        max_connections=max_connections,
+        header_timeout=seconds(header_timeout, "--header-timeout"),
         durability=durability,
         workers=workers,
         lease=seconds(lease, "--lease"),
@@ -190,6 +196,18 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
         ] = 1_048_576,
+        max_connections: Annotated[
+            int,
+            typer.Option("--max-connections", help="Open connections served at once; a request beyond them gets 503."),
+        ] = 1000,
+        header_timeout: Annotated[
+            str,
+            typer.Option(
+                "--header-timeout",
+                metavar="DURATION",
+                help="Time a connection has to send a whole request's headers before it is closed (10s, 1m).",
+            ),
+        ] = "10s",
         durability: Annotated[
             str,
             typer.Option(
@@ -262,6 +280,8 @@ def register(app: typer.Typer) -> None:
             checkpoint=checkpoint,
             cors_origins=cors_origin,
             max_body=max_body,
+            max_connections=max_connections,
+            header_timeout=header_timeout,
             durability=durability,
             workers=workers,
             lease=lease,

@@ -19,6 +19,10 @@ class ServeConfig:
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured).
         max_body: The largest request body accepted, in bytes.
+        max_connections: Open connections served at once; beyond them a request is answered 503.
+        header_timeout: Seconds a connection has to send a whole request's headers (when it opens, and once the
+            next request on a kept-alive connection starts) before it is closed; an idle kept-alive connection
+            is closed after 5 s.
         workers: Runs that execute at once (more wait their turn); their synchronous nodes run in a pool of
             threads (4 per worker, at least 32).
         durability: When runs write checkpoints, unless a run says: `async` (the default, LangGraph's: after every
@@ -42,6 +46,8 @@ class ServeConfig:
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     max_body: int = 1_048_576
+    max_connections: int = 1000
+    header_timeout: float = 10.0
     workers: int = 16
     durability: str | None = "async"
     heartbeat: float = 15.0

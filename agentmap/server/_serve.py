@@ -34,10 +34,20 @@ def _server(config: Any, host: str, port: int, log_level: str) -> Any:
     uvicorn = _uvicorn()
     require_key(host, config.api_key)
     from agentmap.server._app import create_app
+    from agentmap.server._connections import http_protocol
 
     app = create_app(config)
     settings = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5, lifespan="on"
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+        http=http_protocol(config.header_timeout),
+        limit_concurrency=config.max_connections,
+        timeout_keep_alive=5,
     )
     return uvicorn.Server(settings)
 

@@ -63,6 +63,23 @@ def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypa
     assert seen[0].webhook_hosts == ("127.0.0.1", "hooks.example.com") and seen[0].webhook_secret == "from-env"
 
 
+def test_connection_options_reach_the_server_and_bad_ones_are_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentmap.server
+
+    seen: list[Any] = []
+    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    args = ["serve", str(GRAPHS / "hello_world.csv")]
+    assert run_cli([*args, "--max-connections", "50", "--header-timeout", "2m"]) == 0
+    assert (seen[0].max_connections, seen[0].header_timeout) == (50, 120.0)
+    assert run_cli(args) == 0 and (seen[1].max_connections, seen[1].header_timeout) == (1000, 10.0)
+    assert run_cli([*args, "--max-connections", "0"]) == 2
+    assert "--max-connections must be at least 1" in capsys.readouterr().err
+    assert run_cli([*args, "--header-timeout", "soon"]) == 2
+    assert "--header-timeout" in capsys.readouterr().err
+
+
 def test_refuses_an_unknown_durability(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["serve", str(GRAPHS / "hello_world.csv"), "--durability", "never"]) == 2
     assert "--durability must be sync, async or exit" in capsys.readouterr().err
