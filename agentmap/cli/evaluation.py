@@ -57,6 +57,7 @@ def run_scenarios(
     timeout: float | None = None,
     runs: int = 1,
     resume: bool = True,
+    user_model: str | None = None,
     memory: str | None = None,
     agent_config: str | None = None,
     json_output: bool = False,
@@ -114,6 +115,8 @@ def run_scenarios(
             memory=memory,
             config=call_config,
             resume=resume,
+            user_model=user_model,
+            model_settings=settings.agent_settings(),
         ),
         lambda: (
             f"Ctrl-C stopped the evaluation; finished runs have their logs in {folder}. "
@@ -288,7 +291,10 @@ def register(app: typer.Typer) -> None:
                 "--timeout", help="Seconds the agent has for each reply (default: no limit).", show_default=False
             ),
         ] = None,
-        runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="Runs per scenario (for pass^k).")] = 1,
+        runs: Annotated[
+            int,
+            typer.Option("--k", "--runs", "-k", min=1, help="Independent runs (trials) of every scenario, for pass^k."),
+        ] = 1,
         resume: Annotated[
             bool,
             typer.Option(
@@ -296,6 +302,15 @@ def register(app: typer.Typer) -> None:
                 help="Skip runs whose log is already complete in --out (agent_error and timeout runs run again).",
             ),
         ] = True,
+        user_model: Annotated[
+            str | None,
+            typer.Option(
+                "--user-model",
+                metavar="MODEL",
+                help="The model playing simulated users (provider:model; default: offline, a scripted policy).",
+                show_default=False,
+            ),
+        ] = None,
         memory: MemoryOption = None,
         agent_config: AgentConfigOption = None,
         json_output: JsonOption = False,
@@ -314,6 +329,7 @@ def register(app: typer.Typer) -> None:
                 timeout=timeout,
                 runs=runs,
                 resume=resume,
+                user_model=user_model,
                 memory=memory,
                 agent_config=agent_config,
                 json_output=json_output,

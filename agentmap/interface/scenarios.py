@@ -7,7 +7,8 @@ licensing,1,What does the document say about nurse licensing in Spain?,licens|Sp
 licensing,2,And in Portugal?,Portugal,,,
 ```
 
-Headers match case-insensitively ignoring `_`, `-` and spaces. `scenario` and `user_message` are required;
+Headers match case-insensitively ignoring `_`, `-` and spaces. `scenario` and `user_message` (or `goal`, for a
+simulated user: `agentmap.interface.simulated_user`) are required;
 `turn` is optional (rows are then numbered in file order). Expectations apply to the assistant's reply to
 that row's message; list cells hold `|`-separated terms. See csv_specs/evaluation.md.
 """
@@ -23,10 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from agentmap.errors import AgentMapError, ErrorCode, Location
 from agentmap.interface.checks import MATCH_MODES, ExpressionError, parse_condition, parse_trajectory
+from agentmap.interface.simulated_user import DEFAULT_MAX_TURNS, SimulatedUser
 
 __all__ = ["SCENARIO_COLUMNS", "Scenario", "ScenarioError", "ScenarioTurn", "load_scenarios"]
 
@@ -42,10 +44,16 @@ SCENARIO_COLUMNS: dict[str, tuple[str, ...]] = {
     "expected_state": ("expect_state", "state_check"),
     "expected_trajectory": ("expect_trajectory", "trajectory"),
     "trajectory_match": ("match", "trajectory_mode"),
+    "persona": ("user_persona",),
+    "goal": ("user_goal",),
+    "max_turns": ("turn_limit",),
+    "stop_when": ("stop", "stop_condition"),
+    "user_model": ("simulated_user_model",),
 }
 """Canonical scenario column -> its aliases."""
 
-_REQUIRED = ("scenario", "user_message")
+_REQUIRED = ("scenario",)
+_USER_COLUMNS = ("persona", "max_turns", "stop_when", "user_model")
 _TRUE = {"true", "yes", "y", "1"}
 _FALSE = {"false", "no", "n", "0"}
 
@@ -91,6 +99,8 @@ class Scenario(BaseModel):
             when the file was loaded.
         expected_trajectory: The steps the run must go through: `|`-separated node names and tool calls.
         trajectory_match: How: `exact`, `in_order`, `any_order`, `subset` or `superset`.
+        user: The simulated user (`goal`, `persona`, ...), or None for a scripted scenario; its one turn then
+            holds the optional opening message and the expectations on the first reply.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -100,11 +110,22 @@ class Scenario(BaseModel):
     expected_state: tuple[str, ...] = ()
     expected_trajectory: str = ""
     trajectory_match: str = "exact"
+    user: SimulatedUser | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.user is None:  # a scripted scenario is written as before simulated users existed
+            data.pop("user", None)
+        return data
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of the user messages: a resumed run redoes a scenario whose messages changed."""
-        data = json.dumps([t.message for t in self.turns], ensure_ascii=False).encode()
+        """A short hash of the user messages (and simulated user): a resumed run redoes a changed scenario."""
+        messages: list[Any] = [t.message for t in self.turns]
+        if self.user is not None:
+            messages.append(self.user.model_dump())
+        data = json.dumps(messages, ensure_ascii=False, sort_keys=True).encode()
         return hashlib.sha256(data).hexdigest()[:16]
 
 
@@ -203,6 +224,13 @@ def _map_header(header: list[str], file: Path, line: int) -> dict[str, int]:
                 location=Location(file=str(file), row=line),
                 hint="The header needs at least: scenario, user_message (turn and expectations optional).",
             )
+    if "user_message" not in columns and "goal" not in columns:
+        raise ScenarioError(
+            f"the scenarios file has no 'user_message' column (header: {', '.join(header)})",
+            location=Location(file=str(file), row=line),
+            hint="Give scripted turns in user_message, or a simulated user's goal in goal "
+            "(see csv_specs/evaluation.md).",
+        )
     return columns
 
 
@@ -230,7 +258,7 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
         turns.append(
             ScenarioTurn(
                 turn=number,
-                message=cells["user_message"],
+                message=cells.get("user_message", ""),
                 must_include=_terms(cells.get("must_include", "")),
                 must_not_include=_terms(cells.get("must_not_include", "")),
                 expect_refusal=_flag(cells.get("expect_refusal", ""), where.at("expect_refusal")),
@@ -240,6 +268,9 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
         )
     turns.sort(key=lambda t: t.turn)
     checks = _run_checks(name, rows, file)
+    user = _simulated_user(name, rows, file)
+    if user is not None:
+        return Scenario(name=name, turns=tuple(turns), user=user, **checks)
     for expected, turn in enumerate(turns, start=1):
         if turn.turn != expected:
             raise ScenarioError(
@@ -319,3 +350,42 @@ def _flag(cell: str, where: Location) -> bool | None:
         location=where,
         hint="Use yes/no (or true/false, 1/0); leave empty for 'either'.",
     )
+
+
+def _simulated_user(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> SimulatedUser | None:
+    """The simulated user of a scenario whose row has a `goal`; its other columns need a goal."""
+    line, cells = rows[0]
+    where = _Where(file, line)
+    goal = cells.get("goal", "")
+    if not goal:
+        for other_line, other in rows:
+            for column in ("goal", *_USER_COLUMNS):
+                if other.get(column, ""):
+                    raise ScenarioError(
+                        f"scenario {name!r} has a {column} but no goal"
+                        if column != "goal"
+                        else f"scenario {name!r} gives its goal on row {other_line}, not on its first row",
+                        location=Location(file=file, row=other_line, column=column),
+                        hint="A simulated user needs its goal on the scenario's one row; "
+                        "clear the cell for a scripted scenario.",
+                    )
+        return None
+    if len(rows) > 1:
+        raise ScenarioError(
+            f"scenario {name!r} has a simulated user (goal) and {len(rows)} rows",
+            location=Location(file=file, row=rows[1][0], column="scenario"),
+            hint="A simulated-user scenario is one row: the user writes its own turns. Give the others another name.",
+        )
+    raw = cells.get("max_turns", "")
+    if raw and (not raw.isdigit() or int(raw) < 1):
+        raise ScenarioError(f"max_turns must be a positive whole number, got {raw!r}", location=where.at("max_turns"))
+    user = SimulatedUser(
+        goal=goal,
+        persona=cells.get("persona", ""),
+        max_turns=int(raw) if raw else DEFAULT_MAX_TURNS,
+        stop_when=cells.get("stop_when", ""),
+        user_model=cells.get("user_model", ""),
+    )
+    if user.stop_when and user.phrase is None:
+        _parse(parse_condition, user.stop_when, where.at("stop_when"))
+    return user
