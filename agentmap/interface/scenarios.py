@@ -15,18 +15,18 @@ that row's message; list cells hold `|`-separated terms. See csv_specs/evaluatio
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from agentmap.errors import AgentMapError, ErrorCode, Location
+from agentmap.errors import ErrorCode, Location
+from agentmap.interface._scenario_files import SCENARIO_SUFFIXES, ScenarioError, read_numbered
 from agentmap.interface.checks import MATCH_MODES, ExpressionError, parse_condition, parse_trajectory
 from agentmap.interface.simulated_user import DEFAULT_MAX_TURNS, SimulatedUser
 
@@ -56,13 +56,6 @@ _REQUIRED = ("scenario",)
 _USER_COLUMNS = ("persona", "max_turns", "stop_when", "user_model")
 _TRUE = {"true", "yes", "y", "1"}
 _FALSE = {"false", "no", "n", "0"}
-
-
-class ScenarioError(AgentMapError, ValueError):
-    """The scenarios file is missing or has a mistake; the location names the file, row and column."""
-
-    default_code = "bad-scenarios"
-    exit_code: ClassVar[int] = 2
 
 
 class ScenarioTurn(BaseModel):
@@ -137,10 +130,10 @@ _LOOKUP = {_fold(name): canonical for canonical, aliases in SCENARIO_COLUMNS.ite
 
 
 def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
-    """Read a scenarios CSV.
+    """Read a scenarios file: CSV, xlsx (the first sheet) or JSONL (one object per line, keys as columns).
 
     Args:
-        path: The CSV file (UTF-8, optionally with a byte-order mark).
+        path: The file (text files UTF-8, optionally with a byte-order mark).
 
     Returns:
         The scenarios in order of first appearance, each with its turns sorted by number.
@@ -150,27 +143,19 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
             positive whole number or repeats, turns skip a number, or a yes/no cell holds something else.
     """
     file = Path(path)
-    if not file.is_file():
+    if file.suffix.lower() not in SCENARIO_SUFFIXES and file.is_file() and file.suffix:
         raise ScenarioError(
-            f"scenarios file not found: {file}",
+            f"a scenarios file is .csv, .xlsx or .jsonl, not {file.suffix!r}",
             location=Location(file=str(file)),
-            hint="Pass the path of a CSV with columns scenario, turn, user_message.",
+            hint="Save the scenarios as CSV, an Excel workbook (.xlsx) or JSON Lines (.jsonl).",
         )
-    try:
-        with file.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(
-            f"the scenarios file is not UTF-8 text (byte {exc.start})",
-            location=Location(file=str(file)),
-            hint="save it as 'CSV UTF-8' and run again",
-        ) from None
-    header_at = next((i for i, row in enumerate(rows) if _content(row)), None)
+    rows = read_numbered(file, _LOOKUP)
+    header_at = next((i for i, (_, row) in enumerate(rows) if _content(row)), None)
     if header_at is None:
         raise ScenarioError("the scenarios file is empty", location=Location(file=str(file)))
-    columns = _map_header(rows[header_at], file, header_at + 1)
+    columns = _map_header(rows[header_at][1], file, rows[header_at][0])
     grouped: dict[str, list[tuple[int, dict[str, str]]]] = {}
-    for number, row in enumerate(rows[header_at + 1 :], start=header_at + 2):
+    for number, row in rows[header_at + 1 :]:
         if not _content(row):
             continue
         cells = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
@@ -186,7 +171,7 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
     if not grouped:
         raise ScenarioError(
             "the scenarios file has a header but no scenario rows",
-            location=Location(file=str(file), row=header_at + 1),
+            location=Location(file=str(file), row=rows[header_at][0]),
             hint="Add one row per user turn: scenario, turn, user_message.",
         )
     return [_build(name, rows_, str(file)) for name, rows_ in grouped.items()]
