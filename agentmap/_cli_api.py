@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentmap.config import Settings, load_settings
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
+    from agentmap.interface.batch_scores import score_batch_output
     from agentmap.interface.chat import ask, chat_loop
     from agentmap.interface.compare import EvalDiff, describe, diff_reports, junit_xml
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
@@ -100,6 +101,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "report_html",
     "run_eval",
     "score_logs",
+    "score_batch_output",
     "describe",
     "diff_reports",
     "junit_xml",
@@ -162,6 +164,7 @@ _HOMES = {
     "report_html": "agentmap.interface.report",
     "run_eval": "agentmap.interface.eval_runner",
     "score_logs": "agentmap.interface.evaluate",
+    "score_batch_output": "agentmap.interface.batch_scores",
     "SQLiteDecisionLog": "agentmap.llm.decision_log",
     "configured_log_path": "agentmap.llm.decision_log",
     "dumps": "agentmap.llm.decision_log",

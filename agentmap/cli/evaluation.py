@@ -191,6 +191,8 @@ def score_folder(
             code="usage",
             hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
         )
+    if logs_dir.is_file() and logs_dir.suffix.lower() in _BATCH_OUTPUTS:
+        return _score_batch(logs_dir, expectations, judge, json_output, report)
     check_logs_dir(logs_dir)
     if expectations is not None:
         _existing_file(expectations, "expectations file", _SCENARIOS_HINT)
@@ -205,6 +207,29 @@ def score_folder(
     from agentmap._cli_api import score_logs
 
     result = score_logs(logs_dir, expectations=expectations, judge=scorer)
+    code = 0 if result.passed == len(result.runs) else 1
+    if report is not None:
+        _write_report(result, report)
+    _print_score(result, code, report, json_output)
+    return code
+
+
+_BATCH_OUTPUTS = (".csv", ".jsonl", ".ndjson", ".parquet", ".xlsx")
+
+
+def _score_batch(
+    table: Path, expectations: Path | None, judge: str | None, json_output: bool, report: Path | None
+) -> int:
+    """`eval score RESULTS.csv`: the rows of an `agentmap batch` output, scored by the same checks."""
+    if expectations is not None or judge is not None:
+        raise ConfigError(
+            f"{'--expectations' if expectations is not None else '--judge'} does not apply to a batch output",
+            code="usage",
+            hint="a batch output carries its expected columns in its rows; score a logs folder for these options",
+        )
+    from agentmap._cli_api import score_batch_output
+
+    result = score_batch_output(table)
     code = 0 if result.passed == len(result.runs) else 1
     if report is not None:
         _write_report(result, report)
@@ -340,7 +365,12 @@ def register(app: typer.Typer) -> None:
 
     @group.command("score")
     def score(
-        logs_dir: Annotated[Path, typer.Argument(metavar="LOGS_DIR", help="The folder `eval run` wrote.")],
+        logs_dir: Annotated[
+            Path,
+            typer.Argument(
+                metavar="LOGS_DIR", help="The folder `eval run` wrote, or an `agentmap batch` output table."
+            ),
+        ],
         expectations: Annotated[
             Path | None,
             typer.Option(
