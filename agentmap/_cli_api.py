@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agentmap.interface.batch_scores import score_batch_output
     from agentmap.interface.chat import ask, chat_loop
     from agentmap.interface.compare import EvalDiff, describe, diff_reports, junit_xml
+    from agentmap.interface.diff_report import diff_html
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
     from agentmap.interface.evaluate import EvalReport, score_logs
     from agentmap.interface.judge import load_rubric, make_llm_judge
@@ -103,6 +104,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "score_logs",
     "score_batch_output",
     "describe",
+    "diff_html",
     "diff_reports",
     "junit_xml",
     # logs
@@ -153,6 +155,7 @@ _HOMES = {
     "resolve_agent_config": "agentmap.interface.agent_config",
     "EvalDiff": "agentmap.interface.compare",
     "describe": "agentmap.interface.compare",
+    "diff_html": "agentmap.interface.diff_report",
     "diff_reports": "agentmap.interface.compare",
     "junit_xml": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.evaluate",

@@ -436,7 +436,16 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--junit", help="Also write a JUnit XML report here.", show_default=False, dir_okay=False),
         ] = None,
+        html: Annotated[
+            Path | None,
+            typer.Option(
+                "--html",
+                help="Also write an HTML page of both runs side by side (conversations, trajectories, failed checks).",
+                show_default=False,
+                dir_okay=False,
+            ),
+        ] = None,
         json_output: JsonOption = False,
     ) -> None:
         """Compare two evaluation folders; exit 1 when NEW's pass^k is below BASE's 95% interval."""
-        raise typer.Exit(diff_folders(base_dir, new_dir, junit=junit, json_output=json_output))
+        raise typer.Exit(diff_folders(base_dir, new_dir, junit=junit, html=html, json_output=json_output))
