@@ -43,7 +43,9 @@ def _existing_file(path: Path, what: str, hint: str) -> None:
         )
 
 
-_SCENARIOS_HINT = "pass a CSV with columns scenario, turn, user_message (see csv_specs/evaluation.md)"
+_SCENARIOS_HINT = (
+    "pass a .csv, .xlsx or .jsonl with columns scenario, turn, user_message (or goal) (see csv_specs/evaluation.md)"
+)
 
 
 def run_scenarios(
@@ -281,7 +283,11 @@ def register(app: typer.Typer) -> None:
     @group.command("run")
     def run(
         scenarios: Annotated[
-            Path, typer.Argument(metavar="SCENARIOS.csv", help="The scenarios: one row per user turn.")
+            Path,
+            typer.Argument(
+                metavar="SCENARIOS.csv",
+                help="The scenarios (.csv, .xlsx or .jsonl): one row per user turn, or per simulated user (goal).",
+            ),
         ],
         agent: Annotated[
             str | None,
