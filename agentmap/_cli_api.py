@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from agentmap.config import Settings, load_settings
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
+    from agentmap.interface.batch_scores import score_batch_output
     from agentmap.interface.chat import ask, chat_loop
     from agentmap.interface.compare import EvalDiff, describe, diff_reports, junit_xml
+    from agentmap.interface.diff_report import diff_html
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
     from agentmap.interface.evaluate import EvalReport, score_logs
     from agentmap.interface.judge import load_rubric, make_llm_judge
@@ -102,7 +104,9 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "report_html",
     "run_eval",
     "score_logs",
+    "score_batch_output",
     "describe",
+    "diff_html",
     "diff_reports",
     "junit_xml",
     # logs
@@ -154,6 +158,7 @@ _HOMES = {
     "resolve_agent_config": "agentmap.interface.agent_config",
     "EvalDiff": "agentmap.interface.compare",
     "describe": "agentmap.interface.compare",
+    "diff_html": "agentmap.interface.diff_report",
     "diff_reports": "agentmap.interface.compare",
     "junit_xml": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.evaluate",
@@ -165,6 +170,7 @@ _HOMES = {
     "report_html": "agentmap.interface.report",
     "run_eval": "agentmap.interface.eval_runner",
     "score_logs": "agentmap.interface.evaluate",
+    "score_batch_output": "agentmap.interface.batch_scores",
     "SQLiteDecisionLog": "agentmap.llm.decision_log",
     "configured_log_path": "agentmap.llm.decision_log",
     "dumps": "agentmap.llm.decision_log",

@@ -3,14 +3,24 @@
 1. `eval run` of 100 single-turn scenarios against an agent that waits 50 ms: `--concurrency 10` must be at
    least 7x faster than `--concurrency 1`.
 2. `eval score` of 10,000 logs must take at most 3x the time of merely reading the files.
+3. Throughput: 100 scenarios x k=8 trials of graphs/llm_offline.csv (the offline model) through `eval run`
+   (`--k 8 --concurrency 8`: logs, run records, manifest) against the same 800 runs through `agentmap batch`
+   (`concurrency=8`, a CSV output): the ratio of runs per second, eval / batch, min/median/max over `--repeat`
+   alternating rounds (target >= 0.9x: the evaluation machinery costs under 10%).
+4. Interval coverage: 1,000 simulated evaluations of one scenario with k=8 trials drawn from known pass rates
+   (uniform in [0, 1], a fixed seed), scored by the same summary `eval score` makes; the share whose 95%
+   interval of pass^k holds the true pass^k, for every k (target >= 93%).
 
-Run: `.venv/bin/python bench/eval.py`
+Run: `.venv/bin/python bench/eval.py [--repeat N] [--only throughput,coverage]`
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
+import random
+import statistics
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -18,11 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
+from agentmap.interface.agent import agent_for
 from agentmap.interface.eval_runner import run_eval
-from agentmap.interface.evaluate import score_logs
+from agentmap.interface.evaluate import EvalReport, RunScore, _summarize, score_logs
 from agentmap.interface.logs import format_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, write_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / "graphs" / "llm_offline.csv"
 
 
 async def _waiting_agent(prompt: str, **_: Any) -> str:
@@ -112,13 +126,105 @@ def _timed(work: Any) -> float:
     return time.perf_counter() - started
 
 
+def bench_throughput(folder: Path, repeat: int, scenarios: int = 100, k: int = 8) -> list[float]:
+    """Runs per second of `eval run --k 8` over those of `agentmap batch` on the same 800 runs."""
+    import agentmap
+
+    prompts = [f"please reverse the text hello world {i}" for i in range(scenarios)]
+    cases = [Scenario(name=f"s{i}", turns=(ScenarioTurn(turn=1, message=p),)) for i, p in enumerate(prompts)]
+    rows = [{"request": p} for p in prompts for _ in range(k)]
+    agent = agent_for(str(WORKFLOW))
+
+    def evaluate(out: Path) -> None:
+        summary = asyncio.run(run_eval(cases, agent, out, runs=k, concurrency=8, progress=False))
+        assert len(summary.outcomes) == scenarios * k and all(o.stop_reason == "single_turn" for o in summary.outcomes)
+
+    def batch(out: Path) -> None:
+        out.mkdir(parents=True)
+        result = agentmap.batch(str(WORKFLOW), rows, output=out / "results.csv", concurrency=8)
+        assert len(result.rows) == scenarios * k and not result.failures
+
+    def bare() -> None:  # the same agent calls, nothing written: what eval run adds is the rest
+        async def calls() -> None:
+            gate = asyncio.Semaphore(8)
+
+            async def one(prompt: str) -> None:
+                async with gate:
+                    await agent(prompt)
+
+            await asyncio.gather(*(one(p) for p in prompts for _ in range(k)))
+
+        asyncio.run(calls())
+
+    evaluate(folder / "warm-eval")  # imports, the compiled workflow's caches
+    batch(folder / "warm-batch")
+    ratios, pairs, shares = [], [], []
+    for round_ in range(repeat):  # alternating: the machine is shared
+        eval_out, batch_out = folder / f"eval{round_}", folder / f"batch{round_}"
+        eval_s = _timed(lambda: evaluate(eval_out))  # noqa: B023 (called at once)
+        batch_s = _timed(lambda: batch(batch_out))  # noqa: B023
+        bare_s = _timed(bare)
+        pairs.append((eval_s, batch_s, bare_s))
+        ratios.append(batch_s / eval_s)
+        shares.append((eval_s - bare_s) / eval_s)
+    low, mid, high = min(ratios), statistics.median(ratios), max(ratios)
+    print(
+        f"eval run vs agentmap batch, {scenarios} scenarios x k={k} on the offline model: throughput ratio "
+        f"min {low:.2f}x median {mid:.2f}x max {high:.2f}x (target >= 0.9x) {'OK' if mid >= 0.9 else 'MISSED'}"
+    )
+    rounds = ", ".join("/".join(f"{x:.2f}" for x in p) for p in pairs)
+    print(f"   (seconds per round, eval/batch/bare agent calls: {rounds})")
+    print(
+        f"   eval run's own share of its time (logs, run records, manifest; against the same agent calls bare): "
+        f"median {statistics.median(shares):.0%}"
+    )
+    return ratios
+
+
+def bench_coverage(evaluations: int = 1000, k: int = 8, seed: int = 27) -> float:
+    """The share of simulated evaluations whose 95% interval of pass^j holds the true pass^j, for every j <= k."""
+    rng = random.Random(seed)
+    covered = 0
+    per_k = dict.fromkeys(range(1, k + 1), 0)
+    for _ in range(evaluations):
+        rate = rng.random()
+        report = EvalReport(logs_dir="synthetic")
+        report.runs = [RunScore(log=f"t{t}", scenario="s", run=t, passed=rng.random() < rate) for t in range(1, k + 1)]
+        _summarize(report, ["s"])
+        [scenario] = report.scenarios
+        holds = {j: low <= rate**j <= high for j, (low, high) in scenario.intervals.items()}
+        covered += all(holds.values())
+        for j, inside in holds.items():
+            per_k[j] += inside
+    share = covered / evaluations
+    worst = min(per_k.values()) / evaluations
+    print(
+        f"interval coverage, {evaluations} simulated evaluations x k={k} trials (true rates uniform in [0, 1]): "
+        f"{share:.1%} hold the true pass^k at every k (lowest single k {worst:.1%}) "
+        f"(target >= 93%) {'OK' if share >= 0.93 else 'MISSED'}"
+    )
+    return share
+
+
 def main() -> None:
-    """Run both benchmarks in a temporary folder."""
+    """Run the benchmarks in a temporary folder."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the throughput comparison")
+    parser.add_argument("--only", default="", help="comma-separated: run, score, throughput, coverage")
+    args = parser.parse_args()
+    only = {part.strip() for part in args.only.split(",") if part.strip()}
+    chosen = lambda name: not only or name in only  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        bench_run(root / "run")
-        (root / "score").mkdir()
-        bench_score(root / "score")
+        if chosen("run"):
+            bench_run(root / "run")
+        if chosen("score"):
+            (root / "score").mkdir()
+            bench_score(root / "score")
+        if chosen("throughput"):
+            bench_throughput(root / "throughput", args.repeat)
+        if chosen("coverage"):
+            bench_coverage()
 
 
 if __name__ == "__main__":

@@ -44,14 +44,17 @@ def check_logs_dir(logs_dir: Path) -> None:
         )
 
 
-def diff_folders(base_dir: Path, new_dir: Path, *, junit: Path | None = None, json_output: bool = False) -> int:
+def diff_folders(
+    base_dir: Path, new_dir: Path, *, junit: Path | None = None, html: Path | None = None, json_output: bool = False
+) -> int:
     """The `eval diff` command: returns 1 when NEW regressed against BASE, else 0."""
     OutputMode.json = json_output
     check_logs_dir(base_dir)
     check_logs_dir(new_dir)
-    from agentmap._cli_api import diff_reports, junit_xml, score_logs
+    from agentmap._cli_api import diff_html, diff_reports, junit_xml, score_logs
 
-    diff = diff_reports(score_logs(base_dir), score_logs(new_dir))
+    base, new = score_logs(base_dir), score_logs(new_dir)
+    diff = diff_reports(base, new)
     code = 1 if diff.regressions else 0
     if junit is not None:
         ensure_writable(junit, "the JUnit report")
@@ -59,17 +62,25 @@ def diff_folders(base_dir: Path, new_dir: Path, *, junit: Path | None = None, js
             junit.write_text(junit_xml(diff), encoding="utf-8")
         except OSError as exc:
             raise cannot_write(junit, "the JUnit report", exc) from None
-    _print(diff, code, junit, json_output)
+    if html is not None:
+        ensure_writable(html, "the HTML diff")
+        try:
+            html.write_text(diff_html(diff, base, new), encoding="utf-8")
+        except OSError as exc:
+            raise cannot_write(html, "the HTML diff", exc) from None
+    _print(diff, code, junit, html, json_output)
     return code
 
 
-def _print(diff: EvalDiff, code: int, junit: Path | None, json_output: bool) -> None:
+def _print(diff: EvalDiff, code: int, junit: Path | None, html: Path | None, json_output: bool) -> None:
     if json_output:
         from agentmap.cli.render import dump_json
 
         document = {**diff.to_dict(), "exit_code": code}
         if junit is not None:
             document["junit"] = str(junit)
+        if html is not None:
+            document["html"] = str(html)
         dump_json(document)
         return
     from agentmap._cli_api import describe
@@ -85,5 +96,7 @@ def _print(diff: EvalDiff, code: int, junit: Path | None, json_output: bool) -> 
     lines.append(f"regression in {', '.join(regressions)} (exit 1)" if regressions else "no regression (exit 0)")
     if junit is not None:
         lines.append(f"JUnit report written to {junit}")
+    if html is not None:
+        lines.append(f"HTML diff written to {html}")
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()

@@ -43,7 +43,9 @@ def _existing_file(path: Path, what: str, hint: str) -> None:
         )
 
 
-_SCENARIOS_HINT = "pass a CSV with columns scenario, turn, user_message (see csv_specs/evaluation.md)"
+_SCENARIOS_HINT = (
+    "pass a .csv, .xlsx or .jsonl with columns scenario, turn, user_message (or goal) (see csv_specs/evaluation.md)"
+)
 
 
 def run_scenarios(
@@ -57,6 +59,7 @@ def run_scenarios(
     timeout: float | None = None,
     runs: int = 1,
     resume: bool = True,
+    user_model: str | None = None,
     memory: str | None = None,
     agent_config: str | None = None,
     json_output: bool = False,
@@ -114,6 +117,8 @@ def run_scenarios(
             memory=memory,
             config=call_config,
             resume=resume,
+            user_model=user_model,
+            model_settings=settings.agent_settings(),
         ),
         lambda: (
             f"Ctrl-C stopped the evaluation; finished runs have their logs in {folder}. "
@@ -188,6 +193,8 @@ def score_folder(
             code="usage",
             hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
         )
+    if logs_dir.is_file() and logs_dir.suffix.lower() in _BATCH_OUTPUTS:
+        return _score_batch(logs_dir, expectations, judge, json_output, report)
     check_logs_dir(logs_dir)
     if expectations is not None:
         _existing_file(expectations, "expectations file", _SCENARIOS_HINT)
@@ -202,6 +209,29 @@ def score_folder(
     from agentmap._cli_api import score_logs
 
     result = score_logs(logs_dir, expectations=expectations, judge=scorer)
+    code = 0 if result.passed == len(result.runs) else 1
+    if report is not None:
+        _write_report(result, report)
+    _print_score(result, code, report, json_output)
+    return code
+
+
+_BATCH_OUTPUTS = (".csv", ".jsonl", ".ndjson", ".parquet", ".xlsx")
+
+
+def _score_batch(
+    table: Path, expectations: Path | None, judge: str | None, json_output: bool, report: Path | None
+) -> int:
+    """`eval score RESULTS.csv`: the rows of an `agentmap batch` output, scored by the same checks."""
+    if expectations is not None or judge is not None:
+        raise ConfigError(
+            f"{'--expectations' if expectations is not None else '--judge'} does not apply to a batch output",
+            code="usage",
+            hint="a batch output carries its expected columns in its rows; score a logs folder for these options",
+        )
+    from agentmap._cli_api import score_batch_output
+
+    result = score_batch_output(table)
     code = 0 if result.passed == len(result.runs) else 1
     if report is not None:
         _write_report(result, report)
@@ -253,7 +283,11 @@ def register(app: typer.Typer) -> None:
     @group.command("run")
     def run(
         scenarios: Annotated[
-            Path, typer.Argument(metavar="SCENARIOS.csv", help="The scenarios: one row per user turn.")
+            Path,
+            typer.Argument(
+                metavar="SCENARIOS.csv",
+                help="The scenarios (.csv, .xlsx or .jsonl): one row per user turn, or per simulated user (goal).",
+            ),
         ],
         agent: Annotated[
             str | None,
@@ -288,7 +322,10 @@ def register(app: typer.Typer) -> None:
                 "--timeout", help="Seconds the agent has for each reply (default: no limit).", show_default=False
             ),
         ] = None,
-        runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="Runs per scenario (for pass^k).")] = 1,
+        runs: Annotated[
+            int,
+            typer.Option("--k", "--runs", "-k", min=1, help="Independent runs (trials) of every scenario, for pass^k."),
+        ] = 1,
         resume: Annotated[
             bool,
             typer.Option(
@@ -296,6 +333,15 @@ def register(app: typer.Typer) -> None:
                 help="Skip runs whose log is already complete in --out (agent_error and timeout runs run again).",
             ),
         ] = True,
+        user_model: Annotated[
+            str | None,
+            typer.Option(
+                "--user-model",
+                metavar="MODEL",
+                help="The model playing simulated users (provider:model; default: offline, a scripted policy).",
+                show_default=False,
+            ),
+        ] = None,
         memory: MemoryOption = None,
         agent_config: AgentConfigOption = None,
         json_output: JsonOption = False,
@@ -314,6 +360,7 @@ def register(app: typer.Typer) -> None:
                 timeout=timeout,
                 runs=runs,
                 resume=resume,
+                user_model=user_model,
                 memory=memory,
                 agent_config=agent_config,
                 json_output=json_output,
@@ -324,7 +371,12 @@ def register(app: typer.Typer) -> None:
 
     @group.command("score")
     def score(
-        logs_dir: Annotated[Path, typer.Argument(metavar="LOGS_DIR", help="The folder `eval run` wrote.")],
+        logs_dir: Annotated[
+            Path,
+            typer.Argument(
+                metavar="LOGS_DIR", help="The folder `eval run` wrote, or an `agentmap batch` output table."
+            ),
+        ],
         expectations: Annotated[
             Path | None,
             typer.Option(
@@ -390,7 +442,16 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--junit", help="Also write a JUnit XML report here.", show_default=False, dir_okay=False),
         ] = None,
+        html: Annotated[
+            Path | None,
+            typer.Option(
+                "--html",
+                help="Also write an HTML page of both runs side by side (conversations, trajectories, failed checks).",
+                show_default=False,
+                dir_okay=False,
+            ),
+        ] = None,
         json_output: JsonOption = False,
     ) -> None:
         """Compare two evaluation folders; exit 1 when NEW's pass^k is below BASE's 95% interval."""
-        raise typer.Exit(diff_folders(base_dir, new_dir, junit=junit, json_output=json_output))
+        raise typer.Exit(diff_folders(base_dir, new_dir, junit=junit, html=html, json_output=json_output))

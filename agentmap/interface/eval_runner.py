@@ -27,6 +27,7 @@ from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import LogFormatError, read_log, write_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
 from agentmap.interface.scenarios import Scenario, load_scenarios
+from agentmap.interface.simulated_user import make_player, stop_reached
 
 __all__ = [
     "RETRIED_STOP_REASONS",
@@ -112,9 +113,12 @@ def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
 
 def agent_error_text(exc: BaseException) -> str:
     """The short, one-line error turn written when the agent raised `exc`."""
+    return f"Error: the agent failed ({_describe(exc)})."
+
+
+def _describe(exc: BaseException) -> str:
     detail = (str(exc).strip().splitlines() or [""])[0][:_ERROR_LIMIT]
-    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-    return f"Error: the agent failed ({what})."
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def reply_text(result: Any) -> str | None:
@@ -139,6 +143,8 @@ async def run_eval(
     config: Mapping[str, Any] | None = None,
     resume: bool = True,
     progress: bool | None = None,
+    user_model: str | None = None,
+    model_settings: Mapping[str, Any] | None = None,
 ) -> EvalRunSummary:
     """Run every scenario `runs` times against `agent`, writing one log per run and a manifest.
 
@@ -156,12 +162,16 @@ async def run_eval(
         resume: Skip runs whose log is already complete in `out_dir` (and whose messages are unchanged),
             except those that stopped with `agent_error` or `timeout`, which run again.
         progress: Show a progress bar; None shows one when stderr is a terminal.
+        user_model: The model playing simulated users whose scenario names none (`provider:model`; default
+            `offline`, the scripted policy of `agentmap.interface.simulated_user`).
+        model_settings: Settings for resolving the user model (`llm.base_url`, `llm.api_key_env`, ...).
 
     Returns:
         The outcome of every run.
 
     Raises:
-        ConfigError: When `concurrency`, `max_turns`, `timeout` or `runs` is out of range.
+        ConfigError: When `concurrency`, `max_turns`, `timeout` or `runs` is out of range, or a simulated user's
+            model cannot be built.
         ScenarioError: When the scenarios file has a mistake.
     """
     _check_limits(concurrency=concurrency, max_turns=max_turns, timeout=timeout, runs=runs)
@@ -169,13 +179,19 @@ async def run_eval(
     if isinstance(scenarios, str | os.PathLike):
         source = str(scenarios)
         scenarios = load_scenarios(scenarios)
+    scenarios = list(scenarios)
+    for scenario in scenarios:  # an unusable user model stops before any run
+        if scenario.user is not None:
+            make_player(scenario.user, user_model, model_settings)
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     manifest, todo, done = _plan(folder, list(scenarios), runs, resume, source)
     manifest_path = write_manifest(folder, manifest)
     call = as_async_agent(agent)
     gate = asyncio.Semaphore(concurrency)
-    settings = _Settings(max_turns, timeout, mode, memory, dict(config) if config is not None else None)
+    settings = _Settings(
+        max_turns, timeout, mode, memory, dict(config) if config is not None else None, user_model, model_settings
+    )
     outcomes: dict[tuple[str, int], RunOutcome] = {(o.scenario, o.run): o for o in done}
 
     with _ProgressBar(progress, total=len(todo) + len(done), completed=len(done)) as advance:
@@ -198,6 +214,8 @@ class _Settings:
     mode: str
     memory: str | None
     config: dict[str, Any] | None
+    user_model: str | None = None
+    model_settings: Mapping[str, Any] | None = None
 
 
 def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | None, runs: int) -> None:
@@ -248,6 +266,8 @@ def _complete(path: Path) -> str | None:
 async def _run_one(
     call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: _Settings
 ) -> RunOutcome:
+    if scenario.user is not None:
+        return await _run_simulated(call, scenario, entry, folder, settings)
     limit = len(scenario.turns) if settings.max_turns is None else settings.max_turns
     turns: list[Turn] = []
     history: list[tuple[str, str]] = []
@@ -272,17 +292,76 @@ async def _run_one(
             reason = StopReason.SINGLE_TURN
         else:
             reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
+    return _finish(scenario, entry, folder, settings, turns, 1 if len(scenario.turns) == 1 else limit, reason, record)
+
+
+def _finish(
+    scenario: Scenario,
+    entry: ManifestEntry,
+    folder: Path,
+    settings: _Settings,
+    turns: list[Turn],
+    max_turns: int,
+    reason: str,
+    record: _RunRecord,
+) -> RunOutcome:
+    """Write the run's log and run record."""
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
     metadata = RunMetadata(
-        session_id=session,
-        mode=settings.mode,
-        scenario=scenario.name,
-        max_turns=1 if len(scenario.turns) == 1 else limit,
-        stop_reason=str(reason),
+        session_id=session, mode=settings.mode, scenario=scenario.name, max_turns=max_turns, stop_reason=str(reason)
     )
     path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
     record.write(run_record_path(path))
     return RunOutcome(scenario.name, entry.run, path, str(reason))
+
+
+async def _run_simulated(
+    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: _Settings
+) -> RunOutcome:
+    """One conversation between the scenario's simulated user and the agent (see `simulated_user`)."""
+    user = scenario.user
+    assert user is not None
+    player = make_player(user, settings.user_model, settings.model_settings)
+    limit = user.max_turns if settings.max_turns is None else min(user.max_turns, settings.max_turns)
+    opening = scenario.turns[0].message if scenario.turns else ""
+    turns: list[Turn] = []
+    history: list[tuple[str, str]] = []
+    goal: dict[str, Any] = {"reached": False, "user_turns": 0, "max_turns": limit}
+    record = _RunRecord(goal=goal)
+    reason: str = StopReason.MAX_TURNS
+    while len(history) // 2 < limit:
+        try:
+            message = opening if not history and opening.strip() else await player.next_message(history)
+        except Exception as exc:
+            turns.append(Turn(role="user", timestamp=datetime.now(), text="(the simulated user sent no message)"))
+            turns.append(_assistant(f"Error: the simulated user failed ({_describe(exc)})."))
+            reason = StopReason.AGENT_ERROR
+            break
+        if message is None or not message.strip():
+            reason = StopReason.USER_EXIT if user.stop_when else StopReason.COMPLETED
+            goal["reached"] = not user.stop_when
+            break
+        turns.append(Turn(role="user", timestamp=datetime.now(), text=message))
+        goal["user_turns"] += 1
+        error, reply = await _ask(call, message, history, settings, record)
+        if error is not None:
+            reason, text = error
+            turns.append(_assistant(text))
+            break
+        assert reply is not None
+        turns.append(_assistant(reply))
+        history += [("user", message), ("assistant", reply)]
+        if stop_reached(user, reply, record.state):
+            reason, goal["reached"] = StopReason.COMPLETED, True
+            break
+    if not turns:  # the user was done before saying anything
+        turns += [
+            Turn(role="user", timestamp=datetime.now(), text="(the simulated user sent no message)"),
+            _assistant("Error: the simulated user sent no message."),
+        ]
+        reason = StopReason.MISSING_INPUT
+    goal["stop_reason"] = str(reason)
+    return _finish(scenario, entry, folder, settings, turns, limit, reason, record)
 
 
 async def _ask(
@@ -322,6 +401,7 @@ class _RunRecord:
     state: dict[str, Any] | None = None
     nodes: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    goal: dict[str, Any] | None = None
 
     def add(self, result: Any) -> None:
         if not isinstance(result, Mapping):
@@ -335,7 +415,9 @@ class _RunRecord:
                 self.tool_calls.append({"tool": trace["tool"], "args": dict(args) if isinstance(args, Mapping) else {}})
 
     def write(self, path: Path) -> None:
-        data = {"state": self.state, "nodes": self.nodes, "tool_calls": self.tool_calls}
+        data: dict[str, Any] = {"state": self.state, "nodes": self.nodes, "tool_calls": self.tool_calls}
+        if self.goal is not None:
+            data["goal"] = self.goal
         path.write_text(json.dumps(data, ensure_ascii=False, default=str, indent=1), encoding="utf-8")
 
 

@@ -47,7 +47,8 @@ class Finding:
     Attributes:
         kind: `format` (the log is malformed), `contract` (seed 000 sections 4 and 6), `expectation`
             (the scenario's must include / must not include / refusal / clarification), `state` (an
-            `expected_state` condition), `trajectory` (`expected_trajectory`) or `judge`.
+            `expected_state` condition), `trajectory` (`expected_trajectory`), `goal` (a simulated user did not
+            reach its goal) or `judge`.
         message: What is wrong, in words.
         turn: The 1-based user turn it concerns, when there is one.
     """
@@ -307,7 +308,7 @@ def _score_file(
         message = str(exc).split("\n", 1)[0]
         return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
     score = _score_pairs(turns, scenario)
-    if scenario is not None and (scenario.expected_state or scenario.expected_trajectory):
+    if scenario is not None and (scenario.expected_state or scenario.expected_trajectory or scenario.user):
         score.findings += _run_checks(scenario, path)
         score.passed = not score.findings
     if judge is not None:
@@ -330,7 +331,7 @@ def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
     if not isinstance(record, dict):
         return [
             Finding(
-                "state" if scenario.expected_state else "trajectory",
+                "state" if scenario.expected_state else "trajectory" if scenario.expected_trajectory else "goal",
                 f"no run record ({record_file.name}) beside the log: run the scenarios with `agentmap eval run` "
                 "to check the final state and the trajectory",
             )
@@ -354,6 +355,14 @@ def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
         problem = match_trajectory(parse_trajectory(scenario.expected_trajectory), steps, scenario.trajectory_match)
         if problem is not None:
             findings.append(Finding("trajectory", problem))
+    goal = record.get("goal")
+    if scenario.user is not None and isinstance(goal, dict) and not goal.get("reached"):
+        why = {
+            "max_turns": f"stopped at max_turns ({goal.get('max_turns')} user turns)",
+            "user_exit": "the user was done before stop_when held",
+        }.get(str(goal.get("stop_reason")))
+        if why is not None:
+            findings.append(Finding("goal", f"the simulated user did not reach its goal: {why}"))
     return findings
 
 

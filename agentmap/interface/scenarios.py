@@ -7,26 +7,28 @@ licensing,1,What does the document say about nurse licensing in Spain?,licens|Sp
 licensing,2,And in Portugal?,Portugal,,,
 ```
 
-Headers match case-insensitively ignoring `_`, `-` and spaces. `scenario` and `user_message` are required;
+Headers match case-insensitively ignoring `_`, `-` and spaces. `scenario` and `user_message` (or `goal`, for a
+simulated user: `agentmap.interface.simulated_user`) are required;
 `turn` is optional (rows are then numbered in file order). Expectations apply to the assistant's reply to
 that row's message; list cells hold `|`-separated terms. See csv_specs/evaluation.md.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from agentmap.errors import AgentMapError, ErrorCode, Location
+from agentmap.errors import ErrorCode, Location
+from agentmap.interface._scenario_files import SCENARIO_SUFFIXES, ScenarioError, read_numbered
 from agentmap.interface.checks import MATCH_MODES, ExpressionError, parse_condition, parse_trajectory
+from agentmap.interface.simulated_user import DEFAULT_MAX_TURNS, SimulatedUser
 
 __all__ = ["SCENARIO_COLUMNS", "Scenario", "ScenarioError", "ScenarioTurn", "load_scenarios"]
 
@@ -42,19 +44,18 @@ SCENARIO_COLUMNS: dict[str, tuple[str, ...]] = {
     "expected_state": ("expect_state", "state_check"),
     "expected_trajectory": ("expect_trajectory", "trajectory"),
     "trajectory_match": ("match", "trajectory_mode"),
+    "persona": ("user_persona",),
+    "goal": ("user_goal",),
+    "max_turns": ("turn_limit",),
+    "stop_when": ("stop", "stop_condition"),
+    "user_model": ("simulated_user_model",),
 }
 """Canonical scenario column -> its aliases."""
 
-_REQUIRED = ("scenario", "user_message")
+_REQUIRED = ("scenario",)
+_USER_COLUMNS = ("persona", "max_turns", "stop_when", "user_model")
 _TRUE = {"true", "yes", "y", "1"}
 _FALSE = {"false", "no", "n", "0"}
-
-
-class ScenarioError(AgentMapError, ValueError):
-    """The scenarios file is missing or has a mistake; the location names the file, row and column."""
-
-    default_code = "bad-scenarios"
-    exit_code: ClassVar[int] = 2
 
 
 class ScenarioTurn(BaseModel):
@@ -91,6 +92,8 @@ class Scenario(BaseModel):
             when the file was loaded.
         expected_trajectory: The steps the run must go through: `|`-separated node names and tool calls.
         trajectory_match: How: `exact`, `in_order`, `any_order`, `subset` or `superset`.
+        user: The simulated user (`goal`, `persona`, ...), or None for a scripted scenario; its one turn then
+            holds the optional opening message and the expectations on the first reply.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -100,11 +103,22 @@ class Scenario(BaseModel):
     expected_state: tuple[str, ...] = ()
     expected_trajectory: str = ""
     trajectory_match: str = "exact"
+    user: SimulatedUser | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.user is None:  # a scripted scenario is written as before simulated users existed
+            data.pop("user", None)
+        return data
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of the user messages: a resumed run redoes a scenario whose messages changed."""
-        data = json.dumps([t.message for t in self.turns], ensure_ascii=False).encode()
+        """A short hash of the user messages (and simulated user): a resumed run redoes a changed scenario."""
+        messages: list[Any] = [t.message for t in self.turns]
+        if self.user is not None:
+            messages.append(self.user.model_dump())
+        data = json.dumps(messages, ensure_ascii=False, sort_keys=True).encode()
         return hashlib.sha256(data).hexdigest()[:16]
 
 
@@ -116,10 +130,10 @@ _LOOKUP = {_fold(name): canonical for canonical, aliases in SCENARIO_COLUMNS.ite
 
 
 def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
-    """Read a scenarios CSV.
+    """Read a scenarios file: CSV, xlsx (the first sheet) or JSONL (one object per line, keys as columns).
 
     Args:
-        path: The CSV file (UTF-8, optionally with a byte-order mark).
+        path: The file (text files UTF-8, optionally with a byte-order mark).
 
     Returns:
         The scenarios in order of first appearance, each with its turns sorted by number.
@@ -129,27 +143,19 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
             positive whole number or repeats, turns skip a number, or a yes/no cell holds something else.
     """
     file = Path(path)
-    if not file.is_file():
+    if file.suffix.lower() not in SCENARIO_SUFFIXES and file.is_file() and file.suffix:
         raise ScenarioError(
-            f"scenarios file not found: {file}",
+            f"a scenarios file is .csv, .xlsx or .jsonl, not {file.suffix!r}",
             location=Location(file=str(file)),
-            hint="Pass the path of a CSV with columns scenario, turn, user_message.",
+            hint="Save the scenarios as CSV, an Excel workbook (.xlsx) or JSON Lines (.jsonl).",
         )
-    try:
-        with file.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(
-            f"the scenarios file is not UTF-8 text (byte {exc.start})",
-            location=Location(file=str(file)),
-            hint="save it as 'CSV UTF-8' and run again",
-        ) from None
-    header_at = next((i for i, row in enumerate(rows) if _content(row)), None)
+    rows = read_numbered(file, _LOOKUP)
+    header_at = next((i for i, (_, row) in enumerate(rows) if _content(row)), None)
     if header_at is None:
         raise ScenarioError("the scenarios file is empty", location=Location(file=str(file)))
-    columns = _map_header(rows[header_at], file, header_at + 1)
+    columns = _map_header(rows[header_at][1], file, rows[header_at][0])
     grouped: dict[str, list[tuple[int, dict[str, str]]]] = {}
-    for number, row in enumerate(rows[header_at + 1 :], start=header_at + 2):
+    for number, row in rows[header_at + 1 :]:
         if not _content(row):
             continue
         cells = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
@@ -165,7 +171,7 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
     if not grouped:
         raise ScenarioError(
             "the scenarios file has a header but no scenario rows",
-            location=Location(file=str(file), row=header_at + 1),
+            location=Location(file=str(file), row=rows[header_at][0]),
             hint="Add one row per user turn: scenario, turn, user_message.",
         )
     return [_build(name, rows_, str(file)) for name, rows_ in grouped.items()]
@@ -203,6 +209,13 @@ def _map_header(header: list[str], file: Path, line: int) -> dict[str, int]:
                 location=Location(file=str(file), row=line),
                 hint="The header needs at least: scenario, user_message (turn and expectations optional).",
             )
+    if "user_message" not in columns and "goal" not in columns:
+        raise ScenarioError(
+            f"the scenarios file has no 'user_message' column (header: {', '.join(header)})",
+            location=Location(file=str(file), row=line),
+            hint="Give scripted turns in user_message, or a simulated user's goal in goal "
+            "(see csv_specs/evaluation.md).",
+        )
     return columns
 
 
@@ -230,7 +243,7 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
         turns.append(
             ScenarioTurn(
                 turn=number,
-                message=cells["user_message"],
+                message=cells.get("user_message", ""),
                 must_include=_terms(cells.get("must_include", "")),
                 must_not_include=_terms(cells.get("must_not_include", "")),
                 expect_refusal=_flag(cells.get("expect_refusal", ""), where.at("expect_refusal")),
@@ -240,6 +253,9 @@ def _build(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> Scen
         )
     turns.sort(key=lambda t: t.turn)
     checks = _run_checks(name, rows, file)
+    user = _simulated_user(name, rows, file)
+    if user is not None:
+        return Scenario(name=name, turns=tuple(turns), user=user, **checks)
     for expected, turn in enumerate(turns, start=1):
         if turn.turn != expected:
             raise ScenarioError(
@@ -319,3 +335,42 @@ def _flag(cell: str, where: Location) -> bool | None:
         location=where,
         hint="Use yes/no (or true/false, 1/0); leave empty for 'either'.",
     )
+
+
+def _simulated_user(name: str, rows: list[tuple[int, dict[str, str]]], file: str) -> SimulatedUser | None:
+    """The simulated user of a scenario whose row has a `goal`; its other columns need a goal."""
+    line, cells = rows[0]
+    where = _Where(file, line)
+    goal = cells.get("goal", "")
+    if not goal:
+        for other_line, other in rows:
+            for column in ("goal", *_USER_COLUMNS):
+                if other.get(column, ""):
+                    raise ScenarioError(
+                        f"scenario {name!r} has a {column} but no goal"
+                        if column != "goal"
+                        else f"scenario {name!r} gives its goal on row {other_line}, not on its first row",
+                        location=Location(file=file, row=other_line, column=column),
+                        hint="A simulated user needs its goal on the scenario's one row; "
+                        "clear the cell for a scripted scenario.",
+                    )
+        return None
+    if len(rows) > 1:
+        raise ScenarioError(
+            f"scenario {name!r} has a simulated user (goal) and {len(rows)} rows",
+            location=Location(file=file, row=rows[1][0], column="scenario"),
+            hint="A simulated-user scenario is one row: the user writes its own turns. Give the others another name.",
+        )
+    raw = cells.get("max_turns", "")
+    if raw and (not raw.isdigit() or int(raw) < 1):
+        raise ScenarioError(f"max_turns must be a positive whole number, got {raw!r}", location=where.at("max_turns"))
+    user = SimulatedUser(
+        goal=goal,
+        persona=cells.get("persona", ""),
+        max_turns=int(raw) if raw else DEFAULT_MAX_TURNS,
+        stop_when=cells.get("stop_when", ""),
+        user_model=cells.get("user_model", ""),
+    )
+    if user.stop_when and user.phrase is None:
+        _parse(parse_condition, user.stop_when, where.at("stop_when"))
+    return user
