@@ -18,7 +18,7 @@ from typing import Any
 
 from agentmap.errors import WorkflowFileError
 
-__all__ = ["SUFFIXES", "Table", "column_letter", "csv_table", "read_table", "read_tables"]
+__all__ = ["SUFFIXES", "Table", "column_letter", "csv_table", "read_table", "read_tables", "sheet_table"]
 
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
 
@@ -231,11 +231,21 @@ def _read_xlsx(path: Path) -> list[Table]:
                 for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)
             ]
             if any(True for _ in _content_rows(numbered)):
-                table = _split_header(path, numbered)
-                tables.append(Table(table.headers, table.rows, table.header_line, sheet=sheet.title))
+                tables.append(sheet_table(path, numbered, sheet.title))
     finally:
         book.close()
     return tables or [_split_header(path, [])]  # no sheet with rows: empty-file
+
+
+def sheet_table(path: Path, numbered: Iterable[tuple[int, list[str]]], sheet: str) -> Table:
+    """The table of sheet `sheet` of workbook `path` from its rows `(row number, cells)` (the studio checks unsaved
+    sheets this way).
+
+    Raises:
+        WorkflowFileError: The sheet has no header row.
+    """
+    table = _split_header(path, numbered)
+    return Table(table.headers, table.rows, table.header_line, sheet=sheet)
 
 
 def _read_yaml(path: Path) -> Table:

@@ -5,7 +5,7 @@ const $ = (id) => document.getElementById(id);
 const LONG = new Set(["Prompt", "Description", "Context"]);
 const NEXT = new Set(["Edge", "Success_Next", "Failure_Next"]);
 const S = {
-  file: null, version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
+  file: null, sheet: null, sheets: [], version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
   tab: null, sel: null, editing: null, checking: false, pending: false, checks: 0, trs: new Map(),
   marked: [], drawn: "", drawTimer: null, dismissed: null, saving: false,
 };
@@ -37,7 +37,8 @@ async function api(method, path, body) {
 const col = (name) => S.columns.indexOf(name);
 const isComment = (row) => row.cells.length > 0 && row.cells[0].trim().startsWith("#");
 const body = () => S.rows.filter((r) => r !== S.header);
-const graphOf = (row) => (col("GraphName") >= 0 ? (row.cells[col("GraphName")] || "").trim() : "");
+// a workbook sheet without a GraphName column is one graph, named after the sheet (as the command line reads it)
+const graphOf = (row) => (col("GraphName") >= 0 ? (row.cells[col("GraphName")] || "").trim() : S.sheet || "");
 const blank = (row) => !row.cells.some((c) => c.trim());
 // comment and blank rows show on every tab: they belong to the file, not to a graph
 const visible = (row) => row !== S.header && (S.tab === null || isComment(row) || blank(row) || graphOf(row) === S.tab);
@@ -80,6 +81,8 @@ function load(data) {
   S.version = data.version;
   S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice() }));
   S.columns = data.columns;
+  S.sheet = data.sheet || null;
+  S.sheets = data.sheets || [];
   S.header = S.rows.find((r) => !isComment(r) && r.cells.some((c) => c.trim())) || null;
   $("agent-types").replaceChildren(...data.agent_types.map((t) => new Option(t)));
   if (S.tab !== null && !graphs().includes(S.tab)) S.tab = null;
@@ -96,7 +99,34 @@ function load(data) {
 
 // ---- the grid -------------------------------------------------------------------------------------------
 
+// a workbook's sheets: one tab each, opening that sheet (its own rows, findings and graph)
+function renderSheetTabs() {
+  const list = $("sheet-tabs");
+  list.hidden = S.sheets.length === 0;
+  list.replaceChildren(...S.sheets.map((name) => {
+    const tab = document.createElement("button");
+    tab.type = "button";
+    tab.setAttribute("role", "tab");
+    tab.textContent = name.slice(name.lastIndexOf("[") + 1, -1);
+    tab.setAttribute("aria-selected", String(name === S.file));
+    tab.tabIndex = name === S.file ? 0 : -1;
+    tab.addEventListener("click", () => {
+      if (name === S.file) return;
+      if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
+      $("file-select").value = name;
+      openFile(name).catch((err) => say(err.message, "error"));
+    });
+    tab.addEventListener("keydown", (e) => {
+      const all = [...list.children];
+      const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (step) { const next = all[(all.indexOf(tab) + step + all.length) % all.length]; next.focus(); next.click(); }
+    });
+    return tab;
+  }));
+}
+
 function renderTabs() {
+  renderSheetTabs();
   const names = graphs();
   const tabs = names.length > 1 ? [[null, "All rows"], ...names.map((n) => [n, n])] : names.map((n) => [n, n]);
   $("tabs").replaceChildren(...tabs.map(([value, label]) => {
@@ -406,7 +436,9 @@ function applyFindings() {
     li.className = f.severity;
     const button = document.createElement("button");
     button.type = "button";
-    const place = f.row ? `Row ${f.row}${f.column_name ? ", " + f.column_name : ""}: ` : "";
+    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7
+    const row_ = S.sheet && f.row ? `${S.file}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
+    const place = f.row ? `${row_}${f.column_name ? ", " + f.column_name : ""}: ` : "";
     button.textContent = `${place}${f.severity} ${f.code}: ${f.message}`;
     const fix = document.createElement("div");
     fix.className = "fix";
