@@ -280,6 +280,21 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
             in page.get_by_role("region", name="Final state").inner_text()
         )
 
+        # fork from the second checkpoint (after Check) with a changed value: the new run starts from that state
+        page.get_by_role("textbox", name="Change the state before forking").fill('{"request": "a phone"}')
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
+        page.wait_for_function(
+            "document.body.dataset.runStatus === 'succeeded' && $('final').textContent.includes('a phone')",
+            timeout=20_000,
+        )
+        final = page.get_by_role("region", name="Final state").inner_text()
+        assert "Decision for a phone; request=a phone; decision=OK: a phone" in final, final
+        page.get_by_role("textbox", name="Change the state before forking").fill("[1]")
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
+        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=10_000)
+        assert "must be a JSON object" in page.get_by_role("status").filter(has_text="JSON object").inner_text()
+        page.get_by_role("textbox", name="Change the state before forking").fill("")
+
         page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
         page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
         page.get_by_role("textbox", name="topic").fill("owls")

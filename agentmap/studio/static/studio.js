@@ -792,10 +792,26 @@ async function listCheckpoints() {
   } catch (err) { /* a convenience: the run reported any problem */ }
 }
 
+// a fork with changed values: the server writes them into the checkpoint's state as a new checkpoint that keeps
+// its next nodes (threads.update_state), and the run goes on from that one
 async function fork(checkpointId) {
   if (!document.body.dataset.runReady) { runStatus("Save the sheet first: forks run the saved file.", "error"); return; }
+  const text = $("fork-values").value.trim();
+  let from = checkpointId;
+  if (text) {
+    let changed;
+    try { changed = JSON.parse(text); } catch (err) { runStatus("The state to change is not JSON: " + err.message, "error"); return; }
+    if (!changed || typeof changed !== "object" || Array.isArray(changed)) {
+      runStatus('The state to change must be a JSON object, e.g. {"request": "a phone"}', "error");
+      return;
+    }
+    try {
+      const made = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/state`, { values: changed, checkpoint_id: checkpointId });
+      from = made.checkpoint.checkpoint_id;
+    } catch (err) { runStatus(err.message, "error"); return; }
+  }
   resetRun();
-  await go({ input: null, checkpoint_id: checkpointId });
+  await go({ input: null, checkpoint_id: from });
 }
 
 async function listThreads() {
