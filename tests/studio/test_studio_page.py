@@ -289,6 +289,8 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         )
         final = page.get_by_role("region", name="Final state").inner_text()
         assert "Decision for a phone; request=a phone; decision=OK: a phone" in final, final
+        page.get_by_role("list", name="Checkpoints").scroll_into_view_if_needed()
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-fork.png"))
         page.get_by_role("textbox", name="Change the state before forking").fill("[1]")
         page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
         page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=10_000)
