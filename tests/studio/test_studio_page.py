@@ -365,10 +365,26 @@ def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_for
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"said": "Ada!"' in page.get_by_role("region", name="Final state").inner_text()
 
+        # another program saves the workbook while it is open: offered for reload, never overwritten
+        edit(page, cell(page, 2, 3), "{name}?")
+        theirs = openpyxl.load_workbook(path)
+        theirs["Loud"]["C2"] = "changed elsewhere"
+        theirs.save(path)
+        alert = page.get_by_role("alert")
+        alert.wait_for(timeout=10_000)
+        assert "changed on disk" in alert.inner_text()
+        alert.get_by_role("button", name="Keep editing").click()
+        page.get_by_role("button", name="Save").click()
+        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=10_000)
+        assert openpyxl.load_workbook(path)["Loud"]["C2"].value == "changed elsewhere"
+        alert.get_by_role("button", name="Reload from disk").click()
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
+        assert cell(page, 2, 3).inner_text() == "changed elsewhere"
+
     saved = openpyxl.load_workbook(path)
     assert [c.value for c in saved["Greet"][2]][:3] == ["Hello", "template", "Good day, {name}"]
     assert saved["Greet"]["F2"].value is None
     assert saved["Greet"]["A1"].font.bold and saved["Greet"]["C2"].fill.fgColor.rgb == "FFFFFF00"
     assert saved["Greet"].column_dimensions["C"].width == 40
-    assert [c.value for c in saved["Loud"][2]] == ["Say", "template", "{name}!", "name", "said", None]
+    assert [c.value for c in saved["Loud"][2]] == ["Say", "template", "changed elsewhere", "name", "said", None]
     assert saved["Loud"]["B2"].font.italic
