@@ -272,8 +272,10 @@ function startEdit(initial) {
   }
   if (name === "Context") {
     editor.spellcheck = false;
-    editor.setAttribute("aria-describedby", "context-help editor-help");
+    editor.setAttribute("aria-describedby", "context-help context-check editor-help");
     showContextKeys(row);
+    checkContext(row, original);
+    editor.addEventListener("input", () => checkContext(row, editor.value));
   }
   editor.value = initial === undefined ? original : initial;
   S.editing = { row, col: c, original, editor };
@@ -296,6 +298,7 @@ function finishEdit(keep) {
   const edit = S.editing;
   if (!edit) return;
   $("context-help").hidden = true;
+  $("context-check").hidden = true;
   S.editing = null;
   if (!keep) setValue(edit.row, edit.col, edit.original);
   const cell = td(edit.row, edit.col);
@@ -326,20 +329,60 @@ function gridKeys(e) {
 
 // the Context keys of the row's agent type, from the published JSON Schema (csv_specs/schema/context.schema.json)
 let contextSchema = null;
-async function showContextKeys(row) {
-  const help = $("context-help");
+async function schemaOf(row) {
   if (!contextSchema) {
     contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
   }
   const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
   const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
-  const schema = contextSchema.$defs[type];
+  return [type, contextSchema.$defs[type]];
+}
+
+async function showContextKeys(row) {
+  const help = $("context-help");
+  const [type, schema] = await schemaOf(row);
   if (!schema) { help.hidden = true; return; }
   const keys = Object.entries(schema.properties || {});
   help.textContent = keys.length
     ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
     : `${type} takes no Context keys.`;
   help.hidden = false;
+}
+
+const FITS = {
+  string: (v) => typeof v === "string",
+  integer: (v) => Number.isInteger(v),
+  number: (v) => typeof v === "number",
+  boolean: (v) => typeof v === "boolean",
+  array: (v) => Array.isArray(v),
+  object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+  null: (v) => v === null,
+};
+
+// what the schema says of a Context being typed: a required key missing, a value of the wrong type or not one of
+// its values, a key the type does not list (passed to the agent as it is); the validator's findings still decide
+function contextProblems(schema, text) {
+  let value;
+  try { value = JSON.parse(text); } catch (err) { return []; }  // not JSON (a Python dict): the findings judge it
+  if (!FITS.object(value)) return [];
+  const props = schema.properties || {};
+  const problems = (schema.required || []).filter((k) => !(k in value)).map((k) => `${k} is required`);
+  for (const [key, v] of Object.entries(value)) {
+    const p = props[key];
+    const types = p && p.type !== undefined ? [].concat(p.type) : [];
+    if (!p) problems.push(`${key} is not a Context key of this type (it is passed to the agent as it is)`);
+    else if (types.length && !types.some((t) => (FITS[t] || (() => true))(v))) problems.push(`${key} must be ${types.join(" or ")}`);
+    else if (p.enum && !p.enum.includes(v)) problems.push(`${key} must be one of ${p.enum.join(" | ")}`);
+    else if (typeof p.minimum === "number" && typeof v === "number" && v < p.minimum) problems.push(`${key} must be at least ${p.minimum}`);
+  }
+  return problems;
+}
+
+async function checkContext(row, text) {
+  const [type, schema] = await schemaOf(row);
+  const problems = schema && text.trim() ? contextProblems(schema, text) : [];
+  $("context-check").textContent = problems.length ? `Context of ${type}: ` + problems.join("; ") : "";
+  $("context-check").hidden = !problems.length;
 }
 
 // ---- rows -----------------------------------------------------------------------------------------------
