@@ -33,7 +33,7 @@ def split_sheet(name: str) -> tuple[str, str | None]:
     return (found["file"], found["sheet"]) if found else (name, None)
 
 
-def _workbook(data: bytes, path: Path) -> Any:
+def _workbook(data: bytes, path: Path, *, read_only: bool = False) -> Any:
     try:
         import openpyxl
     except ImportError:
@@ -43,7 +43,7 @@ def _workbook(data: bytes, path: Path) -> Any:
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     try:
-        return openpyxl.load_workbook(io.BytesIO(data))
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only)
     except Exception as exc:
         raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
 
@@ -54,7 +54,11 @@ def sheet_names(path: Path) -> list[str]:
     Raises:
         WorkflowFileError: The file is not a workbook (or openpyxl is missing).
     """
-    return list(_workbook(path.read_bytes(), path).sheetnames)
+    book = _workbook(path.read_bytes(), path, read_only=True)
+    try:
+        return list(book.sheetnames)
+    finally:
+        book.close()
 
 
 def _text(value: Any) -> str:
