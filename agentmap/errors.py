@@ -70,6 +70,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_COLUMN = "unknown-column"
     CSV_DIALECT = "csv-dialect"
     ENCODING = "encoding"
+    SHEET_SKIPPED = "sheet-skipped"
     # validation findings: cells
     MISSING_GRAPH_NAME = "missing-graph-name"
     MISSING_NODE_NAME = "missing-node-name"

@@ -49,6 +49,9 @@ def read_workflow(
     shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]] = {}
     issues: list[Issue] = []
     for sheet in tables:
+        if len(tables) > 1 and sheet.sheet is not None and "Node" not in map_headers(sheet.headers).index:
+            issues.append(_skipped(sheet, file))
+            continue
         issues += _read_rows(sheet, file, path.parent, roots, prompts_dir, graphs, shapes)
     if not graphs and not any(i.severity == "error" for i in issues):
         issues.append(
@@ -62,6 +65,19 @@ def read_workflow(
         )
     made = tuple(_graph(name, nodes, file, shapes[name]) for name, nodes in graphs.items())
     return Workflow(file=file, graphs=made), issues
+
+
+def _skipped(table: Table, file: str) -> Issue:
+    """A sheet of a workbook of several sheets that has no Node column (notes, data): not read, with a warning."""
+    return Issue(
+        severity="warning",
+        code="sheet-skipped",
+        message=f"sheet {table.sheet!r} has no Node column: it is not read as a workflow",
+        fix="add a Node column and one row per node to make it a graph, or leave it as it is",
+        file=file,
+        row=table.header_line,
+        sheet=table.sheet,
+    )
 
 
 def _graph(

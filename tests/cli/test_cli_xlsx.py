@@ -95,3 +95,18 @@ def test_serve_serves_every_sheet_or_the_graph_named(tmp_path: Path) -> None:
     for target, graphs in ((str(path), ["Greet", "Loud"]), (f"{path}::Loud", ["Loud"])):
         app = create_app(ServeConfig(targets=(target,), checkpoint=str(tmp_path / "runs.db")))
         assert [a.to_json()["graph_id"] for a in app.state.server.assistants.all] == graphs
+
+
+def test_a_sheet_of_notes_beside_the_graphs_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = workbook(
+        tmp_path / "with_notes.xlsx",
+        {
+            "Greet": [HEADERS, ["Hello", "template", "Hello, {name}", "name", "greeting", ""]],
+            "Notes": [["Owner", "Ada"]],
+        },
+    )
+    result = agentmap("validate", path)
+    assert result.code == 0, result.out
+    assert f"{path}[Notes]!1:1: warning[sheet-skipped]: sheet 'Notes' has no Node column" in result.out
+    run = agentmap("run", path, "--state", '{"name": "Ada"}', "--json", cwd=tmp_path)
+    assert json.loads(run.out)["state"]["greeting"] == "Hello, Ada"
