@@ -70,6 +70,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_COLUMN = "unknown-column"
     CSV_DIALECT = "csv-dialect"
     ENCODING = "encoding"
+    SHEET_SKIPPED = "sheet-skipped"
     # validation findings: cells
     MISSING_GRAPH_NAME = "missing-graph-name"
     MISSING_NODE_NAME = "missing-node-name"
@@ -178,13 +179,21 @@ class ErrorCode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """Where a mistake is: the file, the 1-based row (the line in the file) and the column header."""
+    """Where a mistake is: the file, the 1-based row (the line in the file) and the column header.
+
+    In an `.xlsx` workbook also the sheet and the cell (`B7`); it then reads `flows.xlsx[Sheet]!B7`.
+    """
 
     file: str | None = None
     row: int | None = None
     column: str | None = None
+    sheet: str | None = None
+    cell: str | None = None
 
     def __str__(self) -> str:
+        if self.sheet is not None:
+            ref = self.cell or (f"{self.row}:{self.row}" if self.row is not None else "")
+            return f"{self.file or '<input>'}[{self.sheet}]" + (f"!{ref}" if ref else "")
         parts = [self.file or "<input>"]
         if self.row is not None:
             parts.append(str(self.row))

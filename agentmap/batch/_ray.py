@@ -18,11 +18,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.batch.executors import run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agentmap.spec.readers import Table
 
 __all__ = ["bundle", "run_on_ray"]
 
@@ -42,16 +45,22 @@ def _add(files: dict[str, bytes], base: Path, path: Path, name: str | None = Non
 
 def _workflow_files(files: dict[str, bytes], base: Path, path: Path, seen: set[Path]) -> None:
     """The workflow file and what its rows name: prompt files, other workflows, tool files."""
-    from agentmap.spec.cells import parse_context
-    from agentmap.spec.columns import map_headers
-    from agentmap.spec.readers import read_table
+    from agentmap.spec.readers import read_tables
 
     path = path.resolve()
     if path in seen or not path.is_relative_to(base):
         return
     seen.add(path)
     _add(files, base, path)
-    table = read_table(path)
+    for table in read_tables(path):  # every sheet of a workbook
+        _table_files(files, base, path, table, seen)
+
+
+def _table_files(files: dict[str, bytes], base: Path, path: Path, table: Table, seen: set[Path]) -> None:
+    """What the rows of one table of the workflow file `path` name."""
+    from agentmap.spec.cells import parse_context
+    from agentmap.spec.columns import map_headers
+
     index = map_headers(table.headers).index
     for _, row in table.rows:
 

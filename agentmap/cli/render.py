@@ -89,19 +89,26 @@ def error_document(error: AgentMapError) -> dict[str, Any]:
     if location is None and issues:
         first = next((i for i in issues if getattr(i, "row", None) is not None), None)
         if first is not None:
-            location = Location(first.file, first.row, first.column)
+            location = Location(first.file, first.row, first.column, first.sheet, first.cell)
     data: dict[str, Any] = {
         "code": error.code,
         "message": error.message,
         "location": None
         if location is None
-        else {"file": location.file, "row": location.row, "column": location.column},
+        else {"file": location.file, "row": location.row, "column": location.column, **_in_sheet(location)},
         "hint": error.hint,
         "docs": error.docs,
     }
     if issues:
         data["issues"] = [i.model_dump() if hasattr(i, "model_dump") else str(i) for i in issues]
     return {"success": False, "exit_code": error.exit_code, "error": data}
+
+
+def _in_sheet(location: Any) -> dict[str, Any]:
+    """A workbook location's sheet, cell and spreadsheet reference (`flows.xlsx[Sheet]!B7`); nothing elsewhere."""
+    if location.sheet is None:
+        return {}
+    return {"sheet": location.sheet, "cell": location.cell, "ref": str(location)}
 
 
 def print_error(error: BaseException, *, debug: bool = False) -> None:

@@ -47,7 +47,7 @@ def _refuse(graph: GraphSpec, node: NodeSpec, why: str, column: str = "AgentType
     return ConfigError(
         f"cannot eject node {node.name!r} of graph {graph.name!r} as a standalone module: {why}",
         code=ErrorCode.CANNOT_EJECT,
-        location=Location(graph.file, node.row, graph.column(column)),
+        location=Location(graph.file, node.row, graph.column(column), graph.sheet, graph.cell(node.row, column)),
         hint="export another graph, or run this one with `agentmap run` (or embed `agentmap.compile(...).graph`)",
     )
 

@@ -129,9 +129,7 @@ def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: st
         code=code,
         message=message,
         fix=fix,
-        file=graph.file,
-        row=node.row,
-        column=graph.finding_column(column),
+        **graph.locate(node.row, column),
         graph=graph.name,
         node=node.name,
     )

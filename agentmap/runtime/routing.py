@@ -135,6 +135,10 @@ class Route:
             goto = self._call(cell, column, state, update) if isinstance(cell, FuncRef) else list(cell or ())
         return Command(update=update, goto=goto or END)
 
+    def _location(self, column: str) -> Location:
+        graph, row = self.graph, self.node.row
+        return Location(graph.file, row, graph.column(column), graph.sheet, graph.cell(row, column))
+
     def _call(self, ref: FuncRef, column: str, state: Mapping[str, Any], update: dict[str, Any]) -> list[str]:
         merged = {**state, **update}
         if "errors" in update:
@@ -145,7 +149,7 @@ class Route:
             raise NodeError(
                 f"router {ref} of node {self.node.name!r} raised {type(exc).__name__}: {exc}",
                 code="router-error",
-                location=Location(self.graph.file, self.node.row, self.graph.column(column)),
+                location=self._location(column),
                 hint=f"fix the function {ref.name!r} (run again with --debug to see the traceback)",
             ) from exc
         names = [result] if isinstance(result, str) or result is None else list(result)
@@ -160,7 +164,7 @@ class Route:
                         f"router {ref} of node {self.node.name!r} returned {part.strip()!r}, which is not a node of "
                         f"graph {self.graph.name!r} (nodes: {', '.join(self.graph.by_name)})",
                         code="bad-route",
-                        location=Location(self.graph.file, self.node.row, self.graph.column(column)),
+                        location=self._location(column),
                         hint="return a node name, a list of names for a fan-out, or None to end the graph",
                     )
                 targets.append(part.strip())

@@ -127,6 +127,15 @@ class HistoryRequest(_Body):
     checkpoint: dict[str, Any] | None = None
 
 
+class StateUpdate(_Body):
+    """`POST /threads/{thread_id}/state` (`threads.update_state`)."""
+
+    values: Any = None
+    as_node: str | None = None
+    checkpoint: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+
+
 class RunCreate(_Body):
     """The body of every run: `POST /threads/{id}/runs[/wait|/stream]`, `/runs[/wait|/stream]`, `/runs/batch`."""
 

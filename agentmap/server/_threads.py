@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Response
 
 from agentmap.server._encode import jsonable
-from agentmap.server._models import ApiError, HistoryRequest, ThreadCreate, ThreadSearch, refuse_unsupported
+from agentmap.server._models import (
+    ApiError,
+    HistoryRequest,
+    StateUpdate,
+    ThreadCreate,
+    ThreadSearch,
+    check_json,
+    refuse_unsupported,
+)
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -165,6 +173,42 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         """The thread's state at the checkpoint named in the body."""
         checkpoint = body.get("checkpoint") or {}
         return _state(thread_id, checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
+
+    @router.post("/threads/{thread_id}/state")
+    def update_state(thread_id: str, body: StateUpdate) -> dict[str, Any]:
+        """Write `values` into the thread's state at its latest checkpoint (or the one named): a new checkpoint.
+
+        A run from it (its `checkpoint_id`, no input) goes on with the changed state: LangGraph's fork. An AgentMap
+        node picks its next node itself, so without `as_node` the new checkpoint keeps the next nodes of the one
+        it was made from: the fork runs what would have run there.
+        """
+        refuse_unsupported(body, "threads.update_state")
+        record = server.thread(thread_id)
+        if server.store.busy(thread_id):
+            raise ApiError(409, "thread-busy", f"thread {thread_id!r} has a run in progress", hint="wait for it")
+        checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+        assistant = server.thread_assistant(record)
+        snapshot = snapshot_of(assistant, thread_id, checkpoint_id)
+        if assistant is None or snapshot is None:
+            raise ApiError(404, "checkpoint-not-found", f"thread {thread_id!r} has no state yet", hint="run it first")
+        check_json(body.values, "values")
+        values = assistant.check_input(body.values)
+        graph = assistant.app.graph
+        update: Any = values
+        if body.as_node is None and snapshot.next:
+            from langgraph.types import Command
+
+            update = Command(update=values, goto=list(snapshot.next))
+        from langgraph.errors import InvalidUpdateError
+
+        at = _config(thread_id, snapshot.config["configurable"]["checkpoint_id"])
+        at["configurable"]["checkpoint_ns"] = ""  # the saver writes the new checkpoint under the root namespace
+        try:
+            made = graph.update_state(at, update, as_node=body.as_node)  # type: ignore[arg-type]
+        except (InvalidUpdateError, ValueError, KeyError) as exc:  # an unknown as_node, an update the state refuses
+            why = f"the state of thread {thread_id!r} cannot take this update: {exc}"
+            raise ApiError(422, "bad-input", why, hint="name a node of the graph as as_node, or leave it out") from None
+        return {"checkpoint": _checkpoint(made)}
 
     @router.post("/threads/{thread_id}/history")
     def get_history(thread_id: str, body: HistoryRequest) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from agentmap.spec.cells import CellError, edge_overrides, parse_context, parse_
 from agentmap.spec.columns import map_headers
 from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
 from agentmap.spec.prompts import resolve_prompt
-from agentmap.spec.readers import Table, read_table
+from agentmap.spec.readers import Table, column_letter, read_tables
 
 __all__ = ["parse_selector", "read_workflow"]
 
@@ -43,9 +43,74 @@ def read_workflow(
     Raises:
         WorkflowFileError: The file is missing, a directory, unsupported, or not text.
     """
-    table = read_table(path) if table is None else table
+    tables = read_tables(path) if table is None else [table]
     file = str(path)
+    graphs: dict[str, list[NodeSpec]] = {}
+    shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]] = {}
+    issues: list[Issue] = []
+    for sheet in tables:
+        if len(tables) > 1 and sheet.sheet is not None and "Node" not in map_headers(sheet.headers).index:
+            issues.append(_skipped(sheet, file))
+            continue
+        issues += _read_rows(sheet, file, path.parent, roots, prompts_dir, graphs, shapes)
+    if not graphs and not any(i.severity == "error" for i in issues):
+        issues.append(
+            Issue(
+                severity="error",
+                code="no-graphs",
+                message=f"{path} has a header row but no graph rows",
+                fix="add one row per node: GraphName, Node, AgentType, ...",
+                file=file,
+            )
+        )
+    made = tuple(_graph(name, nodes, file, shapes[name]) for name, nodes in graphs.items())
+    return Workflow(file=file, graphs=made), issues
+
+
+def _skipped(table: Table, file: str) -> Issue:
+    """A sheet of a workbook of several sheets that has no Node column (notes, data): not read, with a warning."""
+    return Issue(
+        severity="warning",
+        code="sheet-skipped",
+        message=f"sheet {table.sheet!r} has no Node column: it is not read as a workflow",
+        fix="add a Node column and one row per node to make it a graph, or leave it as it is",
+        file=file,
+        row=table.header_line,
+        sheet=table.sheet,
+    )
+
+
+def _graph(
+    name: str, nodes: list[NodeSpec], file: str, shape: tuple[dict[str, str], Table, dict[str, int]]
+) -> GraphSpec:
+    written, table, index = shape
+    letters = {column: column_letter(position) for column, position in index.items()} if table.sheet else {}
+    return GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=written, sheet=table.sheet, letters=letters)
+
+
+def _read_rows(
+    table: Table,
+    file: str,
+    base_dir: Path,
+    roots: Sequence[Path],
+    prompts_dir: Path | None,
+    graphs: dict[str, list[NodeSpec]],
+    shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]],
+) -> list[Issue]:
+    """Read one table's rows into `graphs` (and each new graph's headers into `shapes`); the problems found.
+
+    A workbook sheet without a GraphName column is one graph named after the sheet.
+    """
     headers = map_headers(table.headers)
+    named_by_sheet = table.sheet is not None and "GraphName" not in headers.index
+    sheet = table.sheet
+
+    def header_cell(column: str | None) -> str | None:
+        stripped = [h.strip() for h in table.headers]
+        if sheet is None or column is None or column not in stripped:
+            return None
+        return f"{column_letter(stripped.index(column))}{table.header_line}"
+
     issues = [
         Issue(
             severity="error" if p.severity == "error" else "warning",
@@ -55,25 +120,29 @@ def read_workflow(
             file=file,
             row=table.header_line,
             column=p.column,
+            sheet=sheet,
+            cell=header_cell(p.column),
         )
         for p in headers.problems
+        if not (named_by_sheet and p.code == "missing-column" and p.column == "GraphName")
     ]
     issues += _reading_notes(table.notes, file, table.header_line)
     if any(i.code == "missing-column" for i in issues):
-        return Workflow(file=file, graphs=()), issues
+        return issues
 
     index = headers.index
     written = headers.written
-    base_dir = path.parent
-    graphs: dict[str, list[NodeSpec]] = {}
 
     for line, row in table.rows:
 
         def cell(column: str, row: list[str] = row) -> str:
+            if column == "GraphName" and named_by_sheet and sheet is not None:
+                return sheet
             position = index.get(column)
             return row[position].strip() if position is not None and position < len(row) else ""
 
         def report(column: str, code: str, message: str, fix: str, *, line: int = line, warning: bool = False) -> None:
+            position = index.get(column)
             issues.append(
                 Issue(
                     severity="warning" if warning else "error",
@@ -85,6 +154,8 @@ def read_workflow(
                     column=written.get(column, column),
                     graph=cell("GraphName") or None,
                     node=cell("Node") or None,
+                    sheet=sheet,
+                    cell=f"{column_letter(position)}{line}" if sheet is not None and position is not None else None,
                 )
             )
 
@@ -102,24 +173,8 @@ def read_workflow(
         fields: dict[str, Any] = {"name": node_name, "row": line}
         fields.update(_node_fields(cell, report, written, base_dir, roots, prompts_dir))
         graphs.setdefault(graph_name, []).append(NodeSpec.model_construct(**_with_defaults(fields)))
-
-    if not graphs and not any(i.severity == "error" for i in issues):
-        issues.append(
-            Issue(
-                severity="error",
-                code="no-graphs",
-                message=f"{path} has a header row but no graph rows",
-                fix="add one row per node: GraphName, Node, AgentType, ...",
-                file=file,
-            )
-        )
-    workflow = Workflow(
-        file=file,
-        graphs=tuple(
-            GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=dict(written)) for name, nodes in graphs.items()
-        ),
-    )
-    return workflow, issues
+        shapes.setdefault(graph_name, (dict(written), table, dict(index)))
+    return issues
 
 
 _DEFAULTS: dict[str, Any] = {

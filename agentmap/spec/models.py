@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow", "state_key"]
+__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow", "sheet_location", "state_key"]
+
+
+def sheet_location(file: str | None, sheet: str, row: int | None, cell: str | None) -> str:
+    """A place in a workbook as a spreadsheet names it: `flows.xlsx[Sheet]!B7`, `!7:7` (a row), or the sheet."""
+    ref = cell or (f"{row}:{row}" if row is not None else "")
+    return f"{file or '<workflow>'}[{sheet}]" + (f"!{ref}" if ref else "")
 
 
 def state_key(field: str, *, output: bool) -> str:
@@ -108,6 +114,8 @@ class GraphSpec(BaseModel):
         nodes: The nodes, in the order of their rows.
         file: The file the graph came from.
         columns: Canonical column -> the header as the file spells it (for error locations).
+        sheet: The `.xlsx` sheet the graph's rows are on (None for other files).
+        letters: Canonical column -> its letter in that sheet (`B`), for `flows.xlsx[Sheet]!B7` locations.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -116,6 +124,8 @@ class GraphSpec(BaseModel):
     nodes: tuple[NodeSpec, ...]
     file: str | None = None
     columns: dict[str, str] = Field(default_factory=dict)
+    sheet: str | None = None
+    letters: dict[str, str] = Field(default_factory=dict)
 
     @property
     def entry(self) -> str:
@@ -161,6 +171,16 @@ class GraphSpec(BaseModel):
             return None
         return self.column(canonical)
 
+    def cell(self, row: int | None, canonical: str) -> str | None:
+        """The cell of column `canonical` on `row` in the graph's sheet (`B7`); None outside a workbook."""
+        letter = self.letters.get(canonical)
+        return f"{letter}{row}" if self.sheet and letter and row is not None else None
+
+    def locate(self, row: int | None, canonical: str) -> dict[str, Any]:
+        """Where a finding about `canonical` on `row` is: `file`, `row`, `column`, and in a sheet `sheet`, `cell`."""
+        column = self.finding_column(canonical)
+        return {"file": self.file, "row": row, "column": column, "sheet": self.sheet, "cell": self.cell(row, canonical)}
+
 
 class Workflow(BaseModel):
     """Every graph of one workflow file, in file order.
@@ -202,6 +222,8 @@ class Issue(BaseModel):
         column: The column header as written in the file.
         graph: The graph name.
         node: The node name.
+        sheet: The `.xlsx` sheet of the row (None for other files).
+        cell: The cell in that sheet, `B7` (None without a column).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -215,10 +237,14 @@ class Issue(BaseModel):
     column: str | None = None
     graph: str | None = None
     node: str | None = None
+    sheet: str | None = None
+    cell: str | None = None
 
     @property
     def where(self) -> str:
-        """`file:row:column`, as far as known."""
+        """`file:row:column`, as far as known; in a workbook `flows.xlsx[Sheet]!B7` (`!7:7` for a whole row)."""
+        if self.sheet is not None:
+            return sheet_location(self.file, self.sheet, self.row, self.cell)
         parts = [self.file or "<workflow>"]
         if self.row is not None:
             parts.append(str(self.row))

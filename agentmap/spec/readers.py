@@ -2,7 +2,8 @@
 
 CSV is read with the standard library (UTF-8 with or without BOM, RFC 4180 quoting). `.xlsx` needs
 the `excel` extra (openpyxl) and `.yaml`/`.yml` the `yaml` extra; both are imported only when used.
-Rows whose first cell starts with `#`, and blank rows, are skipped.
+Each sheet of a workbook is a table of its own (`read_tables`). Rows whose first cell starts with `#`,
+and blank rows, are skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from agentmap.errors import WorkflowFileError
 
-__all__ = ["SUFFIXES", "Table", "csv_table", "read_table"]
+__all__ = ["SUFFIXES", "Table", "column_letter", "csv_table", "read_table", "read_tables", "sheet_table"]
 
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
 
@@ -31,22 +32,44 @@ class Table:
     header_line: int = 1
     notes: tuple[tuple[str, str, str], ...] = ()
     """How the file was read when it was not as expected: `(code, message, fix)` warnings."""
+    sheet: str | None = None
+    """The workbook sheet the table is (None for a CSV or YAML file); its rows are the sheet's row numbers."""
 
 
 def read_table(path: Path) -> Table:
-    """Read a workflow file.
+    """Read a workflow file (the first sheet holding rows, for a workbook).
 
     Raises:
         WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
             readable text.
     """
+    return read_tables(path)[0]
+
+
+def read_tables(path: Path) -> list[Table]:
+    """Read a workflow file: one table, or one per sheet of a workbook that holds rows (in sheet order).
+
+    Raises:
+        WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
+            readable text (or a workbook has no sheet with rows).
+    """
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        return _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
+        return [_read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")]
     if suffix == ".xlsx":
         return _read_xlsx(path)
-    return _read_yaml(path)
+    return [_read_yaml(path)]
+
+
+def column_letter(position: int) -> str:
+    """The spreadsheet letter of the 0-based column `position`: 0 -> `A`, 25 -> `Z`, 26 -> `AA`."""
+    letters = ""
+    number = position + 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
 
 
 def check_file(path: Path) -> None:
@@ -187,7 +210,7 @@ def _sniff_delimiter(path: Path, text: str, notes: list[tuple[str, str, str]]) -
     return delimiter
 
 
-def _read_xlsx(path: Path) -> Table:
+def _read_xlsx(path: Path) -> list[Table]:
     try:
         import openpyxl
     except ImportError:
@@ -200,12 +223,29 @@ def _read_xlsx(path: Path) -> Table:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:
         raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
-    sheet = book.worksheets[0]
-    numbered = [
-        (i, ["" if c is None else str(c) for c in row])
-        for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)
-    ]
-    return _split_header(path, numbered)
+    tables = []
+    try:
+        for sheet in book.worksheets:
+            numbered = [
+                (i, ["" if c is None else str(c) for c in row])
+                for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)
+            ]
+            if any(True for _ in _content_rows(numbered)):
+                tables.append(sheet_table(path, numbered, sheet.title))
+    finally:
+        book.close()
+    return tables or [_split_header(path, [])]  # no sheet with rows: empty-file
+
+
+def sheet_table(path: Path, numbered: Iterable[tuple[int, list[str]]], sheet: str) -> Table:
+    """The table of sheet `sheet` of workbook `path` from its rows `(row number, cells)` (the studio checks unsaved
+    sheets this way).
+
+    Raises:
+        WorkflowFileError: The sheet has no header row.
+    """
+    table = _split_header(path, numbered)
+    return Table(table.headers, table.rows, table.header_line, sheet=sheet)
 
 
 def _read_yaml(path: Path) -> Table:

@@ -66,9 +66,7 @@ class _Checker:
                 code=code,
                 message=message,
                 fix=fix,
-                file=self.graph.file,
-                row=node.row,
-                column=self.graph.finding_column(column),
+                **self.graph.locate(node.row, column),
                 graph=self.graph.name,
                 node=node.name,
             )

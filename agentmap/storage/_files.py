@@ -48,13 +48,13 @@ def file_lock(path: Path) -> Iterator[None]:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_atomic(path: Path, text: str, encoding: str) -> None:
-    """Replace `path` with `text`: a temporary file in the same folder, flushed, then renamed over it."""
+def write_atomic(path: Path, text: str | bytes, encoding: str = "utf-8") -> None:
+    """Replace `path` with `text` (or bytes): a temporary file in the same folder, flushed, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding=encoding, newline="") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(text if isinstance(text, bytes) else text.encode(encoding))
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)

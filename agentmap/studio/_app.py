@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError, WorkflowValidationError
 from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
-from agentmap.studio._document import Document
 from agentmap.studio._files import FileChangedError, Files
 from agentmap.studio._runs import ServedFile
+from agentmap.studio._workbook import Editable, SheetDocument
 
 __all__ = ["StudioConfig", "create_studio_app"]
 
@@ -135,7 +135,7 @@ def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
         """A file's rows, columns and findings, read from disk now."""
         document = files.open(file)
         rows = [(i, r.cells) for i, r in enumerate(document.records)]
-        return {"file": file, "version": document.version, **_sheet(document, rows, options)}
+        return {"file": file, "version": document.version, **_sheet(document, rows, options), **_book(files, file)}
 
     @router.post("/check")
     def check(sheet: Sheet) -> dict[str, Any]:
@@ -160,11 +160,9 @@ def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
     @router.post("/save")
     def save(body: Save) -> dict[str, Any]:
         """Write the sheet back to its file (409 `file-changed` when the file changed on disk meanwhile)."""
-        document = files.document(body.file)
-        text = document.render([(r.id, r.cells) for r in body.rows])
-        saved = files.save(body.file, text, body.base, force=body.force)
+        saved = files.save(body.file, [(r.id, r.cells) for r in body.rows], body.base, force=body.force)
         rows = [(i, r.cells) for i, r in enumerate(saved.records)]
-        return {"file": body.file, "version": saved.version, **_sheet(saved, rows, options)}
+        return {"file": body.file, "version": saved.version, **_sheet(saved, rows, options), **_book(files, body.file)}
 
     return router
 
@@ -182,8 +180,15 @@ def _run_routes(files: Files, served: ServedFile) -> APIRouter:
     return router
 
 
+def _book(files: Files, name: str) -> dict[str, Any]:
+    """For a sheet of a workbook: its title (the graph of a sheet without GraphName) and every sheet to open."""
+    document = files.document(name)
+    sheet = document.sheet if isinstance(document, SheetDocument) else None
+    return {"sheet": sheet, "sheets": files.sheets(name)}
+
+
 def _sheet(
-    document: Document, rows: Sequence[tuple[int | None, list[str]]], options: Mapping[str, Any]
+    document: Editable, rows: Sequence[tuple[int | None, list[str]]], options: Mapping[str, Any]
 ) -> dict[str, Any]:
     from agentmap.agents.registry import registry
 
@@ -198,7 +203,7 @@ def _sheet(
 
 
 def _checked(
-    document: Document, rows: Sequence[tuple[int | None, Sequence[str]]], options: Mapping[str, Any]
+    document: Editable, rows: Sequence[tuple[int | None, Sequence[str]]], options: Mapping[str, Any]
 ) -> dict[str, Any]:
     checked = check_rows(document, rows, options)
     return {"lines": checked.lines, "findings": checked.findings, "valid": checked.valid}

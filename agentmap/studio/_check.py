@@ -7,7 +7,6 @@ the same reader (`spec`) with their line numbers, and checked by `agentmap.valid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,12 +16,9 @@ from agentmap.runtime.api import validate
 from agentmap.spec.loader import read_workflow
 from agentmap.spec.models import Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
-from agentmap.spec.readers import csv_table
-from agentmap.studio._document import Document
+from agentmap.studio._workbook import Editable
 
 __all__ = ["Checked", "check_rows", "draw_sheet"]
-
-_BREAKS = re.compile(r"\r\n|\n|\r")
 
 Rows = Sequence[tuple[int | None, Sequence[str]]]
 
@@ -44,7 +40,7 @@ class Checked:
         return self.workflow is not None and not any(f["severity"] == "error" for f in self.findings)
 
 
-def check_rows(document: Document, rows: Rows, options: Mapping[str, Any]) -> Checked:
+def check_rows(document: Editable, rows: Rows, options: Mapping[str, Any]) -> Checked:
     """Check `rows` of `document` as `agentmap validate` would check the file they make.
 
     Args:
@@ -52,17 +48,12 @@ def check_rows(document: Document, rows: Rows, options: Mapping[str, Any]) -> Ch
         rows: `(record index or None, cells)` in file order.
         options: `functions_dir`, `agents_dir` and `settings`, as `agentmap.validate` takes them.
     """
-    pieces = document.pieces(rows)
-    lines: list[int] = []
-    line = 1
-    for piece in pieces:
-        lines.append(line)
-        line += len(_BREAKS.findall(piece))
     settings = options.get("settings")
     path = document.path
     headers: list[str] = []
+    lines = document.lines(rows)
     try:
-        table = csv_table(path, "".join(pieces), delimiter=document.style.delimiter)
+        table = document.table(rows)
         headers = table.headers
         workflow, issues = read_workflow(
             path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings), table=table
@@ -98,5 +89,6 @@ def _finding(issue: Issue, headers: Sequence[str]) -> dict[str, Any]:
         "graph": issue.graph,
         "node": issue.node,
         "where": issue.where,
+        "cell": issue.cell,
         "docs": f"{ERRORS_PAGE}#{issue.code}",
     }

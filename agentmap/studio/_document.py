@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmap.errors import WorkflowFileError
+from agentmap.spec.readers import Table, csv_table
 
 __all__ = ["Document", "Record", "Style", "version_of"]
 
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$")
 _ENDING = re.compile(r"(\r\n|\n|\r)$")
+_BREAKS = re.compile(r"\r\n|\n|\r")
 
 
 def version_of(data: bytes) -> str:
@@ -123,6 +125,27 @@ class Document:
                 end = self.style.newline
             out.append(body + end)
         return out
+
+    def lines(self, rows: Sequence[tuple[int | None, Sequence[str]]]) -> list[int]:
+        """Each row's line in the file `rows` make (a record whose cell holds line breaks spans several)."""
+        lines: list[int] = []
+        line = 1
+        for piece in self.pieces(rows):
+            lines.append(line)
+            line += len(_BREAKS.findall(piece))
+        return lines
+
+    def table(self, rows: Sequence[tuple[int | None, Sequence[str]]]) -> Table:
+        """The table of the file `rows` make, as the CLI would read it.
+
+        Raises:
+            WorkflowFileError: The rows are not valid CSV, or have no header row.
+        """
+        return csv_table(self.path, self.render(rows), delimiter=self.style.delimiter)
+
+    def data(self, rows: Sequence[tuple[int | None, Sequence[str]]]) -> bytes:
+        """The bytes of the file `rows` make (what a save writes)."""
+        return self.encode(self.render(rows))
 
     def encode(self, text: str) -> bytes:
         """`text` in the file's encoding (with its BOM when it had one)."""

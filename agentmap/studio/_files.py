@@ -1,18 +1,25 @@
-"""The files a studio may open and save: the one it was started on, or the workflow files of its folder."""
+"""The files a studio may open and save: the one it was started on, or the workflow files of its folder.
+
+A workbook is opened a sheet at a time: its sheets are listed as `flows.xlsx[Sheet]`.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from agentmap.errors import WorkflowFileError
 from agentmap.storage._files import write_atomic
 from agentmap.studio._document import Document, version_of
+from agentmap.studio._workbook import Editable, SheetDocument, sheet_names, split_sheet
 
 __all__ = ["FileChangedError", "Files"]
 
-_EDITABLE = (".csv", ".tsv")
+Rows = Sequence[tuple[int | None, Sequence[str]]]
+
+_EDITABLE = (".csv", ".tsv", ".xlsx")
 
 
 class FileChangedError(WorkflowFileError):
@@ -31,24 +38,39 @@ class Files:
     def __init__(self, target: Path) -> None:
         self.target = target.resolve()
         self.root = self.target if self.target.is_dir() else self.target.parent
-        self._open: dict[str, Document] = {}
+        self._open: dict[str, Editable] = {}
         self._lock = threading.Lock()
         if not self.target.exists():
             raise WorkflowFileError(f"{target} does not exist", hint="name a workflow file or a folder of them")
         if self.target.is_file() and self.target.suffix.lower() not in _EDITABLE:
             raise WorkflowFileError(
-                f"the studio edits .csv and .tsv files, not {self.target.name}",
+                f"the studio edits .csv, .tsv and .xlsx files, not {self.target.name}",
                 code="unsupported-format",
-                hint="save the sheet as CSV (UTF-8) to edit it here; agentmap validate and run read it as it is",
+                hint="save the sheet as CSV (UTF-8) or .xlsx to edit it here",
             )
 
     def names(self) -> list[str]:
         """The files that may be opened, relative to the root, in order."""
         if self.target.is_file():
-            return [self.target.name]
+            return self._named(self.target.name)
         found = [p for p in self.root.rglob("*") if p.suffix.lower() in _EDITABLE and p.is_file()]
         hidden = [p for p in found if any(part.startswith(".") for part in p.relative_to(self.root).parts)]
-        return sorted(str(p.relative_to(self.root)) for p in found if p not in hidden)
+        kept = sorted(str(p.relative_to(self.root)) for p in found if p not in hidden)
+        return [name for file in kept for name in self._named(file)]
+
+    def _named(self, file: str) -> list[str]:
+        """`file`, or each sheet of it as `file[Sheet]` when it is a workbook (none when it cannot be read)."""
+        if not file.lower().endswith(".xlsx"):
+            return [file]
+        try:
+            return [f"{file}[{sheet}]" for sheet in sheet_names(self.root / file)]
+        except WorkflowFileError:
+            return []
+
+    def sheets(self, name: str) -> list[str]:
+        """The names of every sheet of the workbook `name` is a sheet of (none for a CSV file)."""
+        file, sheet = split_sheet(name)
+        return self._named(file) if sheet is not None else []
 
     def path(self, name: str) -> Path:
         """The path of the file `name` (one of `names()`).
@@ -56,10 +78,12 @@ class Files:
         Raises:
             WorkflowFileError: `name` is not a file this studio may open.
         """
-        path = (self.root / name).resolve()
+        file, sheet = split_sheet(name)
+        path = (self.root / file).resolve()
         inside = path == self.target if self.target.is_file() else path.is_relative_to(self.root)
-        visible = not any(part.startswith(".") for part in Path(name).parts)
-        if not (inside and visible and path.suffix.lower() in _EDITABLE and path.is_file()):
+        visible = not any(part.startswith(".") for part in Path(file).parts)
+        workbook = path.suffix.lower() == ".xlsx"
+        if not (inside and visible and path.suffix.lower() in _EDITABLE and path.is_file() and workbook == bool(sheet)):
             raise WorkflowFileError(
                 f"{name!r} is not a workflow file this studio opened",
                 code="file-not-found",
@@ -67,14 +91,15 @@ class Files:
             )
         return path
 
-    def open(self, name: str) -> Document:
+    def open(self, name: str) -> Editable:
         """Read `name` from disk (again), keeping it as the version edits are based on."""
-        document = Document.read(self.path(name))
+        path, sheet = self.path(name), split_sheet(name)[1]
+        document = Document.read(path) if sheet is None else SheetDocument.read(path, sheet)
         with self._lock:
             self._open[name] = document
         return document
 
-    def document(self, name: str) -> Document:
+    def document(self, name: str) -> Editable:
         """The document last opened for `name` (read now if never opened)."""
         with self._lock:
             found = self._open.get(name)
@@ -84,15 +109,15 @@ class Files:
         """The version of the file on disk now."""
         return version_of(self.path(name).read_bytes())
 
-    def save(self, name: str, text: str, base: str, *, force: bool = False) -> Document:
-        """Write `text` over `name` atomically, unless the file changed on disk since version `base`.
+    def save(self, name: str, rows: Rows, base: str, *, force: bool = False) -> Editable:
+        """Write `rows` over `name` atomically, unless the file changed on disk since version `base`.
 
         Raises:
             FileChangedError: The file on disk is not version `base` (and `force` is not set).
         """
         path = self.path(name)
+        document = self.document(name)
         with self._lock:
-            document = self._open.get(name) or Document.read(path)
             now = version_of(path.read_bytes())
             if now != base and not force:
                 raise FileChangedError(
@@ -100,6 +125,6 @@ class Files:
                     hint="reload it to see the other changes, or save again to overwrite them",
                 )
             mode = path.stat().st_mode & 0o7777
-            write_atomic(path, text, document.style.encoding)
+            write_atomic(path, document.data(rows))
             os.chmod(path, mode)  # the temporary file was private (0600); the file keeps who may read it
         return self.open(name)

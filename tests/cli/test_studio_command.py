@@ -22,7 +22,7 @@ def test_refuses_a_public_host_without_a_key_and_a_missing_file(capsys: pytest.C
     assert run_cli(["studio", str(GRAPHS / "nope.csv")]) == 3
     assert "nope.csv does not exist" in capsys.readouterr().err
     assert run_cli(["studio", str(GRAPHS / "hello_world.state.json")]) == 3
-    assert "the studio edits .csv and .tsv files" in capsys.readouterr().err
+    assert "the studio edits .csv, .tsv and .xlsx files" in capsys.readouterr().err
 
 
 @pytest.mark.slow

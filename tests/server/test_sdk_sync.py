@@ -288,12 +288,31 @@ def test_bad_input_and_unsupported_features_are_clear(client: Any) -> None:
         client.runs.wait(tid, "HelloWorld", input={"name": "A"}, after_seconds=5)
     with pytest.raises(Exception, match="stream mode 'events' is not supported"):
         list(client.runs.stream(tid, "HelloWorld", input={"name": "A"}, stream_mode="events"))
-    with pytest.raises(NotFoundError, match="not supported by agentmap serve"):
+    with pytest.raises(NotFoundError, match="has no state yet"):
         client.threads.update_state(tid, {"name": "B"})
     with pytest.raises(NotFoundError, match="not supported"):
         client.threads.copy(tid)
     with pytest.raises(NotFoundError, match="no thread"):
         client.threads.get("missing")
+
+
+def test_update_state_at_a_checkpoint_forks_the_run_with_the_changed_value(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "HelloWorld", input={"name": "Ada"}, durability="sync")
+    before_finish = next(s for s in client.threads.get_history(tid, limit=100) if s["next"] == ["Finish"])
+    made = client.threads.update_state(
+        tid, {"greeting": "Hi, Bea!"}, checkpoint_id=before_finish["checkpoint"]["checkpoint_id"]
+    )
+    forked = made["checkpoint"]["checkpoint_id"]
+    state = client.threads.get_state(tid, checkpoint_id=forked)
+    assert state["next"] == ["Finish"] and state["values"]["greeting"] == "Hi, Bea!"  # what would have run next
+    result = client.runs.wait(tid, "HelloWorld", input=None, checkpoint_id=forked)
+    assert "Hi, Bea!" in result["message"]
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        client.threads.update_state(tid, {"greting": "x"})
+    assert caught.value.response.status_code == 422 and "did you mean 'greeting'" in caught.value.response.text
+    with pytest.raises(httpx.HTTPStatusError, match="Node Nowhere does not exist"):
+        client.threads.update_state(tid, {"greeting": "x"}, as_node="Nowhere")
 
 
 def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:

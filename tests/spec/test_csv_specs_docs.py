@@ -126,6 +126,7 @@ VALIDATION_CODES = {
     "unknown-column",
     "csv-dialect",
     "encoding",
+    "sheet-skipped",
     "missing-graph-name",
     "missing-node-name",
     "bad-context",

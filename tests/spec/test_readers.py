@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentmap.errors import WorkflowFileError
-from agentmap.spec.readers import read_table
+from agentmap.spec.readers import column_letter, read_table, read_tables
 
 WriteCsv = Callable[..., Path]
 
@@ -156,3 +156,27 @@ def test_a_comma_csv_gets_no_note(tmp_path: Path) -> None:
     path = tmp_path / "flow.csv"
     path.write_text("GraphName,Node,Prompt\nG,A,a;b\n", encoding="utf-8")
     assert read_table(path).notes == ()
+
+
+def test_each_sheet_of_a_workbook_holding_rows_is_a_table_with_its_own_row_numbers(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    book.active.title = "First"
+    book.active.append(["Node", "Edge"])
+    book.active.append(["A", ""])
+    book.create_sheet("Empty")
+    second = book.create_sheet("Second")
+    second.append(["# notes"])
+    second.append(["Node", "Edge"])
+    second.append(["B", "C"])
+    book.save(tmp_path / "flows.xlsx")
+    tables = read_tables(tmp_path / "flows.xlsx")
+    assert [(t.sheet, t.header_line, t.rows) for t in tables] == [
+        ("First", 1, [(2, ["A", ""])]),
+        ("Second", 2, [(3, ["B", "C"])]),
+    ]
+    assert read_table(tmp_path / "flows.xlsx").sheet == "First"
+
+
+def test_column_letters_are_the_spreadsheets() -> None:
+    assert [column_letter(i) for i in (0, 5, 25, 26, 27, 701, 702)] == ["A", "F", "Z", "AA", "AB", "ZZ", "AAA"]

@@ -29,6 +29,26 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
         {"interaction_type": "approval", "default_action": "approve", "on_reject": "fail"},
     ],
     "suspend": [{"reason": "the payment", "external_ref": "invoice 42"}],
+    "csv_reader": [
+        {"format": "dict", "id_field": "ticket", "encoding": "utf-8", "collection": "rows.csv", "default": []},
+        {"document_id": "7", "query": {"status": "open"}},
+    ],
+    "csv_writer": [{"mode": "update", "id_field": "ticket", "encoding": "utf-8", "collection": "rows.csv"}],
+    "json_reader": [
+        {"format": "dict", "document_id": "a", "id_field": "name", "path": "settings.theme", "encoding": "utf-8"},
+        {"collection": "docs.json", "default": {}},
+    ],
+    "json_writer": [{"mode": "write", "document_id": 3, "id_field": "id", "encoding": "utf-8", "collection": "d.json"}],
+    "file_reader": [
+        {"should_split": True, "chunk_size": 500, "chunk_overlap": 50, "format": "structured", "encoding": "utf-8"},
+        {"collection": "notes.txt", "default": ""},
+    ],
+    "file_writer": [{"mode": "write", "encoding": "utf-8", "collection": "out.txt"}],
+    "store_reader": [
+        {"namespace": ["users", "{x}"], "key": "profile", "default": {}},
+        {"namespace": "a.b", "limit": 5},
+    ],
+    "store_writer": [{"namespace": "users.{x}", "key": "profile"}],
 }
 
 
@@ -63,3 +83,5 @@ def test_contexts_the_schema_accepts_validate_cleanly(tmp_path: Path, name: str)
         assert errors == [], (name, example)
     if name == "human":
         assert list(checker.iter_errors({"interaction_type": "vote"}))  # and flags what validation warns about
+    if name == "store_writer":
+        assert list(checker.iter_errors({"namespace": "users"}))  # a writer without its key

@@ -152,6 +152,15 @@ def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: 
         page.locator("#" + help_id).wait_for()
         assert "Context keys of branching: field (string)" in page.locator("#" + help_id).inner_text()
         assert "success_values (array)" in page.locator("#" + help_id).inner_text()
+        # and checks the Context being typed against that schema
+        page.keyboard.press("Control+A")
+        page.keyboard.type('{"field": 3, "default_result": "no", "colour": "red"}')
+        check_id = (editor.get_attribute("aria-describedby") or "").split()[1]
+        said = page.locator("#" + check_id)
+        said.wait_for()
+        assert said.get_attribute("role") == "status"
+        assert "field must be string" in said.inner_text() and "default_result must be boolean" in said.inner_text()
+        assert "colour is not a Context key of this type" in said.inner_text()
         page.keyboard.press("Escape")
         assert cell(page, 2, 6).inner_text() == '{"field": "approved"}'
 
@@ -280,6 +289,23 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
             in page.get_by_role("region", name="Final state").inner_text()
         )
 
+        # fork from the second checkpoint (after Check) with a changed value: the new run starts from that state
+        page.get_by_role("textbox", name="Change the state before forking").fill('{"request": "a phone"}')
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
+        page.wait_for_function(
+            "document.body.dataset.runStatus === 'succeeded' && $('final').textContent.includes('a phone')",
+            timeout=20_000,
+        )
+        final = page.get_by_role("region", name="Final state").inner_text()
+        assert "Decision for a phone; request=a phone; decision=OK: a phone" in final, final
+        page.get_by_role("list", name="Checkpoints").scroll_into_view_if_needed()
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-fork.png"))
+        page.get_by_role("textbox", name="Change the state before forking").fill("[1]")
+        page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
+        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=10_000)
+        assert "must be a JSON object" in page.get_by_role("status").filter(has_text="JSON object").inner_text()
+        page.get_by_role("textbox", name="Change the state before forking").fill("")
+
         page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
         page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
         page.get_by_role("textbox", name="topic").fill("owls")
@@ -295,3 +321,79 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
         earlier.first.wait_for()
         assert earlier.count() == 1
+
+
+def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_formatting(
+    browser: Any, tmp_path: Path
+) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    from openpyxl.styles import Font, PatternFill
+
+    book = openpyxl.Workbook()
+    greet = book.active
+    greet.title = "Greet"
+    greet.append(["Node", "AgentType", "Prompt", "Input_Fields", "Output_Field", "Edge"])
+    greet.append(["Hello", "template", "Hello, {name}", "name", "greeting", ""])
+    greet["A1"].font = Font(bold=True)
+    greet["C2"].fill = PatternFill("solid", fgColor="FFFFFF00")
+    greet.column_dimensions["C"].width = 40
+    loud = book.create_sheet("Loud")
+    loud.append(["Node", "AgentType", "Prompt", "Input_Fields", "Output_Field", "Edge"])
+    loud.append(["Say", "template", "{name}!", "name", "said", ""])
+    loud["B2"].font = Font(italic=True)
+    path = tmp_path / "flows.xlsx"
+    book.save(path)
+
+    with studio_page(browser, path, file="flows.xlsx[Greet]") as page:
+        sheets = page.get_by_role("tablist", name="Sheets").get_by_role("tab")
+        assert sheets.all_inner_texts() == ["Greet", "Loud"]
+        assert sheets.get_by_text("Greet").get_attribute("aria-selected") == "true"
+        assert page.get_by_role("tablist", name="Graphs").get_by_role("tab").all_inner_texts() == ["Greet"]
+        page.get_by_role("img", name="The graph Greet drawn").wait_for(timeout=10_000)
+        edit(page, cell(page, 2, 6), "Helo")  # a misspelled node, found on its cell of the sheet
+        assert cell(page, 2, 6).get_attribute("aria-invalid") == "true"
+        assert "flows.xlsx[Greet]!F2" in page.get_by_role("list", name="Findings").inner_text()
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-workbook.png"))
+        cell(page, 2, 6).click()
+        before = checks(page)
+        page.keyboard.press("Delete")  # empties the cell
+        wait_checked(page, before)
+        settle(page)
+        assert cell(page, 2, 6).get_attribute("aria-invalid") is None
+        edit(page, cell(page, 2, 3), "Good day, {name}")
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Greet'", timeout=20_000)
+
+        sheets.get_by_text("Loud").click()
+        page.wait_for_function("document.body.dataset.state === 'ready' && S.file === 'flows.xlsx[Loud]'")
+        assert cell(page, 2, 1).inner_text() == "Say"
+        page.wait_for_function("document.body.dataset.runReady === 'Loud'", timeout=20_000)
+        page.get_by_role("form", name="Initial state").get_by_role("textbox", name="name").fill("Ada")
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert '"said": "Ada!"' in page.get_by_role("region", name="Final state").inner_text()
+
+        # another program saves the workbook while it is open: offered for reload, never overwritten
+        edit(page, cell(page, 2, 3), "{name}?")
+        theirs = openpyxl.load_workbook(path)
+        theirs["Loud"]["C2"] = "changed elsewhere"
+        theirs.save(path)
+        alert = page.get_by_role("alert")
+        alert.wait_for(timeout=10_000)
+        assert "changed on disk" in alert.inner_text()
+        alert.get_by_role("button", name="Keep editing").click()
+        page.get_by_role("button", name="Save").click()
+        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=10_000)
+        assert openpyxl.load_workbook(path)["Loud"]["C2"].value == "changed elsewhere"
+        alert.get_by_role("button", name="Reload from disk").click()
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
+        assert cell(page, 2, 3).inner_text() == "changed elsewhere"
+
+    saved = openpyxl.load_workbook(path)
+    assert [c.value for c in saved["Greet"][2]][:3] == ["Hello", "template", "Good day, {name}"]
+    assert saved["Greet"]["F2"].value is None
+    assert saved["Greet"]["A1"].font.bold and saved["Greet"]["C2"].fill.fgColor.rgb == "FFFFFF00"
+    assert saved["Greet"].column_dimensions["C"].width == 40
+    assert [c.value for c in saved["Loud"][2]] == ["Say", "template", "changed elsewhere", "name", "said", None]
+    assert saved["Loud"]["B2"].font.italic

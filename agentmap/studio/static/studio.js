@@ -5,7 +5,7 @@ const $ = (id) => document.getElementById(id);
 const LONG = new Set(["Prompt", "Description", "Context"]);
 const NEXT = new Set(["Edge", "Success_Next", "Failure_Next"]);
 const S = {
-  file: null, version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
+  file: null, sheet: null, sheets: [], version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
   tab: null, sel: null, editing: null, checking: false, pending: false, checks: 0, trs: new Map(),
   marked: [], drawn: "", drawTimer: null, dismissed: null, saving: false,
 };
@@ -37,7 +37,8 @@ async function api(method, path, body) {
 const col = (name) => S.columns.indexOf(name);
 const isComment = (row) => row.cells.length > 0 && row.cells[0].trim().startsWith("#");
 const body = () => S.rows.filter((r) => r !== S.header);
-const graphOf = (row) => (col("GraphName") >= 0 ? (row.cells[col("GraphName")] || "").trim() : "");
+// a workbook sheet without a GraphName column is one graph, named after the sheet (as the command line reads it)
+const graphOf = (row) => (col("GraphName") >= 0 ? (row.cells[col("GraphName")] || "").trim() : S.sheet || "");
 const blank = (row) => !row.cells.some((c) => c.trim());
 // comment and blank rows show on every tab: they belong to the file, not to a graph
 const visible = (row) => row !== S.header && (S.tab === null || isComment(row) || blank(row) || graphOf(row) === S.tab);
@@ -80,6 +81,8 @@ function load(data) {
   S.version = data.version;
   S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice() }));
   S.columns = data.columns;
+  S.sheet = data.sheet || null;
+  S.sheets = data.sheets || [];
   S.header = S.rows.find((r) => !isComment(r) && r.cells.some((c) => c.trim())) || null;
   $("agent-types").replaceChildren(...data.agent_types.map((t) => new Option(t)));
   if (S.tab !== null && !graphs().includes(S.tab)) S.tab = null;
@@ -96,7 +99,34 @@ function load(data) {
 
 // ---- the grid -------------------------------------------------------------------------------------------
 
+// a workbook's sheets: one tab each, opening that sheet (its own rows, findings and graph)
+function renderSheetTabs() {
+  const list = $("sheet-tabs");
+  list.hidden = S.sheets.length === 0;
+  list.replaceChildren(...S.sheets.map((name) => {
+    const tab = document.createElement("button");
+    tab.type = "button";
+    tab.setAttribute("role", "tab");
+    tab.textContent = name.slice(name.lastIndexOf("[") + 1, -1);
+    tab.setAttribute("aria-selected", String(name === S.file));
+    tab.tabIndex = name === S.file ? 0 : -1;
+    tab.addEventListener("click", () => {
+      if (name === S.file) return;
+      if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
+      $("file-select").value = name;
+      openFile(name).catch((err) => say(err.message, "error"));
+    });
+    tab.addEventListener("keydown", (e) => {
+      const all = [...list.children];
+      const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (step) { const next = all[(all.indexOf(tab) + step + all.length) % all.length]; next.focus(); next.click(); }
+    });
+    return tab;
+  }));
+}
+
 function renderTabs() {
+  renderSheetTabs();
   const names = graphs();
   const tabs = names.length > 1 ? [[null, "All rows"], ...names.map((n) => [n, n])] : names.map((n) => [n, n]);
   $("tabs").replaceChildren(...tabs.map(([value, label]) => {
@@ -242,8 +272,10 @@ function startEdit(initial) {
   }
   if (name === "Context") {
     editor.spellcheck = false;
-    editor.setAttribute("aria-describedby", "context-help editor-help");
+    editor.setAttribute("aria-describedby", "context-help context-check editor-help");
     showContextKeys(row);
+    checkContext(row, original);
+    editor.addEventListener("input", () => checkContext(row, editor.value));
   }
   editor.value = initial === undefined ? original : initial;
   S.editing = { row, col: c, original, editor };
@@ -266,6 +298,7 @@ function finishEdit(keep) {
   const edit = S.editing;
   if (!edit) return;
   $("context-help").hidden = true;
+  $("context-check").hidden = true;
   S.editing = null;
   if (!keep) setValue(edit.row, edit.col, edit.original);
   const cell = td(edit.row, edit.col);
@@ -296,20 +329,60 @@ function gridKeys(e) {
 
 // the Context keys of the row's agent type, from the published JSON Schema (csv_specs/schema/context.schema.json)
 let contextSchema = null;
-async function showContextKeys(row) {
-  const help = $("context-help");
+async function schemaOf(row) {
   if (!contextSchema) {
     contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
   }
   const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
   const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
-  const schema = contextSchema.$defs[type];
+  return [type, contextSchema.$defs[type]];
+}
+
+async function showContextKeys(row) {
+  const help = $("context-help");
+  const [type, schema] = await schemaOf(row);
   if (!schema) { help.hidden = true; return; }
   const keys = Object.entries(schema.properties || {});
   help.textContent = keys.length
     ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
     : `${type} takes no Context keys.`;
   help.hidden = false;
+}
+
+const FITS = {
+  string: (v) => typeof v === "string",
+  integer: (v) => Number.isInteger(v),
+  number: (v) => typeof v === "number",
+  boolean: (v) => typeof v === "boolean",
+  array: (v) => Array.isArray(v),
+  object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+  null: (v) => v === null,
+};
+
+// what the schema says of a Context being typed: a required key missing, a value of the wrong type or not one of
+// its values, a key the type does not list (passed to the agent as it is); the validator's findings still decide
+function contextProblems(schema, text) {
+  let value;
+  try { value = JSON.parse(text); } catch (err) { return []; }  // not JSON (a Python dict): the findings judge it
+  if (!FITS.object(value)) return [];
+  const props = schema.properties || {};
+  const problems = (schema.required || []).filter((k) => !(k in value)).map((k) => `${k} is required`);
+  for (const [key, v] of Object.entries(value)) {
+    const p = props[key];
+    const types = p && p.type !== undefined ? [].concat(p.type) : [];
+    if (!p) problems.push(`${key} is not a Context key of this type (it is passed to the agent as it is)`);
+    else if (types.length && !types.some((t) => (FITS[t] || (() => true))(v))) problems.push(`${key} must be ${types.join(" or ")}`);
+    else if (p.enum && !p.enum.includes(v)) problems.push(`${key} must be one of ${p.enum.join(" | ")}`);
+    else if (typeof p.minimum === "number" && typeof v === "number" && v < p.minimum) problems.push(`${key} must be at least ${p.minimum}`);
+  }
+  return problems;
+}
+
+async function checkContext(row, text) {
+  const [type, schema] = await schemaOf(row);
+  const problems = schema && text.trim() ? contextProblems(schema, text) : [];
+  $("context-check").textContent = problems.length ? `Context of ${type}: ` + problems.join("; ") : "";
+  $("context-check").hidden = !problems.length;
 }
 
 // ---- rows -----------------------------------------------------------------------------------------------
@@ -406,7 +479,9 @@ function applyFindings() {
     li.className = f.severity;
     const button = document.createElement("button");
     button.type = "button";
-    const place = f.row ? `Row ${f.row}${f.column_name ? ", " + f.column_name : ""}: ` : "";
+    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7
+    const row_ = S.sheet && f.row ? `${S.file}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
+    const place = f.row ? `${row_}${f.column_name ? ", " + f.column_name : ""}: ` : "";
     button.textContent = `${place}${f.severity} ${f.code}: ${f.message}`;
     const fix = document.createElement("div");
     fix.className = "fix";
@@ -760,10 +835,26 @@ async function listCheckpoints() {
   } catch (err) { /* a convenience: the run reported any problem */ }
 }
 
+// a fork with changed values: the server writes them into the checkpoint's state as a new checkpoint that keeps
+// its next nodes (threads.update_state), and the run goes on from that one
 async function fork(checkpointId) {
   if (!document.body.dataset.runReady) { runStatus("Save the sheet first: forks run the saved file.", "error"); return; }
+  const text = $("fork-values").value.trim();
+  let from = checkpointId;
+  if (text) {
+    let changed;
+    try { changed = JSON.parse(text); } catch (err) { runStatus("The state to change is not JSON: " + err.message, "error"); return; }
+    if (!changed || typeof changed !== "object" || Array.isArray(changed)) {
+      runStatus('The state to change must be a JSON object, e.g. {"request": "a phone"}', "error");
+      return;
+    }
+    try {
+      const made = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/state`, { values: changed, checkpoint_id: checkpointId });
+      from = made.checkpoint.checkpoint_id;
+    } catch (err) { runStatus(err.message, "error"); return; }
+  }
   resetRun();
-  await go({ input: null, checkpoint_id: checkpointId });
+  await go({ input: null, checkpoint_id: from });
 }
 
 async function listThreads() {

@@ -1,0 +1,146 @@
+"""A sheet of an `.xlsx` workbook as the studio edits it, saved back into the same workbook through openpyxl.
+
+The studio opens one sheet at a time, named `flows.xlsx[Sheet]`. Saving loads the workbook as it is on disk,
+writes the sheet's cell values, and leaves everything else alone: the other sheets, fonts, fills, borders,
+number formats and column widths. A cell whose text was not changed keeps its value as it was (a number stays
+a number); a moved row takes its cells' formatting with it. The workbook is written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from copy import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentmap.errors import WorkflowFileError
+from agentmap.spec.readers import Table, sheet_table
+from agentmap.studio._document import Document, Record, version_of
+
+__all__ = ["Editable", "SheetDocument", "sheet_names", "split_sheet"]
+
+_NAMED = re.compile(r"^(?P<file>.+\.xlsx)\[(?P<sheet>[^\]]+)\]$", re.IGNORECASE)
+
+Rows = Sequence[tuple[int | None, Sequence[str]]]
+
+
+def split_sheet(name: str) -> tuple[str, str | None]:
+    """`flows.xlsx[Sheet]` -> `("flows.xlsx", "Sheet")`; any other name -> `(name, None)`."""
+    found = _NAMED.match(name)
+    return (found["file"], found["sheet"]) if found else (name, None)
+
+
+def _workbook(data: bytes, path: Path, *, read_only: bool = False) -> Any:
+    try:
+        import openpyxl
+    except ImportError:
+        raise WorkflowFileError(
+            f"editing {path.name} needs the excel extra",
+            code="missing-extra",
+            hint='pip install "agentmap[excel]", or save the sheet as CSV',
+        ) from None
+    try:
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only)
+    except Exception as exc:
+        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
+
+
+def sheet_names(path: Path) -> list[str]:
+    """The sheets of the workbook `path`, in order.
+
+    Raises:
+        WorkflowFileError: The file is not a workbook (or openpyxl is missing).
+    """
+    book = _workbook(path.read_bytes(), path, read_only=True)
+    try:
+        return list(book.sheetnames)
+    finally:
+        book.close()
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+@dataclass
+class SheetDocument:
+    """One sheet of a workbook: its rows (every row down to the last used one) and the workbook's version."""
+
+    path: Path
+    sheet: str
+    records: list[Record]
+    values: list[list[Any]]
+    version: str
+
+    @classmethod
+    def read(cls, path: Path, sheet: str) -> SheetDocument:
+        """Read sheet `sheet` of the workbook `path`.
+
+        Raises:
+            WorkflowFileError: The file cannot be read as a workbook, or has no such sheet.
+        """
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+        book = _workbook(data, path)
+        if sheet not in book.sheetnames:
+            raise WorkflowFileError(
+                f"{path.name} has no sheet {sheet!r}",
+                code="file-not-found",
+                hint="its sheets: " + ", ".join(book.sheetnames),
+            )
+        values = [list(row) for row in book[sheet].iter_rows(values_only=True)]
+        width = max((len(row) for row in values), default=0)
+        records = []
+        for row in values:
+            cells = [_text(v) for v in row] + [""] * (width - len(row))  # every row as wide as the sheet
+            records.append(Record(cells=cells, original=list(cells)))
+        return cls(path=path, sheet=sheet, records=records, values=values, version=version_of(data))
+
+    def lines(self, rows: Rows) -> list[int]:
+        """Each row's row number in the sheet once saved."""
+        return list(range(1, len(rows) + 1))
+
+    def table(self, rows: Rows) -> Table:
+        """The sheet's table as the CLI reads it from the saved workbook.
+
+        Raises:
+            WorkflowFileError: The rows have no header row.
+        """
+        numbered = [(line, list(cells)) for line, (_, cells) in zip(self.lines(rows), rows, strict=True)]
+        return sheet_table(self.path, numbered, self.sheet)
+
+    def data(self, rows: Rows) -> bytes:
+        """The workbook on disk now with this sheet's cells written from `rows` (what a save writes)."""
+        book = _workbook(self.path.read_bytes(), self.path)
+        sheet = book[self.sheet]
+        width = max([sheet.max_column, *(len(cells) for _, cells in rows)])
+        styles = {
+            r: [copy(sheet.cell(row=r, column=c)._style) for c in range(1, width + 1)]
+            for r in range(1, sheet.max_row + 1)
+        }
+        for line, (index, cells) in enumerate(rows, start=1):
+            known = index is not None and 0 <= index < len(self.records)
+            original = (self.records[index].original or []) if index is not None and known else None
+            values = self.values[index] if index is not None and known else []
+            for column in range(width):
+                text = cells[column] if column < len(cells) else ""
+                cell = sheet.cell(row=line, column=column + 1)
+                was = None if original is None else original[column] if column < len(original) else ""
+                kept = was == text  # unchanged: the value as it was, a number stays a number
+                cell.value = (values[column] if column < len(values) else None) if kept else (text or None)
+                if index is not None and index + 1 in styles:  # a moved row takes its formatting along
+                    cell._style = copy(styles[index + 1][column])
+        if sheet.max_row > len(rows):
+            sheet.delete_rows(len(rows) + 1, sheet.max_row - len(rows))
+        out = io.BytesIO()
+        book.save(out)
+        return out.getvalue()
+
+
+Editable = Document | SheetDocument
+"""A file the studio edits: a CSV/TSV document, or a sheet of a workbook."""

@@ -1,0 +1,126 @@
+"""Workbooks in the studio through its HTTP routes: a sheet at a time, saved back keeping the rest of the workbook."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from agentmap.studio import StudioConfig, create_studio_app
+
+openpyxl = pytest.importorskip("openpyxl")
+styles = pytest.importorskip("openpyxl.styles")
+
+HEADERS = ["Node", "AgentType", "Prompt", "Input_Fields", "Output_Field", "Edge"]
+
+
+def formatted_workbook(path: Path) -> Path:
+    """Two sheets, one graph each (no GraphName column), a bold red header, a filled cell, widths, a number."""
+    book = openpyxl.Workbook()
+    first = book.active
+    first.title = "Greet"
+    for row in (HEADERS, ["Hello", "template", "Hello, {name}", "name", "greeting", "Bye"]):
+        first.append(row)
+    first.append(["Bye", "template", "Bye, {name}", "name", "farewell", ""])
+    for cell in first[1]:
+        cell.font = styles.Font(bold=True, color="FFC00000")
+    first["C2"].fill = styles.PatternFill("solid", fgColor="FFFFFF00")
+    first.column_dimensions["C"].width = 42
+    notes = book.create_sheet("Notes")
+    notes.append(["Kept as is", 3])
+    notes["A1"].font = styles.Font(italic=True)
+    notes.column_dimensions["A"].width = 30
+    book.save(path)
+    return path
+
+
+@pytest.fixture
+def book_path(tmp_path: Path) -> Path:
+    return formatted_workbook(tmp_path / "flows.xlsx")
+
+
+@pytest.fixture
+def client(book_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_studio_app(StudioConfig(target=book_path))) as test_client:
+        yield test_client
+
+
+def opened(client: TestClient, name: str) -> dict[str, Any]:
+    response = client.get("/studio/api/open", params={"file": name})
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def save(client: TestClient, name: str, rows: list[dict[str, Any]], base: str) -> Any:
+    return client.post("/studio/api/save", json={"file": name, "rows": rows, "base": base})
+
+
+def test_each_sheet_is_opened_on_its_own_with_its_graph_named_after_it(client: TestClient) -> None:
+    assert client.get("/studio/api/files").json()["files"] == ["flows.xlsx[Greet]", "flows.xlsx[Notes]"]
+    data = opened(client, "flows.xlsx[Greet]")
+    assert data["sheet"] == "Greet" and data["sheets"] == ["flows.xlsx[Greet]", "flows.xlsx[Notes]"]
+    assert data["rows"][1]["cells"] == ["Hello", "template", "Hello, {name}", "name", "greeting", "Bye"]
+    assert data["lines"] == [1, 2, 3] and data["valid"] is True
+    assert client.get("/studio/api/open", params={"file": "flows.xlsx"}).status_code == 404
+    assert client.get("/studio/api/open", params={"file": "flows.xlsx[Nope]"}).status_code == 404
+
+
+def test_a_finding_names_its_cell_in_the_sheet(client: TestClient) -> None:
+    data = opened(client, "flows.xlsx[Greet]")
+    rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+    rows[1]["cells"][5] = "Byee"
+    checked = client.post("/studio/api/check", json={"file": "flows.xlsx[Greet]", "rows": rows}).json()
+    finding = next(f for f in checked["findings"] if f["code"] == "unknown-target")
+    assert (finding["row"], finding["column"], finding["cell"]) == (2, 6, "F2")
+    assert finding["where"].endswith("flows.xlsx[Greet]!F2")
+
+
+def test_saving_writes_the_cells_and_keeps_other_sheets_formatting_and_widths(
+    client: TestClient, book_path: Path
+) -> None:
+    data = opened(client, "flows.xlsx[Greet]")
+    rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+    rows[1]["cells"][2] = "Hi, {name}"
+    rows.append({"id": None, "cells": ["Extra", "echo", "", "farewell", "out", ""]})
+    rows[2]["cells"][5] = "Extra"
+    saved = save(client, "flows.xlsx[Greet]", rows, data["version"])
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["version"] != data["version"]
+
+    book = openpyxl.load_workbook(book_path)
+    greet, notes = book["Greet"], book["Notes"]
+    assert [c.value for c in greet[2]] == ["Hello", "template", "Hi, {name}", "name", "greeting", "Bye"]
+    assert [c.value for c in greet[4]][:2] == ["Extra", "echo"]
+    assert greet["A1"].font.bold and greet["A1"].font.color.rgb == "FFC00000"
+    assert greet["C2"].fill.fgColor.rgb == "FFFFFF00"
+    assert greet.column_dimensions["C"].width == 42
+    assert [c.value for c in notes[1]] == ["Kept as is", 3] and notes["A1"].font.italic
+    assert notes.column_dimensions["A"].width == 30
+    assert not [p for p in book_path.parent.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_moved_and_removed_rows_take_their_formatting_and_leave_no_stale_cells(
+    client: TestClient, book_path: Path
+) -> None:
+    data = opened(client, "flows.xlsx[Greet]")
+    header, hello, _bye = ({"id": r["id"], "cells": list(r["cells"])} for r in data["rows"])
+    hello["cells"][5] = ""
+    assert save(client, "flows.xlsx[Greet]", [header, hello], data["version"]).status_code == 200
+    greet = openpyxl.load_workbook(book_path)["Greet"]
+    assert greet.max_row == 2 and greet["F2"].value is None and greet["C2"].fill.fgColor.rgb == "FFFFFF00"
+
+
+def test_a_workbook_changed_on_disk_is_not_overwritten(client: TestClient, book_path: Path) -> None:
+    data = opened(client, "flows.xlsx[Greet]")
+    book = openpyxl.load_workbook(book_path)
+    book["Notes"]["B2"] = "theirs"
+    book.save(book_path)
+    rows = [{"id": r["id"], "cells": r["cells"]} for r in data["rows"]]
+    refused = save(client, "flows.xlsx[Greet]", rows, data["version"])
+    assert refused.status_code == 409 and refused.json()["code"] == "file-changed"
+    assert openpyxl.load_workbook(book_path)["Notes"]["B2"].value == "theirs"
+    assert client.get("/studio/api/version", params={"file": "flows.xlsx[Greet]"}).json()["version"] != data["version"]
