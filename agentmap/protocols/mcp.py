@@ -153,7 +153,7 @@ def _answers_over_mcp(assistant: Assistant) -> bool:
     prompting = assistant.app.prompting_nodes()
     if prompting:
         _log.warning(
-            "graph %r is not offered: its input node %r reads the terminal, which is the MCP client's pipe here; "
+            "graph %r is not offered: its input node %r reads the terminal, which an MCP client cannot answer; "
             'give it Context {"interrupt": true} to pause the run and ask the client',
             assistant.graph_id,
             prompting[0],

@@ -1,0 +1,88 @@
+"""`/mcp` on `agentmap serve`: the tools of `agentmap mcp` over MCP streamable HTTP, with the official `mcp` SDK.
+
+The same tools (`McpGraphs`, `build_server`) over the server's own assistants and checkpointer: a pause asks
+the client through elicitation when it can, else returns the question and a thread id for the `resume` tool;
+with a SQLite or PostgreSQL `--checkpoint`, a paused run can be answered after a restart. The server's API key
+rule covers `/mcp` like every route (its middleware stands in front of the whole application).
+
+```python
+endpoint = McpEndpoint(server)          # in create_app: app.router.routes.append(endpoint.route())
+async with endpoint.run():              # in the app's lifespan: the SDK's session manager runs
+    ...
+```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError
+from agentmap.server._security import error_body
+
+if TYPE_CHECKING:
+    from agentmap.server._app import Server
+
+__all__ = ["MCP_PATH", "McpEndpoint"]
+
+MCP_PATH = "/mcp"
+_log = logging.getLogger("agentmap.mcp")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class McpEndpoint:
+    """The ASGI endpoint at `/mcp`: the SDK's streamable HTTP session manager over the server's graphs, or a JSON
+    error saying why there is none (the `mcp` SDK not installed, no graph to offer)."""
+
+    def __init__(self, server: Server) -> None:
+        self.manager: Any = None
+        self.refusal: dict[str, Any] | None = None
+        try:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        except ImportError:
+            self.refusal = error_body(
+                "missing-extra",
+                "/mcp needs the MCP Python SDK, which is not installed on this server",
+                hint='pip install "agentmap[mcp-server]" and restart agentmap serve',
+            )
+            return
+        from agentmap.protocols.mcp import McpGraphs, build_server
+
+        try:
+            graphs = McpGraphs(server.assistants)
+        except AgentMapError as err:  # no graph it can offer, a graph named `resume`: the rest still serves
+            _log.warning("/mcp offers no tools: %s (%s)", err.message, err.hint)
+            self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
+            return
+        self.manager = StreamableHTTPSessionManager(build_server(graphs), max_request_body_size=server.config.max_body)
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """The session manager running (sessions and their tool calls end when the block does)."""
+        if self.manager is None:
+            yield
+            return
+        async with self.manager.run():
+            yield
+
+    def route(self) -> Any:
+        """The Starlette route of `/mcp` (GET, POST and DELETE, as streamable HTTP uses them) to this endpoint."""
+        from starlette.routing import Route
+
+        return Route(MCP_PATH, self, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.manager is not None:
+            await self.manager.handle_request(scope, receive, send)
+            return
+        assert self.refusal is not None
+        data = json.dumps(self.refusal).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
