@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,8 +64,11 @@ def _sdk_missing() -> ConfigError:
 class McpGraphs:
     """The tools of an MCP server: one per graph, and `resume` when a graph can pause."""
 
-    def __init__(self, assistants: Assistants) -> None:
+    def __init__(self, assistants: Assistants, on_thread: Callable[[Assistant, str], None] | None = None) -> None:
+        """`on_thread(assistant, thread_id)` is told of each new thread (a run of a graph that can pause)."""
         from agentmap.server._graphs import Assistants
+
+        self.on_thread = on_thread
 
         self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
         if not self.assistants.all:
@@ -117,7 +120,10 @@ class McpGraphs:
         except ArgumentError as err:
             raise _invalid(err) from None
         if name in self.pausing:
-            return await _drive(server, assistant, assistant.app, state, str(uuid.uuid4()))
+            thread_id = str(uuid.uuid4())
+            if self.on_thread is not None:
+                self.on_thread(assistant, thread_id)
+            return await _drive(server, assistant, assistant.app, state, thread_id)
         return await _drive(server, assistant, assistant.stateless, state, None)
 
     async def _resume(self, server: Server[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:

@@ -25,6 +25,7 @@ from agentmap.server._security import error_body
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._graphs import Assistant
 
 __all__ = ["MCP_PATH", "McpEndpoint"]
 
@@ -55,7 +56,7 @@ class McpEndpoint:
         from agentmap.protocols.mcp import McpGraphs, build_server
 
         try:
-            graphs = McpGraphs(server.assistants)
+            graphs = McpGraphs(server.assistants, on_thread=_thread_in(server))
         except AgentMapError as err:  # no graph it can offer, a graph named `resume`: the rest still serves
             _log.warning("/mcp offers no tools: %s (%s)", err.message, err.hint)
             self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
@@ -86,3 +87,14 @@ class McpEndpoint:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
         await send({"type": "http.response.start", "status": 404, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+
+def _thread_in(server: Server) -> Callable[[Assistant, str], None]:
+    """Records a tool call's new thread in the server's thread store, as a run of the LangGraph API would: the
+    LangGraph SDK then sees it (`threads.get_state`) and can answer its pause (`command={"resume": ...}`)."""
+
+    def record(assistant: Assistant, thread_id: str) -> None:
+        metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id, "source": "mcp"}
+        server.store.create_thread(thread_id, metadata)
+
+    return record

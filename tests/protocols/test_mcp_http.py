@@ -198,3 +198,21 @@ async def test_without_the_api_key_mcp_is_refused(project: Callable[..., Served]
             await session.list_tools()
     async with connected(server.url, headers={"X-Api-Key": KEY}) as session:
         assert "HelloWorld" in {t.name for t in (await session.list_tools()).tools}
+
+
+async def test_a_paused_call_is_a_thread_the_langgraph_sdk_sees_and_answers(project: Callable[..., Served]) -> None:
+    from langgraph_sdk import get_client
+
+    server = project()
+    async with connected(server.url) as session:
+        paused = await session.call_tool("Publish", {"draft": "the post"})
+        assert paused.structuredContent is not None
+        thread_id = paused.structuredContent["thread_id"]
+    client = get_client(url=server.url, api_key=None)
+    thread = await client.threads.get(thread_id)
+    assert (thread["metadata"] or {})["graph_id"] == "Publish"
+    state = await client.threads.get_state(thread_id)
+    assert state["next"] == ["Review"]
+    assert state["tasks"][0]["interrupts"][0]["value"]["question"] == "Publish the post?"
+    final = await client.runs.wait(thread_id, "Publish", command={"resume": "yes"})
+    assert isinstance(final, dict) and final["result"] == {"approved": True, "draft": "the post"}
