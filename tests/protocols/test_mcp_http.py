@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -216,3 +217,22 @@ async def test_a_paused_call_is_a_thread_the_langgraph_sdk_sees_and_answers(proj
     assert state["tasks"][0]["interrupts"][0]["value"]["question"] == "Publish the post?"
     final = await client.runs.wait(thread_id, "Publish", command={"resume": "yes"})
     assert isinstance(final, dict) and final["result"] == {"approved": True, "draft": "the post"}
+
+
+def test_mcp_says_why_it_offers_no_tools_while_the_rest_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmap.server import ServeConfig, background
+
+    ask = tmp_path / "ask.csv"  # its only graph reads the terminal: no tool to offer
+    ask.write_text("GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nAsk,Q,input,Name?,,name\n", "utf-8")
+    with background(ServeConfig(targets=(str(ask),), checkpoint="memory")) as url:
+        refused = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=10)
+        assert refused.status_code == 404
+        assert refused.json()["code"] == "no-workflow"
+        assert refused.json()["message"].startswith("/mcp offers no tools: no graph to offer as an MCP tool")
+        assert httpx.get(f"{url}/assistants/Ask", timeout=10).status_code == 200
+    monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)  # the SDK not installed
+    with background(ServeConfig(targets=(str(ROOT / "graphs" / "hello_world.csv"),), checkpoint="memory")) as url:
+        missing = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=10)
+        assert missing.status_code == 404
+        assert missing.json()["code"] == "missing-extra"
+        assert 'pip install "agentmap[mcp-server]"' in missing.json()["hint"]
