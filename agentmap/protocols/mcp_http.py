@@ -80,7 +80,16 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.manager is not None:
-            await self.manager.handle_request(scope, receive, send)
+            ended = [False, False]  # response started, response ended
+
+            async def tracked(message: MutableMapping[str, Any]) -> None:
+                ended[0] = ended[0] or message["type"] == "http.response.start"
+                ended[1] = message["type"] == "http.response.body" and not message.get("more_body", False)
+                await send(message)
+
+            await self.manager.handle_request(scope, receive, tracked)
+            if ended[0] and not ended[1]:  # an event stream the SDK leaves open when the server stops: end it
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         assert self.refusal is not None
         data = json.dumps(self.refusal).encode()

@@ -176,7 +176,11 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
         assert paused.structuredContent is not None and paused.structuredContent["status"] == "paused"
         thread_id = paused.structuredContent["thread_id"]
         assert f'"thread_id": "{thread_id}"' in _text(paused)
-    server.stop()
+        server.stop()  # SIGTERM while the client is connected, its event stream open: a clean stop
+    assert server.proc is not None
+    log = server.proc.communicate(5)[1]
+    assert "Application shutdown complete" in log
+    assert "ERROR" not in log and "Traceback" not in log, log[-3000:]
 
     again = project()  # the same --checkpoint file
     async with connected(again.url) as session:
