@@ -94,8 +94,8 @@ def project(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     (tmp_path / "flows.csv").write_text(FLOWS, encoding="utf-8")
     started: list[Served] = []
 
-    def serve(*extra: str) -> Served:
-        started.append(Served(tmp_path, "--checkpoint", str(tmp_path / "runs.db"), *extra).start())
+    def serve(*extra: str, checkpoint: str = str(tmp_path / "runs.db")) -> Served:
+        started.append(Served(tmp_path, "--checkpoint", checkpoint, *extra).start())
         return started[-1]
 
     yield serve
@@ -240,3 +240,16 @@ def test_mcp_says_why_it_offers_no_tools_while_the_rest_serves(tmp_path: Path, m
         assert missing.status_code == 404
         assert missing.json()["code"] == "missing-extra"
         assert 'pip install "agentmap[mcp-server]"' in missing.json()["hint"]
+
+
+async def test_a_pause_on_one_replica_is_answered_on_another(project: Callable[..., Served], postgres_url: str) -> None:
+    first, second = project(checkpoint=postgres_url), project(checkpoint=postgres_url)
+    async with connected(first.url) as session:
+        paused = await session.call_tool("Publish", {"draft": "the post"})
+        assert paused.structuredContent is not None and paused.structuredContent["status"] == "paused"
+        thread_id = paused.structuredContent["thread_id"]
+    async with connected(second.url) as session:
+        done = await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
+        assert not done.isError, _text(done)
+        assert done.structuredContent is not None
+        assert done.structuredContent["result"] == {"approved": True, "draft": "the post"}
