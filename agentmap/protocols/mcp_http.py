@@ -31,6 +31,7 @@ __all__ = ["MCP_PATH", "McpEndpoint"]
 
 MCP_PATH = "/mcp"
 _log = logging.getLogger("agentmap.mcp")
+_served = logging.getLogger("agentmap.server")  # the server's start-up lines
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -43,6 +44,7 @@ class McpEndpoint:
 
     def __init__(self, server: Server) -> None:
         self.manager: Any = None
+        self.tools: list[str] = []
         self.refusal: dict[str, Any] | None = None
         try:
             from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -61,6 +63,7 @@ class McpEndpoint:
             _log.warning("/mcp offers no tools: %s (%s)", err.message, err.hint)
             self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
             return
+        self.tools = [tool.name for tool in graphs.tools()]
         self.manager = StreamableHTTPSessionManager(build_server(graphs), max_request_body_size=server.config.max_body)
 
     @contextlib.asynccontextmanager
@@ -70,6 +73,7 @@ class McpEndpoint:
             yield
             return
         async with self.manager.run():
+            _served.info("MCP clients use %s (streamable HTTP): tools %s", MCP_PATH, ", ".join(self.tools))
             yield
 
     def route(self) -> Any:

@@ -179,6 +179,7 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
         server.stop()  # SIGTERM while the client is connected, its event stream open: a clean stop
     assert server.proc is not None
     log = server.proc.communicate(5)[1]
+    assert "MCP clients use /mcp (streamable HTTP): tools HelloWorld, Quote, Publish, resume" in log
     assert "Application shutdown complete" in log
     assert "ERROR" not in log and "Traceback" not in log, log[-3000:]
 
