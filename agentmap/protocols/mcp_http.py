@@ -64,6 +64,9 @@ class McpEndpoint:
             self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
             return
         self.tools = [tool.name for tool in graphs.tools()]
+        sdk_log = logging.getLogger("mcp.server.streamable_http")
+        if not any(isinstance(f, _EndedStreamNoise) for f in sdk_log.filters):
+            sdk_log.addFilter(_EndedStreamNoise())
         self.manager = StreamableHTTPSessionManager(build_server(graphs), max_request_body_size=server.config.max_body)
 
     @contextlib.asynccontextmanager
@@ -111,3 +114,15 @@ def _thread_in(server: Server) -> Callable[[Assistant, str], None]:
         server.store.create_thread(thread_id, metadata)
 
     return record
+
+
+class _EndedStreamNoise(logging.Filter):
+    """Drops the SDK's error traceback for a client's event stream that its own session end closed (the client's
+    DELETE closes the stream under the writer): nothing failed, and a server log shows no tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import anyio
+
+        error = record.exc_info[1] if record.exc_info else None
+        ended = isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
+        return not (ended and record.getMessage() == "Error in standalone SSE writer")

@@ -101,6 +101,9 @@ def project(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     yield serve
     for server in started:
         server.stop(signal.SIGKILL)
+        assert server.proc is not None
+        log = server.proc.communicate(5)[1]
+        assert "Traceback" not in log, log[-3000:]  # clients that come and go leave no error in the log
 
 
 @asynccontextmanager
