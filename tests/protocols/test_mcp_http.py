@@ -10,7 +10,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -57,19 +57,21 @@ def _until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
 
 
 class Served:
-    """`agentmap serve hello_world.csv flows.csv` as a real process on a free port (the API key in its env)."""
+    """`agentmap serve hello_world.csv flows.csv` (or `targets`) as a real process on a free port (the API key in
+    its environment, with `env`)."""
 
-    def __init__(self, folder: Path, *extra: str) -> None:
+    def __init__(self, folder: Path, *extra: str, targets: tuple[str, ...] = (), env: Mapping[str, str] = {}) -> None:
         self.folder, self.extra = folder, extra
+        self.targets = targets or (str(ROOT / "graphs" / "hello_world.csv"), "flows.csv")
+        self.env = env
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: forked.Forked | None = None
 
     def start(self) -> Served:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-        env["MCP_TEST_KEY"] = KEY
-        hello = str(ROOT / "graphs" / "hello_world.csv")
-        args = ("serve", hello, "flows.csv", "--port", str(self.port), *self.extra)
+        env.update({"MCP_TEST_KEY": KEY, **self.env})
+        args = ("serve", *self.targets, "--port", str(self.port), *self.extra)
         self.proc = forked.start(*args, cwd=self.folder, env=env)
         _until(self._up, 60, f"the server on port {self.port} did not start")
         return self
@@ -94,8 +96,8 @@ def project(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     (tmp_path / "flows.csv").write_text(FLOWS, encoding="utf-8")
     started: list[Served] = []
 
-    def serve(*extra: str, checkpoint: str = str(tmp_path / "runs.db")) -> Served:
-        started.append(Served(tmp_path, "--checkpoint", checkpoint, *extra).start())
+    def serve(*extra: str, checkpoint: str = str(tmp_path / "runs.db"), **options: Any) -> Served:
+        started.append(Served(tmp_path, "--checkpoint", checkpoint, *extra, **options).start())
         return started[-1]
 
     yield serve
@@ -195,6 +197,32 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
         with pytest.raises(McpError) as finished:
             await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
         assert "has finished" in finished.value.error.message
+
+
+async def test_a_cancelled_call_stops_the_run_after_its_step(project: Callable[..., Served], tmp_path: Path) -> None:
+    import durable_graphs
+
+    ticks = tmp_path / "ticks.txt"
+    (tmp_path / "count").mkdir()
+    counter = durable_graphs.counter(tmp_path / "count", nodes=4)
+    server = project(targets=(str(counter),), env={"TICK_FILE": str(ticks), "TICK_SLEEP": "0.4"})
+    async with connected(server.url) as session:
+        cancelled: list[str | None] = []
+
+        async def cancel_after_the_first_node(progress: float, total: float | None, message: str | None) -> None:
+            if not cancelled:  # the first call is request 1 (initialize was 0)
+                cancelled.append(message)
+                notice = types.CancelledNotification(params=types.CancelledNotificationParams(requestId=1))
+                await session.send_notification(types.ClientNotification(notice))
+
+        with pytest.raises(McpError, match="cancelled"):
+            await session.call_tool("Count", {}, progress_callback=cancel_after_the_first_node)
+        assert cancelled == ["N01 finished"]
+        again = await session.call_tool("Count", {})  # a whole run, longer than what the first had left
+        assert again.structuredContent is not None and again.structuredContent["count"] == 4
+    done = ticks.read_text(encoding="utf-8").split()
+    assert done[-4:] == ["N01", "N02", "N03", "N04"]
+    assert done[:-4] in (["N01"], ["N01", "N02"])  # the step under way when the cancel came ends; no more
 
 
 async def test_without_the_api_key_mcp_is_refused(project: Callable[..., Served]) -> None:
