@@ -46,6 +46,7 @@ class McpEndpoint:
         self.manager: Any = None
         self.tools: list[str] = []
         self.refusal: dict[str, Any] | None = None
+        self.origins = frozenset(server.config.cors_origins)
         try:
             from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         except ImportError:
@@ -86,6 +87,17 @@ class McpEndpoint:
         return Route(MCP_PATH, self, methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = dict(scope.get("headers", ())).get(b"origin")
+        if origin is not None and not {origin.decode("latin-1"), "*"} & self.origins:
+            # a web page's request (a page whose host name was made to point at this machine, say): only the
+            # origins the server allows browsers from (--cors-origin) may reach the tools
+            refusal = error_body(
+                "forbidden-origin",
+                f"/mcp refuses requests from the web page at {origin.decode('latin-1')}",
+                hint="allow a browser client's origin with agentmap serve --cors-origin ORIGIN",
+            )
+            await _send_json(send, 403, refusal, scope)
+            return
         if self.manager is not None:
             ended = [False, False]  # response started, response ended
 
@@ -99,10 +111,16 @@ class McpEndpoint:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         assert self.refusal is not None
-        data = json.dumps(self.refusal).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": 404, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
+        await _send_json(send, 404, self.refusal, scope)
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope) -> None:
+    """An error document, with the request id the server's middleware gave the request."""
+    request_id = scope.get("state", {}).get("request_id")
+    data = json.dumps({**body, "request_id": request_id} if request_id else body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 def _thread_in(server: Server) -> Callable[[Assistant, str], None]:

@@ -158,7 +158,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_origins=list(config.cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["Content-Location", "X-Request-Id"],
+            expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
     app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body)
     return app

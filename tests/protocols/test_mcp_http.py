@@ -285,3 +285,27 @@ async def test_a_pause_on_one_replica_is_answered_on_another(project: Callable[.
         assert not done.isError, _text(done)
         assert done.structuredContent is not None
         assert done.structuredContent["result"] == {"approved": True, "draft": "the post"}
+
+
+def test_a_web_page_of_an_origin_not_allowed_is_refused() -> None:
+    from agentmap.server import ServeConfig, background
+
+    hello = str(ROOT / "graphs" / "hello_world.csv")
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    config = ServeConfig(targets=(hello,), checkpoint="memory", cors_origins=("http://localhost:6274",))
+    with background(config) as url:
+        refused = httpx.post(f"{url}/mcp", json=opening, headers={**accept, "Origin": "http://evil.example"})
+        assert refused.status_code == 403
+        assert refused.json()["code"] == "forbidden-origin"
+        assert "--cors-origin" in refused.json()["hint"] and refused.json()["request_id"]
+        allowed = httpx.post(f"{url}/mcp", json=opening, headers={**accept, "Origin": "http://localhost:6274"})
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == "http://localhost:6274"
+        assert "mcp-session-id" in allowed.headers["access-control-expose-headers"].lower()  # a page reads it
+        assert httpx.post(f"{url}/mcp", json=opening, headers=accept).status_code == 200  # no page: no Origin
