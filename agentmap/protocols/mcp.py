@@ -69,7 +69,6 @@ class McpGraphs:
         from agentmap.server._graphs import Assistants
 
         self.on_thread = on_thread
-
         self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
         if not self.assistants.all:
             raise WorkflowFileError(
