@@ -28,6 +28,7 @@ _PRELOAD = [
     "langgraph.graph",
     "langgraph.checkpoint.sqlite",
     "langgraph.checkpoint.postgres",
+    "mcp.server.streamable_http_manager",  # `agentmap serve` offers /mcp when the SDK is installed
 ]
 _FORKS = multiprocessing.get_context("forkserver")
 _FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset of these: one server serves both

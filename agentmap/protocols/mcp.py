@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,9 +64,11 @@ def _sdk_missing() -> ConfigError:
 class McpGraphs:
     """The tools of an MCP server: one per graph, and `resume` when a graph can pause."""
 
-    def __init__(self, assistants: Assistants) -> None:
+    def __init__(self, assistants: Assistants, on_thread: Callable[[Assistant, str], None] | None = None) -> None:
+        """`on_thread(assistant, thread_id)` is told of each new thread (a run of a graph that can pause)."""
         from agentmap.server._graphs import Assistants
 
+        self.on_thread = on_thread
         self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
         if not self.assistants.all:
             raise WorkflowFileError(
@@ -117,7 +119,10 @@ class McpGraphs:
         except ArgumentError as err:
             raise _invalid(err) from None
         if name in self.pausing:
-            return await _drive(server, assistant, assistant.app, state, str(uuid.uuid4()))
+            thread_id = str(uuid.uuid4())
+            if self.on_thread is not None:
+                self.on_thread(assistant, thread_id)
+            return await _drive(server, assistant, assistant.app, state, thread_id)
         return await _drive(server, assistant, assistant.stateless, state, None)
 
     async def _resume(self, server: Server[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:
@@ -153,7 +158,7 @@ def _answers_over_mcp(assistant: Assistant) -> bool:
     prompting = assistant.app.prompting_nodes()
     if prompting:
         _log.warning(
-            "graph %r is not offered: its input node %r reads the terminal, which is the MCP client's pipe here; "
+            "graph %r is not offered: its input node %r reads the terminal, which an MCP client cannot answer; "
             'give it Context {"interrupt": true} to pause the run and ask the client',
             assistant.graph_id,
             prompting[0],

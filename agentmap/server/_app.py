@@ -104,6 +104,9 @@ def create_app(config: ServeConfig) -> FastAPI:
     from agentmap import __version__
 
     server = Server(config)
+    from agentmap.protocols.mcp_http import McpEndpoint  # the same tools as `agentmap mcp`, at /mcp
+
+    mcp = McpEndpoint(server)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -114,7 +117,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         ticker = asyncio.get_running_loop().create_task(tick_crons(server))
-        yield
+        async with mcp.run():
+            yield
         ticker.cancel()
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
         server.close()  # the files close
@@ -133,6 +137,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(cron_routes(server))
     app.include_router(run_routes(server))
     app.include_router(item_routes(server.items))
+    app.router.routes.append(mcp.route())
     _add_viewer(app)
     _add_errors(app)
 
@@ -153,7 +158,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_origins=list(config.cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["Content-Location", "X-Request-Id"],
+            expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
     app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body)
     return app

@@ -1,0 +1,146 @@
+"""`/mcp` on `agentmap serve`: the tools of `agentmap mcp` over MCP streamable HTTP, with the official `mcp` SDK.
+
+The same tools (`McpGraphs`, `build_server`) over the server's own assistants and checkpointer: a pause asks
+the client through elicitation when it can, else returns the question and a thread id for the `resume` tool;
+with a SQLite or PostgreSQL `--checkpoint`, a paused run can be answered after a restart. The server's API key
+rule covers `/mcp` like every route (its middleware stands in front of the whole application).
+
+```python
+endpoint = McpEndpoint(server)          # in create_app: app.router.routes.append(endpoint.route())
+async with endpoint.run():              # in the app's lifespan: the SDK's session manager runs
+    ...
+```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import AgentMapError
+from agentmap.server._security import error_body
+
+if TYPE_CHECKING:
+    from agentmap.server._app import Server
+    from agentmap.server._graphs import Assistant
+
+__all__ = ["MCP_PATH", "McpEndpoint"]
+
+MCP_PATH = "/mcp"
+_log = logging.getLogger("agentmap.mcp")
+_served = logging.getLogger("agentmap.server")  # the server's start-up lines
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class McpEndpoint:
+    """The ASGI endpoint at `/mcp`: the SDK's streamable HTTP session manager over the server's graphs, or a JSON
+    error saying why there is none (the `mcp` SDK not installed, no graph to offer)."""
+
+    def __init__(self, server: Server) -> None:
+        self.manager: Any = None
+        self.tools: list[str] = []
+        self.refusal: dict[str, Any] | None = None
+        self.origins = frozenset(server.config.cors_origins)
+        try:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        except ImportError:
+            self.refusal = error_body(
+                "missing-extra",
+                "/mcp needs the MCP Python SDK, which is not installed on this server",
+                hint='pip install "agentmap[mcp-server]" and restart agentmap serve',
+            )
+            return
+        from agentmap.protocols.mcp import McpGraphs, build_server
+
+        try:
+            graphs = McpGraphs(server.assistants, on_thread=_thread_in(server))
+        except AgentMapError as err:  # no graph it can offer, a graph named `resume`: the rest still serves
+            _log.warning("/mcp offers no tools: %s (%s)", err.message, err.hint)
+            self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
+            return
+        self.tools = [tool.name for tool in graphs.tools()]
+        sdk_log = logging.getLogger("mcp.server.streamable_http")
+        if not any(isinstance(f, _EndedStreamNoise) for f in sdk_log.filters):
+            sdk_log.addFilter(_EndedStreamNoise())
+        self.manager = StreamableHTTPSessionManager(build_server(graphs), max_request_body_size=server.config.max_body)
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """The session manager running (sessions and their tool calls end when the block does)."""
+        if self.manager is None:
+            yield
+            return
+        async with self.manager.run():
+            _served.info("MCP clients use %s (streamable HTTP): tools %s", MCP_PATH, ", ".join(self.tools))
+            yield
+
+    def route(self) -> Any:
+        """The Starlette route of `/mcp` (GET, POST and DELETE, as streamable HTTP uses them) to this endpoint."""
+        from starlette.routing import Route
+
+        return Route(MCP_PATH, self, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = dict(scope.get("headers", ())).get(b"origin")
+        if origin is not None and not {origin.decode("latin-1"), "*"} & self.origins:
+            # a web page's request (a page whose host name was made to point at this machine, say): only the
+            # origins the server allows browsers from (--cors-origin) may reach the tools
+            refusal = error_body(
+                "forbidden-origin",
+                f"/mcp refuses requests from the web page at {origin.decode('latin-1')}",
+                hint="allow a browser client's origin with agentmap serve --cors-origin ORIGIN",
+            )
+            await _send_json(send, 403, refusal, scope)
+            return
+        if self.manager is not None:
+            ended = [False, False]  # response started, response ended
+
+            async def tracked(message: MutableMapping[str, Any]) -> None:
+                ended[0] = ended[0] or message["type"] == "http.response.start"
+                ended[1] = message["type"] == "http.response.body" and not message.get("more_body", False)
+                await send(message)
+
+            await self.manager.handle_request(scope, receive, tracked)
+            if ended[0] and not ended[1]:  # an event stream the SDK leaves open when the server stops: end it
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        assert self.refusal is not None
+        await _send_json(send, 404, self.refusal, scope)
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope) -> None:
+    """An error document, with the request id the server's middleware gave the request."""
+    request_id = scope.get("state", {}).get("request_id")
+    data = json.dumps({**body, "request_id": request_id} if request_id else body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _thread_in(server: Server) -> Callable[[Assistant, str], None]:
+    """Records a tool call's new thread in the server's thread store, as a run of the LangGraph API would: the
+    LangGraph SDK then sees it (`threads.get_state`) and can answer its pause (`command={"resume": ...}`)."""
+
+    def record(assistant: Assistant, thread_id: str) -> None:
+        metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id, "source": "mcp"}
+        server.store.create_thread(thread_id, metadata)
+
+    return record
+
+
+class _EndedStreamNoise(logging.Filter):
+    """Drops the SDK's error traceback for a client's event stream that its own session end closed (the client's
+    DELETE closes the stream under the writer): nothing failed, and a server log shows no tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import anyio
+
+        error = record.exc_info[1] if record.exc_info else None
+        ended = isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
+        return not (ended and record.getMessage() == "Error in standalone SSE writer")
