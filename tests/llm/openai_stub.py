@@ -205,9 +205,9 @@ class OpenAIStub:
                         while not gate.wait(0.05):
                             if stub._closing.is_set():
                                 return
+                    stub.sent.append(time.perf_counter())  # before the write: a client may read it at once
                     self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                     self.wfile.flush()
-                    stub.sent.append(time.perf_counter())
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
