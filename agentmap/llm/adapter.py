@@ -308,7 +308,8 @@ def _dump(reply: AIMessage) -> Any:
 
 
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:
-    """`reply` as the one chunk a streaming model would have sent (same id, text, tool calls, usage)."""
+    """`reply` as the one (so the last) chunk a streaming model would have sent (same id, text, tool calls,
+    usage)."""
     import json
 
     from langchain_core.messages import AIMessageChunk
@@ -316,7 +317,7 @@ def _as_chunk(reply: AIMessage) -> AIMessageChunk:
 
     calls = [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c.get("id"), index=i)
              for i, c in enumerate(reply.tool_calls)]  # fmt: skip
-    return AIMessageChunk(content=reply.content, id=reply.id, tool_call_chunks=calls,
+    return AIMessageChunk(content=reply.content, id=reply.id, tool_call_chunks=calls, chunk_position="last",
                           usage_metadata=reply.usage_metadata, response_metadata=reply.response_metadata)  # fmt: skip
 
 
