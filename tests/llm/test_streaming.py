@@ -50,6 +50,8 @@ def test_stream_mode_messages_yields_the_chunks_the_provider_sent(tmp_path: Path
     assert _text(chunks) == "Paris is the capital."
     assert {meta["langgraph_node"] for _, meta in chunks} == {"Ask"}
     assert stub.requests[0]["stream"] is True
+    assert stub.requests[0]["stream_options"] == {"include_usage": True}  # at any base_url: the tokens are counted
+    assert sum(m.usage_metadata["output_tokens"] for m, _ in chunks if m.usage_metadata) == 5
 
 
 async def test_astream_messages_and_other_modes_together(tmp_path: Path, stub: OpenAIStub) -> None:
