@@ -2,7 +2,8 @@
 
 A LangChain callback handler passed in the run's config (`callbacks`): chat models called inside a node stream
 when it is there (it is a streaming handler, as LangGraph's `stream_mode="messages"` one is), and each reply is
-written as `Node: text...` followed by a new line; a reply that did not stream (a provider that does not, a call
+written as `Node: text...` followed by a new line (replies of parallel branches that stream at once take turns,
+each turn on a new line under its node's name); a reply that did not stream (a provider that does not, a call
 the journal replays) is written whole when it ends. Calls tagged `nostream` and calls outside a node are skipped.
 """
 
@@ -35,6 +36,7 @@ class TokenWriter(BaseCallbackHandler, _StreamingCallbackHandler[Any]):
         self._write = write
         self._nodes: dict[UUID, str] = {}
         self._written: set[UUID] = set()
+        self._current: UUID | None = None  # the reply whose line is being written
         self._lock = threading.Lock()  # parallel branches: one reply's piece at a time
 
     def tap_output_aiter(self, run_id: UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
@@ -65,9 +67,10 @@ class TokenWriter(BaseCallbackHandler, _StreamingCallbackHandler[Any]):
         if node is None or not token:
             return
         with self._lock:
-            if run_id not in self._written:
-                self._written.add(run_id)
-                self._write(f"{node}: ")
+            self._written.add(run_id)
+            if self._current != run_id:  # a new reply, or one of parallel branches taking turns: a new line
+                self._write(("\n" if self._current is not None else "") + f"{node}: ")
+                self._current = run_id
             self._write(token)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
@@ -80,7 +83,8 @@ class TokenWriter(BaseCallbackHandler, _StreamingCallbackHandler[Any]):
     def on_llm_error(self, error: BaseException | None, *, run_id: UUID, **kwargs: Any) -> None:
         """The reply ends (or breaks off): its line ends."""
         self._nodes.pop(run_id, None)
-        if run_id in self._written:
-            self._written.discard(run_id)
-            with self._lock:
+        self._written.discard(run_id)
+        with self._lock:
+            if self._current == run_id:
                 self._write("\n")
+                self._current = None
