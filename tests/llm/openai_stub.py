@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -50,6 +51,13 @@ class Reply:
 
 
 ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up a kept-alive connection (at its exit) is no error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def text(content: str, *, usage: tuple[int, int] = (10, 5)) -> Reply:
@@ -95,7 +103,7 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True
