@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.inputs import missing_state
+    from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import (
         DIGEST_KEY,
         FILE_KEY,
@@ -67,6 +68,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "normalize_type",
     "resolve_checkpointer",
     "select_graph",
+    "TokenWriter",
     # run --strict: the initial state against the keys the nodes read (serve makes the same check)
     "missing_state",
     # run --thread, resume, threads: durable runs and their checkpoints
@@ -134,6 +136,7 @@ _HOMES = {
     "stop_worker_processes": "agentmap.batch.executors",
     "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
+    "TokenWriter": "agentmap.runtime.streaming",
     "missing_state": "agentmap.runtime.inputs",
     "DIGEST_KEY": "agentmap.runtime.threads",
     "FILE_KEY": "agentmap.runtime.threads",

@@ -108,6 +108,10 @@ class Forked:
         code: int = self._process.exitcode
         return code
 
+    def printed(self) -> tuple[str, str]:
+        """What it has printed on stdout and stderr so far (while it runs)."""
+        return tuple(p.read_text(encoding="utf-8") if p.exists() else "" for p in (self._out, self._err))  # type: ignore[return-value]
+
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """Wait for the end; what it printed on stdout and stderr."""
         self.wait(timeout)

@@ -81,8 +81,9 @@ def test_run_agent_example(at_root: Path) -> None:
 
 
 def test_llm_examples(at_root: Path) -> None:
-    first, _, executor, journal = blocks("llm.md")
+    first, _, streaming, executor, journal = blocks("llm.md")
     run_example(first)
+    run_example(streaming)
     run_example(executor)
     run_example(journal)
 

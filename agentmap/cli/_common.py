@@ -24,6 +24,7 @@ __all__ = [
     "DebugOption",
     "HostOption",
     "JsonOption",
+    "StreamOption",
     "WorkflowArgument",
     "api_key_from",
     "cannot_write",
@@ -57,6 +58,15 @@ AllowRootOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document on stdout.")]
+StreamOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--stream/--no-stream",
+        help="Show each LLM node's text as the model writes it (default: on when stdout is a terminal and "
+        "--json is not given; with --json the text goes to stderr).",
+        show_default=False,
+    ),
+]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
 ApiKeyEnvOption = Annotated[
     str | None,

@@ -33,16 +33,18 @@ def execute(
     live: bool = True,
     full: bool = False,
     draw: Path | None = None,
+    stream: bool | None = None,
     **invoke_options: Any,
 ) -> int:
-    """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
+    """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`.
+
+    `stream`: show each LLM node's text as it comes (None: when the outcome is not JSON, i.e. stdout is a
+    terminal and --json was not given): under the live table when there is one, else on stdout, or on stderr
+    when stdout carries the JSON document.
+    """
     thread = (run_config or {}).get("configurable", {}).get("thread_id")
     hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
-    view = None
-    if sys.stderr.isatty() and live:
-        from agentmap.cli.render import LiveView
-
-        view = LiveView(f"running {app.name}")
+    view, run_config = _views(app, run_config, json_mode=json_mode, live=live, stream=stream)
     listener: Any = view.update if view is not None else None
     tracker = app.new_tracker(listener=listener)
     handlers: list[tuple[int, Any]] = []
@@ -100,6 +102,31 @@ def execute(
         _print_human(app, result, policy, state_source, table_shown=view is not None, full=full)
         _resume.print_pause(result, thread, resume_with)
     return code
+
+
+def _views(
+    app: CompiledWorkflow, run_config: dict[str, Any] | None, *, json_mode: bool, live: bool, stream: bool | None
+) -> tuple[Any, dict[str, Any] | None]:
+    """The live view (when stderr is a terminal and `live`), and the run config with the LLM nodes' text
+    streamed (see `execute`) to the view, else to stdout, or stderr when stdout carries the JSON document."""
+    view = None
+    if sys.stderr.isatty() and live:
+        from agentmap.cli.render import LiveView
+
+        view = LiveView(f"running {app.name}")
+    if not (not json_mode if stream is None else stream):
+        return view, run_config
+    from agentmap._cli_api import TokenWriter
+
+    out = sys.stderr if json_mode else sys.stdout
+
+    def write(text: str) -> None:
+        out.write(text)
+        out.flush()
+
+    config = dict(run_config or {})
+    config["callbacks"] = [*(config.get("callbacks") or []), TokenWriter(view.write if view is not None else write)]
+    return view, config
 
 
 class _Interrupted(Exception):

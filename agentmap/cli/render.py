@@ -220,10 +220,15 @@ class LiveView:
 
     Pass `update` as the tracker listener; it may be called from parallel branches. It only records:
     rich's refresh thread draws (8 times a second), so drawing is never counted in a node's duration.
+    `write` takes the LLM nodes' text as it streams (`Node: text`, a line a reply): the last lines show under
+    the table.
     """
+
+    _TEXT_LINES = 5
 
     def __init__(self, title: str) -> None:
         self._title = title
+        self._text = ""
         self._executions: list[NodeExecution] = []
         self._seen: set[int] = set()
         self._lock = threading.Lock()
@@ -236,10 +241,21 @@ class LiveView:
                 self._seen.add(id(execution))
                 self._executions.append(execution)
 
-    def _render(self) -> Table:
+    def write(self, text: str) -> None:
+        """Add streamed text (kept to the last lines shown)."""
         with self._lock:
-            executions = list(self._executions)
-        return summary_table(executions, title=self._title)
+            self._text = "\n".join((self._text + text).split("\n")[-self._TEXT_LINES :])
+
+    def _render(self) -> RenderableType:
+        from rich.console import Group
+        from rich.text import Text
+
+        with self._lock:
+            executions, text = list(self._executions), self._text.strip("\n")
+        table = summary_table(executions, title=self._title)
+        if not text:
+            return table
+        return Group(table, *(Text(line, no_wrap=True, overflow="ellipsis") for line in text.split("\n")))
 
     def start(self) -> None:
         """Start drawing; the last frame stays on screen as the run's summary table."""

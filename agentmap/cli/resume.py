@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, StreamOption, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -34,6 +34,7 @@ def resume_thread(
     json_output: bool = False,
     config: Path | None = None,
     debug: bool = False,
+    stream: bool | None = None,
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -109,6 +110,7 @@ def resume_thread(
         json_mode=json_mode,
         policy=settings.execution.success_policy,
         checkpoint=checkpoint,
+        stream=stream,
         **invoke_options,
     )
 
@@ -146,6 +148,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         durability: _durable.DurabilityOption = None,
         json_output: JsonOption = False,
+        stream: StreamOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -162,5 +165,6 @@ def register(app: typer.Typer) -> None:
                 json_output=json_output,
                 config=config,
                 debug=debug,
+                stream=stream,
             )
         )

@@ -27,6 +27,7 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     JsonOption,
+    StreamOption,
     WorkflowArgument,
     json_object,
     load,
@@ -94,6 +95,7 @@ def run_workflow(
     trace_content: bool = False,
     draw: Path | None = None,
     recursion_limit: int | None = None,
+    stream: bool | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -149,6 +151,7 @@ def run_workflow(
         live=not interactive,
         full=full,
         draw=draw,
+        stream=stream,
         **invoke_options,
     )
 
@@ -232,6 +235,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         json_output: JsonOption = False,
+        stream: StreamOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
         allow_root: AllowRootOption = None,
@@ -282,5 +286,6 @@ def register(app: typer.Typer) -> None:
             trace_content=trace_content,
             draw=draw,
             recursion_limit=recursion_limit,
+            stream=stream,
         )
         raise typer.Exit(code)

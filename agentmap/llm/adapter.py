@@ -14,7 +14,7 @@ Providers are recognised by what their exceptions carry (`status_code`, class na
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.journal import journaled, journaled_sync
@@ -22,7 +22,7 @@ from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel, LanguageModelInput
-    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
     from langchain_core.runnables import Runnable
 
 __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
@@ -228,7 +228,8 @@ class LLMAdapter:
             return self._as_ai_message(reply)
 
         request = self._request(messages, runnable, options)
-        return await journaled("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
+        replayed = self._replayed(messages)
+        return await journaled("model", self.model_name, request, call, encode=_dump, decode=replayed, idempotent=True)
 
     def invoke(
         self,
@@ -252,7 +253,32 @@ class LLMAdapter:
             return self._as_ai_message(reply)
 
         request = self._request(messages, runnable, options)
-        return journaled_sync("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
+        replayed = self._replayed(messages)
+        return journaled_sync("model", self.model_name, request, call, encode=_dump, decode=replayed, idempotent=True)
+
+    def _replayed(self, messages: Sequence[BaseMessage]) -> Callable[[Any], AIMessage]:
+        """Decode a reply the call journal replays and tell the run's callbacks of it as a model call that
+        streamed it in one chunk: a `stream_mode="messages"` client, `agentmap run` and the server's message
+        events show a replayed reply as they show one the model sent."""
+
+        def decode(value: Any) -> AIMessage:
+            reply = _load(value)
+            from langchain_core.callbacks import CallbackManager
+            from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
+            from langchain_core.runnables.config import ensure_config
+
+            config = ensure_config()
+            callbacks, tags, metadata = config.get("callbacks"), config.get("tags"), config.get("metadata")
+            manager = CallbackManager.configure(callbacks, inheritable_tags=tags, inheritable_metadata=metadata)
+            if not manager.handlers:
+                return reply
+            (run,) = manager.on_chat_model_start({"name": self.model_name}, [list(messages)], name=self.model_name)
+            chunk = ChatGenerationChunk(message=_as_chunk(reply))
+            run.on_llm_new_token(reply.text, chunk=chunk)
+            run.on_llm_end(LLMResult(generations=[[ChatGeneration(message=reply)]]))
+            return reply
+
+        return decode
 
     def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """What the call journal's digest of a model call is made of: the model, the messages (roles, text, tool
@@ -279,6 +305,20 @@ def _dump(reply: AIMessage) -> Any:
     from langchain_core.messages import messages_to_dict
 
     return messages_to_dict([reply])[0]
+
+
+def _as_chunk(reply: AIMessage) -> AIMessageChunk:
+    """`reply` as the one (so the last) chunk a streaming model would have sent (same id, text, tool calls,
+    usage)."""
+    import json
+
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.messages.tool import tool_call_chunk
+
+    calls = [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c.get("id"), index=i)
+             for i, c in enumerate(reply.tool_calls)]  # fmt: skip
+    return AIMessageChunk(content=reply.content, id=reply.id, tool_call_chunks=calls, chunk_position="last",
+                          usage_metadata=reply.usage_metadata, response_metadata=reply.response_metadata)  # fmt: skip
 
 
 def _load(value: Any) -> AIMessage:

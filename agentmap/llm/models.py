@@ -326,6 +326,8 @@ def build_model(chosen: ModelSpec) -> BaseChatModel:
         value = getattr(chosen, option)
         if value is not None and option in info.params:
             kwargs[info.params[option]] = value
+    if chosen.provider == "openai":  # a streamed reply (a terminal, stream_mode="messages") still reports its tokens
+        kwargs["stream_usage"] = True
     if chosen.provider == "ollama" and chosen.timeout is not None:
         kwargs["client_kwargs"] = {"timeout": chosen.timeout}
     if chosen.api_key_env:

@@ -175,11 +175,13 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> str:
     tracker = app.new_tracker(listener=listen)
     config = {**request.config, "metadata": {**request.config.get("metadata", {}), "run_id": run.run_id}}
     config["configurable"] = {**config.get("configurable", {}), "thread_id": run.thread_id}
+    modes = _langgraph_modes(wanted)
     stream = app.astream(
         request.input,
         config,  # type: ignore[arg-type]
         tracker=tracker,
-        stream_mode=_langgraph_modes(wanted),
+        stream_mode=modes,
+        subgraphs="messages" in modes,  # a subgraph's LLM nodes stream their tokens too; its other chunks are dropped
         **request.kwargs,
     )
     final, interrupts, paused = await _follow(run, stream, wanted, emit)
@@ -219,7 +221,10 @@ async def _follow(
     interrupts: list[Any] = []
     paused = False
     try:
-        async for mode, chunk in stream:
+        async for part in stream:
+            namespace, mode, chunk = part if len(part) == 3 else ((), *part)
+            if namespace and mode != "messages":
+                continue
             if mode == "values":  # a step's last chunk: stop here when asked, with the step's events all sent
                 final = dict(chunk)
                 interrupts = list(final.pop("__interrupt__", ()))
@@ -267,7 +272,8 @@ def _summary(summary: list[NodeExecution]) -> list[dict[str, Any]]:
 
 
 class _Messages:
-    """LangGraph's `messages` mode as the server's events: tuples, or partial/complete messages by id."""
+    """LangGraph's `messages` mode as the server's events: tuples, or partial/complete messages by id (a message
+    streamed in chunks is complete with its last chunk)."""
 
     def __init__(self) -> None:
         self._partial: dict[str, Any] = {}
@@ -282,9 +288,13 @@ class _Messages:
             if key not in self._partial:
                 found.append(("messages/metadata", {key: {"metadata": jsonable(metadata)}}))
             if type(message).__name__.endswith("Chunk"):
+                from langchain_core.messages import message_chunk_to_message
+
                 so_far = self._partial.get(key)
                 self._partial[key] = message if so_far is None else so_far + message
-                found.append(("messages/partial", [jsonable(self._partial[key])]))
+                last = getattr(message, "chunk_position", None) == "last"
+                event = "messages/complete" if last else "messages/partial"
+                found.append((event, [jsonable(message_chunk_to_message(self._partial[key]))]))
             else:
                 self._partial[key] = message
                 found.append(("messages/complete", [jsonable(message)]))

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from rich.table import Table
 
 from agentmap.cli import render
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
@@ -52,7 +53,20 @@ def test_live_view_keeps_every_node_once() -> None:
     view.update(first)
     view.update(NodeExecution("B", time.time()))
     table = view._render()
-    assert table.row_count == 2
+    assert isinstance(table, Table) and table.row_count == 2
+
+
+def test_live_view_shows_the_last_lines_of_streamed_text_under_the_table() -> None:
+    from rich.console import Console
+
+    view = render.LiveView("running G")
+    view.update(NodeExecution("Ask", time.time()))
+    for piece in ["Ask: one\ntwo\n", "three\nfour\nfive\nsix\nse", "ven"]:
+        view.write(piece)
+    console = Console(width=60, record=True)
+    console.print(view._render())
+    shown = console.export_text()
+    assert "Ask" in shown and "seven" in shown and "three" in shown and "two" not in shown  # the last 5 lines
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [(None, ""), (0.000021, "21 µs"), (0.0123, "12.3 ms"), (2.5, "2.50 s")])

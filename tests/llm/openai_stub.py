@@ -14,21 +14,25 @@ Each POST to `/v1/chat/completions` takes the next scripted reply; an exhausted 
 "no scripted reply left", so a test that calls the model more than it planned fails loudly. Replies:
 `text(...)`, `tool_calls(...)`, `error(status, ...)` (429, 500, ...), `slow(seconds, reply)`, or any
 callable taking the request body and returning one of those. Streaming requests (`"stream": true`) are
-answered as server-sent events.
+answered as server-sent events, sent as they are written (chunked): `streamed("Hel", "lo")` sends one content
+chunk per piece, `gate=` holds the pieces after the first until the test sets the event, and `sent` records when
+(`time.perf_counter()`) each piece left the server.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIStub", "Reply", "chat_model", "error", "slow", "text", "tool_calls"]
+__all__ = ["OpenAIStub", "Reply", "chat_model", "error", "slow", "streamed", "text", "tool_calls"]
 
 
 @dataclass(frozen=True)
@@ -42,14 +46,29 @@ class Reply:
     delay: float = 0.0
     usage: tuple[int, int] = (10, 5)
     headers: dict[str, str] = field(default_factory=dict)
+    pieces: tuple[str, ...] = ()
+    gate: threading.Event | None = None
 
 
 ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up a kept-alive connection (at its exit) is no error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def text(content: str, *, usage: tuple[int, int] = (10, 5)) -> Reply:
     """A plain assistant reply; `usage` is (prompt_tokens, completion_tokens)."""
     return Reply(content=content, usage=usage)
+
+
+def streamed(*pieces: str, gate: threading.Event | None = None) -> Reply:
+    """A text reply whose content a streaming request gets in `pieces`, one chunk each, the later ones only once
+    `gate` (when given) is set."""
+    return Reply(content="".join(pieces), pieces=pieces, gate=gate)
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> Reply:
@@ -79,11 +98,12 @@ class OpenAIStub:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.sent: list[float] = []
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True
@@ -168,7 +188,7 @@ class OpenAIStub:
                             "x-error-type", "server_error"), "code": None}}  # fmt: skip
                         self._send(reply.status, json.dumps(payload).encode(), "application/json")
                     elif body.get("stream"):
-                        self._send(200, _sse(stub._completion(body, reply)), "text/event-stream")
+                        self._stream(_sse_events(stub._completion(body, reply), reply.pieces), reply.gate)
                     else:
                         self._send(200, json.dumps(stub._completion(body, reply)).encode(), "application/json")
                 except (BrokenPipeError, ConnectionResetError):
@@ -181,23 +201,44 @@ class OpenAIStub:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _stream(self, events: list[bytes], gate: threading.Event | None) -> None:
+                """Send the events as HTTP chunks, each as soon as it is written (the first content chunk, then
+                the rest once `gate` is set)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for index, event in enumerate(events):
+                    if index == 1 and gate is not None:
+                        while not gate.wait(0.05):
+                            if stub._closing.is_set():
+                                return
+                    stub.sent.append(time.perf_counter())  # before the write: a client may read it at once
+                    self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
         return Handler
 
 
-def _sse(completion: dict[str, Any]) -> bytes:
-    """A completion as the chunks a streaming client expects."""
+def _sse_events(completion: dict[str, Any], pieces: tuple[str, ...] = ()) -> list[bytes]:
+    """A completion as the server-sent events a streaming client expects: one per content piece (the whole
+    content when no pieces are given), the finish, the usage and `[DONE]`."""
     choice = completion["choices"][0]
     message = choice["message"]
-    delta: dict[str, Any] = {"role": "assistant", "content": message["content"] or ""}
+    texts = pieces or (message["content"] or "",)
+    deltas: list[dict[str, Any]] = [{"content": t} for t in texts]
+    deltas[0]["role"] = "assistant"
     if "tool_calls" in message:
-        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+        deltas[-1]["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
     base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    chunks = [
-        base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+    chunks = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks += [
         base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
         base | {"choices": [], "usage": completion["usage"]},
     ]
-    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+    return [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
 
 
 def chat_model(stub: OpenAIStub, **kwargs: Any) -> Any:

@@ -272,3 +272,24 @@ def test_a_tool_node_that_may_ask_is_never_fused(tmp_path: Path) -> None:
     idempotent = rows[2].replace('""}"', '"", ""idempotent"": true}"')
     (tmp_path / "flow.csv").write_text("".join([*rows[:2], idempotent, *rows[3:]]))
     assert agentmap.compile(tmp_path / "flow.csv", fuse=True).fused == {"A": ["A", "T", "B", "C"]}
+
+
+def test_a_replayed_model_call_still_reaches_a_streaming_client_as_one_chunk(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub)
+    _kill_at(tmp_path, env, loop, "model2")
+    script = (
+        "import json, os, agentmap\n"
+        "app = agentmap.compile('pay.csv', checkpointer=agentmap.checkpointer(os.environ.get('AGENTMAP_CHECKPOINT')))\n"
+        "for message, meta in app.stream(None, {'configurable': {'thread_id': 't'}}, stream_mode='messages'):\n"
+        "    calls = [c['name'] for c in getattr(message, 'tool_call_chunks', [])]\n"
+        "    print(json.dumps([type(message).__name__, meta['langgraph_node'], message.id, message.text, calls]))\n"
+    )
+    code, out, err = forked.python(script, cwd=tmp_path, env=env)
+    assert code == 0, err
+    chunks = [json.loads(line) for line in out.splitlines()]
+    assert [c[4] for c in chunks].count(["charge_card"]) == 2, chunks  # charge 1 (replayed) and charge 2 (called)
+    replayed = chunks[0]  # the first call, from the journal: one chunk, not again as a whole message
+    assert replayed[:2] == ["AIMessageChunk", "Pay"] and replayed[4] == ["charge_card"], chunks
+    assert [c[2] for c in chunks].count(replayed[2]) == 1
+    assert "".join(c[3] for c in chunks) == "paid twice"  # the calls made for real (charge 2, the answer) stream
+    assert loop.counts()[0] == 1  # the replayed call was not sent again
