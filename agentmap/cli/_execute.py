@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.cli import _durable, _resume
+from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
     from agentmap import CompiledWorkflow, ExecutionTracker, RunResult
@@ -33,11 +34,13 @@ def execute(
     live: bool = True,
     full: bool = False,
     draw: Path | None = None,
+    budget: float | None = None,
     **invoke_options: Any,
 ) -> int:
     """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`."""
     thread = (run_config or {}).get("configurable", {}).get("thread_id")
     hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
+    run_config = _with_budget(run_config, budget)
     view = None
     if sys.stderr.isatty() and live:
         from agentmap.cli.render import LiveView
@@ -55,7 +58,8 @@ def execute(
     gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
     gc.enable()
     try:
-        result = _invoke(app, run_input, tracker, run_config, **invoke_options)
+        more = f"raise the budget and continue: {hint} --budget MORE" if thread is not None else _BUDGET_HINT
+        result = _invoke(app, run_input, tracker, run_config, more, **invoke_options)
     except _Interrupted as stop:
         if view is not None:
             view.stop()
@@ -102,6 +106,18 @@ def execute(
     return code
 
 
+_BUDGET_HINT = "run again with a higher --budget (with --thread ID, a run stopped by its budget can be resumed)"
+
+
+def _with_budget(run_config: dict[str, Any] | None, budget: float | None) -> dict[str, Any] | None:
+    """The run config with `--budget` as `configurable["budget"]`, which the runner's meter reads."""
+    if budget is None:
+        return run_config
+    config = {**(run_config or {})}
+    config["configurable"] = {**config.get("configurable", {}), "budget": budget}
+    return config
+
+
 class _Interrupted(Exception):
     """Ctrl-C (exit 130) or SIGTERM (exit 143) arrived while the graph was running."""
 
@@ -116,9 +132,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _invoke(
-    app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
+    app: CompiledWorkflow,
+    state: Any,
+    tracker: ExecutionTracker,
+    config: dict[str, Any] | None,
+    budget_hint: str,
+    **kwargs: Any,
 ) -> RunResult:
     """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
+
+    A run stopped by its budget is told how this very run continues (`budget_hint`).
 
     On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
     once); without a thread there is nothing to save, so the first one stops at once.
@@ -154,6 +177,8 @@ def _invoke(
         if "result" in box and box["result"].stopped:
             raise _Interrupted(code) from None
     if "error" in box:
+        if isinstance(box["error"], AgentMapError) and box["error"].code == "budget-exceeded":
+            box["error"].hint = budget_hint
         raise box["error"]
     result: RunResult = box["result"]
     return result
@@ -186,11 +211,13 @@ def _print_human(
 ) -> None:
     from rich.markup import escape
 
-    from agentmap.cli.render import console, state_view, summary_table
+    from agentmap.cli.render import console, state_view, summary_table, usage_line
 
     out = console()
     if not table_shown:  # the live view's last frame is the summary table already
         out.print(summary_table(result.summary, title=_title(app)))
+    if result.usage:
+        out.print(escape(usage_line(result.usage)))
     out.print(
         "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
     )

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, load
+from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -33,6 +33,7 @@ def resume_thread(
     json_output: bool = False,
     config: Path | None = None,
     debug: bool = False,
+    budget: float | None = None,
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -90,6 +91,7 @@ def resume_thread(
         json_mode=json_mode,
         policy=settings.execution.success_policy,
         checkpoint=checkpoint,
+        budget=budget,
         **invoke_options,
     )
 
@@ -119,6 +121,7 @@ def register(app: typer.Typer) -> None:
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        budget: BudgetOption = None,
     ) -> None:
         """Continue a saved run: after a crash or a stop, or with the answer a paused node waits for."""
         raise typer.Exit(
@@ -132,5 +135,6 @@ def register(app: typer.Typer) -> None:
                 json_output=json_output,
                 config=config,
                 debug=debug,
+                budget=budget,
             )
         )

@@ -24,6 +24,7 @@ import typer
 from agentmap.cli import _durable, _resume
 from agentmap.cli._common import (
     AllowRootOption,
+    BudgetOption,
     ConfigOption,
     DebugOption,
     JsonOption,
@@ -94,6 +95,7 @@ def run_workflow(
     trace_content: bool = False,
     draw: Path | None = None,
     recursion_limit: int | None = None,
+    budget: float | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -149,6 +151,7 @@ def run_workflow(
         live=not interactive,
         full=full,
         draw=draw,
+        budget=budget,
         **invoke_options,
     )
 
@@ -260,6 +263,7 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        budget: BudgetOption = None,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -282,5 +286,6 @@ def register(app: typer.Typer) -> None:
             trace_content=trace_content,
             draw=draw,
             recursion_limit=recursion_limit,
+            budget=budget,
         )
         raise typer.Exit(code)

@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
 from agentmap.errors import AgentMapError
 
@@ -140,6 +141,8 @@ class LLMAdapter:
         model: Any `BaseChatModel` (`ChatOpenAI`, `ChatAnthropic`, the offline model, ...).
         temperature: Default sampling temperature for each call; None leaves the model's own.
         timeout_seconds: Default time limit of each call; None means no limit.
+        prices: The price table (`costs.price_table`); None: the default prices.
+        budget: The run's budget in USD when the run itself sets none (`llm.budget`).
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -152,11 +155,18 @@ class LLMAdapter:
         *,
         temperature: float | None = None,
         timeout_seconds: float | None = None,
+        prices: Mapping[str, costs.Price] | None = None,
+        budget: float | None = None,
     ) -> None:
+        from agentmap.llm.offline import OfflineChatModel
+
         self.model = model
         self.temperature = temperature
         self.timeout_seconds = timeout_seconds
         self.model_name = _model_name(model)
+        free = isinstance(model, OfflineChatModel)  # the stand-in model costs nothing
+        self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
+        self.budget = budget
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
         self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
@@ -218,17 +228,24 @@ class LLMAdapter:
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
 
+        measured: dict[str, Any] = {}
+
         async def call() -> AIMessage:
+            self._check_budget(messages)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
                 async with asyncio.timeout(limit):
                     reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._as_ai_message(reply)
+            return self._measure(self._as_ai_message(reply), measured)
 
         request = self._request(messages, runnable, options)
-        return await journaled("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
+        reply = await journaled("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
+                                decode=_load, idempotent=True)  # fmt: skip
+        if not measured:
+            costs.replayed()
+        return reply
 
     def invoke(
         self,
@@ -244,15 +261,36 @@ class LLMAdapter:
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
 
+        measured: dict[str, Any] = {}
+
         def call() -> AIMessage:
+            self._check_budget(messages)
             try:
                 reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._as_ai_message(reply)
+            return self._measure(self._as_ai_message(reply), measured)
 
         request = self._request(messages, runnable, options)
-        return journaled_sync("model", self.model_name, request, call, encode=_dump, decode=_load, idempotent=True)
+        reply = journaled_sync("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
+                               decode=_load, idempotent=True)  # fmt: skip
+        if not measured:
+            costs.replayed()
+        return reply
+
+    def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
+        """Stop before a call that would pass the budget (estimated from the prompt's characters)."""
+        chars = sum(len(m.text) for m in messages)
+        costs.check(self.model_name, self.price, chars, self.budget)
+
+    def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
+        """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through
+        `measured`) its journal entry."""
+        usage = costs.Usage.of(reply)
+        cost = costs.record(self.model_name, usage, self.price)
+        measured.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        cached_tokens=usage.cached_tokens, cost=cost)  # fmt: skip
+        return reply
 
     def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """What the call journal's digest of a model call is made of: the model, the messages (roles, text, tool
@@ -275,10 +313,11 @@ class LLMAdapter:
         )
 
 
-def _dump(reply: AIMessage) -> Any:
+def _dump(reply: AIMessage, measured: Mapping[str, Any]) -> Any:
+    """The reply as the journal keeps it, with the call's tokens and cost beside it (`usage`)."""
     from langchain_core.messages import messages_to_dict
 
-    return messages_to_dict([reply])[0]
+    return {**messages_to_dict([reply])[0], "usage": dict(measured)}
 
 
 def _load(value: Any) -> AIMessage:
