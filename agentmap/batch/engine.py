@@ -51,6 +51,9 @@ class BatchResult:
         output: The output table written, if any.
         interrupted: True when Ctrl-C stopped the batch (finished rows are kept in the `.partial` file).
         graph: The graph that ran.
+        tokens_in: Input tokens of the model calls of the rows run by this call.
+        tokens_out: Their output tokens.
+        cost: What they cost in USD (None: no call had a price).
     """
 
     rows: list[RowResult] = field(default_factory=list)
@@ -63,6 +66,9 @@ class BatchResult:
     output: Path | None = None
     interrupted: bool = False
     graph: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
 
     @property
     def success(self) -> bool:
@@ -97,6 +103,9 @@ class BatchResult:
             "rows_per_s": round(done / self.duration_s, 2) if self.duration_s > 0 else None,
             "output": str(self.output) if self.output else None,
             "interrupted": self.interrupted,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": None if self.cost is None else round(self.cost, 8),
         }
 
 
@@ -365,6 +374,10 @@ def _record(
         result.successes += 1
     else:
         result.failures += 1
+    result.tokens_in += row_result.tokens_in
+    result.tokens_out += row_result.tokens_out
+    if row_result.cost is not None:
+        result.cost = (result.cost or 0.0) + row_result.cost
     return row_result
 
 
@@ -414,6 +427,6 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
             f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
             "writes itself",
             code="bad-input",
-            hint="rename that column in the input (the output adds success, error, failed_nodes, duration_s, row_id)",
+            hint=f"rename that column in the input (the output adds {', '.join(RESULT_COLUMNS)})",
         )
     return list(columns), total, skipped

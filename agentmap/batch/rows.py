@@ -31,7 +31,7 @@ __all__ = [
     "output_fields",
 ]
 
-RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "row_id")
+RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "tokens_in", "tokens_out", "cost", "row_id")
 """The columns every output row ends with, after the input columns and the workflow's outputs."""
 
 Job = tuple[int, str, dict[str, Any]]
@@ -55,6 +55,9 @@ class RowResult:
         error: The first error, on one line, or None.
         failed_nodes: The nodes that failed, in order.
         duration_s: Seconds the run took.
+        tokens_in: Input tokens of the row's model calls (cached ones included).
+        tokens_out: Output tokens of the row's model calls.
+        cost: What the row's model calls cost in USD (None: no call had a price).
     """
 
     row: int
@@ -65,6 +68,9 @@ class RowResult:
     failed_nodes: tuple[str, ...] = ()
     duration_s: float = 0.0
     inputs: dict[str, Any] = field(default_factory=dict)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
 
     def record(self) -> dict[str, Any]:
         """The row as a JSON-friendly record (what the `.partial` file holds)."""
@@ -75,6 +81,9 @@ class RowResult:
             "error": self.error,
             "failed_nodes": "|".join(self.failed_nodes),
             "duration_s": self.duration_s,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
             "outputs": self.outputs,
         }
 
@@ -91,6 +100,9 @@ class RowResult:
             failed_nodes=tuple(failed.split("|")) if isinstance(failed, str) and failed else tuple(failed or ()),
             duration_s=float(record.get("duration_s") or 0.0),
             inputs=dict(inputs or {}),
+            tokens_in=int(record.get("tokens_in") or 0),
+            tokens_out=int(record.get("tokens_out") or 0),
+            cost=None if record.get("cost") in (None, "") else float(record["cost"]),
         )
 
     def columns(self) -> dict[str, Any]:
@@ -102,6 +114,9 @@ class RowResult:
             "error": self.error,
             "failed_nodes": "|".join(self.failed_nodes),
             "duration_s": round(self.duration_s, 6),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
             "row_id": self.id,
         }
 
@@ -236,7 +251,10 @@ class RowRunner:
             error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
         outputs = {name: result.state.get(name) for name in self.outputs}
         success = result.success and not result.interrupts
-        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration)
+        usage = result.usage
+        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration,
+                         tokens_in=int(usage.get("input_tokens", 0)), tokens_out=int(usage.get("output_tokens", 0)),
+                         cost=usage.get("cost"))  # fmt: skip
 
 
 def _one_line(error: Any) -> str:

@@ -82,12 +82,14 @@ class _Bar:
         )
 
         self._failed = 0
+        self._cost: float | None = None
         self._progress = Progress(
             TextColumn("batch"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("[red]{task.fields[failed]} failed[/]"),
             TextColumn("{task.fields[rate]} rows/s"),
+            TextColumn("{task.fields[cost]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -98,15 +100,20 @@ class _Bar:
         self._started = time.monotonic()
 
     def start(self, total: int, skipped: int) -> None:
-        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-")
+        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-", cost="")
         self._started = time.monotonic()
         self._progress.start()
 
     def advance(self, result: RowResult) -> None:
+        from agentmap.cli.render import money
+
         self._failed += not result.success
+        if result.cost is not None:
+            self._cost = (self._cost or 0.0) + result.cost
         done = self._progress.tasks[0].completed + 1
         rate = done / max(time.monotonic() - self._started, 1e-9)
-        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}")
+        cost = money(self._cost) if self._cost is not None else ""
+        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}", cost=cost)
 
     def stop(self) -> None:
         self._progress.stop()
@@ -125,6 +132,11 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
         f"in {result.duration_s:.1f}s{where}\n"
     )
+    if result.tokens_in or result.tokens_out:
+        from agentmap.cli.render import money
+
+        cost = f", cost {money(result.cost)}" if result.cost is not None else ""
+        sys.stderr.write(f"batch: tokens {result.tokens_in} in, {result.tokens_out} out{cost}\n")
 
 
 def _warn(message: str) -> None:

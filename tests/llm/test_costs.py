@@ -16,8 +16,9 @@ import forked
 import pytest
 from openai_stub import OpenAIStub, text
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
-from cli_helpers import agentmap_tty
+sys.path[:0] = [str(Path(__file__).parents[1] / "cli"), str(Path(__file__).parents[1] / "server")]
+from cli_helpers import agentmap_tty  # noqa: E402
+from server_helpers import serving  # noqa: E402
 
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Success_Next"]
 
@@ -151,3 +152,55 @@ def test_a_node_budget_in_context_stops_its_own_calls(tmp_path: Path, stub: Open
     assert code == 6, out + err
     assert "node 'Ask' stopped before calling 'gpt-4o'" in err and "Context budget" in err, err
     assert stub.requests == []
+
+
+def test_batch_rows_carry_tokens_and_cost_and_the_batch_totals_them(tmp_path: Path, stub: OpenAIStub) -> None:
+    stub.script(*[text("ok", usage=(100, 10))] * 4)
+    env = _setup(tmp_path, stub)
+    (tmp_path / "in.csv").write_text("q\nhi\nho\n")
+    code, out, err = forked.run("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--json",
+                                cwd=tmp_path, env=env)  # fmt: skip
+    assert code == 0, err
+    with (tmp_path / "out.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    per_row = (2 * 100 * 0.15 + 2 * 10 * 0.60) / 1e6  # two gpt-4o-mini calls a row
+    assert [(r["tokens_in"], r["tokens_out"]) for r in rows] == [("200", "20"), ("200", "20")]
+    assert [float(r["cost"]) for r in rows] == [pytest.approx(per_row)] * 2
+    summary = json.loads(out)
+    assert (summary["tokens_in"], summary["tokens_out"]) == (400, 40)
+    assert summary["cost"] == pytest.approx(2 * per_row)
+    assert "batch: tokens 400 in, 40 out, cost $0.000084" in err, err
+
+
+def test_spans_carry_tokens_and_cost(tmp_path: Path, stub: OpenAIStub) -> None:
+    stub.script(text("one", usage=(1000, 200, 400)), text("two", usage=(2000, 100)))
+    env = _setup(tmp_path, stub)
+    code, _, err = _run(tmp_path, env, "--trace", "file:spans.jsonl")
+    assert code == 0, err
+    spans = [json.loads(line) for line in (tmp_path / "spans.jsonl").read_text().splitlines()]
+    by_name = {s["name"]: s["attributes"] for s in spans}
+    run, ask = by_name["agentmap.run g"], by_name["agentmap.node Ask"]
+    assert (run["gen_ai.usage.input_tokens"], run["gen_ai.usage.output_tokens"]) == (3000, 300)
+    assert run["agentmap.cost_usd"] == pytest.approx(0.0006)
+    assert (ask["gen_ai.usage.input_tokens"], ask["gen_ai.usage.cache_read.input_tokens"]) == (1000, 400)
+    assert ask["agentmap.cost_usd"] == pytest.approx(0.00024)
+    chat = [s["attributes"] for s in spans if s["name"].startswith("chat ")]
+    assert [c["gen_ai.usage.input_tokens"] for c in chat] == [1000, 2000]
+    assert chat[0]["gen_ai.usage.cache_read.input_tokens"] == 400
+
+
+def test_the_servers_run_metadata_carries_the_usage(
+    tmp_path: Path, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk = pytest.importorskip("langgraph_sdk")
+    stub.script(text("one", usage=(1000, 200, 400)), text("two", usage=(2000, 100)))
+    _setup(tmp_path, stub)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")
+    served = serving(tmp_path / "two.csv", checkpoint=str(tmp_path / "runs.db"))
+    with served as url, sdk.get_sync_client(url=url, api_key=None) as client:
+        thread = client.threads.create()["thread_id"]
+        run = client.runs.create(thread, "g", input={"q": "hi"})
+        client.runs.join(thread, run["run_id"])
+        usage = client.runs.get(thread, run["run_id"])["metadata"]["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["cached_tokens"]) == (3000, 300, 400)
+    assert usage["cost"] == pytest.approx(0.0006)
