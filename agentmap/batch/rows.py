@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError
 
@@ -58,6 +59,8 @@ class RowResult:
         tokens_in: Input tokens of the row's model calls (cached ones included).
         tokens_out: Output tokens of the row's model calls.
         cost: What the row's model calls cost in USD (None: no call had a price).
+        over_budget: The batch's budget stopped the row before a model call: it is not recorded, so running
+            the batch again (with a higher budget) runs it.
     """
 
     row: int
@@ -71,6 +74,7 @@ class RowResult:
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float | None = None
+    over_budget: bool = False
 
     def record(self) -> dict[str, Any]:
         """The row as a JSON-friendly record (what the `.partial` file holds)."""
@@ -213,6 +217,8 @@ class RowRunner:
         self.recipe = recipe
         self.app = app or recipe.compile()
         self.outputs = list(recipe.outputs) if recipe.outputs is not None else output_fields(self.app)
+        self.meter: Meter | None = None
+        """The batch's meter, shared by the rows this runner runs (thread and async executors)."""
 
     def run(self, job: Job) -> RowResult:
         """Run one row; any failure ends in the row's result, never in an exception."""
@@ -222,7 +228,7 @@ class RowRunner:
         try:
             result = self.app.invoke(state, config)
         except Exception as exc:
-            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+            return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
     async def arun(self, job: Job) -> RowResult:
@@ -232,7 +238,7 @@ class RowRunner:
         try:
             result = await self.app.ainvoke(state, self._config(number, key))
         except Exception as exc:
-            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+            return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
     def _config(self, number: int, key: str) -> Any:
@@ -241,6 +247,8 @@ class RowRunner:
         config: dict[str, Any] = {"metadata": {**self.recipe.run_metadata, ROW_KEY: number, ROW_ID_KEY: key}}
         if self.recipe.checkpoint:
             config["configurable"] = {"thread_id": key}
+        if self.meter is not None:
+            config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         return config
 
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
@@ -255,6 +263,12 @@ class RowRunner:
         return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration,
                          tokens_in=int(usage.get("input_tokens", 0)), tokens_out=int(usage.get("output_tokens", 0)),
                          cost=usage.get("cost"))  # fmt: skip
+
+
+def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
+    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`)."""
+    over = getattr(exc, "code", None) == "budget-exceeded"
+    return RowResult(job[0], job[1], {}, False, _one_line(exc), (), duration, over_budget=over)
 
 
 def _one_line(error: Any) -> str:

@@ -226,7 +226,10 @@ class CompiledWorkflow:
         tracker = tracker or self.new_tracker()
         prepared: RunnableConfig = {**(config or {})}
         configurable = prepared.get("configurable", {})
-        meter = self._meter(configurable.get("budget"), config if state is None or isinstance(state, Command) else None)
+        meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
+        if not isinstance(meter, Meter):
+            continued = config if state is None or isinstance(state, Command) else None
+            meter = self._meter(configurable.get("budget"), continued)
         prepared["configurable"] = {**configurable, TRACKER_KEY: tracker, METER_KEY: meter}
         if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
             from agentmap.runtime.threads import run_metadata

@@ -204,3 +204,22 @@ def test_the_servers_run_metadata_carries_the_usage(
         usage = client.runs.get(thread, run["run_id"])["metadata"]["usage"]
     assert (usage["input_tokens"], usage["output_tokens"], usage["cached_tokens"]) == (3000, 300, 400)
     assert usage["cost"] == pytest.approx(0.0006)
+
+
+def test_the_batch_budget_stops_the_batch_and_a_higher_one_runs_the_rest(tmp_path: Path, stub: OpenAIStub) -> None:
+    config = "llm:\n  prices:\n    acme-1: {input: 1000.0, output: 1000.0}\n"  # $0.001 a token
+    env = _setup(tmp_path, stub, model="acme-1", config=config)
+    stub.script(*[text("ok", usage=(500, 0))] * 9)  # $0.50 a call, two calls a row
+    (tmp_path / "in.csv").write_text("q\na\nb\nc\nd\n")
+    args = ("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--concurrency", "1", "--json")
+    code, out, err = forked.run(*args, "--budget", "1.3", cwd=tmp_path, env=env)
+    assert code == 6, err
+    assert "error[budget-exceeded]" in err and "stopped at its $1.3000 budget after spending $1.5000" in err, err
+    assert json.loads(out)["succeeded"] == 1 and "Traceback" not in err
+    assert len(stub.requests) == 3  # row 2's second call was never sent
+    assert not (tmp_path / "out.csv").exists() and (tmp_path / "out.csv.partial").exists()
+    code, out, err = forked.run(*args, "--budget", "10", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert json.loads(out)["succeeded"] == 3  # rows b, c and d: b was not recorded as done
+    with (tmp_path / "out.csv").open(newline="") as handle:
+        assert [r["b"] for r in csv.DictReader(handle)] == ["ok"] * 4
