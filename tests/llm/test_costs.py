@@ -223,3 +223,13 @@ def test_the_batch_budget_stops_the_batch_and_a_higher_one_runs_the_rest(tmp_pat
     assert json.loads(out)["succeeded"] == 3  # rows b, c and d: b was not recorded as done
     with (tmp_path / "out.csv").open(newline="") as handle:
         assert [r["b"] for r in csv.DictReader(handle)] == ["ok"] * 4
+
+
+def test_llm_budget_in_agentmap_yaml_is_the_default_budget(tmp_path: Path, stub: OpenAIStub) -> None:
+    config = "llm:\n  budget: 1.5\n  prices:\n    acme-1: {input: 1000.0, output: 1000.0}\n"
+    env = _setup(tmp_path, stub, model="acme-1", config=config)
+    stub.script(text("one", usage=(2000, 0)), text("two", usage=(10, 0)))
+    code, _, err = _run(tmp_path, env)
+    assert code == 6, err
+    assert "$2.0000 of its $1.5000 budget" in err and "run again with a higher --budget" in err, err
+    assert len(stub.requests) == 1
