@@ -233,3 +233,11 @@ def test_llm_budget_in_agentmap_yaml_is_the_default_budget(tmp_path: Path, stub:
     assert code == 6, err
     assert "$2.0000 of its $1.5000 budget" in err and "run again with a higher --budget" in err, err
     assert len(stub.requests) == 1
+
+
+def test_a_budget_that_is_not_a_positive_amount_is_a_usage_error(tmp_path: Path, stub: OpenAIStub) -> None:
+    env = _setup(tmp_path, stub)
+    code, _, err = _run(tmp_path, env, "--budget", "0")
+    assert code == 2, err
+    assert "the budget must be a positive number of US dollars, got 0.0" in err, err
+    assert stub.requests == []
