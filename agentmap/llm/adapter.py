@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
 
+PRICE_KEY = "agentmap_price"
+"""The call metadata key holding the model's price (input, output, cached input; USD per million tokens)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
 _REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
 _RATE_LIMIT_NAMES = ("ratelimit", "toomanyrequests", "resourceexhausted")
@@ -235,7 +237,7 @@ class LLMAdapter:
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
                 async with asyncio.timeout(limit):
-                    reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+                    reply = await runnable.ainvoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._measure(self._as_ai_message(reply), measured)
@@ -266,7 +268,7 @@ class LLMAdapter:
         def call() -> AIMessage:
             self._check_budget(messages)
             try:
-                reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+                reply = runnable.invoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._measure(self._as_ai_message(reply), measured)
@@ -277,6 +279,16 @@ class LLMAdapter:
         if not measured:
             costs.replayed()
         return reply
+
+    def _config(self, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The call's RunnableConfig, with the model's price in its metadata (`agentmap_price`: the model span's
+        cost, observe/_genai.py)."""
+        if self.price is None or self.price == costs.Price(0, 0, 0):
+            return dict(config) if config else None
+        merged = dict(config or {})
+        price = (self.price.input, self.price.output, self.price.cached_input)
+        merged["metadata"] = {**(merged.get("metadata") or {}), PRICE_KEY: price}
+        return merged
 
     def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
         """Stop before a call that would pass the budget (estimated from the prompt's characters)."""

@@ -187,6 +187,7 @@ def test_spans_carry_tokens_and_cost(tmp_path: Path, stub: OpenAIStub) -> None:
     chat = [s["attributes"] for s in spans if s["name"].startswith("chat ")]
     assert [c["gen_ai.usage.input_tokens"] for c in chat] == [1000, 2000]
     assert chat[0]["gen_ai.usage.cache_read.input_tokens"] == 400
+    assert [c["agentmap.cost_usd"] for c in chat] == [pytest.approx(0.00024), pytest.approx(0.00036)]
 
 
 def test_the_servers_run_metadata_carries_the_usage(
