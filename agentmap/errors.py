@@ -157,6 +157,8 @@ class ErrorCode(StrEnum):
     ORCHESTRATION_FAILED = "orchestration-failed"
     WORKER_DIED = "worker-died"
     ROW_EXITED = "row-exited"
+    # a spent budget (exit 6)
+    BUDGET_EXCEEDED = "budget-exceeded"
     # evaluation files
     BAD_SCENARIOS = "bad-scenarios"
     BAD_EXPRESSION = "bad-expression"

@@ -70,5 +70,7 @@ def is_control_flow(exc: Exception) -> bool:
     errors = sys.modules.get("langgraph.errors")
     if errors is not None and isinstance(exc, errors.GraphBubbleUp):
         return True
+    if getattr(exc, "stops_run", False):  # a spent budget (agents/costs.py) ends the run, not just the node
+        return True
     retrying = RAISE_FAILURES.get()
     return retrying is not None and retrying(exc)

@@ -117,6 +117,10 @@ class Entry:
     duration_ms: float | None
     started_at: float
     task_id: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON values."""
@@ -337,8 +341,20 @@ def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
     if kind is None:
         return []
     rows = kind(saver, "list", (thread_id,))
-    return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]))
-            for r in rows]  # fmt: skip
+    return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]),
+                  **_usage(r[9])) for r in rows]  # fmt: skip
+
+
+def _usage(response: Any) -> dict[str, Any]:
+    """The tokens and cost a model call's journaled response carries beside the reply (llm/adapter.py)."""
+    try:
+        usage = json.loads(response).get("usage") if response else None
+    except (ValueError, AttributeError):
+        return {}
+    if not isinstance(usage, Mapping):
+        return {}
+    keys = ("input_tokens", "output_tokens", "cached_tokens", "cost")
+    return {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
 
 
 def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:

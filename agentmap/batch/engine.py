@@ -10,14 +10,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentmap.agents.costs import BudgetExceeded, Meter
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import EXECUTORS, default_workers, execute
-from agentmap.batch.resume import PartialFile
+from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError
 
-__all__ = ["BatchInterrupted", "BatchResult", "Progress", "batch", "parse_rate", "run_batch"]
+__all__ = ["BatchInterrupted", "BatchOverBudget", "BatchResult", "Progress", "batch", "parse_rate", "run_batch"]
 
 RowSource = Callable[[], Iterator[Mapping[str, Any]]]
 
@@ -51,6 +52,10 @@ class BatchResult:
         output: The output table written, if any.
         interrupted: True when Ctrl-C stopped the batch (finished rows are kept in the `.partial` file).
         graph: The graph that ran.
+        tokens_in: Input tokens of the model calls of the rows run by this call.
+        tokens_out: Their output tokens.
+        cost: What they cost in USD (None: no call had a price).
+        over_budget: The budget stopped the batch (`BatchOverBudget`).
     """
 
     rows: list[RowResult] = field(default_factory=list)
@@ -63,6 +68,10 @@ class BatchResult:
     output: Path | None = None
     interrupted: bool = False
     graph: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    over_budget: bool = False
 
     @property
     def success(self) -> bool:
@@ -97,6 +106,9 @@ class BatchResult:
             "rows_per_s": round(done / self.duration_s, 2) if self.duration_s > 0 else None,
             "output": str(self.output) if self.output else None,
             "interrupted": self.interrupted,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": None if self.cost is None else round(self.cost, 8),
         }
 
 
@@ -109,6 +121,23 @@ class BatchInterrupted(KeyboardInterrupt):
 
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$", re.IGNORECASE)
+
+
+class BatchOverBudget(BudgetExceeded):
+    """The batch reached its budget: rows finished are kept (in `<output>.partial`), the rest did not run.
+
+    Attributes:
+        result: What the batch did until then.
+    """
+
+    def __init__(self, result: BatchResult, budget: float, spent: float, partial: Path | None) -> None:
+        self.result = result
+        kept = f"; the rows finished are kept in {partial}" if partial is not None else ""
+        super().__init__(
+            f"the batch stopped at its ${budget:.4f} budget after spending ${spent:.4f}: "
+            f"{result.successes + result.failures} rows ran{kept}",
+            hint="run the same command again with a higher --budget to run the rest",
+        )
 
 
 def parse_rate(text: str | float) -> float:
@@ -182,6 +211,7 @@ def batch(
     progress: Progress | None = None,
     lenient: bool = False,
     on_warning: Warn | None = None,
+    budget: float | None = None,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -213,12 +243,15 @@ def batch(
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
         on_warning: Told each such warning once (default: `warnings.warn`).
+        budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
+            and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         **compile_options: Passed to `agentmap.compile` (`success_policy`, `functions_dir`, `settings`, ...).
 
     Raises:
         ConfigError: Bad options, or input that cannot be read (its file and row are named).
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
         BatchInterrupted: Ctrl-C; what finished is kept.
+        BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
@@ -233,6 +266,12 @@ def batch(
         share = 1 if executor in ("thread", "async") else workers or default_workers()
         settings = dict(options.get("settings") or {})
         settings["llm"] = {**(settings.get("llm") or {}), "rate_limit": parse_rate(rate_limit) / share}
+        options["settings"] = settings
+    if budget is not None:  # each row's run is held to it where rows do not share the batch's meter
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
+            raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}", code="usage")
+        settings = dict(options.get("settings") or {})
+        settings["llm"] = {**(settings.get("llm") or {}), "budget": float(budget)}
         options["settings"] = settings
     recipe = WorkflowRecipe(
         str(source),
@@ -256,6 +295,7 @@ def batch(
         on_result=on_result,
         progress=progress,
         keep_rows=keep_rows,
+        budget=budget,
     )
 
 
@@ -275,6 +315,7 @@ def run_batch(
     on_result: Callable[[RowResult], None] | None = None,
     progress: Progress | None = None,
     keep_rows: bool = True,
+    budget: float | None = None,
 ) -> BatchResult:
     """The batch itself (see `batch`): `rows()` is called again for each pass over the input."""
     shaper = shaper or Shaper()
@@ -293,12 +334,16 @@ def run_batch(
     )
     kept: dict[int, Mapping[str, Any]] = {}
 
+    runner.meter = Meter(float(budget)) if budget is not None else None
+
     def jobs() -> Iterator[Job]:
         for number, row in enumerate(rows(), start=1):
             where = f"{source_name}, row {number}"
             key = shaper.key(number, row, where)
             if finished(key):
                 continue
+            if _spent(result, budget):
+                return
             if keep_rows:
                 kept[number] = row
             yield number, key, shaper.state(row, where)
@@ -336,11 +381,26 @@ def run_batch(
             progress.stop()
         span.finish(result.successes, result.failures, result.interrupted)
     result.rows.sort(key=lambda r: r.row)
+    _stop_over_budget(result, runner.meter, output, started)
     if partial is not None:
         keyed = ((shaper.key(n, row, source_name), dict(row)) for n, row in enumerate(rows(), start=1))
         partial.finish(keyed, columns)
     result.duration_s = time.perf_counter() - started
     return result
+
+
+def _spent(result: BatchResult, budget: float | None) -> bool:
+    """Whether the batch has spent its budget (no more rows start)."""
+    result.over_budget = result.over_budget or (budget is not None and (result.cost or 0.0) >= budget)
+    return result.over_budget
+
+
+def _stop_over_budget(result: BatchResult, meter: Meter | None, output: Path | None, started: float) -> None:
+    """Raise `BatchOverBudget` when the budget stopped the batch (its output stays the `.partial` file)."""
+    if result.over_budget and meter is not None:
+        result.duration_s = time.perf_counter() - started
+        spent = max(meter.spent, result.cost or 0.0)  # rows run elsewhere, and rows stopped half-way, count too
+        raise BatchOverBudget(result, meter.limit or 0.0, spent, partial_path(output) if output is not None else None)
 
 
 def _start_progress(progress: Progress | None, total: int, skipped: int) -> None:
@@ -356,6 +416,9 @@ def _record(
     Returns:
         The row's result, with its input row when rows are kept.
     """
+    if row_result.over_budget:  # not done: a run of the batch with a higher budget runs it
+        result.over_budget = True
+        return row_result
     if partial is not None:
         partial.append(row_result)
     if kept is not None:
@@ -365,6 +428,10 @@ def _record(
         result.successes += 1
     else:
         result.failures += 1
+    result.tokens_in += row_result.tokens_in
+    result.tokens_out += row_result.tokens_out
+    if row_result.cost is not None:
+        result.cost = (result.cost or 0.0) + row_result.cost
     return row_result
 
 
@@ -414,6 +481,6 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
             f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
             "writes itself",
             code="bad-input",
-            hint="rename that column in the input (the output adds success, error, failed_nodes, duration_s, row_id)",
+            hint=f"rename that column in the input (the output adds {', '.join(RESULT_COLUMNS)})",
         )
     return list(columns), total, skipped

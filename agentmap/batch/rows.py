@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError
 
@@ -31,7 +32,7 @@ __all__ = [
     "output_fields",
 ]
 
-RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "row_id")
+RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "tokens_in", "tokens_out", "cost", "row_id")
 """The columns every output row ends with, after the input columns and the workflow's outputs."""
 
 Job = tuple[int, str, dict[str, Any]]
@@ -55,6 +56,11 @@ class RowResult:
         error: The first error, on one line, or None.
         failed_nodes: The nodes that failed, in order.
         duration_s: Seconds the run took.
+        tokens_in: Input tokens of the row's model calls (cached ones included).
+        tokens_out: Output tokens of the row's model calls.
+        cost: What the row's model calls cost in USD (None: no call had a price).
+        over_budget: The batch's budget stopped the row before a model call: it is not recorded, so running
+            the batch again (with a higher budget) runs it.
     """
 
     row: int
@@ -65,6 +71,10 @@ class RowResult:
     failed_nodes: tuple[str, ...] = ()
     duration_s: float = 0.0
     inputs: dict[str, Any] = field(default_factory=dict)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    over_budget: bool = False
 
     def record(self) -> dict[str, Any]:
         """The row as a JSON-friendly record (what the `.partial` file holds)."""
@@ -75,6 +85,9 @@ class RowResult:
             "error": self.error,
             "failed_nodes": "|".join(self.failed_nodes),
             "duration_s": self.duration_s,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
             "outputs": self.outputs,
         }
 
@@ -91,6 +104,9 @@ class RowResult:
             failed_nodes=tuple(failed.split("|")) if isinstance(failed, str) and failed else tuple(failed or ()),
             duration_s=float(record.get("duration_s") or 0.0),
             inputs=dict(inputs or {}),
+            tokens_in=int(record.get("tokens_in") or 0),
+            tokens_out=int(record.get("tokens_out") or 0),
+            cost=None if record.get("cost") in (None, "") else float(record["cost"]),
         )
 
     def columns(self) -> dict[str, Any]:
@@ -102,6 +118,9 @@ class RowResult:
             "error": self.error,
             "failed_nodes": "|".join(self.failed_nodes),
             "duration_s": round(self.duration_s, 6),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
             "row_id": self.id,
         }
 
@@ -198,6 +217,8 @@ class RowRunner:
         self.recipe = recipe
         self.app = app or recipe.compile()
         self.outputs = list(recipe.outputs) if recipe.outputs is not None else output_fields(self.app)
+        self.meter: Meter | None = None
+        """The batch's meter, shared by the rows this runner runs (thread and async executors)."""
 
     def run(self, job: Job) -> RowResult:
         """Run one row; any failure ends in the row's result, never in an exception."""
@@ -207,7 +228,7 @@ class RowRunner:
         try:
             result = self.app.invoke(state, config)
         except Exception as exc:
-            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+            return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
     async def arun(self, job: Job) -> RowResult:
@@ -217,7 +238,7 @@ class RowRunner:
         try:
             result = await self.app.ainvoke(state, self._config(number, key))
         except Exception as exc:
-            return RowResult(number, key, {}, False, _one_line(exc), (), time.perf_counter() - started)
+            return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
     def _config(self, number: int, key: str) -> Any:
@@ -226,6 +247,8 @@ class RowRunner:
         config: dict[str, Any] = {"metadata": {**self.recipe.run_metadata, ROW_KEY: number, ROW_ID_KEY: key}}
         if self.recipe.checkpoint:
             config["configurable"] = {"thread_id": key}
+        if self.meter is not None:
+            config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         return config
 
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
@@ -236,7 +259,16 @@ class RowRunner:
             error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
         outputs = {name: result.state.get(name) for name in self.outputs}
         success = result.success and not result.interrupts
-        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration)
+        usage = result.usage
+        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration,
+                         tokens_in=int(usage.get("input_tokens", 0)), tokens_out=int(usage.get("output_tokens", 0)),
+                         cost=usage.get("cost"))  # fmt: skip
+
+
+def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
+    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`)."""
+    over = getattr(exc, "code", None) == "budget-exceeded"
+    return RowResult(job[0], job[1], {}, False, _one_line(exc), (), duration, over_budget=over)
 
 
 def _one_line(error: Any) -> str:

@@ -67,6 +67,15 @@ StreamOption = Annotated[
         show_default=False,
     ),
 ]
+BudgetOption = Annotated[
+    float | None,
+    typer.Option(
+        "--budget",
+        metavar="USD",
+        help="Stop before a model call that would take the run past this many US dollars (csv_specs/llm.md).",
+        show_default=False,
+    ),
+]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
 ApiKeyEnvOption = Annotated[
     str | None,

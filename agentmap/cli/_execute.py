@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.cli import _durable, _resume
+from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
     from agentmap import CompiledWorkflow, ExecutionTracker, RunResult
@@ -34,6 +35,7 @@ def execute(
     full: bool = False,
     draw: Path | None = None,
     stream: bool | None = None,
+    budget: float | None = None,
     **invoke_options: Any,
 ) -> int:
     """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`.
@@ -44,7 +46,7 @@ def execute(
     """
     thread = (run_config or {}).get("configurable", {}).get("thread_id")
     hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
-    view, run_config = _views(app, run_config, json_mode=json_mode, live=live, stream=stream)
+    view, run_config = _views(app, _with_budget(run_config, budget), json_mode=json_mode, live=live, stream=stream)
     listener: Any = view.update if view is not None else None
     tracker = app.new_tracker(listener=listener)
     handlers: list[tuple[int, Any]] = []
@@ -57,7 +59,8 @@ def execute(
     gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
     gc.enable()
     try:
-        result = _invoke(app, run_input, tracker, run_config, **invoke_options)
+        more = f"raise the budget and continue: {hint} --budget MORE" if thread is not None else _BUDGET_HINT
+        result = _invoke(app, run_input, tracker, run_config, more, **invoke_options)
     except _Interrupted as stop:
         if view is not None:
             view.stop()
@@ -129,6 +132,18 @@ def _views(
     return view, config
 
 
+_BUDGET_HINT = "run again with a higher --budget (with --thread ID, a run stopped by its budget can be resumed)"
+
+
+def _with_budget(run_config: dict[str, Any] | None, budget: float | None) -> dict[str, Any] | None:
+    """The run config with `--budget` as `configurable["budget"]`, which the runner's meter reads."""
+    if budget is None:
+        return run_config
+    config = {**(run_config or {})}
+    config["configurable"] = {**config.get("configurable", {}), "budget": budget}
+    return config
+
+
 class _Interrupted(Exception):
     """Ctrl-C (exit 130) or SIGTERM (exit 143) arrived while the graph was running."""
 
@@ -143,9 +158,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _invoke(
-    app: CompiledWorkflow, state: Any, tracker: ExecutionTracker, config: dict[str, Any] | None, **kwargs: Any
+    app: CompiledWorkflow,
+    state: Any,
+    tracker: ExecutionTracker,
+    config: dict[str, Any] | None,
+    budget_hint: str,
+    **kwargs: Any,
 ) -> RunResult:
     """Run in a worker thread so Ctrl-C and SIGTERM reach this (main) thread even while a node blocks.
+
+    A run stopped by its budget is told how this very run continues (`budget_hint`).
 
     On a thread, the first signal lets the running step finish and be saved, then stops (a second one stops at
     once); without a thread there is nothing to save, so the first one stops at once.
@@ -181,6 +203,8 @@ def _invoke(
         if "result" in box and box["result"].stopped:
             raise _Interrupted(code) from None
     if "error" in box:
+        if isinstance(box["error"], AgentMapError) and box["error"].code == "budget-exceeded":
+            box["error"].hint = budget_hint
         raise box["error"]
     result: RunResult = box["result"]
     return result
@@ -213,11 +237,13 @@ def _print_human(
 ) -> None:
     from rich.markup import escape
 
-    from agentmap.cli.render import console, state_view, summary_table
+    from agentmap.cli.render import console, state_view, summary_table, usage_line
 
     out = console()
     if not table_shown:  # the live view's last frame is the summary table already
         out.print(summary_table(result.summary, title=_title(app)))
+    if result.usage:
+        out.print(escape(usage_line(result.usage)))
     out.print(
         "[bold]Final state[/]" + (f" [dim](initial state from {escape(str(state_source))})[/]" if state_source else "")
     )

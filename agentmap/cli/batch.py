@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, WorkflowArgument, ensure_writable, load
+from agentmap.cli._common import (
+    BudgetOption,
+    ConfigOption,
+    DebugOption,
+    JsonOption,
+    WorkflowArgument,
+    ensure_writable,
+    load,
+)
 from agentmap.cli._common import split_target as _split_target
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError
@@ -82,12 +90,14 @@ class _Bar:
         )
 
         self._failed = 0
+        self._cost: float | None = None
         self._progress = Progress(
             TextColumn("batch"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("[red]{task.fields[failed]} failed[/]"),
             TextColumn("{task.fields[rate]} rows/s"),
+            TextColumn("{task.fields[cost]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -98,15 +108,20 @@ class _Bar:
         self._started = time.monotonic()
 
     def start(self, total: int, skipped: int) -> None:
-        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-")
+        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-", cost="")
         self._started = time.monotonic()
         self._progress.start()
 
     def advance(self, result: RowResult) -> None:
+        from agentmap.cli.render import money
+
         self._failed += not result.success
+        if result.cost is not None:
+            self._cost = (self._cost or 0.0) + result.cost
         done = self._progress.tasks[0].completed + 1
         rate = done / max(time.monotonic() - self._started, 1e-9)
-        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}")
+        cost = money(self._cost) if self._cost is not None else ""
+        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}", cost=cost)
 
     def stop(self) -> None:
         self._progress.stop()
@@ -120,11 +135,16 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         dump_json(summary)
     ran = result.successes + result.failures
     skipped = f", {result.skipped} skipped (done before)" if result.skipped else ""
-    where = f" -> {result.output}" if result.output and not result.interrupted else ""
+    where = f" -> {result.output}" if result.output and not (result.interrupted or result.over_budget) else ""
     sys.stderr.write(
         f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
         f"in {result.duration_s:.1f}s{where}\n"
     )
+    if result.tokens_in or result.tokens_out:
+        from agentmap.cli.render import money
+
+        cost = f", cost {money(result.cost)}" if result.cost is not None else ""
+        sys.stderr.write(f"batch: tokens {result.tokens_in} in, {result.tokens_out} out{cost}\n")
 
 
 def _warn(message: str) -> None:
@@ -173,6 +193,7 @@ def batch_command(
     trace: str | None = None,
     trace_content: bool = False,
     lenient: bool = False,
+    budget: float | None = None,
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
@@ -189,7 +210,7 @@ def batch_command(
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
-    from agentmap.batch.engine import BatchInterrupted, batch
+    from agentmap.batch.engine import BatchInterrupted, BatchOverBudget, batch
     from agentmap.batch.resume import partial_path
 
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()
@@ -221,9 +242,13 @@ def batch_command(
             tracing=tracing,
             lenient=lenient,
             on_warning=_warn,
+            budget=budget,
             **settings.compile_options(),
             **settings.policy_options(),
         )
+    except BatchOverBudget as over:
+        _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
+        raise
     except BatchInterrupted as stop:
         done = stop.result.successes + stop.result.failures
         sys.stderr.write(
@@ -328,6 +353,7 @@ def register(app: typer.Typer) -> None:
         json_output: JsonOption = False,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        budget: BudgetOption = None,
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
         for name, value in (("--input", input_path), ("--output", output)):
@@ -358,5 +384,6 @@ def register(app: typer.Typer) -> None:
             trace=trace,
             trace_content=trace_content,
             lenient=lenient,
+            budget=budget,
         )
         raise typer.Exit(code)

@@ -194,12 +194,51 @@ def summary_table(executions: Sequence[NodeExecution], *, title: str | None = No
     table.add_column("node")
     table.add_column("status")
     table.add_column("time", justify="right")
+    rows = _rows(executions)
+    metered = any("input_tokens" in e.metadata or "replayed_calls" in e.metadata for _, e in rows)
+    if metered:
+        table.add_column("tokens in/out", justify="right")
+        table.add_column("cost", justify="right")
     table.add_column("error", overflow="fold")
-    for number, (label, execution) in enumerate(_rows(executions), start=1):
+    for number, (label, execution) in enumerate(rows, start=1):
+        usage = _usage_cells(execution.metadata) if metered else ()
         table.add_row(
-            str(number), escape(label), _status(execution), _seconds(execution.duration), escape(execution.error or "")
-        )
+            str(number), escape(label), _status(execution), _seconds(execution.duration), *usage,
+            escape(execution.error or ""),
+        )  # fmt: skip
     return table
+
+
+def _usage_cells(meta: Mapping[str, Any]) -> tuple[str, str]:
+    """A node's tokens (`in/out`, cached ones noted) and cost cells; `replayed` for calls the journal answered."""
+    if "input_tokens" not in meta and "replayed_calls" not in meta:
+        return "", ""
+    tokens = f"{meta.get('input_tokens', 0)}/{meta.get('output_tokens', 0)}"
+    if meta.get("cached_tokens"):
+        tokens += f" ({meta['cached_tokens']} cached)"
+    cost = money(meta["cost"]) if meta.get("cost") is not None else "-"
+    if meta.get("replayed_calls"):
+        cost += f" [dim]({meta['replayed_calls']} replayed)[/]"
+    return tokens, cost
+
+
+def money(value: float) -> str:
+    """USD with enough digits for a fraction of a cent (`$0.000123`, `$1.25`)."""
+    return f"${value:.2f}" if value >= 1 else f"${value:.6f}".rstrip("0").rstrip(".")
+
+
+def usage_line(usage: Mapping[str, Any]) -> str:
+    """The run's totals under the summary: `model calls: 3 · tokens: 120 in (40 cached), 30 out · cost: $0.0012`."""
+    parts = [f"model calls: {usage.get('model_calls', 0)}"]
+    if usage.get("replayed_calls"):
+        parts[0] += f" ({usage['replayed_calls']} replayed, no new cost)"
+    cached = f" ({usage['cached_tokens']} cached)" if usage.get("cached_tokens") else ""
+    parts.append(f"tokens: {usage.get('input_tokens', 0)} in{cached}, {usage.get('output_tokens', 0)} out")
+    if usage.get("cost") is not None:
+        parts.append(f"cost: {money(usage['cost'])}")
+    if usage.get("unpriced_models"):
+        parts.append(f"no price for {', '.join(usage['unpriced_models'])}")
+    return " · ".join(parts)
 
 
 def state_view(state: Mapping[str, Any], *, full: bool = False) -> RenderableType:

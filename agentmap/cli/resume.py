@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, StreamOption, load
+from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, StreamOption, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -35,6 +35,7 @@ def resume_thread(
     config: Path | None = None,
     debug: bool = False,
     stream: bool | None = None,
+    budget: float | None = None,
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -111,6 +112,7 @@ def resume_thread(
         policy=settings.execution.success_policy,
         checkpoint=checkpoint,
         stream=stream,
+        budget=budget,
         **invoke_options,
     )
 
@@ -151,6 +153,7 @@ def register(app: typer.Typer) -> None:
         stream: StreamOption = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
+        budget: BudgetOption = None,
     ) -> None:
         """Continue a saved run: after a crash or a stop, or with the answer a paused node waits for."""
         raise typer.Exit(
@@ -166,5 +169,6 @@ def register(app: typer.Typer) -> None:
                 config=config,
                 debug=debug,
                 stream=stream,
+                budget=budget,
             )
         )

@@ -24,6 +24,7 @@ import typer
 from agentmap.cli import _durable, _resume
 from agentmap.cli._common import (
     AllowRootOption,
+    BudgetOption,
     ConfigOption,
     DebugOption,
     JsonOption,
@@ -96,6 +97,7 @@ def run_workflow(
     draw: Path | None = None,
     recursion_limit: int | None = None,
     stream: bool | None = None,
+    budget: float | None = None,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -152,6 +154,7 @@ def run_workflow(
         full=full,
         draw=draw,
         stream=stream,
+        budget=budget,
         **invoke_options,
     )
 
@@ -264,6 +267,7 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        budget: BudgetOption = None,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -287,5 +291,6 @@ def register(app: typer.Typer) -> None:
             draw=draw,
             recursion_limit=recursion_limit,
             stream=stream,
+            budget=budget,
         )
         raise typer.Exit(code)

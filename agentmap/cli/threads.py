@@ -103,7 +103,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
 
 
 def _calls(saver: Any, thread: str, json_mode: bool) -> None:
-    """The call journal of `thread`: each model and tool call, its node, status and duration."""
+    """The call journal of `thread`: each model and tool call, its node, status, duration, tokens and cost."""
     from agentmap._cli_api import journal_entries
 
     found = journal_entries(saver, thread)
@@ -114,14 +114,18 @@ def _calls(saver: Any, thread: str, json_mode: bool) -> None:
         return
     from rich.table import Table
 
-    from agentmap.cli.render import console
+    from agentmap.cli.render import console, money
 
     table = Table(title=f"calls of thread {thread}", title_justify="left")
-    for column in ("step", "node", "#", "kind", "name", "status", "ms"):
+    for column in ("step", "node", "#", "kind", "name", "status", "ms", "tokens in/out", "cost"):
         table.add_column(column)
     for e in found:
         ms = "-" if e.duration_ms is None else f"{e.duration_ms:.1f}"
-        table.add_row(str(e.step), e.node, str(e.call_index), e.kind, e.name, e.status, ms)
+        tokens = "" if e.input_tokens is None else f"{e.input_tokens}/{e.output_tokens}"
+        if e.cached_tokens:
+            tokens += f" ({e.cached_tokens} cached)"
+        cost = money(e.cost) if e.cost is not None else "-" if tokens else ""
+        table.add_row(str(e.step), e.node, str(e.call_index), e.kind, e.name, e.status, ms, tokens, cost)
     console().print(table if found else f"no calls journaled for thread {thread}")
 
 

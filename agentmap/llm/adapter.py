@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
 from agentmap.errors import AgentMapError
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
 
+PRICE_KEY = "agentmap_price"
+"""The call metadata key holding the model's price (input, output, cached input; USD per million tokens)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
 _REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
 _RATE_LIMIT_NAMES = ("ratelimit", "toomanyrequests", "resourceexhausted")
@@ -140,6 +143,8 @@ class LLMAdapter:
         model: Any `BaseChatModel` (`ChatOpenAI`, `ChatAnthropic`, the offline model, ...).
         temperature: Default sampling temperature for each call; None leaves the model's own.
         timeout_seconds: Default time limit of each call; None means no limit.
+        prices: The price table (`costs.price_table`); None: the default prices.
+        budget: The run's budget in USD when the run itself sets none (`llm.budget`).
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -152,11 +157,18 @@ class LLMAdapter:
         *,
         temperature: float | None = None,
         timeout_seconds: float | None = None,
+        prices: Mapping[str, costs.Price] | None = None,
+        budget: float | None = None,
     ) -> None:
+        from agentmap.llm.offline import OfflineChatModel
+
         self.model = model
         self.temperature = temperature
         self.timeout_seconds = timeout_seconds
         self.model_name = _model_name(model)
+        free = isinstance(model, OfflineChatModel)  # the stand-in model costs nothing
+        self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
+        self.budget = budget
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
         self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
@@ -218,18 +230,25 @@ class LLMAdapter:
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
 
+        measured: dict[str, Any] = {}
+
         async def call() -> AIMessage:
+            self._check_budget(messages)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
                 async with asyncio.timeout(limit):
-                    reply = await runnable.ainvoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+                    reply = await runnable.ainvoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._as_ai_message(reply)
+            return self._measure(self._as_ai_message(reply), measured)
 
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages)
-        return await journaled("model", self.model_name, request, call, encode=_dump, decode=replayed, idempotent=True)
+        reply = await journaled("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
+                                decode=replayed, idempotent=True)  # fmt: skip
+        if not measured:
+            costs.replayed()
+        return reply
 
     def invoke(
         self,
@@ -245,16 +264,23 @@ class LLMAdapter:
         limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
 
+        measured: dict[str, Any] = {}
+
         def call() -> AIMessage:
+            self._check_budget(messages)
             try:
-                reply = runnable.invoke(list(messages), config=dict(config) if config else None, **options)  # type: ignore[arg-type]
+                reply = runnable.invoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._as_ai_message(reply)
+            return self._measure(self._as_ai_message(reply), measured)
 
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages)
-        return journaled_sync("model", self.model_name, request, call, encode=_dump, decode=replayed, idempotent=True)
+        reply = journaled_sync("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
+                               decode=replayed, idempotent=True)  # fmt: skip
+        if not measured:
+            costs.replayed()
+        return reply
 
     def _replayed(self, messages: Sequence[BaseMessage]) -> Callable[[Any], AIMessage]:
         """Decode a reply the call journal replays and tell the run's callbacks of it as a model call that
@@ -280,6 +306,30 @@ class LLMAdapter:
 
         return decode
 
+    def _config(self, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The call's RunnableConfig, with the model's price in its metadata (`agentmap_price`: the model span's
+        cost, observe/_genai.py)."""
+        if self.price is None or self.price == costs.Price(0, 0, 0):
+            return dict(config) if config else None
+        merged = dict(config or {})
+        price = (self.price.input, self.price.output, self.price.cached_input)
+        merged["metadata"] = {**(merged.get("metadata") or {}), PRICE_KEY: price}
+        return merged
+
+    def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
+        """Stop before a call that would pass the budget (estimated from the prompt's characters)."""
+        chars = sum(len(m.text) for m in messages)
+        costs.check(self.model_name, self.price, chars, self.budget)
+
+    def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
+        """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through
+        `measured`) its journal entry."""
+        usage = costs.Usage.of(reply)
+        cost = costs.record(self.model_name, usage, self.price)
+        measured.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        cached_tokens=usage.cached_tokens, cost=cost)  # fmt: skip
+        return reply
+
     def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """What the call journal's digest of a model call is made of: the model, the messages (roles, text, tool
         calls), the tools bound and the options."""
@@ -301,10 +351,11 @@ class LLMAdapter:
         )
 
 
-def _dump(reply: AIMessage) -> Any:
+def _dump(reply: AIMessage, measured: Mapping[str, Any]) -> Any:
+    """The reply as the journal keeps it, with the call's tokens and cost beside it (`usage`)."""
     from langchain_core.messages import messages_to_dict
 
-    return messages_to_dict([reply])[0]
+    return {**messages_to_dict([reply])[0], "usage": dict(measured)}
 
 
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:

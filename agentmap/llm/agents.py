@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from agentmap.agents import costs
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
@@ -36,7 +37,7 @@ from agentmap.agents.tool_sources import build_tool_executor, check_tool_config,
 from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
 
 if TYPE_CHECKING:
-    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.messages import BaseMessage
 
     from agentmap.agents.tools import LocalToolExecutor
     from agentmap.llm.adapter import LLMAdapter
@@ -158,7 +159,7 @@ class LLMAgent(BaseAgent):
             )
         if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
             problems.extend(check_tool_config(context, environment))
-        return problems
+        return problems + _budget_problems(context, environment.settings)
 
     @classmethod
     def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -186,7 +187,11 @@ class LLMAgent(BaseAgent):
         if self._adapter is None:
             from agentmap.llm.adapter import LLMAdapter
 
-            self._adapter = LLMAdapter(build_model(self.spec), timeout_seconds=self.spec.timeout)
+            llm = (self.environment.settings or {}).get("llm") or {}
+            prices = costs.price_table(llm.get("prices"))
+            model = build_model(self.spec)
+            budget = llm.get("budget")
+            self._adapter = LLMAdapter(model, timeout_seconds=self.spec.timeout, prices=prices, budget=budget)
         return self._adapter
 
     # -- the work ------------------------------------------------------------------------------
@@ -202,28 +207,36 @@ class LLMAgent(BaseAgent):
             return run_sync(self.aprocess(inputs))
         system, user, history = self._conversation(inputs)
         started = self._begin_call()
-        try:
-            reply = self.adapter.invoke(self._messages(system, user, history))
-        except Exception:
-            self.record_metadata(duration_ms=_since(started))
-            raise
-        return self._finish(reply.text, user, history, started, _usage(reply), 1)
+        with costs.tally(self.name, self.context.get("budget")) as spent:
+            try:
+                reply = self.adapter.invoke(self._messages(system, user, history))
+            except Exception:
+                self.record_metadata(duration_ms=_since(started), **spent.metadata())
+                raise
+        return self._finish(reply.text, user, history, started, spent, 1)
 
     async def aprocess(self, inputs: dict[str, Any]) -> Any:
         """The async twin of `process`; runs the tool loop when the node has tools."""
         system, user, history = self._conversation(inputs)
         started = self._begin_call()
-        try:
-            if self._has_tools:
-                return await self._with_tools(inputs, system, user, history, started)
-            reply = await self.adapter.ainvoke(self._messages(system, user, history))
-        except Exception:
-            self.record_metadata(duration_ms=_since(started))
-            raise
-        return self._finish(reply.text, user, history, started, _usage(reply), 1)
+        with costs.tally(self.name, self.context.get("budget")) as spent:
+            try:
+                if self._has_tools:
+                    return await self._with_tools(inputs, system, user, history, started, spent)
+                reply = await self.adapter.ainvoke(self._messages(system, user, history))
+            except Exception:
+                self.record_metadata(duration_ms=_since(started), **spent.metadata())
+                raise
+        return self._finish(reply.text, user, history, started, spent, 1)
 
     async def _with_tools(
-        self, inputs: dict[str, Any], system: str, user: str, history: list[dict[str, str]], started: float
+        self,
+        inputs: dict[str, Any],
+        system: str,
+        user: str,
+        history: list[dict[str, str]],
+        started: float,
+        spent: costs.Tally,
     ) -> Any:
         from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message
         from agentmap.llm.engine import LLMAgentEngine
@@ -258,7 +271,7 @@ class LLMAgent(BaseAgent):
         decision = outcome.decision
         text = decision.response_text or decision.clarification_question or ""
         self.record_metadata(tool_calls=[c.tool_name for c in decision.tool_calls or []])
-        return self._finish(text, user, history, started, outcome.usage, outcome.model_calls)
+        return self._finish(text, user, history, started, spent, outcome.model_calls)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -302,14 +315,10 @@ class LLMAgent(BaseAgent):
         user: str,
         history: list[dict[str, str]],
         started: float,
-        usage: Mapping[str, int],
+        spent: costs.Tally,
         calls: int,
     ) -> Any:
-        self.record_metadata(
-            duration_ms=_since(started),
-            model_calls=calls,
-            **{k: usage[k] for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage},
-        )
+        self.record_metadata(duration_ms=_since(started), model_calls=calls, **spent.metadata())
         if not self.memory_key:
             return text
         window = self.max_memory_messages
@@ -325,11 +334,20 @@ def _since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _usage(reply: AIMessage) -> dict[str, int]:
-    usage = reply.usage_metadata
-    if not usage:
-        return {}
-    return {k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens")}
+def _budget_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | None) -> list[ConfigProblem]:
+    """Context `budget` and `llm.budget` must be positive numbers of dollars; `llm.prices` must be prices."""
+    from agentmap.errors import ConfigError
+
+    llm = (settings or {}).get("llm") or {}
+    problems: list[ConfigProblem] = []
+    for where, value in (("Context budget", context.get("budget")), ("llm.budget", llm.get("budget"))):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            problems.append(f"{where} must be a positive number of US dollars, got {value!r}")
+    try:
+        costs.price_table(llm.get("prices"))
+    except ConfigError as exc:
+        problems.append(exc.message)
+    return problems
 
 
 @agent("chatgpt")

@@ -20,6 +20,8 @@ from langchain_core.tracers.context import register_configure_hook
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from agentmap.agents.costs import Price, Usage
+
 __all__ = ["HANDLER", "GenAIHandler", "as_json"]
 
 _LIMIT = 8192
@@ -60,6 +62,7 @@ class GenAIHandler(BaseCallbackHandler):
         self.tracer = tracer
         self.content = content
         self._spans: dict[UUID, Span] = {}
+        self._prices: dict[UUID, Any] = {}
         self._lock = threading.Lock()
 
     def _start(self, run_id: UUID, name: str, attributes: dict[str, Any]) -> None:
@@ -95,6 +98,9 @@ class GenAIHandler(BaseCallbackHandler):
             attributes["gen_ai.request.temperature"] = float(meta["ls_temperature"])
         if self.content:
             attributes["gen_ai.input.messages"] = as_json([[_message(m) for m in batch] for batch in messages])
+        if meta.get("agentmap_price"):  # the adapter's price of this model: the span gets the call's cost
+            with self._lock:
+                self._prices[run_id] = meta["agentmap_price"]
         self._start(run_id, f"chat {model}".strip(), attributes)
 
     def on_llm_start(
@@ -106,6 +112,8 @@ class GenAIHandler(BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """End the model span with the token counts and the reply (when content is traced)."""
         span = self._pop(run_id)
+        with self._lock:
+            price = self._prices.pop(run_id, None)
         if span is None:
             return
         generations: Sequence[Sequence[Any]] = getattr(response, "generations", None) or []
@@ -115,6 +123,11 @@ class GenAIHandler(BaseCallbackHandler):
         if usage:
             span.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
             span.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
+            cached = (usage.get("input_token_details") or {}).get("cache_read")
+            if cached:
+                span.set_attribute("gen_ai.usage.cache_read.input_tokens", int(cached))
+            if price:
+                span.set_attribute("agentmap.cost_usd", Usage.of(message).cost(Price(*price)))
         response_meta = getattr(message, "response_metadata", None) or {}
         model = response_meta.get("model_name") or response_meta.get("model")
         if model:
@@ -125,6 +138,8 @@ class GenAIHandler(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """End the model span as failed."""
+        with self._lock:
+            self._prices.pop(run_id, None)
         _fail(self._pop(run_id), error)
 
     def on_tool_start(

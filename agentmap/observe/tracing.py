@@ -119,6 +119,7 @@ class Tracing:
             if result is not None:
                 span.set_attribute("agentmap.success", result.success)
                 span.set_attribute("agentmap.node_count", len(result.summary))
+                span.set_attributes(usage_attributes(result.usage))
                 if result.interrupts:
                     span.set_attribute("agentmap.paused", True)
                 if self.content:
@@ -233,6 +234,22 @@ def _node_attributes(spec: GraphSpec, name: str) -> dict[str, Any]:
     return attributes
 
 
+def usage_attributes(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The GenAI usage attributes (and AgentMap's cost) of a node's or a run's model calls; `{}` without any."""
+    if "input_tokens" not in usage and "replayed_calls" not in usage:
+        return {}
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
+        "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
+        "gen_ai.usage.cache_read.input_tokens": int(usage.get("cached_tokens") or 0),
+    }
+    if usage.get("cost") is not None:
+        attributes["agentmap.cost_usd"] = float(usage["cost"])
+    if usage.get("replayed_calls"):
+        attributes["agentmap.replayed_calls"] = int(usage["replayed_calls"])
+    return attributes
+
+
 def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
     metadata, facts = execution.metadata, execution.facts
     attributes: dict[str, Any] = {"agentmap.success": bool(execution.success)}  # set at once: one lock per span
@@ -242,6 +259,7 @@ def _describe(span: Span, execution: NodeExecution, content: bool) -> None:
         for key in ("model", "status"):
             if isinstance(metadata.get(key), (str, int, float, bool)):
                 attributes[f"agentmap.{key}"] = metadata[key]
+        attributes.update(usage_attributes(metadata))
     if facts:
         for event in facts.get("trace") or ():
             _add_event(span, event)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.errors import ConfigError
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.compiler import TRACKER_KEY
@@ -31,7 +32,34 @@ if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent
     from agentmap.spec.models import GraphSpec
 
-__all__ = ["CompiledWorkflow", "RunResult"]
+__all__ = ["CompiledWorkflow", "RunResult", "total_usage"]
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "total_tokens", "model_calls", "replayed_calls")
+
+
+def total_usage(executions: Sequence[NodeExecution]) -> dict[str, Any]:
+    """The tokens and cost recorded by `executions` (and their subgraphs' nodes), summed; `{}` when none."""
+    totals: dict[str, Any] = {}
+    unpriced: set[str] = set()
+
+    def add(found: Sequence[NodeExecution]) -> None:
+        for execution in found:
+            meta = execution.metadata
+            if "input_tokens" in meta or "replayed_calls" in meta:
+                for key in _COUNTS:
+                    totals[key] = totals.get(key, 0) + int(meta.get(key) or 0)
+                if meta.get("cost") is not None:
+                    totals["cost"] = totals.get("cost", 0.0) + float(meta["cost"])
+                unpriced.update(meta.get("unpriced_models") or ())
+            add(execution.subgraph or [])
+
+    add(executions)
+    if "cost" in totals:
+        totals["cost"] = round(totals["cost"], 8)
+    if unpriced:
+        totals["unpriced_models"] = sorted(unpriced)
+    return totals
 
 
 @dataclass(frozen=True)
@@ -44,6 +72,7 @@ class RunResult:
         summary: One record per node execution, in execution order.
         interrupts: Values of pending `interrupt()` calls, when the run paused for input.
         stopped: True when `invoke(..., stop=event)` ended the run between two steps before its end.
+        usage: The tokens and cost of the run's model calls, summed over its nodes (`usage` property).
     """
 
     state: dict[str, Any]
@@ -64,13 +93,24 @@ class RunResult:
         """The names of the nodes that failed, in order."""
         return [e.name for e in self.summary if e.success is False]
 
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The run's model calls summed over its nodes (subgraphs included): `input_tokens`, `output_tokens`,
+        `cached_tokens`, `total_tokens`, `model_calls`, `replayed_calls` (answered by the call journal: no new
+        cost), `cost` (USD, present when some model has a price) and `unpriced_models`; `{}` without model calls.
+        """
+        return total_usage(self.summary)
+
     def to_dict(self) -> dict[str, Any]:
-        """`{"success", "state", "summary", "errors"}` (values that JSON cannot hold are left for the encoder)."""
+        """`{"success", "state", "summary", "errors"}`, and `usage` after model calls (values that JSON cannot
+        hold are left for the encoder)."""
+        usage = self.usage
         return {
             "success": self.success,
             "state": self.state,
             "summary": [e.to_dict() for e in self.summary],
             "errors": self.errors,
+            **({"usage": usage} if usage else {}),
             **({"interrupts": [repr(i) for i in self.interrupts]} if self.interrupts else {}),
             **({"stopped": True} if self.stopped else {}),
         }
@@ -185,12 +225,30 @@ class CompiledWorkflow:
             )
         tracker = tracker or self.new_tracker()
         prepared: RunnableConfig = {**(config or {})}
-        prepared["configurable"] = {**prepared.get("configurable", {}), TRACKER_KEY: tracker}
+        configurable = prepared.get("configurable", {})
+        meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
+        if not isinstance(meter, Meter):
+            continued = config if state is None or isinstance(state, Command) else None
+            meter = self._meter(configurable.get("budget"), continued)
+        prepared["configurable"] = {**configurable, TRACKER_KEY: tracker, METER_KEY: meter}
         if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
             from agentmap.runtime.threads import run_metadata
 
             prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
         return state, prepared, tracker
+
+    def _meter(self, budget: Any, continued: RunnableConfig | None) -> Meter:
+        """The run's meter: its budget (`configurable["budget"]`, USD) and, for a run that continues a thread,
+        what the thread's journaled model calls cost already (so a raised budget counts the whole thread)."""
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+            raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
+        spent = 0.0
+        if continued is not None and self._on_thread(continued):
+            from agentmap.agents.journal import journal_entries
+
+            thread = str(continued["configurable"]["thread_id"])
+            spent = sum(e.cost or 0.0 for e in journal_entries(self.graph.checkpointer, thread))
+        return Meter(None if budget is None else float(budget), spent)
 
     def _continues(self, state: Any, config: RunnableConfig) -> bool:
         """Whether this run continues a saved thread (resumed or answered): its summary starts with the earlier

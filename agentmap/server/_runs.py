@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.runtime.runner import total_usage
 from agentmap.server._encode import jsonable
 from agentmap.server._store import now
 
@@ -68,6 +69,8 @@ class Run:
     paused: bool = False
     """The run stopped to wait: on a question (`interrupt()`), or before/after a node it was asked to."""
     cancel_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """The tokens and cost of the run's model calls (`RunResult.usage`), shown in its metadata once it ended."""
     cancelled: threading.Event = field(default_factory=threading.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -86,7 +89,7 @@ class Run:
             "created_at": self.created_at,
             "updated_at": self.updated_at or self.created_at,
             "status": self.status,
-            "metadata": self.request.metadata,
+            "metadata": {**self.request.metadata, **({"usage": self.usage} if self.usage else {})},
             "multitask_strategy": self.request.multitask_strategy,
             "cancel_reason": self.cancel_reason,
             "kwargs": self.request.payload.get("body", {}),  # what the run was asked to do, as LangGraph shows it
@@ -185,6 +188,7 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> str:
         **request.kwargs,
     )
     final, interrupts, paused = await _follow(run, stream, wanted, emit)
+    run.usage = total_usage(tracker.summary)
     success = tracker.update_graph_success()
     values = jsonable({**final, "graph_success": success})
     if interrupts:

@@ -246,15 +246,22 @@ class Store:
         thread_status: str | None,
         cancel_reason: str | None = None,
         webhook: bool = False,
+        usage: dict[str, Any] | None = None,
     ) -> bool:
         """Write a run's end (its result, why it was cancelled, its thread's new status) if `owner` still holds
         it; False if it lost it. `webhook`: its webhook delivery is due now (`claim_webhooks`), in the same
-        transaction, so a replica that dies next does not lose it."""
+        transaction, so a replica that dies next does not lose it. `usage`: the tokens and cost of its model
+        calls, added to its metadata (`metadata.usage`)."""
         stamp = now()
         with self._tx() as tx:
-            found = tx.rows("SELECT thread_id FROM agentmap_runs WHERE run_id = ? AND owner = ?", (run_id, owner))
+            found = tx.rows(
+                "SELECT thread_id, metadata FROM agentmap_runs WHERE run_id = ? AND owner = ?", (run_id, owner)
+            )
             if not found:
                 return False
+            if usage:
+                metadata = {**json.loads(found[0]["metadata"] or "{}"), "usage": usage}
+                tx.count("UPDATE agentmap_runs SET metadata = ? WHERE run_id = ?", (json.dumps(metadata), run_id))
             tx.count(
                 "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0, "
                 "cancel = COALESCE(?, cancel), webhook_due = ? WHERE run_id = ?",

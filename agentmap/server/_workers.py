@@ -456,7 +456,15 @@ class RunManager:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
             hook = bool(_webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
             await self._written(
-                self.store.finish, self.owner, run.run_id, status, run.result(), thread_status, run.cancel_reason, hook
+                self.store.finish,
+                self.owner,
+                run.run_id,
+                status,
+                run.result(),
+                thread_status,
+                run.cancel_reason,
+                hook,
+                run.usage,
             )
             if hook:
                 self._deliveries_due.set()

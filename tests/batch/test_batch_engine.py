@@ -39,6 +39,9 @@ def test_rows_come_back_in_input_order_with_outputs_and_result_columns(tmp_path:
         "error",
         "failed_nodes",
         "duration_s",
+        "tokens_in",
+        "tokens_out",
+        "cost",
         "row_id",
     ]
     assert [r["framed"] for r in table] == ["<A>", "<B>", "<C>", "<D>", "<E>"]

@@ -44,7 +44,7 @@ class Reply:
     status: int = 200
     error_message: str = ""
     delay: float = 0.0
-    usage: tuple[int, int] = (10, 5)
+    usage: tuple[int, ...] = (10, 5)
     headers: dict[str, str] = field(default_factory=dict)
     pieces: tuple[str, ...] = ()
     gate: threading.Event | None = None
@@ -60,8 +60,9 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def text(content: str, *, usage: tuple[int, int] = (10, 5)) -> Reply:
-    """A plain assistant reply; `usage` is (prompt_tokens, completion_tokens)."""
+def text(content: str, *, usage: tuple[int, ...] = (10, 5)) -> Reply:
+    """A plain assistant reply; `usage` is (prompt_tokens, completion_tokens), or with a third number the prompt
+    tokens read from the provider's cache (`prompt_tokens_details.cached_tokens`)."""
     return Reply(content=content, usage=usage)
 
 
@@ -157,14 +158,18 @@ class OpenAIStub:
                  "function": {"name": name, "arguments": json.dumps(args)}}
                 for name, args in reply.calls
             ]  # fmt: skip
-        prompt, completion = reply.usage
+        prompt, completion, *cached = reply.usage
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}  # fmt: skip
+        if cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached[0]}
         return {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "stub"),
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": usage,
         }
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:

@@ -228,6 +228,8 @@ def test_an_idempotent_tool_cut_short_is_called_again_without_asking(tmp_path: P
     assert code == 0 and final["status"] == "done", (code, final, err)
     assert _effects(tmp_path) == ["charge 1", "charge 1", "charge 2"]
     assert set(loop.counts().values()) == {1}  # no model call repeated
+    usage = final["usage"]  # the replayed call costs nothing new: only the two calls made now count
+    assert (usage["replayed_calls"], usage["input_tokens"], usage["output_tokens"]) == (1, 20, 10), usage
 
 
 @pytest.mark.parametrize(("context", "paused"), [({}, True), ({"idempotent": True}, False)])

@@ -1,0 +1,293 @@
+"""What model calls cost: tokens as the provider reports them, a price table, a run's spending and its budget.
+
+The LLM adapter measures each model call it really makes (a call the journal replays costs nothing new) and
+adds it to the node's tally (`tally()`, opened by the LLM agent around its work: the node's `input_tokens`,
+`output_tokens`, `cached_tokens`, `cost`, `replayed_calls`) and to the run's meter (`Meter`, in the run's
+config under `METER_KEY`: what the run spent, its budget, the models it warned about). Here because the
+agents room holds the call journal, which keeps each call's tokens and cost, and the runtime makes the meter.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentmap.errors import AgentMapError, ConfigError
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "METER_KEY",
+    "PRICES_DATE",
+    "BudgetExceeded",
+    "Meter",
+    "Price",
+    "Tally",
+    "Usage",
+    "price_of",
+    "price_table",
+    "tally",
+]
+
+METER_KEY = "agentmap_meter"
+PRICES_DATE = "2026-11-01"
+_logger = logging.getLogger("agentmap.costs")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens: input, output, and input read from the provider's prompt cache."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+DEFAULT_PRICES: Mapping[str, Price] = {
+    # OpenAI
+    "gpt-4o": Price(2.50, 10.00, 1.25),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
+    "gpt-4.1": Price(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
+    "o3-mini": Price(1.10, 4.40, 0.55),
+    "o4-mini": Price(1.10, 4.40, 0.275),
+    # Anthropic
+    "claude-3-5-haiku": Price(0.80, 4.00, 0.08),
+    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
+    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30),
+    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
+    "claude-opus-4": Price(15.00, 75.00, 1.50),
+    # Google
+    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.31),
+}
+"""List prices on PRICES_DATE (csv_specs/llm.md); `llm.prices` in the config overrides and extends them."""
+
+
+def price_table(overrides: Any) -> dict[str, Price]:
+    """The default prices with `llm.prices` (model -> `{input, output, cached_input}`) laid over them.
+
+    Raises:
+        ConfigError: An entry is not a mapping of non-negative numbers with `input` and `output`.
+    """
+    table = dict(DEFAULT_PRICES)
+    if overrides in (None, {}):
+        return table
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("llm.prices must map model names to prices", hint=_PRICE_HINT)
+    for model, entry in overrides.items():
+        numbers = dict(entry) if isinstance(entry, Mapping) else None
+        if (
+            numbers is None
+            or not {"input", "output"} <= set(numbers) <= {"input", "output", "cached_input"}
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in numbers.values())
+        ):
+            raise ConfigError(f"llm.prices.{model} is not a price: {entry!r}", hint=_PRICE_HINT)
+        table[str(model)] = Price(**{k: float(v) for k, v in numbers.items()})
+    return table
+
+
+_PRICE_HINT = "e.g. llm: {prices: {my-model: {input: 0.5, output: 1.5, cached_input: 0.25}}} (USD per million tokens)"
+
+
+def price_of(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """The price of `model`: its own entry, else the longest entry it is a dated version of (`gpt-4o-2024-08-06`
+    is `gpt-4o`), with a `provider:` or `provider/` prefix ignored; None when unknown."""
+    for name in (model, model.split(":", 1)[-1], model.rsplit("/", 1)[-1]):
+        if name in prices:
+            return prices[name]
+    bare = model.split(":", 1)[-1].rsplit("/", 1)[-1]
+    known = [k for k in prices if bare.startswith(k + "-")]
+    return prices[max(known, key=len)] if known else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens of one model call, as its provider reported them (`input_tokens` includes the cached ones)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    @classmethod
+    def of(cls, reply: Any) -> Usage:
+        """The usage a langchain-core `AIMessage` carries (`usage_metadata`); zeros when it has none."""
+        usage = getattr(reply, "usage_metadata", None) or {}
+        details = usage.get("input_token_details") or {}
+        return cls(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)),
+                   int(details.get("cache_read", 0) or 0))  # fmt: skip
+
+    def cost(self, price: Price) -> float:
+        """What these tokens cost at `price`, in USD (cached input at the cached price, else the input price)."""
+        cached = price.input if price.cached_input is None else price.cached_input
+        fresh = max(self.input_tokens - self.cached_tokens, 0)
+        return (fresh * price.input + self.cached_tokens * cached + self.output_tokens * price.output) / 1e6
+
+
+class BudgetExceeded(AgentMapError, RuntimeError):
+    """The next model call would take the run (or the node) past its budget; the run stops before it.
+
+    The run is saved up to the node that stopped (with a thread): `agentmap resume ID --budget MORE` continues.
+    """
+
+    default_code = "budget-exceeded"
+    exit_code = 6
+    stops_run = True  # not a node failure: no Failure_Next, the run ends here (agents/_bridge.py)
+
+
+@dataclass
+class Meter:
+    """One run's spending: what its model calls cost, its budget, the unpriced models it has warned about.
+
+    Args:
+        limit: The run's budget in USD (None: no limit).
+        spent: What the run (or the thread it continues) has spent already.
+    """
+
+    limit: float | None = None
+    spent: float = 0.0
+    warned: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, cost: float) -> None:
+        """Count a call's cost."""
+        with self._lock:
+            self.spent += cost
+
+    def unpriced(self, model: str) -> None:
+        """Warn, once per run, that `model` has no price: its calls are counted in tokens, not in dollars."""
+        with self._lock:
+            if model in self.warned:
+                return
+            self.warned.add(model)
+        _logger.warning(
+            "model %r has no price: its tokens are counted, its cost is not (add it to llm.prices in agentmap.yaml, "
+            "USD per million tokens; see csv_specs/llm.md)",
+            model,
+        )
+
+
+@dataclass
+class Tally:
+    """One node execution's model calls: tokens and cost of the calls made, and how many were replayed."""
+
+    node: str = ""
+    limit: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float | None = None
+    calls: int = 0
+    replayed: int = 0
+    unpriced: set[str] = field(default_factory=set)
+
+    def metadata(self) -> dict[str, Any]:
+        """What the node records (`input_tokens`, `output_tokens`, `cached_tokens`, `total_tokens`, `cost`,
+        `replayed_calls`, `unpriced_models`); nothing when it made no call."""
+        if not self.calls and not self.replayed:
+            return {}
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
+        if self.cost is not None:
+            data["cost"] = round(self.cost, 8)
+        if self.replayed:
+            data["replayed_calls"] = self.replayed
+        if self.unpriced:
+            data["unpriced_models"] = sorted(self.unpriced)
+        return data
+
+
+_TALLY: contextvars.ContextVar[Tally | None] = contextvars.ContextVar("agentmap_cost_tally", default=None)
+
+
+@contextmanager
+def tally(node: str, limit: float | None = None) -> Iterator[Tally]:
+    """Count the model calls made inside this block as one node execution's (`limit`: the node's budget)."""
+    current = Tally(node, limit)
+    token = _TALLY.set(current)
+    try:
+        yield current
+    finally:
+        _TALLY.reset(token)
+
+
+def meter() -> Meter | None:
+    """The meter of the run whose node is running here (None outside a run AgentMap started)."""
+    config_module = sys.modules.get("langchain_core.runnables.config")
+    if config_module is None:
+        return None
+    config = config_module.var_child_runnable_config.get() or {}
+    found = (config.get("configurable") or {}).get(METER_KEY)
+    return found if isinstance(found, Meter) else None
+
+
+def check(model: str, price: Price | None, prompt_chars: int, fallback_limit: float | None) -> None:
+    """Stop before a call whose prompt alone (its characters / 4 tokens at the input price) would take the run
+    or the node past its budget.
+
+    Raises:
+        BudgetExceeded: With what was spent, the limit and how to continue.
+    """
+    if price is None:
+        return
+    estimate = prompt_chars / 4 * price.input / 1e6
+    node = _TALLY.get()
+    run = meter()
+    limit = run.limit if run is not None and run.limit is not None else fallback_limit
+    spent = run.spent if run is not None else 0.0
+    where = f"node {node.node!r}" if node is not None and node.node else "the run"
+    if limit is not None and spent + estimate > limit:
+        raise BudgetExceeded(
+            f"{where} stopped before calling {model!r}: the run has spent ${spent:.4f} of its ${limit:.4f} budget, "
+            f"and this call's prompt alone would cost about ${estimate:.4f}",
+            hint="raise the budget and continue the thread: agentmap resume THREAD --budget MORE",
+        )
+    if node is not None and node.limit is not None and (node.cost or 0.0) + estimate > node.limit:
+        raise BudgetExceeded(
+            f"node {node.node!r} stopped before calling {model!r}: it has spent ${node.cost or 0.0:.4f} of its "
+            f"${node.limit:.4f} budget (Context budget), and this call's prompt alone would cost about "
+            f"${estimate:.4f}",
+            hint='raise the node\'s Context {"budget": ...} and continue the thread with agentmap resume THREAD',
+        )
+
+
+def record(model: str, usage: Usage, price: Price | None) -> float | None:
+    """Count a call made for real: in the node's tally and the run's meter; its cost (None: unpriced)."""
+    cost = None if price is None else usage.cost(price)
+    node = _TALLY.get()
+    run = meter()
+    if node is not None:
+        node.calls += 1
+        node.input_tokens += usage.input_tokens
+        node.output_tokens += usage.output_tokens
+        node.cached_tokens += usage.cached_tokens
+        if cost is not None:
+            node.cost = (node.cost or 0.0) + cost
+        else:
+            node.unpriced.add(model)
+    if run is not None and cost is not None:
+        run.add(cost)
+    if cost is None:
+        if run is not None:
+            run.unpriced(model)
+        else:
+            _logger.debug("model %r has no price", model)
+    return cost
+
+
+def replayed() -> None:
+    """Count a call the journal answered: it costs nothing new."""
+    node = _TALLY.get()
+    if node is not None:
+        node.replayed += 1
