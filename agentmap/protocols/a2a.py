@@ -38,6 +38,8 @@ __all__ = ["a2a_routes"]
 _CARD = "/.well-known/agent-card.json"
 _NAMESPACE = ("agentmap", "a2a-tasks")
 """Where the tasks are kept in the server's item store."""
+_STREAMED = "agentmap.a2a.streamed"
+"""Set in a request's call context when the client streams (`message/stream`)."""
 
 
 def a2a_routes(server: Server) -> APIRouter:
@@ -110,6 +112,7 @@ def _handler(assistant: Assistant) -> Any:
         async def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
             if not params.message.task_id:
                 run_input(assistant, params.message)
+            context.state[_STREAMED] = True  # the executor reports each node only to a client that streams
             async for event in super().on_message_send_stream(params, context):
                 yield event
 
@@ -265,10 +268,11 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 submitted = new_task(task_id, thread_id, TaskState.TASK_STATE_SUBMITTED, history=history)
                 await event_queue.enqueue_event(submitted)
             self.running[task_id] = run
+            streamed = bool(context.call_context.state.get(_STREAMED))
             summary: list[Any] = []
             try:
                 async for event, data in run.follow(("nodes",)):
-                    if event == "nodes" and data.get("status") in ("succeeded", "failed"):
+                    if event == "nodes" and streamed and data.get("status") in ("succeeded", "failed"):
                         text = f"node {data['node']} {data['status']}"
                         await updater.start_work(updater.new_agent_message([_text(text)]))
                     elif event == "nodes/summary":
@@ -324,18 +328,23 @@ async def _finish(assistant: Assistant, run: Run, summary: Sequence[Any], update
 
 
 def _task_store(items: Any, graph_id: str) -> Any:
-    """The SDK's in-memory task store, each saved task also written to the item store (read when not in memory)."""
+    """The SDK's in-memory task store; a task that pauses or ends is also written to the item store (read when
+    not in memory: after a restart). A task still running when the server stops is not kept: its run is continued
+    by the run queue and its thread holds the result."""
     from a2a.server.context import ServerCallContext
     from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types.a2a_pb2 import Task
+    from a2a.types.a2a_pb2 import Task, TaskState
 
     namespace = (*_NAMESPACE, graph_id)
+
+    kept = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
     class Tasks(InMemoryTaskStore):
         async def save(self, task: Task, context: ServerCallContext) -> None:
             await super().save(task, context)
-            blob = base64.b64encode(task.SerializeToString()).decode()
-            await run_in_threadpool(items.put, namespace, task.id, {"task": blob})
+            if task.status.state not in kept:  # a pause or an end: what a restart must find (one write a task)
+                blob = base64.b64encode(task.SerializeToString()).decode()
+                await run_in_threadpool(items.put, namespace, task.id, {"task": blob})
 
         async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
             found: Task | None = await super().get(task_id, context)
