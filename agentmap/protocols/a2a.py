@@ -38,6 +38,8 @@ __all__ = ["a2a_routes"]
 _CARD = "/.well-known/agent-card.json"
 _NAMESPACE = ("agentmap", "a2a-tasks")
 """Where the tasks are kept in the server's item store."""
+_INPUT = "agentmap.a2a.input"
+"""A new task's input, checked by the handler before the SDK records the task, in the request's call context."""
 _STREAMED = "agentmap.a2a.streamed"
 """Set in a request's call context when the client streams (`message/stream`)."""
 
@@ -106,12 +108,12 @@ def _handler(assistant: Assistant) -> Any:
     class Handler(DefaultRequestHandler):
         async def on_message_send(self, params: Any, context: Any) -> Any:
             if not params.message.task_id:
-                run_input(assistant, params.message)
+                context.state[_INPUT] = run_input(assistant, params.message)
             return await super().on_message_send(params, context)
 
         async def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
             if not params.message.task_id:
-                run_input(assistant, params.message)
+                context.state[_INPUT] = run_input(assistant, params.message)
             context.state[_STREAMED] = True  # the executor reports each node only to a client that streams
             async for event in super().on_message_send_stream(params, context):
                 yield event
@@ -254,7 +256,7 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 resume = {"resume": answer_of(context.message)}
                 body = RunCreate(assistant_id=assistant.assistant_id, command=resume, stream_mode=["nodes"])
             else:
-                state = run_input(assistant, context.message)
+                state = context.call_context.state.pop(_INPUT, None) or run_input(assistant, context.message)
                 body = RunCreate(
                     assistant_id=assistant.assistant_id, input=state, if_not_exists="create", stream_mode=["nodes"]
                 )

@@ -28,7 +28,7 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +98,8 @@ async def test_a_pause_is_input_required_and_the_next_message_answers_it(tmp_pat
             assert get_text_parts(task.status.message.parts) == ["Publish this draft?"]
             assert get_data_parts(task.status.message.parts)[0]["interaction"] == "approval"
             done = await task_of(client, message(new_text_part("yes"), task=task))
+            with pytest.raises(A2AError, match="terminal"):  # one answer per pause: the task has ended
+                await send(client, message(new_text_part("no"), task=task))
     assert done.id == task.id
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is True
@@ -116,6 +118,21 @@ async def test_a_pause_is_answered_after_a_restart(tmp_path: Path) -> None:
             done = await task_of(client, message(new_data_part({"approved": False}), task=task))
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is False
+
+
+async def test_a_run_that_fails_is_a_failed_task_with_the_error(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    (project / "broken.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nBroken,Fail,failure,out of tea,topic,outcome\n",
+        encoding="utf-8",
+    )
+    with serving(project) as url:
+        async with agent(url, "Broken") as client:
+            task = await task_of(client, message(new_text_part("tea")))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    (text,) = get_text_parts(task.status.message.parts)
+    assert text.startswith("graph 'Broken' failed: ")
+    assert get_data_parts(task.artifacts[0].parts)[0]["topic"] == "tea"  # the state it ended with
 
 
 async def test_a_running_task_is_cancelled(tmp_path: Path) -> None:
