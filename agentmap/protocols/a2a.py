@@ -83,9 +83,10 @@ class _Agent:
 
         self.assistant = assistant
         self.card = _card(assistant, "http://localhost/a2a/" + assistant.graph_id, server.config.api_key is not None)
-        handler = _handler(assistant)(
+        tasks = _task_store(server.items, assistant.graph_id)
+        handler = _handler(assistant, tasks)(
             agent_executor=_executor(server, assistant),
-            task_store=_task_store(server.items, assistant.graph_id),
+            task_store=tasks,
             agent_card=self.card,
         )
         self.dispatcher = JsonRpcDispatcher(request_handler=handler, enable_v0_3_compat=True)
@@ -101,19 +102,26 @@ class _Agent:
         return Response(json.dumps(agent_card_to_dict(card)), media_type="application/json")
 
 
-def _handler(assistant: Assistant) -> Any:
-    """The SDK's request handler, a new task's input checked before the SDK records the task."""
+def _handler(assistant: Assistant, tasks: Any) -> Any:
+    """The SDK's request handler; a message is checked before the SDK takes it (an error there would fail the
+    task): a new task's input, or the answer to a paused task's question."""
     from a2a.server.request_handlers import DefaultRequestHandler
+
+    async def check(params: Any, context: Any) -> None:
+        if not params.message.task_id:
+            context.state[_INPUT] = run_input(assistant, params.message)
+            return
+        task = await tasks.get(params.message.task_id, context)
+        if task is not None and task.status.HasField("message"):
+            _check_answer(task.status.message, params.message)
 
     class Handler(DefaultRequestHandler):
         async def on_message_send(self, params: Any, context: Any) -> Any:
-            if not params.message.task_id:
-                context.state[_INPUT] = run_input(assistant, params.message)
+            await check(params, context)
             return await super().on_message_send(params, context)
 
         async def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
-            if not params.message.task_id:
-                context.state[_INPUT] = run_input(assistant, params.message)
+            await check(params, context)
             context.state[_STREAMED] = True  # the executor reports each node only to a client that streams
             async for event in super().on_message_send_stream(params, context):
                 yield event
@@ -224,6 +232,25 @@ def run_input(assistant: Assistant, message: Any) -> dict[str, Any]:
         state = {}
     try:
         return check_arguments(assistant.graph_id, schema, state)
+    except AgentMapError as err:
+        raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
+
+
+def _check_answer(asked: Any, message: Any) -> None:
+    """Refuse an answer that does not fit the question a paused task's status message holds.
+
+    Raises:
+        InvalidParamsError: The answer does not fit (the error says what would).
+    """
+    from a2a.utils.errors import InvalidParamsError
+
+    from agentmap.agents.questions import check_answer, is_question
+
+    questions = [d for d in _parts(asked)[0] if is_question(d)]
+    if not questions:
+        return
+    try:
+        check_answer(questions[0], answer_of(message))
     except AgentMapError as err:
         raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
 

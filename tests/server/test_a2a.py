@@ -97,6 +97,10 @@ async def test_a_pause_is_input_required_and_the_next_message_answers_it(tmp_pat
             assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             assert get_text_parts(task.status.message.parts) == ["Publish this draft?"]
             assert get_data_parts(task.status.message.parts)[0]["interaction"] == "approval"
+            with pytest.raises(InvalidParamsError, match="approval"):
+                await send(client, message(new_text_part("maybe"), task=task))
+            still = await client.get_task(GetTaskRequest(id=task.id))
+            assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED  # a bad answer leaves it paused
             done = await task_of(client, message(new_text_part("yes"), task=task))
             with pytest.raises(A2AError, match="terminal"):  # one answer per pause: the task has ended
                 await send(client, message(new_text_part("no"), task=task))
