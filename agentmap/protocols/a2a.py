@@ -283,7 +283,7 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 resume = {"resume": answer_of(context.message)}
                 body = RunCreate(assistant_id=assistant.assistant_id, command=resume, stream_mode=["nodes"])
             else:
-                state = context.call_context.state.pop(_INPUT, None) or run_input(assistant, context.message)
+                state = context.call_context.state.get(_INPUT) or run_input(assistant, context.message)
                 body = RunCreate(
                     assistant_id=assistant.assistant_id, input=state, if_not_exists="create", stream_mode=["nodes"]
                 )
@@ -377,7 +377,7 @@ def _task_store(items: Any, graph_id: str) -> Any:
 
         async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
             found: Task | None = await super().get(task_id, context)
-            if found is not None:
+            if found is not None or _INPUT in context.state:  # a message without a task id: a new task
                 return found
             item = await run_in_threadpool(items.get, namespace, task_id)
             if item is None:
