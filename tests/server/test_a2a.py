@@ -3,12 +3,16 @@ sent to its end, streamed, paused and answered (also after a restart), looked up
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import forked
 import httpx
 import pytest
 from server_helpers import make_project, serving
@@ -109,17 +113,44 @@ async def test_a_pause_is_input_required_and_the_next_message_answers_it(tmp_pat
     assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is True
 
 
-async def test_a_pause_is_answered_after_a_restart(tmp_path: Path) -> None:
+@contextmanager
+def serve_process(folder: Path, database: Path) -> Iterator[str]:
+    """`agentmap serve` as a real process on a free port; killed (SIGKILL) when the block ends."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    proc = forked.start("serve", folder, "--port", str(port), "--checkpoint", database, cwd=folder, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"the server exited: {proc.communicate(5)[1][-2000:]}"
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(60)
+
+
+async def test_a_pause_is_answered_after_the_server_is_killed_and_started_again(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p")
-    database = str(tmp_path / "runs.sqlite")
-    with serving(project, checkpoint=database) as url:
+    database = tmp_path / "runs.sqlite"
+    with serve_process(project, database) as url:
         async with agent(url, "Review") as client:
             task = await task_of(client, message(new_text_part("cake")))
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-    with serving(project, checkpoint=database) as url:
+    with serve_process(project, database) as url:
         async with agent(url, "Review") as client:
             assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == task.status.state
             done = await task_of(client, message(new_data_part({"approved": False}), task=task))
+            assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == TaskState.TASK_STATE_COMPLETED
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is False
 
