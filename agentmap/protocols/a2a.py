@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentmap.errors import AgentMapError
 from agentmap.protocols._tools import check_arguments, describe, input_schema, reply
-from agentmap.server._models import ApiError, RunCreate
+from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 from agentmap.server._run_start import start_run
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -109,8 +109,12 @@ def _handler(assistant: Assistant, tasks: Any) -> Any:
     """The SDK's request handler; a message is checked before the SDK takes it (an error there would fail the
     task): a new task's input, or the answer to a paused task's question."""
     from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.utils.errors import InvalidParamsError
 
     async def check(params: Any, context: Any) -> None:
+        context_id = params.message.context_id
+        if context_id and not valid_thread_id(context_id):  # the context is the thread: its id names it
+            raise InvalidParamsError(f"message.contextId {context_id[:40]!r} is refused: {THREAD_ID_RULE}")
         if not params.message.task_id:
             context.state[_INPUT] = run_input(assistant, params.message)
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -15,7 +16,7 @@ from typing import Any
 import forked
 import httpx
 import pytest
-from server_helpers import make_project, serving
+from server_helpers import GRAPHS, make_project, serving
 
 pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
@@ -198,6 +199,10 @@ async def test_unknown_tasks_and_bad_input_are_a2a_errors(tmp_path: Path) -> Non
         async with agent(url, "Review") as client:
             with pytest.raises(InvalidParamsError, match="'topic'"):
                 await send(client, message(new_data_part({"topic": 3})))  # declared as text: a number is refused
+            bad_context = message(new_text_part("Ada"))
+            bad_context.message.context_id = "a thread/with a slash"
+            with pytest.raises(InvalidParamsError, match="contextId"):
+                await send(client, bad_context)
         # the A2A 0.3 method names, from a client that is not the SDK
         sent = {"role": "user", "messageId": "x", "parts": [{"kind": "data", "data": {"nam": 1}}]}
         body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": sent}}
@@ -218,3 +223,17 @@ async def test_without_the_api_key_a2a_is_refused(tmp_path: Path) -> None:
         async with agent(url, "HelloWorld", key="s3cret") as client:
             task = await task_of(client, message(new_text_part("Di")))
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+def test_without_the_sdk_a2a_answers_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from agentmap.server import ServeConfig, create_app
+
+    monkeypatch.setitem(sys.modules, "a2a", None)  # as if a2a-sdk were not installed
+    app = create_app(ServeConfig(targets=(str(GRAPHS / "hello_world.csv"),), checkpoint="memory"))
+    with TestClient(app) as client:
+        answer = client.post("/a2a/HelloWorld", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+        assert client.get("/ok").status_code == 200  # the rest of the server works
+    assert answer.status_code == 501
+    assert answer.json()["code"] == "not-supported" and "agentmap[a2a]" in answer.json()["hint"]
