@@ -286,6 +286,8 @@ def _executor(server: Server, assistant: Assistant) -> Any:
             task_id, thread_id = str(context.task_id), str(context.context_id)
             task = context.current_task
             waiting = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            if task is not None and not waiting:  # it ended while this message waited its turn: one answer a pause
+                return  # no run; the reply is the task as it ended
             if waiting:
                 resume = {"resume": answer_of(context.message)}
                 body = RunCreate(assistant_id=assistant.assistant_id, command=resume, stream_mode=["nodes"])

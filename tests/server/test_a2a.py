@@ -3,6 +3,7 @@ sent to its end, streamed, paused and answered (also after a restart), looked up
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -138,6 +139,24 @@ def serve_process(folder: Path, database: Path) -> Iterator[str]:
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(60)
+
+
+async def test_two_answers_sent_at_once_resume_the_pause_once(tmp_path: Path) -> None:
+    with serving(make_project(tmp_path / "p")) as url:
+        async with agent(url, "Review") as client:
+            task = await task_of(client, message(new_text_part("tea")))
+
+            async def answer(text: str) -> Task | A2AError:
+                try:
+                    return await task_of(client, message(new_text_part(text), task=task))
+                except A2AError as err:  # the task had ended when it arrived
+                    return err
+
+            replies = await asyncio.gather(answer("yes"), answer("no"))
+        runs = httpx.get(f"{url}/threads/{task.context_id}/runs").json()
+    assert len(runs) == 2  # the first message's run and one resume: the later answer started nothing
+    ended = [r for r in replies if isinstance(r, Task)]
+    assert ended and all(t.status.state == TaskState.TASK_STATE_COMPLETED for t in ended)
 
 
 async def test_a_pause_is_answered_after_the_server_is_killed_and_started_again(tmp_path: Path) -> None:
