@@ -5,8 +5,9 @@
 `/a2a/{assistant}/.well-known/agent-card.json`. The SDK's request handler keeps the tasks; this module is
 the agent behind it: a message's `contextId` is a thread, a task is a run on the server's run queue
 (`server/_run_start.py`), a pause is `input-required` (the next message of the task answers it), the final
-state an artifact. Tasks are kept in the server's item store, so with `--checkpoint` a paused task outlives a
-restart. The SDK is imported only when the server starts with it installed (`agentmap[a2a]`).
+state an artifact. A task that pauses or ends is also written to the server's item store, so with
+`--checkpoint` a paused task outlives a restart. The SDK is imported only when the server starts with it
+installed (`agentmap[a2a]`). Full story: csv_specs/a2a.md.
 """
 
 from __future__ import annotations
