@@ -367,23 +367,27 @@ async def _finish(assistant: Assistant, run: Run, summary: Sequence[Any], update
 
 
 def _task_store(items: Any, graph_id: str) -> Any:
-    """The SDK's in-memory task store; a task that pauses or ends is also written to the item store (read when
-    not in memory: after a restart). A task still running when the server stops is not kept: its run is continued
-    by the run queue and its thread holds the result."""
+    """The SDK's in-memory task store for the tasks that run or wait; a task that pauses or ends is also written
+    to the item store, which alone keeps it once it has ended (memory holds only live tasks) and which is read
+    for a task not in memory (an ended one, or any after a restart). A task still running when the server stops
+    is not kept: its run is continued by the run queue and its thread holds the result."""
     from a2a.server.context import ServerCallContext
     from a2a.server.tasks import InMemoryTaskStore
     from a2a.types.a2a_pb2 import Task, TaskState
 
     namespace = (*_NAMESPACE, graph_id)
-
-    kept = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    running = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    live = (*running, TaskState.TASK_STATE_INPUT_REQUIRED)
 
     class Tasks(InMemoryTaskStore):
         async def save(self, task: Task, context: ServerCallContext) -> None:
-            await super().save(task, context)
-            if task.status.state not in kept:  # a pause or an end: what a restart must find (one write a task)
+            if task.status.state not in running:  # a pause or an end: what a restart must find (one write a task)
                 blob = base64.b64encode(task.SerializeToString()).decode()
                 await run_in_threadpool(items.put, namespace, task.id, {"task": blob})
+            if task.status.state in live:
+                await super().save(task, context)
+            else:
+                await super().delete(task.id, context)
 
         async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
             found: Task | None = await super().get(task_id, context)
@@ -393,7 +397,8 @@ def _task_store(items: Any, graph_id: str) -> Any:
             if item is None:
                 return None
             task: Task = Task.FromString(base64.b64decode(item.value["task"]))
-            await super().save(task, context)
+            if task.status.state in live:
+                await super().save(task, context)
             return task
 
     return Tasks()

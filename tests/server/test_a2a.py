@@ -66,7 +66,7 @@ async def task_of(client: Any, request: SendMessageRequest) -> Task:
 
 
 async def test_the_card_lists_the_graph_as_a_skill_and_a_message_runs_it(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         card = httpx.get(f"{url}/a2a/HelloWorld/.well-known/agent-card.json").json()
         assert card["name"] == "HelloWorld"
         assert "Greets the person" in card["description"]
@@ -88,7 +88,7 @@ async def test_the_card_lists_the_graph_as_a_skill_and_a_message_runs_it(tmp_pat
 
 
 async def test_a_streamed_message_reports_each_node(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "HelloWorld", streaming=True) as client:
             events = await send(client, message(new_data_part({"name": "Bo"})))
     updates = [get_text_parts(e.status_update.status.message.parts) for e in events if e.HasField("status_update")]
@@ -97,7 +97,7 @@ async def test_a_streamed_message_reports_each_node(tmp_path: Path) -> None:
 
 
 async def test_a_pause_is_input_required_and_the_next_message_answers_it(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "Review") as client:
             task = await task_of(client, message(new_text_part("tea")))
             assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -142,7 +142,7 @@ def serve_process(folder: Path, database: Path) -> Iterator[str]:
 
 
 async def test_two_answers_sent_at_once_resume_the_pause_once(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "Review") as client:
             task = await task_of(client, message(new_text_part("tea")))
 
@@ -181,7 +181,7 @@ async def test_a_run_that_fails_is_a_failed_task_with_the_error(tmp_path: Path) 
         "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nBroken,Fail,failure,out of tea,topic,outcome\n",
         encoding="utf-8",
     )
-    with serving(project) as url:
+    with serving(project, checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "Broken") as client:
             task = await task_of(client, message(new_text_part("tea")))
     assert task.status.state == TaskState.TASK_STATE_FAILED
@@ -191,7 +191,7 @@ async def test_a_run_that_fails_is_a_failed_task_with_the_error(tmp_path: Path) 
 
 
 async def test_a_running_task_is_cancelled(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "Slow") as client:
             request = message(new_text_part("t"))
             request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
@@ -207,7 +207,7 @@ async def test_a_running_task_is_cancelled(tmp_path: Path) -> None:
 
 
 async def test_unknown_tasks_and_bad_input_are_a2a_errors(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p")) as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
         async with agent(url, "HelloWorld") as client:
             with pytest.raises(TaskNotFoundError):
                 await client.get_task(GetTaskRequest(id="no-such-task"))
@@ -235,7 +235,7 @@ async def test_unknown_tasks_and_bad_input_are_a2a_errors(tmp_path: Path) -> Non
 
 
 async def test_without_the_api_key_a2a_is_refused(tmp_path: Path) -> None:
-    with serving(make_project(tmp_path / "p"), api_key="s3cret") as url:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db"), api_key="s3cret") as url:
         assert httpx.get(f"{url}/a2a/HelloWorld/.well-known/agent-card.json").status_code == 401
         refused = httpx.post(f"{url}/a2a/HelloWorld", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
         assert refused.status_code == 401
