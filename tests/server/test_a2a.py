@@ -4,6 +4,7 @@ sent to its end, streamed, paused and answered (also after a restart), looked up
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -231,6 +232,13 @@ async def test_unknown_tasks_and_bad_input_are_a2a_errors(tmp_path: Path) -> Non
         sent["parts"] = [{"kind": "text", "text": "Cy"}]
         result = httpx.post(f"{url}/a2a/HelloWorld", json=body).json()["result"]
         assert result["status"]["state"] == "completed"
+        body["method"] = "message/stream"
+        with httpx.stream("POST", f"{url}/a2a/HelloWorld", json=body) as streamed:
+            lines = [line for line in streamed.iter_lines() if line.startswith("data: ")]
+        events = [json.loads(line[6:])["result"] for line in lines]
+        kinds = ["task", "status-update", "status-update", "artifact-update", "status-update"]  # a node each, the end
+        assert [e["kind"] for e in events] == kinds
+        assert events[-1]["final"] and events[-1]["status"]["state"] == "completed"
         assert httpx.get(f"{url}/a2a/Nope/.well-known/agent-card.json").status_code == 404
 
 
