@@ -308,20 +308,20 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 await event_queue.enqueue_event(submitted)
             self.running[task_id] = run
             streamed = bool(context.call_context.state.get(_STREAMED))
-            summary: list[Any] = []
             try:
-                async for event, data in run.follow(("nodes",)):
-                    if event == "nodes" and streamed and data.get("status") in ("succeeded", "failed"):
-                        text = f"node {data['node']} {data['status']}"
-                        await updater.start_work(updater.new_agent_message([_text(text)]))
-                    elif event == "nodes/summary":
-                        summary = [SimpleNamespace(**e) for e in data.get("summary", ())]
+                if streamed:  # a status a node; a client that does not stream is answered once, at the end
+                    async for event, data in run.follow(("nodes",)):
+                        if event == "nodes" and data.get("status") in ("succeeded", "failed"):
+                            text = f"node {data['node']} {data['status']}"
+                            await updater.start_work(updater.new_agent_message([_text(text)]))
                 await run.done.wait()
             except asyncio.CancelledError:
                 server.runs.cancel(run, "cancelled by the A2A client")
                 raise
             finally:
                 self.running.pop(task_id, None)
+            ends = [data for event, data in run.events if event == "nodes/summary"]
+            summary = [SimpleNamespace(**e) for e in ends[-1].get("summary", ())] if ends else []
             await _finish(assistant, run, summary, updater)
 
         async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
