@@ -1,11 +1,15 @@
-"""`agentmap mcp` over stdio against `app.invoke` in process, on graphs/hello_world.csv.
+"""The agent protocols on graphs/hello_world.csv, each against the way it is measured by, paired in one run.
 
-The server runs as the real command in a subprocess (`agentmap mcp`, started by the official `mcp` client's
-`stdio_client`); the client is the SDK's `ClientSession`. Measured in one run, alternating: one `tools/call` of
-HelloWorld at a time vs one `app.invoke` in this process; the p50 overhead is the difference of the medians
-(target <= 5 ms).
+* MCP: `agentmap mcp` over stdio against `app.invoke` in process. The server runs as the real command in a
+  subprocess (started by the official `mcp` client's `stdio_client`); the client is the SDK's `ClientSession`.
+  Alternating: one `tools/call` of HelloWorld at a time vs one `app.invoke` in this process.
+* A2A: `message/send` against `runs.wait` on the same `agentmap serve` (a subprocess, `--checkpoint` a SQLite
+  file). Alternating: one message of a new context (a new thread and task) through the official `a2a-sdk`
+  client vs one `runs.wait` on a new thread (`if_not_exists="create"`) through `langgraph-sdk`.
 
-Run: `python bench/protocols.py [--calls 300]`.
+The p50 overhead is the difference of the medians (target <= 5 ms for both).
+
+Run: `python bench/protocols.py [--calls 300] [--only mcp|a2a]`.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -51,15 +58,73 @@ async def measure(calls: int) -> tuple[list[float], list[float]]:
     return mcp_ms, invoke_ms
 
 
+async def measure_a2a(url: str, calls: int) -> tuple[list[float], list[float]]:
+    """Milliseconds per A2A `message/send` and per `runs.wait` on the same server, alternating."""
+    import httpx
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_data_parts, new_text_part
+    from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest
+    from langgraph_sdk import get_client
+
+    graphs = get_client(url=url)
+    a2a_ms: list[float] = []
+    wait_ms: list[float] = []
+
+    async def send(client: Any) -> None:
+        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[new_text_part("Ada")])
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            assert get_data_parts(event.task.artifacts[0].parts)[0]["greeting"] == "Hello, Ada!"
+
+    async def wait() -> None:
+        thread = str(uuid.uuid4())
+        result = await graphs.runs.wait(thread, "HelloWorld", input={"name": "Ada"}, if_not_exists="create")
+        assert isinstance(result, dict) and result["greeting"] == "Hello, Ada!"
+
+    async with httpx.AsyncClient() as http:
+        client = await create_client(f"{url}/a2a/HelloWorld", ClientConfig(httpx_client=http, streaming=False))
+        for _ in range(20):  # warm both sides
+            await send(client)
+            await wait()
+        for _ in range(calls):
+            start = time.perf_counter()
+            await send(client)
+            a2a_ms.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            await wait()
+            wait_ms.append((time.perf_counter() - start) * 1000)
+    return a2a_ms, wait_ms
+
+
+def _line(label: str, values: list[float]) -> str:
+    return f"{label:16} min {min(values):7.2f}  p50 {statistics.median(values):7.2f}  max {max(values):7.2f} ms"
+
+
+def _compare(label: str, measured: list[float], base_label: str, base: list[float]) -> None:
+    print(_line(label, measured))
+    print(_line(base_label, base))
+    print(f"overhead p50 {statistics.median(measured) - statistics.median(base):.2f} ms (target <= 5 ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--only", choices=["mcp", "a2a"])
     args = parser.parse_args()
-    mcp_ms, invoke_ms = asyncio.run(measure(args.calls))
-    mcp_p50, invoke_p50 = statistics.median(mcp_ms), statistics.median(invoke_ms)
-    print(f"MCP tools/call  p50 {mcp_p50:.2f} ms  p90 {statistics.quantiles(mcp_ms, n=10)[-1]:.2f} ms")
-    print(f"app.invoke      p50 {invoke_p50:.2f} ms  p90 {statistics.quantiles(invoke_ms, n=10)[-1]:.2f} ms")
-    print(f"overhead p50 {mcp_p50 - invoke_p50:.2f} ms (target <= 5 ms)")
+    if args.only != "a2a":
+        mcp_ms, invoke_ms = asyncio.run(measure(args.calls))
+        _compare("MCP tools/call", mcp_ms, "app.invoke", invoke_ms)
+    if args.only != "mcp":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from serve import start_server
+
+        with tempfile.TemporaryDirectory() as folder:
+            proc, url = start_server(Path(folder))
+            try:
+                a2a_ms, wait_ms = asyncio.run(measure_a2a(url, args.calls))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+        _compare("A2A message/send", a2a_ms, "runs.wait", wait_ms)
 
 
 if __name__ == "__main__":

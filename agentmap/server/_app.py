@@ -138,6 +138,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(run_routes(server))
     app.include_router(item_routes(server.items))
     app.router.routes.append(mcp.route())
+    app.include_router(_a2a_routes(server))
     _add_viewer(app)
     _add_errors(app)
 
@@ -162,6 +163,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         )
     app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body)
     return app
+
+
+def _a2a_routes(server: Server) -> APIRouter:
+    from agentmap.protocols.a2a import a2a_routes  # the A2A agents (csv_specs/protocols.md); the SDK is optional
+
+    return a2a_routes(server)
 
 
 def _assistant_routes(server: Server) -> APIRouter:

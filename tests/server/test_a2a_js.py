@@ -1,0 +1,50 @@
+"""The JavaScript A2A client (`@a2a-js/sdk`, under Node), written by the A2A project, against the real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import components
+import pytest
+from server_helpers import make_project, serving
+
+pytest.importorskip("a2a")
+pytestmark = pytest.mark.slow
+
+CLIENT = Path(__file__).resolve().parents[1] / "js" / "a2a"
+
+
+@pytest.fixture(scope="session")
+def a2a_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The client script with its pinned package installed (`npm ci` from the lock file) in a temporary folder."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    components.require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
+    folder = tmp_path_factory.mktemp("js-a2a-client")
+    for name in ("package.json", "package-lock.json", "client.mjs"):
+        shutil.copy(CLIENT / name, folder / name)
+    done = subprocess.run(
+        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    components.require(done.returncode == 0, f"npm ci could not install @a2a-js/sdk: {done.stderr[-500:]}")
+    return folder
+
+
+def test_the_javascript_a2a_client_sends_streams_answers_and_looks_up(a2a_client: Path, tmp_path: Path) -> None:
+    with serving(make_project(tmp_path / "served"), checkpoint=str(tmp_path / "runs.db")) as url:
+        done = subprocess.run(["node", "client.mjs", url], cwd=a2a_client, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["state"] == seen["got"] == "TASK_STATE_COMPLETED"
+    assert seen["greeting"] == "Hello, Ada!"
+    assert "TASK_STATE_WORKING:node Greet succeeded" in seen["streamed"]
+    assert seen["streamed"][-1].startswith("TASK_STATE_COMPLETED")
+    assert seen["unknown"] == "JsonRpcTaskNotFoundError"
+    assert seen["paused"] == "TASK_STATE_INPUT_REQUIRED" and seen["question"] == "Publish this draft?"
+    assert seen["answered"] == "TASK_STATE_COMPLETED" and seen["approved"] is True
