@@ -26,6 +26,7 @@ __all__ = [
     "AgentMapError",
     "AgentNotFoundError",
     "ConfigError",
+    "CorruptCheckpointError",
     "ErrorCode",
     "GraphNotFoundError",
     "Location",
@@ -268,6 +269,15 @@ class ConfigError(AgentMapError, ValueError):
 
     default_code = "bad-config"
     exit_code = 2
+
+
+class CorruptCheckpointError(ConfigError):
+    """A saved record of a thread (a checkpoint, a pending write, a call journal entry) does not match the
+    checksum it was written with, or does not decode: it is never resumed from. Raised inside a node, it ends
+    the run rather than failing the node (`stops_run`)."""
+
+    default_code = "corrupt-checkpoint"
+    stops_run = True
 
 
 class NodeError(AgentMapError, RuntimeError):

@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentmap.errors import CorruptCheckpointError
+
 __all__ = [
     "TABLE",
     "Entry",
@@ -269,11 +271,12 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
     found = where.kind(where.saver, "get", where.key)
     if found is not None:
         status, seen, response = found
+        response = _opened(status, seen, response, where)
         if seen != meta[2]:
             _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
                          kind, name, where.key[3])  # fmt: skip
         elif status == "finished":
-            return _Replay(decode(json.loads(response)))
+            return _Replay(decode(json.loads(response) if response is not None else None))
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
@@ -290,9 +293,53 @@ def _put(
     where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
 ) -> None:
     text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
+    text = _seal(status, meta[2], text)
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
     where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
+
+
+_SEAL = "b2:"  # no JSON text starts so: a response written before checksums is read as it is
+_STATUSES = ("started", "finished", "failed")
+
+
+def _checksum(status: str, request_digest: str, text: str | None) -> str:
+    body = "\x00".join((status, request_digest, text or ""))
+    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _seal(status: str, request_digest: str, text: str | None) -> str:
+    """The response column: a checksum of the entry's status, request digest and response, then the response."""
+    return f"{_SEAL}{_checksum(status, request_digest, text)}:{text or ''}"
+
+
+def _unsealed(text: str | None) -> str | None:
+    """The response inside a response column, unchecked (for listing)."""
+    if text is None or not text.startswith(_SEAL):
+        return text
+    return text[len(_SEAL) + 33 :] or None
+
+
+def _opened(status: str, request_digest: str, text: str | None, where: _Where) -> str | None:
+    """The response of an entry read back, its checksum checked (an entry written before checksums as is).
+
+    Raises:
+        CorruptCheckpointError: The entry is not what was written (its status, request digest or response
+            changed on disk): it is never replayed, and the call is never made again on its account.
+    """
+    if status in _STATUSES:
+        if text is None or not text.startswith(_SEAL):  # written before checksums
+            return text
+        inner = _unsealed(text)
+        if text == _seal(status, request_digest, inner):
+            return inner
+    thread, _, step, node, _, index = where.key
+    raise CorruptCheckpointError(
+        f"thread {thread!r}: the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; "
+        "it was not replayed",
+        hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
+        f"step with agentmap resume {thread} --from-checkpoint ID",
+    )
 
 
 def _ask(name: str, request: Any, where: _Where) -> Any:
@@ -347,6 +394,7 @@ def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
 
 def _usage(response: Any) -> dict[str, Any]:
     """The tokens and cost a model call's journaled response carries beside the reply (llm/adapter.py)."""
+    response = _unsealed(response)
     try:
         usage = json.loads(response).get("usage") if response else None
     except (ValueError, AttributeError):

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, CorruptCheckpointError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -29,12 +29,6 @@ __all__ = ["CorruptCheckpointError", "Verified", "damaged_file", "is_damage", "s
 
 _TAG = "+b2"
 _DIGEST = 16
-
-
-class CorruptCheckpointError(ConfigError):
-    """A checkpoint record does not match the checksum it was written with, or does not decode."""
-
-    default_code = "corrupt-checkpoint"
 
 
 def _digest(raw: bytes) -> bytes:

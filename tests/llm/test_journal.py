@@ -295,3 +295,26 @@ def test_a_replayed_model_call_still_reaches_a_streaming_client_as_one_chunk(tmp
     assert [c[2] for c in chunks].count(replayed[2]) == 1
     assert "".join(c[3] for c in chunks) == "paid twice"  # the calls made for real (charge 2, the answer) stream
     assert loop.counts()[0] == 1  # the replayed call was not sent again
+
+
+@pytest.mark.parametrize("damage", ["response", "digest", "status"])
+def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
+    tmp_path: Path, loop: Loop, damage: str
+) -> None:
+    import sqlite3
+
+    env = _setup(tmp_path, loop.stub)
+    _kill_at(tmp_path, env, loop, "tool2")  # model 1, charge 1 and model 2 journaled finished; charge 2 started
+    sent = len(loop.stub.requests)
+    change = {
+        "response": "response = replace(response, 'charged 1', 'charged 9')",
+        "digest": "digest = substr(digest, 2) || substr(digest, 1, 1)",
+        "status": "status = 'finishee'",
+    }[damage]
+    with sqlite3.connect(tmp_path / ".agentmap" / "runs.db") as db:
+        done = db.execute(f"UPDATE agentmap_journal SET {change} WHERE kind = 'tool' AND status = 'finished'")
+        assert done.rowcount == 1
+    code, _, err = _resume(tmp_path, env)
+    assert code == 2 and "error[corrupt-checkpoint]" in err and "call journal's entry for call 1" in err, err
+    assert "it was not replayed" in err and "--from-checkpoint" in err
+    assert _effects(tmp_path) == ["charge 1", "charge 2"] and len(loop.stub.requests) == sent  # nothing again
