@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-__all__ = ["find_executable", "require"]
+__all__ = ["find_executable", "npm_installed", "require"]
 
 
 def require(available: bool, reason: str) -> None:
@@ -34,3 +35,21 @@ def find_executable(name: str, *folders: str) -> Path | None:
             if (folder / name).is_file():
                 return folder / name
     return None
+
+
+def npm_installed(package: Path, folder: Path, what: str, files: tuple[str, ...] = ()) -> Path:
+    """`folder` holding `package`'s package.json, its lock file and `files`, with the pinned packages installed
+    by `npm ci` (skipped, or failed in CI, without Node.js and npm, or when the install fails; `what` names it)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
+    for name in ("package.json", "package-lock.json", *files):
+        shutil.copy(package / name, folder / name)
+    done = subprocess.run(
+        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    require(done.returncode == 0, f"npm ci could not install {what}: {done.stderr[-500:]}")
+    return folder

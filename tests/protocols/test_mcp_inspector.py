@@ -4,7 +4,6 @@ server, with the server's API key."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,19 +21,7 @@ KEY = "k3y-for-tests"
 @pytest.fixture(scope="session")
 def inspector(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder to run the Inspector's CLI from (its pinned packages installed by `npm ci` into tmp)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    components.require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
-    folder = tmp_path_factory.mktemp("mcp-inspector")
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(PACKAGE / name, folder / name)
-    done = subprocess.run(
-        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    components.require(done.returncode == 0, f"npm ci could not install the MCP Inspector: {done.stderr[-500:]}")
+    folder = components.npm_installed(PACKAGE, tmp_path_factory.mktemp("mcp-inspector"), "the MCP Inspector")
     # its CLI finds its own package.json relative to the working folder: run it from its build folder
     return folder / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
 

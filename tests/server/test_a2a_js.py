@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,20 +19,8 @@ CLIENT = Path(__file__).resolve().parents[1] / "js" / "a2a"
 @pytest.fixture(scope="session")
 def a2a_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client script with its pinned package installed (`npm ci` from the lock file) in a temporary folder."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    components.require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
     folder = tmp_path_factory.mktemp("js-a2a-client")
-    for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copy(CLIENT / name, folder / name)
-    done = subprocess.run(
-        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    components.require(done.returncode == 0, f"npm ci could not install @a2a-js/sdk: {done.stderr[-500:]}")
-    return folder
+    return components.npm_installed(CLIENT, folder, "@a2a-js/sdk", ("client.mjs",))
 
 
 def test_the_javascript_a2a_client_sends_streams_answers_and_looks_up(a2a_client: Path, tmp_path: Path) -> None:

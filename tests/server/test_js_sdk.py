@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,20 +18,8 @@ CLIENT = Path(__file__).resolve().parents[1] / "js" / "langgraph"
 @pytest.fixture(scope="session")
 def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client script with its pinned packages installed (`npm ci` from the lock file) in a temporary folder."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    components.require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
     folder = tmp_path_factory.mktemp("js-client")
-    for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copy(CLIENT / name, folder / name)
-    done = subprocess.run(
-        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    components.require(done.returncode == 0, f"npm ci could not install @langchain/langgraph-sdk: {done.stderr[-500:]}")
-    return folder
+    return components.npm_installed(CLIENT, folder, "@langchain/langgraph-sdk", ("client.mjs",))
 
 
 def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(node_client: Path, tmp_path: Path) -> None:
