@@ -96,7 +96,7 @@ class Verified:
         """What reading `config` raised, a damaged record (or metadata that does not decode) named."""
         if isinstance(exc, sqlite3.DatabaseError):
             return self._damaged(exc)
-        if isinstance(exc, ValueError) and not isinstance(exc, ConfigError):  # metadata that is not JSON, say
+        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # metadata that is not JSON, say
             exc = CorruptCheckpointError(f"a saved record does not decode ({type(exc).__name__}: {exc})")
         if isinstance(exc, CorruptCheckpointError) and config:
             return self._located(config, exc)
