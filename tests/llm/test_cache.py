@@ -245,3 +245,25 @@ def test_the_cache_lives_in_a_postgresql_checkpoint(tmp_path: Path, stub: OpenAI
     assert code == 0, err
     assert len(stub.requests) == 2 and document["usage"]["cache_hits"] == 2
     assert not (tmp_path / ".agentmap" / "llm_cache.db").exists()
+
+
+def test_resume_no_cache_calls_the_model(tmp_path: Path, stub: OpenAIStub) -> None:
+    stub.script(text("one"), text("two"), text("three"))
+    env = _setup(tmp_path, stub, CACHED)
+    context = json.dumps({"model": "gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0, **CACHED})
+    with (tmp_path / "two.csv").open("w", newline="") as handle:  # a person answers first, then Ask asks the model
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        writer.writerow(["g", "Hold", "human", "Go?", "", "", "q", "Ask"])
+        writer.writerow(["g", "Ask", "openai", "Answer briefly.", context, "q", "a", ""])
+
+    def resumed(thread: str, *extra: str) -> dict[str, Any]:
+        code, out, err = forked.run("run", "two.csv", "--thread", thread, "--json", cwd=tmp_path, env=env)
+        assert code == 0, err
+        code, out, err = forked.run("resume", thread, "hi", "--json", *extra, cwd=tmp_path, env=env)
+        assert code == 0, err
+        return dict(json.loads(out))
+
+    assert resumed("t1")["state"]["a"] == "one"
+    assert (resumed("t2")["state"]["a"], len(stub.requests)) == ("one", 1)  # a hit
+    assert (resumed("t3", "--no-cache")["state"]["a"], len(stub.requests)) == ("two", 2)
