@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import sys
 import threading
@@ -36,7 +37,7 @@ _PUT = (
     "response = excluded.response, stored_at = excluded.stored_at, expires_at = excluded.expires_at"
 )
 _PURGE = f"DELETE FROM {TABLE} WHERE expires_at <= ?"
-_FILES: dict[Path, tuple[sqlite3.Connection, threading.Lock]] = {}
+_FILES: dict[str, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
 _FILES_LOCK = threading.Lock()
 _logger = logging.getLogger("agentmap.llm_cache")
 Execute = Callable[[str, tuple[Any, ...]], list[Any]]
@@ -114,15 +115,17 @@ def _place() -> Execute | None:
 
 
 def _default_file() -> Execute:
-    path = DEFAULT_FILE.resolve()
+    """`.agentmap/llm_cache.db` in the working folder, one connection per folder."""
+    folder = os.getcwd()
     with _FILES_LOCK:
-        if path not in _FILES:
+        if folder not in _FILES:
+            path = Path(folder) / DEFAULT_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
-            _FILES[path] = (conn, threading.Lock())
-        conn, lock = _FILES[path]
-    return _sqlite(conn, lock, {})
+            _FILES[folder] = (conn, threading.Lock(), {})
+        conn, lock, marks = _FILES[folder]
+    return _sqlite(conn, lock, marks)
 
 
 def _sqlite(conn: sqlite3.Connection, lock: Any, marks: dict[str, Any]) -> Execute:
