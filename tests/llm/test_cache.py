@@ -21,8 +21,9 @@ from openai_stub import OpenAIStub, error, text
 
 import agentmap
 
-sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
+sys.path[:0] = [str(Path(__file__).parents[1] / "cli"), str(Path(__file__).parents[1] / "server")]
 from cli_helpers import agentmap_tty  # noqa: E402
+from server_helpers import serving  # noqa: E402
 
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Success_Next"]
 CACHED: dict[str, Any] = {"cache": {"ttl": 3600}}
@@ -267,3 +268,27 @@ def test_resume_no_cache_calls_the_model(tmp_path: Path, stub: OpenAIStub) -> No
     assert resumed("t1")["state"]["a"] == "one"
     assert (resumed("t2")["state"]["a"], len(stub.requests)) == ("one", 1)  # a hit
     assert (resumed("t3", "--no-cache")["state"]["a"], len(stub.requests)) == ("two", 2)
+
+
+@pytest.mark.slow
+def test_a_hit_streams_to_a_langgraph_sdk_client_of_agentmap_serve(
+    tmp_path: Path, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk = pytest.importorskip("langgraph_sdk")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")
+    monkeypatch.chdir(tmp_path)  # a run without a thread keeps its cache in the working folder
+    stub.script(text("one"), text("two"))
+    _setup(tmp_path, stub, CACHED)
+    checkpoint = str(tmp_path / "runs.db")
+    with serving(tmp_path / "two.csv", checkpoint=checkpoint) as url, sdk.get_sync_client(url=url, api_key=None) as c:
+        runs = []
+        for _ in range(2):
+            thread = c.threads.create()["thread_id"]  # a run on a thread: the cache is in the server's checkpoint
+            parts = list(c.runs.stream(thread, "g", input={"q": "hi"}, stream_mode="messages-tuple"))
+            runs.append([(m["content"], meta["langgraph_node"]) for m, meta in (p.data for p in parts
+                         if p.event == "messages")])  # fmt: skip
+    assert [t for t in runs[0] if t[0]] == [("one", "Ask"), ("two", "Tell")]
+    assert runs[1] == [("one", "Ask"), ("two", "Tell")]  # from the cache: one chunk a reply
+    assert len(stub.requests) == 2
+    with sqlite3.connect(checkpoint) as db:
+        assert db.execute("SELECT count(*) FROM agentmap_llm_cache").fetchone() == (2,)
