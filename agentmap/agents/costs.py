@@ -2,7 +2,7 @@
 
 The LLM adapter measures each model call it really makes (a call the journal replays costs nothing new) and
 adds it to the node's tally (`tally()`, opened by the LLM agent around its work: the node's `input_tokens`,
-`output_tokens`, `cached_tokens`, `cost`, `replayed_calls`) and to the run's meter (`Meter`, in the run's
+`output_tokens`, `cached_tokens`, `cost`, `replayed_calls`, `cache_hits`) and to the run's meter (`Meter`, in the run's
 config under `METER_KEY`: what the run spent, its budget, the models it warned about). Here because the
 agents room holds the call journal, which keeps each call's tokens and cost, and the runtime makes the meter.
 """
@@ -186,12 +186,13 @@ class Tally:
     cost: float | None = None
     calls: int = 0
     replayed: int = 0
+    cache_hits: int = 0
     unpriced: set[str] = field(default_factory=set)
 
     def metadata(self) -> dict[str, Any]:
         """What the node records (`input_tokens`, `output_tokens`, `cached_tokens`, `total_tokens`, `cost`,
-        `replayed_calls`, `unpriced_models`); nothing when it made no call."""
-        if not self.calls and not self.replayed:
+        `replayed_calls`, `cache_hits`, `unpriced_models`); nothing when it made no call."""
+        if not self.calls and not self.replayed and not self.cache_hits:
             return {}
         data: dict[str, Any] = {
             "input_tokens": self.input_tokens,
@@ -203,6 +204,8 @@ class Tally:
             data["cost"] = round(self.cost, 8)
         if self.replayed:
             data["replayed_calls"] = self.replayed
+        if self.cache_hits:
+            data["cache_hits"] = self.cache_hits
         if self.unpriced:
             data["unpriced_models"] = sorted(self.unpriced)
         return data
@@ -291,3 +294,10 @@ def replayed() -> None:
     node = _TALLY.get()
     if node is not None:
         node.replayed += 1
+
+
+def cache_hit() -> None:
+    """Count a call the LLM response cache answered: no tokens, no cost."""
+    node = _TALLY.get()
+    if node is not None:
+        node.cache_hits += 1

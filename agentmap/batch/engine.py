@@ -212,6 +212,7 @@ def batch(
     lenient: bool = False,
     on_warning: Warn | None = None,
     budget: float | None = None,
+    cache: bool = True,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -245,6 +246,8 @@ def batch(
         on_warning: Told each such warning once (default: `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
+        cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
+            (`--no-cache`; csv_specs/llm.md, "Cache").
         **compile_options: Passed to `agentmap.compile` (`success_policy`, `functions_dir`, `settings`, ...).
 
     Raises:
@@ -278,6 +281,7 @@ def batch(
         options,
         list(outputs) if outputs is not None else None,
         f"sqlite:{checkpoint}" if checkpoint is not None else None,
+        no_cache=not cache,
     )
     row_source, name = _row_source(rows, sheet, _once(on_warning or _warn) if lenient else None)
     return run_batch(

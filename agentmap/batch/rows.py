@@ -192,6 +192,7 @@ class WorkflowRecipe:
         checkpoint: A checkpointer string; each row then runs as the thread named by its id.
         state_keys: Extra state keys to keep in the schema.
         run_metadata: Metadata every row's run gets in its LangGraph config (the batch span to trace under).
+        no_cache: Every row's model calls go to the model, not to the LLM response cache (`--no-cache`).
     """
 
     source: str
@@ -200,6 +201,7 @@ class WorkflowRecipe:
     checkpoint: str | None = None
     state_keys: Sequence[str] = ()
     run_metadata: Mapping[str, Any] = field(default_factory=dict)
+    no_cache: bool = False
 
     def compile(self) -> CompiledWorkflow:
         """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
@@ -249,6 +251,8 @@ class RowRunner:
             config["configurable"] = {"thread_id": key}
         if self.meter is not None:
             config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
+        if self.recipe.no_cache:
+            config["configurable"] = {**config.get("configurable", {}), "no_cache": True}
         return config
 
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:

@@ -76,6 +76,13 @@ BudgetOption = Annotated[
         show_default=False,
     ),
 ]
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Call the model for every request, even where an LLM node's cache holds the reply (csv_specs/llm.md).",
+    ),
+]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
 ApiKeyEnvOption = Annotated[
     str | None,

@@ -36,6 +36,7 @@ def execute(
     draw: Path | None = None,
     stream: bool | None = None,
     budget: float | None = None,
+    no_cache: bool = False,
     **invoke_options: Any,
 ) -> int:
     """Run (or continue) `app` and show the outcome; shared by `agentmap run` and `agentmap resume`.
@@ -46,7 +47,8 @@ def execute(
     """
     thread = (run_config or {}).get("configurable", {}).get("thread_id")
     hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
-    view, run_config = _views(app, _with_budget(run_config, budget), json_mode=json_mode, live=live, stream=stream)
+    run_config = _with_budget(run_config, budget, no_cache)
+    view, run_config = _views(app, run_config, json_mode=json_mode, live=live, stream=stream)
     listener: Any = view.update if view is not None else None
     tracker = app.new_tracker(listener=listener)
     handlers: list[tuple[int, Any]] = []
@@ -135,12 +137,14 @@ def _views(
 _BUDGET_HINT = "run again with a higher --budget (with --thread ID, a run stopped by its budget can be resumed)"
 
 
-def _with_budget(run_config: dict[str, Any] | None, budget: float | None) -> dict[str, Any] | None:
-    """The run config with `--budget` as `configurable["budget"]`, which the runner's meter reads."""
-    if budget is None:
+def _with_budget(run_config: dict[str, Any] | None, budget: float | None, no_cache: bool) -> dict[str, Any] | None:
+    """The run config with `--budget` as `configurable["budget"]`, which the runner's meter reads, and
+    `--no-cache` as `configurable["no_cache"]`, which the LLM response cache reads."""
+    chosen = {**({"budget": budget} if budget is not None else {}), **({"no_cache": True} if no_cache else {})}
+    if not chosen:
         return run_config
     config = {**(run_config or {})}
-    config["configurable"] = {**config.get("configurable", {}), "budget": budget}
+    config["configurable"] = {**config.get("configurable", {}), **chosen}
     return config
 
 

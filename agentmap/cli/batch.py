@@ -24,6 +24,7 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     JsonOption,
+    NoCacheOption,
     WorkflowArgument,
     ensure_writable,
     load,
@@ -194,6 +195,7 @@ def batch_command(
     trace_content: bool = False,
     lenient: bool = False,
     budget: float | None = None,
+    no_cache: bool = False,
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
@@ -243,6 +245,7 @@ def batch_command(
             lenient=lenient,
             on_warning=_warn,
             budget=budget,
+            cache=not no_cache,
             **settings.compile_options(),
             **settings.policy_options(),
         )
@@ -354,6 +357,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         debug: DebugOption = False,
         budget: BudgetOption = None,
+        no_cache: NoCacheOption = False,
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
         for name, value in (("--input", input_path), ("--output", output)):
@@ -385,5 +389,6 @@ def register(app: typer.Typer) -> None:
             trace_content=trace_content,
             lenient=lenient,
             budget=budget,
+            no_cache=no_cache,
         )
         raise typer.Exit(code)

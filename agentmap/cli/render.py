@@ -210,7 +210,8 @@ def summary_table(executions: Sequence[NodeExecution], *, title: str | None = No
 
 
 def _usage_cells(meta: Mapping[str, Any]) -> tuple[str, str]:
-    """A node's tokens (`in/out`, cached ones noted) and cost cells; `replayed` for calls the journal answered."""
+    """A node's tokens (`in/out`, cached ones noted) and cost cells; `replayed` for calls the journal answered,
+    `from cache` for those the LLM response cache answered."""
     if "input_tokens" not in meta and "replayed_calls" not in meta:
         return "", ""
     tokens = f"{meta.get('input_tokens', 0)}/{meta.get('output_tokens', 0)}"
@@ -219,6 +220,8 @@ def _usage_cells(meta: Mapping[str, Any]) -> tuple[str, str]:
     cost = money(meta["cost"]) if meta.get("cost") is not None else "-"
     if meta.get("replayed_calls"):
         cost += f" [dim]({meta['replayed_calls']} replayed)[/]"
+    if meta.get("cache_hits"):
+        cost += f" [dim]({meta['cache_hits']} from cache)[/]"
     return tokens, cost
 
 
@@ -232,6 +235,8 @@ def usage_line(usage: Mapping[str, Any]) -> str:
     parts = [f"model calls: {usage.get('model_calls', 0)}"]
     if usage.get("replayed_calls"):
         parts[0] += f" ({usage['replayed_calls']} replayed, no new cost)"
+    if usage.get("cache_hits"):
+        parts[0] += f" ({usage['cache_hits']} from the cache, no cost)"
     cached = f" ({usage['cached_tokens']} cached)" if usage.get("cached_tokens") else ""
     parts.append(f"tokens: {usage.get('input_tokens', 0)} in{cached}, {usage.get('output_tokens', 0)} out")
     if usage.get("cost") is not None:

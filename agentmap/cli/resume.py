@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, StreamOption, load
+from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, NoCacheOption, StreamOption, load
 from agentmap.cli.render import OutputMode
 from agentmap.errors import ConfigError, WorkflowFileError
 
@@ -36,6 +36,7 @@ def resume_thread(
     debug: bool = False,
     stream: bool | None = None,
     budget: float | None = None,
+    no_cache: bool = False,
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -113,6 +114,7 @@ def resume_thread(
         checkpoint=checkpoint,
         stream=stream,
         budget=budget,
+        no_cache=no_cache,
         **invoke_options,
     )
 
@@ -154,6 +156,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         debug: DebugOption = False,
         budget: BudgetOption = None,
+        no_cache: NoCacheOption = False,
     ) -> None:
         """Continue a saved run: after a crash or a stop, or with the answer a paused node waits for."""
         raise typer.Exit(
@@ -170,5 +173,6 @@ def register(app: typer.Typer) -> None:
                 debug=debug,
                 stream=stream,
                 budget=budget,
+                no_cache=no_cache,
             )
         )

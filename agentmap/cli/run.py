@@ -28,6 +28,7 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     JsonOption,
+    NoCacheOption,
     StreamOption,
     WorkflowArgument,
     json_object,
@@ -98,6 +99,7 @@ def run_workflow(
     recursion_limit: int | None = None,
     stream: bool | None = None,
     budget: float | None = None,
+    no_cache: bool = False,
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -155,6 +157,7 @@ def run_workflow(
         draw=draw,
         stream=stream,
         budget=budget,
+        no_cache=no_cache,
         **invoke_options,
     )
 
@@ -268,6 +271,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         budget: BudgetOption = None,
+        no_cache: NoCacheOption = False,
     ) -> None:
         """Run a workflow: a live view of its nodes, then the execution summary and the final state."""
         code = run_workflow(
@@ -292,5 +296,6 @@ def register(app: typer.Typer) -> None:
             recursion_limit=recursion_limit,
             stream=stream,
             budget=budget,
+            no_cache=no_cache,
         )
         raise typer.Exit(code)

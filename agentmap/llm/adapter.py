@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
 from agentmap.errors import AgentMapError
+from agentmap.llm import cache
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -30,6 +31,8 @@ __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "op
 
 PRICE_KEY = "agentmap_price"
 """The call metadata key holding the model's price (input, output, cached input; USD per million tokens)."""
+CACHE_HIT_KEY = "agentmap_cache_hit"
+"""The call metadata key set on a model call the LLM response cache answered (the model span's attribute)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
 _REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
 _RATE_LIMIT_NAMES = ("ratelimit", "toomanyrequests", "resourceexhausted")
@@ -145,6 +148,8 @@ class LLMAdapter:
         timeout_seconds: Default time limit of each call; None means no limit.
         prices: The price table (`costs.price_table`); None: the default prices.
         budget: The run's budget in USD when the run itself sets none (`llm.budget`).
+        cache_ttl: Answer a repeated request from the LLM response cache for this many seconds (`llm/cache.py`);
+            None: no cache.
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -159,6 +164,7 @@ class LLMAdapter:
         timeout_seconds: float | None = None,
         prices: Mapping[str, costs.Price] | None = None,
         budget: float | None = None,
+        cache_ttl: float | None = None,
     ) -> None:
         from agentmap.llm.offline import OfflineChatModel
 
@@ -169,6 +175,7 @@ class LLMAdapter:
         free = isinstance(model, OfflineChatModel)  # the stand-in model costs nothing
         self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
         self.budget = budget
+        self.cache_ttl = cache_ttl
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
         self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
@@ -233,6 +240,9 @@ class LLMAdapter:
         measured: dict[str, Any] = {}
 
         async def call() -> AIMessage:
+            hit = self._cached(messages, request, measured)
+            if hit is not None:
+                return hit
             self._check_budget(messages)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
@@ -240,7 +250,7 @@ class LLMAdapter:
                     reply = await runnable.ainvoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._measure(self._as_ai_message(reply), measured)
+            return self._keep(request, self._measure(self._as_ai_message(reply), measured))
 
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages)
@@ -267,12 +277,15 @@ class LLMAdapter:
         measured: dict[str, Any] = {}
 
         def call() -> AIMessage:
+            hit = self._cached(messages, request, measured)
+            if hit is not None:
+                return hit
             self._check_budget(messages)
             try:
                 reply = runnable.invoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._measure(self._as_ai_message(reply), measured)
+            return self._keep(request, self._measure(self._as_ai_message(reply), measured))
 
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages)
@@ -282,19 +295,43 @@ class LLMAdapter:
             costs.replayed()
         return reply
 
-    def _replayed(self, messages: Sequence[BaseMessage]) -> Callable[[Any], AIMessage]:
-        """Decode a reply the call journal replays and tell the run's callbacks of it as a model call that
-        streamed it in one chunk: a `stream_mode="messages"` client, `agentmap run` and the server's message
-        events show a replayed reply as they show one the model sent."""
+    def _cached(self, messages: Sequence[BaseMessage], request: Any, measured: dict[str, Any]) -> AIMessage | None:
+        """The reply the LLM response cache holds for `request` (counted as a cache hit, told to the run's
+        callbacks as one streamed chunk, without tokens), or None: not cached, expired, or `--no-cache`."""
+        if self.cache_ttl is None:
+            return None
+        value = cache.lookup(self.model_name, request)
+        if value is None:
+            return None
+        costs.cache_hit()
+        measured["cache_hit"] = True  # a model call answered, with no tokens or cost: not a journal replay
+        return self._replayed(messages, hit=True)(value)
+
+    def _keep(self, request: Any, reply: AIMessage) -> AIMessage:
+        """Store a reply the model sent in the LLM response cache (when the node caches)."""
+        if self.cache_ttl is not None:
+            from langchain_core.messages import messages_to_dict
+
+            cache.store(self.model_name, request, messages_to_dict([reply])[0], self.cache_ttl)
+        return reply
+
+    def _replayed(self, messages: Sequence[BaseMessage], *, hit: bool = False) -> Callable[[Any], AIMessage]:
+        """Decode a reply the call journal replays (or, `hit`, the LLM response cache answers: without its
+        tokens) and tell the run's callbacks of it as a model call that streamed it in one chunk: a
+        `stream_mode="messages"` client, `agentmap run` and the server's message events show a replayed reply as
+        they show one the model sent; a cache hit's model span says `agentmap.cache_hit`."""
 
         def decode(value: Any) -> AIMessage:
             reply = _load(value)
+            if hit:
+                reply.usage_metadata = None
             from langchain_core.callbacks import CallbackManager
             from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
             from langchain_core.runnables.config import ensure_config
 
             config = ensure_config()
             callbacks, tags, metadata = config.get("callbacks"), config.get("tags"), config.get("metadata")
+            metadata = {**(metadata or {}), "ls_model_name": self.model_name, **({CACHE_HIT_KEY: True} if hit else {})}
             manager = CallbackManager.configure(callbacks, inheritable_tags=tags, inheritable_metadata=metadata)
             if not manager.handlers:
                 return reply

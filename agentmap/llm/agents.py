@@ -34,6 +34,7 @@ from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
+from agentmap.llm import cache
 from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
 
 if TYPE_CHECKING:
@@ -191,7 +192,10 @@ class LLMAgent(BaseAgent):
             prices = costs.price_table(llm.get("prices"))
             model = build_model(self.spec)
             budget = llm.get("budget")
-            self._adapter = LLMAdapter(model, timeout_seconds=self.spec.timeout, prices=prices, budget=budget)
+            ttl = cache.ttl_of(self.context.get("cache"), llm.get("cache"))
+            self._adapter = LLMAdapter(
+                model, timeout_seconds=self.spec.timeout, prices=prices, budget=budget, cache_ttl=ttl
+            )
         return self._adapter
 
     # -- the work ------------------------------------------------------------------------------
@@ -335,7 +339,8 @@ def _since(started: float) -> float:
 
 
 def _budget_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | None) -> list[ConfigProblem]:
-    """Context `budget` and `llm.budget` must be positive numbers of dollars; `llm.prices` must be prices."""
+    """Context `budget` and `llm.budget` must be positive numbers of dollars; `llm.prices` must be prices;
+    Context `cache` and `llm.cache` must be `{"ttl": SECONDS}` (or false)."""
     from agentmap.errors import ConfigError
 
     llm = (settings or {}).get("llm") or {}
@@ -343,6 +348,10 @@ def _budget_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | N
     for where, value in (("Context budget", context.get("budget")), ("llm.budget", llm.get("budget"))):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             problems.append(f"{where} must be a positive number of US dollars, got {value!r}")
+    for where, value in (("Context cache", context.get("cache")), ("llm.cache", llm.get("cache"))):
+        problem = cache.cache_problem(value, where)
+        if problem:
+            problems.append(problem)
     try:
         costs.price_table(llm.get("prices"))
     except ConfigError as exc:

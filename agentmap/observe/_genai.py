@@ -98,6 +98,8 @@ class GenAIHandler(BaseCallbackHandler):
             attributes["gen_ai.request.temperature"] = float(meta["ls_temperature"])
         if self.content:
             attributes["gen_ai.input.messages"] = as_json([[_message(m) for m in batch] for batch in messages])
+        if meta.get("agentmap_cache_hit"):  # answered by the LLM response cache (llm/cache.py): no tokens, no cost
+            attributes["agentmap.cache_hit"] = True
         if meta.get("agentmap_price"):  # the adapter's price of this model: the span gets the call's cost
             with self._lock:
                 self._prices[run_id] = meta["agentmap_price"]

@@ -247,6 +247,8 @@ def usage_attributes(usage: Mapping[str, Any]) -> dict[str, Any]:
         attributes["agentmap.cost_usd"] = float(usage["cost"])
     if usage.get("replayed_calls"):
         attributes["agentmap.replayed_calls"] = int(usage["replayed_calls"])
+    if usage.get("cache_hits"):
+        attributes["agentmap.cache_hits"] = int(usage["cache_hits"])
     return attributes
 
 

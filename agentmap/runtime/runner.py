@@ -35,7 +35,15 @@ if TYPE_CHECKING:
 __all__ = ["CompiledWorkflow", "RunResult", "total_usage"]
 
 
-_COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "total_tokens", "model_calls", "replayed_calls")
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "total_tokens",
+    "model_calls",
+    "replayed_calls",
+    "cache_hits",
+)
 
 
 def total_usage(executions: Sequence[NodeExecution]) -> dict[str, Any]:
@@ -97,7 +105,8 @@ class RunResult:
     def usage(self) -> dict[str, Any]:
         """The run's model calls summed over its nodes (subgraphs included): `input_tokens`, `output_tokens`,
         `cached_tokens`, `total_tokens`, `model_calls`, `replayed_calls` (answered by the call journal: no new
-        cost), `cost` (USD, present when some model has a price) and `unpriced_models`; `{}` without model calls.
+        cost), `cache_hits` (answered by the LLM response cache: no tokens, no cost), `cost` (USD, present when
+        some model has a price) and `unpriced_models`; `{}` without model calls.
         """
         return total_usage(self.summary)
 

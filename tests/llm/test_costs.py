@@ -63,7 +63,7 @@ def test_tokens_and_cost_per_node_and_per_run_in_json(tmp_path: Path, stub: Open
     assert ask["cost"] == pytest.approx((600 * 0.15 + 400 * 0.075 + 200 * 0.60) / 1e6)
     assert nodes["Tell"]["cost"] == pytest.approx(0.00036)
     assert document["usage"] == {"input_tokens": 3000, "output_tokens": 300, "cached_tokens": 400,
-                                 "total_tokens": 3300, "model_calls": 2, "replayed_calls": 0,
+                                 "total_tokens": 3300, "model_calls": 2, "replayed_calls": 0, "cache_hits": 0,
                                  "cost": pytest.approx(0.0006)}  # fmt: skip
     assert "has no price" not in err
 

@@ -1,0 +1,165 @@
+"""The LLM response cache: a model reply kept for `ttl` seconds, keyed by the digest of its request.
+
+An LLM node with Context `{"cache": {"ttl": 3600}}` (or every LLM node, with `llm.cache: {ttl: 3600}` in the
+config) answers a request it has seen (same model, messages, tools and options: the request the call journal
+digests) from the cache instead of the provider. The cache is the table `agentmap_llm_cache` of the run's
+checkpoint database (SQLite or PostgreSQL), or of `.agentmap/llm_cache.db` in the working folder when the run
+has another checkpointer or none. Only replies are stored, never errors; `--no-cache` (`configurable["no_cache"]`)
+turns it off for a run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentmap.agents.journal import digest
+
+__all__ = ["DEFAULT_FILE", "TABLE", "cache_problem", "lookup", "store", "ttl_of"]
+
+TABLE = "agentmap_llm_cache"
+DEFAULT_FILE = Path(".agentmap") / "llm_cache.db"
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (digest TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, "
+    "stored_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)"
+)
+_GET = f"SELECT response FROM {TABLE} WHERE digest = ? AND expires_at > ?"
+_PUT = (
+    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET model = excluded.model, "
+    "response = excluded.response, stored_at = excluded.stored_at, expires_at = excluded.expires_at"
+)
+_PURGE = f"DELETE FROM {TABLE} WHERE expires_at <= ?"
+_FILES: dict[str, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
+_FILES_LOCK = threading.Lock()
+_logger = logging.getLogger("agentmap.llm_cache")
+Execute = Callable[[str, tuple[Any, ...]], list[Any]]
+
+
+def cache_problem(value: Any, where: str) -> str | None:
+    """What is wrong with a `cache` setting (`where`: `Context cache` or `llm.cache`); None when it is good.
+
+    Good: absent, `false` (off), or an object `{"ttl": SECONDS}` with a positive number of seconds.
+    """
+    if value is None or value is False:
+        return None
+    if not isinstance(value, Mapping):
+        return f'{where} must be an object such as {{"ttl": 3600}} (or false), got {value!r}'
+    unknown = sorted(set(value) - {"ttl"})
+    if unknown:
+        return f'{where} takes only "ttl" (seconds), not {", ".join(map(repr, unknown))}'
+    ttl = value.get("ttl")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+        return f'{where} "ttl" must be a positive number of seconds, got {ttl!r}'
+    return None
+
+
+def ttl_of(context_value: Any, config_value: Any) -> float | None:
+    """The node's cache lifetime in seconds: its Context `cache`, else `llm.cache`; None when not cached."""
+    chosen = config_value if context_value is None else context_value
+    if isinstance(chosen, Mapping) and isinstance(chosen.get("ttl"), (int, float)):
+        return float(chosen["ttl"])
+    return None
+
+
+def lookup(model: str, request: Any) -> Any | None:
+    """The stored reply to `request` (as JSON values) while it is fresh; None on a miss or with `--no-cache`."""
+    try:
+        execute = _place()
+        rows = [] if execute is None else execute(_GET, (_key(model, request), time.time()))
+        return json.loads(rows[0][0]) if rows else None
+    except Exception as exc:  # a cache that cannot be read is a miss, not a failed node
+        _logger.warning("the LLM cache could not be read (%s: %s); calling the model", type(exc).__name__, exc)
+        return None
+
+
+def store(model: str, request: Any, response: Any, ttl: float) -> None:
+    """Keep `response` (JSON values) as the reply to `request` for `ttl` seconds (expired entries are dropped)."""
+    now = time.time()
+    text = json.dumps(response, ensure_ascii=False, default=str)
+    try:
+        execute = _place()
+        if execute is not None:
+            execute(_PURGE, (now,))
+            execute(_PUT, (_key(model, request), model, text, now, now + ttl))
+    except Exception as exc:  # the reply was paid for: keep it for the run even when it cannot be kept here
+        _logger.warning("the LLM cache could not be written (%s: %s)", type(exc).__name__, exc)
+
+
+def _key(model: str, request: Any) -> str:
+    return digest({"cache": model, "request": request})
+
+
+def _place() -> Execute | None:
+    """How to run SQL on this run's cache: the checkpoint's database, else the default file; None when the run
+    turned the cache off (`--no-cache`)."""
+    config_module = sys.modules.get("langchain_core.runnables.config")
+    config = (config_module.var_child_runnable_config.get() if config_module else None) or {}
+    configurable = config.get("configurable") or {}
+    if configurable.get("no_cache"):
+        return None
+    saver: Any = configurable.get("__pregel_checkpointer")
+    names = {c.__name__ for c in type(saver).__mro__}
+    if "SqliteSaver" in names:
+        return _sqlite(saver.conn, saver.lock, saver.__dict__)
+    if "PostgresSaver" in names:
+        return _postgres(saver)
+    return _default_file()
+
+
+def _default_file() -> Execute:
+    """`.agentmap/llm_cache.db` in the working folder, one connection per folder."""
+    folder = os.getcwd()
+    with _FILES_LOCK:
+        if folder not in _FILES:
+            path = Path(folder) / DEFAULT_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            _FILES[folder] = (conn, threading.Lock(), {})
+        conn, lock, marks = _FILES[folder]
+    return _sqlite(conn, lock, marks)
+
+
+def _sqlite(conn: sqlite3.Connection, lock: Any, marks: dict[str, Any]) -> Execute:
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with lock:
+            if not marks.get("_agentmap_llm_cache"):
+                conn.execute(_CREATE)
+                marks["_agentmap_llm_cache"] = True
+            try:
+                rows = list(conn.execute(sql, params))
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+        return rows
+
+    return execute
+
+
+def _postgres(saver: Any) -> Execute:
+    import psycopg
+    from langgraph.checkpoint.postgres import _internal
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with saver.lock, _internal.get_connection(saver.conn) as conn:
+            if not saver.__dict__.get("_agentmap_llm_cache"):
+                try:
+                    conn.execute(_CREATE)
+                except psycopg.errors.UniqueViolation:  # made by another process at the same moment
+                    conn.rollback()
+                saver.__dict__["_agentmap_llm_cache"] = True
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(sql.replace("?", "%s"), params)
+                rows = cur.fetchall() if cur.description else []
+        return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in rows]
+
+    return execute
