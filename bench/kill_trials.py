@@ -5,7 +5,7 @@ OpenAI-compatible server that records every request and answers after `--latency
 `tool` node whose tool is not idempotent (it appends `charge` to a file, then takes `--latency` seconds to
 report back). Each trial kills the command with SIGKILL at a random moment of its run, then runs
 `agentmap resume` until the thread is done, answering a question about a call in doubt as a person would, by
-looking at the file (`done` when the charge is there, `fail` when not).
+looking at the file (`done` when the charge is there, `retry` when not: the charge is still wanted).
 
 Counted over all trials (the targets are 0):
 * requests repeated: a model request sent again although it was not the one in flight at the kill;
@@ -96,7 +96,7 @@ def _trial(stub: Any, rng: random.Random, latency: float, full: float) -> dict[s
             if document.get("status") == "paused":
                 asked = True
                 took = (folder / "effects").exists() and "charge" in (folder / "effects").read_text()
-                _, document, err = _command(folder, env, "resume", "t", "done" if took else "fail")
+                _, document, err = _command(folder, env, "resume", "t", "done" if took else "retry")
             if document.get("status") == "done" or "nothing-to-resume" in err:
                 break
         sent = [json.dumps(r["messages"], sort_keys=True) for r in stub.requests[first:]]
