@@ -25,7 +25,8 @@ from typing import Any
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.server._encode import dumps
 from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
-from agentmap.server._store import UNFINISHED, Store, now, public_run
+from agentmap.server._store import UNFINISHED, Store, public_run
+from agentmap.server._store_base import now
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
