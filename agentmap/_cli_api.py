@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
     from agentmap.observe.eject import eject
     from agentmap.observe.tracing import flush_traces
-    from agentmap.protocols.mcp import serve_stdio
+    from agentmap.protocols.mcp_stdio import serve_stdio
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.inputs import missing_state
@@ -180,7 +180,7 @@ _HOMES = {
     "dumps": "agentmap.llm.decision_log",
     "eject": "agentmap.observe.eject",
     "flush_traces": "agentmap.observe.tracing",
-    "serve_stdio": "agentmap.protocols.mcp",
+    "serve_stdio": "agentmap.protocols.mcp_stdio",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
