@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     )
     from agentmap.runtime.api import compile, load, run, validate
     from agentmap.runtime.checkpoint import async_checkpointer, checkpointer, item_store
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.threads import ThreadInfo, threads
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
@@ -90,7 +91,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
 
 _HOMES = {
     "CompiledWorkflow": "agentmap.runtime.runner",
-    "RunResult": "agentmap.runtime.runner",
+    "RunResult": "agentmap.runtime.results",
     "compile": "agentmap.runtime.api",
     "load": "agentmap.runtime.api",
     "run": "agentmap.runtime.api",

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentmap.runtime.runner import total_usage
+from agentmap.runtime.results import total_usage
 from agentmap.server._encode import jsonable
 from agentmap.server._store_base import now
 
