@@ -37,7 +37,8 @@ if TYPE_CHECKING:
         WorkflowValidationError,
     )
     from agentmap.runtime.api import compile, load, run, validate
-    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer, item_store
+    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
+    from agentmap.runtime.items import item_store
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.threads import ThreadInfo, threads
@@ -119,7 +120,7 @@ _HOMES = {
     "ThreadInfo": "agentmap.runtime.threads",
     "async_checkpointer": "agentmap.runtime.checkpoint",
     "checkpointer": "agentmap.runtime.checkpoint",
-    "item_store": "agentmap.runtime.checkpoint",
+    "item_store": "agentmap.runtime.items",
     "threads": "agentmap.runtime.threads",
     "BatchResult": "agentmap.batch",
     "batch": "agentmap.batch",

@@ -38,7 +38,6 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
-    "item_store",
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
@@ -338,66 +337,3 @@ def _redact(url: str) -> str:
         return url
     scheme, _, credentials = head.partition("//")
     return f"{scheme}//{credentials.split(':', 1)[0]}:***@{tail}"
-
-
-def item_store(value: str | None = None, *, lazy: bool = False) -> Any:
-    """The LangGraph store kept beside the checkpoints of `value`: memory that outlives a thread.
-
-    The same `value` as `checkpointer`: `"memory"` an in-memory store, a SQLite file a store in that file
-    (its own tables), a `postgresql://` URL a store in that database (the process's pool). Nodes reach it as
-    LangGraph's `get_store()`; `agentmap serve` offers it as the `/store` endpoints.
-
-    With `lazy`, nothing is opened until a node first uses the store (a run whose nodes never do pays nothing).
-
-    Raises:
-        ConfigError: As `checkpointer`.
-    """
-    if lazy:
-        return _opened_on_first_use(value)
-    target = checkpoint_target(value)
-    if target.strip().lower() == "memory":
-        from langgraph.store.memory import InMemoryStore
-
-        return InMemoryStore()
-    if target.startswith(_POSTGRES):
-        return _postgres_store(target)
-    return _sqlite_store(sqlite_path(target) or Path(target))
-
-
-def _opened_on_first_use(value: str | None) -> Any:
-    from langgraph.store.base import BaseStore
-
-    class OpenedOnFirstUse(BaseStore):
-        """`item_store(value)`, opened by the first operation."""
-
-        def __init__(self) -> None:
-            self._store: Any = None
-            self._lock = threading.Lock()
-
-        def _opened(self) -> Any:
-            with self._lock:
-                if self._store is None:
-                    self._store = item_store(value)
-                return self._store
-
-        def batch(self, ops: Any) -> Any:
-            return self._opened().batch(ops)
-
-        async def abatch(self, ops: Any) -> Any:
-            return await self._opened().abatch(ops)
-
-    return OpenedOnFirstUse()
-
-
-def _sqlite_store(path: Path) -> Any:
-    _need("langgraph.store.sqlite", "sqlite")
-    from langgraph.store.sqlite import SqliteStore
-
-    return _on_sqlite(path, "the store in", SqliteStore, autocommit=True)
-
-
-def _postgres_store(url: str) -> Any:
-    _need("langgraph.store.postgres", "postgres")
-    from langgraph.store.postgres import PostgresStore
-
-    return _on_postgres(url, "store", PostgresStore)
