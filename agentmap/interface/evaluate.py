@@ -17,9 +17,9 @@ from agentmap.contracts.conversation import Turn
 from agentmap.errors import AgentMapError, Location
 from agentmap.interface import detect
 from agentmap.interface.checks import Step, check_state, match_trajectory, parse_trajectory
-from agentmap.interface.eval_runner import run_record_path
 from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
+from agentmap.interface.run_record import run_record_path
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 from agentmap.interface.scores import EvalReport, Finding, Judge, JudgeScore, RunScore, summarize
 
