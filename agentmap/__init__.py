@@ -37,8 +37,10 @@ if TYPE_CHECKING:
         WorkflowValidationError,
     )
     from agentmap.runtime.api import compile, load, run, validate
-    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer, item_store
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
+    from agentmap.runtime.items import item_store
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.threads import ThreadInfo, threads
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Workflow
@@ -90,7 +92,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
 
 _HOMES = {
     "CompiledWorkflow": "agentmap.runtime.runner",
-    "RunResult": "agentmap.runtime.runner",
+    "RunResult": "agentmap.runtime.results",
     "compile": "agentmap.runtime.api",
     "load": "agentmap.runtime.api",
     "run": "agentmap.runtime.api",
@@ -118,7 +120,7 @@ _HOMES = {
     "ThreadInfo": "agentmap.runtime.threads",
     "async_checkpointer": "agentmap.runtime.checkpoint",
     "checkpointer": "agentmap.runtime.checkpoint",
-    "item_store": "agentmap.runtime.checkpoint",
+    "item_store": "agentmap.runtime.items",
     "threads": "agentmap.runtime.threads",
     "BatchResult": "agentmap.batch",
     "batch": "agentmap.batch",

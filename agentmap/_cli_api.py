@@ -29,14 +29,15 @@ if TYPE_CHECKING:
     from agentmap.interface.compare import EvalDiff, describe, diff_reports, junit_xml
     from agentmap.interface.diff_report import diff_html
     from agentmap.interface.eval_runner import EvalRunSummary, run_eval
-    from agentmap.interface.evaluate import EvalReport, score_logs
+    from agentmap.interface.evaluate import score_logs
     from agentmap.interface.judge import load_rubric, make_llm_judge
     from agentmap.interface.report import render_table, report_html
     from agentmap.interface.scenarios import load_scenarios
+    from agentmap.interface.scores import EvalReport
     from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path, dumps
     from agentmap.observe.eject import eject
     from agentmap.observe.tracing import flush_traces
-    from agentmap.protocols.mcp import serve_stdio
+    from agentmap.protocols.mcp_stdio import serve_stdio
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.inputs import missing_state
@@ -164,7 +165,7 @@ _HOMES = {
     "diff_html": "agentmap.interface.diff_report",
     "diff_reports": "agentmap.interface.compare",
     "junit_xml": "agentmap.interface.compare",
-    "EvalReport": "agentmap.interface.evaluate",
+    "EvalReport": "agentmap.interface.scores",
     "EvalRunSummary": "agentmap.interface.eval_runner",
     "load_rubric": "agentmap.interface.judge",
     "load_scenarios": "agentmap.interface.scenarios",
@@ -179,7 +180,7 @@ _HOMES = {
     "dumps": "agentmap.llm.decision_log",
     "eject": "agentmap.observe.eject",
     "flush_traces": "agentmap.observe.tracing",
-    "serve_stdio": "agentmap.protocols.mcp",
+    "serve_stdio": "agentmap.protocols.mcp_stdio",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

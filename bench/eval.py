@@ -30,10 +30,11 @@ from typing import Any
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
 from agentmap.interface.agent import agent_for
 from agentmap.interface.eval_runner import run_eval
-from agentmap.interface.evaluate import EvalReport, RunScore, _summarize, score_logs
+from agentmap.interface.evaluate import score_logs
 from agentmap.interface.logs import format_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, write_manifest
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
+from agentmap.interface.scores import EvalReport, RunScore, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "graphs" / "llm_offline.csv"
@@ -190,7 +191,7 @@ def bench_coverage(evaluations: int = 1000, k: int = 8, seed: int = 27) -> float
         rate = rng.random()
         report = EvalReport(logs_dir="synthetic")
         report.runs = [RunScore(log=f"t{t}", scenario="s", run=t, passed=rng.random() < rate) for t in range(1, k + 1)]
-        _summarize(report, ["s"])
+        summarize(report, ["s"])
         [scenario] = report.scenarios
         holds = {j: low <= rate**j <= high for j, (low, high) in scenario.intervals.items()}
         covered += all(holds.values())

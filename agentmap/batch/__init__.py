@@ -17,7 +17,8 @@ import sys
 import types
 from typing import Any
 
-from agentmap.batch.engine import BatchInterrupted, BatchResult, batch, parse_rate, run_batch
+from agentmap.batch.engine import batch, parse_rate, run_batch
+from agentmap.batch.results import BatchInterrupted, BatchResult
 from agentmap.batch.rows import RowResult
 
 __all__ = ["BatchInterrupted", "BatchResult", "RowResult", "batch", "parse_rate", "run_batch"]

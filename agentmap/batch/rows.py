@@ -19,7 +19,8 @@ from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = [
     "BATCH_COMPILE_DEFAULTS",

@@ -34,7 +34,7 @@ from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.batch.engine import BatchResult
+    from agentmap.batch.results import BatchResult
     from agentmap.batch.rows import RowResult
 
 __all__ = ["register"]
@@ -212,7 +212,8 @@ def batch_command(
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
-    from agentmap.batch.engine import BatchInterrupted, BatchOverBudget, batch
+    from agentmap.batch.engine import batch
+    from agentmap.batch.results import BatchInterrupted, BatchOverBudget
     from agentmap.batch.resume import partial_path
 
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()

@@ -6,7 +6,7 @@ run has its log, whatever the agent answered (an agent error or a timeout is rec
 fails at scoring). Running it again into the same folder skips the runs whose log is complete, except runs that
 ended in agent_error or timeout, which run again (the failure may have been passing).
 
-`eval score LOGS_DIR` scores the logs: exit 0 when every run passes, 1 when some fail.
+`eval score LOGS_DIR` scores the logs (agentmap/cli/eval_score.py): exit 0 when every run passes, 1 when some fail.
 
 `eval diff BASE_DIR NEW_DIR` compares two scored folders (agentmap/cli/eval_diff.py): exit 1 on a regression.
 
@@ -21,31 +21,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, cannot_write, ensure_writable, load
+from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, ensure_writable, load
 from agentmap.cli.chat import AgentConfigOption, MemoryOption
-from agentmap.cli.eval_diff import check_logs_dir, diff_folders
+from agentmap.cli.eval_diff import diff_folders
+from agentmap.cli.eval_score import SCENARIOS_HINT, existing_file, score_folder
 from agentmap.cli.render import OutputMode
-from agentmap.errors import ConfigError, Location, WorkflowFileError
+from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap._cli_api import EvalReport, EvalRunSummary
+    from agentmap._cli_api import EvalRunSummary
 
-__all__ = ["register", "run_scenarios", "score_folder"]
+__all__ = ["register", "run_scenarios"]
 
 _DEFAULT_OUT = Path("eval_logs")
-
-
-def _existing_file(path: Path, what: str, hint: str) -> None:
-    if not path.is_file():
-        state = "is a folder" if path.is_dir() else "does not exist"
-        raise WorkflowFileError(
-            f"the {what} {state}", code="file-not-found", location=Location(file=str(path)), hint=hint
-        )
-
-
-_SCENARIOS_HINT = (
-    "pass a .csv, .xlsx or .jsonl with columns scenario, turn, user_message (or goal) (see csv_specs/evaluation.md)"
-)
 
 
 def run_scenarios(
@@ -82,7 +70,7 @@ def run_scenarios(
         )
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout:g}", code="usage")
-    _existing_file(scenarios, "scenarios file", _SCENARIOS_HINT)
+    existing_file(scenarios, "scenarios file", SCENARIOS_HINT)
     from agentmap._cli_api import load_scenarios
 
     names = {s.name for s in load_scenarios(scenarios)}  # mistakes in the file stop before the agent loads
@@ -92,7 +80,7 @@ def run_scenarios(
 
     call_config = read_agent_config(agent_config)
     if workflow is not None:
-        _existing_file(
+        existing_file(
             Path(workflow.partition("::")[0]), "workflow", "pass a workflow file, e.g. graphs/llm_offline.csv"
         )
         from agentmap._cli_api import agent_for
@@ -164,109 +152,6 @@ def _print_run(summary: EvalRunSummary, scenarios: int, json_output: bool) -> No
     ]
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
-
-
-def score_folder(
-    logs_dir: Path,
-    *,
-    expectations: Path | None = None,
-    json_output: bool = False,
-    report: Path | None = None,
-    judge: str | None = None,
-    rubric: Path | None = None,
-    judge_threshold: int | None = None,
-    config: Path | None = None,
-    debug: bool = False,
-) -> int:
-    """The `eval score` command: returns 0 when every run passes, 1 when some fail.
-
-    Raises:
-        ConfigError: `--rubric` or `--judge-threshold` without `--judge`, or a judge that cannot be built.
-        WorkflowFileError: The logs folder or the expectations file does not exist, or the folder has no logs.
-    """
-    OutputMode.json = json_output
-    if judge is None and (rubric is not None or judge_threshold is not None):
-        options = (("--rubric", rubric), ("--judge-threshold", judge_threshold))
-        given = [name for name, value in options if value is not None]
-        raise ConfigError(
-            f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to the LLM judge, which is off",
-            code="usage",
-            hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
-        )
-    if logs_dir.is_file() and logs_dir.suffix.lower() in _BATCH_OUTPUTS:
-        return _score_batch(logs_dir, expectations, judge, json_output, report)
-    check_logs_dir(logs_dir)
-    if expectations is not None:
-        _existing_file(expectations, "expectations file", _SCENARIOS_HINT)
-    scorer = None
-    if judge is not None:
-        settings = load(config, debug)
-        from agentmap._cli_api import load_rubric, make_llm_judge
-
-        criteria = load_rubric(rubric) if rubric is not None else None
-        threshold = 3 if judge_threshold is None else judge_threshold
-        scorer = make_llm_judge(judge, rubric=criteria, threshold=threshold, settings=settings.agent_settings())
-    from agentmap._cli_api import score_logs
-
-    result = score_logs(logs_dir, expectations=expectations, judge=scorer)
-    code = 0 if result.passed == len(result.runs) else 1
-    if report is not None:
-        _write_report(result, report)
-    _print_score(result, code, report, json_output)
-    return code
-
-
-_BATCH_OUTPUTS = (".csv", ".jsonl", ".ndjson", ".parquet", ".xlsx")
-
-
-def _score_batch(
-    table: Path, expectations: Path | None, judge: str | None, json_output: bool, report: Path | None
-) -> int:
-    """`eval score RESULTS.csv`: the rows of an `agentmap batch` output, scored by the same checks."""
-    if expectations is not None or judge is not None:
-        raise ConfigError(
-            f"{'--expectations' if expectations is not None else '--judge'} does not apply to a batch output",
-            code="usage",
-            hint="a batch output carries its expected columns in its rows; score a logs folder for these options",
-        )
-    from agentmap._cli_api import score_batch_output
-
-    result = score_batch_output(table)
-    code = 0 if result.passed == len(result.runs) else 1
-    if report is not None:
-        _write_report(result, report)
-    _print_score(result, code, report, json_output)
-    return code
-
-
-def _write_report(result: EvalReport, path: Path) -> None:
-    from agentmap._cli_api import report_html
-
-    ensure_writable(path, "the HTML report")
-    try:
-        path.write_text(report_html(result), encoding="utf-8")
-    except OSError as exc:
-        raise cannot_write(path, "the HTML report", exc) from None
-
-
-def _print_score(result: EvalReport, code: int, report: Path | None, json_output: bool) -> None:
-    if json_output:
-        from agentmap.cli.render import dump_json
-
-        document = {**result.to_dict(), "exit_code": code}
-        if report is not None:
-            document["report"] = str(report)
-        dump_json(document)
-        return
-    from agentmap._cli_api import render_table
-    from agentmap.cli.render import console
-
-    out = console()
-    render_table(result, console=out)
-    verdict = "every run passed" if code == 0 else f"{len(result.runs) - result.passed} failed"
-    out.print(f"{result.passed} of {len(result.runs)} runs passed ({verdict})", highlight=False, markup=False)
-    if report is not None:
-        out.print(f"HTML report written to {report}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

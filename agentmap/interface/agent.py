@@ -33,7 +33,8 @@ from agentmap.interface.history import parse_chat_history
 from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = [
     "ACTIVE_AGENT_ENV",

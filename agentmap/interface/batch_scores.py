@@ -20,7 +20,7 @@ from typing import Any
 from agentmap.batch.tables import FORMATS, read_rows
 from agentmap.errors import ConfigError, ErrorCode, Location
 from agentmap.interface.checks import ExpressionError, check_state, parse_condition
-from agentmap.interface.evaluate import EvalReport, Finding, RunScore, _summarize
+from agentmap.interface.scores import EvalReport, Finding, RunScore, summarize
 
 __all__ = ["BATCH_OUTPUT_SUFFIXES", "score_batch_output"]
 
@@ -74,7 +74,7 @@ def score_batch_output(path: str | os.PathLike[str]) -> EvalReport:
             f"{', '.join(sorted(unchecked))} not checked on a batch output (it has no conversation or trajectory): "
             "run the rows as scenarios with `agentmap eval run` for those"
         )
-    _summarize(report, list(trials))
+    summarize(report, list(trials))
     return report
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
 from agentmap.interface.agent import agent_for, load_active_agent
-from agentmap.interface.eval_runner import agent_error_text, as_async_agent, reply_text
+from agentmap.interface.agent_calls import agent_error_text, as_async_agent, reply_text
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import write_log
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
-from agentmap.interface.evaluate import INTERVAL_METHOD, EvalReport, ScenarioScore
+from agentmap.interface.scores import INTERVAL_METHOD, EvalReport, ScenarioScore
 
 __all__ = ["EvalDiff", "ScenarioChange", "describe", "diff_reports", "junit_xml"]
 

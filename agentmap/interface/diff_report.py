@@ -14,9 +14,9 @@ import os
 from typing import Any
 
 from agentmap.interface.compare import EvalDiff, ScenarioChange, describe
-from agentmap.interface.eval_runner import run_record_path
-from agentmap.interface.evaluate import EvalReport, RunScore
 from agentmap.interface.report import _conversation
+from agentmap.interface.run_record import run_record_path
+from agentmap.interface.scores import EvalReport, RunScore
 
 __all__ = ["diff_html"]
 

@@ -10,12 +10,10 @@ unless that run failed (`agent_error`, `timeout`).
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,37 +21,24 @@ from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
 from agentmap.errors import ConfigError
+from agentmap.interface.agent_calls import RunAgent, agent_error_text, as_async_agent, describe_error, reply_text
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import LogFormatError, read_log, write_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
+from agentmap.interface.run_record import RunRecord, run_record_path
 from agentmap.interface.scenarios import Scenario, load_scenarios
 from agentmap.interface.simulated_user import make_player, stop_reached
 
 __all__ = [
     "RETRIED_STOP_REASONS",
-    "RUN_RECORD_SUFFIX",
     "EvalRunSummary",
-    "RunAgent",
     "RunOutcome",
-    "agent_error_text",
-    "as_async_agent",
-    "reply_text",
     "run_eval",
-    "run_record_path",
 ]
 
 RETRIED_STOP_REASONS = frozenset({StopReason.AGENT_ERROR, StopReason.TIMEOUT})
 """Stop reasons a resumed run does again: the failure may be transient (a provider down, a slow reply).
 `missing_input` is kept: the scenario has no message to send, so running it again cannot help."""
-
-RUN_RECORD_SUFFIX = ".run.json"
-"""Beside each log, `<log stem>.run.json` keeps the run's final state, nodes and tool calls (from a workflow
-agent's `state`, `nodes` and `traces`), for `expected_state` and `expected_trajectory`; the log stays as is."""
-
-RunAgent = Callable[..., Awaitable[Any]]
-"""`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
-
-_ERROR_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -97,36 +82,6 @@ class EvalRunSummary:
             key = "skipped" if outcome.skipped else outcome.stop_reason
             counts[key] = counts.get(key, 0) + 1
         return counts
-
-
-def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
-    """Return `agent` as a coroutine function; a plain function runs in a worker thread."""
-    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
-        return agent
-
-    async def _threaded(*args: Any, **kwargs: Any) -> Any:
-        result = await asyncio.to_thread(agent, *args, **kwargs)
-        return await result if inspect.isawaitable(result) else result
-
-    return _threaded
-
-
-def agent_error_text(exc: BaseException) -> str:
-    """The short, one-line error turn written when the agent raised `exc`."""
-    return f"Error: the agent failed ({_describe(exc)})."
-
-
-def _describe(exc: BaseException) -> str:
-    detail = (str(exc).strip().splitlines() or [""])[0][:_ERROR_LIMIT]
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-
-
-def reply_text(result: Any) -> str | None:
-    """Return the reply text of an agent's result: a string, or the `content` of a mapping or object."""
-    if isinstance(result, str):
-        return result
-    content = result.get("content") if isinstance(result, Mapping) else getattr(result, "content", None)
-    return content if isinstance(content, str) else None
 
 
 async def run_eval(
@@ -272,7 +227,7 @@ async def _run_one(
     turns: list[Turn] = []
     history: list[tuple[str, str]] = []
     reason: str | None = None
-    record = _RunRecord()
+    record = RunRecord()
     for step in scenario.turns[:limit]:
         turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
         if not step.message.strip():  # logged as is, so the turns still alternate (seed 000, 6.3)
@@ -303,7 +258,7 @@ def _finish(
     turns: list[Turn],
     max_turns: int,
     reason: str,
-    record: _RunRecord,
+    record: RunRecord,
 ) -> RunOutcome:
     """Write the run's log and run record."""
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
@@ -327,14 +282,14 @@ async def _run_simulated(
     turns: list[Turn] = []
     history: list[tuple[str, str]] = []
     goal: dict[str, Any] = {"reached": False, "user_turns": 0, "max_turns": limit}
-    record = _RunRecord(goal=goal)
+    record = RunRecord(goal=goal)
     reason: str = StopReason.MAX_TURNS
     while len(history) // 2 < limit:
         try:
             message = opening if not history and opening.strip() else await player.next_message(history)
         except Exception as exc:
             turns.append(Turn(role="user", timestamp=datetime.now(), text="(the simulated user sent no message)"))
-            turns.append(_assistant(f"Error: the simulated user failed ({_describe(exc)})."))
+            turns.append(_assistant(f"Error: the simulated user failed ({describe_error(exc)})."))
             reason = StopReason.AGENT_ERROR
             break
         if message is None or not message.strip():
@@ -365,7 +320,7 @@ async def _run_simulated(
 
 
 async def _ask(
-    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings, record: _RunRecord
+    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings, record: RunRecord
 ) -> tuple[tuple[str, str] | None, str | None]:
     """Call the agent once; return `((stop_reason, error text), None)` or `(None, reply)`."""
     chat_history = format_chat_history(history) if history else None
@@ -386,39 +341,6 @@ async def _ask(
     if not text.strip():
         return (StopReason.AGENT_ERROR, "Error: the agent returned an empty reply."), None
     return None, text
-
-
-def run_record_path(log: str | os.PathLike[str]) -> Path:
-    """The file beside a log that keeps what the run did: `<log stem>.run.json`."""
-    path = Path(log)
-    return path.with_name(f"{path.stem}{RUN_RECORD_SUFFIX}")
-
-
-@dataclass
-class _RunRecord:
-    """What a run did beyond its words, from the agent's output extras: the final state, nodes, tool calls."""
-
-    state: dict[str, Any] | None = None
-    nodes: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    goal: dict[str, Any] | None = None
-
-    def add(self, result: Any) -> None:
-        if not isinstance(result, Mapping):
-            return
-        if isinstance(result.get("state"), Mapping):
-            self.state = dict(result["state"])
-        self.nodes += [str(n) for n in result.get("nodes") or () if isinstance(n, str)]
-        for trace in result.get("traces") or ():
-            if isinstance(trace, Mapping) and isinstance(trace.get("tool"), str):
-                args = trace.get("args")
-                self.tool_calls.append({"tool": trace["tool"], "args": dict(args) if isinstance(args, Mapping) else {}})
-
-    def write(self, path: Path) -> None:
-        data: dict[str, Any] = {"state": self.state, "nodes": self.nodes, "tool_calls": self.tool_calls}
-        if self.goal is not None:
-            data["goal"] = self.goal
-        path.write_text(json.dumps(data, ensure_ascii=False, default=str, indent=1), encoding="utf-8")
 
 
 def _assistant(text: str) -> Turn:

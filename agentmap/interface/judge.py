@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError, Location
-from agentmap.interface.evaluate import Finding, Judge, JudgeScore
+from agentmap.interface.scores import Finding, Judge, JudgeScore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -7,7 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from agentmap.interface.evaluate import EvalReport, RunScore, ScenarioScore
+from agentmap.interface.scores import EvalReport, RunScore, ScenarioScore
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -18,7 +18,8 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import NodeExecution
 
 __all__ = ["draw_graph", "draw_run", "to_png"]

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from agentmap.observe.draw import _COLOURS, _duration, _mark_run, _model, draw_run, to_png
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = ["run_bundle", "save", "to_dot"]
 

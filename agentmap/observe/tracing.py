@@ -26,7 +26,8 @@ from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
 from agentmap.runtime.events import RunEnd, RunInfo
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import NodeExecution
     from agentmap.spec.models import GraphSpec
 

@@ -25,10 +25,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from agentmap.errors import AgentMapError
-from agentmap.protocols._tools import check_arguments, describe, input_schema, reply
+from agentmap.protocols._tools import describe, reply
+from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, input_keys, run_input
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 from agentmap.server._run_start import start_run
-from agentmap.spec.validation import SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -121,7 +121,7 @@ def _handler(assistant: Assistant, tasks: Any) -> Any:
             return
         task = await tasks.get(params.message.task_id, context)
         if task is not None and task.status.HasField("message"):
-            _check_answer(task.status.message, params.message)
+            check_answer_fits(task.status.message, params.message)
 
     class Handler(DefaultRequestHandler):
         async def on_message_send(self, params: Any, context: Any) -> Any:
@@ -150,7 +150,7 @@ def _card(assistant: Assistant, url: str, keyed: bool) -> Any:
     )
     from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
 
-    keys = _input_keys(assistant)
+    keys = input_keys(assistant)
     how = (
         f"Send the input key {keys[0]!r} as text, or a data part with the state."
         if len(keys) == 1
@@ -186,87 +186,6 @@ def _card(assistant: Assistant, url: str, keyed: bool) -> Any:
         requirement.schemes["apiKey"]  # a map of messages: reading a key adds it
         card.security_requirements.append(requirement)
     return card
-
-
-def _input_keys(assistant: Assistant) -> list[str]:
-    return [k for k in assistant.input_keys if k not in SYSTEM_KEYS]
-
-
-def _plain(value: Any) -> Any:
-    """A data part's value with whole floats made ints again (the SDK carries every number as a double)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _parts(message: Any) -> tuple[list[Any], list[str]]:
-    from a2a.helpers import get_data_parts, get_text_parts
-
-    return [_plain(d) for d in get_data_parts(message.parts)], get_text_parts(message.parts)
-
-
-def run_input(assistant: Assistant, message: Any) -> dict[str, Any]:
-    """A message's parts as the graph's input: a data part is the state, a text part the single input key.
-
-    Raises:
-        InvalidParamsError: Neither fits (the error names the keys expected), or an argument has the wrong type.
-    """
-    from a2a.utils.errors import InvalidParamsError
-
-    data, texts = _parts(message)
-    keys = _input_keys(assistant)
-    schema = input_schema(assistant)
-    if data:
-        state: dict[str, Any] = {}
-        for value in data:
-            if not isinstance(value, Mapping):
-                raise InvalidParamsError(
-                    f"graph {assistant.graph_id!r}: message.parts: a data part must be an object of state keys, "
-                    f"not {type(value).__name__}; keys: {', '.join(keys) or 'none'}"
-                )
-            state.update(value)
-    elif len(keys) == 1 and texts:
-        state = {keys[0]: "\n".join(texts)}
-    elif keys:
-        raise InvalidParamsError(
-            f"graph {assistant.graph_id!r} takes {len(keys)} input keys ({', '.join(keys)}): send them as a data part "
-            + json.dumps({k: "..." for k in keys})
-        )
-    else:
-        state = {}
-    try:
-        return check_arguments(assistant.graph_id, schema, state)
-    except AgentMapError as err:
-        raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
-
-
-def _check_answer(asked: Any, message: Any) -> None:
-    """Refuse an answer that does not fit the question a paused task's status message holds.
-
-    Raises:
-        InvalidParamsError: The answer does not fit (the error says what would).
-    """
-    from a2a.utils.errors import InvalidParamsError
-
-    from agentmap.agents.questions import check_answer, is_question
-
-    questions = [d for d in _parts(asked)[0] if is_question(d)]
-    if not questions:
-        return
-    try:
-        check_answer(questions[0], answer_of(message))
-    except AgentMapError as err:
-        raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
-
-
-def answer_of(message: Any) -> Any:
-    """The answer a message gives to a paused task: its data part, else its text."""
-    data, texts = _parts(message)
-    return data[0] if data else "\n".join(texts)
 
 
 def _executor(server: Server, assistant: Assistant) -> Any:

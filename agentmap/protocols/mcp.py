@@ -1,4 +1,4 @@
-"""`agentmap mcp FILE|FOLDER`: every graph an MCP tool, served over stdio with the official `mcp` SDK.
+"""`agentmap mcp FILE|FOLDER`: every graph an MCP tool, through the official `mcp` SDK.
 
 A tool call is one run of the graph through the same `CompiledWorkflow.astream` as `agentmap serve`: a progress
 notification per finished node when the client sent a progress token, and the client's cancellation closes
@@ -7,23 +7,16 @@ client through elicitation when it can, and resumes with the answer; otherwise t
 and a thread id, and the `resume` tool continues it. Threads live in the `--checkpoint` saver (memory by
 default; a SQLite file keeps a paused run across a restart of the server).
 
-```python
-from agentmap.protocols.mcp import serve_stdio
-
-serve_stdio(["graphs/"], checkpoint="runs.db")   # what `agentmap mcp graphs/ --checkpoint runs.db` does
-```
+The tools and the SDK server are here (`McpGraphs`, `build_server`); `mcp_stdio.py` serves them on
+stdin/stdout (`agentmap mcp`), `mcp_http.py` at `/mcp` of `agentmap serve`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import stat
-import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +39,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.tracking import ExecutionTracker
     from agentmap.server._graphs import Assistant, Assistants
 
-__all__ = ["RESUME_TOOL", "McpGraphs", "build_server", "serve_stdio"]
+__all__ = ["RESUME_TOOL", "McpGraphs", "build_server"]
 
 RESUME_TOOL = "resume"
 _log = logging.getLogger("agentmap.mcp")
@@ -336,105 +329,3 @@ def build_server(graphs: McpGraphs) -> Server[Any, Any]:
 
     server.request_handlers[types.CallToolRequest] = call_tool
     return server
-
-
-def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
-    """Compile every graph of `targets` and serve them over stdin/stdout until the client closes the pipe.
-
-    Raises:
-        ConfigError: The `mcp` SDK is missing, or a bad `checkpoint`.
-        WorkflowFileError: A target does not exist, or holds no graph.
-    """
-    try:
-        import anyio
-        from mcp.server.stdio import stdio_server
-    except ImportError:
-        raise _sdk_missing() from None
-    from agentmap.server._graphs import Assistants, open_checkpointer
-
-    graphs = McpGraphs(Assistants.load(targets, open_checkpointer(checkpoint), **(compile_options or {})))
-    server = build_server(graphs)
-
-    async def main(stdout: int) -> None:
-        async with _stdin() as stdin, stdio_server(stdin, _Out(stdout)) as (read, write):  # type: ignore[arg-type]
-            await server.run(read, write, server.create_initialization_options())
-
-    with _protocol_stdout() as stdout:
-        anyio.run(main, stdout)
-
-
-class _In:
-    """Lines of stdin read on the event loop: no thread per message, as the SDK's file wrapper would use."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self.reader = reader
-
-    def __aiter__(self) -> _In:
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-class _Out:
-    """The protocol's stdout: a message written straight to the pipe (a large one from a thread, as it may wait
-    for the client to read)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    async def write(self, text: str) -> None:
-        data = text.encode("utf-8")
-        if len(data) > 16384:
-            import anyio
-
-            await anyio.to_thread.run_sync(self._write, data)
-        else:
-            self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
-
-    async def flush(self) -> None:
-        """Nothing buffered."""
-
-
-@asynccontextmanager
-async def _stdin() -> AsyncIterator[Any]:
-    """stdin as `_In` when it is a pipe or socket (what an MCP client gives), else None: the SDK's own reader."""
-    mode = os.fstat(0).st_mode
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):  # a file or /dev/null: the event loop cannot wait on it
-        yield None
-        return
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 26, loop=loop)  # a message is one line: allow large ones
-    blocking = os.get_blocking(0)
-    pipe = os.fdopen(os.dup(0), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
-    try:
-        yield _In(reader)
-    finally:
-        transport.close()  # closes `pipe`
-        os.set_blocking(0, blocking)  # the open file is shared with descriptor 0: as it was
-
-
-@contextmanager
-def _protocol_stdout() -> Iterator[int]:
-    """The protocol's own stdout descriptor; while it is open, anything else written to stdout (a node's print)
-    goes to stderr, so it cannot break the JSON-RPC stream. Restored at the end."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    protocol = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield protocol
-    finally:
-        os.close(protocol)
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)

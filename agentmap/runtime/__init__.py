@@ -8,7 +8,8 @@ from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentmap.runtime.api import compile, load, load_graph, run, select_graph, validate
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
 
 _HOMES = {
@@ -19,7 +20,7 @@ _HOMES = {
     "select_graph": "agentmap.runtime.api",
     "validate": "agentmap.runtime.api",
     "CompiledWorkflow": "agentmap.runtime.runner",
-    "RunResult": "agentmap.runtime.runner",
+    "RunResult": "agentmap.runtime.results",
     "ExecutionTracker": "agentmap.runtime.tracking",
     "NodeExecution": "agentmap.runtime.tracking",
 }

@@ -23,7 +23,8 @@ from agentmap.spec.prompts import prompts_folder
 if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
     from langchain_core.runnables import RunnableConfig
 
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import SuccessPolicy
 
 __all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]

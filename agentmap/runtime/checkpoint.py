@@ -17,13 +17,14 @@ import asyncio
 import atexit
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError
-from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage, sealed, unsealed
+from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage
+from agentmap.runtime._serializer import UnsafeCheckpointError, safe_serializer
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -37,7 +38,6 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
-    "item_store",
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
@@ -48,12 +48,6 @@ DEFAULT_CHECKPOINT = ".agentmap/runs.db"
 
 _SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _POSTGRES = ("postgresql://", "postgres://")
-
-
-class UnsafeCheckpointError(ConfigError):
-    """A checkpoint names a Python object outside the allow-list (a tampered or foreign checkpoint)."""
-
-    default_code = "unsafe-checkpoint"
 
 
 def sqlite_path(value: str) -> Path | None:
@@ -343,138 +337,3 @@ def _redact(url: str) -> str:
         return url
     scheme, _, credentials = head.partition("//")
     return f"{scheme}//{credentials.split(':', 1)[0]}:***@{tail}"
-
-
-# -- the allow-list serializer -------------------------------------------------------------------
-
-_CONSTRUCTORS = (0, 1, 2, 4, 5)  # LangGraph's msgpack extension codes that import and call (module, name)
-_METHOD = 3
-_OWN_MODULES = ("agentmap.contracts.",)  # AgentMap's own pydantic contracts, which nodes may put in the state
-
-
-def safe_serializer() -> Any:
-    """LangGraph's `JsonPlusSerializer` that refuses, rather than builds, any type outside the allow-list.
-
-    The allow-list is LangGraph's strict msgpack set (dates, UUIDs, decimals, sets, paths, LangChain
-    messages and documents, `Send`, `Interrupt`, `Command`) plus AgentMap's contract models. Pickled
-    values are refused too. A refusal raises `UnsafeCheckpointError` naming the object. Every record is written
-    with a checksum of its bytes, checked when it is read (`CorruptCheckpointError` on a mismatch).
-    """
-    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-
-    class _Serializer(JsonPlusSerializer):
-        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-            return sealed(*super().dumps_typed(obj))
-
-        def loads_typed(self, data: tuple[str, bytes]) -> Any:
-            return unsealed(data, self._load)
-
-        def _load(self, data: tuple[str, bytes]) -> Any:
-            kind, raw = data
-            if kind == "msgpack":
-                return _load_msgpack(raw, self._unpack_ext_hook)
-            if kind == "pickle":
-                raise _refusal("a pickled value")
-            return super().loads_typed(data)
-
-    return _Serializer(allowed_msgpack_modules=True)
-
-
-def _refusal(what: str) -> UnsafeCheckpointError:
-    return UnsafeCheckpointError(
-        f"the checkpoint holds {what}, which AgentMap never writes; it was refused, not loaded "
-        "(the checkpoint file or database may have been tampered with)",
-        hint="restore the checkpoint from a trusted copy, or start the run again on a new thread (--restart)",
-    )
-
-
-def _load_msgpack(raw: bytes, construct: Callable[[int, bytes], Any]) -> Any:
-    import ormsgpack
-    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
-
-    refused: list[str] = []
-
-    def guard(code: int, data: bytes) -> Any:
-        if code in _CONSTRUCTORS or code == _METHOD:
-            parts: Sequence[Any] = ormsgpack.unpackb(data, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
-            module, name = str(parts[0]), str(parts[1])
-            if code == _METHOD:
-                allowed = (module, name, str(parts[3])) in SAFE_MSGPACK_METHODS
-            else:
-                allowed = (module, name) in SAFE_MSGPACK_TYPES or module.startswith(_OWN_MODULES)
-            if not allowed:
-                refused.append(f"{module}.{name}")
-                raise _refusal(f"a constructor of {module}.{name}")
-        return construct(code, data)
-
-    try:
-        return ormsgpack.unpackb(raw, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
-    except UnsafeCheckpointError:
-        raise
-    except Exception:
-        if refused:  # ormsgpack wraps what the hook raised
-            raise _refusal(f"a constructor of {refused[0]}") from None
-        raise
-
-
-def item_store(value: str | None = None, *, lazy: bool = False) -> Any:
-    """The LangGraph store kept beside the checkpoints of `value`: memory that outlives a thread.
-
-    The same `value` as `checkpointer`: `"memory"` an in-memory store, a SQLite file a store in that file
-    (its own tables), a `postgresql://` URL a store in that database (the process's pool). Nodes reach it as
-    LangGraph's `get_store()`; `agentmap serve` offers it as the `/store` endpoints.
-
-    With `lazy`, nothing is opened until a node first uses the store (a run whose nodes never do pays nothing).
-
-    Raises:
-        ConfigError: As `checkpointer`.
-    """
-    if lazy:
-        return _opened_on_first_use(value)
-    target = checkpoint_target(value)
-    if target.strip().lower() == "memory":
-        from langgraph.store.memory import InMemoryStore
-
-        return InMemoryStore()
-    if target.startswith(_POSTGRES):
-        return _postgres_store(target)
-    return _sqlite_store(sqlite_path(target) or Path(target))
-
-
-def _opened_on_first_use(value: str | None) -> Any:
-    from langgraph.store.base import BaseStore
-
-    class OpenedOnFirstUse(BaseStore):
-        """`item_store(value)`, opened by the first operation."""
-
-        def __init__(self) -> None:
-            self._store: Any = None
-            self._lock = threading.Lock()
-
-        def _opened(self) -> Any:
-            with self._lock:
-                if self._store is None:
-                    self._store = item_store(value)
-                return self._store
-
-        def batch(self, ops: Any) -> Any:
-            return self._opened().batch(ops)
-
-        async def abatch(self, ops: Any) -> Any:
-            return await self._opened().abatch(ops)
-
-    return OpenedOnFirstUse()
-
-
-def _sqlite_store(path: Path) -> Any:
-    _need("langgraph.store.sqlite", "sqlite")
-    from langgraph.store.sqlite import SqliteStore
-
-    return _on_sqlite(path, "the store in", SqliteStore, autocommit=True)
-
-
-def _postgres_store(url: str) -> Any:
-    _need("langgraph.store.postgres", "postgres")
-    from langgraph.store.postgres import PostgresStore
-
-    return _on_postgres(url, "store", PostgresStore)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agentmap.runtime.runner import CompiledWorkflow, RunResult
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import ExecutionTracker
 
 __all__ = ["RunEnd", "RunInfo", "RunObserver", "flush_observers", "observe_run", "observers_for"]

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
-from agentmap.runtime.checkpoint import item_store
+from agentmap.runtime.items import item_store
 from agentmap.server._config import ServeConfig
 from agentmap.server._crons import cron_routes, tick_crons
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer

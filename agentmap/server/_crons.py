@@ -31,7 +31,7 @@ from agentmap.server._models import (
     refuse_unsupported,
 )
 from agentmap.server._run_start import breakpoints, resolve_request
-from agentmap.server._store import now
+from agentmap.server._store_base import now
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The `/store` endpoints: items that outlive a thread, in the store kept beside the checkpoints.
 
 `client.store.put_item/get_item/delete_item/search_items/list_namespaces` of langgraph-sdk. The store is
-`agentmap.runtime.checkpoint.item_store` of `--checkpoint` (SQLite on one machine, PostgreSQL shared by
+`agentmap.runtime.items.item_store` of `--checkpoint` (SQLite on one machine, PostgreSQL shared by
 every replica); the served graphs get the same store, so nodes read and write it (`store_reader` /
 `store_writer`, or LangGraph's `get_store()` in a custom agent). See csv_specs/serve.md, "The store".
 """

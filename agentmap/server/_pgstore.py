@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError
-from agentmap.server._store import CRON_TABLE, Store
+from agentmap.server._store import Store
+from agentmap.server._store_crons import CRON_TABLE
 
 __all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresStore"]
 

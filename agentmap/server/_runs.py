@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentmap.runtime.runner import total_usage
+from agentmap.runtime.results import total_usage
 from agentmap.server._encode import jsonable
-from agentmap.server._store import now
+from agentmap.server._store_base import now
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow

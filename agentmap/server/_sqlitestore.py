@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._store import CRON_TABLE, Store
+from agentmap.server._store import Store
+from agentmap.server._store_crons import CRON_TABLE
 
 __all__ = ["SqliteStore"]
 

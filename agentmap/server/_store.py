@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-__all__ = ["CRON_TABLE", "UNFINISHED", "Store", "decoded", "now", "open_store", "public_run"]
+from agentmap.server._store_base import _UNFINISHED_OF_THREAD, decoded, now
+from agentmap.server._store_crons import CronRows
+from agentmap.server._store_threads import ThreadRows
+
+__all__ = ["UNFINISHED", "Store", "open_store", "public_run"]
 
 UNFINISHED = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
@@ -40,103 +42,14 @@ _OLDER_UNFINISHED = (
 )
 
 
-def now() -> str:
-    """The time now, as LangGraph's server writes it (ISO 8601, UTC)."""
-    return datetime.now(UTC).isoformat()
+class Store(ThreadRows, CronRows):
+    """Thread and run records and the run queue (the SQL shared by both databases): the runs here, the threads
+    in `ThreadRows`, the crons and webhook deliveries in `CronRows`, the transaction hooks in `StoreBase`.
 
-
-class _Tx(Protocol):
-    """One transaction: run a statement, get its rows (as dicts) or its row count."""
-
-    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
-
-    def count(self, sql: str, args: Sequence[Any] = ()) -> int: ...
-
-
-class Store:
-    """Thread and run records and the run queue (the SQL shared by both databases).
-
-    Subclasses provide `_tx()` (a transaction that may write: serialised against other writers) and
+    Database subclasses provide `_tx()` (a transaction that may write: serialised against other writers),
     `_lock_thread` (hold a thread's row until the transaction ends), and `_claim_lock` (the clause that
     keeps two replicas from selecting one run at once).
     """
-
-    _claim_lock = ""
-    shared = False
-    """Whether other machines read this store: then a run's events are written to it for their followers."""
-    _next_seq = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agentmap_runs)"
-
-    @contextmanager
-    def _tx(self) -> Iterator[_Tx]:
-        raise NotImplementedError
-        yield  # pragma: no cover
-
-    def _lock_thread(self, tx: _Tx, thread_id: str) -> None:
-        """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""
-
-    def unreachable(self, exc: BaseException) -> bool:
-        """Whether `exc` says the database cannot be reached now (a lost connection), not that a run failed."""
-        return False
-
-    def close(self) -> None:
-        """Close the connections."""
-
-    def wait_for_news(self) -> Any:
-        """An awaitable source of wake-ups from other replicas (None: there are none, one process serves)."""
-        return None
-
-    # threads
-
-    def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
-        """Add a thread; None when the id is taken."""
-        stamp = now()
-        with self._tx() as tx:
-            if tx.rows("SELECT thread_id FROM agentmap_threads WHERE thread_id = ?", (thread_id,)):
-                return None
-            tx.count(
-                "INSERT INTO agentmap_threads VALUES (?, ?, ?, ?, 'idle')",
-                (thread_id, stamp, stamp, json.dumps(metadata)),
-            )
-        return self.thread(thread_id)
-
-    def thread(self, thread_id: str) -> dict[str, Any] | None:
-        """The thread record, or None."""
-        with self._tx() as tx:
-            found = tx.rows("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
-        return decoded(found[0]) if found else None
-
-    def threads(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every thread, newest first (only `ids`, when given)."""
-        with self._tx() as tx:
-            rows = [decoded(r) for r in tx.rows("SELECT * FROM agentmap_threads ORDER BY created_at DESC")]
-        return [r for r in rows if r["thread_id"] in set(ids)] if ids else rows
-
-    def set_metadata(self, thread_id: str, metadata: dict[str, Any]) -> None:
-        """Replace a thread's metadata."""
-        with self._tx() as tx:
-            tx.count(
-                "UPDATE agentmap_threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
-                (json.dumps(metadata), now(), thread_id),
-            )
-
-    def delete_thread(self, thread_id: str) -> bool:
-        """Forget a thread and its runs; False when there was none."""
-        with self._tx() as tx:
-            tx.count(
-                "DELETE FROM agentmap_run_events WHERE run_id IN "
-                "(SELECT run_id FROM agentmap_runs WHERE thread_id = ?)",
-                (thread_id,),
-            )
-            tx.count("DELETE FROM agentmap_runs WHERE thread_id = ?", (thread_id,))
-            tx.count("DELETE FROM agentmap_crons WHERE thread_id = ?", (thread_id,))
-            return tx.count("DELETE FROM agentmap_threads WHERE thread_id = ?", (thread_id,)) > 0
-
-    def busy(self, thread_id: str) -> bool:
-        """True while the thread has a run pending or running (on any replica)."""
-        with self._tx() as tx:
-            return bool(tx.rows(_UNFINISHED_OF_THREAD, (thread_id,)))
-
-    # runs
 
     def accept(
         self,
@@ -316,30 +229,6 @@ class Store:
                 > 0
             )
 
-    def webhook_due(self, run_id: str, due: float | None, *, tried: bool = False) -> None:
-        """When the run's webhook delivery is next due (`time.time()` seconds; None: delivered, or given up)."""
-        with self._tx() as tx:
-            tx.count(
-                "UPDATE agentmap_runs SET webhook_due = ?, webhook_tries = webhook_tries + ? WHERE run_id = ?",
-                (due, 1 if tried else 0, run_id),
-            )
-
-    def claim_webhooks(self, hold: float, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` runs whose webhook delivery is due, each held for `hold` seconds (a replica that dies
-        while delivering it lets another one try again after that)."""
-        stamp = time.time()
-        with self._tx() as tx:
-            found = tx.rows(
-                "SELECT r.run_id FROM agentmap_runs r WHERE r.webhook_due IS NOT NULL AND r.webhook_due <= ? "
-                f"ORDER BY r.webhook_due LIMIT ?{self._claim_lock}",
-                (stamp, limit),
-            )
-            claimed = []
-            for row in found:
-                tx.count("UPDATE agentmap_runs SET webhook_due = ? WHERE run_id = ?", (stamp + hold, row["run_id"]))
-                claimed.append(decoded(tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (row["run_id"],))[0]))
-        return claimed
-
     def add_events(self, run_id: str, first: int, events: Sequence[tuple[str, str]]) -> None:
         """Append a run's events (`(event, data as JSON text)`, numbered from `first`) for followers elsewhere."""
         with self._tx() as tx:
@@ -359,9 +248,6 @@ class Store:
             )
         return [(r["event"], json.loads(r["data"])) for r in rows]
 
-    def _announce(self, tx: _Tx, what: str) -> None:
-        """Tell the other replicas (PostgreSQL `NOTIFY`); nothing to tell on one machine."""
-
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""
         with self._tx() as tx:
@@ -375,116 +261,6 @@ class Store:
         if not found or (thread_id is not None and found[0]["thread_id"] != thread_id):
             return None
         return decoded(found[0])
-
-    # crons
-
-    def create_cron(self, cron: dict[str, Any]) -> None:
-        """Record a cron (`cron_id`, `assistant_id`, `thread_id`, `schedule`, `end_time`, `next_run` in epoch
-        seconds, `payload`, `metadata`, `enabled`, `on_run_completed`, `created_at`)."""
-        with self._tx() as tx:
-            tx.count(
-                f"INSERT INTO agentmap_crons ({_CRON_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    cron["cron_id"],
-                    cron["assistant_id"],
-                    cron["thread_id"],
-                    cron["schedule"],
-                    cron["end_time"],
-                    cron["next_run"],
-                    json.dumps(cron["payload"]),
-                    json.dumps(cron["metadata"]),
-                    1 if cron["enabled"] else 0,
-                    cron["on_run_completed"],
-                    cron["created_at"],
-                    cron["created_at"],
-                ),
-            )
-
-    def crons(self, cron_id: str | None = None) -> list[dict[str, Any]]:
-        """Every cron, oldest first (only `cron_id`, when given)."""
-        with self._tx() as tx:
-            if cron_id is None:
-                rows = tx.rows("SELECT * FROM agentmap_crons ORDER BY created_at, cron_id")
-            else:
-                rows = tx.rows("SELECT * FROM agentmap_crons WHERE cron_id = ?", (cron_id,))
-        return [_cron(r) for r in rows]
-
-    def update_cron(self, cron_id: str, fields: dict[str, Any]) -> bool:
-        """Change a cron's `schedule`, `end_time`, `next_run`, `payload`, `metadata`, `enabled`,
-        `on_run_completed` (names this module writes, never a client's); False when there is none."""
-        sets = ", ".join(f"{name} = ?" for name in fields)
-        values = [json.dumps(v) if k == "payload" else int(v) if k == "enabled" else v for k, v in fields.items()]
-        with self._tx() as tx:
-            return (
-                tx.count(
-                    f"UPDATE agentmap_crons SET {sets}, updated_at = ? WHERE cron_id = ?", (*values, now(), cron_id)
-                )
-                > 0
-            )
-
-    def delete_cron(self, cron_id: str) -> bool:
-        """Forget a cron (its runs stay); False when there was none."""
-        with self._tx() as tx:
-            return tx.count("DELETE FROM agentmap_crons WHERE cron_id = ?", (cron_id,)) > 0
-
-    def due_crons(self, at: int) -> list[dict[str, Any]]:
-        """The enabled crons whose next tick is at or before `at` (epoch seconds)."""
-        with self._tx() as tx:
-            rows = tx.rows(
-                "SELECT * FROM agentmap_crons WHERE enabled = 1 AND next_run IS NOT NULL AND next_run <= ? "
-                "ORDER BY next_run",
-                (at,),
-            )
-        return [_cron(r) for r in rows]
-
-    def skip_tick(self, cron_id: str, due: int, following: int | None) -> bool:
-        """Move a cron from tick `due` to `following` without a run (it cannot make one); False when another
-        replica moved it first."""
-        with self._tx() as tx:
-            return self._take_tick(tx, cron_id, due, following)
-
-    def _take_tick(self, tx: _Tx, cron_id: str, due: int, following: int | None) -> bool:
-        return (
-            tx.count(
-                "UPDATE agentmap_crons SET next_run = ? WHERE cron_id = ? AND next_run = ?",
-                (following, cron_id, due),
-            )
-            > 0
-        )
-
-
-_CRON_COLUMNS = (
-    "cron_id, assistant_id, thread_id, schedule, end_time, next_run, payload, metadata, enabled, on_run_completed, "
-    "created_at, updated_at"
-)
-CRON_TABLE = (
-    "CREATE TABLE IF NOT EXISTS agentmap_crons (cron_id TEXT PRIMARY KEY, assistant_id TEXT, thread_id TEXT, "
-    "schedule TEXT, end_time TEXT, next_run BIGINT, payload TEXT, metadata TEXT, enabled INTEGER, "
-    "on_run_completed TEXT, created_at TEXT, updated_at TEXT)"
-)
-"""The crons' table, the same in both databases (`next_run`: the next tick, in seconds since the epoch)."""
-
-
-def _cron(row: dict[str, Any]) -> dict[str, Any]:
-    data = dict(row)
-    data["payload"] = json.loads(data["payload"])
-    data["metadata"] = json.loads(data["metadata"])
-    data["enabled"] = bool(data["enabled"])
-    return data
-
-
-_UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN ('pending', 'running')"
-
-
-def decoded(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored row with its JSON columns read."""
-    data = dict(row)
-    for key in ("metadata", "request", "result"):
-        if key in data:
-            data[key] = json.loads(data[key]) if data[key] else ({} if key == "metadata" else None)
-    if "stateless" in data:
-        data["stateless"] = bool(data["stateless"])
-    return data
 
 
 _INTERNAL = (

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError
-from agentmap.server._store import now
+from agentmap.server._store_base import now
 
 __all__ = ["ATTEMPTS", "Webhooks", "check_webhook", "signature"]
 

@@ -16,25 +16,21 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentmap.errors import AgentMapError, ErrorCode
-from agentmap.server._encode import dumps
-from agentmap.server._runs import Run, RunRequest, emitter, execute, wanted_event
-from agentmap.server._store import UNFINISHED, Store, now, public_run
+from agentmap.server._accepting import RunAcceptance
+from agentmap.server._deliveries import WebhookDeliveries, webhook_of
+from agentmap.server._run_events import EventSharing
+from agentmap.server._runs import Run, RunRequest, emitter, execute
+from agentmap.server._store import Store
+from agentmap.server._store_base import now
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
-
-
-def _webhook_of(payload: dict[str, Any] | None) -> str | None:
-    """The `webhook` URL of a run's recorded request, if it has one."""
-    url = ((payload or {}).get("body") or {}).get("webhook")
-    return str(url) if url else None
 
 
 _FIRST_RETRY = 0.025
@@ -42,8 +38,6 @@ _FIRST_RETRY = 0.025
 _LAST_RETRY = 1.0
 """At most this long between two looks while a run kept for this replica is unclaimed."""
 
-_DELIVERIES = 64
-"""Webhook tries a replica makes at once (more wait in the store until one ends)."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -67,7 +61,7 @@ def owner_alive(owner: str) -> bool:
     return True
 
 
-class RunManager:
+class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
     """Accepts runs into the store, claims and executes them, keeps their leases, and hands them over."""
 
     def __init__(
@@ -164,162 +158,6 @@ class RunManager:
             run.cancelled.set()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    # accepting
-
-    async def busy(self, thread_id: str) -> bool:
-        """True while the thread has a run pending or running on any replica."""
-        return bool(await self._store(self.store.busy, thread_id))
-
-    async def submit(
-        self,
-        request: RunRequest,
-        *,
-        here: bool,
-        reject_if_busy: bool = False,
-        tick: tuple[str, int, int | None] | None = None,
-    ) -> Run | None:
-        """Record a new run (`pending`) and wake the dispatcher; None when `reject_if_busy` and the thread is busy,
-        or when the run is a cron's `tick` (`Store.accept`) that another replica took.
-
-        `here`: a client waits on the run's events in this process (`runs.wait`, `runs.stream`), so this replica
-        keeps it (another takes it only if this one dies).
-        """
-        run = Run(str(uuid.uuid4()), request)
-        record = {
-            **run.record(),
-            "graph_id": request.assistant.graph_id,
-            "request": request.payload,
-            "stateless": request.stateless,
-        }
-        # Known before it is written: the dispatcher may claim the run the moment its record is committed (woken
-        # by the database's notice), before this coroutine goes on; it must execute this object, the one the
-        # client follows, not a copy rebuilt from the record.
-        kept = self.runs if here else self._accepted  # not here: followers read its events from the store
-        kept[run.run_id] = run
-        owner = self.owner if here else None
-        accepted = False
-        try:
-            accepted = await self._store(
-                self.store.accept, record, reject_if_busy=reject_if_busy, owner=owner, lease=self.lease, tick=tick
-            )
-        finally:
-            if not accepted:  # refused, or the database failed: there is no run to execute
-                kept.pop(run.run_id, None)
-        if not accepted:
-            return None
-        while len(self._accepted) > 1000:  # claimed elsewhere long ago
-            self._accepted.pop(next(iter(self._accepted)))
-        self._wake.set()
-        return run
-
-    def cancel(self, run: Run, reason: str = "cancelled by the client") -> None:
-        """Ask a run of this replica to stop after the step it is in."""
-        run.cancel_reason = reason
-        run.cancelled.set()
-
-    async def cancel_anywhere(self, run_id: str, reason: str = "cancelled by the client") -> None:
-        """Ask whichever replica runs `run_id` to stop it (a run still on the queue ends `interrupted` at once)."""
-        run = self.runs.get(run_id)
-        if run is not None:  # running here, or kept here for its client: it stops (or never starts) here
-            self.cancel(run, reason)
-            return
-        accepted = self._accepted.get(run_id)
-        if accepted is not None:  # accepted here: this replica may have claimed it a moment ago, not yet started
-            self.cancel(accepted, reason)
-        if await self._store(self.store.request_cancel, run_id, reason):  # it ended on the queue: tell its webhook
-            self._accepted.pop(run_id, None)
-            record = await self._store(self.store.run, None, run_id)
-            if record is not None and _webhook_of(record["request"]):
-                await self._store(self.store.webhook_due, run_id, time.time())
-                self._deliveries_due.set()
-
-    async def stop_thread(self, thread_id: str, reason: str) -> list[str]:
-        """Ask every pending or running run of the thread to stop (on any replica); their ids."""
-        records = await self._store(self.store.runs, thread_id)
-        unfinished = [r["run_id"] for r in records if r["status"] in UNFINISHED]
-        for run_id in unfinished:
-            await self.cancel_anywhere(run_id, reason)
-        return unfinished
-
-    async def delete_runs(self, run_ids: list[str]) -> None:
-        """Delete the records of runs that have ended."""
-        for run_id in run_ids:
-            await self._store(self.store.delete_run, run_id)
-
-    async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
-        """Wait until a run ends (on any replica); its record, or None when there is no such run."""
-        while True:
-            self._news.clear()
-            record: dict[str, Any] | None = await self._store(self.store.run, thread_id, run_id)
-            if record is None or record["status"] not in UNFINISHED:
-                return record
-            local = self.runs.get(run_id)
-            waits = [asyncio.ensure_future(self._news.wait())]
-            if local is not None:
-                waits.append(asyncio.ensure_future(local.done.wait()))
-            _, pending = await asyncio.wait(waits, timeout=self.lease / 3, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
-
-    async def follow_elsewhere(
-        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on another replica, in order, from its start until it ends: read from
-        the store whenever that replica announces new ones (an empty event after `heartbeat` s of silence)."""
-        index = 0
-        while True:
-            news = self._events
-            found = await self._store(self.store.events, run_id, index)
-            index += len(found)
-            for event, data in found:
-                if wanted_event(event, modes):
-                    yield event, data
-            if found:
-                continue
-            record = await self._store(self.store.run, thread_id, run_id)
-            if record is None or record["status"] not in UNFINISHED:
-                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
-                    if wanted_event(event, modes):
-                        yield event, data
-                return
-            try:
-                await asyncio.wait_for(news.wait(), heartbeat)
-            except TimeoutError:
-                yield "", None
-
-    async def _publish(self, run: Run) -> None:
-        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
-        its earlier attempts, when it was taken over)."""
-        index = 0
-        try:
-            base = len(await self._store(self.store.events, run.run_id, 0))
-        except Exception as exc:  # followers elsewhere miss this attempt's events; the run itself goes on
-            _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-            return
-        while True:
-            changed = run.changed
-            if index < len(run.events):
-                batch = [(event, dumps(data)) for event, data in run.events[index:]]
-                try:
-                    await self._store(self.store.add_events, run.run_id, base + index, batch)
-                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
-                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-                index += len(batch)
-                continue
-            if run.done.is_set() or run.run_id not in self._publishers:
-                return
-            await changed.wait()
-
-    async def _published(self, run: Run) -> None:
-        """Wait until every event of `run` is in the store (before its end is written)."""
-        task = self._publishers.pop(run.run_id, None)
-        if task is not None:
-            run.wake()
-            try:
-                await task
-            except Exception as exc:  # the database went away: followers elsewhere miss events, the run's end does not
-                _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-
     # claiming and running
 
     async def _dispatch(self) -> None:
@@ -393,7 +231,7 @@ class RunManager:
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
-            hook = bool(_webhook_of(record["request"]))
+            hook = bool(webhook_of(record["request"]))
             await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error", None, hook)
             self._deliveries_due.set()
             if run is not None:
@@ -454,7 +292,7 @@ class RunManager:
             thread_status = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
-            hook = bool(_webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
+            hook = bool(webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
             await self._written(
                 self.store.finish,
                 self.owner,
@@ -485,51 +323,6 @@ class RunManager:
                 _log.warning("cannot write to the run store yet (%s); trying again in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-
-    # webhooks
-
-    async def _deliveries(self) -> None:
-        """Make the webhook deliveries that are due: of the runs ended here, and those a dead replica left."""
-        hold = self.lease + self.webhooks.timeout
-        while not self._stopping:
-            self._deliveries_due.clear()
-            free = _DELIVERIES - len(self._delivering)  # a slow receiver must not pile up tries without end
-            try:
-                due = await self._store(self.store.claim_webhooks, hold, free) if free > 0 else []
-            except Exception as exc:  # the database may be away for a while: keep trying
-                _log.warning("cannot look for webhook deliveries: %s", exc)
-                due = []
-            for record in due:
-                task = asyncio.get_running_loop().create_task(self._deliver(record))
-                self._delivering.add(task)
-                task.add_done_callback(self._delivered)
-            if not due or len(due) < free:  # a full batch: more may be due at once
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._deliveries_due.wait(), self.lease / 3)
-
-    def _delivered(self, task: asyncio.Task[None]) -> None:
-        if len(self._delivering) >= _DELIVERIES:  # the loop waits for a free place: this is one
-            self._deliveries_due.set()
-        self._delivering.discard(task)
-
-    async def _deliver(self, record: dict[str, Any]) -> None:
-        """One try at a run's webhook delivery; the next one is scheduled in the store (any replica makes it)."""
-        run_id = record["run_id"]
-        url = _webhook_of(record["request"])
-        tries = record["webhook_tries"] + 1
-        try:
-            body = self.webhooks.body(public_run(record), record["result"])
-            ok = not url or await self.webhooks.attempt(url, body, run_id)
-            wait = None if ok else self.webhooks.backoff(tries)
-            if wait is None and not ok:
-                _log.warning("webhook %s of run %s not delivered after %d tries", url, run_id, tries)
-            await self._store(self.store.webhook_due, run_id, None if wait is None else time.time() + wait, tried=True)
-            if wait is not None:
-                asyncio.get_running_loop().call_later(wait, self._deliveries_due.set)
-            elif record["stateless"]:
-                await self._store(self.store.delete_run, run_id)
-        except Exception:  # its hold runs out and a replica tries again
-            _log.exception("the webhook delivery of run %s failed", run_id)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()

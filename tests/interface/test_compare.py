@@ -5,7 +5,7 @@ from __future__ import annotations
 from xml.etree import ElementTree
 
 from agentmap.interface.compare import diff_reports, junit_xml
-from agentmap.interface.evaluate import EvalReport, RunScore, _summarize
+from agentmap.interface.scores import EvalReport, RunScore, summarize
 
 
 def _report(folder: str, outcomes: dict[str, list[bool]]) -> EvalReport:
@@ -13,7 +13,7 @@ def _report(folder: str, outcomes: dict[str, list[bool]]) -> EvalReport:
     for name, passes in outcomes.items():
         for number, passed in enumerate(passes, start=1):
             report.runs.append(RunScore(log=f"{name}{number}.log", scenario=name, run=number, passed=passed))
-    _summarize(report, list(outcomes))
+    summarize(report, list(outcomes))
     return report
 
 

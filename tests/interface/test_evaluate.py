@@ -14,10 +14,11 @@ from rich.console import Console
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
 from agentmap.errors import AgentMapError
 from agentmap.interface.eval_runner import run_eval
-from agentmap.interface.evaluate import INTERVAL_METHOD, Finding, pass_hat_k, score_logs, score_turns, wilson
+from agentmap.interface.evaluate import score_logs, score_turns
 from agentmap.interface.logs import write_log
 from agentmap.interface.report import render_table, report_html, report_json
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
+from agentmap.interface.scores import INTERVAL_METHOD, Finding, pass_hat_k, wilson
 
 T0 = datetime(2025, 1, 1, 12, 0, 0)
 

@@ -14,9 +14,10 @@ from rich.console import Console
 
 from agentmap.errors import ConfigError
 from agentmap.interface.eval_runner import run_eval
-from agentmap.interface.evaluate import EvalReport, JudgeScore, score_logs
+from agentmap.interface.evaluate import score_logs
 from agentmap.interface.judge import DEFAULT_RUBRIC, load_rubric, make_llm_judge, parse_verdict
 from agentmap.interface.report import render_table, report_html, report_json
+from agentmap.interface.scores import EvalReport, JudgeScore
 from agentmap.llm.offline import OfflineChatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))

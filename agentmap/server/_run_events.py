@@ -1,0 +1,89 @@
+"""A run's events shared between replicas: written to a shared run store as they come, read by followers elsewhere.
+
+A client may follow a run (`runs.stream`, `runs.join`) on any replica: the replica executing it writes its events
+to the store (`_publish`, all written before its end, `_published`); another replica reads them from there
+(`follow_elsewhere`) whenever the executing one announces new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from agentmap.server._encode import dumps
+from agentmap.server._runs import Run, wanted_event
+from agentmap.server._store import UNFINISHED, Store
+
+__all__ = ["EventSharing"]
+
+_log = logging.getLogger("agentmap.server")
+
+
+class EventSharing:
+    """The part of `RunManager` (`_workers.py`) that shares a run's events with the other replicas."""
+
+    store: Store
+    _events: asyncio.Event
+    _publishers: dict[str, asyncio.Task[None]]
+    _store: Callable[..., Awaitable[Any]]
+
+    async def follow_elsewhere(
+        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The events of a run executing on another replica, in order, from its start until it ends: read from
+        the store whenever that replica announces new ones (an empty event after `heartbeat` s of silence)."""
+        index = 0
+        while True:
+            news = self._events
+            found = await self._store(self.store.events, run_id, index)
+            index += len(found)
+            for event, data in found:
+                if wanted_event(event, modes):
+                    yield event, data
+            if found:
+                continue
+            record = await self._store(self.store.run, thread_id, run_id)
+            if record is None or record["status"] not in UNFINISHED:
+                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                    if wanted_event(event, modes):
+                        yield event, data
+                return
+            try:
+                await asyncio.wait_for(news.wait(), heartbeat)
+            except TimeoutError:
+                yield "", None
+
+    async def _publish(self, run: Run) -> None:
+        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
+        its earlier attempts, when it was taken over)."""
+        index = 0
+        try:
+            base = len(await self._store(self.store.events, run.run_id, 0))
+        except Exception as exc:  # followers elsewhere miss this attempt's events; the run itself goes on
+            _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+            return
+        while True:
+            changed = run.changed
+            if index < len(run.events):
+                batch = [(event, dumps(data)) for event, data in run.events[index:]]
+                try:
+                    await self._store(self.store.add_events, run.run_id, base + index, batch)
+                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
+                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+                index += len(batch)
+                continue
+            if run.done.is_set() or run.run_id not in self._publishers:
+                return
+            await changed.wait()
+
+    async def _published(self, run: Run) -> None:
+        """Wait until every event of `run` is in the store (before its end is written)."""
+        task = self._publishers.pop(run.run_id, None)
+        if task is not None:
+            run.wake()
+            try:
+                await task
+            except Exception as exc:  # the database went away: followers elsewhere miss events, the run's end does not
+                _log.warning("cannot share the events of run %s: %s", run.run_id, exc)

@@ -1,0 +1,80 @@
+"""The run store's base: one transaction interface over SQLite and PostgreSQL, and what every row kind shares.
+
+`Store` (`_store.py`) is made of the row kinds: runs and the queue (`_store.py`), threads (`_store_threads.py`),
+crons and webhook deliveries (`_store_crons.py`). Each builds on `StoreBase`: `_tx()` (a transaction), the
+thread lock, the wake-up of other replicas, which the database subclasses (`_sqlitestore.py`, `_pgstore.py`)
+provide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+__all__ = ["StoreBase", "decoded", "now"]
+
+
+def now() -> str:
+    """The time now, as LangGraph's server writes it (ISO 8601, UTC)."""
+    return datetime.now(UTC).isoformat()
+
+
+class _Tx(Protocol):
+    """One transaction: run a statement, get its rows (as dicts) or its row count."""
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+
+    def count(self, sql: str, args: Sequence[Any] = ()) -> int: ...
+
+
+class StoreBase:
+    """The transaction hooks every row kind of the store uses (the SQL shared by both databases).
+
+    Subclasses provide `_tx()` (a transaction that may write: serialised against other writers) and
+    `_lock_thread` (hold a thread's row until the transaction ends), and `_claim_lock` (the clause that
+    keeps two replicas from selecting one run at once).
+    """
+
+    _claim_lock = ""
+    shared = False
+    """Whether other machines read this store: then a run's events are written to it for their followers."""
+    _next_seq = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agentmap_runs)"
+
+    @contextmanager
+    def _tx(self) -> Iterator[_Tx]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def _lock_thread(self, tx: _Tx, thread_id: str) -> None:
+        """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""
+
+    def unreachable(self, exc: BaseException) -> bool:
+        """Whether `exc` says the database cannot be reached now (a lost connection), not that a run failed."""
+        return False
+
+    def close(self) -> None:
+        """Close the connections."""
+
+    def wait_for_news(self) -> Any:
+        """An awaitable source of wake-ups from other replicas (None: there are none, one process serves)."""
+        return None
+
+    def _announce(self, tx: _Tx, what: str) -> None:
+        """Tell the other replicas (PostgreSQL `NOTIFY`); nothing to tell on one machine."""
+
+
+_UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN ('pending', 'running')"
+
+
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row with its JSON columns read."""
+    data = dict(row)
+    for key in ("metadata", "request", "result"):
+        if key in data:
+            data[key] = json.loads(data[key]) if data[key] else ({} if key == "metadata" else None)
+    if "stateless" in data:
+        data["stateless"] = bool(data["stateless"])
+    return data
