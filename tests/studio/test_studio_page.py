@@ -152,15 +152,17 @@ def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: 
         page.locator("#" + help_id).wait_for()
         assert "Context keys of branching: field (string)" in page.locator("#" + help_id).inner_text()
         assert "success_values (array)" in page.locator("#" + help_id).inner_text()
+        assert "retry (integer | object)" in page.locator("#" + help_id).inner_text()  # a key every type takes
         # and checks the Context being typed against that schema
         page.keyboard.press("Control+A")
-        page.keyboard.type('{"field": 3, "default_result": "no", "colour": "red"}')
+        page.keyboard.type('{"field": 3, "default_result": "no", "colour": "red", "timeout_seconds": 0}')
         check_id = (editor.get_attribute("aria-describedby") or "").split()[1]
         said = page.locator("#" + check_id)
         said.wait_for()
         assert said.get_attribute("role") == "status"
         assert "field must be string" in said.inner_text() and "default_result must be boolean" in said.inner_text()
         assert "colour is not a Context key of this type" in said.inner_text()
+        assert "timeout_seconds must be more than 0" in said.inner_text()
         page.keyboard.press("Escape")
         assert cell(page, 2, 6).inner_text() == '{"field": "approved"}'
 

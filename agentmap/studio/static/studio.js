@@ -334,8 +334,23 @@ async function schemaOf(row) {
     contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
   }
   const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
-  const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
-  return [type, contextSchema.$defs[type]];
+  const key = written.toLowerCase().replace(/-/g, "_");
+  const type = (key.length > 5 ? key.replace(/_?agent$/, "") : key) || "default";
+  return [type, resolved(contextSchema.$defs[type])];
+}
+
+// an entry with the keys it shares with other types ("allOf" of "$ref"s) and another type's name ("$ref") resolved
+function resolved(schema) {
+  if (!schema) return schema;
+  const byRef = (s) => (s.$ref ? resolved(contextSchema.$defs[s.$ref.split("/").pop()]) : resolved(s));
+  if (schema.$ref) return byRef(schema);
+  const parts = [...(schema.allOf || []).map(byRef), schema];
+  const own = schema.properties || {};
+  return {
+    ...schema,
+    properties: Object.assign({}, own, ...parts.map((p) => p.properties || {})),  // its own keys first
+    required: parts.flatMap((p) => p.required || []),
+  };
 }
 
 async function showContextKeys(row) {
@@ -344,7 +359,7 @@ async function showContextKeys(row) {
   if (!schema) { help.hidden = true; return; }
   const keys = Object.entries(schema.properties || {});
   help.textContent = keys.length
-    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
+    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + [].concat(p.type).join(" | ") + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
     : `${type} takes no Context keys.`;
   help.hidden = false;
 }
@@ -374,6 +389,8 @@ function contextProblems(schema, text) {
     else if (types.length && !types.some((t) => (FITS[t] || (() => true))(v))) problems.push(`${key} must be ${types.join(" or ")}`);
     else if (p.enum && !p.enum.includes(v)) problems.push(`${key} must be one of ${p.enum.join(" | ")}`);
     else if (typeof p.minimum === "number" && typeof v === "number" && v < p.minimum) problems.push(`${key} must be at least ${p.minimum}`);
+    else if (typeof p.exclusiveMinimum === "number" && typeof v === "number" && v <= p.exclusiveMinimum) problems.push(`${key} must be more than ${p.exclusiveMinimum}`);
+    else if (typeof p.maximum === "number" && typeof v === "number" && v > p.maximum) problems.push(`${key} must be at most ${p.maximum}`);
   }
   return problems;
 }
