@@ -53,8 +53,7 @@ def studio_command(
     studio_config = StudioConfig(target=path, api_key=api_key, options=settings.compile_options())
 
     def started(url: str) -> None:
-        file = f"?file={path.name}" if path.is_file() else ""
-        typer.echo(f"AgentMap studio: {url}{file}  (Ctrl-C stops it)")
+        typer.echo(f"AgentMap studio: {url}  (Ctrl-C stops it)")
 
     studio(studio_config, host=host, port=port, log_level="debug" if debug else "warning", started=started)
 

@@ -61,7 +61,9 @@ async function start() {
     const select = $("file-select");
     select.replaceChildren(...listing.files.map((f) => new Option(f, f)));
     const wanted = new URLSearchParams(location.search).get("file");
-    if (wanted && listing.files.includes(wanted)) select.value = wanted;
+    // a workbook named without its sheet (?file=flows.xlsx) opens its first sheet
+    const found = wanted && listing.files.find((f) => f === wanted || f.startsWith(wanted + "["));
+    if (found) select.value = found;
     await openFile(select.value);
   } catch (err) {
     say(err.status === 401 ? "This studio needs its API key: enter it above." : err.message, "error");
