@@ -286,6 +286,10 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
         assert nodes.get_by_role("button").all_inner_texts()[-2:] == ["Approve", "Report"]
+        # the checkpoints listed are the fork's branch: the first run's steps after the fork point are not
+        checkpoints = page.get_by_role("list", name="Checkpoints")
+        checkpoints.get_by_role("button", name="next: Report").wait_for()
+        assert checkpoints.get_by_role("button", name="next: Report").count() == 1, checkpoints.all_inner_texts()
         assert (
             "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop"
             in page.get_by_role("region", name="Final state").inner_text()

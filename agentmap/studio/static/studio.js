@@ -835,12 +835,16 @@ async function go(body) {
 }
 
 // every step of a studio run is checkpointed (durability "sync"): any of them can be run again, with the file
-// as saved now, on the state the run had there
+// as saved now, on the state the run had there. Listed: the thread's current branch, from its newest checkpoint
+// back through each one's parent; the steps a fork left behind are not
 async function listCheckpoints() {
   if (!R.thread) return;
   try {
     const history = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 });
-    const open = history.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
+    const byId = new Map(history.map((s) => [s.checkpoint.checkpoint_id, s]));
+    const branch = [];
+    for (let s = history[0]; s; s = byId.get((s.parent_checkpoint || {}).checkpoint_id)) branch.push(s);
+    const open = branch.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
     $("checkpoints").replaceChildren(...open.map((s) => {
       const li = document.createElement("li");
       const button = document.createElement("button");
