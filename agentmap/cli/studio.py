@@ -49,8 +49,10 @@ def studio_command(
     from agentmap.studio import StudioConfig, studio
 
     require_key(host, api_key)
-    path = Path(chosen.partition("::")[0])
-    studio_config = StudioConfig(target=path, api_key=api_key, options=settings.compile_options())
+    file, _, graph = chosen.partition("::")
+    studio_config = StudioConfig(
+        target=Path(file), api_key=api_key, options=settings.compile_options(), graph=graph or None
+    )
 
     def started(url: str) -> None:
         typer.echo(f"AgentMap studio: {url}  (Ctrl-C stops it)")

@@ -46,16 +46,22 @@ def studio(
         server.run()
         return
     with _running(server, host) as url:
-        started(url + _opening(config.target))
+        started(url + _opening(config.target, config.graph))
         while not server.should_exit:
             time.sleep(0.2)
 
 
-def _opening(target: Path) -> str:
+def _opening(target: Path, graph: str | None = None) -> str:
     """The query naming what the page opens first: the file the studio was started on, a workbook's first sheet
-    (`?file=flows.xlsx%5BSheet1%5D`, as the page lists it); nothing for a folder (the page opens its first file)."""
+    (`?file=flows.xlsx%5BSheet1%5D`, as the page lists it) or the sheet named `graph`, and else the tab of `graph`
+    (`&graph=Main`); nothing for a folder (the page opens its first file)."""
     names = Files(target).names() if target.is_file() else []
-    return f"?file={quote(names[0])}" if names else ""
+    if not names:
+        return ""
+    sheet = f"{target.name}[{graph}]"
+    if sheet in names:
+        return f"?file={quote(sheet)}"
+    return f"?file={quote(names[0])}" + (f"&graph={quote(graph)}" if graph else "")
 
 
 @contextmanager

@@ -176,6 +176,13 @@ CRAFTED = (
 )
 
 
+def test_the_address_can_name_the_graph_shown_first(browser: Any, tmp_path: Path) -> None:
+    shutil.copy(ROOT / "graphs" / "subgraph.csv", tmp_path / "subgraph.csv")
+    with studio_page(browser, tmp_path, file="subgraph.csv&graph=Frame") as page:  # agentmap studio subgraph.csv::Frame
+        page.get_by_role("tab", name="Frame", selected=True).wait_for()
+        assert page.get_by_role("tab", name="All rows").get_attribute("aria-selected") == "false"
+
+
 def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(browser: Any, tmp_path: Path) -> None:
     flow = tmp_path / "review.csv"
     flow.write_bytes(CRAFTED.encode("utf-8"))

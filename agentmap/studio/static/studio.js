@@ -60,7 +60,9 @@ async function start() {
     const listing = await api("GET", "files");
     const select = $("file-select");
     select.replaceChildren(...listing.files.map((f) => new Option(f, f)));
-    const wanted = new URLSearchParams(location.search).get("file");
+    const params = new URLSearchParams(location.search);
+    const wanted = params.get("file");
+    S.tab = params.get("graph");  // the graph to show first (agentmap studio flow.csv::Main); kept if the file has it
     // a workbook named without its sheet (?file=flows.xlsx) opens its first sheet
     const found = wanted && listing.files.find((f) => f === wanted || f.startsWith(wanted + "["));
     if (found) select.value = found;
