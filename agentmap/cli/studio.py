@@ -49,12 +49,13 @@ def studio_command(
     from agentmap.studio import StudioConfig, studio
 
     require_key(host, api_key)
-    path = Path(chosen.partition("::")[0])
-    studio_config = StudioConfig(target=path, api_key=api_key, options=settings.compile_options())
+    file, _, graph = chosen.partition("::")
+    studio_config = StudioConfig(
+        target=Path(file), api_key=api_key, options=settings.compile_options(), graph=graph or None
+    )
 
     def started(url: str) -> None:
-        file = f"?file={path.name}" if path.is_file() else ""
-        typer.echo(f"AgentMap studio: {url}{file}  (Ctrl-C stops it)")
+        typer.echo(f"AgentMap studio: {url}  (Ctrl-C stops it)")
 
     studio(studio_config, host=host, port=port, log_level="debug" if debug else "warning", started=started)
 

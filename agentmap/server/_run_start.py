@@ -158,12 +158,14 @@ def _run_config(body: RunCreate) -> dict[str, Any]:
 def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, what: str, claimant: str) -> Any:
     """The input checked against the graph, or the `Command` resuming the thread's paused run.
 
-    No input on a thread stopped before a node (`interrupt_before`/`interrupt_after`) continues it, as
-    LangGraph's server does; on any other thread it starts a run with an empty input.
+    No input on a thread stopped before a node (`interrupt_before`/`interrupt_after`), or from a checkpoint
+    (`checkpoint_id`) with nodes left to run (a fork), continues it, as LangGraph's server does; on any other
+    thread it starts a run with an empty input.
     """
     if body.command is None:
         if body.input is None and thread_id is not None:
-            snapshot = snapshot_of(assistant, thread_id)
+            checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+            snapshot = snapshot_of(assistant, thread_id, checkpoint_id)
             if snapshot is not None and snapshot.next and not snapshot.interrupts:
                 return None
         return assistant.check_input(body.input)

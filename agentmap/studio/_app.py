@@ -34,12 +34,14 @@ class StudioConfig(BaseModel):
         api_key: The key the page must send (`X-Api-Key`); None: no key asked (loopback only).
         options: `functions_dir`, `agents_dir` and `settings`, as `agentmap validate` takes them.
         checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
+        graph: The graph the page shows first (`flows.xlsx::Graph`: the sheet of that name, else that graph's tab).
     """
 
     target: Path
     api_key: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     checkpoint: str = ".agentmap/studio.db"
+    graph: str | None = None
 
 
 class Row(BaseModel):

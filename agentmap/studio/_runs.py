@@ -34,7 +34,8 @@ class ServedFile:
         self._api_key = api_key
         self._options = dict(options)
         self._app: Any = None
-        self._life: AbstractAsyncContextManager[Any] | None = None
+        self._stop: asyncio.Event | None = None
+        self._keeper: asyncio.Task[None] | None = None
         self._served: tuple[Path, str] | None = None
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentmap-studio-compile")
@@ -60,17 +61,20 @@ class ServedFile:
                 # compiled on a thread of our own: the loop's default executor is the closed server's until the
                 # new one's lifespan installs its own
                 app = await asyncio.get_running_loop().run_in_executor(self._pool, create_app, config)
-                life = app.router.lifespan_context(app)
-                await life.__aenter__()
-                self._app, self._life, self._served = app, life, (path, version)
+                stop, entered = asyncio.Event(), asyncio.get_running_loop().create_future()
+                keeper = asyncio.create_task(_keep(app.router.lifespan_context(app), entered, stop))
+                await entered
+                self._app, self._stop, self._keeper, self._served = app, stop, keeper, (path, version)
             server = self._app.state.server
             return [a.to_json() for a in server.assistants.all]
 
     async def close(self) -> None:
         """Stop the application served now (its runs end, its files close)."""
-        life, self._app, self._life, self._served = self._life, None, None, None
-        if life is not None:
-            await life.__aexit__(None, None, None)
+        stop, keeper = self._stop, self._keeper
+        self._app, self._stop, self._keeper, self._served = None, None, None, None
+        if stop is not None and keeper is not None:
+            stop.set()
+            await keeper
 
     async def shutdown(self) -> None:
         """Close the served application and the compiling thread (the studio is stopping)."""
@@ -91,3 +95,16 @@ class ServedFile:
         body = b'{"code": "not-prepared", "message": "no workflow is served yet: save it, then run it"}'
         await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _keep(life: AbstractAsyncContextManager[Any], entered: asyncio.Future[None], stop: asyncio.Event) -> None:
+    """Run a served application's lifespan until `stop`: entered and left in this one task, as the task groups
+    it starts (the MCP session manager of `/mcp`) require, whichever request prepares or replaces it."""
+    try:
+        async with life:
+            entered.set_result(None)
+            await stop.wait()
+    except BaseException as exc:
+        if entered.done():
+            raise
+        entered.set_exception(exc)

@@ -6,10 +6,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from agentmap.server import require_key
 from agentmap.studio._app import StudioConfig, create_studio_app
+from agentmap.studio._files import Files
 
 __all__ = ["background", "studio"]
 
@@ -31,7 +34,8 @@ def studio(
     log_level: str = "warning",
     started: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the studio until interrupted (Ctrl-C); `started(url)` is called once it listens.
+    """Serve the studio until interrupted (Ctrl-C); `started(url)` is called once it listens, with the address of
+    the page opening the file it was started on (a workbook: its first sheet).
 
     Raises:
         ConfigError: A host beyond loopback without an API key.
@@ -42,9 +46,22 @@ def studio(
         server.run()
         return
     with _running(server, host) as url:
-        started(url)
+        started(url + _opening(config.target, config.graph))
         while not server.should_exit:
             time.sleep(0.2)
+
+
+def _opening(target: Path, graph: str | None = None) -> str:
+    """The query naming what the page opens first: the file the studio was started on, a workbook's first sheet
+    (`?file=flows.xlsx%5BSheet1%5D`, as the page lists it) or the sheet named `graph`, and else the tab of `graph`
+    (`&graph=Main`); nothing for a folder (the page opens its first file)."""
+    names = Files(target).names() if target.is_file() else []
+    if not names:
+        return ""
+    sheet = f"{target.name}[{graph}]"
+    if sheet in names:
+        return f"?file={quote(sheet)}"
+    return f"?file={quote(names[0])}" + (f"&graph={quote(graph)}" if graph else "")
 
 
 @contextmanager

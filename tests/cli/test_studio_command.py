@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import signal
@@ -25,21 +26,50 @@ def test_refuses_a_public_host_without_a_key_and_a_missing_file(capsys: pytest.C
     assert "the studio edits .csv, .tsv and .xlsx files" in capsys.readouterr().err
 
 
+def _workbook(path: Path) -> Path:
+    """branching.csv as the first sheet of a workbook, a sheet of notes after it."""
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    first = book.active
+    first.title = "Branching Flow"
+    for line in (GRAPHS / "branching.csv").read_text(encoding="utf-8").splitlines():
+        first.append(next(csv.reader([line])))
+    book.create_sheet("Notes")["A1"] = "not a workflow"
+    book.save(path)
+    return path
+
+
 @pytest.mark.slow
-def test_prints_the_address_of_the_page_and_serves_the_file(tmp_path: Path) -> None:
-    flow = tmp_path / "branching.csv"
-    flow.write_bytes((GRAPHS / "branching.csv").read_bytes())
-    proc = forked.start("studio", flow, "--port", "0", cwd=tmp_path, env=dict(os.environ))
+@pytest.mark.parametrize(
+    ("name", "graph", "opened_name", "query"),
+    [
+        ("branching.csv", "", "branching.csv", "branching.csv"),
+        ("branching.csv", "::Approval", "branching.csv", "branching.csv&graph=Approval"),  # that graph's tab
+        ("flows.xlsx", "", "flows.xlsx[Branching Flow]", "flows.xlsx%5BBranching%20Flow%5D"),  # the first sheet
+        ("flows.xlsx", "::Notes", "flows.xlsx[Notes]", "flows.xlsx%5BNotes%5D"),  # the sheet named
+    ],
+)
+def test_prints_the_address_of_the_page_and_serves_the_file(
+    tmp_path: Path, name: str, graph: str, opened_name: str, query: str
+) -> None:
+    flow = tmp_path / name
+    if name.endswith(".xlsx"):
+        _workbook(flow)
+    else:
+        flow.write_bytes((GRAPHS / "branching.csv").read_bytes())
+    proc = forked.start("studio", f"{flow}{graph}", "--port", "0", cwd=tmp_path, env=dict(os.environ))
     out = Path(proc._out)
     deadline = time.monotonic() + 30
-    while not (found := re.search(r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=branching\.csv", _read(out))):
+    printed = r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=" + re.escape(query) + r"  "
+    while not (found := re.search(printed, _read(out))):
         assert proc.poll() is None and time.monotonic() < deadline, _read(out)
         time.sleep(0.05)
     url = found.group(1)
     try:
         assert "AgentMap studio" in httpx.get(url).text
-        opened = httpx.get(url + "studio/api/open", params={"file": "branching.csv"}).json()
-        assert opened["columns"][:2] == ["GraphName", "Node"] and opened["valid"] is True
+        opened = httpx.get(url + "studio/api/open", params={"file": opened_name}).json()
+        assert opened["columns"][:2] == ["GraphName", "Node"] or opened_name.endswith("[Notes]")
+        assert opened["valid"] is True or opened_name.endswith("[Notes]")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=20)

@@ -315,6 +315,21 @@ def test_update_state_at_a_checkpoint_forks_the_run_with_the_changed_value(clien
         client.threads.update_state(tid, {"greeting": "x"}, as_node="Nowhere")
 
 
+def test_a_run_without_input_from_an_earlier_checkpoint_goes_on_from_there(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "HelloWorld", input={"name": "Ada"}, durability="sync")
+    before_finish = next(s for s in client.threads.get_history(tid, limit=100) if s["next"] == ["Finish"])
+    forked_from = before_finish["checkpoint"]["checkpoint_id"]
+    client.runs.wait(tid, "HelloWorld", input=None, checkpoint_id=forked_from, durability="sync")
+    history = client.threads.get_history(tid, limit=100)
+    by_id = {s["checkpoint"]["checkpoint_id"]: s for s in history}
+    ran, step = [], history[0]  # the fork's branch, from its newest checkpoint back to where it forked
+    while step["checkpoint"]["checkpoint_id"] != forked_from:
+        ran.append(step["next"])
+        step = by_id[step["parent_checkpoint"]["checkpoint_id"]]
+    assert ran[0] == [] and all(nxt in ([], ["Finish"]) for nxt in ran), ran  # Finish ran from there; nothing before
+
+
 def test_durability_exit_writes_one_checkpoint_per_run(client: Any) -> None:
     stepwise, once = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
     client.runs.wait(stepwise, "HelloWorld", input={"name": "A"})  # async, the default: one checkpoint a step

@@ -152,15 +152,17 @@ def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: 
         page.locator("#" + help_id).wait_for()
         assert "Context keys of branching: field (string)" in page.locator("#" + help_id).inner_text()
         assert "success_values (array)" in page.locator("#" + help_id).inner_text()
+        assert "retry (integer | object)" in page.locator("#" + help_id).inner_text()  # a key every type takes
         # and checks the Context being typed against that schema
         page.keyboard.press("Control+A")
-        page.keyboard.type('{"field": 3, "default_result": "no", "colour": "red"}')
+        page.keyboard.type('{"field": 3, "default_result": "no", "colour": "red", "timeout_seconds": 0}')
         check_id = (editor.get_attribute("aria-describedby") or "").split()[1]
         said = page.locator("#" + check_id)
         said.wait_for()
         assert said.get_attribute("role") == "status"
         assert "field must be string" in said.inner_text() and "default_result must be boolean" in said.inner_text()
         assert "colour is not a Context key of this type" in said.inner_text()
+        assert "timeout_seconds must be more than 0" in said.inner_text()
         page.keyboard.press("Escape")
         assert cell(page, 2, 6).inner_text() == '{"field": "approved"}'
 
@@ -172,6 +174,13 @@ CRAFTED = (
     "# the last step\r\n"
     "Review,Done,echo,,draft,result,\r\n"
 )
+
+
+def test_the_address_can_name_the_graph_shown_first(browser: Any, tmp_path: Path) -> None:
+    shutil.copy(ROOT / "graphs" / "subgraph.csv", tmp_path / "subgraph.csv")
+    with studio_page(browser, tmp_path, file="subgraph.csv&graph=Frame") as page:  # agentmap studio subgraph.csv::Frame
+        page.get_by_role("tab", name="Frame", selected=True).wait_for()
+        assert page.get_by_role("tab", name="All rows").get_attribute("aria-selected") == "false"
 
 
 def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(browser: Any, tmp_path: Path) -> None:
@@ -283,7 +292,11 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").click()
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
-        assert nodes.get_by_role("button").all_inner_texts()[-2:] == ["Approve", "Report"]
+        assert nodes.get_by_role("button").all_inner_texts() == ["Approve", "Report"]  # from there on, not Check
+        # the checkpoints listed are the fork's branch: the first run's steps after the fork point are not
+        checkpoints = page.get_by_role("list", name="Checkpoints")
+        checkpoints.get_by_role("button", name="next: Report").wait_for()
+        assert checkpoints.get_by_role("button", name="next: Report").count() == 1, checkpoints.all_inner_texts()
         assert (
             "Decision for a new laptop; request=a new laptop; decision=OK: a new laptop"
             in page.get_by_role("region", name="Final state").inner_text()

@@ -60,8 +60,12 @@ async function start() {
     const listing = await api("GET", "files");
     const select = $("file-select");
     select.replaceChildren(...listing.files.map((f) => new Option(f, f)));
-    const wanted = new URLSearchParams(location.search).get("file");
-    if (wanted && listing.files.includes(wanted)) select.value = wanted;
+    const params = new URLSearchParams(location.search);
+    const wanted = params.get("file");
+    S.tab = params.get("graph");  // the graph to show first (agentmap studio flow.csv::Main); kept if the file has it
+    // a workbook named without its sheet (?file=flows.xlsx) opens its first sheet
+    const found = wanted && listing.files.find((f) => f === wanted || f.startsWith(wanted + "["));
+    if (found) select.value = found;
     await openFile(select.value);
   } catch (err) {
     say(err.status === 401 ? "This studio needs its API key: enter it above." : err.message, "error");
@@ -334,8 +338,23 @@ async function schemaOf(row) {
     contextSchema = await fetch("/studio/static/context.schema.json").then((r) => r.json()).catch(() => ({ $defs: {} }));
   }
   const written = col("AgentType") >= 0 ? (row.cells[col("AgentType")] || "").trim() : "";
-  const type = (written || "default").toLowerCase().replace(/agent$/, "") || "default";
-  return [type, contextSchema.$defs[type]];
+  const key = written.toLowerCase().replace(/-/g, "_");
+  const type = (key.length > 5 ? key.replace(/_?agent$/, "") : key) || "default";
+  return [type, resolved(contextSchema.$defs[type])];
+}
+
+// an entry with the keys it shares with other types ("allOf" of "$ref"s) and another type's name ("$ref") resolved
+function resolved(schema) {
+  if (!schema) return schema;
+  const byRef = (s) => (s.$ref ? resolved(contextSchema.$defs[s.$ref.split("/").pop()]) : resolved(s));
+  if (schema.$ref) return byRef(schema);
+  const parts = [...(schema.allOf || []).map(byRef), schema];
+  const own = schema.properties || {};
+  return {
+    ...schema,
+    properties: Object.assign({}, own, ...parts.map((p) => p.properties || {})),  // its own keys first
+    required: parts.flatMap((p) => p.required || []),
+  };
 }
 
 async function showContextKeys(row) {
@@ -344,7 +363,7 @@ async function showContextKeys(row) {
   if (!schema) { help.hidden = true; return; }
   const keys = Object.entries(schema.properties || {});
   help.textContent = keys.length
-    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + p.type + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
+    ? `Context keys of ${type}: ` + keys.map(([k, p]) => `${k}${p.type ? " (" + [].concat(p.type).join(" | ") + ")" : p.enum ? " (" + p.enum.join(" | ") + ")" : ""}: ${p.description || ""}`).join("; ")
     : `${type} takes no Context keys.`;
   help.hidden = false;
 }
@@ -374,6 +393,8 @@ function contextProblems(schema, text) {
     else if (types.length && !types.some((t) => (FITS[t] || (() => true))(v))) problems.push(`${key} must be ${types.join(" or ")}`);
     else if (p.enum && !p.enum.includes(v)) problems.push(`${key} must be one of ${p.enum.join(" | ")}`);
     else if (typeof p.minimum === "number" && typeof v === "number" && v < p.minimum) problems.push(`${key} must be at least ${p.minimum}`);
+    else if (typeof p.exclusiveMinimum === "number" && typeof v === "number" && v <= p.exclusiveMinimum) problems.push(`${key} must be more than ${p.exclusiveMinimum}`);
+    else if (typeof p.maximum === "number" && typeof v === "number" && v > p.maximum) problems.push(`${key} must be at most ${p.maximum}`);
   }
   return problems;
 }
@@ -816,12 +837,16 @@ async function go(body) {
 }
 
 // every step of a studio run is checkpointed (durability "sync"): any of them can be run again, with the file
-// as saved now, on the state the run had there
+// as saved now, on the state the run had there. Listed: the thread's current branch, from its newest checkpoint
+// back through each one's parent; the steps a fork left behind are not
 async function listCheckpoints() {
   if (!R.thread) return;
   try {
     const history = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 });
-    const open = history.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
+    const byId = new Map(history.map((s) => [s.checkpoint.checkpoint_id, s]));
+    const branch = [];
+    for (let s = history[0]; s; s = byId.get((s.parent_checkpoint || {}).checkpoint_id)) branch.push(s);
+    const open = branch.filter((s) => (s.next || []).length && !(s.next || []).includes("__start__")).reverse();
     $("checkpoints").replaceChildren(...open.map((s) => {
       const li = document.createElement("li");
       const button = document.createElement("button");
