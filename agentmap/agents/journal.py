@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentmap.agents._saver_sql import saver_kind, saver_sql
 from agentmap.errors import CorruptCheckpointError
 
 __all__ = [
@@ -158,12 +159,10 @@ def _where() -> _Where | None:
 
 
 def _kind(saver: Any) -> Callable[..., Any] | None:
-    names = {c.__name__ for c in type(saver).__mro__}
-    if "SqliteSaver" in names:
-        return _sqlite
-    if "PostgresSaver" in names:
-        return _postgres
-    return _memory if "InMemorySaver" in names else None
+    kind = saver_kind(saver)
+    if kind in ("sqlite", "postgres"):
+        return _in_database
+    return _memory if kind == "memory" else None
 
 
 def digest(request: Any) -> str:
@@ -414,45 +413,10 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
     return execute(_LIST, key)
 
 
-def _sqlite(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    conn = saver.conn
-
-    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
-        return list(conn.execute(sql, params))
-
-    with saver.lock:
-        if not saver.__dict__.get("_agentmap_journal"):
-            conn.execute(_CREATE)
-            saver.__dict__["_agentmap_journal"] = True
-        try:
-            rows = _run_sql(execute, op, key, values)
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-    return rows
-
-
-def _postgres(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    import psycopg
-    from langgraph.checkpoint.postgres import _internal
-
-    with saver.lock, _internal.get_connection(saver.conn) as conn:
-        if not saver.__dict__.get("_agentmap_journal"):
-            try:
-                conn.execute(_CREATE)
-            except psycopg.errors.UniqueViolation:  # made by another process at the same moment
-                conn.rollback()
-            saver.__dict__["_agentmap_journal"] = True
-
-        def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
-            with conn.cursor() as cur:
-                cur.execute(sql.replace("?", "%s"), params)
-                rows = cur.fetchall() if cur.description else []
-            return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in rows]
-
-        with conn.transaction():
-            return _run_sql(execute, op, key, values)
+def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    execute = saver_sql(saver, _CREATE)
+    assert execute is not None
+    return _run_sql(execute, op, key, values)
 
 
 def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:

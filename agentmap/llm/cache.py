@@ -17,10 +17,11 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap.agents._saver_sql import Execute, saver_sql, sqlite_sql
 from agentmap.agents.journal import digest
 
 __all__ = ["DEFAULT_FILE", "TABLE", "cache_problem", "lookup", "store", "ttl_of"]
@@ -40,7 +41,6 @@ _PURGE = f"DELETE FROM {TABLE} WHERE expires_at <= ?"
 _FILES: dict[str, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
 _FILES_LOCK = threading.Lock()
 _logger = logging.getLogger("agentmap.llm_cache")
-Execute = Callable[[str, tuple[Any, ...]], list[Any]]
 
 
 def cache_problem(value: Any, where: str) -> str | None:
@@ -105,13 +105,7 @@ def _place() -> Execute | None:
     configurable = config.get("configurable") or {}
     if configurable.get("no_cache"):
         return None
-    saver: Any = configurable.get("__pregel_checkpointer")
-    names = {c.__name__ for c in type(saver).__mro__}
-    if "SqliteSaver" in names:
-        return _sqlite(saver.conn, saver.lock, saver.__dict__)
-    if "PostgresSaver" in names:
-        return _postgres(saver)
-    return _default_file()
+    return saver_sql(configurable.get("__pregel_checkpointer"), _CREATE) or _default_file()
 
 
 def _default_file() -> Execute:
@@ -125,41 +119,4 @@ def _default_file() -> Execute:
             conn.execute("PRAGMA journal_mode=WAL")
             _FILES[folder] = (conn, threading.Lock(), {})
         conn, lock, marks = _FILES[folder]
-    return _sqlite(conn, lock, marks)
-
-
-def _sqlite(conn: sqlite3.Connection, lock: Any, marks: dict[str, Any]) -> Execute:
-    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
-        with lock:
-            if not marks.get("_agentmap_llm_cache"):
-                conn.execute(_CREATE)
-                marks["_agentmap_llm_cache"] = True
-            try:
-                rows = list(conn.execute(sql, params))
-                conn.commit()
-            except BaseException:
-                conn.rollback()
-                raise
-        return rows
-
-    return execute
-
-
-def _postgres(saver: Any) -> Execute:
-    import psycopg
-    from langgraph.checkpoint.postgres import _internal
-
-    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
-        with saver.lock, _internal.get_connection(saver.conn) as conn:
-            if not saver.__dict__.get("_agentmap_llm_cache"):
-                try:
-                    conn.execute(_CREATE)
-                except psycopg.errors.UniqueViolation:  # made by another process at the same moment
-                    conn.rollback()
-                saver.__dict__["_agentmap_llm_cache"] = True
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute(sql.replace("?", "%s"), params)
-                rows = cur.fetchall() if cur.description else []
-        return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in rows]
-
-    return execute
+    return sqlite_sql(conn, lock, marks, _CREATE)

@@ -101,11 +101,9 @@ def _claims(saver: Any, config: Mapping[str, Any], thread_id: str, mine: Claims)
 
 def _kind(saver: Any) -> Any:
     """How to claim in `saver`'s database; None for a saver of another kind (an async-only one, say)."""
-    names = {c.__name__ for c in type(saver).__mro__}
-    for name, claim in (("SqliteSaver", _claim_sqlite), ("PostgresSaver", _claim_postgres)):
-        if name in names:
-            return claim
-    return _claim_memory if "InMemorySaver" in names else None
+    from agentmap.agents._saver_sql import saver_kind
+
+    return {"sqlite": _claim_sqlite, "postgres": _claim_postgres, "memory": _claim_memory}.get(saver_kind(saver) or "")
 
 
 def _taken(thread_id: str, yours: str, won: Claims) -> ConfigError:
