@@ -63,7 +63,11 @@ def unsealed(data: tuple[str, bytes], load: Callable[[tuple[str, bytes]], Any]) 
 
 def is_damage(exc: sqlite3.Error) -> bool:
     """Whether SQLite's `exc` says its file is damaged (not locked, busy, full or refused by a constraint)."""
-    return type(exc) is sqlite3.DatabaseError or "could not decode" in str(exc).lower()
+    text = str(exc).lower()
+    if type(exc) is sqlite3.DatabaseError or "could not decode" in text:
+        return True
+    # the tables the saver made at open no longer have their columns: the file's schema itself was damaged
+    return isinstance(exc, sqlite3.OperationalError) and text.startswith(("no such column", "no such table"))
 
 
 def damaged_file(exc: sqlite3.DatabaseError, where: str) -> CorruptCheckpointError:

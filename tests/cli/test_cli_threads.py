@@ -209,6 +209,16 @@ def test_a_damaged_checkpoint_file_is_reported_naming_it(capsys: pytest.CaptureF
     assert "Traceback" not in done.stderr
 
 
+def test_a_checkpoint_file_whose_tables_lost_a_column_is_reported_as_damaged(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    _paused(capsys, folder)
+    with contextlib.closing(sqlite3.connect(folder / ".agentmap" / "runs.db")) as conn:  # as a flipped schema byte
+        conn.execute("ALTER TABLE checkpoints RENAME COLUMN type TO tape")
+    code, _, err = cli(capsys, "resume", "p", "yes")
+    assert code == 2 and "error[corrupt-checkpoint]" in err and "no such column" in err, err
+
+
 def test_looking_into_a_folder_without_runs_creates_nothing(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
     code, listed, _ = cli(capsys, "threads")
     assert code == 0 and listed == {"threads": []}
