@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sqlite3
 import sys
 import time
@@ -18,6 +17,8 @@ from typing import Any
 import forked
 import pytest
 from openai_stub import OpenAIStub, error, text
+from test_costs import _metadata, _run
+from test_costs import _setup as two_nodes
 
 import agentmap
 
@@ -40,25 +41,7 @@ def _setup(
     config: str | None = None,
 ) -> dict[str, str]:  # fmt: skip
     """Two `openai` nodes on gpt-4o-mini, Ask then Tell, each with `extra` in its Context."""
-    context = json.dumps({"model": "gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0, **(extra or {})})
-    with (folder / "two.csv").open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(HEADER)
-        writer.writerow(["g", "Ask", "openai", "Answer briefly.", context, "q", "a", "Tell"])
-        writer.writerow(["g", "Tell", "openai", tell, context, "a", "b", ""])
-    if config is not None:
-        (folder / "agentmap.yaml").write_text(config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-    return env | {"OPENAI_API_KEY": "sk-stub"}
-
-
-def _run(folder: Path, env: dict[str, str], *extra: str) -> tuple[int, dict[str, Any], str]:
-    code, out, err = forked.run("run", "two.csv", "--state", '{"q": "hi"}', "--json", *extra, cwd=folder, env=env)
-    return code, (json.loads(out) if out.strip() else {}), err
-
-
-def _metadata(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {e["name"]: e.get("metadata", {}) for e in document["summary"]}
+    return two_nodes(folder, stub, config=config, extra=extra, tell=tell)
 
 
 def test_a_second_process_sends_no_request_and_the_hit_costs_nothing(tmp_path: Path, stub: OpenAIStub) -> None:

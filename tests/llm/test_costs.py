@@ -29,14 +29,22 @@ def stub() -> Iterator[OpenAIStub]:
         yield server
 
 
-def _setup(folder: Path, stub: OpenAIStub, model: str = "gpt-4o-mini", config: str | None = None) -> dict[str, str]:
-    """Two `openai` nodes on `model`: Ask then Tell."""
-    context = json.dumps({"model": model, "base_url": stub.base_url, "max_retries": 0})
+def _setup(
+    folder: Path,
+    stub: OpenAIStub,
+    model: str = "gpt-4o-mini",
+    config: str | None = None,
+    *,
+    extra: dict[str, Any] | None = None,
+    tell: str = "Say it again.",
+) -> dict[str, str]:
+    """Two `openai` nodes on `model`, Ask then Tell (its Prompt `tell`), each with `extra` in its Context."""
+    context = json.dumps({"model": model, "base_url": stub.base_url, "max_retries": 0, **(extra or {})})
     with (folder / "two.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(HEADER)
         writer.writerow(["g", "Ask", "openai", "Answer briefly.", context, "q", "a", "Tell"])
-        writer.writerow(["g", "Tell", "openai", "Say it again.", context, "a", "b", ""])
+        writer.writerow(["g", "Tell", "openai", tell, context, "a", "b", ""])
     if config is not None:
         (folder / "agentmap.yaml").write_text(config)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
