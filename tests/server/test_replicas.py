@@ -37,7 +37,8 @@ class StepAgent(BaseAgent):
     def process(self, inputs):
         with open("steps.log", "a") as log:
             log.write(f"start {self.name}\\n")
-        time.sleep(float(os.environ.get("STEP_SECONDS", "0.4")))
+        slow = os.path.exists("step_seconds")  # a test makes later steps slower by writing this file
+        time.sleep(float(open("step_seconds").read() if slow else os.environ.get("STEP_SECONDS", "0.4")))
         with open("steps.log", "a") as log:
             log.write(f"end {self.name}\\n")
         return self.name
@@ -228,6 +229,9 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     assert [n for i, n in enumerate(nodes) if i == 0 or nodes[i - 1] != n] == ["One", "Two", "Three", "Four"]
     assert [p.data["attempt"] for p in followed if p.event == "metadata"] == [1, 2]  # taken over once
 
+    # Slow enough that it cannot end before the cancel reaches the replica running it, however loaded the machine
+    # (at 0.25 s a step, one CI run saw it finish first).
+    (project / "step_seconds").write_text("3", encoding="utf-8")
     second = on_other.runs.create(tid, "Steps", input={"topic": "u"})
     _until(lambda: _ends(project)["One"] == 2, 60, "the second run never finished its first step")
     elsewhere = next(r for r in together if r is not holder and r is not other)
