@@ -8,17 +8,28 @@ and blank rows, are skipped.
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import difflib
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import WorkflowFileError
 
-__all__ = ["SUFFIXES", "Table", "column_letter", "csv_table", "read_table", "read_tables", "sheet_table"]
+__all__ = [
+    "SUFFIXES",
+    "Table",
+    "column_letter",
+    "csv_table",
+    "read_table",
+    "read_tables",
+    "sheet_table",
+    "unsaved_tables",
+]
 
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
 
@@ -46,6 +57,23 @@ def read_table(path: Path) -> Table:
     return read_tables(path)[0]
 
 
+_UNSAVED: contextvars.ContextVar[Mapping[Path, Table] | None] = contextvars.ContextVar("agentmap_unsaved", default=None)
+
+
+@contextmanager
+def unsaved_tables(tables: Mapping[Path, Table]) -> Iterator[None]:
+    """While inside, `read_tables` reads these tables in place of what is on disk (the studio's unsaved sheet).
+
+    Each table stands for a file (a CSV table) or for its sheet of a workbook (`Table.sheet`): every read of
+    that file, also the reads a `graph` node's check makes of the graphs it calls, sees the unsaved rows.
+    """
+    token = _UNSAVED.set({path.resolve(): table for path, table in tables.items()})
+    try:
+        yield
+    finally:
+        _UNSAVED.reset(token)
+
+
 def read_tables(path: Path) -> list[Table]:
     """Read a workflow file: one table, or one per sheet of a workbook that holds rows (in sheet order).
 
@@ -53,6 +81,24 @@ def read_tables(path: Path) -> list[Table]:
         WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
             readable text (or a workbook has no sheet with rows).
     """
+    overlay = _UNSAVED.get()
+    unsaved = overlay.get(path.resolve()) if overlay else None
+    if unsaved is not None and unsaved.sheet is None:
+        return [unsaved]
+    try:
+        tables = _read_tables(path)
+    except WorkflowFileError as err:
+        if unsaved is None or err.code != "empty-file":
+            raise
+        return [unsaved]  # the workbook's sheets were all empty on disk
+    if unsaved is None:
+        return tables
+    if not any(t.sheet == unsaved.sheet for t in tables):  # the sheet was empty on disk
+        return [*tables, unsaved]
+    return [unsaved if t.sheet == unsaved.sheet else t for t in tables]
+
+
+def _read_tables(path: Path) -> list[Table]:
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):

@@ -152,7 +152,7 @@ def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
         checked = check_rows(document, [(r.id, r.cells) for r in body.rows], options)
         if not checked.valid or checked.workflow is None:
             raise WorkflowValidationError(checked.issues, source=body.file)
-        return {"svg": draw_sheet(checked.workflow, body.graph, options)}
+        return {"svg": draw_sheet(checked, body.graph, options)}
 
     @router.get("/version")
     def version(file: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import agentmap
 from agentmap.studio import StudioConfig, create_studio_app
 
 openpyxl = pytest.importorskip("openpyxl")
@@ -124,3 +125,53 @@ def test_a_workbook_changed_on_disk_is_not_overwritten(client: TestClient, book_
     assert refused.status_code == 409 and refused.json()["code"] == "file-changed"
     assert openpyxl.load_workbook(book_path)["Notes"]["B2"].value == "theirs"
     assert client.get("/studio/api/version", params={"file": "flows.xlsx[Greet]"}).json()["version"] != data["version"]
+
+
+def calling_workbook(path: Path) -> Path:
+    """Sheet Main's node Call runs graph Helper, one of two graphs of sheet Helpers (which has a GraphName column)."""
+    book = openpyxl.Workbook()
+    main = book.active
+    main.title = "Main"
+    main.append(["Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"])
+    main.append(["Call", "graph", "", '{"workflow": "::Helper"}', "name", "out", "End"])
+    main.append(["End", "echo", "", "", "out", "done", ""])
+    helpers = book.create_sheet("Helpers")
+    helpers.append(["GraphName", "Node", "AgentType", "Prompt", "Input_Fields", "Output_Field"])
+    helpers.append(["Helper", "Hi", "template", "Hello, {name}", "name", "greeting"])
+    helpers.append(["Other", "Bye", "template", "Bye, {name}", "name", "farewell"])
+    book.save(path)
+    return path
+
+
+def findings_of(findings: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(f["code"], f["sheet"], f["cell"], f["message"]) for f in findings]
+
+
+def validated(path: Path) -> list[tuple[Any, ...]]:
+    return [(i.code, i.sheet, i.cell, i.message) for i in agentmap.validate(path)]
+
+
+@pytest.mark.parametrize(
+    ("sheet", "row", "column", "text", "expected"),
+    [  # a graph of sheet Helpers misspelled on sheet Main; the graph renamed on sheet Helpers: found on Main!D2
+        ("Main", 1, 3, '{"workflow": "::Helpr"}', ("Main", "D2", 4)),
+        ("Helpers", 1, 0, "Helper2", ("Main", "D2", None)),
+    ],
+)
+def test_a_call_to_another_sheets_graph_is_checked_against_the_workbook_as_edited(
+    tmp_path: Path, sheet: str, row: int, column: int, text: str, expected: tuple[Any, ...]
+) -> None:
+    path = calling_workbook(tmp_path / "calls.xlsx")
+    assert validated(path) == []
+    name = f"calls.xlsx[{sheet}]"
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, name)
+        rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+        rows[row]["cells"][column] = text
+        checked = client.post("/studio/api/check", json={"file": name, "rows": rows}).json()
+        finding = next(f for f in checked["findings"] if f["code"] == "bad-config")
+        assert (finding["sheet"], finding["cell"], finding["column"]) == expected
+        assert "Helper" in finding["message"] and finding["where"].endswith(f"calls.xlsx[{expected[0]}]!D2")
+        assert checked["valid"] is (expected[0] != sheet)  # a finding on another sheet leaves this one valid
+        assert save(client, name, rows, data["version"]).status_code == 200
+    assert findings_of(checked["findings"]) == validated(path)  # what agentmap validate says of the saved file

@@ -104,6 +104,13 @@ function load(data) {
 // ---- the grid -------------------------------------------------------------------------------------------
 
 // a workbook's sheets: one tab each, opening that sheet (its own rows, findings and graph)
+function openSheet(name) {
+  if (name === S.file) return;
+  if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
+  $("file-select").value = name;
+  openFile(name).catch((err) => say(err.message, "error"));
+}
+
 function renderSheetTabs() {
   const list = $("sheet-tabs");
   list.hidden = S.sheets.length === 0;
@@ -114,12 +121,7 @@ function renderSheetTabs() {
     tab.textContent = name.slice(name.lastIndexOf("[") + 1, -1);
     tab.setAttribute("aria-selected", String(name === S.file));
     tab.tabIndex = name === S.file ? 0 : -1;
-    tab.addEventListener("click", () => {
-      if (name === S.file) return;
-      if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
-      $("file-select").value = name;
-      openFile(name).catch((err) => say(err.message, "error"));
-    });
+    tab.addEventListener("click", () => openSheet(name));
     tab.addEventListener("keydown", (e) => {
       const all = [...list.children];
       const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
@@ -500,8 +502,11 @@ function applyFindings() {
     li.className = f.severity;
     const button = document.createElement("button");
     button.type = "button";
-    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7
-    const row_ = S.sheet && f.row ? `${S.file}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
+    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7; a finding on
+    // another sheet (a graph renamed here that a node there calls) names that sheet, and opens it on click
+    const elsewhere = Boolean(S.sheet && f.sheet && f.sheet !== S.sheet);
+    const sheetName = elsewhere ? `${S.file.slice(0, S.file.lastIndexOf("["))}[${f.sheet}]` : S.file;
+    const row_ = S.sheet && f.row ? `${sheetName}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
     const place = f.row ? `${row_}${f.column_name ? ", " + f.column_name : ""}: ` : "";
     button.textContent = `${place}${f.severity} ${f.code}: ${f.message}`;
     const fix = document.createElement("div");
@@ -512,9 +517,10 @@ function applyFindings() {
     link.target = "_blank";
     link.textContent = f.docs;
     li.append(button, fix, link);
-    const row = f.row ? at.get(f.row) : undefined;
+    const row = f.row && !elsewhere ? at.get(f.row) : undefined;
     const c = f.column ? f.column - 1 : Math.max(col("Node"), 0);
     if (row) button.addEventListener("click", () => reveal(row, c));
+    if (elsewhere) button.addEventListener("click", () => openSheet(sheetName));
     const cell = row ? td(row, c) : null;
     if (cell) {
       if (f.severity === "error") cell.setAttribute("aria-invalid", "true");
