@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -175,3 +177,41 @@ def test_a_call_to_another_sheets_graph_is_checked_against_the_workbook_as_edite
         assert checked["valid"] is (expected[0] != sheet)  # a finding on another sheet leaves this one valid
         assert save(client, name, rows, data["version"]).status_code == 200
     assert findings_of(checked["findings"]) == validated(path)  # what agentmap validate says of the saved file
+
+
+def formula_workbook(path: Path) -> Path:
+    """Sheet Greet whose Prompt C2 is a formula Excel computed as `Hello, {name}` (the value kept in the file)."""
+    book = openpyxl.Workbook()
+    greet = book.active
+    greet.title = "Greet"
+    greet.append(HEADERS)
+    greet.append(["Hello", "template", '="Hello, "&"{name}"', "name", "greeting", ""])
+    book.save(path)
+    with zipfile.ZipFile(path) as source:  # openpyxl writes no computed value: put in the one Excel would
+        parts = {name: source.read(name) for name in source.namelist()}
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    computed = re.sub(r'<c r="C2">(<f>.*?</f>)<v\s*/>', r'<c r="C2" t="str">\1<v>Hello, {name}</v>', sheet)
+    assert computed != sheet
+    parts["xl/worksheets/sheet1.xml"] = computed.encode()
+    with zipfile.ZipFile(path, "w") as target:
+        for name, data in parts.items():
+            target.writestr(name, data)
+    return path
+
+
+def test_a_formula_cell_shows_the_value_excel_computed_and_the_workbook_is_not_saved_over_it(tmp_path: Path) -> None:
+    path = formula_workbook(tmp_path / "formulas.xlsx")
+    before = path.read_bytes()
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, "formulas.xlsx[Greet]")
+        assert data["rows"][1]["cells"][2] == "Hello, {name}"  # what Excel shows, and what agentmap run reads
+        assert data["rows"][1]["formulas"] == {"2": '="Hello, "&"{name}"'} and data["rows"][0]["formulas"] == {}
+        assert findings_of(data["findings"]) == validated(path) == []
+        rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+        rows[1]["cells"][4] = "greeting2"
+        refused = save(client, "formulas.xlsx[Greet]", rows, data["version"])
+    assert refused.status_code == 422 and refused.json()["code"] == "formula-cells"
+    assert "Greet!C2" in refused.json()["message"] and "Excel" in refused.json()["hint"]
+    assert path.read_bytes() == before
+    result = agentmap.run(path, {"name": "Ada"})
+    assert result.state["greeting"] == "Hello, Ada"

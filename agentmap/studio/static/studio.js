@@ -83,7 +83,7 @@ async function openFile(file) {
 
 function load(data) {
   S.version = data.version;
-  S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice() }));
+  S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice(), formulas: r.formulas || {} }));
   S.columns = data.columns;
   S.sheet = data.sheet || null;
   S.sheets = data.sheets || [];
@@ -195,7 +195,16 @@ function renderGrid() {
     number.className = "rowhead";
     number.setAttribute("aria-hidden", "true");
     tr.append(number);
-    for (let c = 0; c < width; c++) tr.append(cellElement(0, c, row.cells[c] || ""));
+    for (let c = 0; c < width; c++) {
+      const cell = cellElement(0, c, row.cells[c] || "");
+      const formula = row.formulas && row.formulas[c];
+      if (formula) {  // the value Excel computed is shown (and read by runs); the formula is edited in Excel
+        cell.setAttribute("aria-readonly", "true");
+        cell.setAttribute("aria-description", "formula " + formula);
+        cell.classList.add("formula");
+      }
+      tr.append(cell);
+    }
     S.trs.set(row, tr);
     rows.push(tr);
   }
@@ -266,6 +275,10 @@ function startEdit(initial) {
   const { row, col: c } = S.sel;
   const cell = td(row, c);
   const name = S.columns[c] || "";
+  if (row.formulas && row.formulas[c]) {
+    say(`This cell shows the value of its formula ${row.formulas[c]}: edit the formula in Excel.`, "error");
+    return;
+  }
   const original = row.cells[c] || "";
   const editor = document.createElement(LONG.has(name) ? "textarea" : "input");
   editor.setAttribute("aria-label", `${S.header.cells[c] || "cell"}, row ${cell.getAttribute("aria-rowindex")}`);
@@ -327,6 +340,7 @@ function gridKeys(e) {
   else if (e.key === "Enter" || e.key === "F2") { e.preventDefault(); startEdit(); }
   else if (e.key === "Delete" || e.key === "Backspace") {
     e.preventDefault();
+    if (S.sel.row.formulas && S.sel.row.formulas[S.sel.col]) { startEdit(); return; }  // says why not
     setValue(S.sel.row, S.sel.col, "");
     td(S.sel.row, S.sel.col).textContent = "";
     scheduleCheck();
