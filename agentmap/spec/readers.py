@@ -12,7 +12,7 @@ import contextvars
 import csv
 import difflib
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,17 +57,19 @@ def read_table(path: Path) -> Table:
     return read_tables(path)[0]
 
 
-_UNSAVED: contextvars.ContextVar[Mapping[Path, Table] | None] = contextvars.ContextVar("agentmap_unsaved", default=None)
+_UNSAVED: contextvars.ContextVar[Mapping[Path, Sequence[Table]] | None] = contextvars.ContextVar(
+    "agentmap_unsaved", default=None
+)
 
 
 @contextmanager
-def unsaved_tables(tables: Mapping[Path, Table]) -> Iterator[None]:
-    """While inside, `read_tables` reads these tables in place of what is on disk (the studio's unsaved sheet).
+def unsaved_tables(files: Mapping[Path, Sequence[Table]]) -> Iterator[None]:
+    """While inside, `read_tables` returns these tables for these files instead of reading them from disk.
 
-    Each table stands for a file (a CSV table) or for its sheet of a workbook (`Table.sheet`): every read of
-    that file, also the reads a `graph` node's check makes of the graphs it calls, sees the unsaved rows.
+    The studio checks a sheet not yet saved this way: every read of its file, also the reads a `graph` node's
+    check makes of the graphs it calls, sees the rows on screen.
     """
-    token = _UNSAVED.set({path.resolve(): table for path, table in tables.items()})
+    token = _UNSAVED.set({path.resolve(): tables for path, tables in files.items()})
     try:
         yield
     finally:
@@ -81,24 +83,9 @@ def read_tables(path: Path) -> list[Table]:
         WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
             readable text (or a workbook has no sheet with rows).
     """
-    overlay = _UNSAVED.get()
-    unsaved = overlay.get(path.resolve()) if overlay else None
-    if unsaved is not None and unsaved.sheet is None:
-        return [unsaved]
-    try:
-        tables = _read_tables(path)
-    except WorkflowFileError as err:
-        if unsaved is None or err.code != "empty-file":
-            raise
-        return [unsaved]  # the workbook's sheets were all empty on disk
-    if unsaved is None:
-        return tables
-    if not any(t.sheet == unsaved.sheet for t in tables):  # the sheet was empty on disk
-        return [*tables, unsaved]
-    return [unsaved if t.sheet == unsaved.sheet else t for t in tables]
-
-
-def _read_tables(path: Path) -> list[Table]:
+    unsaved = _UNSAVED.get()
+    if unsaved and path.resolve() in unsaved:
+        return list(unsaved[path.resolve()])
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):

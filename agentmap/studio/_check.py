@@ -40,7 +40,7 @@ class Checked:
         workflow: Workflow | None,
         *,
         sheet: str | None = None,
-        unsaved: Mapping[Path, Table] | None = None,
+        unsaved: Mapping[Path, Sequence[Table]] | None = None,
     ) -> None:
         self.lines = lines
         self.issues = issues
@@ -70,15 +70,15 @@ def check_rows(document: Editable, rows: Rows, options: Mapping[str, Any]) -> Ch
     headers: list[str] = []
     lines = document.lines(rows)
     try:
-        table = document.table(rows)
-        headers = table.headers
-        with unsaved_tables({path: table}):
+        tables = document.tables(rows)
+        headers = next(t.headers for t in tables if t.sheet == sheet)
+        with unsaved_tables({path: tables}):
             workflow, issues = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
             issues += validate(workflow, **options)
     except AgentMapError as err:
         issue = Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=str(path))
         return Checked(lines, [issue], headers, None, sheet=sheet)
-    return Checked(lines, issues, headers, workflow, sheet=sheet, unsaved={path: table})
+    return Checked(lines, issues, headers, workflow, sheet=sheet, unsaved={path: tables})
 
 
 def draw_sheet(checked: Checked, graph: str, options: Mapping[str, Any]) -> str:

@@ -16,12 +16,12 @@ import io
 import re
 from collections.abc import Sequence
 from copy import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import WorkflowFileError
-from agentmap.spec.readers import Table, sheet_table
+from agentmap.spec.readers import Table, read_tables, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
 __all__ = ["Editable", "FormulaCellsError", "SheetDocument", "sheet_names", "split_sheet"]
@@ -89,6 +89,7 @@ class SheetDocument:
     values: list[list[Any]]
     version: str
     formulas: dict[tuple[int, int], str]
+    _saved: tuple[tuple[int, int], list[Table]] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, path: Path, sheet: str) -> SheetDocument:
@@ -137,6 +138,28 @@ class SheetDocument:
         """
         numbered = [(line, list(cells)) for line, (_, cells) in zip(self.lines(rows), rows, strict=True)]
         return sheet_table(self.path, numbered, self.sheet)
+
+    def tables(self, rows: Rows) -> list[Table]:
+        """The workbook's tables as `agentmap validate` reads them once `rows` are saved: the other sheets as
+        they are on disk (read again only when the file changed), this one from `rows`.
+
+        Raises:
+            WorkflowFileError: The rows have no header row, or the workbook on disk cannot be read.
+        """
+        table = self.table(rows)
+        stat = self.path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._saved is None or self._saved[0] != key:  # a check runs on every key typed: read the file once
+            try:
+                self._saved = (key, read_tables(self.path))
+            except WorkflowFileError as err:
+                if err.code != "empty-file":
+                    raise
+                self._saved = (key, [])
+        saved = self._saved[1]
+        if not any(t.sheet == self.sheet for t in saved):  # this sheet was empty on disk
+            return [*saved, table]
+        return [table if t.sheet == self.sheet else t for t in saved]
 
     def data(self, rows: Rows) -> bytes:
         """The workbook on disk now with this sheet's cells written from `rows` (what a save writes).

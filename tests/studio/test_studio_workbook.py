@@ -215,3 +215,17 @@ def test_a_formula_cell_shows_the_value_excel_computed_and_the_workbook_is_not_s
     assert path.read_bytes() == before
     result = agentmap.run(path, {"name": "Ada"})
     assert result.state["greeting"] == "Hello, Ada"
+
+
+def test_another_sheet_changed_on_disk_is_checked_as_it_is_now(tmp_path: Path) -> None:
+    path = calling_workbook(tmp_path / "calls.xlsx")
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, "calls.xlsx[Main]")
+        rows = [{"id": r["id"], "cells": r["cells"]} for r in data["rows"]]
+        assert client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()["valid"]
+        book = openpyxl.load_workbook(path)
+        book["Helpers"]["A2"] = "Renamed"  # by another program, while the studio has sheet Main open
+        book.save(path)
+        checked = client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()
+    assert [(f["code"], f["cell"]) for f in checked["findings"]] == [("bad-config", "D2")]
+    assert findings_of(checked["findings"]) == validated(path)
