@@ -137,8 +137,9 @@ class ErrorCode(StrEnum):
     BAD_INPUT = "bad-input"
     GRAPH_CHANGED = "graph-changed"
     DATABASE_UNAVAILABLE = "database-unavailable"
-    # the studio (HTTP 409)
+    # the studio (HTTP 409, 422)
     FILE_CHANGED = "file-changed"
+    FORMULA_CELLS = "formula-cells"
     # batch runs (exit 2, or 3 for a missing input table)
     INPUT_NOT_FOUND = "input-not-found"
     BAD_PARTIAL = "bad-partial"

@@ -27,7 +27,7 @@ def parse_selector(target: str | Path) -> tuple[Path, str | None]:
 
 
 def read_workflow(
-    path: Path, *, roots: Sequence[Path] = (), prompts_dir: Path | None = None, table: Table | None = None
+    path: Path, *, roots: Sequence[Path] = (), prompts_dir: Path | None = None
 ) -> tuple[Workflow, list[Issue]]:
     """Read every graph of a workflow file.
 
@@ -35,7 +35,6 @@ def read_workflow(
         path: The workflow file.
         roots: Extra folders `file:` prompts may be read from (the file's own folder always may).
         prompts_dir: The configured prompts folder (`file:` and `prompt:name` look there too).
-        table: The file's rows already read (an unsaved sheet); None reads `path`.
 
     Returns:
         The workflow (rows with unusable names left out) and every problem found while reading.
@@ -43,7 +42,7 @@ def read_workflow(
     Raises:
         WorkflowFileError: The file is missing, a directory, unsupported, or not text.
     """
-    tables = read_tables(path) if table is None else [table]
+    tables = read_tables(path)  # rows not yet saved in place of the file's: see `readers.unsaved_tables`
     file = str(path)
     graphs: dict[str, list[NodeSpec]] = {}
     shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]] = {}

@@ -8,17 +8,28 @@ and blank rows, are skipped.
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import difflib
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import WorkflowFileError
 
-__all__ = ["SUFFIXES", "Table", "column_letter", "csv_table", "read_table", "read_tables", "sheet_table"]
+__all__ = [
+    "SUFFIXES",
+    "Table",
+    "column_letter",
+    "csv_table",
+    "read_table",
+    "read_tables",
+    "sheet_table",
+    "unsaved_tables",
+]
 
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".yaml", ".yml")
 
@@ -46,6 +57,25 @@ def read_table(path: Path) -> Table:
     return read_tables(path)[0]
 
 
+_UNSAVED: contextvars.ContextVar[Mapping[Path, Sequence[Table]] | None] = contextvars.ContextVar(
+    "agentmap_unsaved", default=None
+)
+
+
+@contextmanager
+def unsaved_tables(files: Mapping[Path, Sequence[Table]]) -> Iterator[None]:
+    """While inside, `read_tables` returns these tables for these files instead of reading them from disk.
+
+    The studio checks a sheet not yet saved this way: every read of its file, also the reads a `graph` node's
+    check makes of the graphs it calls, sees the rows on screen.
+    """
+    token = _UNSAVED.set({path.resolve(): tables for path, tables in files.items()})
+    try:
+        yield
+    finally:
+        _UNSAVED.reset(token)
+
+
 def read_tables(path: Path) -> list[Table]:
     """Read a workflow file: one table, or one per sheet of a workbook that holds rows (in sheet order).
 
@@ -53,6 +83,9 @@ def read_tables(path: Path) -> list[Table]:
         WorkflowFileError: The file is missing, is a directory, is not a supported format, or is not
             readable text (or a workbook has no sheet with rows).
     """
+    unsaved = _UNSAVED.get()
+    if unsaved and path.resolve() in unsaved:
+        return list(unsaved[path.resolve()])
     check_file(path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):

@@ -19,7 +19,7 @@ from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
 from agentmap.studio._runs import ServedFile
-from agentmap.studio._workbook import Editable, SheetDocument
+from agentmap.studio._workbook import Editable, FormulaCellsError, SheetDocument
 
 __all__ = ["StudioConfig", "create_studio_app"]
 
@@ -107,6 +107,7 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     @app.exception_handler(AgentMapError)
     async def agentmap_error(_: Request, err: AgentMapError) -> JSONResponse:
         status = 409 if isinstance(err, FileChangedError) else 404 if isinstance(err, WorkflowFileError) else 422
+        status = 422 if isinstance(err, FormulaCellsError) else status
         status = 401 if err.code == "api-key-required" else status
         return JSONResponse({"code": err.code, "message": err.message, "hint": err.hint}, status_code=status)
 
@@ -152,7 +153,7 @@ def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
         checked = check_rows(document, [(r.id, r.cells) for r in body.rows], options)
         if not checked.valid or checked.workflow is None:
             raise WorkflowValidationError(checked.issues, source=body.file)
-        return {"svg": draw_sheet(checked.workflow, body.graph, options)}
+        return {"svg": draw_sheet(checked, body.graph, options)}
 
     @router.get("/version")
     def version(file: str) -> dict[str, str]:
@@ -196,8 +197,12 @@ def _sheet(
 
     header = next((cells for _, cells in rows if cells and not cells[0].lstrip().startswith("#")), [])
     canonical = {position: name for name, position in map_headers([h.strip() for h in header]).index.items()}
+    formulas = document.formulas if isinstance(document, SheetDocument) else {}
     return {
-        "rows": [{"id": index, "cells": cells} for index, cells in rows],
+        "rows": [
+            {"id": index, "cells": cells, "formulas": {c: f for (r, c), f in formulas.items() if r == index}}
+            for index, cells in rows
+        ],
         "columns": [canonical.get(i, "") for i in range(len(header))],
         "agent_types": sorted(registry.names()),
         **_checked(document, rows, options),

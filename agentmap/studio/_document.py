@@ -143,6 +143,10 @@ class Document:
         """
         return csv_table(self.path, self.render(rows), delimiter=self.style.delimiter)
 
+    def tables(self, rows: Sequence[tuple[int | None, Sequence[str]]]) -> list[Table]:
+        """The file's tables once `rows` are saved: its one table."""
+        return [self.table(rows)]
+
     def data(self, rows: Sequence[tuple[int | None, Sequence[str]]]) -> bytes:
         """The bytes of the file `rows` make (what a save writes)."""
         return self.encode(self.render(rows))

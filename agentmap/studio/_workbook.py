@@ -4,6 +4,10 @@ The studio opens one sheet at a time, named `flows.xlsx[Sheet]`. Saving loads th
 writes the sheet's cell values, and leaves everything else alone: the other sheets, fonts, fills, borders,
 number formats and column widths. A cell whose text was not changed keeps its value as it was (a number stays
 a number); a moved row takes its cells' formatting with it. The workbook is written atomically.
+
+A formula cell shows the value Excel last computed for it, which is what `agentmap run` reads; the page does
+not edit it. A workbook holding formulas is not saved: openpyxl writes formulas without their computed values,
+so the workflow would read those cells empty until Excel opened and saved the file again.
 """
 
 from __future__ import annotations
@@ -12,15 +16,15 @@ import io
 import re
 from collections.abc import Sequence
 from copy import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import WorkflowFileError
-from agentmap.spec.readers import Table, sheet_table
+from agentmap.spec.readers import Table, read_tables, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
-__all__ = ["Editable", "SheetDocument", "sheet_names", "split_sheet"]
+__all__ = ["Editable", "FormulaCellsError", "SheetDocument", "sheet_names", "split_sheet"]
 
 _NAMED = re.compile(r"^(?P<file>.+\.xlsx)\[(?P<sheet>[^\]]+)\]$", re.IGNORECASE)
 
@@ -33,7 +37,13 @@ def split_sheet(name: str) -> tuple[str, str | None]:
     return (found["file"], found["sheet"]) if found else (name, None)
 
 
-def _workbook(data: bytes, path: Path, *, read_only: bool = False) -> Any:
+class FormulaCellsError(WorkflowFileError):
+    """The workbook holds formulas, whose computed values a save through openpyxl would drop."""
+
+    default_code = "formula-cells"
+
+
+def _workbook(data: bytes, path: Path, *, read_only: bool = False, data_only: bool = False) -> Any:
     try:
         import openpyxl
     except ImportError:
@@ -43,7 +53,7 @@ def _workbook(data: bytes, path: Path, *, read_only: bool = False) -> Any:
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     try:
-        return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only)
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only, data_only=data_only)
     except Exception as exc:
         raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
 
@@ -67,13 +77,19 @@ def _text(value: Any) -> str:
 
 @dataclass
 class SheetDocument:
-    """One sheet of a workbook: its rows (every row down to the last used one) and the workbook's version."""
+    """One sheet of a workbook: its rows (every row down to the last used one) and the workbook's version.
+
+    `records` hold the text each cell shows (a formula's computed value); `formulas` the formula of each formula
+    cell, by `(record index, column)`.
+    """
 
     path: Path
     sheet: str
     records: list[Record]
     values: list[list[Any]]
     version: str
+    formulas: dict[tuple[int, int], str]
+    _saved: tuple[tuple[int, int], list[Table]] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, path: Path, sheet: str) -> SheetDocument:
@@ -94,12 +110,21 @@ class SheetDocument:
                 hint="its sheets: " + ", ".join(book.sheetnames),
             )
         values = [list(row) for row in book[sheet].iter_rows(values_only=True)]
+        formulas = {
+            (r, c): value
+            for r, row in enumerate(values)
+            for c, value in enumerate(row)
+            if isinstance(value, str) and value.startswith("=")
+        }
+        shown = values
+        if formulas:  # the values Excel computed for them, as `agentmap run` reads the sheet
+            shown = [list(row) for row in _workbook(data, path, data_only=True)[sheet].iter_rows(values_only=True)]
         width = max((len(row) for row in values), default=0)
         records = []
-        for row in values:
+        for row in shown:
             cells = [_text(v) for v in row] + [""] * (width - len(row))  # every row as wide as the sheet
             records.append(Record(cells=cells, original=list(cells)))
-        return cls(path=path, sheet=sheet, records=records, values=values, version=version_of(data))
+        return cls(path=path, sheet=sheet, records=records, values=values, version=version_of(data), formulas=formulas)
 
     def lines(self, rows: Rows) -> list[int]:
         """Each row's row number in the sheet once saved."""
@@ -114,9 +139,36 @@ class SheetDocument:
         numbered = [(line, list(cells)) for line, (_, cells) in zip(self.lines(rows), rows, strict=True)]
         return sheet_table(self.path, numbered, self.sheet)
 
+    def tables(self, rows: Rows) -> list[Table]:
+        """The workbook's tables as `agentmap validate` reads them once `rows` are saved: the other sheets as
+        they are on disk (read again only when the file changed), this one from `rows`.
+
+        Raises:
+            WorkflowFileError: The rows have no header row, or the workbook on disk cannot be read.
+        """
+        table = self.table(rows)
+        stat = self.path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._saved is None or self._saved[0] != key:  # a check runs on every key typed: read the file once
+            try:
+                self._saved = (key, read_tables(self.path))
+            except WorkflowFileError as err:
+                if err.code != "empty-file":
+                    raise
+                self._saved = (key, [])
+        saved = self._saved[1]
+        if not any(t.sheet == self.sheet for t in saved):  # this sheet was empty on disk
+            return [*saved, table]
+        return [table if t.sheet == self.sheet else t for t in saved]
+
     def data(self, rows: Rows) -> bytes:
-        """The workbook on disk now with this sheet's cells written from `rows` (what a save writes)."""
+        """The workbook on disk now with this sheet's cells written from `rows` (what a save writes).
+
+        Raises:
+            FormulaCellsError: The workbook holds formulas (a save would drop the values they show).
+        """
         book = _workbook(self.path.read_bytes(), self.path)
+        _refuse_formulas(book, self.path)
         sheet = book[self.sheet]
         width = max([sheet.max_column, *(len(cells) for _, cells in rows)])
         styles = {
@@ -140,6 +192,24 @@ class SheetDocument:
         out = io.BytesIO()
         book.save(out)
         return out.getvalue()
+
+
+def _refuse_formulas(book: Any, path: Path) -> None:
+    found = [
+        f"{sheet.title}!{cell.coordinate}"
+        for sheet in book.worksheets
+        for row in sheet.iter_rows()
+        for cell in row
+        if cell.data_type == "f"
+    ]
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise FormulaCellsError(
+            f"{path.name} holds formulas ({shown}); saving it here would keep them but lose the values they show, "
+            "which agentmap run reads",
+            hint="edit this workbook in Excel, or replace its formulas by their values (Paste Special, Values) "
+            "and open it again",
+        )
 
 
 Editable = Document | SheetDocument

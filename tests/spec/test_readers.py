@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -180,3 +182,23 @@ def test_each_sheet_of_a_workbook_holding_rows_is_a_table_with_its_own_row_numbe
 
 def test_column_letters_are_the_spreadsheets() -> None:
     assert [column_letter(i) for i in (0, 5, 25, 26, 27, 701, 702)] == ["A", "F", "Z", "AA", "AB", "ZZ", "AAA"]
+
+
+def test_a_formula_cell_reads_as_the_value_excel_computed_for_it(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    book.active.append(["Node", "Prompt"])
+    book.active.append(["A", '="Hi, "&"{name}"'])
+    book.active.append(["B", "=A3"])  # never computed (written by a program, not Excel): read empty
+    path = tmp_path / "flows.xlsx"
+    book.save(path)
+    with zipfile.ZipFile(path) as source:  # the value Excel keeps beside the formula when it saves
+        parts = {name: source.read(name) for name in source.namelist()}
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    parts["xl/worksheets/sheet1.xml"] = re.sub(
+        r'<c r="B2">(<f>.*?</f>)<v\s*/>', r'<c r="B2" t="str">\1<v>Hi, {name}</v>', sheet
+    ).encode()
+    with zipfile.ZipFile(path, "w") as target:
+        for name, data in parts.items():
+            target.writestr(name, data)
+    assert read_table(path).rows == [(2, ["A", "Hi, {name}"]), (3, ["B", ""])]

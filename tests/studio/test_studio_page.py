@@ -410,3 +410,37 @@ def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_for
     assert saved["Greet"].column_dimensions["C"].width == 40
     assert [c.value for c in saved["Loud"][2]] == ["Say", "template", "changed elsewhere", "name", "said", None]
     assert saved["Loud"]["B2"].font.italic
+
+
+def test_a_graph_renamed_on_one_sheet_is_found_on_the_sheet_that_calls_it(browser: Any, tmp_path: Path) -> None:
+    from test_studio_workbook import calling_workbook
+
+    path = calling_workbook(tmp_path / "calls.xlsx")
+    with studio_page(browser, path, file="calls.xlsx[Helpers]") as page:
+        edit(page, cell(page, 2, 1), "Helper2")  # sheet Main's node Call runs ::Helper
+        findings = page.get_by_role("list", name="Findings")
+        assert "calls.xlsx[Main]!D2" in findings.inner_text()
+        assert page.locator("[role=gridcell][aria-invalid=true]").count() == 0  # not on a cell of this sheet
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        findings.get_by_role("button").filter(has_text="calls.xlsx[Main]!D2").click()  # opens sheet Main
+        page.wait_for_function("S.file === 'calls.xlsx[Main]'", timeout=10_000)
+        page.wait_for_function(
+            "document.querySelector(\"[aria-rowindex='2'][aria-colindex='4']\")?.getAttribute('aria-invalid')"
+            " === 'true'",
+            timeout=10_000,
+        )
+
+
+def test_a_formula_cell_shows_its_value_and_is_not_edited(browser: Any, tmp_path: Path) -> None:
+    from test_studio_workbook import formula_workbook
+
+    path = formula_workbook(tmp_path / "formulas.xlsx")
+    with studio_page(browser, path, file="formulas.xlsx[Greet]") as page:
+        prompt = cell(page, 2, 3)
+        assert prompt.inner_text() == "Hello, {name}" and prompt.get_attribute("aria-readonly") == "true"
+        assert prompt.get_attribute("aria-description") == 'formula ="Hello, "&"{name}"'
+        prompt.click()
+        page.keyboard.press("Enter")
+        assert page.locator("td.editing").count() == 0
+        assert "edit the formula in Excel" in page.locator("#status").inner_text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import agentmap
 from agentmap.studio import StudioConfig, create_studio_app
 
 openpyxl = pytest.importorskip("openpyxl")
@@ -124,3 +127,105 @@ def test_a_workbook_changed_on_disk_is_not_overwritten(client: TestClient, book_
     assert refused.status_code == 409 and refused.json()["code"] == "file-changed"
     assert openpyxl.load_workbook(book_path)["Notes"]["B2"].value == "theirs"
     assert client.get("/studio/api/version", params={"file": "flows.xlsx[Greet]"}).json()["version"] != data["version"]
+
+
+def calling_workbook(path: Path) -> Path:
+    """Sheet Main's node Call runs graph Helper, one of two graphs of sheet Helpers (which has a GraphName column)."""
+    book = openpyxl.Workbook()
+    main = book.active
+    main.title = "Main"
+    main.append(["Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"])
+    main.append(["Call", "graph", "", '{"workflow": "::Helper"}', "name", "out", "End"])
+    main.append(["End", "echo", "", "", "out", "done", ""])
+    helpers = book.create_sheet("Helpers")
+    helpers.append(["GraphName", "Node", "AgentType", "Prompt", "Input_Fields", "Output_Field"])
+    helpers.append(["Helper", "Hi", "template", "Hello, {name}", "name", "greeting"])
+    helpers.append(["Other", "Bye", "template", "Bye, {name}", "name", "farewell"])
+    book.save(path)
+    return path
+
+
+def findings_of(findings: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(f["code"], f["sheet"], f["cell"], f["message"]) for f in findings]
+
+
+def validated(path: Path) -> list[tuple[Any, ...]]:
+    return [(i.code, i.sheet, i.cell, i.message) for i in agentmap.validate(path)]
+
+
+@pytest.mark.parametrize(
+    ("sheet", "row", "column", "text", "expected"),
+    [  # a graph of sheet Helpers misspelled on sheet Main; the graph renamed on sheet Helpers: found on Main!D2
+        ("Main", 1, 3, '{"workflow": "::Helpr"}', ("Main", "D2", 4)),
+        ("Helpers", 1, 0, "Helper2", ("Main", "D2", None)),
+    ],
+)
+def test_a_call_to_another_sheets_graph_is_checked_against_the_workbook_as_edited(
+    tmp_path: Path, sheet: str, row: int, column: int, text: str, expected: tuple[Any, ...]
+) -> None:
+    path = calling_workbook(tmp_path / "calls.xlsx")
+    assert validated(path) == []
+    name = f"calls.xlsx[{sheet}]"
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, name)
+        rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+        rows[row]["cells"][column] = text
+        checked = client.post("/studio/api/check", json={"file": name, "rows": rows}).json()
+        finding = next(f for f in checked["findings"] if f["code"] == "bad-config")
+        assert (finding["sheet"], finding["cell"], finding["column"]) == expected
+        assert "Helper" in finding["message"] and finding["where"].endswith(f"calls.xlsx[{expected[0]}]!D2")
+        assert checked["valid"] is (expected[0] != sheet)  # a finding on another sheet leaves this one valid
+        assert save(client, name, rows, data["version"]).status_code == 200
+    assert findings_of(checked["findings"]) == validated(path)  # what agentmap validate says of the saved file
+
+
+def formula_workbook(path: Path) -> Path:
+    """Sheet Greet whose Prompt C2 is a formula Excel computed as `Hello, {name}` (the value kept in the file)."""
+    book = openpyxl.Workbook()
+    greet = book.active
+    greet.title = "Greet"
+    greet.append(HEADERS)
+    greet.append(["Hello", "template", '="Hello, "&"{name}"', "name", "greeting", ""])
+    book.save(path)
+    with zipfile.ZipFile(path) as source:  # openpyxl writes no computed value: put in the one Excel would
+        parts = {name: source.read(name) for name in source.namelist()}
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    computed = re.sub(r'<c r="C2">(<f>.*?</f>)<v\s*/>', r'<c r="C2" t="str">\1<v>Hello, {name}</v>', sheet)
+    assert computed != sheet
+    parts["xl/worksheets/sheet1.xml"] = computed.encode()
+    with zipfile.ZipFile(path, "w") as target:
+        for name, data in parts.items():
+            target.writestr(name, data)
+    return path
+
+
+def test_a_formula_cell_shows_the_value_excel_computed_and_the_workbook_is_not_saved_over_it(tmp_path: Path) -> None:
+    path = formula_workbook(tmp_path / "formulas.xlsx")
+    before = path.read_bytes()
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, "formulas.xlsx[Greet]")
+        assert data["rows"][1]["cells"][2] == "Hello, {name}"  # what Excel shows, and what agentmap run reads
+        assert data["rows"][1]["formulas"] == {"2": '="Hello, "&"{name}"'} and data["rows"][0]["formulas"] == {}
+        assert findings_of(data["findings"]) == validated(path) == []
+        rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+        rows[1]["cells"][4] = "greeting2"
+        refused = save(client, "formulas.xlsx[Greet]", rows, data["version"])
+    assert refused.status_code == 422 and refused.json()["code"] == "formula-cells"
+    assert "Greet!C2" in refused.json()["message"] and "Excel" in refused.json()["hint"]
+    assert path.read_bytes() == before
+    result = agentmap.run(path, {"name": "Ada"})
+    assert result.state["greeting"] == "Hello, Ada"
+
+
+def test_another_sheet_changed_on_disk_is_checked_as_it_is_now(tmp_path: Path) -> None:
+    path = calling_workbook(tmp_path / "calls.xlsx")
+    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+        data = opened(client, "calls.xlsx[Main]")
+        rows = [{"id": r["id"], "cells": r["cells"]} for r in data["rows"]]
+        assert client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()["valid"]
+        book = openpyxl.load_workbook(path)
+        book["Helpers"]["A2"] = "Renamed"  # by another program, while the studio has sheet Main open
+        book.save(path)
+        checked = client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()
+    assert [(f["code"], f["cell"]) for f in checked["findings"]] == [("bad-config", "D2")]
+    assert findings_of(checked["findings"]) == validated(path)

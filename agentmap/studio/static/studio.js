@@ -83,7 +83,7 @@ async function openFile(file) {
 
 function load(data) {
   S.version = data.version;
-  S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice() }));
+  S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice(), formulas: r.formulas || {} }));
   S.columns = data.columns;
   S.sheet = data.sheet || null;
   S.sheets = data.sheets || [];
@@ -104,6 +104,13 @@ function load(data) {
 // ---- the grid -------------------------------------------------------------------------------------------
 
 // a workbook's sheets: one tab each, opening that sheet (its own rows, findings and graph)
+function openSheet(name) {
+  if (name === S.file) return;
+  if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
+  $("file-select").value = name;
+  openFile(name).catch((err) => say(err.message, "error"));
+}
+
 function renderSheetTabs() {
   const list = $("sheet-tabs");
   list.hidden = S.sheets.length === 0;
@@ -114,12 +121,7 @@ function renderSheetTabs() {
     tab.textContent = name.slice(name.lastIndexOf("[") + 1, -1);
     tab.setAttribute("aria-selected", String(name === S.file));
     tab.tabIndex = name === S.file ? 0 : -1;
-    tab.addEventListener("click", () => {
-      if (name === S.file) return;
-      if (S.dirty && !confirm("This sheet has unsaved changes. Open the other sheet anyway?")) return;
-      $("file-select").value = name;
-      openFile(name).catch((err) => say(err.message, "error"));
-    });
+    tab.addEventListener("click", () => openSheet(name));
     tab.addEventListener("keydown", (e) => {
       const all = [...list.children];
       const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
@@ -193,7 +195,16 @@ function renderGrid() {
     number.className = "rowhead";
     number.setAttribute("aria-hidden", "true");
     tr.append(number);
-    for (let c = 0; c < width; c++) tr.append(cellElement(0, c, row.cells[c] || ""));
+    for (let c = 0; c < width; c++) {
+      const cell = cellElement(0, c, row.cells[c] || "");
+      const formula = row.formulas && row.formulas[c];
+      if (formula) {  // the value Excel computed is shown (and read by runs); the formula is edited in Excel
+        cell.setAttribute("aria-readonly", "true");
+        cell.setAttribute("aria-description", "formula " + formula);
+        cell.classList.add("formula");
+      }
+      tr.append(cell);
+    }
     S.trs.set(row, tr);
     rows.push(tr);
   }
@@ -264,6 +275,10 @@ function startEdit(initial) {
   const { row, col: c } = S.sel;
   const cell = td(row, c);
   const name = S.columns[c] || "";
+  if (row.formulas && row.formulas[c]) {
+    say(`This cell shows the value of its formula ${row.formulas[c]}: edit the formula in Excel.`, "error");
+    return;
+  }
   const original = row.cells[c] || "";
   const editor = document.createElement(LONG.has(name) ? "textarea" : "input");
   editor.setAttribute("aria-label", `${S.header.cells[c] || "cell"}, row ${cell.getAttribute("aria-rowindex")}`);
@@ -325,6 +340,7 @@ function gridKeys(e) {
   else if (e.key === "Enter" || e.key === "F2") { e.preventDefault(); startEdit(); }
   else if (e.key === "Delete" || e.key === "Backspace") {
     e.preventDefault();
+    if (S.sel.row.formulas && S.sel.row.formulas[S.sel.col]) { startEdit(); return; }  // says why not
     setValue(S.sel.row, S.sel.col, "");
     td(S.sel.row, S.sel.col).textContent = "";
     scheduleCheck();
@@ -500,8 +516,11 @@ function applyFindings() {
     li.className = f.severity;
     const button = document.createElement("button");
     button.type = "button";
-    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7
-    const row_ = S.sheet && f.row ? `${S.file}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
+    // in a workbook the place is named as the spreadsheet names it: flows.xlsx[Sheet]!F7; a finding on
+    // another sheet (a graph renamed here that a node there calls) names that sheet, and opens it on click
+    const elsewhere = Boolean(S.sheet && f.sheet && f.sheet !== S.sheet);
+    const sheetName = elsewhere ? `${S.file.slice(0, S.file.lastIndexOf("["))}[${f.sheet}]` : S.file;
+    const row_ = S.sheet && f.row ? `${sheetName}!${f.cell || f.row + ":" + f.row}` : `Row ${f.row}`;
     const place = f.row ? `${row_}${f.column_name ? ", " + f.column_name : ""}: ` : "";
     button.textContent = `${place}${f.severity} ${f.code}: ${f.message}`;
     const fix = document.createElement("div");
@@ -512,9 +531,10 @@ function applyFindings() {
     link.target = "_blank";
     link.textContent = f.docs;
     li.append(button, fix, link);
-    const row = f.row ? at.get(f.row) : undefined;
+    const row = f.row && !elsewhere ? at.get(f.row) : undefined;
     const c = f.column ? f.column - 1 : Math.max(col("Node"), 0);
     if (row) button.addEventListener("click", () => reveal(row, c));
+    if (elsewhere) button.addEventListener("click", () => openSheet(sheetName));
     const cell = row ? td(row, c) : null;
     if (cell) {
       if (f.severity === "error") cell.setAttribute("aria-invalid", "true");
