@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from agentmap.agents.questions import check_answer
 from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
@@ -49,28 +48,11 @@ def stream_modes(value: str | list[str] | None, default: tuple[str, ...] = ("val
     return modes or ("values",)
 
 
-def _resume(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any, claimant: str | None) -> Any:
-    """The `Command` that resumes a paused thread, its answer checked against the question asked and claimed
-    (one answer per pause: a second one is `already-answered`, HTTP 409; `claimant` may claim it again)."""
+def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claimant: str | None) -> Any:
+    """The `Command` that resumes a paused thread: the runtime's answer rule (`Thread.run_input`), each answer
+    checked against its question and claimed (one answer per pause: a second one is `already-answered`, HTTP 409;
+    `claimant` may claim it again). A thread that asks nothing is 409 `nothing-to-resume`."""
     from agentmap.errors import ConfigError
-    from agentmap.runtime.answers import claim_answers
-
-    try:
-        answers, resume = _answers(snapshot, command, thread_id, saver)
-        claim_answers(saver, snapshot.config, answers, thread_id, claimant)
-    except ConfigError as exc:
-        if exc.code != "already-answered":
-            raise
-        raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
-    return resume
-
-
-def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any) -> tuple[dict[str, Any], Any]:
-    """The answers by interrupt id, and the `Command` resuming with them."""
-    from langgraph.types import Command
-
-    from agentmap.runtime.answers import refuse_if_answered
-    from agentmap.runtime.threads import unfinished
 
     for key in command:
         if key != "resume":
@@ -80,31 +62,22 @@ def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any)
                 f"command {key!r} is not supported by agentmap serve",
                 hint='resume a paused run with command={"resume": answer}',
             )
-    pending = list(snapshot.interrupts) if snapshot is not None else []
-    if not pending:
-        if snapshot is not None and unfinished(snapshot) and command.get("resume") is not None:  # moving on
-            refuse_if_answered(saver, command["resume"], thread_id)
-        raise ApiError(
-            409,
-            "nothing-to-resume",
-            f"thread {thread_id!r} has no paused run to resume",
-            hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
-        )
+    snapshot = snapshot_of(assistant, thread_id)
     answer = command.get("resume")
-    ids = {i.id for i in pending}
-    if isinstance(answer, dict) and answer and set(answer) <= ids:
-        by_id = {i.id: i for i in pending}
-        answers = {k: check_answer(by_id[k].value, v) for k, v in answer.items()}
-        return answers, Command(resume=answers)
-    if len(pending) > 1:
-        raise ApiError(
-            422,
-            "ambiguous-resume",
-            f"thread {thread_id!r} waits on {len(pending)} questions; answer each by its interrupt id",
-            hint='command={"resume": {"<interrupt id>": answer, ...}}',
-        )
-    checked = check_answer(pending[0].value, answer)
-    return {pending[0].id: checked}, Command(resume=checked)
+    try:
+        if snapshot is not None and (snapshot.interrupts or answer is not None):
+            return assistant.app.thread(thread_id).run_input(answer, claimant=claimant, snapshot=snapshot)
+    except ConfigError as exc:
+        if exc.code == "already-answered":
+            raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
+        if exc.code not in ("not-paused", "nothing-to-resume"):
+            raise  # ambiguous-resume, bad-answer: 422
+    raise ApiError(
+        409,
+        "nothing-to-resume",
+        f"thread {thread_id!r} has no paused run to resume",
+        hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
+    )
 
 
 def _bind_thread(
@@ -173,8 +146,7 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
         raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
     if thread_id is None:
         raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
-    saver = assistant.app.graph.checkpointer
-    return _resume(snapshot_of(assistant, thread_id), body.command, thread_id, saver, claimant)
+    return _resume(assistant, body.command, thread_id, claimant)
 
 
 def resolve_request(
