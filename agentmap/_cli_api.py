@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.durable import open_thread, saved_state_keys
-    from agentmap.runtime.inputs import missing_state
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import thread_history
     from agentmap.spec.models import FuncRef, Targets
@@ -59,8 +58,6 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "resolve_checkpointer",
     "select_graph",
     "TokenWriter",
-    # run --strict: the initial state against the keys the nodes read (serve makes the same check)
-    "missing_state",
     # run --thread, resume, threads: durable runs and their checkpoints
     "checkpoint_exists",
     "checkpoint_target",
@@ -119,7 +116,6 @@ _HOMES = {
     "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
     "TokenWriter": "agentmap.runtime.streaming",
-    "missing_state": "agentmap.runtime.inputs",
     "checkpoint_exists": "agentmap.runtime.checkpoint",
     "checkpoint_target": "agentmap.runtime.checkpoint",
     "open_thread": "agentmap.runtime.durable",

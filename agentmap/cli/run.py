@@ -136,7 +136,7 @@ def run_workflow(
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
-        check_initial_state(app.spec, initial, strict=strict)
+        check_initial_state(app, initial, strict=strict)
     run_input: Any = initial
     if thread is not None:
         found = app.thread(thread)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from agentmap.agents.base import BaseAgent
     from agentmap.runtime.durable import Thread
+    from agentmap.runtime.inputs import MissingState
     from agentmap.spec.models import GraphSpec
 
 __all__ = ["CompiledWorkflow"]
@@ -348,6 +349,28 @@ class CompiledWorkflow:
         if checkpoint_id:
             thread = await asyncio.to_thread(thread.fork, checkpoint_id)
         return await thread.aresume(answer, config, tracker=tracker, **kwargs)
+
+    def check_state(
+        self, state: Mapping[str, Any], *, thread_id: str | None = None, strict: bool = False
+    ) -> MissingState | None:
+        """What `state` lacks of the inputs no node writes (`runtime.inputs.missing_state`), or None.
+
+        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). `agentmap
+        run`, `serve` and `batch` all ask this, and say what it found: a warning, or with `strict` an error.
+
+        Raises:
+            ConfigError: `strict` and a key is missing (`missing-state`).
+        """
+        from agentmap.runtime.inputs import missing_state
+
+        found = missing_state(self.spec, state)
+        if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
+            saved = self.thread(thread_id).snapshot().values
+            if saved:
+                found = missing_state(self.spec, {**saved, **state})
+        if found is not None and strict:
+            raise found.error()
+        return found
 
     def thread(self, thread_id: str) -> Thread:
         """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering

@@ -8,14 +8,12 @@ The routes (`_run_routes.py`) and a run taken over from another replica (`_rebui
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
@@ -170,16 +168,11 @@ def resolve_request(
     config = _run_config(body)
     run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = _missing(assistant, thread_id, run_input)
+    found = assistant.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
     if found is not None:
-        keys = ", ".join(repr(k) for k in found.keys)
         if server.config.strict:
-            raise ApiError(
-                422,
-                "missing-state",
-                f"{what}: {found.message}",
-                hint=f"pass {keys} in the run's input, e.g. {json.dumps(found.example, default=str)}",
-            )
+            hint = found.hint("the run's input")
+            raise ApiError(422, "missing-state", f"{what}: {found.message}", hint=hint)
         _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
         metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
@@ -206,21 +199,6 @@ def resolve_request(
             "claimant": claimant,
         },
     )
-
-
-def _missing(assistant: Assistant, thread_id: str | None, run_input: Any) -> MissingState | None:
-    """What a run starting from `run_input` lacks of the inputs no node writes (`agentmap run`'s check).
-
-    A run on a thread starts from the thread's values too: they are read only when the input lacks a key.
-    """
-    if not isinstance(run_input, Mapping):  # a resume, or a thread continued where it stopped
-        return None
-    found = missing_state(assistant.app.spec, run_input)
-    if found is not None and thread_id is not None:
-        snapshot = snapshot_of(assistant, thread_id)
-        if snapshot is not None and snapshot.values:
-            found = missing_state(assistant.app.spec, {**snapshot.values, **run_input})
-    return found
 
 
 def breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
@@ -270,7 +248,7 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
     if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
-        on_loop = missing_state(server.assistant(body.assistant_id).app.spec, body.input) is None
+        on_loop = server.assistant(body.assistant_id).app.check_state(body.input) is None
     if on_loop:
         request = resolve_request(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
