@@ -40,21 +40,9 @@ if TYPE_CHECKING:
     from agentmap.protocols.mcp_stdio import serve_stdio
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
-    from agentmap.runtime.inputs import missing_state
+    from agentmap.runtime.durable import open_thread, saved_state_keys
     from agentmap.runtime.streaming import TokenWriter
-    from agentmap.runtime.threads import (
-        DIGEST_KEY,
-        FILE_KEY,
-        GRAPH_KEY,
-        file_digest,
-        from_checkpoint,
-        resume_input,
-        saved_keys,
-        snapshot_status,
-        thread_config,
-        thread_history,
-        unfinished,
-    )
+    from agentmap.runtime.threads import thread_history
     from agentmap.spec.models import FuncRef, Targets
 
 __all__ = [  # noqa: RUF022 (grouped by command)
@@ -70,22 +58,12 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "resolve_checkpointer",
     "select_graph",
     "TokenWriter",
-    # run --strict: the initial state against the keys the nodes read (serve makes the same check)
-    "missing_state",
     # run --thread, resume, threads: durable runs and their checkpoints
-    "DIGEST_KEY",
-    "FILE_KEY",
-    "GRAPH_KEY",
     "checkpoint_exists",
     "checkpoint_target",
-    "file_digest",
-    "resume_input",
-    "saved_keys",
-    "snapshot_status",
-    "thread_config",
-    "from_checkpoint",
+    "open_thread",
+    "saved_state_keys",
     "thread_history",
-    "unfinished",
     # threads show --calls: the call journal
     "journal_entries",
     # chat, ask, eval run, serve
@@ -138,20 +116,11 @@ _HOMES = {
     "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
     "TokenWriter": "agentmap.runtime.streaming",
-    "missing_state": "agentmap.runtime.inputs",
-    "DIGEST_KEY": "agentmap.runtime.threads",
-    "FILE_KEY": "agentmap.runtime.threads",
-    "GRAPH_KEY": "agentmap.runtime.threads",
     "checkpoint_exists": "agentmap.runtime.checkpoint",
     "checkpoint_target": "agentmap.runtime.checkpoint",
-    "file_digest": "agentmap.runtime.threads",
-    "resume_input": "agentmap.runtime.threads",
-    "saved_keys": "agentmap.runtime.threads",
-    "snapshot_status": "agentmap.runtime.threads",
-    "thread_config": "agentmap.runtime.threads",
-    "from_checkpoint": "agentmap.runtime.threads",
+    "open_thread": "agentmap.runtime.durable",
+    "saved_state_keys": "agentmap.runtime.durable",
     "thread_history": "agentmap.runtime.threads",
-    "unfinished": "agentmap.runtime.threads",
     "journal_entries": "agentmap.agents.journal",
     "ACTIVE_AGENT_ENV": "agentmap.interface.agent",
     "active_agent_target": "agentmap.interface.agent",

@@ -128,6 +128,7 @@ class ErrorCode(StrEnum):
     THREAD_UNFINISHED = "thread-unfinished"
     WORKFLOW_CHANGED = "workflow-changed"
     NOT_PAUSED = "not-paused"
+    AMBIGUOUS_RESUME = "ambiguous-resume"
     ALREADY_ANSWERED = "already-answered"
     UNSAFE_CHECKPOINT = "unsafe-checkpoint"
     CORRUPT_CHECKPOINT = "corrupt-checkpoint"

@@ -129,7 +129,8 @@ def batch(
         progress: Told the counts and each result (the command line's progress bar).
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
-        on_warning: Told each such warning once (default: `warnings.warn`).
+        on_warning: Told each such warning once, and the one warning of a table whose columns lack an input no
+            node writes (default: `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
@@ -173,6 +174,7 @@ def batch(
     return run_batch(
         recipe,
         row_source,
+        warn=on_warning or _warn,
         source_name=name,
         output=Path(output) if output is not None else None,
         shaper=Shaper(dict(rename or {}), json_cells, id_column),
@@ -206,8 +208,13 @@ def run_batch(
     progress: Progress | None = None,
     keep_rows: bool = True,
     budget: float | None = None,
+    warn: Warn = _warn,
 ) -> BatchResult:
-    """The batch itself (see `batch`): `rows()` is called again for each pass over the input."""
+    """The batch itself (see `batch`): `rows()` is called again for each pass over the input.
+
+    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`):
+    `warn` is told of those it lacks, once for the whole batch.
+    """
     shaper = shaper or Shaper()
     started = time.perf_counter()
     recipe = replace(recipe, options=shippable_options(recipe.options, executor))
@@ -219,6 +226,7 @@ def run_batch(
 
     finished = _Finished(done, redo_failed)
     columns, total, skipped = _scan(rows, shaper, source_name, finished)
+    _check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
     result = BatchResult(
         total=total, skipped=skipped, failed_before=len(finished.failed), output=output, graph=runner.app.name
     )
@@ -340,6 +348,13 @@ class _Finished:
         if not succeeded:
             self.failed.add(key)
         return True
+
+
+def _check_columns(app: Any, keys: list[str], name: str, warn: Warn) -> None:
+    """Warn once for the batch when its table lacks an input no node writes (`CompiledWorkflow.check_state`)."""
+    found = app.check_state(dict.fromkeys(keys, "..."))
+    if found is not None:
+        warn(f"{name}: {found.message}; fix: {found.hint('a column of the input')}")
 
 
 def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], bool]) -> tuple[list[str], int, int]:

@@ -91,7 +91,7 @@ def _problem(warn: Warn | None, message: str, hint: str) -> None:
     """Refuse a row that does not fit its table, or only warn of it when reading leniently."""
     if warn is None:
         raise ConfigError(message, code="bad-input", hint=hint)
-    warn(message)
+    warn(f"{message} (--lenient: the row runs as it stands)")
 
 
 def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from agentmap.errors import ConfigError
-
-if TYPE_CHECKING:
-    from agentmap import CompiledWorkflow
 
 __all__ = [
     "CheckpointOption",
@@ -19,7 +16,6 @@ __all__ = [
     "check_durability",
     "need_store",
     "parse_answer",
-    "refuse_unfinished",
     "resume_hint",
 ]
 
@@ -103,33 +99,3 @@ def resume_hint(thread: str, checkpoint: str | None) -> str:
     """The command that resumes `thread` (naming the checkpoint only when it is not the default)."""
     where = f" --checkpoint {shlex.quote(checkpoint)}" if checkpoint else ""
     return f"agentmap resume {shlex.quote(thread)}{where}"
-
-
-def refuse_unfinished(app: CompiledWorkflow, thread: str, checkpoint: str | None, restart: bool) -> None:
-    """Stop `run --thread` from starting over a thread that has not finished (or clear it with `--restart`).
-
-    Raises:
-        ConfigError: The thread is paused, interrupted, failed mid-run or running (exit 2).
-    """
-    from agentmap._cli_api import snapshot_status, thread_config, unfinished
-
-    snapshot = app.graph.get_state(thread_config(thread))
-    if snapshot.metadata is None:
-        return
-    status = snapshot_status(snapshot)
-    if status == "running":
-        raise ConfigError(
-            f"thread {thread!r} is running in another process (pid {snapshot.metadata.get('agentmap_pid')})",
-            code="thread-busy",
-            hint="wait for it to end, or pick another --thread id",
-        )
-    if not unfinished(snapshot):
-        return
-    if restart:
-        app.graph.checkpointer.delete_thread(thread)  # type: ignore[union-attr]
-        return
-    raise ConfigError(
-        f"thread {thread!r} has not finished (it is {status} at step {snapshot.metadata.get('step')})",
-        code="thread-unfinished",
-        hint=f"resume it with `{resume_hint(thread, checkpoint)}`, or pass --restart to start it over",
-    )

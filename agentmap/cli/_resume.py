@@ -16,7 +16,6 @@ __all__ = [
     "example_answer",
     "print_pause",
     "questions",
-    "saved_keys",
 ]
 
 ANSWER_EXAMPLE = "'\"your answer\"'"
@@ -47,14 +46,6 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
             code="usage",
             hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT",
         ) from None
-
-
-def saved_keys(saver: Any, config: dict[str, Any]) -> tuple[str, ...]:
-    """The state keys saved on a thread (so keys of the first run's initial state stay in the schema)."""
-    from agentmap._cli_api import saved_keys as keys_of
-
-    saved = saver.get_tuple(config)
-    return keys_of(saved.checkpoint.get("channel_values", {}) if saved is not None else {})
 
 
 def example_answer(result: RunResult) -> str:

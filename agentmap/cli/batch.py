@@ -149,7 +149,7 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
 
 
 def _warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n    --lenient: the row runs as it stands\n")
+    sys.stderr.write(f"warning: {message}\n")
 
 
 def _stop_workers() -> None:

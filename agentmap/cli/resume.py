@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from agentmap.cli import _durable
 from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, NoCacheOption, StreamOption, load
 from agentmap.cli.render import OutputMode
-from agentmap.errors import ConfigError, WorkflowFileError
 
 __all__ = ["register", "resume_thread"]
 
@@ -46,69 +45,16 @@ def resume_thread(
     settings = load(config, debug)
 
     from agentmap import checkpointer
-    from agentmap._cli_api import (
-        DIGEST_KEY,
-        FILE_KEY,
-        GRAPH_KEY,
-        file_digest,
-        saved_keys,
-        thread_config,
-    )
-    from agentmap._cli_api import (
-        from_checkpoint as continuing_from,
-    )
-
-    _durable.need_store(checkpoint, thread)
-    saver = checkpointer(checkpoint)
-    run_config: dict[str, Any] = thread_config(thread, checkpoint_id=from_checkpoint)  # type: ignore[assignment]
-    saved = saver.get_tuple(run_config)
-    if saved is None and from_checkpoint:
-        raise ConfigError(
-            f"thread {thread!r} has no checkpoint {from_checkpoint!r}",
-            code="unknown-thread",
-            hint=f"`agentmap threads show {thread}` lists its checkpoints (pass the --checkpoint the run used)",
-        )
-    if from_checkpoint:
-        run_config = continuing_from(saver, thread, from_checkpoint)  # type: ignore[assignment]
-    if saved is None:
-        raise ConfigError(
-            f"the checkpoint {checkpoint or 'in .agentmap/runs.db'} has no thread {thread!r}",
-            code="unknown-thread",
-            hint="`agentmap threads` lists the threads it holds (pass the --checkpoint the run used)",
-        )
-    meta = saved.metadata or {}
-    file, graph = meta.get(FILE_KEY), meta.get(GRAPH_KEY)
-    if not file:
-        raise ConfigError(
-            f"thread {thread!r} was not started by `agentmap run`, so it does not name its workflow file",
-            code="unknown-thread",
-            hint="resume it from Python: agentmap.compile(FILE, checkpointer=...).resume(thread_id)",
-        )
-    if not Path(file).is_file():
-        raise WorkflowFileError(
-            f"thread {thread!r} runs {file}, which no longer exists",
-            code="file-not-found",
-            hint="put the workflow file back where it was, or start a new run",
-        )
-    if meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
-        raise ConfigError(
-            f"{file} has changed since thread {thread!r} started; its saved steps may not fit the new graph",
-            code="workflow-changed",
-            hint=f"resume anyway with `agentmap resume {thread} --force`, or start a new run with --restart",
-        )
-
-    from agentmap import compile
-    from agentmap._cli_api import resume_input
+    from agentmap._cli_api import open_thread
     from agentmap.cli._execute import execute
 
-    keys = saved_keys(saved.checkpoint.get("channel_values", {}))
+    _durable.need_store(checkpoint, thread)
     options = {**settings.compile_options(), **settings.policy_options()}
-    app = compile(file, graph, state_keys=keys, checkpointer=saver, **options)
-    run_input = resume_input(app.graph.get_state(run_config), thread, value, saver)  # type: ignore[arg-type]
+    found = open_thread(checkpointer(checkpoint), thread, checkpoint_id=from_checkpoint, force=force, **options)
     return execute(
-        app,
-        run_input,
-        run_config,
+        found.app,
+        found.run_input(value),
+        dict(found.config()),
         json_mode=json_mode,
         policy=settings.execution.success_policy,
         checkpoint=checkpoint,

@@ -114,8 +114,10 @@ def run_workflow(
 
     saver, thread, run_config = _open_thread(checkpoint, thread)
     keys = tuple(initial)
-    if saver is not None and run_config is not None and resume is not None:
-        keys = _resume.saved_keys(saver, run_config)
+    if saver is not None and thread is not None and resume is not None:
+        from agentmap._cli_api import saved_state_keys
+
+        keys = saved_state_keys(saver, thread)
     from agentmap import item_store
 
     options = {**settings.compile_options(), **settings.policy_options()}
@@ -134,15 +136,14 @@ def run_workflow(
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
-        check_initial_state(app.spec, initial, strict=strict)
+        check_initial_state(app, initial, strict=strict)
     run_input: Any = initial
     if thread is not None:
+        found = app.thread(thread)
         if resume is not None:
-            from agentmap._cli_api import resume_input
-
-            run_input = resume_input(app.graph.get_state(run_config), thread, resume_value, saver)  # type: ignore[arg-type]
+            run_input = found.run_input(resume_value)
         else:
-            _durable.refuse_unfinished(app, thread, checkpoint, restart)
+            found.make_way(restart=restart, resume_hint=_durable.resume_hint(thread, checkpoint))
     interactive = bool(app.prompting_nodes())
     return execute(
         app,

@@ -121,7 +121,7 @@ def _handler(assistant: Assistant, tasks: Any) -> Any:
             return
         task = await tasks.get(params.message.task_id, context)
         if task is not None and task.status.HasField("message"):
-            check_answer_fits(task.status.message, params.message)
+            await asyncio.to_thread(check_answer_fits, assistant, task.context_id, params.message)
 
     class Handler(DefaultRequestHandler):
         async def on_message_send(self, params: Any, context: Any) -> Any:

@@ -73,21 +73,22 @@ def run_input(assistant: Assistant, message: Any) -> dict[str, Any]:
         raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
 
 
-def check_answer_fits(asked: Any, message: Any) -> None:
-    """Refuse an answer that does not fit the question a paused task's status message holds.
+def check_answer_fits(assistant: Assistant, thread_id: str, message: Any) -> None:
+    """Refuse an answer that does not fit what the paused thread asks (the runtime's answer rule, `answers_for`:
+    each answer checked against its question, one for each when several wait), before a run is made of it.
 
     Raises:
         InvalidParamsError: The answer does not fit (the error says what would).
     """
     from a2a.utils.errors import InvalidParamsError
 
-    from agentmap.agents.questions import check_answer, is_question
+    from agentmap.runtime.durable import answers_for
 
-    questions = [d for d in _parts(asked)[0] if is_question(d)]
-    if not questions:
+    pending = assistant.app.thread(thread_id).questions()
+    if not pending:
         return
     try:
-        check_answer(questions[0], answer_of(message))
+        answers_for(pending, answer_of(message), thread_id)
     except AgentMapError as err:
         raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
 

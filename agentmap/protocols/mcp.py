@@ -119,15 +119,12 @@ class McpGraphs:
         return await _drive(server, assistant, assistant.stateless, state, None)
 
     async def _resume(self, server: Server[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:
-        from agentmap.runtime.threads import resume_input, thread_config
-
         thread_id = arguments.get("thread_id")
         if not isinstance(thread_id, str) or not thread_id:
             raise _invalid(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
         assistant = self._owner(thread_id)
         try:
-            snapshot = await assistant.app.graph.aget_state(thread_config(thread_id))
-            run_input = resume_input(snapshot, thread_id, arguments.get("answer"), assistant.app.graph.checkpointer)
+            run_input = await assistant.app.thread(thread_id).arun_input(arguments.get("answer"))
         except AgentMapError as err:
             raise _invalid(err) from None
         return await _drive(server, assistant, assistant.app, run_input, thread_id)
@@ -163,8 +160,6 @@ async def _drive(
     server: Server[Any, Any], assistant: Assistant, app: CompiledWorkflow, run_input: Any, thread_id: str | None
 ) -> types.CallToolResult:
     """Run (or continue) until the end, asking the client whenever the run pauses and it can answer."""
-    from agentmap.runtime.threads import resume_input, thread_config
-
     ctx = server.request_context
     progress = _Progress(ctx)
     while True:
@@ -177,8 +172,7 @@ async def _drive(
         answer = await _elicit(ctx, interrupts)
         if answer is None:
             return _paused(assistant, final, interrupts, thread_id)
-        snapshot = await app.graph.aget_state(thread_config(thread_id))
-        run_input = resume_input(snapshot, thread_id, answer, app.graph.checkpointer)
+        run_input = await app.thread(thread_id).arun_input(answer)
 
 
 async def _stream(

@@ -1,8 +1,9 @@
 """Before a run: does the initial state hold every input that no node writes?
 
 A state without such a key runs, and the node reads None (`Hello, None!`); a typo (`{"nmae": ...}`) does the
-same. `agentmap run` and `agentmap serve` both ask `missing_state` and say what it found: a warning, or with
-`--strict` an error (`missing-state`).
+same. `agentmap run`, `agentmap serve` and `agentmap batch` all ask `CompiledWorkflow.check_state` (on a thread,
+the thread's saved values count too) and say what it found with the same message: a warning (a batch: one for
+the whole table), or with `--strict` an error (`missing-state`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.spec.models import GraphSpec, state_key
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -31,6 +33,17 @@ class MissingState:
     message: str
     keys: tuple[str, ...]
     example: dict[str, Any]
+
+    def hint(self, where: str = "the initial state", example: str = "{}") -> str:
+        """`pass 'key' in <where>, e.g. <example>`, the example state as JSON put into `example`'s `{}`."""
+        import json
+
+        keys = ", ".join(repr(k) for k in self.keys)
+        return f"pass {keys} in {where}, e.g. {example.replace('{}', json.dumps(self.example, default=str))}"
+
+    def error(self, where: str = "the initial state", example: str = "{}") -> ConfigError:
+        """The `missing-state` error a strict entry point raises."""
+        return ConfigError(self.message, code=ErrorCode.MISSING_STATE, hint=self.hint(where, example))
 
 
 def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list[str]]:

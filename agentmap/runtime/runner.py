@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from agentmap.agents.base import BaseAgent
+    from agentmap.runtime.durable import Thread
+    from agentmap.runtime.inputs import MissingState
     from agentmap.spec.models import GraphSpec
 
 __all__ = ["CompiledWorkflow"]
@@ -313,7 +315,8 @@ class CompiledWorkflow:
 
         Args:
             thread_id: The thread to continue.
-            answer: The answer to a paused node's question, checked against it first (`check_answer`).
+            answer: The answer to a paused node's question, checked against it first (`check_answer`); with
+                several questions waiting, `{interrupt id: answer}` for each (`runtime.durable.answers_for`).
             config: More LangGraph config (`recursion_limit`, callbacks, ...).
             tracker: A tracker to record into.
             checkpoint_id: Continue from this saved checkpoint of the thread instead of its latest (the one a
@@ -321,21 +324,15 @@ class CompiledWorkflow:
             **kwargs: Passed to `invoke` (`durability`, ...).
 
         Raises:
-            ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, a
-                question another resume answered first (`already-answered`), or a damaged checkpoint
-                (`corrupt-checkpoint`).
+            ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, several
+                questions without an answer for each (`ambiguous-resume`), a question another resume answered first
+                (`already-answered`), or a damaged checkpoint (`corrupt-checkpoint`).
             AnswerError: The answer does not fit the question; the thread stays paused.
         """
-        from agentmap.runtime.threads import from_checkpoint, resume_input, thread_config
-
-        self._need_checkpointer()
-        saver = self.graph.checkpointer
+        thread = self.thread(thread_id)
         if checkpoint_id:
-            run_config = from_checkpoint(saver, thread_id, checkpoint_id, config)
-        else:
-            run_config = thread_config(thread_id, config)
-        run_input = resume_input(self.graph.get_state(run_config), thread_id, answer, saver)
-        return self.invoke(run_input, run_config, tracker=tracker, **kwargs)
+            thread = thread.fork(checkpoint_id)
+        return thread.resume(answer, config, tracker=tracker, **kwargs)
 
     async def aresume(
         self,
@@ -348,26 +345,43 @@ class CompiledWorkflow:
         **kwargs: Any,
     ) -> RunResult:
         """The async twin of `resume`."""
-        from agentmap.runtime.threads import from_checkpoint, resume_input, thread_config
-
-        self._need_checkpointer()
+        thread = self.thread(thread_id)
         if checkpoint_id:
-            run_config = await asyncio.to_thread(
-                from_checkpoint, self.graph.checkpointer, thread_id, checkpoint_id, config
-            )
-        else:
-            run_config = thread_config(thread_id, config)
-        snapshot = await self.graph.aget_state(run_config)
-        run_input = await asyncio.to_thread(resume_input, snapshot, thread_id, answer, self.graph.checkpointer)
-        return await self.ainvoke(run_input, run_config, tracker=tracker, **kwargs)
+            thread = await asyncio.to_thread(thread.fork, checkpoint_id)
+        return await thread.aresume(answer, config, tracker=tracker, **kwargs)
 
-    def _need_checkpointer(self) -> None:
-        if self.graph.checkpointer in (None, False, True):
-            raise ConfigError(
-                f"graph {self.name!r} was compiled without a checkpointer, so it has no threads to resume",
-                code="usage",
-                hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
-            )
+    def check_state(
+        self, state: Mapping[str, Any], *, thread_id: str | None = None, strict: bool = False
+    ) -> MissingState | None:
+        """What `state` lacks of the inputs no node writes (`runtime.inputs.missing_state`), or None.
+
+        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). `agentmap
+        run`, `serve` and `batch` all ask this, and say what it found: a warning, or with `strict` an error.
+
+        Raises:
+            ConfigError: `strict` and a key is missing (`missing-state`).
+        """
+        from agentmap.runtime.inputs import missing_state
+
+        found = missing_state(self.spec, state)
+        if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
+            saved = self.thread(thread_id).snapshot().values
+            if saved:
+                found = missing_state(self.spec, {**saved, **state})
+        if found is not None and strict:
+            raise found.error()
+        return found
+
+    def thread(self, thread_id: str) -> Thread:
+        """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering
+        and continuing it, its history, a fork from an earlier checkpoint (see `runtime.durable`).
+
+        Raises:
+            ConfigError: The workflow was compiled without a checkpointer (`usage`).
+        """
+        from agentmap.runtime.durable import Thread
+
+        return Thread(self, thread_id)
 
     def draw_mermaid(self) -> str:
         """The graph as Mermaid text (drawn offline by LangGraph)."""

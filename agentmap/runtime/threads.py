@@ -13,7 +13,6 @@ Statuses: `running` (its process is alive), `paused` (a node waits for an answer
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import socket
 import threading
@@ -39,7 +38,6 @@ __all__ = [
     "ThreadInfo",
     "earlier_executions",
     "file_digest",
-    "resume_input",
     "run_metadata",
     "running_here",
     "snapshot_status",
@@ -134,27 +132,6 @@ def thread_config(
     if checkpoint_id:
         merged["configurable"]["checkpoint_id"] = checkpoint_id
     return merged  # type: ignore[return-value]
-
-
-def from_checkpoint(
-    saver: Any, thread_id: str, checkpoint_id: str, config: RunnableConfig | None = None
-) -> RunnableConfig:
-    """The config that continues thread `thread_id` from its saved checkpoint `checkpoint_id`.
-
-    Damaged checkpoints newer than it (those a `corrupt-checkpoint` error named) are set aside first, kept in
-    the database's `agentmap_damaged_checkpoints` table, so that the thread can go on past them.
-    """
-    set_aside = getattr(saver, "set_aside_damaged", None)
-    if set_aside is not None:
-        moved = set_aside(thread_id, checkpoint_id)
-        if moved:
-            logging.getLogger("agentmap.runtime").warning(
-                "thread %r: %d damaged checkpoint(s) set aside in agentmap_damaged_checkpoints: %s",
-                thread_id,
-                len(moved),
-                ", ".join(moved),
-            )
-    return thread_config(thread_id, config, checkpoint_id=checkpoint_id)
 
 
 _RUNNING: Counter[str] = Counter()
@@ -320,75 +297,6 @@ def _compile_for(
         return compile(file, name, checkpointer=saver, state_keys=saved_keys(values), **options)
     except AgentMapError:
         return None
-
-
-def resume_input(snapshot: StateSnapshot, thread_id: str, answer: Any, saver: Any, claimant: str | None = None) -> Any:
-    """What to invoke the graph with to continue thread `thread_id` from `snapshot`.
-
-    A paused thread gets `Command(resume=...)` with the answer checked against each question (an answer
-    that does not fit raises `AnswerError` and the thread stays paused) and claimed in `saver`'s database
-    (`claim_answers`: one answer per pause; no answer continues with the one taken, when a resume that took it
-    stopped before the run went on); an interrupted or failed one gets None (LangGraph runs what had not
-    completed).
-
-    Raises:
-        ConfigError: No such thread (`unknown-thread`), a finished thread (`nothing-to-resume`), an answer
-            for a thread that asks nothing (`not-paused`), several questions without an answer for each, or
-            a question another resume answered first (`already-answered`).
-        AnswerError: The answer does not fit the question.
-    """
-    from agentmap.runtime.answers import claim_answers, refuse_if_answered, taken_answers
-
-    if answer is None and snapshot.interrupts:  # taken by a resume that stopped before the run went on
-        taken = taken_answers(saver, snapshot.config, thread_id)
-        if taken and all(i.id in taken for i in snapshot.interrupts):
-            from langgraph.types import Command
-
-            return Command(resume={i.id: taken[i.id] for i in snapshot.interrupts})
-    try:
-        run_input = _resume_command(snapshot, thread_id, answer)
-    except ConfigError as exc:
-        if answer is not None and exc.code == "not-paused":  # moved on: was its question answered just now?
-            refuse_if_answered(saver, answer, thread_id)
-        raise
-    if run_input is not None:
-        claim_answers(saver, snapshot.config, run_input.resume, thread_id, claimant)
-    return run_input
-
-
-def _resume_command(snapshot: StateSnapshot, thread_id: str, answer: Any) -> Any:
-    from agentmap.agents.questions import check_answer
-
-    if snapshot.metadata is None:
-        raise _unknown(thread_id)
-    pending = snapshot.interrupts
-    if pending:
-        from langgraph.types import Command
-
-        if len(pending) == 1:
-            return Command(resume={pending[0].id: check_answer(pending[0].value, answer)})
-        ids = {i.id: i for i in pending}
-        if not isinstance(answer, Mapping) or set(answer) != set(ids):
-            raise ConfigError(
-                f"thread {thread_id!r} has {len(pending)} questions waiting; answer each by its interrupt id",
-                code="bad-answer",
-                hint="pass a JSON object {interrupt id: answer}; `agentmap threads show "
-                f"{thread_id}` lists them: {', '.join(ids)}",
-            )
-        return Command(resume={k: check_answer(ids[k].value, v) for k, v in answer.items()})
-    if not unfinished(snapshot):
-        raise ConfigError(
-            f"thread {thread_id!r} has finished; there is nothing to resume",
-            code="nothing-to-resume",
-            hint="start a new run with another --thread id, or run it again with --restart",
-        )
-    if answer is not None:
-        raise ConfigError(
-            f"thread {thread_id!r} is not waiting for an answer",
-            code="not-paused",
-            hint=f"continue it without one: agentmap resume {thread_id}",
-        )
-    return None
 
 
 def earlier_executions(history: Iterable[StateSnapshot]) -> list[NodeExecution]:

@@ -8,15 +8,12 @@ The routes (`_run_routes.py`) and a run taken over from another replica (`_rebui
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from agentmap.agents.questions import check_answer
-from agentmap.runtime.inputs import MissingState, missing_state
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
@@ -49,28 +46,11 @@ def stream_modes(value: str | list[str] | None, default: tuple[str, ...] = ("val
     return modes or ("values",)
 
 
-def _resume(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any, claimant: str | None) -> Any:
-    """The `Command` that resumes a paused thread, its answer checked against the question asked and claimed
-    (one answer per pause: a second one is `already-answered`, HTTP 409; `claimant` may claim it again)."""
+def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claimant: str | None) -> Any:
+    """The `Command` that resumes a paused thread: the runtime's answer rule (`Thread.run_input`), each answer
+    checked against its question and claimed (one answer per pause: a second one is `already-answered`, HTTP 409;
+    `claimant` may claim it again). A thread that asks nothing is 409 `nothing-to-resume`."""
     from agentmap.errors import ConfigError
-    from agentmap.runtime.answers import claim_answers
-
-    try:
-        answers, resume = _answers(snapshot, command, thread_id, saver)
-        claim_answers(saver, snapshot.config, answers, thread_id, claimant)
-    except ConfigError as exc:
-        if exc.code != "already-answered":
-            raise
-        raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
-    return resume
-
-
-def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any) -> tuple[dict[str, Any], Any]:
-    """The answers by interrupt id, and the `Command` resuming with them."""
-    from langgraph.types import Command
-
-    from agentmap.runtime.answers import refuse_if_answered
-    from agentmap.runtime.threads import unfinished
 
     for key in command:
         if key != "resume":
@@ -80,31 +60,22 @@ def _answers(snapshot: Any, command: dict[str, Any], thread_id: str, saver: Any)
                 f"command {key!r} is not supported by agentmap serve",
                 hint='resume a paused run with command={"resume": answer}',
             )
-    pending = list(snapshot.interrupts) if snapshot is not None else []
-    if not pending:
-        if snapshot is not None and unfinished(snapshot) and command.get("resume") is not None:  # moving on
-            refuse_if_answered(saver, command["resume"], thread_id)
-        raise ApiError(
-            409,
-            "nothing-to-resume",
-            f"thread {thread_id!r} has no paused run to resume",
-            hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
-        )
+    snapshot = snapshot_of(assistant, thread_id)
     answer = command.get("resume")
-    ids = {i.id for i in pending}
-    if isinstance(answer, dict) and answer and set(answer) <= ids:
-        by_id = {i.id: i for i in pending}
-        answers = {k: check_answer(by_id[k].value, v) for k, v in answer.items()}
-        return answers, Command(resume=answers)
-    if len(pending) > 1:
-        raise ApiError(
-            422,
-            "ambiguous-resume",
-            f"thread {thread_id!r} waits on {len(pending)} questions; answer each by its interrupt id",
-            hint='command={"resume": {"<interrupt id>": answer, ...}}',
-        )
-    checked = check_answer(pending[0].value, answer)
-    return {pending[0].id: checked}, Command(resume=checked)
+    try:
+        if snapshot is not None and (snapshot.interrupts or answer is not None):
+            return assistant.app.thread(thread_id).run_input(answer, claimant=claimant, snapshot=snapshot)
+    except ConfigError as exc:
+        if exc.code == "already-answered":
+            raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
+        if exc.code not in ("not-paused", "nothing-to-resume"):
+            raise  # ambiguous-resume, bad-answer: 422
+    raise ApiError(
+        409,
+        "nothing-to-resume",
+        f"thread {thread_id!r} has no paused run to resume",
+        hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
+    )
 
 
 def _bind_thread(
@@ -173,8 +144,7 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
         raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
     if thread_id is None:
         raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
-    saver = assistant.app.graph.checkpointer
-    return _resume(snapshot_of(assistant, thread_id), body.command, thread_id, saver, claimant)
+    return _resume(assistant, body.command, thread_id, claimant)
 
 
 def resolve_request(
@@ -198,16 +168,11 @@ def resolve_request(
     config = _run_config(body)
     run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = _missing(assistant, thread_id, run_input)
+    found = assistant.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
     if found is not None:
-        keys = ", ".join(repr(k) for k in found.keys)
         if server.config.strict:
-            raise ApiError(
-                422,
-                "missing-state",
-                f"{what}: {found.message}",
-                hint=f"pass {keys} in the run's input, e.g. {json.dumps(found.example, default=str)}",
-            )
+            hint = found.hint("the run's input")
+            raise ApiError(422, "missing-state", f"{what}: {found.message}", hint=hint)
         _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
         metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
@@ -234,21 +199,6 @@ def resolve_request(
             "claimant": claimant,
         },
     )
-
-
-def _missing(assistant: Assistant, thread_id: str | None, run_input: Any) -> MissingState | None:
-    """What a run starting from `run_input` lacks of the inputs no node writes (`agentmap run`'s check).
-
-    A run on a thread starts from the thread's values too: they are read only when the input lacks a key.
-    """
-    if not isinstance(run_input, Mapping):  # a resume, or a thread continued where it stopped
-        return None
-    found = missing_state(assistant.app.spec, run_input)
-    if found is not None and thread_id is not None:
-        snapshot = snapshot_of(assistant, thread_id)
-        if snapshot is not None and snapshot.values:
-            found = missing_state(assistant.app.spec, {**snapshot.values, **run_input})
-    return found
 
 
 def breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: str) -> dict[str, Any]:
@@ -298,7 +248,7 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
     if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
-        on_loop = missing_state(server.assistant(body.assistant_id).app.spec, body.input) is None
+        on_loop = server.assistant(body.assistant_id).app.check_state(body.input) is None
     if on_loop:
         request = resolve_request(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock

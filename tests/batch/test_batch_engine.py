@@ -157,3 +157,20 @@ def test_parse_rate() -> None:
     for bad in ("fast", "0/s", "-1"):
         with pytest.raises(ConfigError):
             parse_rate(bad)
+
+
+def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path: Path) -> None:
+    """The runtime's check of the initial state (the one `run` and `serve` make), said once per batch."""
+    flow = shout_flow(tmp_path)
+    told: list[str] = []
+    rows = [{"wrod": w} for w in ("a", "b", "c")]
+    result = agentmap.batch(flow, rows, on_warning=told.append)
+    assert result.successes == 3
+    assert len(told) == 1, told
+    assert (
+        "the initial state has no 'word', read by node 'Loud' (the state has 'wrod': did you mean 'word'?)" in (told[0])
+    )
+    assert "no 'delay'" in told[0] and "fix: pass 'word', 'delay' in a column of the input" in told[0]
+    told.clear()
+    agentmap.batch(flow, words("a", "b"), on_warning=told.append)
+    assert told == []

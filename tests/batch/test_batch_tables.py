@@ -116,7 +116,8 @@ def test_lenient_batch_warns_once_per_row_and_runs_it(tmp_path: Path) -> None:
         agentmap.batch(flow, source)
     told: list[str] = []
     result = agentmap.batch(flow, source, output=tmp_path / "out.csv", lenient=True, on_warning=told.append)
-    assert result.successes == 2 and len(told) == 1  # the input is read three times, the warning given once
+    lenient = [m for m in told if "rows.csv:3" in m]  # the other warning: the table has no `delay` column
+    assert result.successes == 2 and len(lenient) == 1  # the input is read three times, the warning given once
     assert [r["n"] for r in read_rows(tmp_path / "out.csv")] == ["1", ""]
     with pytest.warns(UserWarning, match="rows.csv:3"):
         agentmap.batch(flow, source, lenient=True)

@@ -280,3 +280,14 @@ def test_progress_bar_in_a_terminal(tmp_path: Path) -> None:
     result = agentmap_tty("batch", EXAMPLE, "-i", REFUNDS, "-o", tmp_path / "o.csv", cwd=ROOT)
     assert result.code == 1
     assert "5/5" in result.plain and "1 failed" in result.plain and "rows/s" in result.plain
+
+
+def test_a_table_lacking_an_input_column_warns_once_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("ticket_id,custmer,amount\nT-1,Ada,10\nT-2,Grace,20\nT-3,Linus,30\n")
+    assert main(["batch", str(EXAMPLE), "-i", str(rows), "-o", str(tmp_path / "out.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1, err
+    assert "the initial state has no 'customer'" in err and "did you mean 'customer'?" in err

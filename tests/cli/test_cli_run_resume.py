@@ -182,3 +182,28 @@ def test_the_pause_examples_of_the_docs_print_what_they_say(tmp_path: Path) -> N
     sample = cli[cli.index("**Answers from a person**") :].split("```text\n")[1].split("```")[0]
     for line in sample.splitlines():
         assert line.strip() in first, line
+
+
+TWO = """\
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+Two,Start,echo,,,,started,A|B
+Two,A,input,First?,"{""interrupt"": true}",,a,
+Two,B,input,Second?,"{""interrupt"": true}",,b,
+"""
+
+
+def test_two_waiting_questions_need_an_answer_each_by_interrupt_id(tmp_path: Path) -> None:
+    """The runtime's answer rule, as `agentmap resume` says it: a partial answer exits 2, nothing answered."""
+    workflow = write(tmp_path / "two.csv", TWO)
+    paused = agentmap("run", workflow, "--checkpoint", "runs.db", "--thread", "t2", "--state", "{}", cwd=tmp_path)
+    assert paused.code == 0, paused.err
+    shown = json.loads(agentmap("threads", "show", "t2", "--checkpoint", "runs.db", cwd=tmp_path).out)
+    assert len(shown["questions"]) == 2
+    ids = re.findall(r'"([0-9a-f]{32})"', json.loads(paused.out)["resume"])
+    assert len(ids) == 2, paused.out
+    partial = agentmap("resume", "t2", "--data", json.dumps({ids[0]: "one"}), "--checkpoint", "runs.db", cwd=tmp_path)
+    assert partial.code == 2 and "error[ambiguous-resume]" in partial.err and f"no answer for {ids[1]}" in partial.err
+    both = json.dumps({ids[0]: "one", ids[1]: "two"})
+    done = agentmap("resume", "t2", "--data", both, "--checkpoint", "runs.db", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert {json.loads(done.out)["state"][k] for k in ("a", "b")} == {"one", "two"}

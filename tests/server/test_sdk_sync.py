@@ -394,3 +394,31 @@ def test_api_key_on(tmp_path: Path) -> None:
         with sdk.get_sync_client(url=url, api_key="wrong") as wrong, pytest.raises(AuthenticationError):
             wrong.threads.create()
         assert httpx.get(f"{url}/health").json()["ok"] is True  # the health check needs no key
+
+
+def test_two_paused_nodes_need_an_answer_each_by_interrupt_id(tmp_path: Path) -> None:
+    """The runtime's answer rule: an answer for only some of the waiting questions is refused, nothing taken."""
+    folder = make_project(tmp_path / "project")
+    (folder / "two.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        "Two,Start,echo,,,,started,A|B\n"
+        'Two,A,input,First?,"{""interrupt"": true}",,a,\n'
+        'Two,B,input,Second?,"{""interrupt"": true}",,b,\n',
+        encoding="utf-8",
+    )
+    with (
+        serving(folder / "two.csv", checkpoint=str(folder / "runs.db")) as address,
+        sdk.get_sync_client(url=address, api_key=None) as client,
+    ):
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "Two", input={})
+        ids = [i["id"] for found in client.threads.get(tid)["interrupts"].values() for i in found]
+        assert len(ids) == 2, ids
+        with pytest.raises(httpx.HTTPStatusError) as caught:
+            client.runs.wait(tid, "Two", command={"resume": {ids[0]: "one"}})
+        body = caught.value.response.json()
+        assert caught.value.response.status_code == 422 and body["code"] == "ambiguous-resume", body
+        assert f"no answer for {ids[1]}" in body["message"]
+        assert client.threads.get(tid)["status"] == "interrupted"  # nothing was taken
+        done = client.runs.wait(tid, "Two", command={"resume": {ids[0]: "one", ids[1]: "two"}})
+        assert {done["a"], done["b"]} == {"one", "two"}

@@ -1,0 +1,320 @@
+"""Durable runs: one saved thread of a compiled workflow, where it stands, and how to answer and continue it.
+
+`CompiledWorkflow.thread(thread_id)` gives a `Thread`; `agentmap run --thread`, `agentmap resume`, `agentmap
+serve` (`command={"resume": ...}`), the MCP and A2A endpoints and `CompiledWorkflow.resume` all go through it,
+so a paused run is answered by one rule everywhere (csv_specs/cli.md "agentmap resume", csv_specs/serve.md
+"Pausing and resuming"):
+
+- one question waiting: the answer is its answer (or `{interrupt id: answer}`);
+- several: a mapping with an answer for each interrupt id, no fewer and no more (`ambiguous-resume`);
+- each answer is checked against its question (`bad-answer`) and claimed, one answer per pause
+  (`already-answered`);
+- no answer continues an interrupted or failed thread from its last saved step; an answer to a thread that asks
+  nothing is `not-paused`, a finished thread `nothing-to-resume`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+from agentmap.runtime.threads import (
+    DIGEST_KEY,
+    FILE_KEY,
+    GRAPH_KEY,
+    file_digest,
+    saved_keys,
+    snapshot_status,
+    thread_config,
+    unfinished,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.types import Interrupt, StateSnapshot
+
+    from agentmap.runtime.results import RunResult
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = ["Thread", "answers_for", "open_thread", "saved_state_keys"]
+
+
+def answers_for(pending: tuple[Interrupt, ...] | list[Interrupt], answer: Any, thread_id: str) -> dict[str, Any]:
+    """The checked answer for each waiting question, by interrupt id (the one answer rule, see the docstring).
+
+    Raises:
+        ConfigError: Several questions and not one answer for each by interrupt id (`ambiguous-resume`).
+        AnswerError: An answer does not fit its question (`bad-answer`).
+    """
+    from agentmap.agents.questions import check_answer
+
+    ids = {i.id: i for i in pending}
+    if isinstance(answer, Mapping) and answer and set(answer) == set(ids):  # by interrupt id
+        return {k: check_answer(ids[k].value, v) for k, v in answer.items()}
+    if len(pending) == 1:
+        return {pending[0].id: check_answer(pending[0].value, answer)}
+    given = set(answer) if isinstance(answer, Mapping) else set()
+    missing = [k for k in ids if k not in given]
+    extra = [str(k) for k in given if k not in ids]
+    problems = [f"no answer for {', '.join(missing)}"] if missing and given else []
+    problems += [f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not waiting"] if extra else []
+    raise ConfigError(
+        f"thread {thread_id!r} has {len(pending)} questions waiting; answer each by its interrupt id"
+        + (f" ({'; '.join(problems)})" if problems else ""),
+        code=ErrorCode.AMBIGUOUS_RESUME,
+        hint=f"pass a JSON object {{interrupt id: answer}} with an answer for each of: {', '.join(ids)}",
+    )
+
+
+def _unknown(thread_id: str) -> ConfigError:
+    return ConfigError(
+        f"the checkpoint has no thread {thread_id!r}",
+        code="unknown-thread",
+        hint="`agentmap threads` lists the threads it holds (check --checkpoint too)",
+    )
+
+
+class Thread:
+    """One saved thread of a compiled workflow (which must have a checkpointer).
+
+    Attributes:
+        app: The workflow whose runs the thread holds.
+        thread_id: The thread's id.
+        checkpoint_id: The saved checkpoint it continues from (None: its latest).
+    """
+
+    def __init__(self, app: CompiledWorkflow, thread_id: str, checkpoint_id: str | None = None) -> None:
+        if app.graph.checkpointer in (None, False, True):
+            raise ConfigError(
+                f"graph {app.name!r} was compiled without a checkpointer, so it has no threads to resume",
+                code="usage",
+                hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
+            )
+        self.app = app
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+    def __repr__(self) -> str:
+        return f"<Thread {self.thread_id!r} of {self.app.name!r}>"
+
+    @property
+    def saver(self) -> Any:
+        """The checkpointer holding the thread."""
+        return self.app.graph.checkpointer
+
+    def config(self, config: RunnableConfig | None = None) -> RunnableConfig:
+        """`config` (LangGraph's) pointed at this thread and its checkpoint."""
+        return thread_config(self.thread_id, config, checkpoint_id=self.checkpoint_id)
+
+    def snapshot(self) -> StateSnapshot:
+        """The thread's saved state (LangGraph's `StateSnapshot`; `metadata` is None when nothing is saved)."""
+        return self.app.graph.get_state(self.config())
+
+    async def asnapshot(self) -> StateSnapshot:
+        """The async twin of `snapshot`."""
+        return await self.app.graph.aget_state(self.config())
+
+    def exists(self) -> bool:
+        """Whether the checkpoint holds anything of this thread."""
+        return self.snapshot().metadata is not None
+
+    def status(self) -> str:
+        """`running`, `paused`, `interrupted`, `failed` or `done` (see `runtime.threads`)."""
+        snapshot = self.snapshot()
+        if snapshot.metadata is None:
+            raise _unknown(self.thread_id)
+        return snapshot_status(snapshot)
+
+    def questions(self) -> tuple[Interrupt, ...]:
+        """The questions the paused nodes wait on (LangGraph's `Interrupt`s: `.id`, `.value`)."""
+        return tuple(self.snapshot().interrupts)
+
+    def history(self) -> list[StateSnapshot]:
+        """The thread's saved states, newest first."""
+        return list(self.app.graph.get_state_history(thread_config(self.thread_id)))
+
+    def fork(self, checkpoint_id: str) -> Thread:
+        """This thread continued from its saved checkpoint `checkpoint_id` instead of its latest.
+
+        Damaged checkpoints newer than it (those a `corrupt-checkpoint` error named) are set aside first, kept in
+        the database's `agentmap_damaged_checkpoints` table, so that the thread can go on past them.
+
+        Raises:
+            ConfigError: The thread has no such checkpoint (`unknown-thread`).
+        """
+        forked = Thread(self.app, self.thread_id, checkpoint_id)
+        if self.saver.get_tuple(forked.config()) is None:
+            raise ConfigError(
+                f"thread {self.thread_id!r} has no checkpoint {checkpoint_id!r}",
+                code="unknown-thread",
+                hint=f"`agentmap threads show {self.thread_id}` lists its checkpoints "
+                "(pass the --checkpoint the run used)",
+            )
+        set_aside = getattr(self.saver, "set_aside_damaged", None)
+        moved = set_aside(self.thread_id, checkpoint_id) if set_aside is not None else None
+        if moved:
+            logging.getLogger("agentmap.runtime").warning(
+                "thread %r: %d damaged checkpoint(s) set aside in agentmap_damaged_checkpoints: %s",
+                self.thread_id,
+                len(moved),
+                ", ".join(moved),
+            )
+        return forked
+
+    def run_input(self, answer: Any = None, *, claimant: str | None = None, snapshot: Any = None) -> Any:
+        """What to run the graph with to continue the thread: `Command(resume=...)` for a paused one, its
+        answers checked (`answers_for`) and claimed (`claim_answers`: one answer per pause; no answer continues
+        with the one taken when a resume that took it stopped before the run went on); None for an interrupted
+        or failed one (LangGraph runs what had not completed).
+
+        Raises:
+            ConfigError: No such thread (`unknown-thread`), a finished thread (`nothing-to-resume`), an answer
+                for a thread that asks nothing (`not-paused`), several questions without an answer for each
+                (`ambiguous-resume`), or a question another resume answered first (`already-answered`).
+            AnswerError: The answer does not fit the question; the thread stays paused.
+        """
+        from langgraph.types import Command
+
+        from agentmap.runtime.answers import claim_answers, refuse_if_answered, taken_answers
+
+        snapshot = snapshot if snapshot is not None else self.snapshot()
+        if snapshot.metadata is None:
+            raise _unknown(self.thread_id)
+        pending = snapshot.interrupts
+        if pending:
+            if answer is None:  # taken by a resume that stopped before the run went on
+                taken = taken_answers(self.saver, snapshot.config, self.thread_id)
+                if taken and all(i.id in taken for i in pending):
+                    return Command(resume={i.id: taken[i.id] for i in pending})
+            answers = answers_for(pending, answer, self.thread_id)
+            claim_answers(self.saver, snapshot.config, answers, self.thread_id, claimant)
+            return Command(resume=answers)
+        if not unfinished(snapshot):
+            raise ConfigError(
+                f"thread {self.thread_id!r} has finished; there is nothing to resume",
+                code="nothing-to-resume",
+                hint="start a new run with another --thread id, or run it again with --restart",
+            )
+        if answer is not None:
+            refuse_if_answered(self.saver, answer, self.thread_id)  # moved on: was its question answered just now?
+            raise ConfigError(
+                f"thread {self.thread_id!r} is not waiting for an answer",
+                code="not-paused",
+                hint=f"continue it without one: agentmap resume {self.thread_id}",
+            )
+        return None
+
+    async def arun_input(self, answer: Any = None, *, claimant: str | None = None) -> Any:
+        """The async twin of `run_input` (the claim, SQL on the checkpoint's database, runs in a worker thread)."""
+        import asyncio
+
+        snapshot = await self.asnapshot()
+        return await asyncio.to_thread(self.run_input, answer, claimant=claimant, snapshot=snapshot)
+
+    def resume(self, answer: Any = None, config: RunnableConfig | None = None, **kwargs: Any) -> RunResult:
+        """Continue the thread (with `answer` for a paused one): `CompiledWorkflow.invoke` on its input.
+
+        `kwargs` (`tracker`, `stop`, `durability`, ...) go to `invoke`.
+        """
+        return self.app.invoke(self.run_input(answer), self.config(config), **kwargs)
+
+    async def aresume(self, answer: Any = None, config: RunnableConfig | None = None, **kwargs: Any) -> RunResult:
+        """The async twin of `resume`."""
+        return await self.app.ainvoke(await self.arun_input(answer), self.config(config), **kwargs)
+
+    def make_way(self, *, restart: bool, resume_hint: str) -> None:
+        """Make way for a new run on this thread: nothing saved, or finished, is fine; an unfinished thread is
+        refused, or with `restart` dropped.
+
+        Raises:
+            ConfigError: The thread is running in another process (`thread-busy`) or has not finished
+                (`thread-unfinished`, naming `resume_hint`).
+        """
+        snapshot = self.snapshot()
+        if snapshot.metadata is None:
+            return
+        status = snapshot_status(snapshot)
+        if status == "running":
+            pid = snapshot.metadata.get("agentmap_pid")
+            raise ConfigError(
+                f"thread {self.thread_id!r} is running in another process (pid {pid})",
+                code="thread-busy",
+                hint="wait for it to end, or pick another --thread id",
+            )
+        if not unfinished(snapshot):
+            return
+        if restart:
+            self.saver.delete_thread(self.thread_id)
+            return
+        raise ConfigError(
+            f"thread {self.thread_id!r} has not finished (it is {status} at step {snapshot.metadata.get('step')})",
+            code="thread-unfinished",
+            hint=f"resume it with `{resume_hint}`, or pass --restart to start it over",
+        )
+
+
+def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = None) -> tuple[str, ...]:
+    """The state keys saved on a thread (so the keys of its first run's initial state stay in the schema)."""
+    saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
+    return saved_keys(saved.checkpoint.get("channel_values", {}) if saved is not None else {})
+
+
+def open_thread(
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, **compile_options: Any
+) -> Thread:
+    """Thread `thread_id` of `saver`, its workflow compiled from the file and graph its checkpoints name.
+
+    Args:
+        saver: The checkpointer holding the thread.
+        thread_id: The thread.
+        checkpoint_id: Continue from this saved checkpoint instead of the latest (`Thread.fork`).
+        force: Open it even though the workflow file changed since the thread started.
+        **compile_options: For `compile` (`agents_dir`, success policy, ...).
+
+    Raises:
+        ConfigError: No such thread or checkpoint, or one not started by AgentMap (`unknown-thread`); a changed
+            workflow file (`workflow-changed`).
+        WorkflowFileError: The workflow file is gone (`file-not-found`).
+    """
+    from agentmap.runtime.api import compile
+
+    saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
+    if saved is None and checkpoint_id:
+        raise ConfigError(
+            f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}",
+            code="unknown-thread",
+            hint=f"`agentmap threads show {thread_id}` lists its checkpoints (pass the --checkpoint the run used)",
+        )
+    if saved is None:
+        raise ConfigError(
+            f"the checkpoint has no thread {thread_id!r}",
+            code="unknown-thread",
+            hint="`agentmap threads` lists the threads it holds (pass the --checkpoint the run used)",
+        )
+    meta = saved.metadata or {}
+    file, graph = meta.get(FILE_KEY), meta.get(GRAPH_KEY)
+    if not file:
+        raise ConfigError(
+            f"thread {thread_id!r} was not started by `agentmap run`, so it does not name its workflow file",
+            code="unknown-thread",
+            hint="resume it from Python: agentmap.compile(FILE, checkpointer=...).resume(thread_id)",
+        )
+    if not Path(file).is_file():
+        raise WorkflowFileError(
+            f"thread {thread_id!r} runs {file}, which no longer exists",
+            code="file-not-found",
+            hint="put the workflow file back where it was, or start a new run",
+        )
+    if meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
+        raise ConfigError(
+            f"{file} has changed since thread {thread_id!r} started; its saved steps may not fit the new graph",
+            code="workflow-changed",
+            hint=f"resume anyway with `agentmap resume {thread_id} --force`, or start a new run with --restart",
+        )
+    keys = saved_keys(saved.checkpoint.get("channel_values", {}))
+    app = compile(file, graph, state_keys=keys, checkpointer=saver, **compile_options)
+    thread = Thread(app, thread_id)
+    return thread.fork(checkpoint_id) if checkpoint_id else thread
