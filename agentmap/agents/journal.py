@@ -51,7 +51,8 @@ _CREATE = (
     "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
     "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
     f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
-    f"PRIMARY KEY ({_KEY}))"
+    f"PRIMARY KEY ({_KEY}));"
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id)"
 )
 _PUT = (
     f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
@@ -62,6 +63,10 @@ _PUT = (
 _GET = (
     f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
     "AND node = ? AND task_id = ? AND call_index = ?"
+)
+_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches
+    f"SELECT {_KEY}, status, digest, response FROM {TABLE} WHERE task_id = ? "
+    "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
 )
 _LIST = (
     f"SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response FROM {TABLE} "
@@ -79,6 +84,7 @@ class _Node:
 
     name: str
     calls: int = 0
+    checked: bool = False  # whether the journal of the node's task was checked for damaged keys
 
 
 _NODE: contextvars.ContextVar[_Node | None] = contextvars.ContextVar("agentmap_journal_node", default=None)
@@ -268,7 +274,9 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
         return _Call(None)
     meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
     found = where.kind(where.saver, "get", where.key)
-    if found is not None:
+    if found is None:
+        _check_keys(where)
+    else:
         status, seen, response = found
         response = _opened(status, seen, response, where)
         if seen != meta[2]:
@@ -292,48 +300,79 @@ def _put(
     where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
 ) -> None:
     text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
-    text = _seal(status, meta[2], text)
+    text = _seal(where.key, status, meta[2], text)
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
     where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
 
 
-_SEAL = "b2:"  # no JSON text starts so: a response written before checksums is read as it is
+_SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
+_SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
 _STATUSES = ("started", "finished", "failed")
 
 
-def _checksum(status: str, request_digest: str, text: str | None) -> str:
-    body = "\x00".join((status, request_digest, text or ""))
-    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:
+    fields = (*(str(k) for k in key or ()), status, request_digest, text or "")
+    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _seal(status: str, request_digest: str, text: str | None) -> str:
-    """The response column: a checksum of the entry's status, request digest and response, then the response."""
-    return f"{_SEAL}{_checksum(status, request_digest, text)}:{text or ''}"
+def _seal(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str:
+    """The response column: a checksum of the entry's key (thread, namespace, step, node, task, call index),
+    status, request digest and response, then the response."""
+    return f"{_SEAL}{_checksum(key, status, request_digest, text)}:{text or ''}"
 
 
 def _unsealed(text: str | None) -> str | None:
     """The response inside a response column, unchecked (for listing)."""
-    if text is None or not text.startswith(_SEAL):
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):
         return text
     return text[len(_SEAL) + 33 :] or None
 
 
+def _intact(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> bool:
+    """Whether an entry read back is what was written (an entry written before checksums is taken as it is)."""
+    if status not in _STATUSES:
+        return False
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):  # written before checksums
+        return True
+    inner = _unsealed(text)
+    version = None if text.startswith(_SEAL_V2) else key
+    return text == f"{text[:3]}{_checksum(version, status, request_digest, inner)}:{inner or ''}"
+
+
 def _opened(status: str, request_digest: str, text: str | None, where: _Where) -> str | None:
-    """The response of an entry read back, its checksum checked (an entry written before checksums as is).
+    """The response of an entry read back, its checksum checked.
 
     Raises:
         CorruptCheckpointError: The entry is not what was written (its status, request digest or response
             changed on disk): it is never replayed, and the call is never made again on its account.
     """
-    if status in _STATUSES:
-        if text is None or not text.startswith(_SEAL):  # written before checksums
-            return text
-        inner = _unsealed(text)
-        if text == _seal(status, request_digest, inner):
-            return inner
+    if not _intact(where.key, status, request_digest, text):
+        raise _damaged(where)
+    return _unsealed(text)
+
+
+def _check_keys(where: _Where) -> None:
+    """At a node's first call the journal has no entry for, check its task's entries: one whose key was
+    damaged on disk (its thread, step, node, task or call index) is not found by its key, and the call it
+    recorded would be made again without a word.
+
+    Raises:
+        CorruptCheckpointError: An entry of the task does not match its checksum.
+    """
+    node = _NODE.get()
+    if node is None or node.checked:
+        return
+    node.checked = True
+    thread, ns, step, name, task, _ = where.key
+    for row in where.kind(where.saver, "near", (task, thread, ns, step, name)):
+        if not _intact(tuple(row[:6]), *row[6:]):
+            raise _damaged(where)
+
+
+def _damaged(where: _Where) -> CorruptCheckpointError:
     thread, _, step, node, _, index = where.key
-    raise CorruptCheckpointError(
+    return CorruptCheckpointError(
         f"thread {thread!r}: the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; "
         "it was not replayed",
         hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
@@ -410,7 +449,7 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
         return rows[0] if rows else None
     if op == "put":
         return execute(_PUT, (*key, *values))
-    return execute(_LIST, key)
+    return execute(_NEAR if op == "near" else _LIST, key)
 
 
 def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
@@ -431,4 +470,4 @@ def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> An
             rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4]) for k, r in table.items()
                     if k[0] == key[0]]  # fmt: skip
             return sorted(rows, key=lambda r: (r[7], r[2]))
-        return None
+        return []  # `near`: nothing in memory is damaged on disk

@@ -297,7 +297,7 @@ def test_a_replayed_model_call_still_reaches_a_streaming_client_as_one_chunk(tmp
     assert loop.counts()[0] == 1  # the replayed call was not sent again
 
 
-@pytest.mark.parametrize("damage", ["response", "digest", "status"])
+@pytest.mark.parametrize("damage", ["response", "digest", "status", "thread", "step", "node", "task", "index"])
 def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
     tmp_path: Path, loop: Loop, damage: str
 ) -> None:
@@ -310,6 +310,12 @@ def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
         "response": "response = replace(response, 'charged 1', 'charged 9')",
         "digest": "digest = substr(digest, 2) || substr(digest, 1, 1)",
         "status": "status = 'finishee'",
+        # a damaged key would find no entry: the tool would be charged again without the key under the checksum
+        "thread": "thread_id = 'u'",
+        "step": "step = step + 1",
+        "node": "node = 'Paz'",
+        "task": "task_id = substr(task_id, 2) || substr(task_id, 1, 1)",
+        "index": "call_index = 7",
     }[damage]
     with sqlite3.connect(tmp_path / ".agentmap" / "runs.db") as db:
         done = db.execute(f"UPDATE agentmap_journal SET {change} WHERE kind = 'tool' AND status = 'finished'")
