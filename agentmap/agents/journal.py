@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 TABLE = "agentmap_journal"
+REPLAYS = "agentmap_journal_replays"  # each time a resume answered a call from its entry (for `threads show --calls`)
 _KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
@@ -52,8 +53,13 @@ _CREATE = (
     "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
     f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
     f"PRIMARY KEY ({_KEY}));"
-    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id)"
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id);"
+    f"CREATE TABLE IF NOT EXISTS {REPLAYS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
+    "replayed_at DOUBLE PRECISION NOT NULL);"
+    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)"
 )
+_REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = (
     f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
     "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
@@ -69,8 +75,10 @@ _NEAR = (  # a task's entries, found by its task id or by the rest of its key: o
     "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
 )
 _LIST = (
-    f"SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response FROM {TABLE} "
-    "WHERE thread_id = ? ORDER BY started_at, call_index"
+    "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
+    f"(SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id AND r.checkpoint_ns = j.checkpoint_ns "
+    "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
+    f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
 )
 _ANSWERS = ("done", "retry", "fail")
 _logger = logging.getLogger("agentmap.journal")
@@ -130,6 +138,10 @@ class Entry:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     cost: float | None = None
+    replays: int = 0
+    """How many times a resume answered the call from this entry instead of making it."""
+    cache_hit: bool = False
+    """Whether the LLM response cache answered the model call (no provider was called)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON values."""
@@ -283,7 +295,9 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
             _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
                          kind, name, where.key[3])  # fmt: skip
         elif status == "finished":
-            return _Replay(decode(json.loads(response) if response is not None else None))
+            value = decode(json.loads(response) if response is not None else None)
+            where.kind(where.saver, "replayed", where.key, (time.time(),))
+            return _Replay(value)
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
@@ -427,7 +441,7 @@ def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
         return []
     rows = kind(saver, "list", (thread_id,))
     return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]),
-                  **_usage(r[9])) for r in rows]  # fmt: skip
+                  replays=int(r[10]), **_usage(r[9])) for r in rows]  # fmt: skip
 
 
 def _usage(response: Any) -> dict[str, Any]:
@@ -440,7 +454,8 @@ def _usage(response: Any) -> dict[str, Any]:
     if not isinstance(usage, Mapping):
         return {}
     keys = ("input_tokens", "output_tokens", "cached_tokens", "cost")
-    return {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
+    found = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
+    return found | {"cache_hit": True} if usage.get("cache_hit") is True else found
 
 
 def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
@@ -449,6 +464,8 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
         return rows[0] if rows else None
     if op == "put":
         return execute(_PUT, (*key, *values))
+    if op == "replayed":
+        return execute(_REPLAYED, (*key, *values))
     return execute(_NEAR if op == "near" else _LIST, key)
 
 
@@ -464,10 +481,13 @@ def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> An
         if op == "get":
             row = table.get(key)
             return None if row is None else (row[3], row[2], row[4])
+        replays: dict[tuple[Any, ...], int] = saver.__dict__.setdefault("_agentmap_journal_replays", {})
         if op == "put":
             table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
+        elif op == "replayed":
+            replays[key] = replays.get(key, 0) + 1
         elif op == "list":
-            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4]) for k, r in table.items()
-                    if k[0] == key[0]]  # fmt: skip
+            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4], replays.get(k, 0))
+                    for k, r in table.items() if k[0] == key[0]]  # fmt: skip
             return sorted(rows, key=lambda r: (r[7], r[2]))
         return []  # `near`: nothing in memory is damaged on disk
