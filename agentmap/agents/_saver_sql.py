@@ -29,7 +29,8 @@ def saver_kind(saver: Any) -> str | None:
 
 
 def saver_sql(saver: Any, create: str) -> Execute | None:
-    """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` run once first; None for others."""
+    """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` (statements between `;`) run once
+    first; None for others."""
     kind = saver_kind(saver)
     if kind == "sqlite":
         return sqlite_sql(saver.conn, saver.lock, saver.__dict__, create)
@@ -44,7 +45,8 @@ def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[str, A
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with lock:
             if not marks.get(create):
-                conn.execute(create)
+                for statement in create.split(";"):
+                    conn.execute(statement)
                 marks[create] = True
             try:
                 rows = list(conn.execute(sql, params))
@@ -65,7 +67,8 @@ def _postgres_sql(saver: Any, create: str) -> Execute:
         with saver.lock, _internal.get_connection(saver.conn) as conn:
             if not saver.__dict__.get(create):
                 try:
-                    conn.execute(create)
+                    for statement in create.split(";"):
+                        conn.execute(statement)
                 except psycopg.errors.UniqueViolation:  # made by another process at the same moment
                     conn.rollback()
                 saver.__dict__[create] = True

@@ -45,14 +45,21 @@ __all__ = [
 ]
 
 TABLE = "agentmap_journal"
+REPLAYS = "agentmap_journal_replays"  # each time a resume answered a call from its entry (for `threads show --calls`)
 _KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
     "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
     "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
     f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
-    f"PRIMARY KEY ({_KEY}))"
+    f"PRIMARY KEY ({_KEY}));"
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id);"
+    f"CREATE TABLE IF NOT EXISTS {REPLAYS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
+    "replayed_at DOUBLE PRECISION NOT NULL);"
+    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)"
 )
+_REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = (
     f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
     "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
@@ -63,9 +70,15 @@ _GET = (
     f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
     "AND node = ? AND task_id = ? AND call_index = ?"
 )
+_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches
+    f"SELECT {_KEY}, status, digest, response FROM {TABLE} WHERE task_id = ? "
+    "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
+)
 _LIST = (
-    f"SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response FROM {TABLE} "
-    "WHERE thread_id = ? ORDER BY started_at, call_index"
+    "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
+    f"(SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id AND r.checkpoint_ns = j.checkpoint_ns "
+    "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
+    f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
 )
 _ANSWERS = ("done", "retry", "fail")
 _logger = logging.getLogger("agentmap.journal")
@@ -79,6 +92,7 @@ class _Node:
 
     name: str
     calls: int = 0
+    checked: bool = False  # whether the journal of the node's task was checked for damaged keys
 
 
 _NODE: contextvars.ContextVar[_Node | None] = contextvars.ContextVar("agentmap_journal_node", default=None)
@@ -124,6 +138,10 @@ class Entry:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     cost: float | None = None
+    replays: int = 0
+    """How many times a resume answered the call from this entry instead of making it."""
+    cache_hit: bool = False
+    """Whether the LLM response cache answered the model call (no provider was called)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON values."""
@@ -268,14 +286,18 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
         return _Call(None)
     meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
     found = where.kind(where.saver, "get", where.key)
-    if found is not None:
+    if found is None:
+        _check_keys(where)
+    else:
         status, seen, response = found
         response = _opened(status, seen, response, where)
         if seen != meta[2]:
             _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
                          kind, name, where.key[3])  # fmt: skip
         elif status == "finished":
-            return _Replay(decode(json.loads(response) if response is not None else None))
+            value = decode(json.loads(response) if response is not None else None)
+            where.kind(where.saver, "replayed", where.key, (time.time(),))
+            return _Replay(value)
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
@@ -292,48 +314,79 @@ def _put(
     where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
 ) -> None:
     text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
-    text = _seal(status, meta[2], text)
+    text = _seal(where.key, status, meta[2], text)
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
     where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
 
 
-_SEAL = "b2:"  # no JSON text starts so: a response written before checksums is read as it is
+_SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
+_SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
 _STATUSES = ("started", "finished", "failed")
 
 
-def _checksum(status: str, request_digest: str, text: str | None) -> str:
-    body = "\x00".join((status, request_digest, text or ""))
-    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:
+    fields = (*(str(k) for k in key or ()), status, request_digest, text or "")
+    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _seal(status: str, request_digest: str, text: str | None) -> str:
-    """The response column: a checksum of the entry's status, request digest and response, then the response."""
-    return f"{_SEAL}{_checksum(status, request_digest, text)}:{text or ''}"
+def _seal(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str:
+    """The response column: a checksum of the entry's key (thread, namespace, step, node, task, call index),
+    status, request digest and response, then the response."""
+    return f"{_SEAL}{_checksum(key, status, request_digest, text)}:{text or ''}"
 
 
 def _unsealed(text: str | None) -> str | None:
     """The response inside a response column, unchecked (for listing)."""
-    if text is None or not text.startswith(_SEAL):
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):
         return text
     return text[len(_SEAL) + 33 :] or None
 
 
+def _intact(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> bool:
+    """Whether an entry read back is what was written (an entry written before checksums is taken as it is)."""
+    if status not in _STATUSES:
+        return False
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):  # written before checksums
+        return True
+    inner = _unsealed(text)
+    version = None if text.startswith(_SEAL_V2) else key
+    return text == f"{text[:3]}{_checksum(version, status, request_digest, inner)}:{inner or ''}"
+
+
 def _opened(status: str, request_digest: str, text: str | None, where: _Where) -> str | None:
-    """The response of an entry read back, its checksum checked (an entry written before checksums as is).
+    """The response of an entry read back, its checksum checked.
 
     Raises:
         CorruptCheckpointError: The entry is not what was written (its status, request digest or response
             changed on disk): it is never replayed, and the call is never made again on its account.
     """
-    if status in _STATUSES:
-        if text is None or not text.startswith(_SEAL):  # written before checksums
-            return text
-        inner = _unsealed(text)
-        if text == _seal(status, request_digest, inner):
-            return inner
+    if not _intact(where.key, status, request_digest, text):
+        raise _damaged(where)
+    return _unsealed(text)
+
+
+def _check_keys(where: _Where) -> None:
+    """At a node's first call the journal has no entry for, check its task's entries: one whose key was
+    damaged on disk (its thread, step, node, task or call index) is not found by its key, and the call it
+    recorded would be made again without a word.
+
+    Raises:
+        CorruptCheckpointError: An entry of the task does not match its checksum.
+    """
+    node = _NODE.get()
+    if node is None or node.checked:
+        return
+    node.checked = True
+    thread, ns, step, name, task, _ = where.key
+    for row in where.kind(where.saver, "near", (task, thread, ns, step, name)):
+        if not _intact(tuple(row[:6]), *row[6:]):
+            raise _damaged(where)
+
+
+def _damaged(where: _Where) -> CorruptCheckpointError:
     thread, _, step, node, _, index = where.key
-    raise CorruptCheckpointError(
+    return CorruptCheckpointError(
         f"thread {thread!r}: the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; "
         "it was not replayed",
         hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
@@ -388,7 +441,7 @@ def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
         return []
     rows = kind(saver, "list", (thread_id,))
     return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]),
-                  **_usage(r[9])) for r in rows]  # fmt: skip
+                  replays=int(r[10]), **_usage(r[9])) for r in rows]  # fmt: skip
 
 
 def _usage(response: Any) -> dict[str, Any]:
@@ -401,7 +454,8 @@ def _usage(response: Any) -> dict[str, Any]:
     if not isinstance(usage, Mapping):
         return {}
     keys = ("input_tokens", "output_tokens", "cached_tokens", "cost")
-    return {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
+    found = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
+    return found | {"cache_hit": True} if usage.get("cache_hit") is True else found
 
 
 def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
@@ -410,7 +464,9 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
         return rows[0] if rows else None
     if op == "put":
         return execute(_PUT, (*key, *values))
-    return execute(_LIST, key)
+    if op == "replayed":
+        return execute(_REPLAYED, (*key, *values))
+    return execute(_NEAR if op == "near" else _LIST, key)
 
 
 def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
@@ -425,10 +481,13 @@ def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> An
         if op == "get":
             row = table.get(key)
             return None if row is None else (row[3], row[2], row[4])
+        replays: dict[tuple[Any, ...], int] = saver.__dict__.setdefault("_agentmap_journal_replays", {})
         if op == "put":
             table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
+        elif op == "replayed":
+            replays[key] = replays.get(key, 0) + 1
         elif op == "list":
-            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4]) for k, r in table.items()
-                    if k[0] == key[0]]  # fmt: skip
+            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4], replays.get(k, 0))
+                    for k, r in table.items() if k[0] == key[0]]  # fmt: skip
             return sorted(rows, key=lambda r: (r[7], r[2]))
-        return None
+        return []  # `near`: nothing in memory is damaged on disk

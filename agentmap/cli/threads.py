@@ -125,7 +125,10 @@ def _calls(saver: Any, thread: str, json_mode: bool) -> None:
         if e.cached_tokens:
             tokens += f" ({e.cached_tokens} cached)"
         cost = money(e.cost) if e.cost is not None else "-" if tokens else ""
-        table.add_row(str(e.step), e.node, str(e.call_index), e.kind, e.name, e.status, ms, tokens, cost)
+        status = e.status + (" (cache hit)" if e.cache_hit else "")
+        if e.replays:
+            status += f" (replayed{f' {e.replays}x' if e.replays > 1 else ''})"
+        table.add_row(str(e.step), e.node, str(e.call_index), e.kind, e.name, status, ms, tokens, cost)
     console().print(table if found else f"no calls journaled for thread {thread}")
 
 

@@ -160,7 +160,7 @@ class LLMAgent(BaseAgent):
             )
         if split_names(context.get("tool_source")) or split_names(context.get("available_tools")):
             problems.extend(check_tool_config(context, environment))
-        return problems + _budget_problems(context, environment.settings)
+        return problems + model_call_problems(context, environment.settings)
 
     @classmethod
     def dialect_notes(cls, prompt: str, context: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -186,16 +186,8 @@ class LLMAgent(BaseAgent):
     def adapter(self) -> LLMAdapter:
         """The node's model, wrapped for calls (built on first use)."""
         if self._adapter is None:
-            from agentmap.llm.adapter import LLMAdapter
-
-            llm = (self.environment.settings or {}).get("llm") or {}
-            prices = costs.price_table(llm.get("prices"))
             model = build_model(self.spec)
-            budget = llm.get("budget")
-            ttl = cache.ttl_of(self.context.get("cache"), llm.get("cache"))
-            self._adapter = LLMAdapter(
-                model, timeout_seconds=self.spec.timeout, prices=prices, budget=budget, cache_ttl=ttl
-            )
+            self._adapter = node_adapter(model, self.context, self.environment.settings, timeout=self.spec.timeout)
         return self._adapter
 
     # -- the work ------------------------------------------------------------------------------
@@ -338,9 +330,28 @@ def _since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _budget_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | None) -> list[ConfigProblem]:
-    """Context `budget` and `llm.budget` must be positive numbers of dollars; `llm.prices` must be prices;
-    Context `cache` and `llm.cache` must be `{"ttl": SECONDS}` (or false)."""
+def node_adapter(
+    model: Any, context: Mapping[str, Any], settings: Mapping[str, Any] | None, *, timeout: float | None = None
+) -> LLMAdapter:
+    """A node's model wrapped for calls, with the price table and budget (`llm.prices`, `llm.budget`) and the
+    LLM response cache (Context `cache`, else `llm.cache`): how every node that calls a model (the LLM types,
+    `assistant`, `llm_planner`) makes its calls."""
+    from agentmap.llm.adapter import LLMAdapter
+
+    llm = (settings or {}).get("llm") or {}
+    return LLMAdapter(
+        model,
+        timeout_seconds=timeout,
+        prices=costs.price_table(llm.get("prices")),
+        budget=llm.get("budget"),
+        cache_ttl=cache.ttl_of(context.get("cache"), llm.get("cache")),
+    )
+
+
+def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | None) -> list[ConfigProblem]:
+    """What is wrong with the settings `node_adapter` reads: Context `budget` and `llm.budget` must be positive
+    numbers of dollars; `llm.prices` must be prices; Context `cache` and `llm.cache` must be `{"ttl": SECONDS}`
+    (or false)."""
     from agentmap.errors import ConfigError
 
     llm = (settings or {}).get("llm") or {}

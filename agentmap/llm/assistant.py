@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agentmap._paths import OutsideRootsError, allowed_roots, confine, widen_hint
+from agentmap.agents import costs
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field, parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message, PendingAction
 from agentmap.contracts.io import describe_validation_error
-from agentmap.llm.agents import history_entries
+from agentmap.llm.agents import history_entries, model_call_problems, node_adapter
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
 from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
 
@@ -148,7 +149,7 @@ class AssistantAgent(BaseAgent):
             _log_path(context, environment)
         except OutsideRootsError as exc:
             problems.append(f"Context decision_log {exc}: {widen_hint('the decision log')}")
-        return problems
+        return problems + model_call_problems(context, environment.settings)
 
     def state_keys(self) -> list[str]:
         """No keys besides the output fields."""
@@ -170,7 +171,6 @@ class AssistantAgent(BaseAgent):
     async def engine(self) -> LLMAgentEngine:
         """The node's engine, built on first use (model, tools, decision log)."""
         if self._engine is None:
-            from agentmap.llm.adapter import LLMAdapter
             from agentmap.llm.engine import LLMAgentEngine
 
             context, spec, defaults = self.context, self.spec, AgentEngineConfig()
@@ -185,7 +185,7 @@ class AssistantAgent(BaseAgent):
             confirm = context.get("confirm_tools")
             log_path = self.decision_log_path()
             self._engine = LLMAgentEngine.from_config(
-                LLMAdapter(build_model(spec)),
+                node_adapter(build_model(spec), context, self.environment.settings),
                 await build_tool_executor(context, self.environment),
                 self.constitution,
                 config,
@@ -209,8 +209,11 @@ class AssistantAgent(BaseAgent):
         from agentmap.llm.mcp import mcp_sessions
 
         engine = await self.engine()
-        async with mcp_sessions():  # an MCP server serves the whole decision loop, not one process per call
-            outcome = await engine.decide(context)
+        # an MCP server serves the whole decision loop, not one process per call; the tally counts its model
+        # calls' tokens, cost, replays and cache hits (and holds them to Context `budget`)
+        async with mcp_sessions():
+            with costs.tally(self.name, self.context.get("budget")) as spent:
+                outcome = await engine.decide(context)
         decision = outcome.decision
         self._remember(context, decision.pending_action)
         spec = self.spec
@@ -223,7 +226,7 @@ class AssistantAgent(BaseAgent):
             model_calls=outcome.model_calls,
             tool_calls=[c.tool_name for c in decision.tool_calls or []],
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            **outcome.usage,
+            **(outcome.usage | spent.metadata()),
             **({"stand_in": True} if spec.provider == "offline" else {}),
         )
         if outcome.error is not None and self.fail_on_error:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from agentmap.agents.registry import agent
 from agentmap.contracts.io import AgentRequest, describe_validation_error
 from agentmap.llm.adapter import LLMAdapter, LLMRateLimitError, LLMTimeoutError, open_tool_schema
+from agentmap.llm.agents import model_call_problems, node_adapter
 from agentmap.llm.models import build_model, check_model, model_options, model_spec
 from agentmap.orchestration.planner import PlannerAgent, PlanningError, PlanStep
 
@@ -254,7 +255,7 @@ class LLMPlannerAgent(PlannerAgent):
         spec = model_spec(**model_options(node.context), settings=node.environment.settings)
         planner = _NodeTools(
             node,
-            LLMAdapter(build_model(spec)),
+            node_adapter(build_model(spec), node.context, node.environment.settings),
             instructions=node.prompt or "",
             temperature=spec.temperature if spec.temperature is not None else 0.0,
             timeout_seconds=spec.timeout,
@@ -263,7 +264,7 @@ class LLMPlannerAgent(PlannerAgent):
 
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
-        """Check the model (package, API key) and that the planner has tools to plan with."""
+        """Check the model (package, API key), its budget and cache, and that the planner has tools to plan with."""
         problems = check_model(**model_options(context), settings=environment.settings)
         tools = context.get("tools")
         if not tools and not _worker_names(context):
@@ -276,4 +277,4 @@ class LLMPlannerAgent(PlannerAgent):
                 _schemas(tools, "Context tools")
             except PlanningError as exc:
                 problems.append(str(exc))
-        return problems
+        return problems + [str(p) for p in model_call_problems(context, environment.settings)]

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["OpenAIStub", "Reply", "chat_model", "error", "slow", "streamed", "text", "tool_calls"]
 
@@ -134,7 +134,7 @@ class OpenAIStub:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> OpenAIStub:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -172,6 +172,10 @@ class OpenAIStub:
             "usage": usage,
         }
 
+    def _events(self, body: dict[str, Any], reply: Reply) -> list[bytes]:
+        """The server-sent events answering a streaming request (the first content piece comes second)."""
+        return _sse_events(self._completion(body, reply), reply.pieces)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         stub = self
 
@@ -193,7 +197,7 @@ class OpenAIStub:
                             "x-error-type", "server_error"), "code": None}}  # fmt: skip
                         self._send(reply.status, json.dumps(payload).encode(), "application/json")
                     elif body.get("stream"):
-                        self._stream(_sse_events(stub._completion(body, reply), reply.pieces), reply.gate)
+                        self._stream(stub._events(body, reply), reply.gate)
                     else:
                         self._send(200, json.dumps(stub._completion(body, reply)).encode(), "application/json")
                 except (BrokenPipeError, ConnectionResetError):

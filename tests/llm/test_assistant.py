@@ -167,6 +167,18 @@ def test_assistant_on_openai_runs_tools_and_passes_the_settings(
     assert "user_id" not in add["parameters"]["properties"]
 
 
+def test_an_assistant_with_context_cache_answers_a_repeated_request_from_the_llm_cache(
+    stub: OpenAIStub, tmp_path: Path, dbs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the cache without a checkpoint: .agentmap/llm_cache.db in the working folder
+    stub.script(text("Hello, Ada."))
+    path = write_graph(tmp_path, openai_context(stub, cache={"ttl": 3600}))
+    answers = [agentmap.compile(path).invoke({"message": "hi", "user_id": "ada"}) for _ in range(2)]
+    assert [r.state["response"] for r in answers] == ["Hello, Ada."] * 2
+    assert len(stub.requests) == 1  # the second run's request was answered by the cache
+    assert answers[1].summary[0].metadata["cache_hits"] == 1
+
+
 def test_a_rate_limit_is_a_polite_reply_by_default(stub: OpenAIStub, tmp_path: Path, dbs: tuple[Path, Path]) -> None:
     stub.script(error(429, "slow down"))
     result = agentmap.compile(write_graph(tmp_path, openai_context(stub))).invoke({"message": "hi"})
@@ -225,6 +237,7 @@ def test_decision_log_path_in_context_is_relative_to_the_workflow(
         ('"{""model"": ""offline""}"', "response|mood", "Output_Field 'mood' is not something an assistant writes"),
         ('"{""model"": ""nosuch:x""}"', "response", "unknown model provider"),
         ('"{""model"": ""offline"", ""confirm_tools"": 3}"', "response", "confirm_tools must be a list"),
+        ('"{""model"": ""offline"", ""cache"": {""ttl"": 0}}"', "response", 'Context cache "ttl" must be a positive'),
     ],
 )
 def test_bad_configuration_is_found_before_the_run(tmp_path: Path, context: str, outputs: str, expected: str) -> None:

@@ -155,6 +155,23 @@ def test_the_cache_lives_in_the_runs_sqlite_checkpoint(tmp_path: Path, stub: Ope
     assert not (tmp_path / ".agentmap" / "llm_cache.db").exists()
 
 
+def test_threads_show_calls_marks_a_cache_hit(tmp_path: Path, stub: OpenAIStub) -> None:
+    stub.script(text("one"), text("two"))
+    env = _setup(tmp_path, stub, CACHED)
+    for thread in ("t1", "t2"):
+        assert _run(tmp_path, env, "--checkpoint", "runs.db", "--thread", thread)[0] == 0
+    hits = {}
+    for thread in ("t1", "t2"):
+        code, out, err = forked.run("threads", "show", thread, "--calls", "--checkpoint", "runs.db", "--json",
+                                    cwd=tmp_path, env=env)  # fmt: skip
+        assert code == 0, err
+        hits[thread] = [c["cache_hit"] for c in json.loads(out)["calls"]]
+    assert hits == {"t1": [False, False], "t2": [True, True]}
+    shown = agentmap_tty("threads", "show", "t2", "--calls", "--checkpoint", "runs.db", cwd=tmp_path,
+                         env=env | {"COLUMNS": "200"})  # fmt: skip
+    assert shown.code == 0 and shown.out.count("finished (cache hit)") == 2, shown.out
+
+
 def test_a_hit_streams_as_one_chunk(tmp_path: Path, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the default cache file is in the working folder
     monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")

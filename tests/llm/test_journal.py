@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -18,6 +19,9 @@ from typing import Any
 import forked
 import pytest
 from openai_stub import OpenAIStub, Reply, text, tool_calls
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+from cli_helpers import agentmap_tty
 
 pytestmark = pytest.mark.slow
 
@@ -219,6 +223,21 @@ def test_threads_show_calls_lists_the_journal(tmp_path: Path, loop: Loop) -> Non
     assert all(c["duration_ms"] >= 0 for c in calls)
 
 
+def test_threads_show_calls_marks_the_calls_a_resume_replayed(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub)
+    _kill_at(tmp_path, env, loop, "model2")  # model 1 and charge 1 journaled finished
+    code, final, err = _resume(tmp_path, env)
+    assert code == 0 and final["status"] == "done", (code, final, err)
+    code, out, err = forked.run("threads", "show", "t", "--calls", "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    calls = json.loads(out)["calls"]
+    assert [(c["call_index"], c["replays"], c["cache_hit"]) for c in calls] == [
+        (0, 1, False), (1, 1, False), (2, 0, False), (3, 0, False), (4, 0, False)
+    ]  # fmt: skip
+    shown = agentmap_tty("threads", "show", "t", "--calls", cwd=tmp_path, env=env | {"COLUMNS": "200"})
+    assert shown.code == 0 and shown.out.count("finished (replayed)") == 2, shown.out
+
+
 def test_an_idempotent_tool_cut_short_is_called_again_without_asking(tmp_path: Path, loop: Loop) -> None:
     env = _setup(tmp_path, loop.stub)
     marked = TOOLS.replace("def charge_card", "import agentmap\n\n\n@agentmap.tool(idempotent=True)\ndef charge_card")
@@ -297,7 +316,7 @@ def test_a_replayed_model_call_still_reaches_a_streaming_client_as_one_chunk(tmp
     assert loop.counts()[0] == 1  # the replayed call was not sent again
 
 
-@pytest.mark.parametrize("damage", ["response", "digest", "status"])
+@pytest.mark.parametrize("damage", ["response", "digest", "status", "thread", "step", "node", "task", "index"])
 def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
     tmp_path: Path, loop: Loop, damage: str
 ) -> None:
@@ -310,6 +329,12 @@ def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
         "response": "response = replace(response, 'charged 1', 'charged 9')",
         "digest": "digest = substr(digest, 2) || substr(digest, 1, 1)",
         "status": "status = 'finishee'",
+        # a damaged key would find no entry: the tool would be charged again without the key under the checksum
+        "thread": "thread_id = 'u'",
+        "step": "step = step + 1",
+        "node": "node = 'Paz'",
+        "task": "task_id = substr(task_id, 2) || substr(task_id, 1, 1)",
+        "index": "call_index = 7",
     }[damage]
     with sqlite3.connect(tmp_path / ".agentmap" / "runs.db") as db:
         done = db.execute(f"UPDATE agentmap_journal SET {change} WHERE kind = 'tool' AND status = 'finished'")

@@ -201,6 +201,28 @@ def test_an_orchestrated_workflow_runs_the_models_plan(
     assert "origin" in offered["search_flights"]["parameters"]["properties"]  # the workers' real schemas
 
 
+def test_an_llm_planner_with_context_cache_plans_a_repeated_goal_from_the_llm_cache(
+    stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.chdir(tmp_path)  # the cache without a checkpoint: .agentmap/llm_cache.db in the working folder
+    context = {"model": "openai:gpt-stub", "base_url": stub.base_url, "max_retries": 0, "workers": ["flights"],
+               "cache": {"ttl": 3600}}  # fmt: skip
+    stub.script(
+        text(json.dumps({"steps": [{"tool": "search_flights", "inputs": {"origin": "Paris", "destination": "Rome"}}]}))
+    )
+    path = write_trip(tmp_path, context)
+    results = [agentmap.run(path, {"goal": "Fly from Paris"}) for _ in range(2)]
+    assert [r.success for r in results] == [True, True], [r.errors for r in results]
+    assert len(stub.requests) == 1  # the second plan came from the cache
+
+
+def test_a_bad_cache_in_an_llm_planners_context_is_a_validation_error(tmp_path: Path) -> None:
+    context = {"model": "offline", "workers": ["flights"], "cache": {"ttl": -1}}
+    issues = agentmap.validate(write_trip(tmp_path, context))
+    assert any('Context cache "ttl" must be a positive' in i.message for i in issues), issues
+
+
 def test_an_invalid_plan_takes_the_failure_path_with_the_reason(
     stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
