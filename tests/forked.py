@@ -20,11 +20,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# agentmap.cli.app.COMMANDS (importing it here would load typer into the test process)
+_COMMANDS = ["run", "check", "show", "project", "logs", "chat", "evaluation", "resume", "threads", "serve"]
+_COMMANDS += ["mcp", "studio", "batch"]
 _PRELOAD = [
     "agentmap.cli",
+    "agentmap.cli.app",  # typer and every command's module (`agentmap.cli.app.COMMANDS`), built on each call
+    *(f"agentmap.cli.{name}" for name in _COMMANDS),
     "agentmap._cli_api",
     "agentmap.runtime.api",
+    "agentmap.runtime.compiler",
+    "agentmap.runtime.runner",
     "agentmap.batch.executors",
+    "agentmap.server",  # `agentmap serve`: FastAPI and the server's routes
+    "agentmap.server._app",
+    "agentmap.llm.agents",
+    "agentmap.llm.engine",
+    "langchain_openai",  # the LLM tests' model: about 1.5 s of imports per command otherwise
     "langgraph.graph",
     "langgraph.checkpoint.sqlite",
     "langgraph.checkpoint.postgres",

@@ -5,15 +5,14 @@ and asks a person (through the LangGraph client) about the call in doubt."""
 from __future__ import annotations
 
 import signal
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import forked
-import httpx
 import pytest
+import served
 from test_journal import Loop, _effects, _setup, loop  # noqa: F401  (loop is a fixture)
 
 sdk = pytest.importorskip("langgraph_sdk")
@@ -30,25 +29,10 @@ def _until(check: Callable[[], Any], what: str, seconds: float = 60) -> Any:
 
 
 def _serve(folder: Path, env: dict[str, str], port: int) -> forked.Forked:
-    args = ("serve", "pay.csv", "--port", str(port), "--checkpoint", str(folder / "runs.db"), "--lease", "2s")
-    proc = forked.start(*args, cwd=folder, env=env)
-
-    def up() -> bool:
-        assert proc.poll() is None, proc.communicate(5)
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/ok", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    _until(up, f"the server on port {port} started")
+    args = ("pay.csv", "--checkpoint", str(folder / "runs.db"), "--lease", "2s")
+    proc = served.Served(*args, cwd=folder, env=env, port=port).start().proc
+    assert proc is not None
     return proc
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_a_server_killed_during_a_tool_call_repeats_nothing_and_asks_about_the_call_in_doubt(
@@ -56,7 +40,7 @@ def test_a_server_killed_during_a_tool_call_repeats_nothing_and_asks_about_the_c
     loop: Loop,  # noqa: F811
 ) -> None:
     env = _setup(tmp_path, loop.stub)
-    port = _free_port()
+    port = served.free_port()
     hold = Path(env["EFFECTS"] + ".hold2")
     hold.touch()  # the second charge takes effect, then waits there until the server is killed
     server = _serve(tmp_path, env, port)

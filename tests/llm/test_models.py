@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 
 from agentmap.errors import ConfigError
@@ -178,10 +179,10 @@ def test_a_fractional_max_tokens_is_refused() -> None:
 
 
 def _scrubbed_cli(folder: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    """Run the real `agentmap` command with no provider keys and no AGENTMAP_* settings but `extra`."""
+    """Run the real `agentmap` command (forked.py) with no provider keys and no AGENTMAP_* settings but `extra`."""
     environment = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "NO_COLOR": "1", **extra}
-    command = [sys.executable, "-m", "agentmap", *args]
-    return subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
+    code, out, err = forked.run(*args, cwd=folder, env=environment)
+    return subprocess.CompletedProcess(["agentmap", *args], code, out, err)
 
 
 @pytest.mark.slow

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -18,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+import served
 
 mcp = pytest.importorskip("mcp")
-import forked  # noqa: E402
 from mcp import ClientSession, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
@@ -39,56 +37,18 @@ Publish,Done,echo,,,,approved|draft,result,
 KEY = "k3y-for-tests"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(message)
-
-
-class Served:
+class Served(served.Served):
     """`agentmap serve hello_world.csv flows.csv` (or `targets`) as a real process on a free port (the API key in
     its environment, with `env`)."""
 
     def __init__(self, folder: Path, *extra: str, targets: tuple[str, ...] = (), env: Mapping[str, str] = {}) -> None:
-        self.folder, self.extra = folder, extra
-        self.targets = targets or (str(ROOT / "graphs" / "hello_world.csv"), "flows.csv")
-        self.env = env
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: forked.Forked | None = None
-
-    def start(self) -> Served:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-        env.update({"MCP_TEST_KEY": KEY, **self.env})
-        args = ("serve", *self.targets, "--port", str(self.port), *self.extra)
-        self.proc = forked.start(*args, cwd=self.folder, env=env)
-        _until(self._up, 60, f"the server on port {self.port} did not start")
-        return self
-
-    def _up(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the server exited: {self.proc.communicate(5)[1][-2000:]}")
-        try:
-            return httpx.get(f"{self.url}/ok", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        environ.update({"MCP_TEST_KEY": KEY, **env})
+        targets = targets or (str(ROOT / "graphs" / "hello_world.csv"), "flows.csv")
+        super().__init__(*targets, *extra, cwd=folder, env=environ)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(60)
+        super().stop(sig)
 
 
 @pytest.fixture

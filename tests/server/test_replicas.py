@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import textwrap
 import threading
 import time
@@ -15,9 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import forked
-import httpx
 import pytest
+import served
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402
@@ -61,54 +59,13 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Replica:
-    """One `agentmap serve` process on a free port."""
+class Replica(served.Served):
+    """One `agentmap serve steps.csv` process on a free port (each step waits `step_seconds`)."""
 
     def __init__(self, folder: Path, checkpoint: str, *extra: str, step_seconds: float = 0.25) -> None:
-        self.folder, self.checkpoint, self.extra = folder, checkpoint, extra
-        self.step_seconds = step_seconds
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: forked.Forked | None = None
-
-    def start(self) -> Replica:
-        self.spawn()
-        return self.wait_up()
-
-    def spawn(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-        env["STEP_SECONDS"] = str(self.step_seconds)
-        args = ("serve", "steps.csv", "--port", str(self.port), "--checkpoint", self.checkpoint, *self.extra)
-        self.proc = forked.start(*args, cwd=self.folder, env=env)
-
-    def wait_up(self) -> Replica:
-        _until(lambda: self._up(), 60, f"the server on port {self.port} did not start")
-        return self
-
-    def _up(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the server exited: {self.proc.communicate(5)[1][-2000:]}")
-        try:
-            return httpx.get(f"{self.url}/ok", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        self.proc.wait(60)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
+        env["STEP_SECONDS"] = str(step_seconds)
+        super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env=env)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,16 @@ from server_helpers import GRAPHS, make_project, serving
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _browser(playwright: Any) -> Any:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium for the module's tests (each opens its own page)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
     chromium = find_executable("chromium") or find_executable("chromium-browser")
     require(chromium is not None, "no chromium found: apt-get install chromium")
-    return playwright.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        yield launched
+        launched.close()
 
 
 def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
@@ -27,10 +34,8 @@ def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
     return page, outside
 
 
-def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with serving(GRAPHS / "parallel.csv", checkpoint="memory") as url, sync_api.sync_playwright() as p:
-        browser = _browser(p)
+def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path, browser: Any) -> None:
+    with serving(GRAPHS / "parallel.csv", checkpoint="memory") as url:
         page, outside = _open(browser, url, "Briefing")
         page.fill("#fields input[name=city]", "Lisbon")
         page.click("#run-button")
@@ -47,11 +52,10 @@ def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path) -> None:
         page.screenshot(path=str(tmp_path / "viewer.png"), full_page=True)
         assert (tmp_path / "viewer.png").stat().st_size > 10_000
         assert outside == []  # Mermaid comes from the package: nothing is fetched from the network
-        browser.close()
+        page.close()
 
 
-def test_viewer_shows_a_failed_node_in_red(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_viewer_shows_a_failed_node_in_red(tmp_path: Path, browser: Any) -> None:
     flow = tmp_path / "fail.csv"
     flow.write_text(
         "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
@@ -59,8 +63,7 @@ def test_viewer_shows_a_failed_node_in_red(tmp_path: Path) -> None:
         "Fails,Boom,failure,the disk is full,y,z,\n",
         encoding="utf-8",
     )
-    with serving(flow, checkpoint="memory") as url, sync_api.sync_playwright() as p:
-        browser = _browser(p)
+    with serving(flow, checkpoint="memory") as url:
         page, _ = _open(browser, url, "Fails")
         page.fill("#fields input[name=x]", "1")
         page.click("#run-button")
@@ -69,15 +72,13 @@ def test_viewer_shows_a_failed_node_in_red(tmp_path: Path) -> None:
         assert "Boom" in failed and "the disk is full" in failed
         fill = page.eval_on_selector("#diagram g.node.am-failed > rect", "r => getComputedStyle(r).fill")
         assert fill == "rgb(249, 201, 197)"
-        browser.close()
+        page.close()
 
 
-def test_viewer_answers_a_paused_node(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
     folder = make_project(tmp_path / "p")
     database = str(tmp_path / "runs.db")
-    with serving(folder / "review.csv", checkpoint=database, api_key="k") as url, sync_api.sync_playwright() as p:
-        browser = _browser(p)
+    with serving(folder / "review.csv", checkpoint=database, api_key="k") as url:
         page = browser.new_page()
         page.goto(url + "/")
         page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs the key
@@ -100,4 +101,4 @@ def test_viewer_answers_a_paused_node(tmp_path: Path) -> None:
         page.click("#answer-button")
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"approved": true' in page.inner_text("#final")
-        browser.close()
+        page.close()
