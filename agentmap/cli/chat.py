@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from agentmap.cli._common import AllowRootOption, ConfigOption, DebugOption, ensure_writable, json_object, load
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def ask_once(
     Raises:
         AgentMapError: The agent raised (`agent-error`) or gave no reply (`no-reply`); exit code 5.
     """
-    OutputMode.json = json_output
+    set_json_output(json_output)
     settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     agent = load_agent(target, settings)

@@ -84,7 +84,6 @@ _USER_FILE_MODULES = ("agentmap_custom_agents", "agentmap_functions", "agentmap_
 def _restored_process_state(cwd: Path) -> Iterator[None]:
     """Enter `cwd`; afterwards restore what a command may change for the whole process."""
     from agentmap.agents.registry import registry
-    from agentmap.cli.render import OutputMode
 
     # The global agent registry keeps the custom agent folders a command loaded; a new process would not.
     saved_registry = (dict(registry._types), dict(registry._folders), dict(registry._broken))
@@ -120,7 +119,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         registry._failed.update(saved_files[1])
         registry._origin.clear()
         registry._origin.update(saved_files[2])
-        OutputMode.json = False
         logger.setLevel(saved_logger[0])
         logger.handlers[:] = saved_logger[1]
         logger.propagate = saved_logger[2]
