@@ -9,7 +9,6 @@ afterwards. `agentmap_subprocess()` starts `python -m agentmap` for what only a 
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import pty
@@ -22,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from signal import SIGINT, SIGKILL, getsignal, signal
+from signal import SIGKILL
 
 from typer.testing import CliRunner
 
@@ -91,8 +90,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
     saved_modules = set(sys.modules)
     logger = logging.getLogger("agentmap")
     saved_logger = (logger.level, list(logger.handlers), logger.propagate)
-    saved_sigint = getsignal(SIGINT)
-    gc_was_enabled = gc.isenabled()
     here = os.getcwd()
     os.chdir(cwd)
     try:
@@ -122,13 +119,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         logger.setLevel(saved_logger[0])
         logger.handlers[:] = saved_logger[1]
         logger.propagate = saved_logger[2]
-        if saved_sigint is not None:
-            signal(SIGINT, saved_sigint)
-        gc.unfreeze()
-        if gc_was_enabled:
-            gc.enable()
-        else:
-            gc.disable()
 
 
 def agentmap_subprocess(

@@ -45,3 +45,20 @@ def test_a_json_command_leaves_the_next_command_plain(tmp_path: Path) -> None:
     assert after.code != 0
     assert "error[" in after.err
     assert after.out == ""  # no {"error": ...} document: `inspect` promised none
+
+
+def test_a_batch_puts_back_the_collector_and_the_sigint_handler(tmp_path: Path) -> None:
+    csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Input_Fields,Output_Field\nG,S,Echo,text,said\n")
+    rows = write(tmp_path / "rows.csv", "text\nhello\nworld\n")
+
+    def ignore(signum: int, frame: object) -> None: ...
+
+    previous = signal.signal(signal.SIGINT, ignore)
+    try:
+        result = agentmap("batch", csv, "--input", rows, "--output", tmp_path / "out.csv", cwd=tmp_path)
+        assert result.code == 0, result.err
+        assert signal.getsignal(signal.SIGINT) is ignore
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
