@@ -21,10 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sys.stdout.write(f"agentmap {__version__}\n")
         return 0
-    from agentmap.cli._process import collector_off
+    from agentmap.cli._process import collector_off, loggers_kept
 
     # `run` turns the collector back on (after `gc.freeze()`) before the graph runs; both are put back after.
-    with collector_off():
+    with collector_off(), loggers_kept():
         from agentmap.cli.app import run_cli
 
         return run_cli(args)

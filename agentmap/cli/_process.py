@@ -1,4 +1,4 @@
-"""What a command changes for the whole process, put back when it ends: the garbage collector, signal handlers.
+"""What a command changes for the whole process, put back when it ends: the garbage collector, signal handlers, logging.
 
 Commands run in-process (the tests run many per process, a notebook may run one), so each change here is a
 context manager that restores what it found.
@@ -7,13 +7,32 @@ context manager that restores what it found.
 from __future__ import annotations
 
 import gc
+import logging
 import signal
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["collect_from_here", "collector_off", "signal_handlers"]
+__all__ = ["collect_from_here", "collector_off", "loggers_kept", "signal_handlers"]
+
+_LOGGERS = ("agentmap", "agentmap.server")
+"""The loggers commands configure (`--debug`, the log level setting, `batch` and `serve`)."""
+
+
+@contextmanager
+def loggers_kept() -> Iterator[None]:
+    """AgentMap's loggers as they were (level, handlers, propagation) once the command ends."""
+    saved = [
+        (logger, logger.level, list(logger.handlers), logger.propagate) for logger in map(logging.getLogger, _LOGGERS)
+    ]
+    try:
+        yield
+    finally:
+        for logger, level, handlers, propagate in saved:
+            logger.setLevel(level)
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
 
 
 @contextmanager

@@ -9,7 +9,6 @@ afterwards. `agentmap_subprocess()` starts `python -m agentmap` for what only a 
 
 from __future__ import annotations
 
-import logging
 import os
 import pty
 import re
@@ -88,8 +87,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
     saved_registry = (dict(registry._types), dict(registry._folders), dict(registry._broken))
     saved_files = (dict(registry._imported), dict(registry._failed), dict(registry._origin))
     saved_modules = set(sys.modules)
-    logger = logging.getLogger("agentmap")
-    saved_logger = (logger.level, list(logger.handlers), logger.propagate)
     here = os.getcwd()
     os.chdir(cwd)
     try:
@@ -116,9 +113,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         registry._failed.update(saved_files[1])
         registry._origin.clear()
         registry._origin.update(saved_files[2])
-        logger.setLevel(saved_logger[0])
-        logger.handlers[:] = saved_logger[1]
-        logger.propagate = saved_logger[2]
 
 
 def agentmap_subprocess(

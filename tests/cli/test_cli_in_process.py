@@ -47,12 +47,13 @@ def test_a_json_command_leaves_the_next_command_plain(tmp_path: Path) -> None:
     assert after.out == ""  # no {"error": ...} document: `inspect` promised none
 
 
-def test_a_batch_puts_back_the_collector_and_the_sigint_handler(tmp_path: Path) -> None:
+def test_a_batch_puts_back_the_collector_the_sigint_handler_and_the_log_level(tmp_path: Path) -> None:
     csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Input_Fields,Output_Field\nG,S,Echo,text,said\n")
     rows = write(tmp_path / "rows.csv", "text\nhello\nworld\n")
 
     def ignore(signum: int, frame: object) -> None: ...
 
+    level = logging.getLogger("agentmap").level
     previous = signal.signal(signal.SIGINT, ignore)
     try:
         result = agentmap("batch", csv, "--input", rows, "--output", tmp_path / "out.csv", cwd=tmp_path)
@@ -62,3 +63,4 @@ def test_a_batch_puts_back_the_collector_and_the_sigint_handler(tmp_path: Path) 
         signal.signal(signal.SIGINT, previous)
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+    assert logging.getLogger("agentmap").level == level  # batch silences its per-row log lines meanwhile
