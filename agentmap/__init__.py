@@ -17,8 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from agentmap._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from agentmap._version import __version__
 
 if TYPE_CHECKING:
     from agentmap.agents.base import AgentEnvironment, BaseAgent

@@ -7,7 +7,6 @@ import the runtime only when they run. Exit codes are listed in `agentmap.cli.ap
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Sequence
 
@@ -22,13 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sys.stdout.write(f"agentmap {__version__}\n")
         return 0
-    # Start-up (imports, reading and compiling the workflow) allocates many long-lived objects and no
-    # garbage worth collecting; with the collector on, it scans LangGraph's large heap again and again.
-    # `run` turns it back on (after `gc.freeze()`) before the graph runs.
-    gc.disable()
-    try:
+    from agentmap.cli._process import collector_off, loggers_kept
+
+    # `run` turns the collector back on (after `gc.freeze()`) before the graph runs; both are put back after.
+    with collector_off(), loggers_kept():
         from agentmap.cli.app import run_cli
 
         return run_cli(args)
-    finally:
-        gc.enable()

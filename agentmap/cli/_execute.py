@@ -5,7 +5,6 @@ The live table, the summary or JSON document, the verdict, and SIGTERM / Ctrl-C 
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.cli import _durable, _resume
+from agentmap.cli._process import collect_from_here, signal_handlers
 from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
@@ -51,35 +51,29 @@ def execute(
     view, run_config = _views(app, run_config, json_mode=json_mode, live=live, stream=stream)
     listener: Any = view.update if view is not None else None
     tracker = app.new_tracker(listener=listener)
-    handlers: list[tuple[int, Any]] = []
-    if threading.current_thread() is threading.main_thread():
-        handlers = [(s, signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM)]
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    if view is not None:
-        view.start()
-    gc.freeze()  # what start-up built lives until exit: keep it out of the collections the run triggers
-    gc.enable()
-    try:
-        more = f"raise the budget and continue: {hint} --budget MORE" if thread is not None else _BUDGET_HINT
-        result = _invoke(app, run_input, tracker, run_config, more, **invoke_options)
-    except _Interrupted as stop:
+    # SIGINT even when started with it ignored
+    with signal_handlers({signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _on_sigterm}):
         if view is not None:
-            view.stop()
-        _report_interrupt(app, tracker, json_mode, stop, thread, hint)
-        sys.stdout.flush()
-        # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
-        # exit would wait for it. Leave now: every completed step is saved already.
-        os._exit(stop.code)
-    finally:
-        for signum, handler in handlers:
-            signal.signal(signum, handler)
-        if view is not None:
-            view.stop(_title(app))
-        for observer in app.observers:  # spans still buffered go out before the process ends
-            flush = getattr(observer, "flush", None)
-            if flush is not None:
-                flush()
+            view.start()
+        collect_from_here()  # what start-up built lives until exit: keep it out of the collections the run triggers
+        try:
+            more = f"raise the budget and continue: {hint} --budget MORE" if thread is not None else _BUDGET_HINT
+            result = _invoke(app, run_input, tracker, run_config, more, **invoke_options)
+        except _Interrupted as stop:
+            if view is not None:
+                view.stop()
+            _report_interrupt(app, tracker, json_mode, stop, thread, hint)
+            sys.stdout.flush()
+            # A node may still be blocked in its thread (a sleep, a socket); it cannot be stopped, and a normal
+            # exit would wait for it. Leave now: every completed step is saved already.
+            os._exit(stop.code)
+        finally:
+            if view is not None:
+                view.stop(_title(app))
+            for observer in app.observers:  # spans still buffered go out before the process ends
+                flush = getattr(observer, "flush", None)
+                if flush is not None:
+                    flush()
     if draw is not None:
         result.draw(draw)
         sys.stderr.write(f"wrote {draw}\n")

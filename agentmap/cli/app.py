@@ -146,6 +146,13 @@ def build_app() -> typer.Typer:
 
 def run_cli(args: Sequence[str]) -> int:
     """Run the typer app on `args`; render errors; return the exit code."""
+    from agentmap.cli.render import command_scope
+
+    with command_scope():
+        return _run_command(args)
+
+
+def _run_command(args: Sequence[str]) -> int:
     from agentmap.cli.render import print_error
 
     debug = "--debug" in args or os.environ.get("AGENTMAP_DEBUG", "").lower() in ("1", "true", "yes")

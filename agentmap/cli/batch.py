@@ -8,11 +8,9 @@ otherwise; `--json` prints a summary on stdout. Exit 0 when every row succeeded,
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,6 +29,7 @@ from agentmap.cli._common import (
 )
 from agentmap.cli._common import split_target as _split_target
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
+from agentmap.cli._process import collect_from_here, signal_handlers
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -162,12 +161,8 @@ def _stop_workers() -> None:
     stop_worker_processes()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        main = threading.current_thread() is threading.main_thread()
-        if main:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        ray.shutdown()
-        if main:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
+            ray.shutdown()
 
 
 def batch_command(
@@ -217,68 +212,66 @@ def batch_command(
     from agentmap.batch.resume import partial_path
 
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    gc.freeze()  # start-up's objects live until exit; the rows' garbage is collected as usual
-    gc.enable()
-    extra = {"file": str(path), "input": str(input_path), "executor": executor}
-    try:
-        result = batch(
-            f"{path}::{graph}" if graph else path,
-            input_path,
-            output=output,
-            executor=executor,
-            concurrency=concurrency,
-            workers=workers,
-            outputs=[o.strip() for o in outputs.split(",") if o.strip()] if outputs else None,
-            id_column=id_column,
-            rename=_renames(renames),
-            json_cells=json_cells,
-            redo_failed=redo_failed,
-            checkpoint=checkpoint,
-            rate_limit=rate_limit,
-            chunk_size=chunk_size,
-            ray_address=ray_address,
-            sheet=sheet,
-            keep_rows=False,
-            progress=progress,
-            tracing=tracing,
-            lenient=lenient,
-            on_warning=_warn,
-            budget=budget,
-            cache=not no_cache,
-            **settings.compile_options(),
-            **settings.policy_options(),
-        )
-    except BatchOverBudget as over:
-        _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
-        raise
-    except BatchInterrupted as stop:
-        done = stop.result.successes + stop.result.failures
-        sys.stderr.write(
-            f"interrupted: Ctrl-C stopped the batch; {done} rows finished in this run are kept in "
-            f"{partial_path(output)}\n  run the same command again to continue where it stopped\n"
-        )
-        _report(stop.result, json_output, {**extra, "exit_code": 130})
-        sys.stdout.flush()
-        sys.stderr.flush()
-        _stop_workers()  # os._exit skips the exit hooks that would stop them
-        if tracing is not None:  # and the exit hook that sends the spans still buffered
-            from agentmap._cli_api import flush_traces
+    collect_from_here()  # start-up's objects live until exit; the rows' garbage is collected as usual
+    with signal_handlers({signal.SIGINT: signal.default_int_handler}):  # even when started with it ignored
+        extra = {"file": str(path), "input": str(input_path), "executor": executor}
+        try:
+            result = batch(
+                f"{path}::{graph}" if graph else path,
+                input_path,
+                output=output,
+                executor=executor,
+                concurrency=concurrency,
+                workers=workers,
+                outputs=[o.strip() for o in outputs.split(",") if o.strip()] if outputs else None,
+                id_column=id_column,
+                rename=_renames(renames),
+                json_cells=json_cells,
+                redo_failed=redo_failed,
+                checkpoint=checkpoint,
+                rate_limit=rate_limit,
+                chunk_size=chunk_size,
+                ray_address=ray_address,
+                sheet=sheet,
+                keep_rows=False,
+                progress=progress,
+                tracing=tracing,
+                lenient=lenient,
+                on_warning=_warn,
+                budget=budget,
+                cache=not no_cache,
+                **settings.compile_options(),
+                **settings.policy_options(),
+            )
+        except BatchOverBudget as over:
+            _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
+            raise
+        except BatchInterrupted as stop:
+            done = stop.result.successes + stop.result.failures
+            sys.stderr.write(
+                f"interrupted: Ctrl-C stopped the batch; {done} rows finished in this run are kept in "
+                f"{partial_path(output)}\n  run the same command again to continue where it stopped\n"
+            )
+            _report(stop.result, json_output, {**extra, "exit_code": 130})
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _stop_workers()  # os._exit skips the exit hooks that would stop them
+            if tracing is not None:  # and the exit hook that sends the spans still buffered
+                from agentmap._cli_api import flush_traces
 
-            flush_traces()
-        os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
-    _stop_workers()
-    code = 0 if result.success else 1
-    _report(result, json_output, {**extra, "exit_code": code})
-    failed = result.failures + result.failed_before
-    if failed:
-        earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
-        sys.stderr.write(
-            f"batch: {failed} row{'s' if failed != 1 else ''} failed{earlier} (see the error column of {output}); "
-            "rerun them with --redo-failed\n"
-        )
-    return code
+                flush_traces()
+            os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
+        _stop_workers()
+        code = 0 if result.success else 1
+        _report(result, json_output, {**extra, "exit_code": code})
+        failed = result.failures + result.failed_before
+        if failed:
+            earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
+            sys.stderr.write(
+                f"batch: {failed} row{'s' if failed != 1 else ''} failed{earlier} (see the error column of {output}); "
+                "rerun them with --redo-failed\n"
+            )
+        return code
 
 
 def register(app: typer.Typer) -> None:

@@ -12,11 +12,9 @@ with `--json` the agent's whole output (`content`, `response_time_secs`, `traces
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import FrameType
@@ -25,7 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from agentmap.cli._common import AllowRootOption, ConfigOption, DebugOption, ensure_writable, json_object, load
-from agentmap.cli.render import OutputMode
+from agentmap.cli._process import collect_from_here, signal_handlers
+from agentmap.cli.render import set_json_output
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -133,15 +132,13 @@ def run_interruptible(
     """
     import asyncio
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, on_sigint)  # even when started with SIGINT ignored
-    gc.freeze()
-    gc.enable()
+    collect_from_here()
     loop = asyncio.new_event_loop()
     try:
-        result = loop.run_until_complete(coroutine)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
+        with signal_handlers({signal.SIGINT: on_sigint}):  # even when started with SIGINT ignored
+            result = loop.run_until_complete(coroutine)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
     except KeyboardInterrupt:
         sys.stdout.flush()
         sys.stderr.write(f"\ninterrupted: {on_interrupt()}\n")
@@ -262,7 +259,7 @@ def ask_once(
     Raises:
         AgentMapError: The agent raised (`agent-error`) or gave no reply (`no-reply`); exit code 5.
     """
-    OutputMode.json = json_output
+    set_json_output(json_output)
     settings = load(config, debug, allow_roots)
     call_config = read_agent_config(agent_config)
     agent = load_agent(target, settings)

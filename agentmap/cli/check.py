@@ -21,7 +21,7 @@ from agentmap.cli._common import (
     load,
     split_target,
 )
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import FILE_ERROR_CODES, AgentMapError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def validate_workflow(
     allow_roots: list[Path] | None = None,
 ) -> int:
     """The `validate` command: returns 0 (valid, maybe with warnings) or 4 (errors)."""
-    OutputMode.json = json_output
+    set_json_output(json_output)
     settings = load(config, debug, allow_roots)
     path, selected = split_target(target, settings)
     from agentmap import validate

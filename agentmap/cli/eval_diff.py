@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentmap.cli._common import cannot_write, ensure_writable
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import Location, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def diff_folders(
     base_dir: Path, new_dir: Path, *, junit: Path | None = None, html: Path | None = None, json_output: bool = False
 ) -> int:
     """The `eval diff` command: returns 1 when NEW regressed against BASE, else 0."""
-    OutputMode.json = json_output
+    set_json_output(json_output)
     check_logs_dir(base_dir)
     check_logs_dir(new_dir)
     from agentmap._cli_api import diff_html, diff_reports, junit_xml, score_logs

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from agentmap.cli._common import cannot_write, ensure_writable, load
 from agentmap.cli.eval_diff import check_logs_dir
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import ConfigError, Location, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def score_folder(
         ConfigError: `--rubric` or `--judge-threshold` without `--judge`, or a judge that cannot be built.
         WorkflowFileError: The logs folder or the expectations file does not exist, or the folder has no logs.
     """
-    OutputMode.json = json_output
+    set_json_output(json_output)
     if judge is None and (rubric is not None or judge_threshold is not None):
         options = (("--rubric", rubric), ("--judge-threshold", judge_threshold))
         given = [name for name, value in options if value is not None]

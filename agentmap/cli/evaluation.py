@@ -25,7 +25,7 @@ from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, ensure_w
 from agentmap.cli.chat import AgentConfigOption, MemoryOption
 from agentmap.cli.eval_diff import diff_folders
 from agentmap.cli.eval_score import SCENARIOS_HINT, existing_file, score_folder
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def run_scenarios(
         ConfigError: Both `--agent` and `--workflow`, a bad `--timeout` or `--agent-config`, no agent.
         ScenarioError: A mistake in the scenarios file.
     """
-    OutputMode.json = json_output
+    set_json_output(json_output)
     if agent is not None and workflow is not None:
         raise ConfigError(
             "give the agent once: --agent or --workflow, not both",

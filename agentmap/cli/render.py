@@ -12,7 +12,9 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,24 +26,44 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LiveView",
-    "OutputMode",
+    "command_scope",
     "console",
     "dump_json",
+    "json_output",
     "print_error",
     "print_issues",
+    "set_json_output",
     "summary_table",
     "use_color",
 ]
 
 
-class OutputMode:
-    """What the running command promised to print; the error handler reads it.
+_JSON_OUTPUT: ContextVar[bool] = ContextVar("agentmap_json_output", default=False)
+"""Whether the running command promised one JSON document on stdout (errors become `{"error": ...}` there too)."""
 
-    Attributes:
-        json: The command writes one JSON document on stdout (errors become `{"error": ...}` there too).
+
+def set_json_output(on: bool) -> None:
+    """Promise (or not) one JSON document on stdout for the rest of this command; the error handler reads it.
+
+    Set in the command's context only: `command_scope` puts it back when the command ends, so a second command
+    in the same process (or one in another thread) starts from plain output.
     """
+    _JSON_OUTPUT.set(on)
 
-    json: bool = False
+
+def json_output() -> bool:
+    """Whether the running command writes one JSON document on stdout."""
+    return _JSON_OUTPUT.get()
+
+
+@contextmanager
+def command_scope() -> Iterator[None]:
+    """One command's output mode: plain at the start, put back as it was when the command ends."""
+    token = _JSON_OUTPUT.set(False)
+    try:
+        yield
+    finally:
+        _JSON_OUTPUT.reset(token)
 
 
 def use_color(stream: IO[str]) -> bool:
@@ -141,7 +163,7 @@ def print_error(error: BaseException, *, debug: bool = False) -> None:
             lines.append(f"  hint: {error.hint}")
     err.write("\n".join(lines) + "\n")
     err.flush()
-    if OutputMode.json:
+    if json_output():
         dump_json(error_document(error))
 
 

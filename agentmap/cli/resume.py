@@ -16,7 +16,7 @@ import typer
 
 from agentmap.cli import _durable
 from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, NoCacheOption, StreamOption, load
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 
 __all__ = ["register", "resume_thread"]
 
@@ -39,7 +39,7 @@ def resume_thread(
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
-    OutputMode.json = json_mode
+    set_json_output(json_mode)
     value = _durable.parse_answer(answer, data)
     invoke_options = _durable.check_durability(durability)
     settings = load(config, debug)

@@ -37,7 +37,7 @@ from agentmap.cli._common import (
 )
 from agentmap.cli._execute import execute
 from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 from agentmap.errors import ConfigError, WorkflowFileError
 
 __all__ = ["read_state", "register", "run_workflow"]
@@ -103,7 +103,7 @@ def run_workflow(
 ) -> int:
     """The `run` command: returns the exit code (0 success or paused, 1 the success policy failed)."""
     json_mode = json_output or not sys.stdout.isatty()
-    OutputMode.json = json_mode
+    set_json_output(json_mode)
     resume_value = _resume.check_persistence(thread, resume, state, state_file)
     invoke_options = _durable.check_durability(durability)
     settings = load(config, debug, allow_roots)

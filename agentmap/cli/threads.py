@@ -10,7 +10,7 @@ import typer
 
 from agentmap.cli import _durable
 from agentmap.cli._common import ConfigOption, JsonOption
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import set_json_output
 
 __all__ = ["register"]
 
@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
         """List the threads: id, workflow::graph, status (running/paused/interrupted/failed/done), step, updated."""
         if ctx.invoked_subcommand is None:
             json_mode = json_output or not sys.stdout.isatty()
-            OutputMode.json = json_mode
+            set_json_output(json_mode)
             _list(checkpoint, json_mode, config)
 
     @group.command("show")
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         """Where a thread stands: its status, the question it waits on, and its step history (`--calls`: the
         model and tool calls its nodes made)."""
         json_mode = json_output or not sys.stdout.isatty()
-        OutputMode.json = json_mode
+        set_json_output(json_mode)
         _show(thread, checkpoint, json_mode, config, calls)
 
     app.add_typer(group, name="threads")

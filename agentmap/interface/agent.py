@@ -277,10 +277,10 @@ def _load_spec(workflow: str | os.PathLike[str]) -> Any:
 
 
 def _compile(workflow: str | os.PathLike[str], keys: _Keys, options: dict[str, Any]) -> CompiledWorkflow:
-    import agentmap
+    from agentmap.runtime.api import compile
 
     state_keys = [*options.pop("state_keys", ()), *keys.state_keys()]
-    return agentmap.compile(str(workflow), state_keys=state_keys, **options)
+    return compile(str(workflow), state_keys=state_keys, **options)
 
 
 def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:

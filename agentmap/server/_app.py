@@ -101,7 +101,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     Raises:
         WorkflowFileError, WorkflowValidationError, ConfigError: A workflow or the checkpointer cannot be opened.
     """
-    from agentmap import __version__
+    from agentmap._version import __version__
 
     server = Server(config)
     from agentmap.protocols.mcp_http import McpEndpoint  # the same tools as `agentmap mcp`, at /mcp

@@ -9,8 +9,6 @@ afterwards. `agentmap_subprocess()` starts `python -m agentmap` for what only a 
 
 from __future__ import annotations
 
-import gc
-import logging
 import os
 import pty
 import re
@@ -22,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from signal import SIGINT, SIGKILL, getsignal, signal
+from signal import SIGKILL
 
 from typer.testing import CliRunner
 
@@ -84,16 +82,11 @@ _USER_FILE_MODULES = ("agentmap_custom_agents", "agentmap_functions", "agentmap_
 def _restored_process_state(cwd: Path) -> Iterator[None]:
     """Enter `cwd`; afterwards restore what a command may change for the whole process."""
     from agentmap.agents.registry import registry
-    from agentmap.cli.render import OutputMode
 
     # The global agent registry keeps the custom agent folders a command loaded; a new process would not.
     saved_registry = (dict(registry._types), dict(registry._folders), dict(registry._broken))
     saved_files = (dict(registry._imported), dict(registry._failed), dict(registry._origin))
     saved_modules = set(sys.modules)
-    logger = logging.getLogger("agentmap")
-    saved_logger = (logger.level, list(logger.handlers), logger.propagate)
-    saved_sigint = getsignal(SIGINT)
-    gc_was_enabled = gc.isenabled()
     here = os.getcwd()
     os.chdir(cwd)
     try:
@@ -120,17 +113,6 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         registry._failed.update(saved_files[1])
         registry._origin.clear()
         registry._origin.update(saved_files[2])
-        OutputMode.json = False
-        logger.setLevel(saved_logger[0])
-        logger.handlers[:] = saved_logger[1]
-        logger.propagate = saved_logger[2]
-        if saved_sigint is not None:
-            signal(SIGINT, saved_sigint)
-        gc.unfreeze()
-        if gc_was_enabled:
-            gc.enable()
-        else:
-            gc.disable()
 
 
 def agentmap_subprocess(

@@ -12,7 +12,7 @@ from pathlib import Path
 from cli_helpers import agentmap, write
 
 from agentmap.agents.registry import registry
-from agentmap.cli.render import OutputMode
+from agentmap.cli.render import json_output
 
 _AGENT = """\
 import agentmap
@@ -32,7 +32,35 @@ def test_a_run_restores_gc_cwd_output_mode_logging_sigint_and_custom_agents(tmp_
     assert result.code == 0, result.err
     after = (gc.isenabled(), os.getcwd(), logging.getLogger("agentmap").handlers[:], signal.getsignal(signal.SIGINT))
     assert after == before
-    assert OutputMode.json is False
+    assert not json_output()
     assert "inprocessprobe" not in registry._types  # a new process would not know the folder's types either
     assert not any(name.endswith("_in_process_probe") for name in sys.modules)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_json_command_leaves_the_next_command_plain(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.csv"
+    assert agentmap("validate", missing, "--json", cwd=tmp_path).out.startswith("{")
+    after = agentmap("inspect", missing, cwd=tmp_path)
+    assert after.code != 0
+    assert "error[" in after.err
+    assert after.out == ""  # no {"error": ...} document: `inspect` promised none
+
+
+def test_a_batch_puts_back_the_collector_the_sigint_handler_and_the_log_level(tmp_path: Path) -> None:
+    csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Input_Fields,Output_Field\nG,S,Echo,text,said\n")
+    rows = write(tmp_path / "rows.csv", "text\nhello\nworld\n")
+
+    def ignore(signum: int, frame: object) -> None: ...
+
+    level = logging.getLogger("agentmap").level
+    previous = signal.signal(signal.SIGINT, ignore)
+    try:
+        result = agentmap("batch", csv, "--input", rows, "--output", tmp_path / "out.csv", cwd=tmp_path)
+        assert result.code == 0, result.err
+        assert signal.getsignal(signal.SIGINT) is ignore
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    assert logging.getLogger("agentmap").level == level  # batch silences its per-row log lines meanwhile
