@@ -87,19 +87,8 @@ class _AgentNode(Runnable[Any, Any]):
 
 
 def _computes_only(agent: BaseAgent, node: NodeSpec) -> bool:
-    """A built-in agent that only computes (no I/O, no waiting) and routes without a `func:` router."""
-    from agentmap.agents import builtins
-
-    pure = (
-        builtins.DefaultAgent,
-        builtins.EchoAgent,
-        builtins.TemplateAgent,
-        builtins.BranchingAgent,
-        builtins.SuccessAgent,
-        builtins.FailureAgent,
-        builtins.SummaryAgent,
-    )
-    return type(agent) in pure and not isinstance(node.edge, FuncRef)
+    """An agent whose type declares it only computes (`BaseAgent.computes_only`), routed without a `func:` router."""
+    return type(agent).computes_only and not isinstance(node.edge, FuncRef)
 
 
 class _AsyncAgentNode(_AgentNode):
@@ -191,14 +180,10 @@ class _AsyncFusedNode(_FusedNode):
         raise AssertionError("unreachable: the last link always ends the chain")
 
 
-_CONTRACT_RUN = ("run", "arun", "_run", "_arun", "_start", "_succeed", "_fail", "_pre_process", "_post_process")
-"""What of `BaseAgent` touches the state a node is given: an agent keeping all of them reads only its inputs."""
-
-
 def _reads_only_inputs(agent: BaseAgent) -> bool:
-    """Whether the agent sees nothing of the state but its Input_Fields (`IOMapping.inputs`)."""
-    cls = type(agent)
-    return all(getattr(cls, name) is getattr(BaseAgent, name) for name in _CONTRACT_RUN) and not agent.state_keys()
+    """Whether the agent sees nothing of the state but its Input_Fields (its type says so, and it keeps no state
+    keys of its own)."""
+    return type(agent).reads_only_inputs() and not agent.state_keys()
 
 
 @functools.lru_cache(maxsize=1024)
