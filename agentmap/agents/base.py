@@ -32,6 +32,9 @@ ConfigProblem = str | tuple[str, str]
 """A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
 report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"Prompt"`, ...)."""
 
+_SEES_THE_STATE = ("run", "arun", "_run", "_arun", "_start", "_succeed", "_fail", "_pre_process", "_post_process")
+"""What of `BaseAgent` touches the state a node is given: a class keeping all of them reads only its inputs."""
+
 _PLAIN: set[type] = set()
 """Agent classes known not to override `_pre_process` / `_post_process` (nothing to compare for them)."""
 
@@ -109,6 +112,16 @@ class BaseAgent:
     own_timeout: ClassVar[bool] = False
     """True for a type that gives Context `timeout_seconds` a meaning of its own (an orchestration's deadline,
     how long a person may take); the runtime then does not also bound the node's attempts with it."""
+
+    computes_only: ClassVar[bool] = False
+    """True for a type whose work only computes (no I/O, no waiting, no pause): an async run then runs its
+    nodes on the event loop instead of a worker thread. A class says it in its own body; a subclass that does
+    not is False again (it may add I/O), so a custom agent is never run on the loop unless it declares it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "computes_only" not in cls.__dict__:
+            cls.computes_only = False
 
     def __init__(
         self,
@@ -199,6 +212,17 @@ class BaseAgent:
         `interrupt()`.
         """
         return False
+
+    @classmethod
+    def reads_only_inputs(cls) -> bool:
+        """Whether the agent sees nothing of the state but its Input_Fields.
+
+        The compiler then hands such a node only those keys (csv_specs/format.md, "What a node reads"). The
+        default answers True for a class that keeps the contract's `run`, `arun` and the `_pre_process` /
+        `_post_process` hooks (which see the whole state); override it to return True when hooks of your own
+        read only the inputs, or False when the agent reads the state some other way.
+        """
+        return all(getattr(cls, name) is getattr(BaseAgent, name) for name in _SEES_THE_STATE)
 
     @classmethod
     def is_async(cls) -> bool:

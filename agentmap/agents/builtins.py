@@ -75,6 +75,8 @@ def safe_format(template: str, values: Mapping[str, Any]) -> str:
 class DefaultAgent(BaseAgent):
     """Returns a deterministic message naming the node and its prompt; a placeholder while designing."""
 
+    computes_only = True
+
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return `"[Node] prompt"` (or `"[Node] DefaultAgent executed"` without a prompt)."""
         return f"[{self.name}] {self.prompt}" if self.prompt else f"[{self.name}] DefaultAgent executed"
@@ -83,6 +85,8 @@ class DefaultAgent(BaseAgent):
 @agent("echo")
 class EchoAgent(BaseAgent):
     """Echo agent that simply returns input data unchanged."""
+
+    computes_only = True
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the inputs dict unchanged, or "No input provided to echo" without inputs."""
@@ -117,6 +121,8 @@ class EchoAgent(BaseAgent):
 @agent("template")
 class TemplateAgent(BaseAgent):
     """Formats the Prompt with its inputs: `Hello, {name}!`."""
+
+    computes_only = True
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the formatted prompt."""
@@ -168,6 +174,8 @@ class BranchingAgent(BaseAgent):
         success_field: The AgentMap 0.9 name of `field`.
     """
 
+    computes_only = True
+
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return a message on success; raise (failing the node) on a failure value."""
         key = self.context.get("field") or self.context.get("success_field") or next(iter(inputs), None)
@@ -205,6 +213,8 @@ class BranchingAgent(BaseAgent):
 class SuccessAgent(BaseAgent):
     """Always succeeds; returns a message naming the node."""
 
+    computes_only = True
+
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return `"[Node] succeeded"` (or the prompt)."""
         return self.prompt or f"[{self.name}] succeeded"
@@ -213,6 +223,8 @@ class SuccessAgent(BaseAgent):
 @agent("failure")
 class FailureAgent(BaseAgent):
     """Always fails (takes Failure_Next); the Prompt is the failure message."""
+
+    computes_only = True
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Raise, so the node fails."""
@@ -282,6 +294,8 @@ class SummaryAgent(BaseAgent):
         format: How each input is written, with `{key}` and `{value}` (default `"{key}: {value}"`).
         separator: Between inputs (default a blank line).
     """
+
+    computes_only = True
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the joined text."""

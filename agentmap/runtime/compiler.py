@@ -1,7 +1,7 @@
 """Compile a `GraphSpec` into a LangGraph `StateGraph` of `BaseAgent` nodes.
 
 Each node is a small `Runnable` that calls `BaseAgent.run` (or `arun` for async agents); the agent finds
-the run's `ExecutionTracker` in the LangGraph config the runner passes (`configurable[TRACKER_KEY]`).
+the run's `ExecutionTracker` in the LangGraph config the runner passes (`agents.runner.with_tracker`).
 The state schema has one key per field any node reads or writes, plus `last_action_success` (false if
 any branch of a step failed), `graph_success` and `errors` (appended to across nodes and parallel branches).
 """
@@ -20,9 +20,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
-from agentmap.agents._run_context import TRACKER_KEY
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import normalize_type
+from agentmap.agents.runner import arun_node, input_keys, run_node, tracker_in
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
 from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
 from agentmap.runtime.fusion import ChainRun, Link, exits_early, plan_chains
@@ -31,29 +31,19 @@ from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
 
-__all__ = ["TRACKER_KEY", "BuildOptions", "build_state_graph", "check"]
+__all__ = ["BuildOptions", "build_state_graph", "check"]
 
 logger = logging.getLogger("agentmap.agents")
 
 
-def _tracker_in(config: RunnableConfig | None) -> Any:
-    """The run's tracker in the config LangGraph hands a node (the one `get_config()` returns there), or None."""
-    configurable = config.get("configurable") if config is not None else None
-    return configurable.get(TRACKER_KEY) if configurable else None
-
-
 def _run(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
-    """`agent.run(state)`; an agent with the contract's own `run` gets the run's tracker from `config` directly."""
-    if type(agent).run is BaseAgent.run:
-        return agent._run(state, _tracker_in(config))
-    return agent.run(state)
+    """`agent.run(state)` with the run's tracker from `config` (the config LangGraph hands the node)."""
+    return run_node(agent, state, tracker_in(config))
 
 
 async def _arun(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
-    """The async twin of `_run`: `await agent.arun(state)`, with the run's tracker handed over the same way."""
-    if type(agent).arun is BaseAgent.arun:
-        return await agent._arun(state, _tracker_in(config))
-    return await agent.arun(state)
+    """The async twin of `_run`."""
+    return await arun_node(agent, state, tracker_in(config))
 
 
 class _AgentNode(Runnable[Any, Any]):
@@ -87,19 +77,8 @@ class _AgentNode(Runnable[Any, Any]):
 
 
 def _computes_only(agent: BaseAgent, node: NodeSpec) -> bool:
-    """A built-in agent that only computes (no I/O, no waiting) and routes without a `func:` router."""
-    from agentmap.agents import builtins
-
-    pure = (
-        builtins.DefaultAgent,
-        builtins.EchoAgent,
-        builtins.TemplateAgent,
-        builtins.BranchingAgent,
-        builtins.SuccessAgent,
-        builtins.FailureAgent,
-        builtins.SummaryAgent,
-    )
-    return type(agent) in pure and not isinstance(node.edge, FuncRef)
+    """An agent whose type declares it only computes (`BaseAgent.computes_only`), routed without a `func:` router."""
+    return type(agent).computes_only and not isinstance(node.edge, FuncRef)
 
 
 class _AsyncAgentNode(_AgentNode):
@@ -191,14 +170,10 @@ class _AsyncFusedNode(_FusedNode):
         raise AssertionError("unreachable: the last link always ends the chain")
 
 
-_CONTRACT_RUN = ("run", "arun", "_run", "_arun", "_start", "_succeed", "_fail", "_pre_process", "_post_process")
-"""What of `BaseAgent` touches the state a node is given: an agent keeping all of them reads only its inputs."""
-
-
 def _reads_only_inputs(agent: BaseAgent) -> bool:
-    """Whether the agent sees nothing of the state but its Input_Fields (`IOMapping.inputs`)."""
-    cls = type(agent)
-    return all(getattr(cls, name) is getattr(BaseAgent, name) for name in _CONTRACT_RUN) and not agent.state_keys()
+    """Whether the agent sees nothing of the state but its Input_Fields (its type says so, and it keeps no state
+    keys of its own)."""
+    return type(agent).reads_only_inputs() and not agent.state_keys()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -218,7 +193,7 @@ def _narrowed(agent: BaseAgent, route: Route | None, retry: RetrySettings | None
     if route is not None or retry is not None or not _reads_only_inputs(agent):
         return None
     fields = schema.__annotations__
-    keys = tuple(dict.fromkeys(key for key, _ in agent._io._inputs if key in fields))
+    keys = tuple(key for key in input_keys(agent) if key in fields)
     if any(fields[key] is not Any for key in keys):  # a system key (errors, ...) keeps its reducer: not narrowed
         return None
     return _inputs_schema(keys)

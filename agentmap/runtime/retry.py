@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.types import RetryPolicy
 
-    from agentmap.agents.base import BaseAgent
+    from agentmap.agents.base import BaseAgent, Tracker
 
 __all__ = ["NodeTimeout", "RetryAttempt", "RetrySettings", "context_problem", "settings_for"]
 
@@ -152,10 +152,9 @@ class RetrySettings:
 
         if isinstance(exc, RetryAttempt | GraphBubbleUp):  # a pause or a Command is not a failed attempt
             return exc
-        from agentmap.agents._run_context import run_tracker
+        from agentmap.agents.runner import run_tracker
 
-        tracker = run_tracker()
-        drop = getattr(tracker, "retry_failed", None)
+        drop = getattr(run_tracker(), "retry_failed", None)  # an ExecutionTracker forgets the failed attempt
         if drop is not None:
             drop(agent.name, f"{type(exc).__name__}: {exc}")
         return RetryAttempt(agent.name, attempt, exc)
@@ -203,16 +202,15 @@ def _bounded(agent: BaseAgent, state: Any, call: Callable[[], Any], timeout: flo
 
     from langchain_core.runnables.config import var_child_runnable_config
 
-    from agentmap.agents._run_context import TRACKER_KEY, run_tracker  # the run's tracker, as nodes see it
+    from agentmap.agents.runner import run_config, run_tracker, with_tracker  # the run's tracker, as nodes see it
 
     box: dict[str, Any] = {}
     proxy = _Detachable(run_tracker())
-    config: Any = var_child_runnable_config.get() or {}
-    detached = {**config, "configurable": {**(config.get("configurable") or {}), TRACKER_KEY: proxy}}
+    detached = with_tracker(run_config() or {}, proxy)
     context = contextvars.copy_context()
     # An abandoned attempt must not record into the run once it is cut off: it sees the run's tracker through
     # a proxy that is detached when the attempt times out.
-    context.run(var_child_runnable_config.set, detached)  # type: ignore[arg-type]
+    context.run(var_child_runnable_config.set, detached)
 
     def work() -> None:
         try:
@@ -239,15 +237,28 @@ def _timed_out(agent: BaseAgent, state: Any, timeout: float, last: bool) -> Any:
     if not last and check is not None and check(error):
         raise error
     # The ordinary failure of the agent contract: the error update, recorded, and Failure_Next.
-    return agent._fail(state, {}, error, agent._tracker_for_this_run())
+    from agentmap.agents.runner import fail_node
+
+    return fail_node(agent, state, error)
 
 
 class _Detachable:
-    """Forwards tracker calls to `target` until it is set to None."""
+    """The run's tracker for an attempt that may be abandoned: forwards to `target` until it is set to None."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Tracker | None) -> None:
         self.target = target
 
-    def __getattr__(self, name: str) -> Any:
+    def record_node_start(self, node_name: str, inputs: Mapping[str, Any] | None = None) -> None:
+        if self.target is not None:
+            self.target.record_node_start(node_name, inputs)
+
+    def record_node_result(self, node_name: str, success: bool, result: Any = None, error: str | None = None) -> None:
+        if self.target is not None:
+            self.target.record_node_result(node_name, success, result, error)
+
+    def update_graph_success(self) -> bool:
+        return self.target.update_graph_success() if self.target is not None else True
+
+    def __getattr__(self, name: str) -> Any:  # what a tracker offers beyond the protocol (annotate, ...)
         target = self.__dict__["target"]
         return getattr(target, name) if target is not None else (lambda *args, **kwargs: True)

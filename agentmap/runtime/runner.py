@@ -19,9 +19,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from agentmap.agents.costs import METER_KEY, Meter
+from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.compiler import TRACKER_KEY
 from agentmap.runtime.events import RunObserver, observe_run, observers_for
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
@@ -124,7 +124,7 @@ class CompiledWorkflow:
         if not isinstance(meter, Meter):
             continued = config if state is None or isinstance(state, Command) else None
             meter = self._meter(configurable.get("budget"), continued)
-        prepared["configurable"] = {**configurable, TRACKER_KEY: tracker, METER_KEY: meter}
+        prepared = with_tracker(prepared, tracker, **{METER_KEY: meter})
         if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
             from agentmap.runtime.threads import run_metadata
 

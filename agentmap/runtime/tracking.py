@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentmap.agents._run_context import run_config
+from agentmap.agents.runner import run_config
 
 __all__ = ["ExecutionTracker", "NodeExecution", "SuccessPolicy", "resolve_policy"]
 

@@ -107,6 +107,31 @@ def test_an_agent_with_hooks_sees_the_whole_state(write_csv: Any) -> None:
     assert app.invoke({"x": 1, "secret": "s"}).state["out"] == {"x": 1, "peeked": "s"}
 
 
+class _TidyingAgent(BaseAgent):
+    """A `_pre_process` hook that reads only the inputs, and says so."""
+
+    @classmethod
+    def reads_only_inputs(cls) -> bool:
+        return True
+
+    def _pre_process(self, state: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
+        return state, {key: str(value).strip() for key, value in inputs.items()}
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        return inputs
+
+
+def test_an_agent_declaring_it_reads_only_its_inputs_is_narrowed_despite_its_hooks(write_csv: Any) -> None:
+    registry = AgentRegistry()
+    registry.register("tidy", _TidyingAgent)
+    registry.register("peek", _PeekingAgent)
+    rows = "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\nG,A,tidy,x,out,B\nG,B,peek,x,seen,\n"
+    app = agentmap.compile(write_csv(rows), registry=registry, state_keys=["secret"])
+    assert app.graph.nodes["A"].channels == ["x"]  # declared: only its input
+    assert "secret" in app.graph.nodes["B"].channels  # hooks, no declaration: the whole state
+    assert app.invoke({"x": " 1 ", "secret": "s"}).state["out"] == {"x": "1"}
+
+
 def test_a_node_with_a_router_sees_the_whole_state(write_csv: Any) -> None:
     functions = write_csv(
         "def pick(state, success_target=None, failure_target=None):\n    return 'B' if state.get('secret') else 'C'\n",
