@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.state import parse_input_field
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ConfigError
 from agentmap.spec.types import declared_types
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -66,9 +66,17 @@ def input_schema(assistant: Assistant) -> dict[str, Any]:
 def _model_types(agent: object, inputs: Sequence[str], defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON Schema of each state key a node reads as a field of its agent's `input_model` (the model's nested
     definitions added to `defs`, which its fields refer to as `#/$defs/...`)."""
+    from pydantic import BaseModel
+
     model = getattr(type(agent), "input_model", None)
     if model is None:
         return {}
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ConfigError(
+            f"agent class {type(agent).__name__}: input_model must be a pydantic model class, not {model!r}",
+            code="bad-config",
+            hint="input_model = MyInputs, where class MyInputs(pydantic.BaseModel) declares the inputs it reads",
+        )
     schema = model.model_json_schema()
     defs.update(schema.get("$defs", {}))
     fields: Mapping[str, Any] = schema.get("properties", {})
