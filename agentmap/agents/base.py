@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from agentmap.agents._agent_log import TRACE, AgentLog
 from agentmap.agents._bridge import is_control_flow, run_sync
@@ -25,6 +25,9 @@ from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot
 from agentmap.agents._io import IOMapping
 from agentmap.agents._run_context import in_run, run_tracker
 from agentmap.agents.journal import begin_node
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
 
@@ -108,6 +111,10 @@ class BaseAgent:
     """Where the node runs; agents that read files or settings resolve them from here."""
 
     default_output: ClassVar[str] = "output"
+
+    input_model: ClassVar[type[BaseModel] | None] = None
+    """A pydantic model of the inputs the agent reads: a protocol asking a caller for them (`agentmap mcp`'s tool
+    input schema) types each input key that is one of its fields with that field's JSON Schema."""
 
     own_timeout: ClassVar[bool] = False
     """True for a type that gives Context `timeout_seconds` a meaning of its own (an orchestration's deadline,

@@ -17,7 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import AgentMapError
+from agentmap.agents.state import parse_input_field
+from agentmap.errors import AgentMapError, ConfigError
 from agentmap.spec.types import declared_types
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -44,15 +45,42 @@ def describe(assistant: Assistant) -> str:
 
 
 def input_schema(assistant: Assistant) -> dict[str, Any]:
-    """JSON Schema of the tool's arguments: each input key, typed from a node's Context `schema`, all required."""
+    """JSON Schema of the tool's arguments: each input key, typed from a node's Context `schema` or else from the
+    `input_model` of its agent (a pydantic model: the field the node reads the key as), required unless the type
+    has a `default`."""
     declared: dict[str, Any] = {}
     for node in assistant.app.spec.nodes:
         for key, value in declared_types(node.context).items():
             declared.setdefault(key, value)
+    defs: dict[str, Any] = {}
+    for node in assistant.app.spec.nodes:
+        for key, value in _model_types(assistant.app.agents.get(node.name), node.inputs, defs).items():
+            declared.setdefault(key, value)
     keys = [k for k in assistant.input_keys if k not in SYSTEM_KEYS]  # a failure path's `errors` is not an argument
     properties = {key: declared.get(key, {"type": "string"}) for key in keys}
     required = [key for key, prop in properties.items() if "default" not in prop]
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {**schema, "$defs": defs} if defs else schema
+
+
+def _model_types(agent: object, inputs: Sequence[str], defs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of each state key a node reads as a field of its agent's `input_model` (the model's nested
+    definitions added to `defs`, which its fields refer to as `#/$defs/...`)."""
+    from pydantic import BaseModel
+
+    model = getattr(type(agent), "input_model", None)
+    if model is None:
+        return {}
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ConfigError(
+            f"agent class {type(agent).__name__}: input_model must be a pydantic model class, not {model!r}",
+            code="bad-config",
+            hint="input_model = MyInputs, where class MyInputs(pydantic.BaseModel) declares the inputs it reads",
+        )
+    schema = model.model_json_schema()
+    defs.update(schema.get("$defs", {}))
+    fields: Mapping[str, Any] = schema.get("properties", {})
+    return {key: fields[param] for key, param in map(parse_input_field, inputs) if param in fields}
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,6 +93,7 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
     import jsonschema
 
     properties: Mapping[str, Any] = schema.get("properties", {})
+    defs = {"$defs": schema["$defs"]} if "$defs" in schema else {}  # what an `input_model` field refers to
     for key in schema.get("required", ()):
         if key not in arguments:
             raise ArgumentError(
@@ -74,7 +103,7 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
         if key not in properties:
             known = ", ".join(properties) or "none"
             raise ArgumentError(f"tool {tool!r} has no argument {key!r}", hint=f"arguments: {known}")
-        text = json.dumps(properties[key], sort_keys=True)
+        text = json.dumps({**properties[key], **defs}, sort_keys=True)
         error = jsonschema.exceptions.best_match(_validator(text).iter_errors(value))
         if error is not None:
             raise ArgumentError(

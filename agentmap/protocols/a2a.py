@@ -287,8 +287,9 @@ async def _finish(assistant: Assistant, run: Run, summary: Sequence[Any], update
 
 def _task_store(items: Any, graph_id: str) -> Any:
     """The SDK's in-memory task store for the tasks that run or wait; a task that pauses or ends is also written
-    to the item store, which alone keeps it once it has ended (memory holds only live tasks) and which is read
-    for a task not in memory (an ended one, or any after a restart). A task still running when the server stops
+    to the item store, which alone keeps it once it has ended (memory holds only live tasks, and an ended one
+    until its write is done: the reply does not wait for it) and which is read for a task not in memory (an
+    ended one, or any after a restart). A task still running when the server stops
     is not kept: its run is continued by the run queue and its thread holds the result."""
     from a2a.server.context import ServerCallContext
     from a2a.server.tasks import InMemoryTaskStore
@@ -298,14 +299,28 @@ def _task_store(items: Any, graph_id: str) -> Any:
     running = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
     live = (*running, TaskState.TASK_STATE_INPUT_REQUIRED)
 
+    async def write(task: Task) -> None:
+        blob = base64.b64encode(task.SerializeToString()).decode()
+        await run_in_threadpool(items.put, namespace, task.id, {"task": blob})
+
     class Tasks(InMemoryTaskStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writing: set[asyncio.Task[None]] = set()
+
         async def save(self, task: Task, context: ServerCallContext) -> None:
-            if task.status.state not in running:  # a pause or an end: what a restart must find (one write a task)
-                blob = base64.b64encode(task.SerializeToString()).decode()
-                await run_in_threadpool(items.put, namespace, task.id, {"task": blob})
-            if task.status.state in live:
-                await super().save(task, context)
-            else:
+            if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:  # a pause: kept before the client hears
+                await write(task)
+            await super().save(task, context)
+            if task.status.state not in live:  # an end: kept without holding up the reply (memory has it meanwhile)
+                ending = asyncio.get_running_loop().create_task(self._ended(task, context))
+                self.writing.add(ending)
+                ending.add_done_callback(self.writing.discard)
+
+        async def _ended(self, task: Task, context: ServerCallContext) -> None:
+            try:
+                await write(task)
+            finally:
                 await super().delete(task.id, context)
 
         async def get(self, task_id: str, context: ServerCallContext) -> Task | None:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
 from agentmap.protocols._tools import (
@@ -36,10 +37,9 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from agentmap.runtime.runner import CompiledWorkflow
-    from agentmap.runtime.tracking import ExecutionTracker
     from agentmap.server._graphs import Assistant, Assistants
 
-__all__ = ["RESUME_TOOL", "McpGraphs", "build_server"]
+__all__ = ["RESUME_TOOL", "Leg", "LocalRuns", "McpGraphs", "Runs", "build_server", "invalid_params"]
 
 RESUME_TOOL = "resume"
 _log = logging.getLogger("agentmap.mcp")
@@ -57,11 +57,12 @@ def _sdk_missing() -> ConfigError:
 class McpGraphs:
     """The tools of an MCP server: one per graph, and `resume` when a graph can pause."""
 
-    def __init__(self, assistants: Assistants, on_thread: Callable[[Assistant, str], None] | None = None) -> None:
-        """`on_thread(assistant, thread_id)` is told of each new thread (a run of a graph that can pause)."""
+    def __init__(self, assistants: Assistants, runs: Runs | None = None) -> None:
+        """`runs` runs a tool call's legs: in this process by default (`agentmap mcp`), or on the run queue of
+        `agentmap serve` (`mcp_http.py`)."""
         from agentmap.server._graphs import Assistants
 
-        self.on_thread = on_thread
+        self.runs = runs or LocalRuns()
         self.assistants = Assistants([a for a in assistants.all if _answers_over_mcp(a)])
         if not self.assistants.all:
             raise WorkflowFileError(
@@ -106,28 +107,36 @@ class McpGraphs:
             return await self._resume(server, arguments)
         assistant = self.assistants.get(name)
         if assistant is None or assistant.graph_id != name:
-            raise _invalid(f"unknown tool {name!r}; tools: {', '.join(self.schemas)}")
+            raise invalid_params(f"unknown tool {name!r}; tools: {', '.join(self.schemas)}")
         try:
             state = check_arguments(name, self.schemas[name], arguments)
         except ArgumentError as err:
-            raise _invalid(err) from None
-        if name in self.pausing:
-            thread_id = str(uuid.uuid4())
-            if self.on_thread is not None:
-                self.on_thread(assistant, thread_id)
-            return await _drive(server, assistant, assistant.app, state, thread_id)
-        return await _drive(server, assistant, assistant.stateless, state, None)
+            raise invalid_params(err) from None
+        thread_id = str(uuid.uuid4()) if name in self.pausing else None  # a run that can pause keeps a thread
+        progress = _Progress(server.request_context)
+        return await self._drive(server, assistant, await self.runs.start(assistant, state, thread_id, progress))
 
     async def _resume(self, server: Server[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:
         thread_id = arguments.get("thread_id")
         if not isinstance(thread_id, str) or not thread_id:
-            raise _invalid(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
+            raise invalid_params(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
         assistant = self._owner(thread_id)
-        try:
-            run_input = await assistant.app.thread(thread_id).arun_input(arguments.get("answer"))
-        except AgentMapError as err:
-            raise _invalid(err) from None
-        return await _drive(server, assistant, assistant.app, run_input, thread_id)
+        progress = _Progress(server.request_context)
+        leg = await self.runs.answer(assistant, thread_id, arguments.get("answer"), progress)
+        return await self._drive(server, assistant, leg)
+
+    async def _drive(self, server: Server[Any, Any], assistant: Assistant, leg: Leg) -> types.CallToolResult:
+        """From a run's first leg to its end, asking the client whenever the run pauses and it can answer."""
+        ctx = server.request_context
+        while True:
+            if leg.error is not None:
+                return _stopped(assistant, leg.error)
+            if not leg.interrupts or leg.thread_id is None:
+                return _finished(assistant, leg)
+            answer = await _elicit(ctx, leg.interrupts)
+            if answer is None:
+                return _paused(assistant, leg.values, leg.interrupts, leg.thread_id)
+            leg = await self.runs.answer(assistant, leg.thread_id, answer, _Progress(ctx))
 
     def _owner(self, thread_id: str) -> Assistant:
         """The pausing graph whose run wrote thread `thread_id` (read from its checkpoint's metadata)."""
@@ -140,7 +149,9 @@ class McpGraphs:
             file = str(Path(str(a.app.spec.file)).resolve())
             if a.graph_id in self.pausing and meta.get(GRAPH_KEY) == a.app.name and meta.get(FILE_KEY) == file:
                 return a
-        raise _invalid(f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned")
+        raise invalid_params(
+            f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned"
+        )
 
 
 def _answers_over_mcp(assistant: Assistant) -> bool:
@@ -156,46 +167,85 @@ def _answers_over_mcp(assistant: Assistant) -> bool:
     return not prompting
 
 
-async def _drive(
-    server: Server[Any, Any], assistant: Assistant, app: CompiledWorkflow, run_input: Any, thread_id: str | None
-) -> types.CallToolResult:
-    """Run (or continue) until the end, asking the client whenever the run pauses and it can answer."""
-    ctx = server.request_context
-    progress = _Progress(ctx)
-    while True:
+@dataclass
+class Leg:
+    """One leg of a tool call's run (to its end or its next pause).
+
+    Attributes:
+        thread_id: The run's thread (None for a graph that cannot pause: its run keeps none).
+        values: The final state (without `__interrupt__`).
+        interrupts: The questions it paused on (each with `id` and `value`).
+        summary: The nodes run (each with `name` and `success`).
+        success: The success policy's verdict.
+        error: Why an error stopped the run (one paragraph), or None.
+    """
+
+    thread_id: str | None
+    values: dict[str, Any] = field(default_factory=dict)
+    interrupts: list[Any] = field(default_factory=list)
+    summary: Sequence[Any] = ()
+    success: bool = True
+    error: str | None = None
+
+
+class Runs(Protocol):
+    """Where a tool call's run runs: `start` a graph's run, `answer` a paused one (an answer that does not fit, or
+    a thread with nothing to resume, raises `invalid_params`); each reports a node as it finishes."""
+
+    async def start(
+        self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
+    ) -> Leg: ...
+
+    async def answer(self, assistant: Assistant, thread_id: str, answer: Any, progress: _Progress) -> Leg: ...
+
+
+class LocalRuns:
+    """Runs in this process, through the graph's `astream` (`agentmap mcp`)."""
+
+    async def start(
+        self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
+    ) -> Leg:
+        app = assistant.app if thread_id else assistant.stateless
+        return await _stream(app, state, thread_id, progress)
+
+    async def answer(self, assistant: Assistant, thread_id: str, answer: Any, progress: _Progress) -> Leg:
         try:
-            final, interrupts, tracker = await _stream(app, run_input, thread_id, progress)
-        except Exception as err:  # the run stopped (a router naming no node, the recursion limit, ...)
-            return _stopped(assistant, err)
-        if not interrupts or thread_id is None:
-            return _finished(assistant, final, tracker)
-        answer = await _elicit(ctx, interrupts)
-        if answer is None:
-            return _paused(assistant, final, interrupts, thread_id)
-        run_input = await app.thread(thread_id).arun_input(answer)
+            run_input = await assistant.app.thread(thread_id).arun_input(answer)
+        except AgentMapError as err:
+            raise invalid_params(err) from None
+        return await _stream(assistant.app, run_input, thread_id, progress)
 
 
-async def _stream(
-    app: CompiledWorkflow, run_input: Any, thread_id: str | None, progress: _Progress
-) -> tuple[dict[str, Any], list[Any], ExecutionTracker]:
-    """One leg of a run (to its end or its next pause): the final values, the pending interrupts, the tracker."""
+async def _stream(app: CompiledWorkflow, run_input: Any, thread_id: str | None, progress: _Progress) -> Leg:
+    """One leg of a run through `astream`; an error that stops the run is the leg's `error`."""
     config: Any = {"configurable": {"thread_id": thread_id}} if thread_id else {}
     tracker = app.new_tracker()
     final: dict[str, Any] = {}
     interrupts: list[Any] = []
     stream = app.astream(run_input, config, tracker=tracker, stream_mode=["values", "updates"])
-    async with aclosing(stream) as chunks:  # closed on the client's cancellation: the graph stops after its step
-        async for mode, chunk in chunks:
-            if mode == "values":
-                final = dict(chunk)
-                interrupts = list(final.pop("__interrupt__", ())) or interrupts
-            elif isinstance(chunk, dict):
-                if "__interrupt__" in chunk:
-                    interrupts = list(chunk["__interrupt__"])
-                for node in chunk:
-                    if node != "__interrupt__":
-                        await progress.finished(node)
-    return final, interrupts, tracker
+    try:
+        async with aclosing(stream) as chunks:  # closed on the client's cancellation: the graph stops after its step
+            async for mode, chunk in chunks:
+                if mode == "values":
+                    final = dict(chunk)
+                    interrupts = list(final.pop("__interrupt__", ())) or interrupts
+                elif isinstance(chunk, dict):
+                    if "__interrupt__" in chunk:
+                        interrupts = list(chunk["__interrupt__"])
+                    for node in chunk:
+                        if node != "__interrupt__":
+                            await progress.finished(node)
+    except Exception as err:  # the run stopped (a router naming no node, the recursion limit, ...)
+        _log.debug("a run of graph %r stopped", app.name, exc_info=err)
+        return Leg(thread_id, error=_why(err))
+    return Leg(thread_id, final, interrupts, tracker.summary, tracker.update_graph_success())
+
+
+def _why(err: Exception) -> str:
+    """An error that stopped a run, in one paragraph."""
+    if isinstance(err, AgentMapError):
+        return f"{err.message} ({err.hint})" if err.hint else err.message
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
 
 
 class _Progress:
@@ -241,28 +291,22 @@ async def _elicit(ctx: Any, interrupts: Sequence[Any]) -> Any:
     return next(iter(answers.values())) if len(answers) == 1 else answers
 
 
-def _finished(assistant: Assistant, final: dict[str, Any], tracker: ExecutionTracker) -> types.CallToolResult:
+def _finished(assistant: Assistant, leg: Leg) -> types.CallToolResult:
     from mcp import types
 
     from agentmap.server._encode import jsonable
 
-    success = tracker.update_graph_success()
-    state = jsonable({**final, "graph_success": success})
-    text = reply(assistant, final, tracker.summary, success)
+    state = jsonable({**leg.values, "graph_success": leg.success})
+    text = reply(assistant, leg.values, leg.summary, leg.success)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structuredContent=state, isError=not success
+        content=[types.TextContent(type="text", text=text)], structuredContent=state, isError=not leg.success
     )
 
 
-def _stopped(assistant: Assistant, err: Exception) -> types.CallToolResult:
+def _stopped(assistant: Assistant, why: str) -> types.CallToolResult:
     """The result of a run an error stopped: its message in one paragraph (the traceback only in the debug log)."""
     from mcp import types
 
-    _log.debug("graph %r stopped", assistant.graph_id, exc_info=err)
-    if isinstance(err, AgentMapError):
-        why = f"{err.message} ({err.hint})" if err.hint else err.message
-    else:
-        why = f"{type(err).__name__}: {' '.join(str(err).split())}"
     text = f"graph {assistant.graph_id!r} stopped: {why}"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
 
@@ -291,7 +335,7 @@ def _question(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {"question": value}
 
 
-def _invalid(message: str | AgentMapError) -> Exception:
+def invalid_params(message: str | AgentMapError) -> Exception:
     """A JSON-RPC "invalid params" error: the call, not the run, was wrong (its code and hint in `data`)."""
     from mcp import types
     from mcp.shared.exceptions import McpError
@@ -308,7 +352,7 @@ def build_server(graphs: McpGraphs) -> Server[Any, Any]:
     from mcp import types
     from mcp.server.lowlevel import Server
 
-    from agentmap._version import __version__
+    from agentmap import __version__
 
     server: Server[Any, Any] = Server("agentmap", version=__version__)
 

@@ -14,16 +14,19 @@ async with endpoint.run():              # in the app's lifespan: the SDK's sessi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError
 from agentmap.server._security import error_body
 
 if TYPE_CHECKING:
+    from agentmap.protocols.mcp import Leg, _Progress
     from agentmap.server._app import Server
     from agentmap.server._graphs import Assistant
 
@@ -59,7 +62,7 @@ class McpEndpoint:
         from agentmap.protocols.mcp import McpGraphs, build_server
 
         try:
-            graphs = McpGraphs(server.assistants, on_thread=_thread_in(server))
+            graphs = McpGraphs(server.assistants, _QueuedRuns(server))
         except AgentMapError as err:  # no graph it can offer, a graph named `resume`: the rest still serves
             _log.warning("/mcp offers no tools: %s (%s)", err.message, err.hint)
             self.refusal = error_body(str(err.code), f"/mcp offers no tools: {err.message}", hint=err.hint)
@@ -123,15 +126,64 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope
     await send({"type": "http.response.body", "body": data})
 
 
-def _thread_in(server: Server) -> Callable[[Assistant, str], None]:
-    """Records a tool call's new thread in the server's thread store, as a run of the LangGraph API would: the
-    LangGraph SDK then sees it (`threads.get_state`) and can answer its pause (`command={"resume": ...}`)."""
+class _QueuedRuns:
+    """A tool call's run as a run of the server's queue (`_run_start.start_run`, as `runs.wait` and A2A): its
+    thread shows `interrupted` while it waits for an answer, `runs.list` lists it, and a run a replica accepted
+    is continued by another when that one stops. The client's cancellation cancels the run after its step."""
 
-    def record(assistant: Assistant, thread_id: str) -> None:
-        metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id, "source": "mcp"}
-        server.store.create_thread(thread_id, metadata)
+    def __init__(self, server: Server) -> None:
+        self.server = server
 
-    return record
+    async def start(
+        self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
+    ) -> Leg:
+        from agentmap.server._models import RunCreate
+
+        body = RunCreate(
+            assistant_id=assistant.assistant_id,
+            input=state,
+            metadata={"source": "mcp"},
+            stream_mode=["nodes"],
+            if_not_exists="create" if thread_id else None,
+        )
+        return await self._leg(body, thread_id, progress)
+
+    async def answer(self, assistant: Assistant, thread_id: str, answer: Any, progress: _Progress) -> Leg:
+        from agentmap.server._models import RunCreate
+
+        body = RunCreate(
+            assistant_id=assistant.assistant_id,
+            command={"resume": answer},
+            metadata={"source": "mcp"},
+            stream_mode=["nodes"],
+        )
+        return await self._leg(body, thread_id, progress)
+
+    async def _leg(self, body: Any, thread_id: str | None, progress: _Progress) -> Leg:
+        from agentmap.protocols.mcp import Leg, invalid_params
+        from agentmap.server._run_start import start_run
+
+        try:
+            run = await start_run(self.server, body, thread_id, "MCP tool call")
+        except AgentMapError as err:  # an answer that does not fit, a thread with nothing to resume
+            raise invalid_params(err) from None
+        try:
+            if progress.token is not None:
+                async for event, data in run.follow(("nodes",)):
+                    if event == "nodes" and data.get("status") in ("succeeded", "failed"):
+                        await progress.finished(str(data["node"]))
+            await run.done.wait()
+        except asyncio.CancelledError:  # the client cancelled the call
+            self.server.runs.cancel(run, "cancelled by the MCP client")
+            raise
+        if run.error is not None:  # an error stopped the run: its message in one paragraph
+            why = " ".join(str(run.error.get("message", "")).split())
+            return Leg(thread_id, error=f"{run.error['error']}: {why}" if run.error["code"] == "run-error" else why)
+        values = dict(run.values or {})
+        interrupts = [SimpleNamespace(id=i.get("id"), value=i.get("value")) for i in values.pop("__interrupt__", ())]
+        ends = [data for event, data in run.events if event == "nodes/summary"]
+        summary = [SimpleNamespace(**e) for e in ends[-1].get("summary", ())] if ends else []
+        return Leg(thread_id, values, interrupts, summary, bool(values.pop("graph_success", True)))
 
 
 class _EndedStreamNoise(logging.Filter):

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -156,7 +157,8 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
         assert done.structuredContent["result"] == {"approved": True, "draft": "the post"}
         with pytest.raises(McpError) as finished:
             await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
-        assert "has finished" in finished.value.error.message
+        assert finished.value.error.data == {"code": "nothing-to-resume", "hint": ANY}
+        assert finished.value.error.message.startswith(f"thread {thread_id!r} has no paused run to resume")
 
 
 async def test_a_cancelled_call_stops_the_run_after_its_step(project: Callable[..., Served], tmp_path: Path) -> None:
@@ -208,6 +210,9 @@ async def test_a_paused_call_is_a_thread_the_langgraph_sdk_sees_and_answers(proj
     client = get_client(url=server.url, api_key=None)
     thread = await client.threads.get(thread_id)
     assert (thread["metadata"] or {})["graph_id"] == "Publish"
+    assert thread["status"] == "interrupted"  # the call was a run of the server's queue, listed with its thread
+    (run,) = await client.runs.list(thread_id)
+    assert (run["metadata"] or {})["source"] == "mcp", run
     state = await client.threads.get_state(thread_id)
     assert state["next"] == ["Review"]
     assert state["tasks"][0]["interrupts"][0]["value"]["question"] == "Publish the post?"

@@ -154,6 +154,56 @@ async def test_a_bad_call_is_a_json_rpc_error_naming_the_argument(tmp_path: Path
     assert "printed by a node" in (tmp_path / "server.err").read_text(encoding="utf-8")
 
 
+ORDER = """\
+from pydantic import BaseModel
+
+from agentmap import BaseAgent
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int
+
+
+class OrderInput(BaseModel):
+    lines: list[Line]
+    note: str
+    rush: bool = False
+
+
+class OrderAgent(BaseAgent):
+    input_model = OrderInput
+
+    def process(self, inputs):
+        count = sum(line["qty"] for line in inputs["lines"])
+        return f"{count} items" + (" (rush)" if inputs["rush"] else "") + f": {inputs['note']}"
+"""
+
+
+async def test_a_custom_agents_input_model_types_the_tools_arguments(tmp_path: Path) -> None:
+    (tmp_path / "flows" / "custom_agents").mkdir(parents=True)
+    (tmp_path / "flows" / "custom_agents" / "order.py").write_text(ORDER, encoding="utf-8")
+    orders = tmp_path / "flows" / "orders.csv"
+    header = "GraphName,Node,AgentType,Context,Input_Fields,Output_Field"
+    orders.write_text(f"{header}\nOrders,Take,order,,items:lines|note|rush|who,summary\n", encoding="utf-8")
+    async with connected(tmp_path, orders) as session:
+        (tool,) = (await session.list_tools()).tools
+        schema = tool.inputSchema
+        assert schema["properties"]["items"] == {"type": "array", "items": {"$ref": "#/$defs/Line"}, "title": "Lines"}
+        assert schema["properties"]["rush"] == {"type": "boolean", "default": False, "title": "Rush"}
+        assert schema["properties"]["note"] == {"type": "string", "title": "Note"}
+        assert schema["properties"]["who"] == {"type": "string"}  # not a field of the model: a string
+        assert schema["$defs"]["Line"]["properties"]["qty"] == {"type": "integer", "title": "Qty"}
+        assert sorted(schema["required"]) == ["items", "note", "who"]
+
+        result = await session.call_tool("Orders", {"items": [{"sku": "tea", "qty": 2}], "note": "hi", "who": "Ada"})
+        assert _text(result) == "2 items: hi"
+        with pytest.raises(McpError) as caught:
+            await session.call_tool("Orders", {"items": [{"sku": "tea", "qty": "two"}], "note": "hi", "who": "Ada"})
+        assert caught.value.error.code == types.INVALID_PARAMS
+        assert caught.value.error.message.startswith("tool 'Orders': argument 'items': 'two' is not of type 'integer'")
+
+
 async def test_a_pause_is_answered_through_elicitation(tmp_path: Path) -> None:
     flows = _flows(tmp_path / "flows")
     asked: list[types.ElicitRequestParams] = []

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agentmap.agents.questions import check_answer, question
+from agentmap.errors import ConfigError
 from agentmap.protocols._tools import (
     ArgumentError,
     answer_from_form,
@@ -30,6 +31,17 @@ def test_the_documented_workflow_is_listed_as_the_documentation_shows(tmp_path: 
     (tmp_path / "quote.csv").write_text(csv, encoding="utf-8")
     (quote,) = Assistants.load([tmp_path / "quote.csv"], None).all
     assert {"name": quote.graph_id, "description": describe(quote), "inputSchema": input_schema(quote)} == listed
+
+
+def test_an_input_model_that_is_not_a_pydantic_model_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    agent = "from agentmap import BaseAgent\n\n\nclass OddAgent(BaseAgent):\n    input_model = dict\n"
+    (tmp_path / "custom_agents" / "odd.py").write_text(agent, encoding="utf-8")
+    (tmp_path / "odd.csv").write_text("GraphName,Node,AgentType,Input_Fields\nOdd,Go,odd,x\n", encoding="utf-8")
+    (odd,) = Assistants.load([tmp_path / "odd.csv"], None).all
+    with pytest.raises(ConfigError, match="OddAgent: input_model must be a pydantic model class") as caught:
+        input_schema(odd)
+    assert caught.value.code == "bad-config"
 
 
 def test_arguments_are_checked_against_the_schema() -> None:

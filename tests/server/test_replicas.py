@@ -48,6 +48,9 @@ Steps,One,StepAgent,topic,one,Two
 Steps,Two,StepAgent,one,two,Three
 Steps,Three,StepAgent,two,three,Four
 Steps,Four,StepAgent,three,four,
+Ask,First,StepAgent,topic,first,Second
+Ask,Second,StepAgent,first,second,Check
+Ask,Check,human,second,approved,
 """
 
 
@@ -117,6 +120,42 @@ def test_a_run_accepted_survives_kill_9_and_finishes_after_a_restart(project: Pa
         assert after[node] == ends[node] == 1, _steps(project)
     assert after["Three"] >= 1 and after["Four"] == 1
     assert client.threads.get(thread["thread_id"])["status"] == "idle"
+
+
+def test_an_mcp_tool_call_killed_mid_run_is_finished_after_a_restart(project: Path, replicas: list[Replica]) -> None:
+    pytest.importorskip("mcp")
+    import asyncio
+    import contextlib
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = Replica(project, "runs.db")
+    replicas.append(server.start())
+
+    async def call() -> None:
+        async with (
+            streamable_http_client(f"{server.url}/mcp") as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("Ask", {"topic": "t"})
+
+    def calling() -> None:
+        with contextlib.suppress(BaseException):  # the server dies under the call
+            asyncio.run(call())
+
+    threading.Thread(target=calling, daemon=True).start()
+    _until(lambda: "start Second" in _steps(project), 60, "the tool call's run never reached its second step")
+    server.kill()
+
+    server.start()  # the run the MCP call had the queue accept is taken over: its thread ends paused
+    client = sdk.get_sync_client(url=server.url, api_key=None)
+    (thread,) = client.threads.search(metadata={"graph_id": "Ask"})
+    (run,) = client.runs.list(thread["thread_id"])
+    client.runs.join(thread["thread_id"], run["run_id"])
+    assert client.threads.get(thread["thread_id"])["status"] == "interrupted"
+    assert _ends(project)["First"] == 1 and _ends(project)["Second"] >= 1, _steps(project)
 
 
 @pytest.mark.postgres
