@@ -23,12 +23,14 @@ import random
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
 from agentmap.interface.agent import agent_for
+from agentmap.interface.agent_calls import as_async_agent
 from agentmap.interface.eval_runner import run_eval
 from agentmap.interface.evaluate import score_logs
 from agentmap.interface.logs import format_log
@@ -145,15 +147,17 @@ def bench_throughput(folder: Path, repeat: int, scenarios: int = 100, k: int = 8
         result = agentmap.batch(str(WORKFLOW), rows, output=out / "results.csv", concurrency=8)
         assert len(result.rows) == scenarios * k and not result.failures
 
-    def bare() -> None:  # the same agent calls, nothing written: what eval run adds is the rest
+    def bare() -> None:  # the same agent calls, as eval run makes them, nothing written: eval adds the rest
         async def calls() -> None:
             gate = asyncio.Semaphore(8)
+            with ThreadPoolExecutor(max_workers=8) as threads:
+                call = as_async_agent(agent, threads)
 
-            async def one(prompt: str) -> None:
-                async with gate:
-                    await agent(prompt)
+                async def one(prompt: str) -> None:
+                    async with gate:
+                        await call(prompt)
 
-            await asyncio.gather(*(one(p) for p in prompts for _ in range(k)))
+                await asyncio.gather(*(one(p) for p in prompts for _ in range(k)))
 
         asyncio.run(calls())
 

@@ -54,17 +54,24 @@ def read_numbered(file: Path, fold: dict[str, str]) -> Numbered:
         return _xlsx(file)
     if suffix == ".jsonl":
         return _jsonl(file, fold)
+    rows: Numbered = []
     try:
         with file.open(encoding="utf-8-sig", newline="") as handle:
-            return list(enumerate(csv.reader(handle), start=1))
+            rows.extend(enumerate(csv.reader(handle, strict=True), start=1))
+            return rows
     except UnicodeDecodeError as exc:
         raise ScenarioError(
             f"the scenarios file is not UTF-8 text (byte {exc.start})",
             location=Location(file=str(file)),
             hint="save it as 'CSV UTF-8' and run again",
         ) from None
-    except csv.Error as exc:
-        raise ScenarioError(f"the scenarios file is not valid CSV: {exc}", location=Location(file=str(file))) from None
+    except csv.Error as exc:  # a quote left open to the end of the file, text after a closing quote
+        what = "a quote opened in this row is never closed" if "end of data" in str(exc) else f"not valid CSV: {exc}"
+        raise ScenarioError(
+            what,
+            location=Location(file=str(file), row=len(rows) + 1),
+            hint='close every quote you open; a quote inside a quoted cell is doubled: "say ""hi"""',
+        ) from None
 
 
 def _xlsx(file: Path) -> Numbered:

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.contracts.minimal import AgentOutputMinimal
 from agentmap.errors import AgentMapError, ConfigError, Location
+from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.agent_config import resolve_agent_config
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
@@ -89,14 +91,7 @@ def agent_for(
     keys = _Keys.for_workflow(workflow, prompt_key, history_key, memory_key, config_key, content_key)
     app = workflow if not isinstance(workflow, str | os.PathLike) else _compile(workflow, keys, compile_options)
 
-    async def run_workflow_agent(
-        prompt: str,
-        chat_history: str | None = None,
-        memory: str | None = None,
-        config: Mapping[str, Any] | None = None,
-        **_: Any,
-    ) -> dict[str, Any]:
-        started = time.perf_counter()
+    def inputs(prompt: str, chat_history: str | None, memory: str | None, config: Any) -> dict[str, Any]:
         resolved = resolve_agent_config(config)
         state: dict[str, Any] = {keys.prompt: prompt}
         if keys.history is not None:
@@ -105,10 +100,11 @@ def agent_for(
             state[keys.memory] = memory
         if keys.config is not None:
             state[keys.config] = resolved.model_dump(mode="json")
-        collector = ToolTraceCollector()
-        result = await app.ainvoke(state, {"callbacks": [collector]})
+        return state
+
+    def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:
         traces = collector.traces
-        output = AgentOutputMinimal.model_validate(
+        return AgentOutputMinimal.model_validate(
             {
                 "content": _content(result, keys.content, app),
                 "response_time_secs": round(time.perf_counter() - started, 6),
@@ -121,9 +117,34 @@ def agent_for(
                 "nodes": [e.name for e in result.summary],
                 "state": json.loads(json.dumps(dict(result.state), ensure_ascii=False, default=str)),
             }
-        )
-        return output.to_dict()
+        ).to_dict()
 
+    async def run_workflow_agent(
+        prompt: str,
+        chat_history: str | None = None,
+        memory: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
+        started, collector = time.perf_counter(), ToolTraceCollector()
+        state = inputs(prompt, chat_history, memory, config)
+        return output(await app.ainvoke(state, {"callbacks": [collector]}), collector, started)
+
+    def run_workflow_agent_sync(
+        prompt: str,
+        chat_history: str | None = None,
+        memory: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stop: threading.Event | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
+        """The same call, synchronous; `stop` set from another thread ends the run after its current step."""
+        started, collector = time.perf_counter(), ToolTraceCollector()
+        state = inputs(prompt, chat_history, memory, config)
+        return output(app.invoke(state, {"callbacks": [collector]}, stop=stop), collector, started)
+
+    setattr(run_workflow_agent, SYNC_TWIN, run_workflow_agent_sync)
     run_workflow_agent.__doc__ = f"run_agent for the workflow {app.name!r} (see agentmap.interface.agent_for)."
     return run_workflow_agent
 

@@ -4,20 +4,34 @@ the short error turn written when it raised. Used by `agentmap eval run` and `ag
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Executor
 from typing import Any
 
-__all__ = ["RunAgent", "agent_error_text", "as_async_agent", "describe_error", "reply_text"]
+__all__ = ["SYNC_TWIN", "RunAgent", "agent_error_text", "as_async_agent", "describe_error", "reply_text"]
 
 RunAgent = Callable[..., Awaitable[Any]]
 """`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
 
+SYNC_TWIN = "run_sync"
+"""The attribute of an async agent holding its synchronous twin, `run_sync(prompt, ..., stop=None)` (a workflow
+agent of `agent_for` has one): called in a worker thread it runs the workflow as `agentmap batch` runs a row, with
+no hand-over to the event loop at every node; an event `stop` set from another thread ends it after its step."""
+
 _ERROR_LIMIT = 200
 
 
-def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
-    """Return `agent` as a coroutine function; a plain function runs in a worker thread."""
+def as_async_agent(agent: Callable[..., Any], executor: Executor | None = None) -> RunAgent:
+    """Return `agent` as a coroutine function; a plain function, or an agent's synchronous twin (`SYNC_TWIN`),
+    runs in a worker thread of `executor` (default: the event loop's). A call cancelled while the twin runs (a
+    timeout) stops it after the step it is in."""
+    twin = getattr(agent, SYNC_TWIN, None)
+    if callable(twin):
+        return _stoppable(twin, executor)
     if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
         return agent
 
@@ -26,6 +40,19 @@ def as_async_agent(agent: Callable[..., Any]) -> RunAgent:
         return await result if inspect.isawaitable(result) else result
 
     return _threaded
+
+
+def _stoppable(twin: Callable[..., Any], executor: Executor | None) -> RunAgent:
+    async def _in_thread(*args: Any, **kwargs: Any) -> Any:
+        stop = threading.Event()
+        call = functools.partial(contextvars.copy_context().run, twin, *args, stop=stop, **kwargs)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(executor, call)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
+    return _in_thread
 
 
 def agent_error_text(exc: BaseException) -> str:

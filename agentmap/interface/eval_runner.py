@@ -14,6 +14,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -142,7 +143,9 @@ async def run_eval(
     folder.mkdir(parents=True, exist_ok=True)
     manifest, todo, done = _plan(folder, list(scenarios), runs, resume, source)
     manifest_path = write_manifest(folder, manifest)
-    call = as_async_agent(agent)
+    # as many threads as runs at once, like `agentmap batch` (the loop's default pool may have fewer)
+    threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval-run")
+    call = as_async_agent(agent, threads)
     gate = asyncio.Semaphore(concurrency)
     settings = _Settings(
         max_turns, timeout, mode, memory, dict(config) if config is not None else None, user_model, model_settings
@@ -157,7 +160,10 @@ async def run_eval(
             outcomes[(entry.scenario, entry.run)] = outcome
             advance()
 
-        await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
+        try:
+            await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
+        finally:  # a timed-out run still in its thread ends after its step; nothing waits for it
+            threads.shutdown(wait=False, cancel_futures=True)
     order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
     return EvalRunSummary(out_dir=folder, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
 

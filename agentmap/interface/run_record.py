@@ -48,4 +48,5 @@ class RunRecord:
         data: dict[str, Any] = {"state": self.state, "nodes": self.nodes, "tool_calls": self.tool_calls}
         if self.goal is not None:
             data["goal"] = self.goal
-        path.write_text(json.dumps(data, ensure_ascii=False, default=str, indent=1), encoding="utf-8")
+        # one line: the C encoder (an indented dump takes the pure-Python one, 800 runs cost 1/3 s more)
+        path.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")

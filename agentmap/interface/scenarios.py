@@ -160,6 +160,13 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
             continue
         cells = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
         where = _Where(str(file), number)
+        width = len(rows[header_at][1])
+        if any(cell.strip() for cell in row[width:]):  # its cells would land under the wrong columns
+            raise ScenarioError(
+                f"this row has {len(row)} cells but the header has {width} columns",
+                location=Location(file=str(file), row=number),
+                hint="quote cells that contain commas, or add a header for the extra column",
+            )
         name = cells["scenario"]
         if not name:
             raise ScenarioError(

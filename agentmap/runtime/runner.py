@@ -200,7 +200,7 @@ class CompiledWorkflow:
                 return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
             chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
             final, stopped = run_until(chunks, stop)
-            if stopped:  # the event may have come during the last step
+            if stopped and self._on_thread(config):  # the event may have come during the last step
                 from agentmap.runtime.threads import unfinished
 
                 stopped = unfinished(self.graph.get_state(config))

@@ -11,6 +11,7 @@ import pytest
 from agentmap.contracts.minimal import AGENT_OUTPUT_SCHEMA
 from agentmap.errors import AgentMapError, ConfigError
 from agentmap.interface.agent import agent_for, load_active_agent, run_agent
+from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.eval_runner import run_eval
 from agentmap.interface.evaluate import score_logs
 from agentmap.interface.logs import read_log
@@ -186,3 +187,16 @@ def test_a_module_without_run_agent_is_refused(tmp_path: Path) -> None:
     module.write_text("x = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="no run_agent"):
         load_active_agent(module)
+
+
+async def test_the_synchronous_twin_eval_run_calls_answers_the_same(workflow: Path) -> None:
+    agent = agent_for(workflow)
+    history = "user: hi\nassistant: hello"
+    awaited = await agent("What is the population of Paris?", chat_history=history)
+    called = getattr(agent, SYNC_TWIN)("What is the population of Paris?", chat_history=history)
+    jsonschema.validate(called, AGENT_OUTPUT_SCHEMA)
+    same = ("content", "tools", "nodes", "state", "success", "errors", "models")
+    assert {k: called[k] for k in same} == {k: awaited[k] for k in same}
+    assert [(t["tool"], t["args"], t["output"]) for t in called["traces"]] == [
+        (t["tool"], t["args"], t["output"]) for t in awaited["traces"]
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from agentmap.contracts.conversation import StopReason
 from agentmap.errors import ConfigError
+from agentmap.interface.agent import agent_for
 from agentmap.interface.eval_runner import run_eval
 from agentmap.interface.evaluate import score_logs
 from agentmap.interface.history import parse_chat_history
@@ -209,3 +211,52 @@ async def test_sync_agents_and_plain_string_replies_work(tmp_path: Path) -> None
 async def test_bad_limits_are_config_errors(tmp_path: Path, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="must be"):
         await run_eval([], scripted_agent, tmp_path, **kwargs)
+
+
+WAITING_TOOLS = '''
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def hold(text: str) -> str:
+    """Wait until the file `release` appears beside this one."""
+    deadline = time.monotonic() + 30
+    while not (HERE / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return "held"
+
+
+def mark(text: str) -> str:
+    """Leave the file `marked` beside this one."""
+    (HERE / "marked").write_text(text, encoding="utf-8")
+    return "marked"
+'''
+
+WAITING_WORKFLOW = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Success_Next,Failure_Next,"
+    "Tool_Source,Available_Tools\n"
+    'Hold,Hold,tool,,"{""tool"": ""hold""}",request:text,held,Mark,,tools.py,\n'
+    'Hold,Mark,tool,,"{""tool"": ""mark""}",held:text,reply,,,tools.py,\n'
+)
+
+
+def _waiting_workflow(folder: Path) -> Path:
+    (folder / "tools.py").write_text(WAITING_TOOLS, encoding="utf-8")
+    path = folder / "waiting.csv"
+    path.write_text(WAITING_WORKFLOW, encoding="utf-8")
+    return path
+
+
+async def test_a_timed_out_workflow_run_stops_after_the_step_it_was_in(tmp_path: Path) -> None:
+    agent = agent_for(_waiting_workflow(tmp_path))
+    scenarios = [Scenario(name="slow", turns=(ScenarioTurn(turn=1, message="hello"),))]
+    summary = await run_eval(scenarios, agent, tmp_path / "logs", timeout=0.3, progress=False)
+    assert summary.outcomes[0].stop_reason == StopReason.TIMEOUT
+    (tmp_path / "release").touch()  # the step still running ends; the workflow goes no further
+    deadline = time.monotonic() + 30
+    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not any(t.name.startswith("eval-run") for t in threading.enumerate())
+    assert not (tmp_path / "marked").exists()

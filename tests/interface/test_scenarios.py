@@ -56,6 +56,8 @@ def test_turn_column_is_optional_and_aliases_work(tmp_path: Path) -> None:
         ("scenario,message\n,hi\n", 2, "scenario", "no scenario name"),
         ("scenario,message,prompt\na,hi,hi\n", 1, "prompt", "two columns"),
         ("scenario,message\n# later\n\n", 1, None, "has a header but no scenario rows"),
+        ("scenario,message\na,hi\nb,hi,there,you\n", 3, None, "4 cells but the header has 2 columns"),
+        ('scenario,message\na,hi\nb,"hi\nc,hi\n', 3, None, "a quote opened in this row is never closed"),
     ],
 )
 def test_mistakes_name_row_and_column(tmp_path: Path, text: str, row: int, column: str | None, words: str) -> None:
