@@ -1,4 +1,4 @@
-"""Helpers for testing agents: the I/O contract's compliance check (seed 002) as a reusable function.
+"""Helpers for testing agents: the I/O contract's compliance check (csv_specs/agents.md) as a reusable function.
 
 ```python
 from agentmap.testing import assert_agent_io_compliance

@@ -1,4 +1,4 @@
-"""The one adapter between `BaseAgent` nodes and `AgentProtocol` agents (seed 002).
+"""The one adapter between `BaseAgent` nodes and `AgentProtocol` agents (csv_specs/agents.md).
 
 * `protocol_agent(cls)` turns a class with `async def process(request) -> AgentResponse` into a
   `BaseAgent` subclass usable as a CSV node: the node builds an `AgentRequest` from its inputs, awaits

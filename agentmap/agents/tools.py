@@ -1,4 +1,4 @@
-"""`LocalToolExecutor`: the one `ToolExecutor` (seed 003) over Python callables and LangChain tools.
+"""`LocalToolExecutor`: the one `ToolExecutor` (csv_specs/engine.md) over Python callables and LangChain tools.
 
 It serves the LLM decision engine, the orchestration worker and the `tool` agent type. Every tool is
 held as a LangChain `BaseTool` (plain functions are wrapped with `StructuredTool.from_function`, so

@@ -1,8 +1,8 @@
 """`agentmap chat` and `agentmap ask`: talk with a workflow, a Python agent or the active agent.
 
-The agent is `FILE[::GRAPH]` (a workflow, or a `.py` file exposing seed 001's `run_agent`), else the one
+The agent is `FILE[::GRAPH]` (a workflow, or a `.py` file exposing csv_specs/run_agent.md's `run_agent`), else the one
 `ACTIVE_AGENT_PATH` names. `chat` keeps the history across turns and ends on `/exit`, `exit`, end of
-input (Ctrl-D) or Ctrl-C at the prompt (exit 0; `--log` then holds the session as a seed 000 log).
+input (Ctrl-D) or Ctrl-C at the prompt (exit 0; `--log` then holds the session as a csv_specs/evaluation.md log).
 Ctrl-C while the agent is replying stops at once (exit 130). `ask` asks once and prints the reply, or
 with `--json` the agent's whole output (`content`, `response_time_secs`, `traces`, ...).
 

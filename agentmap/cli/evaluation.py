@@ -1,4 +1,5 @@
-"""`agentmap eval run` and `agentmap eval score`: the run -> conversation log -> score pipeline (seed 000).
+"""`agentmap eval run` and `agentmap eval score`: the run -> conversation log -> score pipeline
+(csv_specs/evaluation.md).
 
 `eval run SCENARIOS.csv` runs every scenario against an agent (`--agent`, `--workflow`, else
 `ACTIVE_AGENT_PATH`) and writes one log per run plus `manifest.json` into `--out`; it exits 0 once every

@@ -1,9 +1,9 @@
 """The data types of the contracts AgentMap implements: validation only, no behaviour.
 
-* Agent I/O (seed 002): `AgentRequest`, `RequestMetadata`, `AgentResponse`, `ResponseStatus`, `AgentError`, ...
-* The decision engine (seed 003): `DecisionContext`, `AgentDecision`, `DecisionType`, `ToolCall`, `ToolResult`, ...
-* The minimal agent output (seed 001): `AgentOutputMinimal`, `ToolTraceMinimal`, `AGENT_OUTPUT_SCHEMA`.
-* The conversation log (seed 000): `ConversationLog`, `RunMetadata`, `Turn`, `StopReason`.
+* Agent I/O (csv_specs/agents.md): `AgentRequest`, `RequestMetadata`, `AgentResponse`, `AgentError`, ...
+* The decision engine (csv_specs/engine.md): `DecisionContext`, `AgentDecision`, `DecisionType`, `ToolCall`, ...
+* The minimal agent output (csv_specs/run_agent.md): `AgentOutputMinimal`, `ToolTraceMinimal`, `AGENT_OUTPUT_SCHEMA`.
+* The conversation log (csv_specs/evaluation.md): `ConversationLog`, `RunMetadata`, `Turn`, `StopReason`.
 """
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
@@ -33,7 +33,7 @@ from agentmap.contracts.minimal import AGENT_OUTPUT_SCHEMA, AgentOutputMinimal, 
 from agentmap.contracts.tools import ToolCall, ToolExecutor, ToolResult
 
 __all__ = [  # noqa: RUF022 (grouped by contract)
-    # seed 002
+    # csv_specs/agents.md
     "AgentError",
     "AgentProtocol",
     "AgentRequest",
@@ -46,7 +46,7 @@ __all__ = [  # noqa: RUF022 (grouped by contract)
     "success_response",
     "validate_request",
     "validate_response",
-    # seed 003
+    # csv_specs/engine.md
     "AgentDecision",
     "AgentEngineConfig",
     "DecisionContext",
@@ -56,11 +56,11 @@ __all__ = [  # noqa: RUF022 (grouped by contract)
     "ToolCall",
     "ToolExecutor",
     "ToolResult",
-    # seed 001
+    # csv_specs/run_agent.md
     "AGENT_OUTPUT_SCHEMA",
     "AgentOutputMinimal",
     "ToolTraceMinimal",
-    # seed 000
+    # csv_specs/evaluation.md
     "ConversationLog",
     "RunMetadata",
     "StopReason",

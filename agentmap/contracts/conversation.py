@@ -1,4 +1,4 @@
-"""The conversation log of seed 000: run metadata, turns and stop reasons.
+"""The conversation log of csv_specs/evaluation.md: run metadata, turns and stop reasons.
 
 A log is what the runner writes for every run and the evaluator reads back. The text format itself
 (`Run metadata:` / `Conversation:`) lives in `agentmap.interface.logs`; these types only hold and validate

@@ -1,4 +1,4 @@
-"""The decision engine's data types (seed 003): `DecisionContext` in, `AgentDecision` out.
+"""The decision engine's data types (csv_specs/engine.md): `DecisionContext` in, `AgentDecision` out.
 
 `ToolCall`, `ToolResult` and `ToolExecutor` live in `agentmap.contracts.tools` (one executor serves
 the engine, the orchestration worker and the `tool` agent type) and are re-exported here.

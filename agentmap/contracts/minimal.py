@@ -1,8 +1,8 @@
-"""The minimal agent output of seed 001: what every `run_agent` returns.
+"""The minimal agent output of csv_specs/run_agent.md: what every `run_agent` returns.
 
 `AgentOutputMinimal` holds the three required fields (`content`, `response_time_secs`, `traces`); extra
-fields (`results`, `timings`, `models`, ...) are kept, as the seed allows. `AGENT_OUTPUT_SCHEMA` is the
-seed's language-agnostic JSON schema, to validate an output produced by any agent.
+fields (`results`, `timings`, `models`, ...) are kept, as the contract allows. `AGENT_OUTPUT_SCHEMA` is the
+contract's language-agnostic JSON schema, to validate an output produced by any agent.
 """
 
 from __future__ import annotations
@@ -81,4 +81,4 @@ AGENT_OUTPUT_SCHEMA: Final[dict[str, Any]] = {
     },
     "additionalProperties": True,
 }
-"""The seed's JSON schema (draft) for an agent's output; validate with `jsonschema.validate`."""
+"""The contract's JSON schema (draft) for an agent's output; validate with `jsonschema.validate`."""

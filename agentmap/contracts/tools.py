@@ -1,4 +1,4 @@
-"""Tool calls and results, and the `ToolExecutor` protocol (seed 003).
+"""Tool calls and results, and the `ToolExecutor` protocol (csv_specs/engine.md).
 
 One executor serves the LLM decision engine, the orchestration worker and the `tool` agent type.
 """

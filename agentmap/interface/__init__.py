@@ -1,5 +1,5 @@
-"""Any workflow as an agent (`run_agent`, seed 001) and the run -> conversation log -> evaluate pipeline
-(seed 000). Names load on first use.
+"""Any workflow as an agent (`run_agent`, csv_specs/run_agent.md) and the run -> conversation log -> evaluate pipeline
+(csv_specs/evaluation.md). Names load on first use.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Any workflow as an agent: `run_agent` (seed 001), `agent_for(workflow)` and `load_active_agent()`.
+"""Any workflow as an agent: `run_agent` (csv_specs/run_agent.md), `agent_for(workflow)` and `load_active_agent()`.
 
 ```python
 from agentmap.interface import agent_for
@@ -68,7 +68,7 @@ def agent_for(
     content_key: str | None = None,
     **compile_options: Any,
 ) -> AgentFunction:
-    """Build a seed 001 `run_agent` for a workflow.
+    """Build a csv_specs/run_agent.md `run_agent` for a workflow.
 
     Args:
         workflow: `file.csv`, `file.csv::Graph`, or a compiled workflow.
@@ -80,7 +80,7 @@ def agent_for(
         **compile_options: Passed to `agentmap.compile` (`settings`, `functions_dir`, ...).
 
     Returns:
-        `async run_agent(prompt, chat_history=None, memory=None, config=None)` returning the seed's
+        `async run_agent(prompt, chat_history=None, memory=None, config=None)` returning the contract's
         minimal output as a dict, with extras: `tools` (names, once each, in first-use order), `success`,
         `errors`, `timings` (seconds per node), `models` (model per LLM node), `nodes` (the nodes run, in
         order) and `state` (the final state, as JSON data; what evaluation's `expected_state` checks).
@@ -156,7 +156,7 @@ async def run_agent(
     config: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Run the active agent (`ACTIVE_AGENT_PATH`) on one user message (seed 001).
+    """Run the active agent (`ACTIVE_AGENT_PATH`) on one user message (csv_specs/run_agent.md).
 
     Args:
         prompt: The latest user message.

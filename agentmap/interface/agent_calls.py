@@ -1,5 +1,5 @@
-"""Calling an agent of the `run_agent` interface (seed 001): any callable made a coroutine, its reply text, and
-the short error turn written when it raised. Used by `agentmap eval run` and `agentmap chat`."""
+"""Calling an agent of the `run_agent` interface (csv_specs/run_agent.md): any callable made a coroutine, its reply
+text, and the short error turn written when it raised. Used by `agentmap eval run` and `agentmap chat`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["SYNC_TWIN", "RunAgent", "agent_error_text", "as_async_agent", "describe_error", "reply_text"]
 
 RunAgent = Callable[..., Awaitable[Any]]
-"""`async run_agent(prompt, chat_history=None, memory=None, config=None)` (seed 001)."""
+"""`async run_agent(prompt, chat_history=None, memory=None, config=None)` (csv_specs/run_agent.md)."""
 
 SYNC_TWIN = "run_sync"
 """The attribute of an async agent holding its synchronous twin, `run_sync(prompt, ..., stop=None)` (a workflow

@@ -1,4 +1,4 @@
-"""The per-call `config` of seed 001 and the environment variables it overrides.
+"""The per-call `config` of csv_specs/run_agent.md and the environment variables it overrides.
 
 | key | environment variable | meaning |
 |---|---|---|

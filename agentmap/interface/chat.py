@@ -60,7 +60,7 @@ async def ask(
         as_json: Return the agent's full output (`content`, `response_time_secs`, `traces`, ...) as JSON.
         chat_history: Earlier turns in the `user: ...` / `assistant: ...` line format.
         memory: Extra context.
-        config: Per-call overrides (seed 001 config keys).
+        config: Per-call overrides (csv_specs/run_agent.md config keys).
     """
     result = await as_async_agent(agent)(
         prompt, chat_history=chat_history, memory=memory, config=dict(config) if config is not None else None

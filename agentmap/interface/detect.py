@@ -1,6 +1,6 @@
 """Heuristics the evaluator applies to a reply's text: refusals, clarifications and contract breaches.
 
-They read the text only (seed 000: the evaluator is log-only). Each is a small set of patterns, kept
+They read the text only (csv_specs/evaluation.md: the evaluator is log-only). Each is a small set of patterns, kept
 conservative so that an ordinary answer is not flagged.
 """
 

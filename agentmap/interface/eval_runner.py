@@ -1,4 +1,4 @@
-"""`agentmap eval run`: run scenarios against an agent and write one seed 000 log per run.
+"""`agentmap eval run`: run scenarios against an agent and write one csv_specs/evaluation.md log per run.
 
 Each scenario is run single-turn (one row) or multi-turn (several rows, the history passed back to the
 agent each turn). Every run ends in a valid log, even when the agent raises, times out, or there is no
@@ -236,7 +236,7 @@ async def _run_one(
     record = RunRecord()
     for step in scenario.turns[:limit]:
         turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
-        if not step.message.strip():  # logged as is, so the turns still alternate (seed 000, 6.3)
+        if not step.message.strip():  # logged as is, so the turns still alternate (csv_specs/evaluation.md, 6.3)
             reason = StopReason.MISSING_INPUT
             turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
             break

@@ -1,6 +1,6 @@
 """`agentmap eval score`: score conversation logs against the contract and the scenarios' expectations.
 
-The evaluator is log-only (seed 000): it reads the `Conversation:` section of each log and nothing else.
+The evaluator is log-only (csv_specs/evaluation.md): it reads the `Conversation:` section of each log and nothing else.
 Which scenario (and so which expectations) a log belongs to comes from the manifest the runner wrote beside
 the logs, never from the log's metadata. A run passes when its conversation keeps the contract and every
 expectation holds; with several runs per scenario the report gives pass^k, the chance that k runs all pass.
@@ -182,7 +182,7 @@ def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
 
 
 def _contract(turns: Sequence[tuple[str, str]], findings: list[Finding]) -> list[str | None]:
-    """Check seed 000's conversation contract; return the reply to each user turn (None if missing)."""
+    """Check csv_specs/evaluation.md's conversation contract; return the reply to each user turn (None if missing)."""
     replies: list[str | None] = []
     if not turns:
         findings.append(Finding("contract", "the conversation is empty"))

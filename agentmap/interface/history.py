@@ -1,4 +1,4 @@
-"""The `chat_history` line format of seed 001 (`user: ...` / `assistant: ...`) and its messages.
+"""The `chat_history` line format of csv_specs/run_agent.md (`user: ...` / `assistant: ...`) and its messages.
 
 A line that starts with `user:`, `assistant:` or `system:` begins a message; any other line continues the
 previous message, so multi-line messages survive a round trip.
@@ -39,7 +39,7 @@ def parse_chat_history(text: str | None) -> list[tuple[str, str]]:
 
 
 def format_chat_history(messages: Iterable[tuple[str, str]]) -> str:
-    """Write `(role, text)` pairs in the seed's line format, one `role: text` per message."""
+    """Write `(role, text)` pairs in the contract's line format, one `role: text` per message."""
     return "\n".join(f"{role}: {text}" for role, text in messages)
 
 

@@ -9,7 +9,7 @@ report = score_logs("logs/", judge=judge)
 ```
 
 The judge sees only the conversation (the turns `score_logs` read from the `Conversation:` section, as
-seed 000 requires) and a rubric: the one given (or `DEFAULT_RUBRIC`), followed by the scenario's `rubric`
+csv_specs/evaluation.md requires) and a rubric: the one given (or `DEFAULT_RUBRIC`), followed by the scenario's `rubric`
 cells. It asks the model for a JSON verdict `{"score": 1-5, "pass": true|false, "reasons": [...]}` and reads
 it from whatever surrounds it (prose, code fences). A run passes the judge when its score reaches the
 threshold and the judge did not answer `"pass": false`. A failed call or a reply with no verdict (after

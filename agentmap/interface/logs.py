@@ -1,4 +1,4 @@
-"""Write and read conversation logs in the exact text format of seed 000.
+"""Write and read conversation logs in the exact text format of csv_specs/evaluation.md.
 
 ```
 Run metadata:
@@ -58,7 +58,7 @@ _ITEM = re.compile(r"- ([a-z_]+): (.+)")
 
 
 class LogFormatError(AgentMapError, ValueError):
-    """A conversation log does not follow the seed 000 format; `location.row` is the 1-based line."""
+    """A conversation log does not follow the csv_specs/evaluation.md format; `location.row` is the 1-based line."""
 
     default_code = "bad-conversation-log"
     exit_code: ClassVar[int] = 4
@@ -71,7 +71,7 @@ def format_log(log: ConversationLog) -> str:
         log: The log to write.
 
     Returns:
-        The log in the seed's format; an empty message is written as one indented empty line.
+        The log in the contract's format; an empty message is written as one indented empty line.
     """
     meta = log.metadata
     lines = [_METADATA_HEADER]

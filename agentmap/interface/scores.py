@@ -1,7 +1,7 @@
 """What `agentmap eval score` reports: the findings and scores of runs and scenarios, pass^k and its intervals.
 
 The evaluator (`evaluate.py`) fills these; `summarize` turns the runs' scores into each scenario's pass^k
-(seed 000) with its 95% interval, and the report's overall figures.
+(csv_specs/evaluation.md) with its 95% interval, and the report's overall figures.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Finding:
     """One reason a run failed.
 
     Attributes:
-        kind: `format` (the log is malformed), `contract` (seed 000 sections 4 and 6), `expectation`
+        kind: `format` (the log is malformed), `contract` (csv_specs/evaluation.md sections 4 and 6), `expectation`
             (the scenario's must include / must not include / refusal / clarification), `state` (an
             `expected_state` condition), `trajectory` (`expected_trajectory`), `goal` (a simulated user did not
             reach its goal) or `judge`.

@@ -1,4 +1,4 @@
-"""Collect the seed 001 `traces` of a run: one item per tool call, from LangChain's tool callbacks.
+"""Collect the csv_specs/run_agent.md `traces` of a run: one item per tool call, from LangChain's tool callbacks.
 
 Every AgentMap tool runs as a LangChain tool (`LocalToolExecutor`), and LangGraph hands the run's callbacks
 to code running inside a node, so a handler passed in the run's config sees each call start and end.
@@ -41,7 +41,7 @@ def as_text(value: Any) -> str:
 
 
 def unique_tool_names(traces: list[ToolTraceMinimal]) -> list[str]:
-    """The tool names of `traces`, each once, in order of first occurrence (as seed 001 surfaces them)."""
+    """The tool names of `traces`, each once, in order of first occurrence (as csv_specs/run_agent.md surfaces them)."""
     return list(dict.fromkeys(t.tool for t in traces))
 
 

@@ -1,4 +1,4 @@
-"""LLM agents, models, tools and the decision engine (seed 003).
+"""LLM agents, models, tools and the decision engine (csv_specs/engine.md).
 
 Names load on first use, so a workflow with no LLM node never imports the LLM stack.
 """

@@ -1,4 +1,4 @@
-"""The `assistant` agent type: `LLMAgentEngine` (seed 003) as a workflow node.
+"""The `assistant` agent type: `LLMAgentEngine` (csv_specs/engine.md) as a workflow node.
 
 Each run handles one user message: it reads the message, the conversation so far and any action
 awaiting confirmation from the state, asks the engine for a decision, and writes what the Output_Field

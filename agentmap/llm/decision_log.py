@@ -1,4 +1,4 @@
-"""The decision log (seed 003 observability): every decision and tool call, stored in SQLite.
+"""The decision log (csv_specs/engine.md observability): every decision and tool call, stored in SQLite.
 
 The engine writes a decision row as `PENDING` before it calls the model and updates the same row with
 the outcome afterwards; each tool call adds a row to `tool_invocations`. Read them back with

@@ -1,4 +1,4 @@
-"""`LLMAgentEngine`: the LLM decision loop of seed 003.
+"""`LLMAgentEngine`: the LLM decision loop of csv_specs/engine.md.
 
 `process_message(DecisionContext) -> AgentDecision`:
 
@@ -172,7 +172,7 @@ class LLMAgentEngine:
     async def process_message(self, context: DecisionContext) -> AgentDecision:
         """Process a user message and return an agent decision.
 
-        Model failures never raise: they become RESPOND_ONLY decisions with the seed's sentences.
+        Model failures never raise: they become RESPOND_ONLY decisions with the contract's sentences.
         """
         return (await self.decide(context)).decision
 
@@ -193,7 +193,7 @@ class LLMAgentEngine:
         except LLMError as exc:
             error, category = exc, "LLM_ERROR"
             decision = self._error_decision(turn, LLM_FAILURE_MESSAGE)
-        except Exception as exc:  # binding tools, a broken executor: the user still gets the seed's reply
+        except Exception as exc:  # binding tools, a broken executor: the user still gets the contract's reply
             if is_control_flow(exc):
                 raise  # a pause (an in-doubt tool call asks a person) is not a failure
             _logger.exception("decision %s failed unexpectedly", turn.decision_id)
@@ -337,7 +337,7 @@ class LLMAgentEngine:
 
     @staticmethod
     def _error_decision(turn: _Turn, sentence: str) -> AgentDecision:
-        # RESPOND_ONLY as the seed says; tools that already ran stay on the record in `tool_calls`.
+        # RESPOND_ONLY as the contract says; tools that already ran stay on the record in `tool_calls`.
         return AgentDecision(
             decision_type=DecisionType.RESPOND_ONLY, tool_calls=list(turn.executed) or None, response_text=sentence
         )

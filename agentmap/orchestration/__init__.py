@@ -1,4 +1,4 @@
-"""Orchestration (seed 002): a planner turns a goal into steps, workers run them, an orchestrator routes.
+"""Orchestration (csv_specs/agents.md): a planner turns a goal into steps, workers run them, an orchestrator routes.
 
 ```python
 from agentmap.orchestration import DeterministicPlanner, Orchestrator, PlannerAgent, WorkerAgent
