@@ -18,7 +18,10 @@ def test_the_installed_version_is_the_packages_version() -> None:
 def test_the_version_is_written_only_in_the_package() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "agentmap.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "agentmap._version.__version__"}
+    from agentmap._version import __version__
+
+    assert agentmap.__version__ == __version__  # the public name is that one value
 
 
 def test_the_package_is_marked_typed() -> None:

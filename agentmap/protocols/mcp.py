@@ -352,7 +352,7 @@ def build_server(graphs: McpGraphs) -> Server[Any, Any]:
     from mcp import types
     from mcp.server.lowlevel import Server
 
-    from agentmap import __version__
+    from agentmap._version import __version__
 
     server: Server[Any, Any] = Server("agentmap", version=__version__)
 
