@@ -1,7 +1,5 @@
 """`python -m agentmap`: the `agentmap` command."""
 
-import sys
+from agentmap.cli import console
 
-from agentmap.cli import main
-
-sys.exit(main())
+console()

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `agentmap` command with `argv` (default: `sys.argv[1:]`) and return its exit code."""
+def console() -> NoReturn:
+    """The `agentmap` console script (and `python -m agentmap`): `main()`, then the process exits with its code."""
+    sys.exit(main(exiting=True))
+
+
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
+    """Run the `agentmap` command with `argv` (default: `sys.argv[1:]`) and return its exit code.
+
+    `exiting`: the process ends right after (the console script), so nothing start-up froze is unfrozen.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
         from agentmap import __version__
@@ -24,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agentmap.cli._process import collector_off, loggers_kept
 
     # `run` turns the collector back on (after `gc.freeze()`) before the graph runs; both are put back after.
-    with collector_off(), loggers_kept():
+    with collector_off(exiting=exiting), loggers_kept():
         from agentmap.cli.app import run_cli
 
         return run_cli(args)
