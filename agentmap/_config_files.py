@@ -69,7 +69,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
         data = _from_legacy(data)
     else:
         _check_keys(data, path, known)
-    return _resolve_paths(data, path.parent)
+    return _resolve_paths(data, path.parent, path)
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -129,7 +129,7 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+def _resolve_paths(data: dict[str, Any], base: Path, source: Path) -> dict[str, Any]:
     def resolve(value: Any) -> Any:
         return str((base / Path(str(value)).expanduser()).resolve()) if value not in (None, "") else value
 
@@ -152,11 +152,12 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     if isinstance(storage_file, str) and storage_file and path.is_file():  # a missing one: the default folders
         from agentmap._storage_settings import read_storage_file
 
-        data["storage"] = merge(read_storage_file(path), data.get("storage") or {})
+        # The existing AgentMap's storage file keeps that tool's folder layout unless the config says otherwise.
+        data["storage"] = merge({**read_storage_file(path), "layout": "flat"}, data.get("storage") or {})
     if isinstance(data.get("storage"), Mapping):
         from agentmap._storage_settings import absolute_storage_paths
 
-        data["storage"] = absolute_storage_paths(data["storage"], base)
+        data["storage"] = absolute_storage_paths(data["storage"], base, source)
     return data
 
 

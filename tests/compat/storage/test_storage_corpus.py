@@ -100,7 +100,7 @@ CASES = [
         expect={"users": [{"id": "1", "name": "Ada"}, {"id": "2", "name": "Grace"}]},
         files={
             "store/csv/users.csv": lambda t: t == "id,name\n1,Ada\n2,Grace\n",
-            "store/json/audit_log.json": lambda t: json.loads(t) == ["Grace"],
+            "store/audit_log.json": lambda t: json.loads(t) == ["Grace"],  # the existing AgentMap's layout
             "notes/welcome.txt": lambda t: t == "Grace",  # file.base_directory, as the existing AgentMap
         },
         cli=True,
