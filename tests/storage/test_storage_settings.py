@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from agentmap.config import load_settings
 from agentmap.errors import ConfigError
-from tests.cli.cli_helpers import agentmap
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+from cli_helpers import agentmap
 
 
 def test_an_existing_config_and_its_storage_file_are_read(tmp_path: Path) -> None:
