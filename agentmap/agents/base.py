@@ -120,6 +120,10 @@ class BaseAgent:
     """True for a type that gives Context `timeout_seconds` a meaning of its own (an orchestration's deadline,
     how long a person may take); the runtime then does not also bound the node's attempts with it."""
 
+    own_cache: ClassVar[bool] = False
+    """True for a type that gives Context `cache` a meaning of its own (the LLM response cache of the types that
+    call a model); the runtime then does not also cache the node's update (csv_specs/format.md)."""
+
     computes_only: ClassVar[bool] = False
     """True for a type whose work only computes (no I/O, no waiting, no pause): an async run then runs its
     nodes on the event loop instead of a worker thread. A class says it in its own body; a subclass that does

@@ -193,7 +193,8 @@ def _status(execution: NodeExecution) -> str:
     attempts = execution.metadata.get("attempts")
     tries = f" [dim](after {attempts} attempts)[/]" if attempts else ""
     earlier = " [dim](before resume)[/]" if execution.metadata.get("before_resume") else ""
-    return ("[green]ok[/]" if execution.success else "[bold red]failed[/]") + tries + earlier
+    cached = " [dim](from the node cache)[/]" if execution.metadata.get("cached") else ""
+    return ("[green]ok[/]" if execution.success else "[bold red]failed[/]") + tries + earlier + cached
 
 
 def _rows(executions: Sequence[NodeExecution], depth: int = 0) -> list[tuple[str, NodeExecution]]:

@@ -107,6 +107,8 @@ class LLMAgent(BaseAgent):
         provider: The provider a bare model name (or no name) means, for the shorthand types.
     """
 
+    own_cache = True  # Context `cache` is the LLM response cache (llm/cache.py)
+
     provider: ClassVar[str | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

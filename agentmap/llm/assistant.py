@@ -102,6 +102,8 @@ class AssistantAgent(BaseAgent):
     See the module docstring for its inputs, outputs and Context keys.
     """
 
+    own_cache = True  # Context `cache` is the LLM response cache (llm/cache.py)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         context = self.context

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentmap.agents._saver_sql import Execute, saver_sql, sqlite_sql
 from agentmap.agents.journal import digest
+from agentmap.runtime.node_cache import cache_problem
 
 __all__ = ["DEFAULT_FILE", "TABLE", "cache_problem", "lookup", "store", "ttl_of"]
 
@@ -41,24 +42,6 @@ _PURGE = f"DELETE FROM {TABLE} WHERE expires_at <= ?"
 _FILES: dict[str, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
 _FILES_LOCK = threading.Lock()
 _logger = logging.getLogger("agentmap.llm_cache")
-
-
-def cache_problem(value: Any, where: str) -> str | None:
-    """What is wrong with a `cache` setting (`where`: `Context cache` or `llm.cache`); None when it is good.
-
-    Good: absent, `false` (off), or an object `{"ttl": SECONDS}` with a positive number of seconds.
-    """
-    if value is None or value is False:
-        return None
-    if not isinstance(value, Mapping):
-        return f'{where} must be an object such as {{"ttl": 3600}} (or false), got {value!r}'
-    unknown = sorted(set(value) - {"ttl"})
-    if unknown:
-        return f'{where} takes only "ttl" (seconds), not {", ".join(map(repr, unknown))}'
-    ttl = value.get("ttl")
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
-        return f'{where} "ttl" must be a positive number of seconds, got {ttl!r}'
-    return None
 
 
 def ttl_of(context_value: Any, config_value: Any) -> float | None:

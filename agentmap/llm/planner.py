@@ -249,6 +249,8 @@ def _worker_names(context: Mapping[str, Any]) -> list[str]:
 class LLMPlannerAgent(PlannerAgent):
     """The `llm_planner` agent: a `PlannerAgent` whose plans come from a chat model (`LLMPlanner`)."""
 
+    own_cache = True  # Context `cache` is the LLM response cache (llm/cache.py)
+
     @classmethod
     def from_node(cls, node: BaseAgent) -> LLMPlannerAgent:
         """Build the planner of an `llm_planner` node from its Context and Prompt."""

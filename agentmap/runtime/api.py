@@ -272,6 +272,10 @@ def compile(
         from agentmap.runtime.checkpoint import resolve_checkpointer
 
         checkpointer = resolve_checkpointer(checkpointer)
+    if "cache" not in compile_kwargs and any(node.cache_policy for node in builder.nodes.values()):
+        from agentmap.runtime.node_cache import node_cache  # Context `cache` on a node that is not an LLM's
+
+        compile_kwargs["cache"] = node_cache()
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     app = CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
     if tracing is not None and tracing is not False:

@@ -16,6 +16,7 @@ from agentmap.agents.findings import ConfigWarning, EnvironmentProblem
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
+from agentmap.runtime import node_cache
 from agentmap.runtime.functions import allowed_modules, load_router
 from agentmap.runtime.retry import context_problem
 from agentmap.runtime.tracking import ExecutionTracker
@@ -78,6 +79,10 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         if retry_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
             issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
+        cache_problem = _node_cache_problem(registry.get(node.agent_type or "default"), node)
+        if cache_problem:
+            fix = f'fix the {graph.column("Context")} cell of {node.name!r}: {{"cache": {{"ttl": 3600}}}}, or no cache'
+            issues.append(_issue(graph, node, "Context", "bad-config", cache_problem, fix))
         types_problem = schema_problem(node.context, node.reads)
         if types_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"schema": {{"qty": "integer"}}}}'
@@ -121,6 +126,20 @@ def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> li
 def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
     cls = registry.get(node.agent_type or "default")
     return cls.referenced_nodes(node.context) if cls is not None else []
+
+
+def _node_cache_problem(cls: Any, node: NodeSpec) -> str | None:
+    """What is wrong with the Context `cache` of a node the node cache would keep (types that call a model check
+    their own `cache`: the LLM response cache)."""
+    if "cache" not in node.context or cls is None or getattr(cls, "own_cache", False):
+        return None
+    problem = node_cache.cache_problem(node.context["cache"], "Context cache")
+    if problem is None and node.context["cache"] and cls.may_pause(node.context):
+        problem = (
+            f"Context cache cannot keep {node.name!r}: a node that pauses for an answer runs every time "
+            "(a kept update would skip the question)"
+        )
+    return problem
 
 
 def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: str, fix: str) -> Issue:

@@ -14,7 +14,7 @@ import logging
 import operator
 import weakref
 from collections.abc import Collection, Mapping, Sequence
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels import LastValue
@@ -30,6 +30,9 @@ from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
+
+if TYPE_CHECKING:
+    from langgraph.types import CachePolicy
 
 __all__ = ["BuildOptions", "build_state_graph", "check"]
 
@@ -199,6 +202,16 @@ def _narrowed(agent: BaseAgent, route: Route | None, retry: RetrySettings | None
     return _inputs_schema(keys)
 
 
+def _cache_policy(agent: BaseAgent, node: NodeSpec) -> CachePolicy[Any] | None:
+    """LangGraph's `CachePolicy` for a node whose Context asks for `cache` (runtime/node_cache.py); None for a
+    type that gives `cache` its own meaning (`own_cache`: the LLM response cache) or a node that may pause."""
+    if "cache" not in node.context or getattr(type(agent), "own_cache", False) or agent.may_pause(node.context):
+        return None
+    from agentmap.runtime.node_cache import policy_for
+
+    return policy_for(node, input_keys(agent) if _reads_only_inputs(agent) else None)
+
+
 def _edge_targets(node: NodeSpec) -> tuple[str, ...]:
     """The nodes a node's Edge names (none for a router or an empty Edge)."""
     return tuple(str(name) for name in node.edge) if isinstance(node.edge, tuple) else ()
@@ -272,11 +285,13 @@ def build_state_graph(
         routes[node.name] = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
         retries[node.name] = settings_for(node.context, own_timeout=type(agent).own_timeout)
     routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
+    caches = {node.name: _cache_policy(agents[node.name], node) for node in graph.nodes}
 
     edges, deferred = plan_joins(graph)
     chains: list[list[str]] = []
     if fuse:
         kept = {*keep, *routed_by_agent, *(name for name, retry in retries.items() if retry is not None)}
+        kept |= {name for name, policy in caches.items() if policy is not None}
         chains = plan_chains(graph, agents, keep=kept, deferred=deferred)
     head = {name: chain[0] for chain in chains for name in chain}  # every chain member -> its fused node
     inner = {name for chain in chains for name in chain[1:]}
@@ -317,6 +332,7 @@ def build_state_graph(
             else _AgentNode(agent, route, retry, inline=_computes_only(agent, node)),
             input_schema=_narrowed(agent, route, retry, schema),
             retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
+            cache_policy=caches[node.name],
             defer=node.name in deferred,
             destinations=route.destinations if route is not None else None,
             metadata={"agent_type": normalize_type(node.agent_type or "default")},

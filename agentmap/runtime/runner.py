@@ -23,6 +23,7 @@ from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.events import RunObserver, observe_run, observers_for
+from agentmap.runtime.node_cache import cache_hits, without_cache
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
 
@@ -125,6 +126,8 @@ class CompiledWorkflow:
             continued = config if state is None or isinstance(state, Command) else None
             meter = self._meter(configurable.get("budget"), continued)
         prepared = with_tracker(prepared, tracker, **{METER_KEY: meter})
+        if configurable.get("no_cache") and self.graph.cache is not None:  # `--no-cache`: the node cache too
+            prepared["configurable"] = without_cache(prepared["configurable"])
         if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
             from agentmap.runtime.threads import run_metadata
 
@@ -195,7 +198,7 @@ class CompiledWorkflow:
         state, config, tracker = self._prepare(state, config, tracker)
         if self._continues(state, config):
             tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
-        with clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
             if stop is None:
                 return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
             chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
@@ -218,7 +221,7 @@ class CompiledWorkflow:
         state, config, tracker = self._prepare(state, config, tracker)
         if self._continues(state, config):
             tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
-        with clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
             final = await self.graph.ainvoke(state, config, **kwargs)
             return done(self._result(state, final, tracker))
 
@@ -239,7 +242,7 @@ class CompiledWorkflow:
         if self._continues(state, config):
             tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
         per_node = bool(self.fused) and stream_mode == "updates"
-        with clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
             chunks = self.graph.stream(
                 state, config, stream_mode=["updates", "custom"] if per_node else stream_mode, **kwargs
             )
@@ -261,7 +264,7 @@ class CompiledWorkflow:
             tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
-        with clear_errors(config), observe_run(self, tracker, config, state) as done:
+        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
             # closed with this generator, so a caller that stops reading stops the graph at once
             stream: Any = self.graph.astream(state, config, stream_mode=mode, **kwargs)  # an async generator
             async with aclosing(stream) as chunks:
@@ -278,7 +281,7 @@ class CompiledWorkflow:
         A workflow whose nodes only compute (`computes_only`) runs its states one after another in the calling
         thread: threads would only take turns on the interpreter lock, each turn costing a hand-over.
         """
-        if observers_for(self):  # traced: one observed run per state, concurrently as LangGraph would
+        if observers_for(self) or self.graph.cache is not None:  # traced or node-cached: one run per state
             from langchain_core.runnables.config import get_executor_for_config
 
             with get_executor_for_config(config) as executor:

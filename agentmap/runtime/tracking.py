@@ -166,6 +166,14 @@ class ExecutionTracker:
         for notify in self._listeners:
             notify(execution)
 
+    def record_cached(self, node_name: str, update: Any) -> None:
+        """Record a node the node cache answered: it did not run; `update` is what it wrote when it last did."""
+        self.record_node_start(node_name)
+        with self._lock:
+            execution = self._open[node_name]
+            execution.metadata["cached"] = True
+        self.record_node_result(node_name, True, result=update)
+
     def add_listener(self, listener: Callable[[NodeExecution], None]) -> None:
         """Also call `listener` with each `NodeExecution` when it starts and when it ends (tracers use it)."""
         self._listeners.append(listener)
