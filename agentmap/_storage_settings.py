@@ -73,10 +73,23 @@ def _flatten(out: dict[str, Any]) -> None:
     core = out.setdefault("core", {})
     if not isinstance(core, dict):
         return
-    core["base_directory"] = core.get("base_directory") or _FLAT_BASE
+    base = core["base_directory"] = str(core.get("base_directory") or _FLAT_BASE)
     for kind in ("csv", "json"):
-        section = out.get(kind)
-        out[kind] = {**(section if isinstance(section, dict) else {}), "default_directory": core["base_directory"]}
+        section = dict(out[kind]) if isinstance(out.get(kind), dict) else {}
+        spelled = Path(str(section.get("default_directory") or kind))
+        section["default_directory"] = base
+        collections = section.pop("collections", None)  # JSON collections were not used there
+        if kind == "csv" and isinstance(collections, Mapping):
+            # a `{filename: ...}` collection was `<base>/<csv.default_directory, else csv>/<filename>`
+            folder = Path(spelled.name) if spelled.is_absolute() else spelled
+            folder = folder.relative_to(base) if folder.is_relative_to(base) else folder
+            section["collections"] = {
+                name: (folder / str(entry.get("filename") or f"{name}.csv")).as_posix()
+                if isinstance(entry, Mapping) and "path" not in entry
+                else entry  # a path (the existing AgentMap failed on a bare one): read as AgentMap reads it
+                for name, entry in collections.items()
+            }
+        out[kind] = section
     files = out.get("file")
     files = {k: v for k, v in (files if isinstance(files, dict) else {}).items() if k != "default_directory"}
     out["file"] = {**files, "base_directory": files.get("base_directory") or _FLAT_FILES}
