@@ -253,10 +253,11 @@ async def _run_one(
             reason = StopReason.SINGLE_TURN
         else:
             reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
-    return _finish(scenario, entry, folder, settings, turns, 1 if len(scenario.turns) == 1 else limit, reason, record)
+    max_turns = 1 if len(scenario.turns) == 1 else limit
+    return await _finish(scenario, entry, folder, settings, turns, max_turns, reason, record)
 
 
-def _finish(
+async def _finish(
     scenario: Scenario,
     entry: ManifestEntry,
     folder: Path,
@@ -266,7 +267,20 @@ def _finish(
     reason: str,
     record: RunRecord,
 ) -> RunOutcome:
-    """Write the run's log and run record."""
+    """Write the run's log and run record, in a worker thread: the event loop goes on starting runs meanwhile."""
+    return await asyncio.to_thread(_write, scenario, entry, folder, settings, turns, max_turns, reason, record)
+
+
+def _write(
+    scenario: Scenario,
+    entry: ManifestEntry,
+    folder: Path,
+    settings: _Settings,
+    turns: list[Turn],
+    max_turns: int,
+    reason: str,
+    record: RunRecord,
+) -> RunOutcome:
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
     metadata = RunMetadata(
         session_id=session, mode=settings.mode, scenario=scenario.name, max_turns=max_turns, stop_reason=str(reason)
@@ -322,7 +336,7 @@ async def _run_simulated(
         ]
         reason = StopReason.MISSING_INPUT
     goal["stop_reason"] = str(reason)
-    return _finish(scenario, entry, folder, settings, turns, limit, reason, record)
+    return await _finish(scenario, entry, folder, settings, turns, limit, reason, record)
 
 
 async def _ask(

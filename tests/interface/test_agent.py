@@ -200,3 +200,30 @@ async def test_the_synchronous_twin_eval_run_calls_answers_the_same(workflow: Pa
     assert [(t["tool"], t["args"], t["output"]) for t in called["traces"]] == [
         (t["tool"], t["args"], t["output"]) for t in awaited["traces"]
     ]
+
+
+def test_the_tool_trace_collector_is_handed_tool_events_only(workflow: Path) -> None:
+    """Every node's chain events and the model's events are not dispatched to it: a traced trial costs
+    about what an untraced one does (bench/eval.py, throughput against `agentmap batch`)."""
+    import agentmap
+    from agentmap.interface.tracing import ToolTraceCollector
+
+    class Counting(ToolTraceCollector):
+        def __init__(self) -> None:
+            super().__init__()
+            self.other = 0
+
+        def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+            self.other += 1
+
+        def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+            self.other += 1
+
+        def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+            self.other += 1
+
+    app = agentmap.compile(workflow, state_keys=("question",))
+    collector = Counting()
+    app.invoke({"question": "What is the population of Paris?"}, {"callbacks": [collector]})
+    assert [t.tool for t in collector.traces] == ["shout", "city_population"]
+    assert collector.other == 0
