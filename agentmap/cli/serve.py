@@ -41,6 +41,7 @@ def serve_command(
     strict: bool = False,
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
+    webhook_timeout: str = "10s",
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -50,7 +51,9 @@ def serve_command(
     """
     if durability not in (None, "sync", "async", "exit"):
         raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
-    seconds(lease, "--lease"), seconds(grace, "--grace"), seconds(header_timeout, "--header-timeout")  # checked first
+    durations = {"--lease": lease, "--grace": grace, "--header-timeout": header_timeout}
+    for option, value in {**durations, "--webhook-timeout": webhook_timeout}.items():
+        seconds(value, option)  # checked first
     if max_connections < 1:
         raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code="usage")
     settings = load(config, debug)
@@ -94,6 +97,7 @@ def serve_command(
         strict=strict,
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
+        webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
     )
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -266,6 +270,14 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        webhook_timeout: Annotated[
+            str,
+            typer.Option(
+                "--webhook-timeout",
+                metavar="DURATION",
+                help="How long a webhook try waits for an answer before it is tried again.",
+            ),
+        ] = "10s",
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -293,4 +305,5 @@ def register(app: typer.Typer) -> None:
             strict=strict,
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
+            webhook_timeout=webhook_timeout,
         )

@@ -51,7 +51,7 @@ class Server:
             rebuild=rebuilder(self),
             workers=config.workers,
             lease=config.lease,
-            webhooks=Webhooks(config.webhook_secret),
+            webhooks=Webhooks(config.webhook_secret, timeout=config.webhook_timeout),
         )
 
     def close(self) -> None:

@@ -39,6 +39,8 @@ class ServeConfig:
         webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
             run naming another is refused (422). None allowed: no run may have a webhook.
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
+        webhook_timeout: Seconds a webhook try waits for an answer before it counts as failed; a try of a
+            replica that died is made again by another once `lease` plus this has run out.
     """
 
     targets: tuple[str, ...]
@@ -57,3 +59,4 @@ class ServeConfig:
     strict: bool = False
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
+    webhook_timeout: float = 10.0

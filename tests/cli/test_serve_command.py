@@ -48,6 +48,9 @@ def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> No
     args = ["serve", str(GRAPHS / "hello_world.csv"), *hosts, "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]
     assert run_cli(args) == 0
     assert seen[0].webhook_hosts == ("hooks.example.com", "*.example.org") and seen[0].webhook_secret == "s3cret"
+    assert seen[0].webhook_timeout == 10.0
+    assert run_cli([*args, "--webhook-timeout", "2.5s"]) == 0 and seen[1].webhook_timeout == 2.5
+    assert run_cli([*args, "--webhook-timeout", "never"]) == 2
 
 
 def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

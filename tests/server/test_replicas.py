@@ -294,8 +294,9 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     from server_helpers import Receiver
 
     receiver = Receiver()
-    a = Replica(project, postgres_url, "--lease", "2s", "--webhook-host", "127.0.0.1")
-    b = Replica(project, postgres_url, "--lease", "2s")  # allows no webhook host: it calls the one recorded
+    fast = ("--lease", "2s", "--webhook-timeout", "3s")  # a dead replica's try is made again after 2 + 3 s
+    a = Replica(project, postgres_url, *fast, "--webhook-host", "127.0.0.1")
+    b = Replica(project, postgres_url, *fast)  # allows no webhook host: it calls the one recorded
     replicas.extend([a.start(), b.start()])
     on_a = sdk.get_sync_client(url=a.url, api_key=None)
     on_b = sdk.get_sync_client(url=b.url, api_key=None)
