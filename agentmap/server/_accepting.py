@@ -116,7 +116,7 @@ class RunAcceptance:
             record: dict[str, Any] | None = await self._store(self.store.run, thread_id, run_id)
             if record is None or record["status"] not in UNFINISHED:
                 return record
-            local = self.runs.get(run_id)
+            local = self.runs.get(run_id) or self._accepted.get(run_id)  # queued here: the same Run once it runs
             waits = [asyncio.ensure_future(self._news.wait())]
             if local is not None:
                 waits.append(asyncio.ensure_future(local.done.wait()))

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     folder = make_project(tmp_path_factory.mktemp("multitask"))
-    with serving(folder, checkpoint=str(folder / "runs.db"), lease=3.0) as url, sdk.get_sync_client(url=url) as c:
+    # A lease far longer than any test: a join that waited for the queue's next look (a third of it) would hang
+    with serving(folder, checkpoint=str(folder / "runs.db"), lease=300.0) as url, sdk.get_sync_client(url=url) as c:
         yield c
 
 
