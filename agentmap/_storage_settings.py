@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["absolute_storage_paths", "read_storage_file"]
 
@@ -53,9 +53,9 @@ def read_storage_file(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the storage config {path}: {exc}", code="bad-config") from None
+        raise ConfigError(f"cannot read the storage config {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path} must hold a mapping (csv:, json:, ...)", code="bad-config")
+        raise ConfigError(f"{path} must hold a mapping (csv:, json:, ...)", code=ErrorCode.BAD_CONFIG)
     return loaded

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -48,7 +48,7 @@ def shippable_options(options: Mapping[str, Any], executor: str) -> dict[str, An
         raise ConfigError(
             f"tracing={value!r} cannot reach the {executor} executor's workers: they are other processes and "
             "make their own exporter from the exporter's name",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint='pass the exporter as text (tracing="otlp", "console" or "file:spans.jsonl"), '
             'or use executor="thread"',
         )

@@ -17,7 +17,7 @@ from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResul
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["batch", "parse_rate", "run_batch"]
 
@@ -38,12 +38,14 @@ def parse_rate(text: str | float) -> float:
         match = _RATE.match(text)
         if match is None:
             raise ConfigError(
-                f"bad rate limit {text!r}", code="usage", hint="write requests per time, e.g. 5/s, 300/min or 1000/h"
+                f"bad rate limit {text!r}",
+                code=ErrorCode.USAGE,
+                hint="write requests per time, e.g. 5/s, 300/min or 1000/h",
             )
         unit = (match.group(2) or "s")[0].lower()
         value = float(match.group(1)) / {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
     if value <= 0:
-        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code="usage")
+        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code=ErrorCode.USAGE)
     return value
 
 
@@ -144,11 +146,13 @@ def batch(
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
     if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"unknown executor {executor!r}", code=ErrorCode.USAGE, hint=f"use one of {', '.join(EXECUTORS)}"
+        )
     if checkpoint is not None and executor not in ("thread", "process"):
         raise ConfigError(
             f"--checkpoint works with the thread and process executors, not {executor}",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint="use --executor thread or process, or leave out --checkpoint",
         )
     options = dict(compile_options)
@@ -159,7 +163,9 @@ def batch(
         options["settings"] = settings
     if budget is not None:  # each row's run is held to it where rows do not share the batch's meter
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
-            raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}", code="usage")
+            raise ConfigError(
+                f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE
+            )
         settings = dict(options.get("settings") or {})
         settings["llm"] = {**(settings.get("llm") or {}), "budget": float(budget)}
         options["settings"] = settings
@@ -374,7 +380,7 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
                 raise ConfigError(
                     f"{name}, row {number}: id {key!r} in column {shaper.id_column!r} is already the id of row "
                     f"{seen[key]}",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint="give every row its own id (resuming a batch finds rows by id)",
                 )
             seen[key] = number
@@ -385,7 +391,7 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
         raise ConfigError(
             f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
             "writes itself",
-            code="bad-input",
+            code=ErrorCode.BAD_INPUT,
             hint=f"rename that column in the input (the output adds {', '.join(RESULT_COLUMNS)})",
         )
     return list(columns), total, skipped

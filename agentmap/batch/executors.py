@@ -22,7 +22,7 @@ from typing import Any
 
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
-from agentmap.errors import ConfigError, NodeError
+from agentmap.errors import ConfigError, ErrorCode, NodeError
 from agentmap.runtime.events import flush_observers
 
 __all__ = ["EXECUTORS", "chunks", "execute", "run_chunk", "stop_worker_processes"]
@@ -63,10 +63,12 @@ def execute(
         ConfigError: An unknown executor, or a number below 1.
     """
     if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"unknown executor {executor!r}", code=ErrorCode.USAGE, hint=f"use one of {', '.join(EXECUTORS)}"
+        )
     for name, value in (("concurrency", concurrency), ("workers", workers or 1), ("chunk size", chunk_size)):
         if value < 1:
-            raise ConfigError(f"the {name} must be at least 1, got {value}", code="usage")
+            raise ConfigError(f"the {name} must be at least 1, got {value}", code=ErrorCode.USAGE)
     if executor == "thread":
         return _in_process(_threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":
@@ -95,7 +97,7 @@ def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
             raise NodeError(
                 f"{row} called os._exit({exited.status}), which would end the whole batch's process: the batch "
                 "stopped (rows still running are not recorded)",
-                code="row-exited",
+                code=ErrorCode.ROW_EXITED,
                 hint="run again to continue (finished rows are kept); have the agent raise an error instead: its row "
                 "then fails and the batch goes on",
             ) from None
@@ -342,7 +344,7 @@ def _pool(
     except BrokenProcessPool as exc:
         raise NodeError(
             f"a batch worker process died: {exc}",
-            code="worker-died",
+            code=ErrorCode.WORKER_DIED,
             hint="run again to continue (finished rows are kept); if it repeats, use --executor thread to see why",
         ) from None
     finally:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = [
     "CheckpointOption",
@@ -48,7 +48,7 @@ def check_durability(value: str | None) -> dict[str, Any]:
     if value is None:
         return {}
     if value not in _MODES:
-        raise ConfigError(f"--durability must be sync, async or exit, not {value!r}", code="usage")
+        raise ConfigError(f"--durability must be sync, async or exit, not {value!r}", code=ErrorCode.USAGE)
     return {"durability": value}
 
 
@@ -59,14 +59,14 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
     JSON object, list or string (`{`, `[`, `"`) is read as JSON when it parses.
     """
     if answer is not None and data is not None:
-        raise ConfigError("give the answer once: as ANSWER or as --data, not both", code="usage")
+        raise ConfigError("give the answer once: as ANSWER or as --data, not both", code=ErrorCode.USAGE)
     if data is not None:
         try:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"--data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                code="usage",
+                code=ErrorCode.USAGE,
                 hint='e.g. --data \'{"approved": true, "note": "ok"}\', or give a text answer as ANSWER',
             ) from None
     if answer is None:
@@ -90,7 +90,7 @@ def need_store(checkpoint: str | None, thread: str) -> None:
     if not checkpoint_exists(checkpoint):
         raise ConfigError(
             f"no thread {thread!r}: there is no checkpoint file {checkpoint_target(checkpoint, create=False)} here",
-            code="unknown-thread",
+            code=ErrorCode.UNKNOWN_THREAD,
             hint="run from the folder the run started in, or pass the --checkpoint it used",
         )
 

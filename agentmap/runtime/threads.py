@@ -24,7 +24,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -209,7 +209,7 @@ def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
 def _unknown(thread_id: str) -> ConfigError:
     return ConfigError(
         f"the checkpoint has no thread {thread_id!r}",
-        code="unknown-thread",
+        code=ErrorCode.UNKNOWN_THREAD,
         hint="`agentmap threads` lists the threads it holds (check --checkpoint too)",
     )
 

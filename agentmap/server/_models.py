@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
 
 __all__ = [
     "THREAD_ID_RULE",
@@ -21,6 +21,7 @@ __all__ = [
     "CronSearch",
     "CronUpdate",
     "HistoryRequest",
+    "ProtocolCode",
     "RunCreate",
     "ThreadCreate",
     "ThreadSearch",
@@ -31,11 +32,26 @@ __all__ = [
 ]
 
 
+ProtocolCode = Literal[
+    "not-supported",
+    "bad-request",
+    "thread-exists",
+    "thread-graph-mismatch",
+    "assistant-not-found",
+    "thread-not-found",
+    "run-not-found",
+    "checkpoint-not-found",
+    "cron-not-found",
+]
+"""The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members."""
+
+
 class ApiError(AgentMapError):
     """An error with its HTTP status (404 unknown assistant, 409 busy thread, 422 not supported, ...)."""
 
-    def __init__(self, status: int, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message, code=code, hint=hint)
+    def __init__(self, status: int, code: ErrorCode | ProtocolCode, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = ErrorCode.coerce(code)
         self.status = status
 
 
@@ -76,13 +92,15 @@ def check_json(value: Any, where: str) -> None:
         ApiError: 422 `bad-input` with the path of the value.
     """
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise ApiError(422, "bad-input", f"{where} is {value}, which JSON cannot carry", hint="send a finite number")
+        raise ApiError(
+            422, ErrorCode.BAD_INPUT, f"{where} is {value}, which JSON cannot carry", hint="send a finite number"
+        )
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise ApiError(
-                422, "bad-input", f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
+                422, ErrorCode.BAD_INPUT, f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
             ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
