@@ -12,7 +12,7 @@ from typing import Any
 
 from agentmap.agents.costs import Meter
 from agentmap.batch._tracing import BatchSpan, shippable_options
-from agentmap.batch.executors import EXECUTORS, default_workers, execute
+from agentmap.batch.executors import Executor, default_workers, execute, executor_named
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
@@ -81,7 +81,7 @@ def batch(
     rows: Iterable[Mapping[str, Any]] | str | Path | Any,
     *,
     output: str | Path | None = None,
-    executor: str = "thread",
+    executor: Executor = "thread",
     concurrency: int = 8,
     workers: int | None = None,
     on_result: Callable[[RowResult], None] | None = None,
@@ -145,10 +145,7 @@ def batch(
         BatchInterrupted: Ctrl-C; what finished is kept.
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(
-            f"unknown executor {executor!r}", code=ErrorCode.USAGE, hint=f"use one of {', '.join(EXECUTORS)}"
-        )
+    executor = executor_named(executor)
     if checkpoint is not None and executor not in ("thread", "process"):
         raise ConfigError(
             f"--checkpoint works with the thread and process executors, not {executor}",
@@ -204,7 +201,7 @@ def run_batch(
     source_name: str,
     output: Path | None = None,
     shaper: Shaper | None = None,
-    executor: str = "thread",
+    executor: Executor = "thread",
     concurrency: int = 8,
     workers: int | None = None,
     chunk_size: int = 16,

@@ -207,6 +207,7 @@ def batch_command(
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
+    from agentmap._cli_api import executor_named
     from agentmap.batch.engine import batch
     from agentmap.batch.results import BatchInterrupted, BatchOverBudget
     from agentmap.batch.resume import partial_path
@@ -220,7 +221,7 @@ def batch_command(
                 f"{path}::{graph}" if graph else path,
                 input_path,
                 output=output,
-                executor=executor,
+                executor=executor_named(executor),
                 concurrency=concurrency,
                 workers=workers,
                 outputs=[o.strip() for o in outputs.split(",") if o.strip()] if outputs else None,

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
+from agentmap.cli._durable import durability_mode
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError, ErrorCode
 
@@ -48,8 +49,7 @@ def serve_command(
         ConfigError: No workflow, a missing API key (variable unset, or needed for a non-loopback host), or the
             `serve` extra not installed.
     """
-    if durability not in (None, "sync", "async", "exit"):
-        raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code=ErrorCode.USAGE)
+    mode = durability_mode(durability)
     seconds(lease, "--lease"), seconds(grace, "--grace"), seconds(header_timeout, "--header-timeout")  # checked first
     if max_connections < 1:
         raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code=ErrorCode.USAGE)
@@ -86,7 +86,7 @@ def serve_command(
         max_body=max_body,
         max_connections=max_connections,
         header_timeout=seconds(header_timeout, "--header-timeout"),
-        durability=durability,
+        durability=mode,
         workers=workers,
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),

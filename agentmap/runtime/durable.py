@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 from agentmap.runtime.threads import (
@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
-__all__ = ["Thread", "answers_for", "open_thread", "saved_state_keys"]
+__all__ = ["Durability", "Thread", "answers_for", "open_thread", "saved_state_keys"]
+
+Durability = Literal["sync", "async", "exit"]
+"""When a durable run writes its checkpoints: before each step goes on, while the next step runs, or at the end."""
 
 
 def answers_for(pending: tuple[Interrupt, ...] | list[Interrupt], answer: Any, thread_id: str) -> dict[str, Any]:

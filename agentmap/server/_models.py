@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentmap.errors import AgentMapError, ErrorCode
+from agentmap.runtime.durable import Durability
+from agentmap.server._store_base import ServerThreadStatus
 
 __all__ = [
     "THREAD_ID_RULE",
@@ -131,7 +133,7 @@ class ThreadSearch(_Body):
 
     metadata: dict[str, Any] | None = None
     ids: list[str] | None = None
-    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    status: ServerThreadStatus | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0)
 
@@ -169,7 +171,7 @@ class RunCreate(_Body):
     if_not_exists: Literal["create", "reject"] | None = None
     on_disconnect: Literal["cancel", "continue"] | None = None
     on_completion: Literal["delete", "keep"] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     interrupt_before: Literal["*"] | list[str] | None = None
     interrupt_after: Literal["*"] | list[str] | None = None
     stream_subgraphs: bool = False
@@ -197,7 +199,7 @@ class CronCreate(_Body):
     enabled: bool = True
     timezone: str | None = None
     stream_mode: str | list[str] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     checkpoint_during: bool | None = None
     stream_subgraphs: bool = False
     stream_resumable: bool = False
@@ -218,7 +220,7 @@ class CronUpdate(_Body):
     enabled: bool | None = None
     timezone: str | None = None
     stream_mode: str | list[str] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     stream_subgraphs: bool | None = None
     stream_resumable: bool | None = None
     webhook: str | None = None
