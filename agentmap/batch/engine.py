@@ -6,7 +6,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shape
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError, ErrorCode
 
-__all__ = ["batch", "parse_rate", "run_batch"]
+__all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
 
 RowSource = Callable[[], Iterator[Mapping[str, Any]]]
 
@@ -181,17 +181,24 @@ def batch(
         source_name=name,
         output=Path(output) if output is not None else None,
         shaper=Shaper(dict(rename or {}), json_cells, id_column),
-        executor=executor,
-        concurrency=concurrency,
-        workers=workers,
-        chunk_size=chunk_size,
-        ray_address=ray_address,
-        redo_failed=redo_failed,
+        options=BatchOptions(executor, concurrency, workers, chunk_size, ray_address, redo_failed, keep_rows, budget),
         on_result=on_result,
         progress=progress,
-        keep_rows=keep_rows,
-        budget=budget,
     )
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How `run_batch` runs the rows, as `batch` checked them (its keyword arguments of the same names)."""
+
+    executor: Executor = "thread"
+    concurrency: int = 8
+    workers: int | None = None
+    chunk_size: int = 16
+    ray_address: str | None = None
+    redo_failed: bool = False
+    keep_rows: bool = True
+    budget: float | None = None
 
 
 def run_batch(
@@ -201,16 +208,9 @@ def run_batch(
     source_name: str,
     output: Path | None = None,
     shaper: Shaper | None = None,
-    executor: Executor = "thread",
-    concurrency: int = 8,
-    workers: int | None = None,
-    chunk_size: int = 16,
-    ray_address: str | None = None,
-    redo_failed: bool = False,
+    options: BatchOptions = BatchOptions(),
     on_result: Callable[[RowResult], None] | None = None,
     progress: Progress | None = None,
-    keep_rows: bool = True,
-    budget: float | None = None,
     warn: Warn = _warn,
 ) -> BatchResult:
     """The batch itself (see `batch`): `rows()` is called again for each pass over the input.
@@ -219,6 +219,7 @@ def run_batch(
     `warn` is told of those it lacks, once for the whole batch.
     """
     shaper = shaper or Shaper()
+    executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
     recipe = replace(recipe, options=shippable_options(recipe.options, executor))
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
@@ -227,7 +228,7 @@ def run_batch(
     partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
     done = partial.load() if partial is not None else {}
 
-    finished = _Finished(done, redo_failed)
+    finished = _Finished(done, options.redo_failed)
     columns, total, skipped = _scan(rows, shaper, source_name, finished)
     _check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
     result = BatchResult(
@@ -256,10 +257,10 @@ def run_batch(
         recipe,
         jobs(),
         executor=executor,
-        concurrency=concurrency,
-        workers=workers,
-        chunk_size=chunk_size,
-        ray_address=ray_address,
+        concurrency=options.concurrency,
+        workers=options.workers,
+        chunk_size=options.chunk_size,
+        ray_address=options.ray_address,
         runner=runner if executor in ("thread", "async") else None,
     )
     try:
