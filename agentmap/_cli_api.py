@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentmap.agents.journal import journal_entries
     from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
-    from agentmap.batch.executors import stop_worker_processes
+    from agentmap.batch.executors import executor_named, stop_worker_processes
     from agentmap.config import Settings, load_settings
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from agentmap.protocols.mcp_stdio import serve_stdio
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
-    from agentmap.runtime.durable import open_thread, saved_state_keys
+    from agentmap.runtime.durable import Durability, open_thread, saved_state_keys
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import thread_history
     from agentmap.spec.models import FuncRef, Targets
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [  # noqa: RUF022 (grouped by command)
     # settings (every command), and the logging they configure
     "Settings",
+    "Durability",
     "load_settings",
     "is_trace",
     # run, validate, inspect, export, scaffold
@@ -98,6 +99,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "flush_traces",
     # batch: no worker process outlives the command
     "stop_worker_processes",
+    "executor_named",
     # run, resume: the answer a paused node's hint shows
     "example_answer",
     # mcp: the graphs as MCP tools over stdio
@@ -106,6 +108,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
 
 _HOMES = {
     "Settings": "agentmap.config",
+    "Durability": "agentmap.runtime.durable",
     "load_settings": "agentmap.config",
     "is_trace": "agentmap.agents._agent_log",
     "FuncRef": "agentmap.spec.models",
@@ -113,6 +116,7 @@ _HOMES = {
     "normalize_type": "agentmap.agents.registry",
     "resolve_checkpointer": "agentmap.runtime.checkpoint",
     "stop_worker_processes": "agentmap.batch.executors",
+    "executor_named": "agentmap.batch.executors",
     "example_answer": "agentmap.agents.questions",
     "select_graph": "agentmap.runtime.api",
     "TokenWriter": "agentmap.runtime.streaming",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["LEGACY_NAMES", "merge", "read_file"]
 
@@ -30,7 +30,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}", code="bad-config") from None
+        raise ConfigError(f"cannot read config file {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     data: Any
     if suffix == ".toml":
         import tomllib
@@ -38,14 +38,14 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}", code="bad-config") from None
+            raise ConfigError(f"{path} is not valid TOML: {exc}", code=ErrorCode.BAD_CONFIG) from None
     elif suffix in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError:
             raise ConfigError(
                 f"reading {path} needs PyYAML",
-                code="missing-extra",
+                code=ErrorCode.MISSING_EXTRA,
                 hint='pip install "agentmap[yaml]", or write agentmap.toml instead',
             ) from None
         try:
@@ -53,17 +53,17 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise ConfigError(
                 f"{path} is not valid YAML: {_yaml_problem(exc)}",
-                code="bad-config",
+                code=ErrorCode.BAD_CONFIG,
                 hint="indent with spaces, not tabs, and close every bracket and quote",
             ) from None
     else:
-        raise ConfigError(f"config file {path} must be .yaml, .yml or .toml", code="bad-config")
+        raise ConfigError(f"config file {path} must be .yaml, .yml or .toml", code=ErrorCode.BAD_CONFIG)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path} must hold a mapping of settings (paths:, execution:, ...), not {type(data).__name__}",
-            code="bad-config",
+            code=ErrorCode.BAD_CONFIG,
         )
     if path.name.lower() in LEGACY_NAMES:
         data = _from_legacy(data)
@@ -87,7 +87,7 @@ def _check_keys(data: Mapping[str, Any], path: Path, known: list[str]) -> None:
             guess = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(
                 f"{path}: unknown key {key!r}{guess}",
-                code="bad-config",
+                code=ErrorCode.BAD_CONFIG,
                 hint=f"the top-level keys are {', '.join(known)} (see csv_specs/cli.md)",
             )
 
@@ -110,7 +110,7 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(policy, Mapping) and policy.get("type") == "custom":
             raise ConfigError(
                 "execution.success_policy type 'custom' (a custom function) cannot be set in a config file",
-                code="bad-config",
+                code=ErrorCode.BAD_CONFIG,
                 hint="pass success_policy=<callable> to agentmap.compile() in Python, or use all_nodes, "
                 "final_node or critical_nodes",
             )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["LAYOUTS", "absolute_storage_paths", "read_storage_file"]
 
@@ -34,7 +34,7 @@ def absolute_storage_paths(storage: Mapping[str, Any], base: Path, source: Path 
     if layout not in LAYOUTS:
         raise ConfigError(
             f"{source or 'the config'}: storage.layout is {layout!r}, which is not a storage layout",
-            code="bad-config",
+            code=ErrorCode.BAD_CONFIG,
             hint="write layout: kinds (a folder per kind: <base>/csv, <base>/json) or layout: flat "
             "(the existing AgentMap's: every CSV and JSON file in core.base_directory)",
         )
@@ -106,9 +106,9 @@ def read_storage_file(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the storage config {path}: {exc}", code="bad-config") from None
+        raise ConfigError(f"cannot read the storage config {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path} must hold a mapping (csv:, json:, ...)", code="bad-config")
+        raise ConfigError(f"{path} must hold a mapping (csv:, json:, ...)", code=ErrorCode.BAD_CONFIG)
     return loaded

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from pydantic import ValidationError as PydanticValidationError
 
 from agentmap._config_files import LEGACY_NAMES, merge, read_file
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = [
     "CONFIG_NAMES",
@@ -280,7 +280,7 @@ def _read_environment() -> dict[str, Any]:
         keys = ", ".join(f"{name} ({name[len(ENV_PREFIX) :].lower().replace('__', '.')})" for name in names)
         raise ConfigError(
             f"environment variable {keys}: the value cannot be read",
-            code="bad-config",
+            code=ErrorCode.BAD_CONFIG,
             hint=f"lists and objects are JSON, e.g. {ENV_PREFIX}TOOLS__ROOTS='[\"tools\"]'",
         ) from None
     return data
@@ -319,7 +319,7 @@ def load_settings(
             via = "--config" if config else f"{ENV_PREFIX}CONFIG"
             raise ConfigError(
                 f"config file {path} ({via}) {what}",
-                code="config-not-found",
+                code=ErrorCode.CONFIG_NOT_FOUND,
                 hint="name an agentmap.yaml or agentmap.toml file, or leave it out",
             )
     else:
@@ -361,6 +361,6 @@ def _config_error(
         where = str(path) if path is not None else "the settings"
     return ConfigError(
         f"{where}: {key}: {message}",
-        code="bad-config",
+        code=ErrorCode.BAD_CONFIG,
         hint="see csv_specs/cli.md for every configuration key and its values",
     )

@@ -211,26 +211,27 @@ class AgentMapError(Exception):
     """Root of every error AgentMap raises on purpose.
 
     Attributes:
-        code: A stable, machine-readable identifier (`"unknown-agent-type"`); never reworded. An
-            `ErrorCode` member when the code is listed there (a plain string otherwise).
+        code: A stable, machine-readable identifier (`"unknown-agent-type"`); never reworded. Raise sites pass an
+            `ErrorCode` member (so a type checker refuses a misspelt code); text from an untyped caller becomes
+            the member it names. Only the server protocol's own codes (`ProtocolCode`) stay plain text.
         message: What went wrong and what to change, in words a workflow author can act on.
         location: The file, row and column of the mistake, when there is one.
         hint: An optional extra line ("did you mean ...?").
     """
 
-    default_code: ClassVar[str] = "agentmap-error"
+    default_code: ClassVar[ErrorCode] = ErrorCode.AGENTMAP_ERROR
     exit_code: ClassVar[int] = 5
 
     def __init__(
         self,
         message: str,
         *,
-        code: str | None = None,
+        code: ErrorCode | None = None,
         location: Location | None = None,
         hint: str | None = None,
     ) -> None:
         self.message = message
-        self.code: str = ErrorCode.coerce(code or self.default_code)
+        self.code: str = ErrorCode.coerce(code or self.default_code)  # a member even from untyped callers
         self.location = location
         self.hint = hint
         super().__init__(self.__str__())
@@ -248,28 +249,28 @@ class AgentMapError(Exception):
 class WorkflowFileError(AgentMapError, FileNotFoundError):
     """A workflow file is missing, is a directory, or cannot be read as a workflow."""
 
-    default_code = "file-not-found"
+    default_code = ErrorCode.FILE_NOT_FOUND
     exit_code = 3
 
 
 class GraphNotFoundError(AgentMapError, LookupError):
     """A `file.csv::Graph` selector names no graph in the file (or a file holds several and none was named)."""
 
-    default_code = "graph-not-found"
+    default_code = ErrorCode.GRAPH_NOT_FOUND
     exit_code = 3
 
 
 class AgentNotFoundError(AgentMapError, LookupError):
     """An agent type, router function or custom agent class cannot be found."""
 
-    default_code = "unknown-agent-type"
+    default_code = ErrorCode.UNKNOWN_AGENT_TYPE
     exit_code = 4
 
 
 class ConfigError(AgentMapError, ValueError):
     """Configuration (a file, an environment variable or an argument) is invalid."""
 
-    default_code = "bad-config"
+    default_code = ErrorCode.BAD_CONFIG
     exit_code = 2
 
 
@@ -278,14 +279,14 @@ class CorruptCheckpointError(ConfigError):
     checksum it was written with, or does not decode: it is never resumed from. Raised inside a node, it ends
     the run rather than failing the node (`stops_run`)."""
 
-    default_code = "corrupt-checkpoint"
+    default_code = ErrorCode.CORRUPT_CHECKPOINT
     stops_run = True
 
 
 class NodeError(AgentMapError, RuntimeError):
     """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next)."""
 
-    default_code = "node-error"
+    default_code = ErrorCode.NODE_ERROR
     exit_code = 5
 
 
@@ -295,7 +296,7 @@ class WorkflowValidationError(AgentMapError, ValueError):
     The message lists the errors one per line, each prefixed with its file:row:column.
     """
 
-    default_code = "validation-failed"
+    default_code = ErrorCode.VALIDATION_FAILED
     exit_code = 4
 
     def __init__(self, issues: Sequence[object], *, source: str | None = None) -> None:

@@ -36,7 +36,9 @@ def _codes_in_the_package() -> dict[str, str]:
             elif isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "default_code" for t in node.targets):
                 values.append(node.value)
             for value in values:
-                if isinstance(value, ast.Constant) and isinstance(value.value, str) and _CODE.match(value.value):
+                if isinstance(value, ast.Attribute) and getattr(value.value, "id", "") == "ErrorCode":
+                    found.setdefault(ErrorCode[value.attr].value, f"{where}:{value.lineno}")  # a typed raise site
+                elif isinstance(value, ast.Constant) and isinstance(value.value, str) and _CODE.match(value.value):
                     found.setdefault(value.value, f"{where}:{value.lineno}")
     return found
 
@@ -65,7 +67,7 @@ def test_every_validation_code_documented_is_an_error_code() -> None:
 
 
 def test_a_known_code_becomes_a_member_and_links_its_section() -> None:
-    err = ConfigError("bad value", code="bad-config")
+    err = ConfigError("bad value", code="bad-config")  # type: ignore[arg-type]  # an untyped caller's text
     assert err.code is ErrorCode.BAD_CONFIG
     assert f"error[{err.code}]" == "error[bad-config]" and json.dumps(err.code) == '"bad-config"'
     assert err.docs == "csv_specs/errors.md#bad-config"
@@ -74,7 +76,7 @@ def test_a_known_code_becomes_a_member_and_links_its_section() -> None:
 
 
 def test_a_code_not_listed_yet_stays_text() -> None:
-    err = AgentMapError("new", code="brand-new-code")
+    err = AgentMapError("new", code="brand-new-code")  # type: ignore[arg-type]  # an untyped caller's text
     assert err.code == "brand-new-code" and not isinstance(err.code, ErrorCode)
     assert err.docs is None
 
@@ -116,3 +118,19 @@ def test_the_exit_code_each_section_of_errors_md_gives_is_its_errors() -> None:
         code: (name, int(exit_code)) for code, name, exit_code in said if classes[name].exit_code != int(exit_code)
     }
     assert not wrong, f"errors.md gives exit codes these errors do not have: {wrong}"
+
+
+def test_the_type_checker_refuses_a_misspelt_code(tmp_path: Path) -> None:
+    from mypy import api
+
+    (tmp_path / "raise_site.py").write_text(
+        "from agentmap.errors import ConfigError, ErrorCode\n"
+        'ConfigError("ok", code=ErrorCode.BAD_CONFIG)\n'
+        'ConfigError("typo", code="bad-confg")\n',
+        encoding="utf-8",
+    )
+    out, _, status = api.run(
+        ["--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "raise_site.py")]
+    )
+    assert status == 1 and out.count("error:") == 1, out
+    assert 'raise_site.py:3: error: Argument "code" to "ConfigError" has incompatible type "str"' in out, out

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import agentmap
-from agentmap.errors import FILE_ERROR_CODES, GraphNotFoundError, Location, WorkflowFileError
+from agentmap.errors import FILE_ERROR_CODES, ErrorCode, GraphNotFoundError, Location, WorkflowFileError
 
 PACKAGE = Path(agentmap.__file__).parent
 
@@ -43,6 +43,6 @@ def test_validate_reports_a_file_level_error_with_a_code_from_the_table(tmp_path
 
 
 def test_an_error_names_its_location_then_the_hint() -> None:
-    err = WorkflowFileError("bad", code="not-text", location=Location("g.csv", 3, "Context"), hint="fix it")
+    err = WorkflowFileError("bad", code=ErrorCode.NOT_TEXT, location=Location("g.csv", 3, "Context"), hint="fix it")
     assert str(err) == "g.csv:3:Context: bad\n  fix it"
     assert isinstance(err, FileNotFoundError) and err.exit_code == 3

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmap.errors import AgentMapError, ConfigError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -137,7 +137,7 @@ class BudgetExceeded(AgentMapError, RuntimeError):
     The run is saved up to the node that stopped (with a thread): `agentmap resume ID --budget MORE` continues.
     """
 
-    default_code = "budget-exceeded"
+    default_code = ErrorCode.BUDGET_EXCEEDED
     exit_code = 6
     stops_run = True  # not a node failure: no Failure_Next, the run ends here (agents/_bridge.py)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = [
     "INTERACTIONS",
@@ -41,7 +41,7 @@ _MARK = "agentmap.question"
 class AnswerError(ConfigError):
     """An answer does not fit the question of a paused node; the run stays paused."""
 
-    default_code = "bad-answer"
+    default_code = ErrorCode.BAD_ANSWER
 
 
 def question(

@@ -31,7 +31,7 @@ from agentmap._paths import OutsideRootsError, allowed_roots, confine, is_under
 from agentmap.agents.base import AgentEnvironment, ConfigProblem
 from agentmap.agents.registry import import_file
 from agentmap.agents.tools import LocalToolExecutor, as_tool
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = [
     "allowed_tool_roots",
@@ -118,10 +118,12 @@ def _resolve_path(source: str, environment: AgentEnvironment) -> Path:
             f"Tool_Source '{source}' is outside the allowed tool folders ({', '.join(map(str, roots))}): "
             "move it under the workflow's folder, or add its folder to the tools.roots setting or the allowed "
             "roots (--allow-root, paths.allowed_roots; see csv_specs/security.md)",
-            code="tool-path-refused",
+            code=ErrorCode.TOOL_PATH_REFUSED,
         )
     if not resolved.exists():
-        raise ConfigError(f"Tool_Source '{source}' does not exist (looked for {resolved})", code="tool-not-found")
+        raise ConfigError(
+            f"Tool_Source '{source}' does not exist (looked for {resolved})", code=ErrorCode.TOOL_NOT_FOUND
+        )
     return resolved
 
 
@@ -141,7 +143,7 @@ def _from_working_directory(source: str, roots: list[Path]) -> Path | None:
         f"({found}), but tools are looked up there only for a workflow file inside it: allow that folder with "
         f"`--allow-root {cwd}` (or paths.allowed_roots, tools.roots; see csv_specs/security.md), or move the "
         "tool beside the workflow",
-        code="tool-path-refused",
+        code=ErrorCode.TOOL_PATH_REFUSED,
     )
 
 
@@ -173,12 +175,14 @@ def load_python_tools(source: str, environment: AgentEnvironment) -> list[BaseTo
                 "workflow file may offer its nodes (and their models) only the tool modules the person running it "
                 f"allows. Add it to tools.allowed_modules (`tools: {{allowed_modules: [{name}]}}` in agentmap.yaml), "
                 "or put the tools in a .py file beside the workflow (see csv_specs/security.md)",
-                code="tool-module-refused",
+                code=ErrorCode.TOOL_MODULE_REFUSED,
             )
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
-            raise ConfigError(f"tool module '{name}' cannot be imported: {exc}", code="tool-not-found") from None
+            raise ConfigError(
+                f"tool module '{name}' cannot be imported: {exc}", code=ErrorCode.TOOL_NOT_FOUND
+            ) from None
         return _module_tools(module)
     path = _resolve_path(source, environment)
     files = [path] if path.is_file() else sorted(p for p in path.glob("*.py") if not p.name.startswith("_"))
@@ -225,7 +229,7 @@ def _external_loader(kind: str) -> Any:
         return ep.load()
     raise ConfigError(
         f"no loader for `{kind}:` tool sources is installed (the entry point {kind!r} of group {TOOL_SOURCE_GROUP!r})",
-        code="tool-not-found",
+        code=ErrorCode.TOOL_NOT_FOUND,
         hint='reinstall AgentMap (pip install -e ".[dev]" in a checkout) so its entry points are declared',
     )
 
@@ -233,7 +237,7 @@ def _external_loader(kind: str) -> Any:
 def _unknown(lead: str, name: str, found: Sequence[str]) -> ConfigError:
     close = difflib.get_close_matches(name, list(found), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    return ConfigError(f"{lead}{hint} Tools found: {', '.join(found) or 'none'}", code="unknown-tool")
+    return ConfigError(f"{lead}{hint} Tools found: {', '.join(found) or 'none'}", code=ErrorCode.UNKNOWN_TOOL)
 
 
 def _select(tools: Sequence[BaseTool], wanted: list[str]) -> list[BaseTool]:

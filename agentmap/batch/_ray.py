@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.batch.executors import run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.spec.readers import Table
@@ -162,7 +162,7 @@ def _ray() -> Any:
     except ImportError:
         raise ConfigError(
             "the ray executor needs Ray, which is not installed",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[ray]"',
         ) from None
     return ray
@@ -179,7 +179,7 @@ def run_on_ray(
         except ConnectionError as exc:
             raise ConfigError(
                 f"cannot connect to Ray at {address!r}: {exc}",
-                code="ray-unreachable",
+                code=ErrorCode.RAY_UNREACHABLE,
                 hint="check --ray-address (`auto` finds a cluster started on this machine with `ray start --head`)",
             ) from None
     files, shipped = bundle(recipe)
@@ -205,7 +205,9 @@ def run_on_ray(
         from agentmap.errors import NodeError
 
         raise NodeError(
-            f"a Ray worker failed: {exc}", code="worker-died", hint="run again to continue (finished rows are kept)"
+            f"a Ray worker failed: {exc}",
+            code=ErrorCode.WORKER_DIED,
+            hint="run again to continue (finished rows are kept)",
         ) from None
     finally:
         for ref in pending:  # stopped early (Ctrl-C, an error): drop the chunks not yet finished

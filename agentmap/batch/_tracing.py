@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
+    from agentmap.batch.executors import Executor
     from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = ["ROW_ID_KEY", "ROW_KEY", "BatchSpan", "shippable_options"]
@@ -27,7 +28,7 @@ ROW_ID_KEY = "agentmap.batch.row_id"
 _REMOTE = ("process", "ray")
 
 
-def shippable_options(options: Mapping[str, Any], executor: str) -> dict[str, Any]:
+def shippable_options(options: Mapping[str, Any], executor: Executor) -> dict[str, Any]:
     """`compile` options with `tracing` in a form every worker can use on its own.
 
     A `file:` path becomes absolute (a Ray worker runs in a folder of its own); worker processes and Ray workers
@@ -48,7 +49,7 @@ def shippable_options(options: Mapping[str, Any], executor: str) -> dict[str, An
         raise ConfigError(
             f"tracing={value!r} cannot reach the {executor} executor's workers: they are other processes and "
             "make their own exporter from the exporter's name",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint='pass the exporter as text (tracing="otlp", "console" or "file:spans.jsonl"), '
             'or use executor="thread"',
         )
@@ -71,7 +72,7 @@ class BatchSpan:
         metadata: Run metadata for every row (its run span's parent); empty when nobody traces.
     """
 
-    def __init__(self, app: CompiledWorkflow, source_name: str, executor: str, total: int, skipped: int) -> None:
+    def __init__(self, app: CompiledWorkflow, source_name: str, executor: Executor, total: int, skipped: int) -> None:
         from agentmap.runtime.events import observers_for
 
         self.app = app

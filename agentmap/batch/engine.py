@@ -6,20 +6,20 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
 from agentmap.batch._tracing import BatchSpan, shippable_options
-from agentmap.batch.executors import EXECUTORS, default_workers, execute
+from agentmap.batch.executors import Executor, default_workers, execute, executor_named
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
-__all__ = ["batch", "parse_rate", "run_batch"]
+__all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
 
 RowSource = Callable[[], Iterator[Mapping[str, Any]]]
 
@@ -38,12 +38,14 @@ def parse_rate(text: str | float) -> float:
         match = _RATE.match(text)
         if match is None:
             raise ConfigError(
-                f"bad rate limit {text!r}", code="usage", hint="write requests per time, e.g. 5/s, 300/min or 1000/h"
+                f"bad rate limit {text!r}",
+                code=ErrorCode.USAGE,
+                hint="write requests per time, e.g. 5/s, 300/min or 1000/h",
             )
         unit = (match.group(2) or "s")[0].lower()
         value = float(match.group(1)) / {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
     if value <= 0:
-        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code="usage")
+        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code=ErrorCode.USAGE)
     return value
 
 
@@ -79,7 +81,7 @@ def batch(
     rows: Iterable[Mapping[str, Any]] | str | Path | Any,
     *,
     output: str | Path | None = None,
-    executor: str = "thread",
+    executor: Executor = "thread",
     concurrency: int = 8,
     workers: int | None = None,
     on_result: Callable[[RowResult], None] | None = None,
@@ -143,12 +145,11 @@ def batch(
         BatchInterrupted: Ctrl-C; what finished is kept.
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+    executor = executor_named(executor)
     if checkpoint is not None and executor not in ("thread", "process"):
         raise ConfigError(
             f"--checkpoint works with the thread and process executors, not {executor}",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint="use --executor thread or process, or leave out --checkpoint",
         )
     options = dict(compile_options)
@@ -159,7 +160,9 @@ def batch(
         options["settings"] = settings
     if budget is not None:  # each row's run is held to it where rows do not share the batch's meter
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
-            raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}", code="usage")
+            raise ConfigError(
+                f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE
+            )
         settings = dict(options.get("settings") or {})
         settings["llm"] = {**(settings.get("llm") or {}), "budget": float(budget)}
         options["settings"] = settings
@@ -178,17 +181,24 @@ def batch(
         source_name=name,
         output=Path(output) if output is not None else None,
         shaper=Shaper(dict(rename or {}), json_cells, id_column),
-        executor=executor,
-        concurrency=concurrency,
-        workers=workers,
-        chunk_size=chunk_size,
-        ray_address=ray_address,
-        redo_failed=redo_failed,
+        options=BatchOptions(executor, concurrency, workers, chunk_size, ray_address, redo_failed, keep_rows, budget),
         on_result=on_result,
         progress=progress,
-        keep_rows=keep_rows,
-        budget=budget,
     )
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How `run_batch` runs the rows, as `batch` checked them (its keyword arguments of the same names)."""
+
+    executor: Executor = "thread"
+    concurrency: int = 8
+    workers: int | None = None
+    chunk_size: int = 16
+    ray_address: str | None = None
+    redo_failed: bool = False
+    keep_rows: bool = True
+    budget: float | None = None
 
 
 def run_batch(
@@ -198,16 +208,9 @@ def run_batch(
     source_name: str,
     output: Path | None = None,
     shaper: Shaper | None = None,
-    executor: str = "thread",
-    concurrency: int = 8,
-    workers: int | None = None,
-    chunk_size: int = 16,
-    ray_address: str | None = None,
-    redo_failed: bool = False,
+    options: BatchOptions = BatchOptions(),
     on_result: Callable[[RowResult], None] | None = None,
     progress: Progress | None = None,
-    keep_rows: bool = True,
-    budget: float | None = None,
     warn: Warn = _warn,
 ) -> BatchResult:
     """The batch itself (see `batch`): `rows()` is called again for each pass over the input.
@@ -216,6 +219,7 @@ def run_batch(
     `warn` is told of those it lacks, once for the whole batch.
     """
     shaper = shaper or Shaper()
+    executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
     recipe = replace(recipe, options=shippable_options(recipe.options, executor))
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
@@ -224,7 +228,7 @@ def run_batch(
     partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
     done = partial.load() if partial is not None else {}
 
-    finished = _Finished(done, redo_failed)
+    finished = _Finished(done, options.redo_failed)
     columns, total, skipped = _scan(rows, shaper, source_name, finished)
     _check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
     result = BatchResult(
@@ -253,10 +257,10 @@ def run_batch(
         recipe,
         jobs(),
         executor=executor,
-        concurrency=concurrency,
-        workers=workers,
-        chunk_size=chunk_size,
-        ray_address=ray_address,
+        concurrency=options.concurrency,
+        workers=options.workers,
+        chunk_size=options.chunk_size,
+        ray_address=options.ray_address,
         runner=runner if executor in ("thread", "async") else None,
     )
     try:
@@ -374,7 +378,7 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
                 raise ConfigError(
                     f"{name}, row {number}: id {key!r} in column {shaper.id_column!r} is already the id of row "
                     f"{seen[key]}",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint="give every row its own id (resuming a batch finds rows by id)",
                 )
             seen[key] = number
@@ -385,7 +389,7 @@ def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], 
         raise ConfigError(
             f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
             "writes itself",
-            code="bad-input",
+            code=ErrorCode.BAD_INPUT,
             hint=f"rename that column in the input (the output adds {', '.join(RESULT_COLUMNS)})",
         )
     return list(columns), total, skipped

@@ -18,16 +18,27 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
-from agentmap.errors import ConfigError, NodeError
+from agentmap.errors import ConfigError, ErrorCode, NodeError
 from agentmap.runtime.events import flush_observers
 
-__all__ = ["EXECUTORS", "chunks", "execute", "run_chunk", "stop_worker_processes"]
+__all__ = ["EXECUTORS", "Executor", "chunks", "execute", "executor_named", "run_chunk", "stop_worker_processes"]
 
-EXECUTORS = ("thread", "async", "process", "ray")
+Executor = Literal["thread", "async", "process", "ray"]
+"""Where a batch runs its rows: threads, one event loop, worker processes or a Ray cluster."""
+
+EXECUTORS: tuple[Executor, ...] = get_args(Executor)
+
+
+def executor_named(name: str) -> Executor:
+    """`name` as an `Executor` (it comes from the command line or an untyped caller), or a usage error."""
+    for executor in EXECUTORS:
+        if name == executor:
+            return executor
+    raise ConfigError(f"unknown executor {name!r}", code=ErrorCode.USAGE, hint=f"use one of {', '.join(EXECUTORS)}")
 
 
 def chunks(jobs: Iterator[Job], size: int) -> Iterator[list[Job]]:
@@ -40,7 +51,7 @@ def execute(
     recipe: WorkflowRecipe,
     jobs: Iterator[Job],
     *,
-    executor: str = "thread",
+    executor: Executor = "thread",
     concurrency: int = 8,
     workers: int | None = None,
     chunk_size: int = 16,
@@ -62,11 +73,10 @@ def execute(
     Raises:
         ConfigError: An unknown executor, or a number below 1.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}", code="usage", hint=f"use one of {', '.join(EXECUTORS)}")
+    executor = executor_named(executor)
     for name, value in (("concurrency", concurrency), ("workers", workers or 1), ("chunk size", chunk_size)):
         if value < 1:
-            raise ConfigError(f"the {name} must be at least 1, got {value}", code="usage")
+            raise ConfigError(f"the {name} must be at least 1, got {value}", code=ErrorCode.USAGE)
     if executor == "thread":
         return _in_process(_threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":
@@ -95,7 +105,7 @@ def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
             raise NodeError(
                 f"{row} called os._exit({exited.status}), which would end the whole batch's process: the batch "
                 "stopped (rows still running are not recorded)",
-                code="row-exited",
+                code=ErrorCode.ROW_EXITED,
                 hint="run again to continue (finished rows are kept); have the agent raise an error instead: its row "
                 "then fails and the batch goes on",
             ) from None
@@ -342,7 +352,7 @@ def _pool(
     except BrokenProcessPool as exc:
         raise NodeError(
             f"a batch worker process died: {exc}",
-            code="worker-died",
+            code=ErrorCode.WORKER_DIED,
             hint="run again to continue (finished rows are kept); if it repeats, use --executor thread to see why",
         ) from None
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentmap.batch.rows import RESULT_COLUMNS, RowResult
 from agentmap.batch.tables import open_writer, read_rows
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["PartialFile", "partial_path"]
 
@@ -79,13 +79,13 @@ class PartialFile:
         if header.get("format") != _FORMAT:
             raise ConfigError(
                 f"{self.path} is not the partial results of an agentmap batch",
-                code="bad-partial",
+                code=ErrorCode.BAD_PARTIAL,
                 hint="move it away, or write the output somewhere else",
             )
         if header.get("graph") != self.graph:
             raise ConfigError(
                 f"{self.path} holds the partial results of graph {header.get('graph')!r}, not {self.graph!r}",
-                code="bad-partial",
+                code=ErrorCode.BAD_PARTIAL,
                 hint="write the output somewhere else, or delete that file to start over",
             )
 
@@ -97,7 +97,7 @@ class PartialFile:
         if first is not None and "row_id" not in first:
             raise ConfigError(
                 f"{self.output} exists and is not the output of a batch (it has no row_id column)",
-                code="output-exists",
+                code=ErrorCode.OUTPUT_EXISTS,
                 hint="name another --output file, or move that one away; it is never overwritten",
             )
         with self.path.open("w", encoding="utf-8") as handle:

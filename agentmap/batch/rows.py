@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
-from agentmap.errors import AgentMapError, ConfigError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
@@ -144,7 +144,7 @@ class Shaper:
                 except json.JSONDecodeError as exc:
                     raise ConfigError(
                         f"{where}, column {column!r}: the cell is not valid JSON ({exc.msg})",
-                        code="bad-input",
+                        code=ErrorCode.BAD_INPUT,
                         hint="fix the cell, or leave out --json-cells to pass it as text",
                     ) from None
             state[self.renames.get(column, column)] = value
@@ -156,14 +156,14 @@ class Shaper:
             if self.id_column not in row:
                 raise ConfigError(
                     f"{where} has no id column {self.id_column!r} (columns: {', '.join(row)})",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint="name an existing column with --id-column",
                 )
             value = row[self.id_column]
             if value is None or str(value).strip() == "":
                 raise ConfigError(
                     f"{where}, column {self.id_column!r}: the row id is empty",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint="give every row an id, or leave out --id-column",
                 )
             return str(value).strip()

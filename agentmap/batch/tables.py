@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import ConfigError, WorkflowFileError
+from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 
 __all__ = ["FORMATS", "TableWriter", "Warn", "cell_text", "open_writer", "read_rows", "table_format"]
 
@@ -37,7 +37,7 @@ def table_format(path: Path, what: str) -> str:
     if kind is None:
         raise ConfigError(
             f"{what} {path} has an unsupported extension {path.suffix or '(none)'!r}",
-            code="unsupported-format",
+            code=ErrorCode.UNSUPPORTED_FORMAT,
             hint="use .csv, .jsonl, .parquet or .xlsx",
         )
     return kind
@@ -46,7 +46,7 @@ def table_format(path: Path, what: str) -> str:
 def _missing(path: Path, extra: str, module: str) -> ConfigError:
     return ConfigError(
         f"{path.name} needs the {module} package, which is not installed",
-        code="missing-extra",
+        code=ErrorCode.MISSING_EXTRA,
         hint=f'pip install "agentmap[{extra}]", or use a .csv or .jsonl file',
     )
 
@@ -72,7 +72,7 @@ def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None)
     if not path.is_file():
         raise WorkflowFileError(
             f"input table {path} {'is a directory' if path.is_dir() else 'does not exist'}",
-            code="input-not-found",
+            code=ErrorCode.INPUT_NOT_FOUND,
             hint="name a .csv, .jsonl, .parquet or .xlsx file of rows",
         )
     if kind == "csv":
@@ -90,7 +90,7 @@ _LENIENT = "or pass --lenient to run such rows as they stand"
 def _problem(warn: Warn | None, message: str, hint: str) -> None:
     """Refuse a row that does not fit its table, or only warn of it when reading leniently."""
     if warn is None:
-        raise ConfigError(message, code="bad-input", hint=hint)
+        raise ConfigError(message, code=ErrorCode.BAD_INPUT, hint=hint)
     warn(f"{message} (--lenient: the row runs as it stands)")
 
 
@@ -119,11 +119,13 @@ def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:
             what = "a quote opened in this row is never closed" if "end of data" in str(exc) else exc
             raise ConfigError(
                 f"{path}:{start}: not valid CSV in the row starting on this line: {what}",
-                code="bad-input",
+                code=ErrorCode.BAD_INPUT,
                 hint='close every quote you open; a quote inside a cell is doubled in a quoted cell: "say ""hi"""',
             ) from None
         except UnicodeDecodeError:
-            raise ConfigError(f"{path} is not UTF-8 text", code="bad-input", hint="save it as UTF-8 CSV") from None
+            raise ConfigError(
+                f"{path} is not UTF-8 text", code=ErrorCode.BAD_INPUT, hint="save it as UTF-8 CSV"
+            ) from None
 
 
 def _check_cells(path: Path, line: int, cells: list[str], width: int, warn: Warn | None) -> None:
@@ -178,10 +180,10 @@ def _check_header(path: Path, names: Sequence[str]) -> None:
     for position, name in enumerate(names, start=1):
         if not name:
             raise ConfigError(
-                f"{path}:1: column {position} has no name", code="bad-input", hint="give every column a header"
+                f"{path}:1: column {position} has no name", code=ErrorCode.BAD_INPUT, hint="give every column a header"
             )
         if name in seen:
-            raise ConfigError(f"{path}:1: two columns are named {name!r}", code="bad-input", hint="rename one")
+            raise ConfigError(f"{path}:1: two columns are named {name!r}", code=ErrorCode.BAD_INPUT, hint="rename one")
         seen.add(name)
 
 
@@ -195,13 +197,13 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(
                     f"{path}:{line_number}: not valid JSON: {exc.msg} (column {exc.colno})",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint='write one JSON object per line, e.g. {"name": "Ada"}',
                 ) from None
             if not isinstance(value, dict):
                 raise ConfigError(
                     f"{path}:{line_number}: each line must be a JSON object, not {type(value).__name__}",
-                    code="bad-input",
+                    code=ErrorCode.BAD_INPUT,
                     hint='e.g. {"name": "Ada"}',
                 )
             yield value
@@ -215,7 +217,7 @@ def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
     try:
         source = pq.ParquetFile(path)
     except Exception as exc:
-        raise ConfigError(f"cannot read {path} as Parquet: {exc}", code="bad-input") from None
+        raise ConfigError(f"cannot read {path} as Parquet: {exc}", code=ErrorCode.BAD_INPUT) from None
     with contextlib.closing(source):
         for batch in source.iter_batches(batch_size=_BATCH):
             yield from batch.to_pylist()
@@ -230,12 +232,12 @@ def _read_excel(path: Path, sheet: str | None, warn: Warn | None) -> Iterator[di
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:
-        raise ConfigError(f"cannot read {path} as a spreadsheet: {exc}", code="bad-input") from None
+        raise ConfigError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.BAD_INPUT) from None
     try:
         if sheet is not None and sheet not in book.sheetnames:
             raise ConfigError(
                 f"{path} has no sheet {sheet!r} (sheets: {', '.join(book.sheetnames)})",
-                code="bad-input",
+                code=ErrorCode.BAD_INPUT,
                 hint="pass --sheet with one of those names",
             )
         table = book[sheet] if sheet is not None else book.worksheets[0]
@@ -352,7 +354,7 @@ class TableWriter:
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                 raise ConfigError(
                     f"column {field.name!r} of {self.path} holds values of another type than in its first rows",
-                    code="bad-output",
+                    code=ErrorCode.BAD_OUTPUT,
                     hint="write the output as .jsonl or .csv, or make the workflow write one type to that field",
                 ) from None
         self._writer.write_table(pa.Table.from_arrays(columns, schema=schema))

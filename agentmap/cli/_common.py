@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap._cli_api import Settings
@@ -179,14 +179,16 @@ def split_target(target: str | None, settings: Settings) -> tuple[Path, str | No
     if not text:
         raise ConfigError(
             "no workflow file given",
-            code="no-workflow",
+            code=ErrorCode.NO_WORKFLOW,
             hint="name one, e.g. `agentmap run graphs/hello_world.csv`, or set `workflow:` in agentmap.yaml",
         )
     path, sep, graph = text.partition("::")
     return Path(path), (graph.strip() or None) if sep else None
 
 
-def json_object(text: str, where: str, *, code: str, example: str, what: str = "", hint: str = "") -> dict[str, Any]:
+def json_object(
+    text: str, where: str, *, code: ErrorCode, example: str, what: str = "", hint: str = ""
+) -> dict[str, Any]:
     """Parse an option's or file's text as a JSON object.
 
     Args:
@@ -221,7 +223,9 @@ def cannot_write(path: Path, what: str, exc: OSError) -> ConfigError:
     if isinstance(exc, FileExistsError | NotADirectoryError):
         reason = "a file stands where a folder is needed"
     return ConfigError(
-        f"cannot write {what} {path}: {reason}", code="cannot-write", hint="name a path in a folder you can write to"
+        f"cannot write {what} {path}: {reason}",
+        code=ErrorCode.CANNOT_WRITE,
+        hint="name a path in a folder you can write to",
     )
 
 
@@ -252,7 +256,7 @@ def api_key_from(api_key_env: str | None, starting: str) -> str | None:
     if not api_key:
         raise ConfigError(
             f"--api-key-env names {api_key_env}, which is not set (or empty)",
-            code="api-key-required",
+            code=ErrorCode.API_KEY_REQUIRED,
             hint=f"export {api_key_env}=<a long random key> before starting {starting}",
         )
     return api_key

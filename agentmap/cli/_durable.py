@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
+
+if TYPE_CHECKING:
+    from agentmap._cli_api import Durability
 
 __all__ = [
     "CheckpointOption",
     "DurabilityOption",
     "check_durability",
+    "durability_mode",
     "need_store",
     "parse_answer",
     "resume_hint",
@@ -40,16 +44,23 @@ DurabilityOption = Annotated[
     ),
 ]
 
-_MODES = ("sync", "async", "exit")
+_MODES: tuple[Durability, ...] = ("sync", "async", "exit")
+
+
+def durability_mode(value: str | None) -> Durability | None:
+    """`--durability`'s mode, or None when not given; a value LangGraph does not know is a usage error."""
+    if value is None:
+        return None
+    for mode in _MODES:
+        if value == mode:
+            return mode
+    raise ConfigError(f"--durability must be sync, async or exit, not {value!r}", code=ErrorCode.USAGE)
 
 
 def check_durability(value: str | None) -> dict[str, Any]:
     """`{"durability": value}` for `invoke`, or `{}`; a value LangGraph does not know is a usage error."""
-    if value is None:
-        return {}
-    if value not in _MODES:
-        raise ConfigError(f"--durability must be sync, async or exit, not {value!r}", code="usage")
-    return {"durability": value}
+    mode = durability_mode(value)
+    return {} if mode is None else {"durability": mode}
 
 
 def parse_answer(answer: str | None, data: str | None) -> Any:
@@ -59,14 +70,14 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
     JSON object, list or string (`{`, `[`, `"`) is read as JSON when it parses.
     """
     if answer is not None and data is not None:
-        raise ConfigError("give the answer once: as ANSWER or as --data, not both", code="usage")
+        raise ConfigError("give the answer once: as ANSWER or as --data, not both", code=ErrorCode.USAGE)
     if data is not None:
         try:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"--data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                code="usage",
+                code=ErrorCode.USAGE,
                 hint='e.g. --data \'{"approved": true, "note": "ok"}\', or give a text answer as ANSWER',
             ) from None
     if answer is None:
@@ -90,7 +101,7 @@ def need_store(checkpoint: str | None, thread: str) -> None:
     if not checkpoint_exists(checkpoint):
         raise ConfigError(
             f"no thread {thread!r}: there is no checkpoint file {checkpoint_target(checkpoint, create=False)} here",
-            code="unknown-thread",
+            code=ErrorCode.UNKNOWN_THREAD,
             hint="run from the folder the run started in, or pass the --checkpoint it used",
         )
 

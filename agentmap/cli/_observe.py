@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["TraceContentOption", "TraceOption", "check_picture", "tracing_for"]
 
@@ -36,7 +36,7 @@ def tracing_for(settings: Any, trace: str | None, content: bool) -> dict[str, An
     if trace is not None:
         value = trace.strip()
         if value not in ("otlp", "console") and not (value.startswith("file:") and len(value) > 5):
-            raise ConfigError(f"--trace {trace!r} is not a trace exporter", code="usage", hint=_TRACE_HINT)
+            raise ConfigError(f"--trace {trace!r} is not a trace exporter", code=ErrorCode.USAGE, hint=_TRACE_HINT)
     exporter = trace or settings.tracing.exporter
     if not exporter:
         return None
@@ -52,7 +52,9 @@ def check_picture(path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in (".svg", ".png"):
         raise ConfigError(
-            f"cannot tell the picture format of {path}: name a .svg or .png file", code="usage", hint="--draw run.svg"
+            f"cannot tell the picture format of {path}: name a .svg or .png file",
+            code=ErrorCode.USAGE,
+            hint="--draw run.svg",
         )
     if suffix == ".png":
         try:
@@ -60,6 +62,6 @@ def check_picture(path: Path) -> None:
         except ImportError:
             raise ConfigError(
                 "PNG pictures need the resvg renderer, which is not installed",
-                code="bad-config",
+                code=ErrorCode.BAD_CONFIG,
                 hint='pip install "agentmap[draw]" (or draw an .svg)',
             ) from None

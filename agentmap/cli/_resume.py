@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap import RunResult
@@ -29,12 +29,12 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
     if thread is None:
         raise ConfigError(
             "--resume continues a paused run: give the --thread it paused in",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint=f"e.g. agentmap resume 1a2b3c {ANSWER_EXAMPLE} (a paused run prints its command)",
         )
     if state is not None or state_file is not None:
         raise ConfigError(
-            "--resume continues a paused run from its saved state: drop --state/--state-file", code="usage"
+            "--resume continues a paused run from its saved state: drop --state/--state-file", code=ErrorCode.USAGE
         )
     import json
 
@@ -43,7 +43,7 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT",
         ) from None
 

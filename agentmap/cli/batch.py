@@ -30,7 +30,7 @@ from agentmap.cli._common import (
 from agentmap.cli._common import split_target as _split_target
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.cli._process import collect_from_here, signal_handlers
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.batch.results import BatchResult
@@ -44,7 +44,7 @@ def _renames(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         column, sep, key = pair.partition("=")
         if not sep or not column.strip() or not key.strip():
-            raise ConfigError(f"bad --map {pair!r}", code="usage", hint="write --map column=state_key")
+            raise ConfigError(f"bad --map {pair!r}", code=ErrorCode.USAGE, hint="write --map column=state_key")
         renames[column.strip()] = key.strip()
     return renames
 
@@ -201,12 +201,13 @@ def batch_command(
         logging.getLogger("agentmap").setLevel(logging.CRITICAL)
     path, graph = _split_target(target, settings)
     if output.resolve() == input_path.resolve():
-        raise ConfigError("--output must not be the --input file", code="usage", hint="name another file")
+        raise ConfigError("--output must not be the --input file", code=ErrorCode.USAGE, hint="name another file")
     from agentmap.batch.tables import table_format
 
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
+    from agentmap._cli_api import executor_named
     from agentmap.batch.engine import batch
     from agentmap.batch.results import BatchInterrupted, BatchOverBudget
     from agentmap.batch.resume import partial_path
@@ -220,7 +221,7 @@ def batch_command(
                 f"{path}::{graph}" if graph else path,
                 input_path,
                 output=output,
-                executor=executor,
+                executor=executor_named(executor),
                 concurrency=concurrency,
                 workers=workers,
                 outputs=[o.strip() for o in outputs.split(",") if o.strip()] if outputs else None,
@@ -357,7 +358,9 @@ def register(app: typer.Typer) -> None:
         for name, value in (("--input", input_path), ("--output", output)):
             if value == Path():
                 raise ConfigError(
-                    f"{name} is required", code="usage", hint="e.g. agentmap batch flow.csv -i rows.csv -o results.csv"
+                    f"{name} is required",
+                    code=ErrorCode.USAGE,
+                    hint="e.g. agentmap batch flow.csv -i rows.csv -o results.csv",
                 )
         code = batch_command(
             target,

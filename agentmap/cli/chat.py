@@ -25,7 +25,7 @@ import typer
 from agentmap.cli._common import AllowRootOption, ConfigOption, DebugOption, ensure_writable, json_object, load
 from agentmap.cli._process import collect_from_here, signal_handlers
 from agentmap.cli.render import set_json_output
-from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap._cli_api import Settings
@@ -76,9 +76,13 @@ def read_agent_config(value: str | None) -> dict[str, Any] | None:
         try:
             text = file.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {where}: {exc}", code="bad-agent-config") from None
+            raise ConfigError(f"cannot read {where}: {exc}", code=ErrorCode.BAD_AGENT_CONFIG) from None
     data = json_object(
-        text, where, code="bad-agent-config", example=_CONFIG_EXAMPLE, hint=", or the path of a .json file holding one"
+        text,
+        where,
+        code=ErrorCode.BAD_AGENT_CONFIG,
+        example=_CONFIG_EXAMPLE,
+        hint=", or the path of a .json file holding one",
     )
     from agentmap._cli_api import resolve_agent_config
 
@@ -108,7 +112,7 @@ def load_agent(target: str | None, settings: Settings, *, source: str = "FILE") 
     if suffix in (*_WORKFLOW_SUFFIXES, ".py") and not file.exists():
         raise WorkflowFileError(
             f"{source} {file} does not exist" if target is not None else f"{source} names {file}, which does not exist",
-            code="agent-not-found",
+            code=ErrorCode.AGENT_NOT_FOUND,
             hint="give a workflow (file.csv[::Graph]) or a Python file exposing run_agent, relative to the "
             + ("working directory" if target is not None else "repository root (.git or pyproject.toml) or here"),
         )
@@ -276,13 +280,13 @@ def ask_once(
         detail = (str(exc).strip().splitlines() or [""])[0]
         raise AgentMapError(
             f"the agent failed: {type(exc).__name__}{': ' + detail if detail else ''}",
-            code="agent-error",
+            code=ErrorCode.AGENT_ERROR,
             hint="run again with --debug to see the traceback",
         ) from exc
     if not text.strip():
         raise AgentMapError(
             "the agent returned no reply",
-            code="no-reply",
+            code=ErrorCode.NO_REPLY,
             hint="its run_agent must return a non-empty `content` (see csv_specs/run_agent.md)",
         )
     sys.stdout.write(text + "\n")

@@ -22,7 +22,7 @@ from agentmap.cli._common import (
     split_target,
 )
 from agentmap.cli.render import set_json_output
-from agentmap.errors import FILE_ERROR_CODES, AgentMapError
+from agentmap.errors import FILE_ERROR_CODES, AgentMapError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap import Issue
@@ -35,7 +35,7 @@ def _as_error(issue: Issue) -> AgentMapError | None:
     if issue.row is not None or issue.severity != "error":
         return None
     cls = FILE_ERROR_CODES.get(issue.code)
-    return cls(issue.message, code=issue.code, hint=issue.fix or None) if cls is not None else None
+    return cls(issue.message, code=ErrorCode(issue.code), hint=issue.fix or None) if cls is not None else None
 
 
 def validate_workflow(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from agentmap.cli._common import cannot_write, ensure_writable
 from agentmap.cli.render import set_json_output
-from agentmap.errors import Location, WorkflowFileError
+from agentmap.errors import ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap._cli_api import EvalDiff
@@ -31,14 +31,14 @@ def check_logs_dir(logs_dir: Path) -> None:
         state = "is a file" if logs_dir.exists() else "does not exist"
         raise WorkflowFileError(
             f"the logs folder {state}",
-            code="file-not-found",
+            code=ErrorCode.FILE_NOT_FOUND,
             location=Location(file=str(logs_dir)),
             hint="pass the folder `agentmap eval run --out DIR` wrote",
         )
     if not any(p.is_file() for p in logs_dir.glob("*.log")):
         raise WorkflowFileError(
             "the logs folder holds no conversation logs (*.log)",
-            code="no-logs",
+            code=ErrorCode.NO_LOGS,
             location=Location(file=str(logs_dir)),
             hint="run `agentmap eval run SCENARIOS.csv --out DIR` first, then score DIR",
         )

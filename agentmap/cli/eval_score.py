@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agentmap.cli._common import cannot_write, ensure_writable, load
 from agentmap.cli.eval_diff import check_logs_dir
 from agentmap.cli.render import set_json_output
-from agentmap.errors import ConfigError, Location, WorkflowFileError
+from agentmap.errors import ConfigError, ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap._cli_api import EvalReport
@@ -22,7 +22,7 @@ def existing_file(path: Path, what: str, hint: str) -> None:
     if not path.is_file():
         state = "is a folder" if path.is_dir() else "does not exist"
         raise WorkflowFileError(
-            f"the {what} {state}", code="file-not-found", location=Location(file=str(path)), hint=hint
+            f"the {what} {state}", code=ErrorCode.FILE_NOT_FOUND, location=Location(file=str(path)), hint=hint
         )
 
 
@@ -55,7 +55,7 @@ def score_folder(
         given = [name for name, value in options if value is not None]
         raise ConfigError(
             f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to the LLM judge, which is off",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint="add --judge MODEL (e.g. --judge openai:gpt-4o-mini), or drop the option",
         )
     if logs_dir.is_file() and logs_dir.suffix.lower() in _BATCH_OUTPUTS:
@@ -91,7 +91,7 @@ def _score_batch(
     if expectations is not None or judge is not None:
         raise ConfigError(
             f"{'--expectations' if expectations is not None else '--judge'} does not apply to a batch output",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint="a batch output carries its expected columns in its rows; score a logs folder for these options",
         )
     from agentmap._cli_api import score_batch_output

@@ -27,7 +27,7 @@ from agentmap.cli.chat import AgentConfigOption, MemoryOption
 from agentmap.cli.eval_diff import diff_folders
 from agentmap.cli.eval_score import SCENARIOS_HINT, existing_file, score_folder
 from agentmap.cli.render import set_json_output
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap._cli_api import EvalRunSummary
@@ -66,11 +66,11 @@ def run_scenarios(
     if agent is not None and workflow is not None:
         raise ConfigError(
             "give the agent once: --agent or --workflow, not both",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint="--agent takes a Python file, a module or a workflow; --workflow a workflow file",
         )
     if timeout is not None and not timeout > 0:
-        raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout:g}", code="usage")
+        raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout:g}", code=ErrorCode.USAGE)
     existing_file(scenarios, "scenarios file", SCENARIOS_HINT)
     from agentmap._cli_api import load_scenarios
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, load
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["mcp_command", "register"]
 
@@ -30,7 +30,7 @@ def mcp_command(
         if not settings.workflow:
             raise ConfigError(
                 "no workflow to offer as MCP tools",
-                code="no-workflow",
+                code=ErrorCode.NO_WORKFLOW,
                 hint="name files or folders, e.g. `agentmap mcp graphs/`, or set `workflow:` in agentmap.yaml",
             )
         targets = [settings.workflow]

@@ -22,7 +22,7 @@ from agentmap.cli._common import (
     load,
     split_target,
 )
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap import NodeSpec, Workflow
@@ -52,7 +52,7 @@ def init_project(directory: Path, *, force: bool = False) -> int:
     if directory.exists() and not directory.is_dir():
         raise ConfigError(
             f"{directory} is a file, not a folder",
-            code="not-a-folder",
+            code=ErrorCode.NOT_A_FOLDER,
             hint="name a new or existing folder: agentmap init my_project",
         )
     ensure_writable(directory, "the project folder", folder=True)

@@ -38,7 +38,7 @@ from agentmap.cli._common import (
 from agentmap.cli._execute import execute
 from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
 from agentmap.cli.render import set_json_output
-from agentmap.errors import ConfigError, WorkflowFileError
+from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 
 __all__ = ["read_state", "register", "run_workflow"]
 
@@ -53,14 +53,14 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
         WorkflowFileError: The state file does not exist.
     """
     if state is not None and state_file is not None:
-        raise ConfigError("give the initial state once: --state or --state-file, not both", code="bad-state")
+        raise ConfigError("give the initial state once: --state or --state-file, not both", code=ErrorCode.BAD_STATE)
     if state is not None:
-        return json_object(state, "--state", code="bad-state", example=_EXAMPLE, what=" of state keys"), None
+        return json_object(state, "--state", code=ErrorCode.BAD_STATE, example=_EXAMPLE, what=" of state keys"), None
     if state_file is not None and not state_file.is_file():
         what = "is a directory" if state_file.is_dir() else "does not exist"
         raise WorkflowFileError(
             f"state file {state_file} {what}",
-            code="state-file-not-found",
+            code=ErrorCode.STATE_FILE_NOT_FOUND,
             hint=f"write the initial state as a JSON object in a file, or pass {_EXAMPLE}",
         )
     source = state_file or workflow.with_name(f"{workflow.stem}.state.json")
@@ -70,10 +70,12 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
     try:
         text = source.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
-        raise ConfigError(f"{where} is not UTF-8 text", code="bad-state", hint="save it as UTF-8 JSON") from None
+        raise ConfigError(
+            f"{where} is not UTF-8 text", code=ErrorCode.BAD_STATE, hint="save it as UTF-8 JSON"
+        ) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {where}: {exc.strerror or exc}", code="bad-state") from None
-    return json_object(text, where, code="bad-state", example=_EXAMPLE, what=" of state keys"), source
+        raise ConfigError(f"cannot read {where}: {exc.strerror or exc}", code=ErrorCode.BAD_STATE) from None
+    return json_object(text, where, code=ErrorCode.BAD_STATE, example=_EXAMPLE, what=" of state keys"), source
 
 
 def run_workflow(

@@ -13,8 +13,9 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
+from agentmap.cli._durable import durability_mode
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["register", "serve_command"]
 
@@ -49,13 +50,12 @@ def serve_command(
         ConfigError: No workflow, a missing API key (variable unset, or needed for a non-loopback host), or the
             `serve` extra not installed.
     """
-    if durability not in (None, "sync", "async", "exit"):
-        raise ConfigError(f"--durability must be sync, async or exit, not {durability!r}", code="usage")
+    mode = durability_mode(durability)
     durations = {"--lease": lease, "--grace": grace, "--header-timeout": header_timeout}
     for option, value in {**durations, "--webhook-timeout": webhook_timeout}.items():
         seconds(value, option)  # checked first
     if max_connections < 1:
-        raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code="usage")
+        raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code=ErrorCode.USAGE)
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
@@ -63,7 +63,7 @@ def serve_command(
         if not targets[0]:
             raise ConfigError(
                 "no workflow to serve",
-                code="no-workflow",
+                code=ErrorCode.NO_WORKFLOW,
                 hint="name files or folders, e.g. `agentmap serve graphs/`, set `workflow:` in agentmap.yaml, "
                 "or set ACTIVE_AGENT_PATH to a workflow",
             )
@@ -89,7 +89,7 @@ def serve_command(
         max_body=max_body,
         max_connections=max_connections,
         header_timeout=seconds(header_timeout, "--header-timeout"),
-        durability=durability,
+        durability=mode,
         workers=workers,
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),
@@ -122,7 +122,7 @@ def _webhook_secret(env: str | None) -> str | None:
     if not secret:
         raise ConfigError(
             f"--webhook-secret-env (or serve.webhook_secret_env) names {env}, which is not set (or empty)",
-            code="usage",
+            code=ErrorCode.USAGE,
             hint=f"export {env}=<a long random key> (receivers check deliveries with it) before starting the server",
         )
     return secret
@@ -141,7 +141,7 @@ def _active_workflow() -> str:
     if target and Path(target.partition("::")[0]).suffix.lower() not in _WORKFLOW_SUFFIXES:
         raise ConfigError(
             f"{ACTIVE_AGENT_ENV} names {target}, which is not a workflow: agentmap serve serves workflows",
-            code="no-workflow",
+            code=ErrorCode.NO_WORKFLOW,
             hint=f"name a workflow file to serve (`agentmap serve graph.csv`), or point {ACTIVE_AGENT_ENV} at one; "
             "a Python run_agent file is used by ask, chat and eval run",
         )
@@ -161,7 +161,7 @@ def seconds(value: str, option: str) -> float:
     except ValueError:
         found = -1.0
     if found <= 0 and not (option == "--grace" and found == 0):
-        raise ConfigError(f"{option} must be a duration such as 30s or 2m, not {value!r}", code="usage")
+        raise ConfigError(f"{option} must be a duration such as 30s or 2m, not {value!r}", code=ErrorCode.USAGE)
     return found
 
 

@@ -194,10 +194,12 @@ def _export_picture(path: Path, graph: str | None, fmt: ExportFormat, output: Pa
     """`export --format svg|png|dot`: the graph drawn offline."""
     if fmt is ExportFormat.png:
         from agentmap.cli._observe import check_picture
-        from agentmap.errors import ConfigError
+        from agentmap.errors import ConfigError, ErrorCode
 
         if output is None:
-            raise ConfigError("a PNG is written to a file, not the terminal", code="usage", hint="add -o graph.png")
+            raise ConfigError(
+                "a PNG is written to a file, not the terminal", code=ErrorCode.USAGE, hint="add -o graph.png"
+            )
         check_picture(output.with_suffix(".png"))
     from agentmap import compile
     from agentmap.observe.draw import draw_graph, to_png

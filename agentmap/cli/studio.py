@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["register", "studio_command"]
 
@@ -42,7 +42,7 @@ def studio_command(
     except ImportError:
         raise ConfigError(
             "agentmap studio needs FastAPI and uvicorn, which are not installed",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[serve]"',
         ) from None
     from agentmap.server import require_key

@@ -23,7 +23,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.dataclasses import dataclass
 
 from agentmap.contracts._dataclass import ModelMethods, fields_of
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
 
 __all__ = [
     "AgentError",
@@ -313,7 +313,7 @@ class OrchestrationError(AgentMapError, RuntimeError):
         response: The ERROR response the orchestrator would have returned.
     """
 
-    default_code = "orchestration-failed"
+    default_code = ErrorCode.ORCHESTRATION_FAILED
 
     def __init__(self, message: str, *, error: AgentError | None = None, response: AgentResponse | None = None) -> None:
         super().__init__(message)

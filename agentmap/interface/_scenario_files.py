@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentmap.errors import AgentMapError, Location
+from agentmap.errors import AgentMapError, ErrorCode, Location
 
 __all__ = ["SCENARIO_SUFFIXES", "ScenarioError", "read_numbered"]
 
@@ -25,7 +25,7 @@ _LISTS = ("must_include", "must_not_include", "expected_trajectory")
 class ScenarioError(AgentMapError, ValueError):
     """The scenarios file is missing or has a mistake; the location names the file, row and column."""
 
-    default_code = "bad-scenarios"
+    default_code = ErrorCode.BAD_SCENARIOS
     exit_code: ClassVar[int] = 2
 
 
@@ -80,7 +80,7 @@ def _xlsx(file: Path) -> Numbered:
     except ImportError:
         raise ScenarioError(
             f"reading {file.name} needs the excel extra",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             location=Location(file=str(file)),
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None

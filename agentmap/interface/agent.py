@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.contracts.minimal import AgentOutputMinimal
-from agentmap.errors import AgentMapError, ConfigError, Location
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, Location
 from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.agent_config import resolve_agent_config
 from agentmap.interface.history import parse_chat_history
@@ -317,12 +317,12 @@ def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:
     if value is None:
         if result.errors:  # a node failed: its error, not the reply's key, is what to fix
             errors = "; ".join(" ".join(str(e).split()) for e in result.errors)
-            raise AgentMapError(f"workflow {app.name!r} gave no reply: {errors}", code="no-reply")
+            raise AgentMapError(f"workflow {app.name!r} gave no reply: {errors}", code=ErrorCode.NO_REPLY)
         raise AgentMapError(
             f"workflow {app.name!r} gave no reply: no node wrote {key!r}"
             if key
             else f"workflow {app.name!r} gave no reply: no node that succeeded wrote an output",
-            code="no-reply",
+            code=ErrorCode.NO_REPLY,
             hint='Name the reply\'s state key: agent_for(..., content_key="...") or Context '
             '{"run_agent": {"content": "..."}}.',
         )

@@ -48,7 +48,7 @@ def score_batch_output(path: str | os.PathLike[str]) -> EvalReport:
         if number == (1 if typed else 2) and not {"row_id", "success"} <= set(row):
             raise ConfigError(
                 f"{file} is not an `agentmap batch` output: it has no row_id and success columns",
-                code="bad-input",
+                code=ErrorCode.BAD_INPUT,
                 location=Location(file=str(file)),
                 hint="Pass the --output table of `agentmap batch`, or a folder of logs from `agentmap eval run`.",
             )

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agentmap.contracts.conversation import Turn
-from agentmap.errors import AgentMapError, Location
+from agentmap.errors import AgentMapError, ErrorCode, Location
 from agentmap.interface import detect
 from agentmap.interface.checks import Step, check_state, match_trajectory, parse_trajectory
 from agentmap.interface.logs import LogFormatError, parse_conversation_texts
@@ -78,7 +78,7 @@ def score_logs(
     if not folder.is_dir():
         raise AgentMapError(
             f"logs folder not found: {folder}",
-            code="file-not-found",
+            code=ErrorCode.FILE_NOT_FOUND,
             location=Location(file=str(folder)),
             hint="Pass the folder `agentmap eval run --out DIR` wrote.",
         )

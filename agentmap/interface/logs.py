@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import ClassVar, NoReturn
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, Turn
-from agentmap.errors import AgentMapError, Location
+from agentmap.errors import AgentMapError, ErrorCode, Location
 
 __all__ = [
     "METADATA_KEYS",
@@ -60,7 +60,7 @@ _ITEM = re.compile(r"- ([a-z_]+): (.+)")
 class LogFormatError(AgentMapError, ValueError):
     """A conversation log does not follow the csv_specs/evaluation.md format; `location.row` is the 1-based line."""
 
-    default_code = "bad-conversation-log"
+    default_code = ErrorCode.BAD_CONVERSATION_LOG
     exit_code: ClassVar[int] = 4
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from agentmap.errors import AgentMapError, Location
+from agentmap.errors import AgentMapError, ErrorCode, Location
 from agentmap.interface.scenarios import Scenario
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ManifestEntry", "read_manifest", "write_manifest"]
@@ -79,7 +79,7 @@ def read_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
         )
         raise AgentMapError(
             f"the evaluation manifest is damaged ({problem})",
-            code="bad-manifest",
+            code=ErrorCode.BAD_MANIFEST,
             location=Location(file=str(path)),
             hint="Restore it, or run `agentmap eval run` again into a new --out folder: without it the logs "
             "here cannot be matched to their scenarios.",

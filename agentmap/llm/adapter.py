@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.llm import cache
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class LLMError(AgentMapError, RuntimeError):
         model: The model's name, when known.
     """
 
-    default_code = "llm-error"
+    default_code = ErrorCode.LLM_ERROR
 
     def __init__(self, message: str, *, model: str | None = None, hint: str | None = None) -> None:
         self.model = model
@@ -55,13 +55,13 @@ class LLMError(AgentMapError, RuntimeError):
 class LLMRateLimitError(LLMError):
     """The provider refused the call because of too many requests (HTTP 429)."""
 
-    default_code = "llm-rate-limit"
+    default_code = ErrorCode.LLM_RATE_LIMIT
 
 
 class LLMTimeoutError(LLMError):
     """The model did not answer within the time limit."""
 
-    default_code = "llm-timeout"
+    default_code = ErrorCode.LLM_TIMEOUT
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

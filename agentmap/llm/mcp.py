@@ -30,7 +30,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["check_source", "load_source_tools", "mcp_connection", "mcp_sessions"]
 
@@ -103,7 +103,7 @@ def _check_allowed(source: str, argv: list[str], settings: Mapping[str, Any]) ->
         "a workflow file may start only the MCP servers the person running it allows. Add the exact command line "
         f'to mcp.allowed_commands (`mcp: {{allowed_commands: ["{line}"]}}` in agentmap.yaml), or define the '
         "server there (`mcp: {servers: {NAME: COMMAND}}`) and write mcp:NAME (see csv_specs/security.md)",
-        code="command-not-allowed",
+        code=ErrorCode.COMMAND_NOT_ALLOWED,
     )
 
 
@@ -147,14 +147,14 @@ async def load_source_tools(
     except ImportError:
         raise ConfigError(
             f"MCP source '{source}' needs langchain-mcp-adapters: pip install \"agentmap[mcp]\"",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
         ) from None
     client = MultiServerMCPClient({"server": connection}, handle_tool_errors=False)  # type: ignore[dict-item]
     try:
         tools: list[BaseTool] = await client.get_tools()
     except Exception as exc:
         raise ConfigError(
-            f"MCP source '{source}' could not be listed: {_reason(exc)}", code="mcp-unavailable"
+            f"MCP source '{source}' could not be listed: {_reason(exc)}", code=ErrorCode.MCP_UNAVAILABLE
         ) from None
     return [_plain(tool, connection) for tool in tools]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.findings import EnvironmentProblem
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.llm._providers import ALIASES, FAMILIES, PROVIDERS, ProviderInfo
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ def build_model(chosen: ModelSpec) -> BaseChatModel:
     try:
         module = importlib.import_module(info.module)
     except ImportError:
-        raise ConfigError(_missing_extra(chosen), code="missing-extra") from None
+        raise ConfigError(_missing_extra(chosen), code=ErrorCode.MISSING_EXTRA) from None
     kwargs: dict[str, Any] = {"model": chosen.model}
     if chosen.provider == "offline":
         kwargs = {"model_name": chosen.model}
@@ -335,7 +335,7 @@ def build_model(chosen: ModelSpec) -> BaseChatModel:
         if not key:
             raise ConfigError(
                 f"model {chosen.name} needs an API key: set the environment variable {chosen.api_key_env}",
-                code="missing-api-key",
+                code=ErrorCode.MISSING_API_KEY,
             )
         kwargs[info.params.get("api_key", "api_key")] = key
     if chosen.rate_limit:

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["HINT", "flush_providers", "provider_for"]
 
@@ -105,7 +105,7 @@ def provider_for(exporter: str) -> TracerProvider:
                 raise ConfigError(
                     f"the trace file {rest or '(none given)'!r} cannot be written: "
                     + ("no file named" if not rest else f"folder {path.parent} does not exist"),
-                    code="bad-config",
+                    code=ErrorCode.BAD_CONFIG,
                     hint="name a file in an existing folder: --trace file:spans.jsonl",
                 )
             # Written in batches off the run's thread; `Tracing.flush()` (the CLI's end) and exit write the rest.
@@ -116,12 +116,12 @@ def provider_for(exporter: str) -> TracerProvider:
             except ImportError:
                 raise ConfigError(
                     "--trace otlp needs the OTLP exporter, which is not installed",
-                    code="bad-config",
+                    code=ErrorCode.BAD_CONFIG,
                     hint='pip install "agentmap[otel]"',
                 ) from None
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_* variables
         else:
-            raise ConfigError(f"unknown trace exporter {exporter!r}", code="bad-config", hint=HINT)
+            raise ConfigError(f"unknown trace exporter {exporter!r}", code=ErrorCode.BAD_CONFIG, hint=HINT)
         _PROVIDERS[exporter] = provider
         return provider
 

@@ -53,7 +53,7 @@ def save(svg: str, path: str | Path | None) -> str:
     """
     if path is None:
         return svg
-    from agentmap.errors import ConfigError
+    from agentmap.errors import ConfigError, ErrorCode
 
     target = Path(path)
     try:
@@ -64,7 +64,7 @@ def save(svg: str, path: str | Path | None) -> str:
     except OSError as exc:
         raise ConfigError(
             f"cannot write the picture to {target}: {exc.strerror or exc}",
-            code="cannot-write",
+            code=ErrorCode.CANNOT_WRITE,
             hint="name a file in a folder that exists and can be written",
         ) from None
     return svg

@@ -20,7 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode, TraceFlags
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.observe._exporters import HINT, provider_for
 from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
 from agentmap.runtime.events import RunEnd, RunInfo
@@ -341,7 +341,7 @@ def resolve_tracing(value: Any, *, content: bool | None = None) -> Tracing | Non
         return Tracing(provider_for(value.strip()), content=with_content)
     if isinstance(value, trace.TracerProvider):
         return Tracing(value, content=with_content)
-    raise ConfigError(f"tracing={value!r} is not understood", code="bad-config", hint=HINT)
+    raise ConfigError(f"tracing={value!r} is not understood", code=ErrorCode.BAD_CONFIG, hint=HINT)
 
 
 def tracing_from_settings(

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.state import parse_input_field
-from agentmap.errors import AgentMapError, ConfigError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 from agentmap.spec.types import declared_types
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -31,7 +31,7 @@ __all__ = ["ArgumentError", "answer_from_form", "answer_schema", "check_argument
 class ArgumentError(AgentMapError, ValueError):
     """A tool call's arguments do not fit its input schema (a missing, unknown or mistyped argument)."""
 
-    default_code = "bad-input"
+    default_code = ErrorCode.BAD_INPUT
     exit_code = 2
 
 
@@ -74,7 +74,7 @@ def _model_types(agent: object, inputs: Sequence[str], defs: dict[str, Any]) -> 
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise ConfigError(
             f"agent class {type(agent).__name__}: input_model must be a pydantic model class, not {model!r}",
-            code="bad-config",
+            code=ErrorCode.BAD_CONFIG,
             hint="input_model = MyInputs, where class MyInputs(pydantic.BaseModel) declares the inputs it reads",
         )
     schema = model.model_json_schema()

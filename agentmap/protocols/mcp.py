@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 from agentmap.protocols._tools import (
     ArgumentError,
     answer_from_form,
@@ -49,7 +49,7 @@ _ASKS = 3  # elicitations per question before the run is left paused for the `re
 def _sdk_missing() -> ConfigError:
     return ConfigError(
         "agentmap mcp needs the MCP Python SDK, which is not installed",
-        code="missing-extra",
+        code=ErrorCode.MISSING_EXTRA,
         hint='pip install "agentmap[mcp-server]"',
     )
 
@@ -67,7 +67,7 @@ class McpGraphs:
         if not self.assistants.all:
             raise WorkflowFileError(
                 "no graph to offer as an MCP tool: each has an input node that reads the terminal",
-                code="no-workflow",
+                code=ErrorCode.NO_WORKFLOW,
                 hint='give those nodes Context {"interrupt": true}: the run then pauses and asks the client',
             )
         self.schemas = {a.graph_id: input_schema(a) for a in self.assistants.all}
@@ -75,7 +75,7 @@ class McpGraphs:
         if self.pausing and RESUME_TOOL in self.schemas:
             raise ConfigError(
                 f"a graph is named {RESUME_TOOL!r}, the tool that continues paused runs",
-                code="duplicate-graph",
+                code=ErrorCode.DUPLICATE_GRAPH,
                 hint="rename the graph (GraphName column)",
             )
 

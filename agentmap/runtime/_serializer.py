@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._integrity import sealed, unsealed
 
 __all__ = ["UnsafeCheckpointError", "safe_serializer"]
@@ -16,7 +16,7 @@ __all__ = ["UnsafeCheckpointError", "safe_serializer"]
 class UnsafeCheckpointError(ConfigError):
     """A checkpoint names a Python object outside the allow-list (a tampered or foreign checkpoint)."""
 
-    default_code = "unsafe-checkpoint"
+    default_code = ErrorCode.UNSAFE_CHECKPOINT
 
 
 _CONSTRUCTORS = (0, 1, 2, 4, 5)  # LangGraph's msgpack extension codes that import and call (module, name)

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
 
-from agentmap.errors import NodeError
+from agentmap.errors import ErrorCode, NodeError
 
 __all__ = ["clear_errors", "node_updates", "run_until"]
 
@@ -71,13 +71,13 @@ def clear_errors(config: RunnableConfig | None) -> Iterator[None]:
         raise NodeError(
             f"the run stopped after reaching the recursion limit{f' ({limit})' if limit else ''}: a loop in the "
             "graph never reaches a node without a next node",
-            code="recursion-limit",
+            code=ErrorCode.RECURSION_LIMIT,
             hint="check the loop's exit condition, or raise the limit: `agentmap run ... --recursion-limit 500`, "
             'or config={"recursion_limit": 500} in Python',
         ) from exc
     except InvalidUpdateError as exc:
         raise NodeError(
             f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
-            code="parallel-write",
+            code=ErrorCode.PARALLEL_WRITE,
             hint="give each parallel branch its own Output_Field and combine them after the branches join",
         ) from exc

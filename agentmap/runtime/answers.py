@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["TABLE", "claim_answers", "refuse_if_answered", "taken_answers"]
 
@@ -111,7 +111,7 @@ def _taken(thread_id: str, yours: str, won: Claims) -> ConfigError:
     return ConfigError(
         f"thread {thread_id!r} was already answered: {theirs} was taken by another resume, which continues the "
         f"run; your answer {yours} was not used",
-        code="already-answered",
+        code=ErrorCode.ALREADY_ANSWERED,
         hint=f"`agentmap threads show {thread_id}` shows where the run stands now (if it still waits, the resume "
         f"that took the answer stopped first: `agentmap resume {thread_id}` continues with that answer)",
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap._paths import allowed_roots
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
-from agentmap.errors import AgentMapError, ConfigError, GraphNotFoundError, WorkflowValidationError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.checks import BuildOptions, check
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
@@ -101,7 +101,7 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable)
         raise GraphNotFoundError(
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
-            code="graph-not-selected",
+            code=ErrorCode.GRAPH_NOT_SELECTED,
             hint=f"append ::GraphName to the path; run one of them with:{commands}" if workflow.graphs else None,
         )
     graph = workflow.get(name)
@@ -284,7 +284,7 @@ def compile(
         except ImportError as exc:
             raise ConfigError(
                 f"tracing needs OpenTelemetry, which is not installed ({exc.name})",
-                code="bad-config",
+                code=ErrorCode.BAD_CONFIG,
                 hint='pip install "agentmap[otel]"',
             ) from None
         observer = resolve_tracing(tracing)

@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage
 from agentmap.runtime._serializer import UnsafeCheckpointError, safe_serializer
 
@@ -118,7 +118,7 @@ def resolve_checkpointer(value: Any) -> Any:
     if text.lower() != "memory" and not text.startswith(_POSTGRES) and not sqlite_path(text):
         raise ConfigError(
             f"unknown checkpointer {value!r}",
-            code="bad-checkpointer",
+            code=ErrorCode.BAD_CHECKPOINTER,
             hint='use "memory", a SQLite file path ending in .db or .sqlite, "sqlite:PATH", a postgresql:// URL, '
             "or a LangGraph saver",
         )
@@ -190,12 +190,12 @@ def _checked_path(path: Path) -> Path:
     if not folder.is_dir():
         raise ConfigError(
             f"cannot open checkpoint file {path}: the folder {folder} does not exist",
-            code="bad-checkpointer",
+            code=ErrorCode.BAD_CHECKPOINTER,
             hint="make the folder first, or name a file in an existing folder",
         )
     if path.is_dir():
         raise ConfigError(
-            f"cannot open checkpoint file {path}: it is a folder", code="bad-checkpointer", hint="name a file"
+            f"cannot open checkpoint file {path}: it is a folder", code=ErrorCode.BAD_CHECKPOINTER, hint="name a file"
         )
     return path
 
@@ -206,7 +206,7 @@ def _need(module: str, extra: str) -> None:
     if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
         raise ConfigError(
             f"this checkpoint needs the {extra} checkpointer ({module}), which is not installed",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint=f'pip install "agentmap[{extra}]"',
         )
 
@@ -242,13 +242,13 @@ def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit:
             raise damaged_file(exc, str(path)) from None
         raise ConfigError(
             f"cannot open {what} {path}: {exc}",
-            code="bad-checkpointer",
+            code=ErrorCode.BAD_CHECKPOINTER,
             hint="name a SQLite file you can write to (a new file is created)",
         ) from None
     except sqlite3.Error as exc:
         raise ConfigError(
             f"cannot open {what} {path}: {exc}",
-            code="bad-checkpointer",
+            code=ErrorCode.BAD_CHECKPOINTER,
             hint="name a SQLite file you can write to (a new file is created)",
         ) from None
     return made
@@ -326,7 +326,7 @@ def _on_postgres(url: str, what: str, make: Callable[[Any], Any]) -> Any:
     except psycopg.Error as exc:
         raise ConfigError(
             f"cannot open the Postgres {what} {_redact(url)}: {str(exc).strip()}",
-            code="bad-checkpointer",
+            code=ErrorCode.BAD_CHECKPOINTER,
             hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
         ) from None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 from agentmap.runtime.threads import (
@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
-__all__ = ["Thread", "answers_for", "open_thread", "saved_state_keys"]
+__all__ = ["Durability", "Thread", "answers_for", "open_thread", "saved_state_keys"]
+
+Durability = Literal["sync", "async", "exit"]
+"""When a durable run writes its checkpoints: before each step goes on, while the next step runs, or at the end."""
 
 
 def answers_for(pending: tuple[Interrupt, ...] | list[Interrupt], answer: Any, thread_id: str) -> dict[str, Any]:
@@ -72,7 +75,7 @@ def answers_for(pending: tuple[Interrupt, ...] | list[Interrupt], answer: Any, t
 def _unknown(thread_id: str) -> ConfigError:
     return ConfigError(
         f"the checkpoint has no thread {thread_id!r}",
-        code="unknown-thread",
+        code=ErrorCode.UNKNOWN_THREAD,
         hint="`agentmap threads` lists the threads it holds (check --checkpoint too)",
     )
 
@@ -90,7 +93,7 @@ class Thread:
         if app.graph.checkpointer in (None, False, True):
             raise ConfigError(
                 f"graph {app.name!r} was compiled without a checkpointer, so it has no threads to resume",
-                code="usage",
+                code=ErrorCode.USAGE,
                 hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
             )
         self.app = app
@@ -149,7 +152,7 @@ class Thread:
         if self.saver.get_tuple(forked.config()) is None:
             raise ConfigError(
                 f"thread {self.thread_id!r} has no checkpoint {checkpoint_id!r}",
-                code="unknown-thread",
+                code=ErrorCode.UNKNOWN_THREAD,
                 hint=f"`agentmap threads show {self.thread_id}` lists its checkpoints "
                 "(pass the --checkpoint the run used)",
             )
@@ -195,14 +198,14 @@ class Thread:
         if not unfinished(snapshot):
             raise ConfigError(
                 f"thread {self.thread_id!r} has finished; there is nothing to resume",
-                code="nothing-to-resume",
+                code=ErrorCode.NOTHING_TO_RESUME,
                 hint="start a new run with another --thread id, or run it again with --restart",
             )
         if answer is not None:
             refuse_if_answered(self.saver, answer, self.thread_id)  # moved on: was its question answered just now?
             raise ConfigError(
                 f"thread {self.thread_id!r} is not waiting for an answer",
-                code="not-paused",
+                code=ErrorCode.NOT_PAUSED,
                 hint=f"continue it without one: agentmap resume {self.thread_id}",
             )
         return None
@@ -241,7 +244,7 @@ class Thread:
             pid = snapshot.metadata.get("agentmap_pid")
             raise ConfigError(
                 f"thread {self.thread_id!r} is running in another process (pid {pid})",
-                code="thread-busy",
+                code=ErrorCode.THREAD_BUSY,
                 hint="wait for it to end, or pick another --thread id",
             )
         if not unfinished(snapshot):
@@ -251,7 +254,7 @@ class Thread:
             return
         raise ConfigError(
             f"thread {self.thread_id!r} has not finished (it is {status} at step {snapshot.metadata.get('step')})",
-            code="thread-unfinished",
+            code=ErrorCode.THREAD_UNFINISHED,
             hint=f"resume it with `{resume_hint}`, or pass --restart to start it over",
         )
 
@@ -285,13 +288,13 @@ def open_thread(
     if saved is None and checkpoint_id:
         raise ConfigError(
             f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}",
-            code="unknown-thread",
+            code=ErrorCode.UNKNOWN_THREAD,
             hint=f"`agentmap threads show {thread_id}` lists its checkpoints (pass the --checkpoint the run used)",
         )
     if saved is None:
         raise ConfigError(
             f"the checkpoint has no thread {thread_id!r}",
-            code="unknown-thread",
+            code=ErrorCode.UNKNOWN_THREAD,
             hint="`agentmap threads` lists the threads it holds (pass the --checkpoint the run used)",
         )
     meta = saved.metadata or {}
@@ -299,19 +302,19 @@ def open_thread(
     if not file:
         raise ConfigError(
             f"thread {thread_id!r} was not started by `agentmap run`, so it does not name its workflow file",
-            code="unknown-thread",
+            code=ErrorCode.UNKNOWN_THREAD,
             hint="resume it from Python: agentmap.compile(FILE, checkpointer=...).resume(thread_id)",
         )
     if not Path(file).is_file():
         raise WorkflowFileError(
             f"thread {thread_id!r} runs {file}, which no longer exists",
-            code="file-not-found",
+            code=ErrorCode.FILE_NOT_FOUND,
             hint="put the workflow file back where it was, or start a new run",
         )
     if meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
         raise ConfigError(
             f"{file} has changed since thread {thread_id!r} started; its saved steps may not fit the new graph",
-            code="workflow-changed",
+            code=ErrorCode.WORKFLOW_CHANGED,
             hint=f"resume anyway with `agentmap resume {thread_id} --force`, or start a new run with --restart",
         )
     keys = saved_keys(saved.checkpoint.get("channel_values", {}))

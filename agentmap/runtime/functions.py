@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.registry import import_file
-from agentmap.errors import AgentNotFoundError
+from agentmap.errors import AgentNotFoundError, ErrorCode
 from agentmap.spec.models import FuncRef
 
 __all__ = ["RouterFn", "allowed_modules", "load_router"]
@@ -36,7 +36,7 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
             raise AgentNotFoundError(
                 f"{ref} names module {ref.module!r}, which is neither a file of the functions folder "
                 f"{functions_dir} nor a module the configuration allows",
-                code="function-not-allowed",
+                code=ErrorCode.FUNCTION_NOT_ALLOWED,
                 hint=f"put the function in {functions_dir / (ref.module + '.py')}, or allow the module: "
                 f"`functions: {{allowed_modules: [{ref.module}]}}` in agentmap.yaml (see csv_specs/security.md)",
             )
@@ -45,7 +45,7 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
         except Exception as exc:  # a SyntaxError or an error raised at import, too
             raise AgentNotFoundError(
                 f"cannot import module {ref.module!r} for {ref}: {type(exc).__name__}: {exc}",
-                code="unknown-function",
+                code=ErrorCode.UNKNOWN_FUNCTION,
                 hint=f"check the module name; it must be importable from where agentmap runs (installed, or on "
                 f"PYTHONPATH), or put `def {ref.name}(state, success_target, failure_target)` in the functions folder "
                 f"and write func:{ref.name}",
@@ -74,7 +74,7 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
             f"{functions_dir / (ref.name + '.py')} (or run `agentmap scaffold`), or write func:module:function"
         )
         raise AgentNotFoundError(
-            f"router function {ref.name!r} ({ref}) was not found in {where}", code="unknown-function", hint=hint
+            f"router function {ref.name!r} ({ref}) was not found in {where}", code=ErrorCode.UNKNOWN_FUNCTION, hint=hint
         )
     _check_signature(found, ref, where)
     router: RouterFn = found
@@ -96,7 +96,7 @@ def _check_signature(found: Any, ref: FuncRef, where: str) -> None:
         raise AgentNotFoundError(
             f"router function {ref.name!r} ({ref}, in {where}) cannot be called with (state, success_target, "
             f"failure_target): its signature is {ref.name}{signature} ({exc})",
-            code="bad-router",
+            code=ErrorCode.BAD_ROUTER,
             hint=f"define it as `def {ref.name}(state, success_target=None, failure_target=None):` "
             "(csv_specs/format.md, routers)",
         ) from None
@@ -108,7 +108,7 @@ def _import_function_file(path: Path, ref: FuncRef) -> Any:
     except Exception as exc:  # a broken file must be reported at the cell, not crash validate
         raise AgentNotFoundError(
             f"cannot import {path} for {ref}: {type(exc).__name__}: {exc}",
-            code="unknown-function",
+            code=ErrorCode.UNKNOWN_FUNCTION,
             hint="fix the error in that file (or move it out of the functions folder)",
         ) from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentmap.errors import Location, NodeError
+from agentmap.errors import ErrorCode, Location, NodeError
 from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec, Targets
 from agentmap.spec.validation import branch_depths, fan_outs
@@ -148,7 +148,7 @@ class Route:
         except Exception as exc:  # the workflow's own function failed: say which, where
             raise NodeError(
                 f"router {ref} of node {self.node.name!r} raised {type(exc).__name__}: {exc}",
-                code="router-error",
+                code=ErrorCode.ROUTER_ERROR,
                 location=self._location(column),
                 hint=f"fix the function {ref.name!r} (run again with --debug to see the traceback)",
             ) from exc
@@ -163,7 +163,7 @@ class Route:
                     raise NodeError(
                         f"router {ref} of node {self.node.name!r} returned {part.strip()!r}, which is not a node of "
                         f"graph {self.graph.name!r} (nodes: {', '.join(self.graph.by_name)})",
-                        code="bad-route",
+                        code=ErrorCode.BAD_ROUTE,
                         location=self._location(column),
                         hint="return a node name, a list of names for a fan-out, or None to end the graph",
                     )

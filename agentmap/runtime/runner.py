@@ -20,7 +20,7 @@ from langgraph.types import Command
 
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.events import RunObserver, observe_run, observers_for
 from agentmap.runtime.node_cache import cache_hits, without_cache
@@ -115,7 +115,7 @@ class CompiledWorkflow:
         elif not isinstance(state, (Mapping, Command)):
             raise ConfigError(
                 f"the initial state must be a dict of state keys, not {type(state).__name__}",
-                code="bad-state",
+                code=ErrorCode.BAD_STATE,
                 hint='e.g. {"name": "Ada"}',
             )
         tracker = tracker or self.new_tracker()

@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STATUSES",
     "ThreadInfo",
+    "ThreadStatus",
     "earlier_executions",
     "file_digest",
     "run_metadata",
@@ -47,7 +48,10 @@ __all__ = [
     "unfinished",
 ]
 
-STATUSES = ("running", "paused", "interrupted", "failed", "done")
+ThreadStatus = Literal["running", "paused", "interrupted", "failed", "done"]
+"""Where a durable thread stands (`agentmap threads`)."""
+
+STATUSES: tuple[ThreadStatus, ...] = get_args(ThreadStatus)
 
 FILE_KEY = "agentmap_file"
 GRAPH_KEY = "agentmap_graph"
@@ -76,7 +80,7 @@ class ThreadInfo:
     thread_id: str
     workflow: str | None
     graph: str | None
-    status: str
+    status: ThreadStatus | Literal["unknown"]
     step: int
     updated: str
     digest: str | None = None
@@ -176,7 +180,7 @@ def unfinished(snapshot: StateSnapshot) -> bool:
     return bool(snapshot.next or snapshot.tasks)
 
 
-def snapshot_status(snapshot: StateSnapshot) -> str:
+def snapshot_status(snapshot: StateSnapshot) -> ThreadStatus:
     """The status of a thread whose latest state is `snapshot` (see the module docstring)."""
     if snapshot.interrupts:
         return "paused"
@@ -209,7 +213,7 @@ def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
 def _unknown(thread_id: str) -> ConfigError:
     return ConfigError(
         f"the checkpoint has no thread {thread_id!r}",
-        code="unknown-thread",
+        code=ErrorCode.UNKNOWN_THREAD,
         hint="`agentmap threads` lists the threads it holds (check --checkpoint too)",
     )
 

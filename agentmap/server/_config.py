@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentmap.runtime.durable import Durability
 
 __all__ = ["ServeConfig"]
 
@@ -51,7 +54,7 @@ class ServeConfig:
     max_connections: int = 1000
     header_timeout: float = 10.0
     workers: int = 16
-    durability: str | None = "async"
+    durability: Durability | None = "async"
     heartbeat: float = 15.0
     lease: float = 30.0
     grace: float = 30.0

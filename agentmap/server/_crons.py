@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, Response
 
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.server._models import (
     ApiError,
     CronCreate,
@@ -80,7 +80,7 @@ def _next_tick(schedule: str, zone: Any, after: float, end_time: str | None, wha
         from croniter import croniter
     except ImportError:  # an install from before crons were part of the extra
         raise ApiError(
-            501, "missing-extra", f"{what}: crons need croniter, which is not installed", hint=_INSTALL
+            501, ErrorCode.MISSING_EXTRA, f"{what}: crons need croniter, which is not installed", hint=_INSTALL
         ) from None
     if not croniter.is_valid(schedule):
         raise ApiError(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -32,7 +32,7 @@ _STARTED = datetime.now(UTC).isoformat()
 class InputError(AgentMapError, ValueError):
     """A run's input does not fit the graph (a key it does not know, or not an object)."""
 
-    default_code = "bad-input"
+    default_code = ErrorCode.BAD_INPUT
     exit_code = 2
 
 
@@ -242,7 +242,7 @@ class Assistants:
         if not assistants:
             raise WorkflowFileError(
                 f"no workflow found in {', '.join(str(t) for t in targets)}",
-                code="no-workflow",
+                code=ErrorCode.NO_WORKFLOW,
                 hint="name a workflow file (e.g. graphs/hello_world.csv) or a folder holding some",
             )
         return cls(_unique_ids(assistants))
@@ -306,5 +306,5 @@ def _unique_ids(assistants: list[Assistant]) -> list[Assistant]:
             a.__post_init__()
     ids = [a.graph_id for a in assistants]
     if len(set(ids)) != len(ids):
-        raise ConfigError(f"two served graphs share an id: {', '.join(ids)}", code="duplicate-graph")
+        raise ConfigError(f"two served graphs share an id: {', '.join(ids)}", code=ErrorCode.DUPLICATE_GRAPH)
     return assistants

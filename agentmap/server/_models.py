@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentmap.errors import AgentMapError
+from agentmap.errors import AgentMapError, ErrorCode
+from agentmap.runtime.durable import Durability
+from agentmap.server._store_base import ServerThreadStatus
 
 __all__ = [
     "THREAD_ID_RULE",
@@ -21,6 +23,7 @@ __all__ = [
     "CronSearch",
     "CronUpdate",
     "HistoryRequest",
+    "ProtocolCode",
     "RunCreate",
     "ThreadCreate",
     "ThreadSearch",
@@ -31,11 +34,26 @@ __all__ = [
 ]
 
 
+ProtocolCode = Literal[
+    "not-supported",
+    "bad-request",
+    "thread-exists",
+    "thread-graph-mismatch",
+    "assistant-not-found",
+    "thread-not-found",
+    "run-not-found",
+    "checkpoint-not-found",
+    "cron-not-found",
+]
+"""The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members."""
+
+
 class ApiError(AgentMapError):
     """An error with its HTTP status (404 unknown assistant, 409 busy thread, 422 not supported, ...)."""
 
-    def __init__(self, status: int, code: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message, code=code, hint=hint)
+    def __init__(self, status: int, code: ErrorCode | ProtocolCode, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = ErrorCode.coerce(code)
         self.status = status
 
 
@@ -76,13 +94,15 @@ def check_json(value: Any, where: str) -> None:
         ApiError: 422 `bad-input` with the path of the value.
     """
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise ApiError(422, "bad-input", f"{where} is {value}, which JSON cannot carry", hint="send a finite number")
+        raise ApiError(
+            422, ErrorCode.BAD_INPUT, f"{where} is {value}, which JSON cannot carry", hint="send a finite number"
+        )
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise ApiError(
-                422, "bad-input", f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
+                422, ErrorCode.BAD_INPUT, f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
             ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -113,7 +133,7 @@ class ThreadSearch(_Body):
 
     metadata: dict[str, Any] | None = None
     ids: list[str] | None = None
-    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    status: ServerThreadStatus | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0)
 
@@ -151,7 +171,7 @@ class RunCreate(_Body):
     if_not_exists: Literal["create", "reject"] | None = None
     on_disconnect: Literal["cancel", "continue"] | None = None
     on_completion: Literal["delete", "keep"] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     interrupt_before: Literal["*"] | list[str] | None = None
     interrupt_after: Literal["*"] | list[str] | None = None
     stream_subgraphs: bool = False
@@ -179,7 +199,7 @@ class CronCreate(_Body):
     enabled: bool = True
     timezone: str | None = None
     stream_mode: str | list[str] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     checkpoint_during: bool | None = None
     stream_subgraphs: bool = False
     stream_resumable: bool = False
@@ -200,7 +220,7 @@ class CronUpdate(_Body):
     enabled: bool | None = None
     timezone: str | None = None
     stream_mode: str | list[str] | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
+    durability: Durability | None = None
     stream_subgraphs: bool | None = None
     stream_resumable: bool | None = None
     webhook: str | None = None

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._store import Store
 from agentmap.server._store_crons import CRON_TABLE
 
@@ -88,7 +88,7 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise ConfigError(
                 f"cannot open the run store in PostgreSQL: {str(exc).strip()}",
-                code="bad-checkpointer",
+                code=ErrorCode.BAD_CHECKPOINTER,
                 hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
             ) from None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError
 from agentmap.server._run_start import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
@@ -56,7 +57,7 @@ def _same_graph(assistant: Assistant, metadata: Any, thread_id: str) -> None:
     if written and digest and written != digest:
         raise ApiError(
             409,
-            "graph-changed",
+            ErrorCode.GRAPH_CHANGED,
             f"thread {thread_id!r} was run with another version of {assistant.app.spec.file}; "
             "this replica serves a different file, so it cannot continue the run",
             hint="serve the same workflow files on every replica (compare their SHA-256)",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
+from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
@@ -66,13 +67,13 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
         if snapshot is not None and (snapshot.interrupts or answer is not None):
             return assistant.app.thread(thread_id).run_input(answer, claimant=claimant, snapshot=snapshot)
     except ConfigError as exc:
-        if exc.code == "already-answered":
-            raise ApiError(409, exc.code, exc.message, hint=exc.hint) from None
+        if exc.code == ErrorCode.ALREADY_ANSWERED:
+            raise ApiError(409, ErrorCode.ALREADY_ANSWERED, exc.message, hint=exc.hint) from None
         if exc.code not in ("not-paused", "nothing-to-resume"):
             raise  # ambiguous-resume, bad-answer: 422
     raise ApiError(
         409,
-        "nothing-to-resume",
+        ErrorCode.NOTHING_TO_RESUME,
         f"thread {thread_id!r} has no paused run to resume",
         hint="threads.get_state(thread_id)['interrupts'] lists what a thread waits for",
     )
@@ -143,7 +144,7 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
     if body.input is not None:
         raise ApiError(422, "bad-request", f"{what}: give input or command, not both")
     if thread_id is None:
-        raise ApiError(422, "nothing-to-resume", f"{what}: a stateless run has nothing to resume")
+        raise ApiError(422, ErrorCode.NOTHING_TO_RESUME, f"{what}: a stateless run has nothing to resume")
     return _resume(assistant, body.command, thread_id, claimant)
 
 
@@ -172,7 +173,7 @@ def resolve_request(
     if found is not None:
         if server.config.strict:
             hint = found.hint("the run's input")
-            raise ApiError(422, "missing-state", f"{what}: {found.message}", hint=hint)
+            raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
         _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
         metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
@@ -258,7 +259,7 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     if run is None:
         raise ApiError(
             409,
-            "thread-busy",
+            ErrorCode.THREAD_BUSY,
             f"thread {request.thread_id!r} has a run in progress",
             hint="wait for it (runs.join), or send multitask_strategy='enqueue' to queue this run",
         )

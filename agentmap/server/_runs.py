@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.runtime.results import total_usage
 from agentmap.server._encode import jsonable
-from agentmap.server._store_base import now
+from agentmap.server._store_base import RunStatus, now
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -62,7 +62,7 @@ class Run:
     request: RunRequest
     created_at: str = field(default_factory=now)
     updated_at: str = ""
-    status: str = "pending"
+    status: RunStatus = "pending"
     events: list[tuple[str, Any]] = field(default_factory=list)
     values: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -165,7 +165,7 @@ def emitter(run: Run) -> Callable[[str, Any], None]:
     return emit
 
 
-async def execute(run: Run, emit: Callable[[str, Any], None]) -> str:
+async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
     """Run the graph on the event loop; return the run's final status."""
     request = run.request
     app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app

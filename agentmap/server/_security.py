@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["PUBLIC_PATHS", "Guard", "error_body", "is_loopback", "require_key", "too_large"]
 
@@ -52,7 +52,7 @@ def require_key(host: str, api_key: str | None) -> None:
         raise ConfigError(
             f"agentmap serve refuses to listen on {host} without an API key: anyone who reaches the port could "
             "run your workflows",
-            code="api-key-required",
+            code=ErrorCode.API_KEY_REQUIRED,
             hint="set a key in an environment variable and name it: AGENTMAP_API_KEY=... agentmap serve ... "
             "--api-key-env AGENTMAP_API_KEY (or listen on 127.0.0.1)",
         )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agentmap.errors import ConfigError
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._security import require_key
 
 __all__ = ["background", "serve"]
@@ -24,7 +24,7 @@ def _uvicorn() -> Any:
     except ImportError:
         raise ConfigError(
             "agentmap serve needs FastAPI and uvicorn, which are not installed",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[serve]"',
         ) from None
     return uvicorn

@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._store_base import _UNFINISHED_OF_THREAD, decoded, now
+from agentmap.server._store_base import _UNFINISHED_OF_THREAD, RunStatus, ServerThreadStatus, decoded, now
 from agentmap.server._store_crons import CronRows
 from agentmap.server._store_threads import ThreadRows
 
 __all__ = ["UNFINISHED", "Store", "open_store", "public_run"]
 
-UNFINISHED = ("pending", "running")
+UNFINISHED: tuple[RunStatus, ...] = ("pending", "running")
 """The statuses of a run that is still to end: waiting on the queue, or claimed by a replica."""
 
 _RUN_COLUMNS = (
@@ -154,9 +154,9 @@ class Store(ThreadRows, CronRows):
         self,
         owner: str,
         run_id: str,
-        status: str,
+        status: RunStatus,
         result: Any,
-        thread_status: str | None,
+        thread_status: ServerThreadStatus | None,
         cancel_reason: str | None = None,
         webhook: bool = False,
         usage: dict[str, Any] | None = None,

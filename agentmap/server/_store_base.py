@@ -12,9 +12,15 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-__all__ = ["StoreBase", "decoded", "now"]
+__all__ = ["RunStatus", "ServerThreadStatus", "StoreBase", "decoded", "now"]
+
+RunStatus = Literal["pending", "running", "success", "error", "interrupted"]
+"""A served run's status (`csv_specs/serve.md`): queued, claimed by a replica, or how it ended."""
+
+ServerThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+"""A served thread's status: no run, a run in progress, paused (or cut short), or its last run failed."""
 
 
 def now() -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Response
 
+from agentmap.errors import ErrorCode
 from agentmap.server._encode import jsonable
 from agentmap.server._models import (
     ApiError,
@@ -143,7 +144,9 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
         """Forget a thread: its record, its runs and its checkpoints."""
         server.thread(thread_id)
         if server.store.busy(thread_id):
-            raise ApiError(409, "thread-busy", f"thread {thread_id!r} has a run in progress", hint="cancel it first")
+            raise ApiError(
+                409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="cancel it first"
+            )
         store.delete_thread(thread_id)
         delete = getattr(server.checkpointer, "delete_thread", None)
         if callable(delete):
@@ -185,7 +188,9 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         refuse_unsupported(body, "threads.update_state")
         record = server.thread(thread_id)
         if server.store.busy(thread_id):
-            raise ApiError(409, "thread-busy", f"thread {thread_id!r} has a run in progress", hint="wait for it")
+            raise ApiError(
+                409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="wait for it"
+            )
         checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
         assistant = server.thread_assistant(record)
         snapshot = snapshot_of(assistant, thread_id, checkpoint_id)
@@ -207,7 +212,9 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
             made = graph.update_state(at, update, as_node=body.as_node)  # type: ignore[arg-type]
         except (InvalidUpdateError, ValueError, KeyError) as exc:  # an unknown as_node, an update the state refuses
             why = f"the state of thread {thread_id!r} cannot take this update: {exc}"
-            raise ApiError(422, "bad-input", why, hint="name a node of the graph as as_node, or leave it out") from None
+            raise ApiError(
+                422, ErrorCode.BAD_INPUT, why, hint="name a node of the graph as as_node, or leave it out"
+            ) from None
         return {"checkpoint": _checkpoint(made)}
 
     @router.post("/threads/{thread_id}/history")

@@ -27,7 +27,7 @@ from agentmap.server._deliveries import WebhookDeliveries, webhook_of
 from agentmap.server._run_events import EventSharing
 from agentmap.server._runs import Run, RunRequest, emitter, execute
 from agentmap.server._store import Store
-from agentmap.server._store_base import now
+from agentmap.server._store_base import RunStatus, ServerThreadStatus, now
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["RunManager", "owner_alive"]
@@ -262,7 +262,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             run.push("error", run.error)
         await self._finish(run, status)
 
-    def _failed(self, run: Run, exc: Exception) -> str:
+    def _failed(self, run: Run, exc: Exception) -> RunStatus:
         if isinstance(exc, AgentMapError):
             run.error = {"error": type(exc).__name__, "message": str(exc), "code": exc.code}
         else:
@@ -283,13 +283,13 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         run.push("error", run.error)
         self._forget(run)
 
-    async def _finish(self, run: Run, status: str) -> None:
+    async def _finish(self, run: Run, status: RunStatus) -> None:
         await self._published(run)
         if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
             await self._written(self.store.release, self.owner, [run.run_id])
         else:
             run.status = status
-            thread_status = None
+            thread_status: ServerThreadStatus | None = None
             if not run.request.stateless:
                 thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
             hook = bool(webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import WorkflowFileError
+from agentmap.errors import ErrorCode, WorkflowFileError
 
 __all__ = [
     "SUFFIXES",
@@ -110,7 +110,7 @@ def check_file(path: Path) -> None:
     if path.is_dir():
         raise WorkflowFileError(
             f"{path} is a directory, not a workflow file",
-            code="not-a-file",
+            code=ErrorCode.NOT_A_FILE,
             hint=_nearby(path, inside=True) or "name a .csv, .tsv, .xlsx or .yaml workflow file",
         )
     if not path.exists():
@@ -118,7 +118,7 @@ def check_file(path: Path) -> None:
     if path.suffix.lower() not in SUFFIXES:
         raise WorkflowFileError(
             f"{path} is not a workflow file: AgentMap reads {', '.join(SUFFIXES)} files",
-            code="unsupported-format",
+            code=ErrorCode.UNSUPPORTED_FORMAT,
             hint="save the spreadsheet as CSV (UTF-8) and run it again",
         )
 
@@ -153,7 +153,7 @@ def _split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Tabl
     if first is None:
         raise WorkflowFileError(
             f"{path} is empty: it has no header row and no graph rows",
-            code="empty-file",
+            code=ErrorCode.EMPTY_FILE,
             hint="the first row names the columns, e.g. GraphName,Node,AgentType,Edge",
         )
     return Table(headers=[h.strip() for h in first[1]], rows=list(rows), header_line=first[0])
@@ -163,11 +163,11 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+        raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code=ErrorCode.UNREADABLE) from None
     if b"\x00" in data[:4096]:
         raise WorkflowFileError(
             f"{path} is a binary file, not CSV text",
-            code="not-text",
+            code=ErrorCode.NOT_TEXT,
             hint="save the spreadsheet as 'CSV UTF-8' (an .xlsx file is read as is, with the excel extra)",
         )
     notes: list[tuple[str, str, str]] = []
@@ -192,7 +192,7 @@ def csv_table(path: Path, text: str, *, delimiter: str = ",", notes: list[tuple[
             numbered.append((start, row))
             start = reader.line_num + 1
     except csv.Error as exc:
-        raise WorkflowFileError(f"{path}:{start}: not valid CSV: {exc}", code="unreadable") from None
+        raise WorkflowFileError(f"{path}:{start}: not valid CSV: {exc}", code=ErrorCode.UNREADABLE) from None
     table = _split_header(path, numbered)
     return Table(table.headers, table.rows, table.header_line, tuple(notes))
 
@@ -218,7 +218,7 @@ def _decode(path: Path, data: bytes, notes: list[tuple[str, str, str]]) -> str:
         return text
     raise WorkflowFileError(
         f"{path} is not UTF-8 text (byte {error.start}): it is not a CSV file, or was saved in another encoding",
-        code="not-text",
+        code=ErrorCode.NOT_TEXT,
         hint="save the spreadsheet as 'CSV UTF-8' and run it again",
     ) from None
 
@@ -249,13 +249,13 @@ def _read_xlsx(path: Path) -> list[Table]:
     except ImportError:
         raise WorkflowFileError(
             f"reading {path.name} needs the excel extra",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:
-        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
+        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
     tables = []
     try:
         for sheet in book.worksheets:
@@ -288,13 +288,13 @@ def _read_yaml(path: Path) -> Table:
     except ImportError:
         raise WorkflowFileError(
             f"reading {path.name} needs the yaml extra",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[yaml]"',
         ) from None
     try:
         data: Any = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code="not-text") from None
+        raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code=ErrorCode.NOT_TEXT) from None
     records: list[dict[str, Any]] = []
     if isinstance(data, dict) and isinstance(data.get("graphs"), dict):
         for graph, nodes in data["graphs"].items():
@@ -303,7 +303,7 @@ def _read_yaml(path: Path) -> Table:
     elif isinstance(data, list):
         records = [r for r in data if isinstance(r, dict)]
     else:
-        raise WorkflowFileError(f"{path} must hold a list of rows or a 'graphs:' mapping", code="empty-file")
+        raise WorkflowFileError(f"{path} must hold a list of rows or a 'graphs:' mapping", code=ErrorCode.EMPTY_FILE)
     headers: list[str] = []
     for record in records:
         headers += [str(k) for k in record if str(k) not in headers]

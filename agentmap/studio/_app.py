@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
-from agentmap.errors import AgentMapError, ConfigError, WorkflowFileError, WorkflowValidationError
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
@@ -96,7 +96,7 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     def docs(name: str) -> str:
         page = _DOCS / name
         if page.suffix != ".md" or page.parent != _DOCS or not page.is_file():
-            raise WorkflowFileError(f"no page {name}", code="file-not-found")
+            raise WorkflowFileError(f"no page {name}", code=ErrorCode.FILE_NOT_FOUND)
         return page.read_text(encoding="utf-8")
 
     app.mount("/studio/static", StaticFiles(directory=str(static)), name="studio")
@@ -120,7 +120,9 @@ def _key_check(api_key: str | None) -> Any:
             return
         given = request.headers.get("x-api-key", "")
         if not hmac.compare_digest(given.encode(), api_key.encode()):
-            raise ConfigError("the studio needs its API key", code="api-key-required", hint="enter it in the page")
+            raise ConfigError(
+                "the studio needs its API key", code=ErrorCode.API_KEY_REQUIRED, hint="enter it in the page"
+            )
 
     return check
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmap.errors import WorkflowFileError
+from agentmap.errors import ErrorCode, WorkflowFileError
 from agentmap.spec.readers import Table, csv_table
 
 __all__ = ["Document", "Record", "Style", "version_of"]
@@ -73,7 +73,7 @@ class Document:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+            raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code=ErrorCode.UNREADABLE) from None
         return cls.parse(path, data)
 
     @classmethod
@@ -90,7 +90,7 @@ class Document:
             try:
                 text, encoding = data.decode("cp1252"), "cp1252"
             except UnicodeDecodeError:
-                raise WorkflowFileError(f"{path} is not UTF-8 text", code="not-text") from None
+                raise WorkflowFileError(f"{path} is not UTF-8 text", code=ErrorCode.NOT_TEXT) from None
         lines = _LINES.findall(text)
         first = _ENDING.search(lines[0]) if lines else None
         delimiter = "\t" if path.suffix.lower() == ".tsv" else _delimiter(lines)
@@ -189,7 +189,7 @@ def _records(path: Path, lines: Sequence[str], delimiter: str) -> list[Record]:
             body = raw[: len(raw) - len(end)]
             records.append(Record(cells=cells, body=body, end=end, quoted=_quoted(body, delimiter), original=cells))
     except csv.Error as exc:
-        raise WorkflowFileError(f"{path}:{start + 1}: not valid CSV: {exc}", code="unreadable") from None
+        raise WorkflowFileError(f"{path}:{start + 1}: not valid CSV: {exc}", code=ErrorCode.UNREADABLE) from None
     return records
 
 

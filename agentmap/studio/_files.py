@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentmap.errors import WorkflowFileError
+from agentmap.errors import ErrorCode, WorkflowFileError
 from agentmap.storage._files import write_atomic
 from agentmap.studio._document import Document, version_of
 from agentmap.studio._workbook import Editable, SheetDocument, sheet_names, split_sheet
@@ -25,7 +25,7 @@ _EDITABLE = (".csv", ".tsv", ".xlsx")
 class FileChangedError(WorkflowFileError):
     """The file on disk is not the version the sheet was edited from (someone else saved it meanwhile)."""
 
-    default_code = "file-changed"
+    default_code = ErrorCode.FILE_CHANGED
 
 
 class Files:
@@ -45,7 +45,7 @@ class Files:
         if self.target.is_file() and self.target.suffix.lower() not in _EDITABLE:
             raise WorkflowFileError(
                 f"the studio edits .csv, .tsv and .xlsx files, not {self.target.name}",
-                code="unsupported-format",
+                code=ErrorCode.UNSUPPORTED_FORMAT,
                 hint="save the sheet as CSV (UTF-8) or .xlsx to edit it here",
             )
 
@@ -86,7 +86,7 @@ class Files:
         if not (inside and visible and path.suffix.lower() in _EDITABLE and path.is_file() and workbook == bool(sheet)):
             raise WorkflowFileError(
                 f"{name!r} is not a workflow file this studio opened",
-                code="file-not-found",
+                code=ErrorCode.FILE_NOT_FOUND,
                 hint="open one of: " + ", ".join(self.names()),
             )
         return path

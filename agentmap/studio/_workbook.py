@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentmap.errors import WorkflowFileError
+from agentmap.errors import ErrorCode, WorkflowFileError
 from agentmap.spec.readers import Table, read_tables, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
@@ -40,7 +40,7 @@ def split_sheet(name: str) -> tuple[str, str | None]:
 class FormulaCellsError(WorkflowFileError):
     """The workbook holds formulas, whose computed values a save through openpyxl would drop."""
 
-    default_code = "formula-cells"
+    default_code = ErrorCode.FORMULA_CELLS
 
 
 def _workbook(data: bytes, path: Path, *, read_only: bool = False, data_only: bool = False) -> Any:
@@ -49,13 +49,13 @@ def _workbook(data: bytes, path: Path, *, read_only: bool = False, data_only: bo
     except ImportError:
         raise WorkflowFileError(
             f"editing {path.name} needs the excel extra",
-            code="missing-extra",
+            code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     try:
         return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only, data_only=data_only)
     except Exception as exc:
-        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code="unreadable") from None
+        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
 
 
 def sheet_names(path: Path) -> list[str]:
@@ -101,12 +101,12 @@ class SheetDocument:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+            raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code=ErrorCode.UNREADABLE) from None
         book = _workbook(data, path)
         if sheet not in book.sheetnames:
             raise WorkflowFileError(
                 f"{path.name} has no sheet {sheet!r}",
-                code="file-not-found",
+                code=ErrorCode.FILE_NOT_FOUND,
                 hint="its sheets: " + ", ".join(book.sheetnames),
             )
         values = [list(row) for row in book[sheet].iter_rows(values_only=True)]

@@ -128,7 +128,7 @@ def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"row 1, column 'word': the cell is not valid JSON"):
         agentmap.batch(flow, [{"word": "{oops"}], json_cells=True)
     with pytest.raises(ConfigError, match="unknown executor"):
-        agentmap.batch(flow, [], executor="gpu")
+        agentmap.batch(flow, [], executor="gpu")  # type: ignore[arg-type]  # an untyped caller's text
     with pytest.raises(ConfigError, match="--checkpoint works with the thread and process executors"):
         agentmap.batch(flow, [], executor="async", checkpoint=tmp_path / "c.db")
     bad = tmp_path / "bad.csv"
