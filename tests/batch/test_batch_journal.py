@@ -21,7 +21,7 @@ from openai_stub import OpenAIStub  # isort: skip
 pytestmark = pytest.mark.slow
 
 BATCH = ("batch", "pay.csv", "--input", "rows.csv", "--output", "out.csv", "--id-column", "id", "--checkpoint",
-         "runs.db", "--executor", "process", "--workers", "1")  # fmt: skip
+         "runs.db", "--workers", "1")  # fmt: skip
 
 
 @pytest.fixture
@@ -30,14 +30,14 @@ def loop() -> Iterator[Loop]:
         yield Loop(server)
 
 
-def _kill_batch_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str) -> None:
+def _kill_batch_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str, executor: str) -> None:
     """Run the batch and SIGKILL it inside `model2` (its request held) or `tool1` (after the charge)."""
     kind, number = boundary[:-1], int(boundary[-1])
     if kind == "model":
         loop.hold = number - 1
     else:
         Path(env["EFFECTS"] + f".hold{number}").touch()
-    proc = forked.start(*BATCH, cwd=folder, env=env)
+    proc = forked.start(*BATCH, "--executor", executor, cwd=folder, env=env)
     if kind == "model":
         _until(loop.held.is_set, proc, f"model call {number} sent")
     else:
@@ -47,11 +47,14 @@ def _kill_batch_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str)
     Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
 
 
-def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(tmp_path: Path, loop: Loop) -> None:
+@pytest.mark.parametrize("executor", ["process", "thread"])
+def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
+    tmp_path: Path, loop: Loop, executor: str
+) -> None:
     env = _setup(tmp_path, loop.stub)
     (tmp_path / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_batch_at(tmp_path, env, loop, "model2")  # model 1 and charge 1 journaled finished
-    code, out, err = forked.run(*BATCH, cwd=tmp_path, env=env)
+    _kill_batch_at(tmp_path, env, loop, "model2", executor)  # model 1 and charge 1 journaled finished
+    code, out, err = forked.run(*BATCH, "--executor", executor, cwd=tmp_path, env=env)
     assert code == 0, (out, err)
     assert "paid twice" in (tmp_path / "out.csv").read_text()
     assert _effects(tmp_path) == ["charge 1", "charge 2"]
@@ -61,14 +64,15 @@ def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(tmp_
 def test_a_row_killed_inside_a_tool_call_holds_it_in_doubt(tmp_path: Path, loop: Loop) -> None:
     env = _setup(tmp_path, loop.stub)
     (tmp_path / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_batch_at(tmp_path, env, loop, "tool1")
-    code, out, err = forked.run(*BATCH, cwd=tmp_path, env=env)
+    _kill_batch_at(tmp_path, env, loop, "tool1", "process")
+    code, out, err = forked.run(*BATCH, "--executor", "process", cwd=tmp_path, env=env)
     assert code == 1, (out, err)  # the row pauses: it asks whether the charge took effect
     assert "did `charge_card` with these arguments take effect?" in (tmp_path / "out.csv").read_text()
     assert "agentmap resume r1 ANSWER --checkpoint" in (tmp_path / "out.csv").read_text()
     assert _effects(tmp_path) == ["charge 1"]
     assert loop.counts() == {0: 1}, loop.counts()
-    code, out, err = forked.run(*BATCH, "--redo-failed", cwd=tmp_path, env=env)  # asks again, charges nothing
+    # run again with --redo-failed: the row asks again and charges nothing
+    code, out, err = forked.run(*BATCH, "--executor", "process", "--redo-failed", cwd=tmp_path, env=env)
     assert code == 1 and _effects(tmp_path) == ["charge 1"], (out, err)
     code, out, err = forked.run("resume", "r1", "done", "--checkpoint", "runs.db", "--json", cwd=tmp_path, env=env)
     assert code == 0 and json.loads(out)["state"]["answer"] == "paid twice", (out, err)
