@@ -19,6 +19,8 @@ from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
@@ -213,6 +215,15 @@ class WorkflowRecipe:
         return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **options)
 
 
+def _continue(snapshot: StateSnapshot | None, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What a checkpointed row runs with: None (continue its thread) when an earlier run of the row left the
+    thread unfinished (killed, failed or paused), so LangGraph reruns only the node cut short and the call journal
+    replays its answered calls; else the row's state (a new row, or one whose thread finished)."""
+    from agentmap.runtime.threads import unfinished
+
+    return None if snapshot is not None and snapshot.metadata is not None and unfinished(snapshot) else state
+
+
 class RowRunner:
     """Compiles the workflow once, then runs rows through it."""
 
@@ -229,7 +240,8 @@ class RowRunner:
         config = self._config(number, key)
         started = time.perf_counter()
         try:
-            result = self.app.invoke(state, config)
+            snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
+            result = self.app.invoke(_continue(snapshot, state), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
@@ -237,9 +249,11 @@ class RowRunner:
     async def arun(self, job: Job) -> RowResult:
         """The async twin of `run` (through `CompiledWorkflow.ainvoke`)."""
         number, key, state = job
+        config = self._config(number, key)
         started = time.perf_counter()
         try:
-            result = await self.app.ainvoke(state, self._config(number, key))
+            snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
+            result = await self.app.ainvoke(_continue(snapshot, state), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
@@ -259,7 +273,7 @@ class RowRunner:
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
         error: str | None = None
         if result.interrupts:
-            error = "the run paused for input; run the batch with --checkpoint and resume the row's thread"
+            error = _paused(job[1], result.interrupts, self.recipe.checkpoint)
         elif not result.success:
             error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
         outputs = {name: result.state.get(name) for name in self.outputs}
@@ -268,6 +282,16 @@ class RowRunner:
         return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration,
                          tokens_in=int(usage.get("input_tokens", 0)), tokens_out=int(usage.get("output_tokens", 0)),
                          cost=usage.get("cost"))  # fmt: skip
+
+
+def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
+    """The error of a row that paused for input: with checkpoints, its question and how to answer it."""
+    if not checkpoint:
+        return "the run paused for input; run the batch with --checkpoint and resume the row's thread"
+    first = interrupts[0]
+    question = first.get("question") if isinstance(first, Mapping) else first
+    store = checkpoint.removeprefix("sqlite:")
+    return f"the run paused for input ({question}); answer it: agentmap resume {key} ANSWER --checkpoint {store}"
 
 
 def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
