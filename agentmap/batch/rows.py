@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
+from agentmap.agents.journal import digest
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 
@@ -215,13 +216,19 @@ class WorkflowRecipe:
         return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **options)
 
 
+_ROW_DIGEST = "agentmap_row_digest"  # the run metadata (and so every checkpoint's) that names the row's cells
+
+
 def _continue(snapshot: StateSnapshot | None, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What a checkpointed row runs with: None (continue its thread) when an earlier run of the row left the
-    thread unfinished (killed, failed or paused), so LangGraph reruns only the node cut short and the call journal
-    replays its answered calls; else the row's state (a new row, or one whose thread finished)."""
+    """What a checkpointed row runs with: None (continue its thread) when an earlier run of the same row (the same
+    cells) left the thread unfinished (killed, failed or paused), so LangGraph reruns only the node cut short and
+    the call journal replays its answered calls; else the row's state (a new row, one whose thread finished, or one
+    whose cells changed under the same id: it starts over rather than continue another row's run)."""
     from agentmap.runtime.threads import unfinished
 
-    return None if snapshot is not None and snapshot.metadata is not None and unfinished(snapshot) else state
+    if snapshot is None or snapshot.metadata is None or not unfinished(snapshot):
+        return state
+    return None if snapshot.metadata.get(_ROW_DIGEST) == digest(dict(state)) else state
 
 
 class RowRunner:
@@ -237,7 +244,7 @@ class RowRunner:
     def run(self, job: Job) -> RowResult:
         """Run one row; any failure ends in the row's result, never in an exception."""
         number, key, state = job
-        config = self._config(number, key)
+        config = self._config(number, key, state)
         started = time.perf_counter()
         try:
             snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
@@ -249,7 +256,7 @@ class RowRunner:
     async def arun(self, job: Job) -> RowResult:
         """The async twin of `run` (through `CompiledWorkflow.ainvoke`)."""
         number, key, state = job
-        config = self._config(number, key)
+        config = self._config(number, key, state)
         started = time.perf_counter()
         try:
             snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
@@ -258,12 +265,13 @@ class RowRunner:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
-    def _config(self, number: int, key: str) -> Any:
+    def _config(self, number: int, key: str, state: Mapping[str, Any]) -> Any:
         """The row's LangGraph config: its number and id as run metadata (span attributes, LangSmith metadata),
         and its thread when rows are checkpointed."""
         config: dict[str, Any] = {"metadata": {**self.recipe.run_metadata, ROW_KEY: number, ROW_ID_KEY: key}}
         if self.recipe.checkpoint:
             config["configurable"] = {"thread_id": key}
+            config["metadata"][_ROW_DIGEST] = digest(dict(state))
         if self.meter is not None:
             config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         if self.recipe.no_cache:

@@ -78,3 +78,22 @@ def test_a_row_killed_inside_a_tool_call_holds_it_in_doubt(tmp_path: Path, loop:
     assert code == 0 and json.loads(out)["state"]["answer"] == "paid twice", (out, err)
     assert _effects(tmp_path) == ["charge 1", "charge 2"]
     assert loop.counts() == {0: 1, 1: 1, 2: 1}, loop.counts()
+
+
+def test_a_row_whose_cells_changed_under_the_same_id_starts_over(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from cli_helpers import agentmap
+
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Prompt\n"
+        "F,Greet,template,name,greeting,Ask,Hello {name}\n"
+        "F,Ask,human,greeting,answer,,Go on?\n"
+    )
+    batch = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--id-column", "id", "--checkpoint", "runs.db")
+    (tmp_path / "rows.csv").write_text("id,name\nr1,Ada\n")
+    assert agentmap(*batch, cwd=tmp_path).code == 1  # paused at Ask: the row's thread is unfinished
+    assert "Hello Ada" in (tmp_path / "out.csv").read_text()
+    (tmp_path / "rows.csv").write_text("id,name\nr1,Grace\n")  # the same id, another cell
+    agentmap(*batch, "--redo-failed", cwd=tmp_path)
+    out = (tmp_path / "out.csv").read_text()
+    assert "Hello Grace" in out and "Hello Ada" not in out  # started over, not the earlier row's run continued
