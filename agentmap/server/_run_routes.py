@@ -81,7 +81,12 @@ async def _wait(server: Server, run: Run) -> JSONResponse:
     for wherever it continues, never answered with the steps it had done here."""
     await run.done.wait()
     if run.moved:
-        record = await server.runs.wait_record(run.thread_id, run.run_id)
+        try:
+            record = await server.runs.wait_record(run.thread_id, run.run_id)
+        except Exception as exc:
+            if run.error is None or not server.runs.store.unreachable(exc):
+                raise
+            record = None  # the database is still away: the client hears so (`database-unavailable`)
         if record is not None and record.get("result") is not None:
             return _located(run, record["result"])
     return _located(run, run.result())
