@@ -30,11 +30,12 @@ class EventSharing:
     _store: Callable[..., Awaitable[Any]]
 
     async def follow_elsewhere(
-        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float
+        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float, after: int = 0
     ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on another replica, in order, from its start until it ends: read from
-        the store whenever that replica announces new ones (an empty event after `heartbeat` s of silence)."""
-        index = 0
+        """The events of a run executing on another replica, in order, from its start (or from number `after`)
+        until it ends: read from the store whenever that replica announces new ones (an empty event after
+        `heartbeat` s of silence)."""
+        index = after
         while True:
             news = self._events
             found = await self._store(self.store.events, run_id, index)
@@ -70,6 +71,7 @@ class EventSharing:
                 batch = [(event, dumps(data)) for event, data in run.events[index:]]
                 try:
                     await self._store(self.store.add_events, run.run_id, base + index, batch)
+                    run.shared = base + index + len(batch)
                 except Exception as exc:  # followers elsewhere miss them; the run itself goes on
                     _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
                 index += len(batch)

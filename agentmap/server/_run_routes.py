@@ -9,7 +9,6 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from agentmap.errors import ErrorCode
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._run_start import resolve_request, start_run, stream_modes
@@ -39,12 +38,23 @@ def _located(run: Run, content: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(content, status_code=status, headers={"Content-Location": _where(run)})
 
 
+def _sse_line(event: str, data: Any) -> str:
+    """One event for the SSE stream; a comment line for an empty one (keeps proxies from closing a quiet stream;
+    clients skip it)."""
+    return f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+
+
 def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
         try:
             async for event, data in run.follow(modes, server.config.heartbeat):
-                # a comment line keeps proxies from closing a quiet stream; clients skip it
-                yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+                yield _sse_line(event, data)
+            if run.moved and run.error is None:  # handed over after a step: the rest comes from where it continues
+                following = server.runs.follow_elsewhere(
+                    run.thread_id, run.run_id, modes, server.config.heartbeat, run.shared
+                )
+                async for event, data in following:
+                    yield _sse_line(event, data)
         finally:
             if cancel_on_disconnect and not run.done.is_set():
                 server.runs.cancel(run, "the client disconnected")
@@ -56,7 +66,7 @@ def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disc
 def _sse_elsewhere(server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
         async for event, data in server.runs.follow_elsewhere(thread_id, run_id, modes, server.config.heartbeat):
-            yield f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+            yield _sse_line(event, data)
 
     headers = {
         "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
@@ -66,8 +76,19 @@ def _sse_elsewhere(server: Server, thread_id: str, run_id: str, modes: tuple[str
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
-async def _wait(run: Run) -> JSONResponse:
+async def _wait(server: Server, run: Run) -> JSONResponse:
+    """The run's result once it ended: a run stopped here to be continued by a replica (`Run.moved`) is waited
+    for wherever it continues, never answered with the steps it had done here."""
     await run.done.wait()
+    if run.moved:
+        try:
+            record = await server.runs.wait_record(run.thread_id, run.run_id)
+        except Exception as exc:
+            if run.error is None or not server.runs.store.unreachable(exc):
+                raise
+            record = None  # the database is still away: the client hears so (`database-unavailable`)
+        if record is not None and record.get("result") is not None:
+            return _located(run, record["result"])
     return _located(run, run.result())
 
 
@@ -83,7 +104,7 @@ def _thread_run_routes(server: Server, router: APIRouter) -> None:
     @router.post("/threads/{thread_id}/runs/wait")
     async def wait_run(thread_id: str, body: RunCreate) -> JSONResponse:
         """Run and return the final values (with `__interrupt__` when it paused, `__error__` when it failed)."""
-        return await _wait(await start_run(server, body, thread_id, "runs.wait"))
+        return await _wait(server, await start_run(server, body, thread_id, "runs.wait"))
 
     @router.post("/threads/{thread_id}/runs/stream")
     async def stream_run(thread_id: str, body: RunCreate) -> StreamingResponse:
@@ -130,10 +151,7 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         await run_in_threadpool(_record, server, thread_id, run_id)
         run = server.runs.runs.get(run_id)
         if run is not None:
-            response = await _wait(run)
-            if (run.error or {}).get("code") != ErrorCode.DATABASE_UNAVAILABLE:
-                return response
-            # stopped here by a lost database: it is continued once the database is back; wait for that end
+            return await _wait(server, run)
         record = await server.runs.wait_record(thread_id, run_id)
         if record is not None and record.get("result") is not None:
             return JSONResponse(record["result"], headers={"X-Run": run_id})
@@ -168,7 +186,7 @@ def _stateless_routes(server: Server, router: APIRouter) -> None:
     @router.post("/runs/wait")
     async def wait_stateless(body: RunCreate) -> JSONResponse:
         """Run without a thread and return the final values."""
-        return await _wait(await start_run(server, body, None, "runs.wait"))
+        return await _wait(server, await start_run(server, body, None, "runs.wait"))
 
     @router.post("/runs/stream")
     async def stream_stateless(body: RunCreate) -> StreamingResponse:

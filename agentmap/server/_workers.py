@@ -171,6 +171,9 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
                 _log.warning("cannot claim runs: %s", exc)
                 claimed = []
             for record in claimed:
+                task = self._executing.get(record["run_id"])
+                if task is not None and not task.done():  # its lease ran out while it ran here: it goes on, held again
+                    continue
                 self._executing[record["run_id"]] = asyncio.get_running_loop().create_task(self._execute(record))
             # Woken by a run accepted or ended; leases run out without a word, so look again now and then. A run
             # kept for this replica that the claim did not get (the heartbeat held its row just then, or an older
@@ -281,11 +284,13 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             "code": ErrorCode.DATABASE_UNAVAILABLE.value,
         }
         run.push("error", run.error)
+        run.moved = True
         self._forget(run)
 
     async def _finish(self, run: Run, status: RunStatus) -> None:
         await self._published(run)
         if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
+            run.moved = True
             await self._written(self.store.release, self.owner, [run.run_id])
         else:
             run.status = status
@@ -328,4 +333,5 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         run.updated_at = now()
         run.done.set()
         run.wake()
+        self._handover.discard(run.run_id)  # taken again later, it is finished here, not handed back again
         self.runs.pop(run.run_id, None)  # its record is in the store; listeners hold the object itself

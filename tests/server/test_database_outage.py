@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,21 @@ def _ended(client: Any, thread_id: str) -> list[dict[str, Any]]:
     return listed
 
 
+def _diagnosis(client: Any, threads: list[str]) -> str:
+    """Every thread's runs and checkpoints (step, writer run, next nodes, value keys): what a failure shows."""
+    lines = []
+    for thread_id in threads:
+        runs = [(r["run_id"], r["status"]) for r in client.runs.list(thread_id)]
+        lines.append(f"thread {thread_id}: runs {runs}")
+        for state in client.threads.get_history(thread_id, limit=20):
+            meta = state.get("metadata") or {}
+            lines.append(
+                f"  step {meta.get('step')} run {meta.get('run_id')} source {meta.get('source')} "
+                f"next {state.get('next')} values {sorted(state.get('values') or {})}"
+            )
+    return "\n".join(lines)
+
+
 def test_runs_accepted_before_a_ten_second_outage_each_finish_once(
     tmp_path: Path, postgres_with_outage: tuple[str, Callable[[float], None]]
 ) -> None:
@@ -53,5 +69,66 @@ def test_runs_accepted_before_a_ten_second_outage_each_finish_once(
         for thread_id, run in zip(threads, runs, strict=True):
             values = _eventually(functools.partial(on_b.runs.join, thread_id, run["run_id"]), 90)
             listed = _eventually(functools.partial(_ended, on_a, thread_id), 60)  # a replica may still be writing it
-            assert values.get("third") == "rested", (values, listed)
-            assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "success")]  # once, not twice
+            ended = [(r["run_id"], r["status"]) for r in listed]
+            if values.get("third") != "rested" or ended != [(run["run_id"], "success")]:  # once, not twice
+                pytest.fail(f"run {run['run_id']} ended {ended} with {values}\n{_diagnosis(on_a, threads)}")
+
+
+def _streamed_keys(client: Any, thread_id: str, run_id: str) -> list[str]:
+    """The keys of the last `values` event that `runs.join_stream` sends for the run."""
+    values = [part.data for part in client.runs.join_stream(thread_id, run_id) if part.event == "values"]
+    return sorted(values[-1]) if values else []
+
+
+def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on_both_replicas(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The replica that loses a run's lease stops it after its step; `runs.join` there must answer the end the
+    replica continuing it writes, not the steps done before the handover, and `join_stream` there must go on
+    with the continuation's events."""
+    import psycopg
+
+    folder = make_project(tmp_path / "flows")
+    (folder / "naps.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
+        + "".join(
+            f'Naps,{name},NapAgent,"{{""seconds"": 1.0}}",{given},{name.lower()},{then}\n'
+            for name, given, then in (
+                ("First", "topic", "Second"),
+                ("Second", "first", "Third"),
+                ("Third", "second", ""),
+            )
+        ),
+        encoding="utf-8",
+    )
+    with (
+        serving(folder, checkpoint=postgres_url, lease=3.0) as a,
+        serving(folder, checkpoint=postgres_url, lease=3.0) as b,
+        sdk.get_sync_client(url=a, timeout=60) as on_a,
+        sdk.get_sync_client(url=b, timeout=60) as on_b,
+    ):
+        thread_id = on_a.threads.create()["thread_id"]
+        run = on_a.runs.create(thread_id, "Naps", input={"topic": "t"})
+        run_id = run["run_id"]
+        deadline = time.monotonic() + 30
+        while on_a.runs.get(thread_id, run_id)["status"] != "running":
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        with ThreadPoolExecutor(4) as pool:  # both replicas follow it; one of them executes it
+            joins = [pool.submit(c.runs.join, thread_id, run_id) for c in (on_a, on_b)]
+            streams = [pool.submit(_streamed_keys, c, thread_id, run_id) for c in (on_a, on_b)]
+            time.sleep(0.3)  # the joins are waiting (a join that comes late only reads the record)
+            with psycopg.connect(postgres_url, autocommit=True) as conn:  # its lease is lost to a gone replica
+                conn.execute(
+                    "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = 0 WHERE run_id = %s",
+                    (run_id,),
+                )
+            joined = [j.result(timeout=60) for j in joins]
+            streamed = [s.result(timeout=60) for s in streams]
+        listed = _eventually(functools.partial(_ended, on_a, thread_id), 60)
+        ended = [(r["run_id"], r["status"]) for r in listed]
+        wrong = any(v.get("third") != "rested" for v in joined) or any("third" not in k for k in streamed)
+        if wrong or ended != [(run_id, "success")]:
+            pytest.fail(
+                f"run {run_id} ended {ended}; joined {joined}; streamed {streamed}\n{_diagnosis(on_a, [thread_id])}"
+            )
