@@ -1,12 +1,13 @@
 """The agent registry: the one place agent types are resolved.
 
 Types are matched case-insensitively and an `Agent` suffix is optional, so `Echo`, `echo` and
-`EchoAgent` name one type. Types come from four places, looked up in this order:
+`EchoAgent` name one type. Types come from three places, looked up in this order:
 
 1. the built-in types and anything registered with `@agentmap.agent("name")`;
-2. a custom agents folder (`add_folder`): a `.py` file there is imported the first time a type it
-   declares (by its file name, a class or a registration, see `_folder`) is looked up, and every
-   `BaseAgent` subclass it defines registers under its class name; the other files are never run;
+2. a custom agents folder, through the view `with_folder` makes for one compile: a `.py` file there is
+   imported the first time a type it declares (by its file name, a class or a registration, see
+   `_folder`) is looked up, and every `BaseAgent` subclass it defines registers, in that view only, under
+   its class name; the other files are never run, and the process-wide registry never sees the folder;
 3. the `agentmap.agents` entry point group of installed packages: an entry point is loaded the first
    time its name is looked up.
 
@@ -24,10 +25,11 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentmap.agents._folder import FolderIndex, compact
+from agentmap.agents._folder import FolderIndex
 from agentmap.agents.base import BaseAgent
 from agentmap.errors import AgentNotFoundError
 
@@ -54,10 +56,6 @@ class AgentRegistry:
         self._types: dict[str, AgentClass] = {}
         self._entry_points_loaded = False
         self._entry_points: dict[str, list[Any]] | None = None
-        self._folders: dict[Path, FolderIndex] = {}
-        self._imported: dict[Path, dict[str, AgentClass]] = {}  # a custom agent file -> the types it registered
-        self._origin: dict[str, Path] = {}  # a type registered by a custom agent file -> that file
-        self._failed: dict[Path, tuple[int, str]] = {}  # a custom agent file that did not import, by its mtime
         self._broken: dict[str, tuple[str, str]] = {}  # type key -> why it could not be loaded, and the fix
         self._lock = threading.Lock()
         self._loading = threading.RLock()
@@ -72,6 +70,10 @@ class AgentRegistry:
             TypeError: If `cls` is neither.
             ValueError: If `name` is taken and `replace` is false.
         """
+        importing = _importing.get()
+        if importing is not None and importing[0] is not self and getattr(cls, "__module__", None) == importing[1]:
+            _decorated.setdefault(importing[1], []).append((name, cls))
+            return importing[0].register(name, cls, replace=replace)  # a folder file's types stay in its overlay
         key = normalize_type(name)
         agent_cls = self._adapt(cls)
         with self._lock:
@@ -98,8 +100,6 @@ class AgentRegistry:
         """Return the class registered under `name` (any spelling), or None."""
         key = normalize_type(name)
         found = self._types.get(key)
-        if found is None and self._folders:
-            found = self._from_folders(key)
         if found is None and not self._entry_points_loaded:
             for ep in self._installed().get(key, []):
                 self._load_entry_point(ep)
@@ -121,7 +121,7 @@ class AgentRegistry:
         """The message for an unknown type, with the closest known names."""
         close = difflib.get_close_matches(normalize_type(name), self.names(), n=3, cutoff=0.6)
         suggestion = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        broken = self._broken.get(normalize_type(name))
+        broken = self._why_broken(normalize_type(name))
         if broken is not None:
             suggestion = f" ({broken[0]})"
         from agentmap.agents._legacy import retired_type
@@ -133,7 +133,7 @@ class AgentRegistry:
 
     def register_hint(self, name: str) -> str:
         """How to make `name` a known type (or to repair the file that declares it)."""
-        broken = self._broken.get(normalize_type(name))
+        broken = self._why_broken(normalize_type(name))
         if broken is not None and broken[1]:
             return broken[1]
         words = re.findall(r"[A-Za-z0-9]+", normalize_type(name))
@@ -145,96 +145,26 @@ class AgentRegistry:
             f"@agentmap.agent({name!r}), or run `agentmap scaffold`."
         )
 
+    def _why_broken(self, key: str) -> tuple[str, str] | None:
+        return self._broken.get(key)
+
     def names(self) -> list[str]:
-        """All known type keys (registered, or declared by a custom agents folder or an installed entry point and
-        loaded on first use), sorted."""
+        """All known type keys (registered, or declared by an installed entry point and loaded on first use), sorted."""
         installed = self._installed() if self is registry and not self._entry_points_loaded else {}
-        declared = {key for index in list(self._folders.values()) for key in index.declared}
-        return sorted({*self._types, *installed, *declared})
+        return sorted({*self._types, *installed})
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
-    def add_folder(self, folder: Path) -> None:
-        """Make the agent types of a custom agents folder known; its files are imported only when looked up.
+    def with_folder(self, folder: Path) -> AgentRegistry:
+        """This registry's types plus those of a custom agents folder, for one compile.
 
-        Adding a folder again reads it again (files added or changed since), so a long-running process sees
-        new files; a file already imported is not imported again. A type this folder declares that a file of
-        another folder registered is looked up here again, as when each folder was imported whole.
+        The folder's files are imported only when a type they declare is looked up, and the types they
+        register (by class or by `@agentmap.agent`) stay in the returned view: this registry never sees
+        them, so another compile, with another folder or none, does not either. The folder's types come
+        after this registry's registered types and before its entry points.
         """
-        folder = folder.resolve()
-        with self._loading:
-            index = self._folders.pop(folder, None) or FolderIndex(folder, normalize_type)
-            index.refresh()
-            self._folders[folder] = index  # the folder added last is looked in first
-            declared = {compact(key) for key in index.declared}
-            for key, path in list(self._origin.items()):
-                if path.parent != folder and compact(key) in declared:
-                    del self._origin[key]
-                    if self._types.get(key) is self._imported[path].get(key):
-                        del self._types[key]
-
-    def _from_folders(self, key: str) -> AgentClass | None:
-        """Import the folder files that may declare `key` until it is registered."""
-        with self._loading:
-            for index in reversed(list(self._folders.values())):
-                for path in index.candidates(key):
-                    if path in self._imported:  # taken back by another folder meanwhile
-                        back = {k: v for k, v in self._imported[path].items() if k not in self._types}
-                        self._types.update(back)
-                        self._origin.update(dict.fromkeys(back, path))
-                    else:
-                        self._import(index.folder, path, key)
-                    found = self._types.get(key)
-                    if found is not None:
-                        return found
-        return None
-
-    def _import(self, folder: Path, path: Path, key: str) -> None:
-        """Import one custom agent file and register its classes; a failure is recorded for `key`."""
-        mtime = path.stat().st_mtime_ns if path.exists() else 0
-        failed = self._failed.get(path)
-        if failed is None or failed[0] != mtime:
-            from agentmap.agents._legacy import install
-
-            install()  # files written for AgentMap 0.9 import its module paths
-            try:
-                module = import_file(path, prefix="agentmap_custom_agents")
-            except Exception as exc:  # reported for the node that needs it; other files are not concerned
-                self._failed[path] = failed = (mtime, f"{type(exc).__name__}: {exc}")
-            else:
-                self._failed.pop(path, None)
-                self._register_module(module)
-                registered = {k: v for k, v in self._types.items() if v.__module__ == module.__name__}
-                self._imported[path] = registered
-                self._origin.update(dict.fromkeys(registered, path))
-                return
-        self._broken[key] = (
-            f"it would come from {path}, which cannot be imported: {failed[1]}; {folder} is the custom agents "
-            "folder (setting paths.custom_agents, AGENTMAP_PATHS__CUSTOM_AGENTS or agents_dir=; default "
-            "custom_agents/ beside the workflow)",
-            f"fix the error in {path.name}, or move it out of {folder}",
-        )
-
-    def _register_module(self, module: Any) -> None:
-        """Register each `BaseAgent` subclass `module` defines under its class name (and the 0.9 snake spelling)."""
-        for obj in vars(module).values():
-            if (
-                isinstance(obj, type)
-                and issubclass(obj, BaseAgent)
-                and obj is not BaseAgent
-                and obj.__module__ == module.__name__
-                and obj not in self._types.values()
-            ):
-                key = normalize_type(obj.__name__)
-                self.register(key, obj)
-                self._broken.pop(key, None)
-                snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
-                taken = self._types.get(snake) if snake != key else None
-                # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
-                if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
-                    self.register(snake, obj)
-                    self._broken.pop(snake, None)
+        return _FolderOverlay(self, folder)
 
     def load_entry_points(self) -> None:
         """Register the agent types installed packages declare in the `agentmap.agents` group."""
@@ -264,10 +194,110 @@ class AgentRegistry:
             self._broken[normalize_type(ep.name)] = (reason, "")
 
 
+_importing: ContextVar[tuple[AgentRegistry, str] | None] = ContextVar("agentmap_importing_agents", default=None)
+"""The overlay importing a custom agent file and that file's module name, while it runs."""
+_decorated: dict[str, list[tuple[str, type[Any]]]] = {}
+"""The names a custom agent module registered while it was imported, for the next overlay that imports it."""
+
+
+class _FolderOverlay(AgentRegistry):
+    """A registry's types plus one custom agents folder's (`AgentRegistry.with_folder`).
+
+    The overlay of a subgraph's folder may stand on its parent workflow's overlay: its own folder is
+    looked in first, then the parent's.
+    """
+
+    def __init__(self, base: AgentRegistry, folder: Path) -> None:
+        super().__init__()
+        self._base = base
+        self._root: AgentRegistry = base._root if isinstance(base, _FolderOverlay) else base
+        self._index = FolderIndex(folder.resolve(), normalize_type)
+        self._index.refresh()
+        self._failed: dict[Path, str | None] = {}  # a file imported (None) or why it did not import
+
+    def get(self, name: str) -> AgentClass | None:
+        key = normalize_type(name)
+        found = self._root._types.get(key) or self._types.get(key)
+        if found is None:
+            with self._loading:
+                for path in self._index.candidates(key):
+                    if path not in self._failed:
+                        self._failed[path] = self._import(path)
+                    found = self._types.get(key)
+                    if found is not None:
+                        break
+                    if self._failed[path] is not None:
+                        self._broken[key] = self._broken_file(path, self._failed[path] or "")
+        return found or self._base.get(key)
+
+    def _why_broken(self, key: str) -> tuple[str, str] | None:
+        return self._broken.get(key) or self._base._why_broken(key)
+
+    def names(self) -> list[str]:
+        """The base's type keys, plus those the folder declares (imported on first use)."""
+        return sorted({*self._base.names(), *self._types, *self._index.declared})
+
+    def _import(self, path: Path) -> str | None:
+        """Import one custom agent file and register its classes here; why it failed, if it did."""
+        from agentmap.agents._legacy import install
+
+        install()  # files written for AgentMap 0.9 import its module paths
+        name = module_name(path, prefix=_PREFIX)
+        if name not in sys.modules:
+            _decorated[name] = []
+        token = _importing.set((self, name))
+        try:
+            module = import_file(path, prefix=_PREFIX)
+        except Exception as exc:  # reported for the node that needs it; other files are not concerned
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            _importing.reset(token)
+        for type_name, cls in _decorated.get(name, []):  # imported before, by another compile's overlay
+            self.register(type_name, cls)
+        self._register_module(module)
+        return None
+
+    def _broken_file(self, path: Path, error: str) -> tuple[str, str]:
+        folder = self._index.folder
+        return (
+            f"it would come from {path}, which cannot be imported: {error}; {folder} is the custom agents "
+            "folder (setting paths.custom_agents, AGENTMAP_PATHS__CUSTOM_AGENTS or agents_dir=; default "
+            "custom_agents/ beside the workflow)",
+            f"fix the error in {path.name}, or move it out of {folder}",
+        )
+
+    def _register_module(self, module: Any) -> None:
+        """Register each `BaseAgent` subclass `module` defines under its class name (and the 0.9 snake spelling)."""
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, BaseAgent)
+                and obj is not BaseAgent
+                and obj.__module__ == module.__name__
+                and obj not in self._types.values()
+            ):
+                key = normalize_type(obj.__name__)
+                self.register(key, obj)
+                snake = normalize_type(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", obj.__name__))
+                taken = self._root._types.get(snake) or self._types.get(snake) if snake != key else None
+                # AgentMap 0.9 spelled LoudEchoAgent loud_echo; a built-in type keeps its name
+                if snake != key and (taken is None or not taken.__module__.startswith("agentmap.")):
+                    self.register(snake, obj)
+
+
+_PREFIX = "agentmap_custom_agents"
+
+
+def module_name(path: Path, *, prefix: str) -> str:
+    """The module name `import_file` gives a file."""
+    path = path.resolve()
+    return f"{prefix}_{abs(hash(str(path))):x}_{path.stem}"
+
+
 def import_file(path: Path, *, prefix: str) -> Any:
     """Import a Python file as a module named after its path (imported once per process)."""
     path = path.resolve()
-    name = f"{prefix}_{abs(hash(str(path))):x}_{path.stem}"
+    name = module_name(path, prefix=prefix)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -42,6 +42,7 @@ class BuildOptions:
     agents_dir: Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     registry: AgentRegistry = default_registry
+    _overlays: dict[Path, AgentRegistry] = field(default_factory=dict, compare=False, repr=False)
 
     def base_dir(self, graph: GraphSpec) -> Path:
         """The folder relative paths resolve against: the workflow file's folder."""
@@ -51,15 +52,18 @@ class BuildOptions:
         """The functions folder for `graph`."""
         return self.functions_dir or self.base_dir(graph) / "functions"
 
-    def load_custom_agents(self, graph: GraphSpec) -> None:
-        """Make the custom agents folder's types known (a file is imported when a node names its type)."""
-        self.registry.add_folder(self.agents_dir or self.base_dir(graph) / "custom_agents")
+    def agent_types(self, graph: GraphSpec) -> AgentRegistry:
+        """The types `graph` sees: the registry's plus its custom agents folder's, for this compile only (a
+        folder file is imported when a node names a type it declares)."""
+        folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
+        if folder not in self._overlays:
+            self._overlays[folder] = self.registry.with_folder(folder)
+        return self._overlays[folder]
 
 
 def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
     """Every finding for `graph`: the spec checks plus what needs agents and routers resolved."""
-    options.load_custom_agents(graph)
-    registry = options.registry
+    registry = options.agent_types(graph)
     issues = check_graph(
         graph,
         known_type=lambda name: registry.get(name) is not None,
@@ -179,7 +183,7 @@ def _environment(
             "functions_dir": options.functions_dir,
             "agents_dir": options.agents_dir,
             "settings": options.settings,
-            "registry": options.registry,
+            "registry": options.agent_types(graph),  # a subgraph's folder comes before this one's
         },
         new_tracker=ExecutionTracker,
         handled_failures=graph.handled_failures,

@@ -266,8 +266,9 @@ def build_state_graph(
     """
     agents: dict[str, BaseAgent] = {}
     environment = _environment(graph, options, agents)  # agents fill in below; the env sees them all
+    types = options.agent_types(graph)
     for node in graph.nodes:
-        cls = options.registry.resolve(node.agent_type or "default")
+        cls = types.resolve(node.agent_type or "default")
         agents[node.name] = _construct(cls, node, environment)
 
     routers: dict[FuncRef, RouterFn] = {}

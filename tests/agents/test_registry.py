@@ -135,14 +135,12 @@ def test_a_folder_registers_each_agent_class_by_its_name_when_looked_up(tmp_path
         "class Helper:\n    pass\n",
     )
     _write_agents(folder, "_private", "raise RuntimeError('files starting with _ are skipped')\n")
-    local = AgentRegistry()
-    local.add_folder(folder)
+    local = AgentRegistry().with_folder(folder)
     assert "weather" in local.names()  # declared, not imported yet
     cls = local.resolve("Weather")
     assert cls.__name__ == "WeatherAgent"
     assert local.get("echo") is None  # imported classes are not re-registered under the folder
-    local.add_folder(tmp_path / "missing")
-    assert local.get("missing") is None
+    assert AgentRegistry().with_folder(tmp_path / "missing").get("missing") is None
 
 
 def test_a_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: Path) -> None:
@@ -155,10 +153,12 @@ def test_a_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: 
         f"@agentmap.agent({type_name!r})\n"
         "class FancyAgent(agentmap.BaseAgent):\n    def process(self, inputs):\n        return 1\n",
     )
-    registry.add_folder(folder)
-    cls = registry.get(type_name)
-    assert cls is not None and cls.__name__ == "FancyAgent"
-    assert registry.get("fancy") is None
+    for _ in range(2):  # the second compile finds the module imported and its registration still applies
+        overlay = registry.with_folder(folder)
+        cls = overlay.get(type_name)
+        assert cls is not None and cls.__name__ == "FancyAgent"
+        assert overlay.get("fancy") is None
+    assert registry.get(type_name) is None  # the decorator inside a folder file registers in the overlay only
 
 
 @pytest.mark.parametrize(
@@ -168,8 +168,7 @@ def test_a_folder_leaves_decorated_classes_under_their_decorator_name(tmp_path: 
 def test_a_folder_file_is_found_by_its_name_or_its_class(tmp_path: Path, stem: str, written: str) -> None:
     folder = tmp_path / "custom_agents"
     _write_agents(folder, stem, "import agentmap\nclass LoudEchoAgent(agentmap.BaseAgent):\n    pass\n")
-    local = AgentRegistry()
-    local.add_folder(folder)
+    local = AgentRegistry().with_folder(folder)
     cls = local.get(written)
     assert cls is not None and cls.__name__ == "LoudEchoAgent"
 
@@ -179,8 +178,7 @@ def test_only_the_files_declaring_a_looked_up_type_are_run(tmp_path: Path) -> No
     _write_agents(folder, "example_script", "raise SystemExit('an example script, not an agent')\n")
     _write_agents(folder, "broken", "class BrokenAgent(:\n")
     _write_agents(folder, "good", "import agentmap\nclass GoodAgent(agentmap.BaseAgent):\n    pass\n")
-    local = AgentRegistry()
-    local.add_folder(folder)
+    local = AgentRegistry().with_folder(folder)
     assert local.resolve("good").__name__ == "GoodAgent"
     assert local.get("broken") is None
     message, hint = local.unknown_message("broken"), local.register_hint("broken")
@@ -188,18 +186,29 @@ def test_only_the_files_declaring_a_looked_up_type_are_run(tmp_path: Path) -> No
     assert hint.startswith("fix the error in broken.py")
     _write_agents(folder, "broken", "from agentmap import BaseAgent\nclass BrokenAgent(BaseAgent):\n    pass\n")
     os.utime(folder / "broken.py", ns=(0, 10**18))  # a changed file is read again, whatever the clock
-    local.add_folder(folder)
-    assert local.resolve("broken").__name__ == "BrokenAgent"
+    assert AgentRegistry().with_folder(folder).resolve("broken").__name__ == "BrokenAgent"
 
 
-def test_the_folder_added_last_gives_a_type_both_folders_declare(tmp_path: Path) -> None:
+def test_each_folder_overlay_sees_its_own_types_only(tmp_path: Path) -> None:
     local = AgentRegistry()
     for name in ("a", "b"):
         body = f"import agentmap\nclass ShoutAgent(agentmap.BaseAgent):\n    WHERE = {name!r}\n"
         _write_agents(tmp_path / name, "shout", body)
+        _write_agents(
+            tmp_path / name,
+            f"only_{name}",
+            f"import agentmap\nclass Only{name.upper()}Agent(agentmap.BaseAgent):\n    pass\n",
+        )
     for name in ("a", "b", "a"):
-        local.add_folder(tmp_path / name)
-        assert getattr(local.resolve("shout"), "WHERE", None) == name
+        overlay = local.with_folder(tmp_path / name)
+        assert getattr(overlay.resolve("shout"), "WHERE", None) == name
+        assert overlay.get(f"only{name}") is not None
+        assert overlay.get(f"only{'b' if name == 'a' else 'a'}") is None
+    assert local.get("shout") is None and "shout" not in local.names()
+    # a subgraph's folder stands on its parent's: its own first, then the parent's
+    nested = local.with_folder(tmp_path / "a").with_folder(tmp_path / "b")
+    assert getattr(nested.resolve("shout"), "WHERE", None) == "b"
+    assert nested.get("onlya") is not None
 
 
 def _dist_info(root: Path, module: str, entry: str) -> None:

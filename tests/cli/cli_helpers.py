@@ -80,12 +80,7 @@ _USER_FILE_MODULES = ("agentmap_custom_agents", "agentmap_functions", "agentmap_
 
 @contextmanager
 def _restored_process_state(cwd: Path) -> Iterator[None]:
-    """Enter `cwd`; afterwards restore what a command may change for the whole process."""
-    from agentmap.agents.registry import registry
-
-    # The global agent registry keeps the custom agent folders a command loaded; a new process would not.
-    saved_registry = (dict(registry._types), dict(registry._folders), dict(registry._broken))
-    saved_files = (dict(registry._imported), dict(registry._failed), dict(registry._origin))
+    """Enter `cwd`; afterwards forget the user's files a command imported (a new process re-reads them)."""
     saved_modules = set(sys.modules)
     here = os.getcwd()
     os.chdir(cwd)
@@ -93,26 +88,9 @@ def _restored_process_state(cwd: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(here)
-        for key, cls in list(registry._types.items()):  # built-in types imported meanwhile stay registered
-            if cls.__module__.startswith("agentmap_custom_agents") and saved_registry[0].get(key) is not cls:
-                registry._types.pop(key)
-                if key in saved_registry[0]:
-                    registry._types[key] = saved_registry[0][key]
-        for name in (
-            set(sys.modules) - saved_modules
-        ):  # the user's files a command imported: a new process re-reads them
+        for name in set(sys.modules) - saved_modules:
             if name.startswith(_USER_FILE_MODULES):
                 del sys.modules[name]
-        registry._folders.clear()
-        registry._folders.update(saved_registry[1])
-        registry._broken.clear()
-        registry._broken.update(saved_registry[2])
-        registry._imported.clear()
-        registry._imported.update(saved_files[0])
-        registry._failed.clear()
-        registry._failed.update(saved_files[1])
-        registry._origin.clear()
-        registry._origin.update(saved_files[2])
 
 
 def agentmap_subprocess(

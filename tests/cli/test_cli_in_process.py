@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import signal
@@ -33,7 +34,7 @@ def test_a_run_restores_gc_cwd_output_mode_logging_sigint_and_custom_agents(tmp_
     after = (gc.isenabled(), os.getcwd(), logging.getLogger("agentmap").handlers[:], signal.getsignal(signal.SIGINT))
     assert after == before
     assert not json_output()
-    assert "inprocessprobe" not in registry._types  # a new process would not know the folder's types either
+    assert registry.get("inprocessprobe") is None  # the folder's types belonged to that command's compile
     assert not any(name.endswith("_in_process_probe") for name in sys.modules)
     assert gc.get_freeze_count() == 0
 
@@ -64,3 +65,17 @@ def test_a_batch_puts_back_the_collector_the_sigint_handler_and_the_log_level(tm
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
     assert logging.getLogger("agentmap").level == level  # batch silences its per-row log lines meanwhile
+
+
+def test_two_commands_with_different_folders_do_not_see_each_others_types(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        write(tmp_path / name / "custom_agents" / "in_process_probe.py", _AGENT.replace('"HI"', repr(name)))
+        write(tmp_path / name / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,S,InProcessProbe,said\n")
+    write(tmp_path / "none" / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,S,InProcessProbe,said\n")
+    for name in ("a", "b"):
+        result = agentmap("run", tmp_path / name / "flow.csv", "--json", cwd=tmp_path)
+        assert result.code == 0, result.err
+        assert json.loads(result.out)["state"]["said"] == name
+    result = agentmap("validate", tmp_path / "none" / "flow.csv", cwd=tmp_path)
+    assert result.code != 0
+    assert "unknown-agent-type" in result.out
