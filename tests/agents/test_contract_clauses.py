@@ -14,7 +14,7 @@ import pytest
 import agentmap
 from agentmap.agents.base import TRACE, BaseAgent
 from agentmap.agents.builtins import EchoAgent, safe_format
-from agentmap.cli.app import run_cli
+from agentmap.cli import main as run_cli  # the public entry point: it puts back what a command changes
 from agentmap.runtime.tracking import ExecutionTracker
 
 LOG = logging.getLogger("tests.agents.clauses")
