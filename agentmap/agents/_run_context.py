@@ -8,8 +8,7 @@ only one that knows where in the config the tracker sits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -22,17 +21,14 @@ TRACKER_KEY = "__agentmap_tracker"
 """The `configurable` key the runner puts the run's tracker under (`__` keeps it out of checkpoints)."""
 
 
-_CONFIG_VAR: Any = None
-
-
 def run_config() -> RunnableConfig | None:
-    """The LangGraph run config of the calling node (what `langgraph.config.get_config()` reads), or None."""
-    global _CONFIG_VAR
-    if _CONFIG_VAR is None:  # imported on first use: validating a workflow needs none of it
-        from langchain_core.runnables.config import var_child_runnable_config
+    """The LangGraph run config of the calling node (LangGraph's `get_config()`), or None outside a run."""
+    from langgraph.config import get_config  # imported on first use: validating a workflow needs none of it
 
-        _CONFIG_VAR = var_child_runnable_config
-    return cast("RunnableConfig | None", _CONFIG_VAR.get())
+    try:
+        return get_config()
+    except RuntimeError:  # not inside a LangGraph run
+        return None
 
 
 def in_run() -> bool:
@@ -40,9 +36,10 @@ def in_run() -> bool:
     return run_config() is not None
 
 
-def tracker_in(config: Mapping[str, Any] | None) -> Tracker | None:
+def tracker_in(config: RunnableConfig | None) -> Tracker | None:
     """The run's tracker in `config` (the config LangGraph hands a node), or None: not an AgentMap run."""
     configurable = config.get("configurable") if config is not None else None
+    # only `with_tracker` writes this key, always with a Tracker: a cast, not a per-node isinstance check
     return cast("Tracker | None", configurable.get(TRACKER_KEY)) if configurable else None
 
 
@@ -51,6 +48,6 @@ def run_tracker() -> Tracker | None:
     return tracker_in(run_config())
 
 
-def with_tracker(config: RunnableConfig, tracker: Tracker, **configurable: Any) -> RunnableConfig:
+def with_tracker(config: RunnableConfig, tracker: Tracker, **configurable: object) -> RunnableConfig:
     """`config` carrying `tracker` (and the other `configurable` entries given) for every node of the run."""
     return {**config, "configurable": {**(config.get("configurable") or {}), TRACKER_KEY: tracker, **configurable}}

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from agentmap.agents import _steps
 from agentmap.agents._agent_log import TRACE, AgentLog
-from agentmap.agents._bridge import is_control_flow, run_sync
-from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot, log_text
+from agentmap.agents._bridge import run_sync
+from agentmap.agents._contract import log_text
 from agentmap.agents._io import IOMapping
-from agentmap.agents._run_context import in_run, run_tracker
-from agentmap.agents.journal import begin_node
+from agentmap.agents._run_context import run_tracker
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -35,18 +33,8 @@ ConfigProblem = str | tuple[str, str]
 """A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
 report it at another column of the row (`"Tool_Source"`, `"Available_Tools"`, `"Prompt"`, ...)."""
 
-_SEES_THE_STATE = ("run", "arun", "_run", "_arun", "_start", "_succeed", "_fail", "_pre_process", "_post_process")
+_SEES_THE_STATE = ("run", "arun", "_pre_process", "_post_process")
 """What of `BaseAgent` touches the state a node is given: a class keeping all of them reads only its inputs."""
-
-_PLAIN: set[type] = set()
-"""Agent classes known not to override `_pre_process` / `_post_process` (nothing to compare for them)."""
-
-
-def _overrides_hooks(cls: type[BaseAgent]) -> bool:
-    if cls._pre_process is not BaseAgent._pre_process or cls._post_process is not BaseAgent._post_process:
-        return True
-    _PLAIN.add(cls)
-    return False
 
 
 @runtime_checkable
@@ -129,10 +117,24 @@ class BaseAgent:
     nodes on the event loop instead of a worker thread. A class says it in its own body; a subclass that does
     not is False again (it may add I/O), so a custom agent is never run on the loop unless it declares it."""
 
+    # What the runner needs to know of a class, worked out once when the class is made:
+    _own_run: ClassVar[bool] = False  # overrides `run` (the runner then calls it)
+    _own_arun: ClassVar[bool] = False  # overrides `arun`
+    _own_hooks: ClassVar[bool] = False  # overrides `_pre_process` / `_post_process` (their changes are kept)
+    _async_only: ClassVar[bool] = False  # has only `aprocess` (`run` then runs it to the end)
+    _run_id: str  # the current run's id and start time, set while tracing (the trace lines name them)
+    _started: float
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "computes_only" not in cls.__dict__:
             cls.computes_only = False
+        cls._own_run = cls.run is not BaseAgent.run
+        cls._own_arun = cls.arun is not BaseAgent.arun
+        cls._own_hooks = cls._pre_process is not BaseAgent._pre_process or (
+            cls._post_process is not BaseAgent._post_process
+        )
+        cls._async_only = cls.process is BaseAgent.process and hasattr(cls, "aprocess")
 
     def __init__(
         self,
@@ -179,19 +181,6 @@ class BaseAgent:
     @_execution_tracker.setter
     def _execution_tracker(self, tracker: Tracker | None) -> None:
         self._given_tracker = tracker
-
-    def _tracker_for_this_run(self) -> Tracker:
-        """The tracker `run` records on; raises the contract's ValueError when there is none."""
-        tracker = self._execution_tracker
-        if tracker is None and self.environment.new_tracker is not None and in_run():
-            tracker = self.environment.new_tracker()  # a node of someone else's LangGraph graph
-        if tracker is None:
-            raise ValueError(
-                f"ExecutionTracker not provided to agent '{self.name}'. "
-                "Please inject execution_tracker dependency using DI fixtures in tests or provide "
-                "execution_tracker in constructor."
-            )
-        return tracker
 
     # -- configuration checks ------------------------------------------------------------------
 
@@ -303,89 +292,15 @@ class BaseAgent:
         Raises:
             ValueError: When no logger or no execution tracker was provided.
         """
-        return self._run(state, None)
-
-    def _run(self, state: Any, tracker: Tracker | None) -> dict[str, Any]:
-        """`run`, given the run's tracker when the caller holds it already (a compiled node has it in its config)."""
-        state, inputs, tracker = self._start(state, tracker)
-        before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
-        try:
-            state, inputs = self._pre_process(state, inputs)
-            process = self.process
-            if type(self).process is BaseAgent.process and hasattr(self, "aprocess"):
-                process = self.aprocess  # an agent with only the async twin still runs under invoke()
-            output = process(inputs)
-            if inspect.iscoroutine(output):
-                output = run_sync(output)
-            return self._succeed(state, inputs, output, tracker, before)
-        except Exception as exc:
-            if is_control_flow(exc):
-                raise
-            return self._fail(state, inputs, exc, tracker, before)
-        except (SystemExit, KeyboardInterrupt) as exc:  # an agent cannot end the process: its node fails
-            return self._fail(state, inputs, escape_signal(exc), tracker, before)
+        return _steps.run_node(self, state, via_run=True)
 
     async def arun(self, state: Any) -> dict[str, Any]:
         """The async twin of `run`: awaits `aprocess` or an `async def process`."""
-        return await self._arun(state, None)
-
-    async def _arun(self, state: Any, tracker: Tracker | None) -> dict[str, Any]:
-        """The async twin of `_run`."""
-        state, inputs, tracker = self._start(state, tracker)
-        before = hook_snapshot(state, _overrides_hooks(type(self))) if type(self) not in _PLAIN else None
-        try:
-            state, inputs = self._pre_process(state, inputs)
-            aprocess = getattr(self, "aprocess", None)
-            output = await aprocess(inputs) if aprocess is not None else self.process(inputs)
-            if inspect.isawaitable(output):
-                output = await output
-            return self._succeed(state, inputs, output, tracker, before)
-        except Exception as exc:
-            if is_control_flow(exc):
-                raise
-            return self._fail(state, inputs, exc, tracker, before)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            return self._fail(state, inputs, escape_signal(exc), tracker, before)
+        return await _steps.arun_node(self, state, via_run=True)
 
     def invoke(self, state: Any) -> dict[str, Any]:
         """Alias for `run()` to maintain compatibility with LangGraph."""
         return self.run(state)
-
-    # -- internals shared by run and arun ------------------------------------------------------
-
-    def _start(self, state: Any, tracker: Tracker | None = None) -> tuple[Any, dict[str, Any], Tracker]:
-        if self._log.tracing():
-            self._run_id = str(uuid.uuid4())[:8]
-            self._started = time.time()
-            self.log_trace(f"\n*** AGENT {self.name} RUN START [{self._run_id}] at {self._started} ***")
-        elif self._log.logger is None:
-            self.log_trace("")  # raises the contract's ValueError
-        if tracker is None or self._given_tracker is not None:  # a tracker given to the agent comes first
-            tracker = self._tracker_for_this_run()
-        inputs = self._io.inputs(state)
-        begin_node(self.name)  # the call journal numbers this run's model and tool calls from 0
-        tracker.record_node_start(self.name, inputs)
-        return state, inputs, tracker
-
-    def _succeed(
-        self, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker, before: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        state, output = self._post_process(state, inputs, output)
-        update = self._io.update(output)
-        if before is not None:
-            update = {**hook_changes(before, state), **update}
-        tracker.record_node_result(self.name, success=True, result=output)
-        update["last_action_success"] = True
-        if output is not None and self._log.enabled(logging.DEBUG):
-            self.log_debug(f"Set output field '{self.output_field}' = {log_text(output)}")
-        self._trace_end("COMPLETED")
-        return update
-
-    def _trace_end(self, outcome: str) -> None:
-        """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
-        if self._log.tracing() and hasattr(self, "_started"):
-            duration = time.time() - self._started
-            self.log_trace(f"\n*** AGENT {self.name} RUN {outcome} [{self._run_id}] in {duration:.4f}s ***")
 
     def state_keys(self) -> list[str]:
         """State keys this agent writes besides its output fields (a memory key, say).
@@ -393,27 +308,3 @@ class BaseAgent:
         The compiler adds them to the graph's state schema; a key missing from the schema is dropped.
         """
         return []
-
-    def _fail(
-        self, state: Any, inputs: dict[str, Any], exc: Exception, tracker: Tracker, before: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        error_msg = f"Error in {self.name}: {exc}"
-        debugging = self._log.enabled(logging.DEBUG)
-        handled = self.name in self.environment.handled_failures  # a designed path: Failure_Next goes on
-        log = self.log_info if handled else self.log_error
-        log(error_msg, exc_info=exc if debugging else None)  # the traceback when debugging
-        self.record_metadata(_error_code=getattr(exc, "code", None) or type(exc).__name__)  # for traces
-        tracker.record_node_result(self.name, False, error=error_msg)
-        error_updates: dict[str, Any] = {
-            "graph_success": tracker.update_graph_success(),
-            "last_action_success": False,
-            "errors": [error_msg],
-        }
-        try:
-            state, post = self._post_process(state, inputs, error_updates)
-            if isinstance(post, dict) and "last_action_success" in post:
-                error_updates = post
-        except Exception as post_error:
-            self.log_error(f"Error in post-processing: {post_error}")
-        self._trace_end("FAILED")
-        return {**hook_changes(before, state), **error_updates}

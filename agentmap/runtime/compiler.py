@@ -1,7 +1,7 @@
 """Compile a `GraphSpec` into a LangGraph `StateGraph` of `BaseAgent` nodes.
 
-Each node is a small `Runnable` that calls `BaseAgent.run` (or `arun` for async agents); the agent finds
-the run's `ExecutionTracker` in the LangGraph config the runner passes (`agents.runner.with_tracker`).
+Each node is a small `Runnable` that runs its agent with `agents.runner.run_node` (or `arun_node`), given
+the run's `ExecutionTracker` from the LangGraph config the runner passes (`agents.runner.with_tracker`).
 The state schema has one key per field any node reads or writes, plus `last_action_success` (false if
 any branch of a step failed), `graph_success` and `errors` (appended to across nodes and parallel branches).
 """
@@ -39,16 +39,6 @@ __all__ = ["BuildOptions", "build_state_graph", "check"]
 logger = logging.getLogger("agentmap.agents")
 
 
-def _run(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
-    """`agent.run(state)` with the run's tracker from `config` (the config LangGraph hands the node)."""
-    return run_node(agent, state, tracker_in(config))
-
-
-async def _arun(agent: BaseAgent, state: Any, config: RunnableConfig | None) -> dict[str, Any]:
-    """The async twin of `_run`."""
-    return await arun_node(agent, state, tracker_in(config))
-
-
 class _AgentNode(Runnable[Any, Any]):
     """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes).
 
@@ -68,7 +58,7 @@ class _AgentNode(Runnable[Any, Any]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
-            update = _run(self.agent, input, config)
+            update = run_node(self.agent, input, tracker_in(config))
         else:
             update = self.retry.run(self.agent, input, config, lambda: self.agent.run(input))
         return update if self.route is None else self.route(input, update)
@@ -89,7 +79,7 @@ class _AsyncAgentNode(_AgentNode):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.retry is None:
-            update = await _arun(self.agent, input, config)
+            update = await arun_node(self.agent, input, tracker_in(config))
         else:
             update = await self.retry.arun(self.agent, input, config, lambda: self.agent.arun(input))
         return update if self.route is None else self.route(input, update)
@@ -147,7 +137,7 @@ class _FusedNode(Runnable[Any, Any]):
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
         for index, (agent, _) in enumerate(self.links):
-            done = walk.step(index, state, _run(agent, state, config))
+            done = walk.step(index, state, run_node(agent, state, tracker_in(config)))
             if done is not None:
                 return done
             state = walk.state
@@ -165,7 +155,11 @@ class _AsyncFusedNode(_FusedNode):
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         walk, state = ChainRun(self.links, self.then), input
         for index, (agent, _) in enumerate(self.links):
-            update = await _arun(agent, state, config) if agent.is_async() else _run(agent, state, config)
+            update = (
+                await arun_node(agent, state, tracker_in(config))
+                if agent.is_async()
+                else run_node(agent, state, tracker_in(config))
+            )
             done = walk.step(index, state, update)
             if done is not None:
                 return done

@@ -85,3 +85,21 @@ def test_the_runtime_reads_no_private_config_key() -> None:
         if "TRACKER_KEY" in p.read_text() or "_run_context" in p.read_text()
     ]
     assert named == []
+
+
+def test_the_contract_class_holds_no_run_machinery() -> None:
+    machinery = ("_run", "_arun", "_start", "_succeed", "_fail", "_trace_end", "_tracker_for_this_run")
+    assert [name for name in machinery if hasattr(BaseAgent, name)] == []
+    parts = ("base.py", "runner.py", "_steps.py", "_run_context.py", "_agent_log.py")
+    long = [name for name in parts if len((RUNTIME.parent / "agents" / name).read_text().splitlines()) > 400]
+    assert long == []
+
+
+def test_an_agent_overriding_run_is_run_through_its_own_run() -> None:
+    class Loud(EchoAgent):
+        def run(self, state: dict[str, object]) -> dict[str, object]:
+            return {**super().run(state), "loud": True}
+
+    agent = Loud("L", "", {"input_fields": ["a"], "output_field": "b"}, LOG, ExecutionTracker())
+    update = run_node(agent, {"a": 1}, ExecutionTracker())
+    assert update["loud"] is True and update["last_action_success"] is True
