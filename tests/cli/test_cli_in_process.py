@@ -28,6 +28,7 @@ class InProcessProbeAgent(agentmap.BaseAgent):
 def test_a_run_restores_gc_cwd_output_mode_logging_sigint_and_custom_agents(tmp_path: Path) -> None:
     write(tmp_path / "custom_agents" / "in_process_probe.py", _AGENT)
     csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Output_Field\nG,S,InProcessProbe,said\n")
+    gc.unfreeze()  # as in a process that froze nothing (another test may have run a command without main())
     before = (gc.isenabled(), os.getcwd(), logging.getLogger("agentmap").handlers[:], signal.getsignal(signal.SIGINT))
     result = agentmap("run", csv, "--json", "--debug", cwd=tmp_path)
     assert result.code == 0, result.err
@@ -55,6 +56,7 @@ def test_a_batch_puts_back_the_collector_the_sigint_handler_and_the_log_level(tm
     def ignore(signum: int, frame: object) -> None: ...
 
     level = logging.getLogger("agentmap").level
+    gc.unfreeze()  # as in a process that froze nothing (another test may have run a command without main())
     previous = signal.signal(signal.SIGINT, ignore)
     try:
         result = agentmap("batch", csv, "--input", rows, "--output", tmp_path / "out.csv", cwd=tmp_path)
