@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from agentmap.agents.questions import example_answer
     from agentmap.agents.registry import normalize_type
     from agentmap.batch.executors import executor_named, stop_worker_processes
+    from agentmap.batch.results import BatchInterrupted, BatchOverBudget
+    from agentmap.batch.resume import partial_path
+    from agentmap.batch.rows import RowResult
+    from agentmap.batch.tables import table_format
     from agentmap.config import Settings, load_settings
     from agentmap.interface.agent import ACTIVE_AGENT_ENV, active_agent_target, agent_for, load_active_agent
     from agentmap.interface.agent_config import resolve_agent_config
@@ -41,9 +45,12 @@ if TYPE_CHECKING:
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.durable import Durability, open_thread, saved_state_keys
+    from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import thread_history
+    from agentmap.server import ServeConfig, require_key, serve
     from agentmap.spec.models import FuncRef, Targets
+    from agentmap.studio import StudioConfig, studio
 
 __all__ = [  # noqa: RUF022 (grouped by command)
     # settings (every command), and the logging they configure
@@ -97,9 +104,22 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "dumps",
     # batch, serve: spans still buffered go out before the command ends
     "flush_traces",
-    # batch: no worker process outlives the command
+    # batch: no worker process outlives the command; the tables, a stopped batch and its partial results
     "stop_worker_processes",
     "executor_named",
+    "BatchInterrupted",
+    "BatchOverBudget",
+    "RowResult",
+    "partial_path",
+    "table_format",
+    # export --format svg|png|dot
+    "picture",
+    # serve, studio
+    "ServeConfig",
+    "StudioConfig",
+    "require_key",
+    "serve",
+    "studio",
     # run, resume: the answer a paused node's hint shows
     "example_answer",
     # mcp: the graphs as MCP tools over stdio
@@ -154,6 +174,28 @@ _HOMES = {
     "eject": "agentmap.observe.eject",
     "flush_traces": "agentmap.observe.tracing",
     "serve_stdio": "agentmap.protocols.mcp_stdio",
+    "BatchInterrupted": "agentmap.batch.results",
+    "BatchOverBudget": "agentmap.batch.results",
+    "RowResult": "agentmap.batch.rows",
+    "partial_path": "agentmap.batch.resume",
+    "table_format": "agentmap.batch.tables",
+    "ServeConfig": "agentmap.server",
+    "require_key": "agentmap.server",
+    "serve": "agentmap.server",
+    "StudioConfig": "agentmap.studio",
+    "studio": "agentmap.studio",
 }
+
+
+def picture(app: CompiledWorkflow, fmt: str) -> str | bytes:
+    """`agentmap export --format svg|png|dot`: the graph drawn offline (PNG needs the `draw` extra)."""
+    from agentmap.observe.draw import draw_graph, to_png
+    from agentmap.observe.outputs import to_dot
+
+    if fmt == "dot":
+        return to_dot(app)
+    svg = draw_graph(app)
+    return to_png(svg) if fmt == "png" else svg
+
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -32,3 +32,20 @@ def test_no_room_imports_the_root_package() -> None:
         for line in _imports_root(path)
     ]
     assert found == []
+
+
+def test_the_runtime_never_imports_observe_and_still_draws(tmp_path: Path) -> None:
+    """Pictures reach the runtime through its `views` entry point, not an import the room rules would have to
+    allow."""
+    runtime = PACKAGE / "runtime"
+    named = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(runtime.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentmap.observe")
+    ]
+    assert named == []
+    app = agentmap.compile(PACKAGE.parent / "graphs" / "hello_world.csv")
+    result = app.invoke({"name": "Ada"})
+    assert result.draw(tmp_path / "run.svg").startswith("<svg") and (tmp_path / "run.svg").is_file()
+    assert app.draw().startswith("<svg")

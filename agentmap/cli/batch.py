@@ -33,8 +33,8 @@ from agentmap.cli._process import collect_from_here, signal_handlers
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
-    from agentmap.batch.results import BatchResult
-    from agentmap.batch.rows import RowResult
+    from agentmap import BatchResult
+    from agentmap._cli_api import RowResult
 
 __all__ = ["register"]
 
@@ -202,22 +202,20 @@ def batch_command(
     path, graph = _split_target(target, settings)
     if output.resolve() == input_path.resolve():
         raise ConfigError("--output must not be the --input file", code=ErrorCode.USAGE, hint="name another file")
-    from agentmap.batch.tables import table_format
+    from agentmap._cli_api import table_format
 
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
-    from agentmap._cli_api import executor_named
-    from agentmap.batch.engine import batch
-    from agentmap.batch.results import BatchInterrupted, BatchOverBudget
-    from agentmap.batch.resume import partial_path
+    import agentmap
+    from agentmap._cli_api import BatchInterrupted, BatchOverBudget, executor_named, partial_path
 
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()
     collect_from_here()  # start-up's objects live until exit; the rows' garbage is collected as usual
     with signal_handlers({signal.SIGINT: signal.default_int_handler}):  # even when started with it ignored
         extra = {"file": str(path), "input": str(input_path), "executor": executor}
         try:
-            result = batch(
+            result = agentmap.batch(
                 f"{path}::{graph}" if graph else path,
                 input_path,
                 output=output,

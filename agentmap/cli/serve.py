@@ -72,7 +72,7 @@ def serve_command(
     webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
     import logging
 
-    from agentmap.server import ServeConfig, require_key, serve
+    from agentmap._cli_api import ServeConfig, require_key, serve
 
     require_key(host, api_key)  # before anything starts
     if not debug:  # one access line per request, with its request id

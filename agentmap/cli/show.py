@@ -202,14 +202,9 @@ def _export_picture(path: Path, graph: str | None, fmt: ExportFormat, output: Pa
             )
         check_picture(output.with_suffix(".png"))
     from agentmap import compile
-    from agentmap.observe.draw import draw_graph, to_png
-    from agentmap.observe.outputs import to_dot
+    from agentmap._cli_api import picture
 
-    app = compile(path, graph, **settings.compile_options())
-    data: str | bytes = to_dot(app) if fmt is ExportFormat.dot else draw_graph(app)
-    if fmt is ExportFormat.png:
-        data = to_png(str(data))
-    return _write(data, output)
+    return _write(picture(compile(path, graph, **settings.compile_options()), fmt.value), output)
 
 
 def register(app: typer.Typer) -> None:

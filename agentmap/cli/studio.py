@@ -45,8 +45,7 @@ def studio_command(
             code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[serve]"',
         ) from None
-    from agentmap.server import require_key
-    from agentmap.studio import StudioConfig, studio
+    from agentmap._cli_api import StudioConfig, require_key, studio
 
     require_key(host, api_key)
     file, _, graph = chosen.partition("::")

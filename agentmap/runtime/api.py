@@ -279,15 +279,16 @@ def compile(
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     app = CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
     if tracing is not None and tracing is not False:
+        from agentmap.runtime.views import views
+
         try:
-            from agentmap.observe.tracing import resolve_tracing  # the otel extra, only when asked for
+            observer = views().tracing(tracing)  # the otel extra, only when asked for
         except ImportError as exc:
             raise ConfigError(
                 f"tracing needs OpenTelemetry, which is not installed ({exc.name})",
                 code=ErrorCode.BAD_CONFIG,
                 hint='pip install "agentmap[otel]"',
             ) from None
-        observer = resolve_tracing(tracing)
         if observer is not None:
             app.observers.append(observer)
     return app

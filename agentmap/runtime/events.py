@@ -83,9 +83,9 @@ def _global_observers() -> tuple[RunObserver, ...]:
     provider = otel_trace.get_tracer_provider()
     if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):  # none installed
         return ()
-    from agentmap.observe.tracing import installed_provider_observer
+    from agentmap.runtime.views import views
 
-    found = installed_provider_observer()
+    found = views().installed_provider()
     return (found,) if found is not None else ()
 
 

@@ -1,7 +1,7 @@
 """`RunResult`: what one run of a `CompiledWorkflow` returns (final state, success, per-node summary, usage).
 
 `total_usage` sums the tokens and cost the nodes recorded (their subgraphs' nodes included); the run's
-drawing and Jupyter view are drawn by the observe room, imported only when asked for.
+drawing and Jupyter view are drawn by the observe room, loaded only when asked for (`runtime.views`).
 """
 
 from __future__ import annotations
@@ -122,15 +122,14 @@ class RunResult:
         Args:
             path: Also write the picture here (`.svg`, or `.png` with the `draw` extra).
         """
-        from agentmap.observe.draw import draw_run
-        from agentmap.observe.outputs import save
+        from agentmap.runtime.views import views
 
         if self.workflow is None:
             raise ValueError("this RunResult does not know its workflow; draw it with agentmap.observe.draw_run")
-        return save(draw_run(self.workflow, self), path)
+        return views().draw_run(self.workflow, self, path)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: the run's path as SVG (drawn offline), the summary table as HTML, and text."""
-        from agentmap.observe.outputs import run_bundle
+        from agentmap.runtime.views import views
 
-        return run_bundle(self)
+        return views().run_bundle(self)

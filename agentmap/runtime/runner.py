@@ -392,13 +392,12 @@ class CompiledWorkflow:
 
     def draw(self, path: str | Path | None = None) -> str:
         """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
-        from agentmap.observe.draw import draw_graph
-        from agentmap.observe.outputs import save
+        from agentmap.runtime.views import views
 
-        return save(draw_graph(self), path)
+        return views().draw_graph(self, path)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: SVG (offline) plus `text/vnd.mermaid` for JupyterLab's Mermaid renderer."""
-        from agentmap.observe.draw import draw_graph
+        from agentmap.runtime.views import views
 
-        return {"image/svg+xml": draw_graph(self), "text/vnd.mermaid": self.draw_mermaid(), "text/plain": repr(self)}
+        return views().graph_bundle(self)
