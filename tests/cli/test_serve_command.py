@@ -39,10 +39,10 @@ def test_refuses_an_unset_webhook_secret_variable(
 
 
 def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentmap.server
+    import agentmap._cli_api
 
     seen: list[Any] = []
-    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setattr(agentmap._cli_api, "serve", lambda config, **_: seen.append(config))  # what the CLI calls
     monkeypatch.setenv("AGENTMAP_TEST_HOOK", "s3cret")
     hosts = ["--webhook-host", "Hooks.Example.com", "--webhook-host", "*.example.org"]
     args = ["serve", str(GRAPHS / "hello_world.csv"), *hosts, "--webhook-secret-env", "AGENTMAP_TEST_HOOK"]
@@ -54,10 +54,10 @@ def test_webhook_options_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentmap.server
+    import agentmap._cli_api
 
     seen: list[Any] = []
-    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setattr(agentmap._cli_api, "serve", lambda config, **_: seen.append(config))  # what the CLI calls
     monkeypatch.setenv("AGENTMAP_TEST_HOOK", "from-env")
     config = tmp_path / "agentmap.yaml"
     config.write_text("serve:\n  webhook_hosts: [hooks.example.com]\n  webhook_secret_env: AGENTMAP_TEST_HOOK\n")
@@ -69,10 +69,10 @@ def test_webhook_settings_come_from_the_config_file_too(tmp_path: Path, monkeypa
 def test_connection_options_reach_the_server_and_bad_ones_are_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agentmap.server
+    import agentmap._cli_api
 
     seen: list[Any] = []
-    monkeypatch.setattr(agentmap.server, "serve", lambda config, **_: seen.append(config))
+    monkeypatch.setattr(agentmap._cli_api, "serve", lambda config, **_: seen.append(config))  # what the CLI calls
     args = ["serve", str(GRAPHS / "hello_world.csv")]
     assert run_cli([*args, "--max-connections", "50", "--header-timeout", "2m"]) == 0
     assert (seen[0].max_connections, seen[0].header_timeout) == (50, 120.0)
