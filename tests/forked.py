@@ -130,8 +130,15 @@ class Forked:
         return self._out.read_text(encoding="utf-8"), self._err.read_text(encoding="utf-8")
 
 
+_OUTPUTS: tempfile.TemporaryDirectory[str] | None = None
+"""Where this test process keeps its commands' stdout and stderr files: removed when the process ends."""
+
+
 def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str], terminal: str | None = None) -> Forked:
-    folder = Path(tempfile.mkdtemp(prefix="agentmap-forked-"))
+    global _OUTPUTS
+    if _OUTPUTS is None:
+        _OUTPUTS = tempfile.TemporaryDirectory(prefix="agentmap-forked-")
+    folder = Path(tempfile.mkdtemp(dir=_OUTPUTS.name))
     out, err = folder / "stdout", folder / "stderr"
     where = (terminal, terminal) if terminal else (str(out), str(err))
     process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), *where))
