@@ -129,8 +129,10 @@ def test_the_type_checker_refuses_a_misspelt_code(tmp_path: Path) -> None:
         'ConfigError("typo", code="bad-confg")\n',
         encoding="utf-8",
     )
-    out, _, status = api.run(
-        ["--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "raise_site.py")]
-    )
+    import agentmap.errors
+
+    # The errors module and the raise site alone (following the package's imports would type-check all of it).
+    checked = [str(agentmap.errors.__file__), str(tmp_path / "raise_site.py")]
+    out, _, status = api.run(["--strict", "--follow-imports=skip", "--cache-dir", str(tmp_path / "cache"), *checked])
     assert status == 1 and out.count("error:") == 1, out
     assert 'raise_site.py:3: error: Argument "code" to "ConfigError" has incompatible type "str"' in out, out
