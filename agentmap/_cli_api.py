@@ -186,12 +186,14 @@ def checkpoint_target(checkpoint: str | None, *, create: bool = True) -> str:
     return checkpoint_target(checkpoint, create=create)
 
 
-def open_thread(saver: Any, thread_id: str, **options: Any) -> Thread:
-    """resume: a saved thread from its checkpoint alone, the workflow recompiled from the file it names
-    (`checkpoint_id`, `force` and compile options as `runtime.durable.open_thread`)."""
+def open_thread(
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, **compile_options: Any
+) -> Thread:
+    """resume: a saved thread from its checkpoint alone, the workflow recompiled from the file it names (at
+    `checkpoint_id`, `--from-checkpoint`; `force` past a run still marked running)."""
     from agentmap.runtime.durable import open_thread
 
-    return open_thread(saver, thread_id, **options)
+    return open_thread(saver, thread_id, checkpoint_id=checkpoint_id, force=force, **compile_options)
 
 
 def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = None) -> tuple[str, ...]:
@@ -255,22 +257,39 @@ def resolve_agent_config(config: Mapping[str, Any] | None = None) -> AgentConfig
     return resolve_agent_config(config)
 
 
-def ask(agent: Callable[..., Any], prompt: str, **options: Any) -> Coroutine[Any, Any, str]:
-    """ask: one prompt to the agent, its reply as text, awaited by the command (`as_json`, `memory`, `config`
-    as `interface.chat.ask`)."""
+def ask(
+    agent: Callable[..., Any],
+    prompt: str,
+    *,
+    as_json: bool = False,
+    memory: str | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Coroutine[Any, Any, str]:
+    """ask: one prompt to the agent, its reply as text (the whole output as JSON with `as_json`), awaited by the
+    command."""
     from agentmap.interface.chat import ask
 
-    return ask(agent, prompt, **options)
+    return ask(agent, prompt, as_json=as_json, memory=memory, config=config)
 
 
 def chat_loop(
-    agent: Callable[..., Any], input_fn: Callable[[str], str], output_fn: Callable[[str], object], **options: Any
+    agent: Callable[..., Any],
+    input_fn: Callable[[str], str],
+    output_fn: Callable[[str], object],
+    *,
+    memory: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    max_turns: int = 100,
+    log_path: str | os.PathLike[str] | None = None,
+    prompt: str = "you> ",
 ) -> Coroutine[Any, Any, ConversationLog]:
-    """chat: the conversation on the terminal until /exit or Ctrl-D, awaited by the command (options as
-    `interface.chat.chat_loop`)."""
+    """chat: the conversation on the terminal until /exit or Ctrl-D (its log written to `log_path`), awaited by
+    the command."""
     from agentmap.interface.chat import chat_loop
 
-    return chat_loop(agent, input_fn, output_fn, **options)
+    return chat_loop(
+        agent, input_fn, output_fn, memory=memory, config=config, max_turns=max_turns, log_path=log_path, prompt=prompt
+    )
 
 
 # eval run, eval score, eval diff
@@ -287,13 +306,34 @@ def run_eval(
     scenarios: Sequence[Scenario] | str | os.PathLike[str],
     agent: Callable[..., Any],
     out_dir: str | os.PathLike[str],
-    **options: Any,
+    *,
+    concurrency: int = 4,
+    max_turns: int | None = None,
+    timeout: float | None = None,
+    runs: int = 1,
+    memory: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    resume: bool = True,
+    user_model: str | None = None,
+    model_settings: Mapping[str, Any] | None = None,
 ) -> Coroutine[Any, Any, EvalRunSummary]:
-    """eval run: each scenario against the agent, the logs written to `out_dir` (options as
-    `interface.eval_runner.run_eval`)."""
+    """eval run: each scenario against the agent, the logs written to `out_dir`, awaited by the command."""
     from agentmap.interface.eval_runner import run_eval
 
-    return run_eval(scenarios, agent, out_dir, **options)
+    return run_eval(
+        scenarios,
+        agent,
+        out_dir,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        timeout=timeout,
+        runs=runs,
+        memory=memory,
+        config=config,
+        resume=resume,
+        user_model=user_model,
+        model_settings=model_settings,
+    )
 
 
 def score_logs(
@@ -319,12 +359,13 @@ def load_rubric(path: str | os.PathLike[str]) -> str:
     return load_rubric(path)
 
 
-def make_llm_judge(model: str, **options: Any) -> Judge:
-    """eval score --judge: a model judging each run (`rubric`, `threshold`, `settings` as
-    `interface.judge.make_llm_judge`)."""
+def make_llm_judge(
+    model: str, *, rubric: str | None = None, threshold: int = 3, settings: Mapping[str, Any] | None = None
+) -> Judge:
+    """eval score --judge: a model judging each run against the rubric's criteria."""
     from agentmap.interface.judge import make_llm_judge
 
-    return make_llm_judge(model, **options)
+    return make_llm_judge(model, rubric=rubric, threshold=threshold, settings=settings)
 
 
 def render_table(report: EvalReport, console: Any = None) -> None:
@@ -441,18 +482,25 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8123, log
     serve(config, host=host, port=port, log_level=log_level)
 
 
-def studio(config: StudioConfig, **options: Any) -> None:
-    """studio: the editor's server until Ctrl-C (`host`, `port`, `log_level`, `started` as `agentmap.studio`)."""
+def studio(
+    config: StudioConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8124,
+    log_level: str = "warning",
+    started: Callable[[str], None] | None = None,
+) -> None:
+    """studio: the editor's server until Ctrl-C (`started` hears its address once it listens)."""
     from agentmap.studio import studio
 
-    studio(config, **options)
+    studio(config, host=host, port=port, log_level=log_level, started=started)
 
 
-def serve_stdio(targets: Sequence[str | Path], **options: Any) -> None:
-    """mcp: the graphs as MCP tools on stdin/stdout (`checkpoint`, `compile_options`)."""
+def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
+    """mcp: the graphs as MCP tools on stdin/stdout."""
     from agentmap.protocols.mcp_stdio import serve_stdio
 
-    serve_stdio(targets, **options)
+    serve_stdio(targets, checkpoint=checkpoint, compile_options=compile_options)
 
 
 _NAMES = {
