@@ -1,35 +1,51 @@
-"""No room imports the root package `agentmap` (its public API sits above every room); only the CLI may.
+"""Room rules `lint-imports` cannot state: which names the server takes from the runtime.
 
-`lint-imports` checks the rooms against each other; an import of `agentmap` itself, even inside a function,
-would make a room depend on all the others, so it is checked here.
+`lint-imports` checks the rooms against each other (pyproject.toml `[tool.importlinter]`), that no room imports
+the root package, and that the server imports none of the runtime's internal modules; these tests keep that
+last list honest and check the names.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import tomllib
 from pathlib import Path
 
 import agentmap
 
 PACKAGE = Path(agentmap.__file__).parent
+PUBLIC_RUNTIME = {"api", "runner", "results", "tracking", "threads", "checkpoint", "items", "durable"}
+"""The runtime's public modules: the homes of `agentmap.__all__`, and `durable` (`Thread`, `Durability`)."""
 
 
-def _imports_root(path: Path) -> list[int]:
-    lines: list[int] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import) and "agentmap" in [alias.name for alias in node.names]:
-            lines.append(node.lineno)
-        if isinstance(node, ast.ImportFrom) and node.module == "agentmap" and not node.level:
-            lines.append(node.lineno)
-    return lines
+def _server_contract() -> dict[str, object]:
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts: list[dict[str, object]] = pyproject["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c.get("source_modules") == ["agentmap.server"])
 
 
-def test_no_room_imports_the_root_package() -> None:
+def test_the_server_contract_forbids_every_internal_runtime_module() -> None:
+    """A new runtime module is public (listed above and in docs/architecture.md) or forbidden to the server."""
+    forbidden = _server_contract()["forbidden_modules"]
+    assert isinstance(forbidden, list)
+    internal = {p.stem for p in (PACKAGE / "runtime").glob("*.py") if p.stem != "__init__"} - PUBLIC_RUNTIME
+    assert sorted(f"agentmap.runtime.{name}" for name in internal) == [
+        m for m in forbidden if m.startswith("agentmap.runtime.")
+    ]
+    homes = {home.rsplit(".", 1)[-1] for home in vars(agentmap)["_HOMES"].values() if ".runtime." in home}
+    assert homes <= PUBLIC_RUNTIME
+
+
+def test_the_server_takes_only_public_names_of_the_runtime() -> None:
+    """Of a public runtime module, the server imports only the names in its `__all__`."""
     found = [
-        f"{path.relative_to(PACKAGE.parent)}:{line}"
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path != PACKAGE / "__init__.py" and "cli" not in path.relative_to(PACKAGE).parts[:1]
-        for line in _imports_root(path)
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}.{alias.name}"
+        for path in sorted((PACKAGE / "server").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentmap.runtime.")
+        for alias in node.names
+        if alias.name not in importlib.import_module(node.module or "").__all__
     ]
     assert found == []
 

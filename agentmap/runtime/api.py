@@ -19,6 +19,7 @@ from agentmap.runtime.checks import BuildOptions, check
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
+from agentmap.spec.readers import SUFFIXES as WORKFLOW_SUFFIXES  # the file suffixes `load` reads
 
 if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
     from langchain_core.runnables import RunnableConfig
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import SuccessPolicy
 
-__all__ = ["compile", "load", "load_graph", "run", "select_graph", "validate"]
+__all__ = ["WORKFLOW_SUFFIXES", "compile", "load", "load_graph", "run", "select_graph", "validate"]
 
 Source = str | Path | Workflow | GraphSpec
 

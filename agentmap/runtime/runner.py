@@ -22,7 +22,7 @@ from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.events import RunObserver, observe_run, observers_for
+from agentmap.runtime.events import RunObserver, flush_observers, observe_run, observers_for
 from agentmap.runtime.node_cache import cache_hits, without_cache
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
@@ -78,6 +78,14 @@ class CompiledWorkflow:
 
     def __repr__(self) -> str:
         return f"<CompiledWorkflow {self.name!r}: {len(self.spec.nodes)} nodes from {self.spec.file}>"
+
+    def flush(self) -> None:
+        """Have this workflow's run observers that buffer (a tracer's exporter) send what they hold now.
+
+        For a program that ran the workflow and may end without its exit hooks (a server stopping, a worker
+        process): the spans of its runs are not lost.
+        """
+        flush_observers(self)
 
     def pausing_nodes(self) -> list[str]:
         """Nodes that pause the run for an answer (`input` with `interrupt: true`, `human`, `suspend`).

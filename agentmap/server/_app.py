@@ -57,11 +57,9 @@ class Server:
     def close(self) -> None:
         """Stop the runs, send the spans their tracer still holds, and close the files."""
         self.runs.close()
-        from agentmap.runtime.events import flush_observers
-
         for assistant in self.assistants.all:
-            flush_observers(assistant.app)
-            flush_observers(assistant.stateless)
+            assistant.app.flush()
+            assistant.stateless.flush()
         self.store.close()
         items = getattr(self.items, "conn", None)
         if isinstance(items, sqlite3.Connection):  # a SQLite file's own connection (not a shared pool)

@@ -259,12 +259,12 @@ def _why(err: AgentMapError) -> str:
 
 def _workflow_files(folder: Path) -> list[Path]:
     """The files of `folder` and its subfolders (not hidden ones) whose suffix is a workflow format's."""
-    from agentmap.spec.readers import SUFFIXES
+    from agentmap.runtime.api import WORKFLOW_SUFFIXES
 
     return sorted(
         p
         for p in folder.rglob("*")
-        if p.suffix.lower() in SUFFIXES
+        if p.suffix.lower() in WORKFLOW_SUFFIXES
         and p.is_file()
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )

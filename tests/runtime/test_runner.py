@@ -46,6 +46,26 @@ def test_invoke_returns_state_success_and_summary(app: agentmap.CompiledWorkflow
     assert data["success"] is True and [s["name"] for s in data["summary"]] == ["Greet", "Check", "Done"]
 
 
+class _Buffering:
+    """A run observer that buffers, as a tracer's exporter does."""
+
+    def __init__(self) -> None:
+        self.flushed = 0
+
+    def run_started(self, run: object) -> None:
+        return None
+
+    def flush(self) -> None:
+        self.flushed += 1
+
+
+def test_flush_has_the_buffering_observers_send_what_they_hold(app: agentmap.CompiledWorkflow) -> None:
+    observer = _Buffering()
+    app.observers.append(observer)
+    app.flush()
+    assert observer.flushed == 1
+
+
 def test_a_failure_takes_failure_next_and_the_run_fails(app: agentmap.CompiledWorkflow) -> None:
     result = app.invoke({"name": "Ada", "ok": "no"})
     assert result.success is False
