@@ -512,6 +512,14 @@ _NAMES = {
     "BatchOverBudget": "agentmap.batch.results",  # batch --budget: stopped by its budget
     "ServeConfig": "agentmap.server",  # serve: what the server serves, built from the options
     "StudioConfig": "agentmap.studio",  # studio: the file edited and its options
+    # types a command only annotates with (imported under TYPE_CHECKING there; here so `import *` finds them)
+    "Durability": "agentmap.runtime.durable",
+    "EvalDiff": "agentmap.interface.compare",
+    "EvalReport": "agentmap.interface.scores",
+    "EvalRunSummary": "agentmap.interface.eval_runner",
+    "RowResult": "agentmap.batch.rows",
+    "Settings": "agentmap.config",
+    "Targets": "agentmap.spec.models",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _NAMES)
