@@ -306,7 +306,9 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
         return "the run paused for input; run the batch with --checkpoint and resume the row's thread"
     first = interrupts[0]
     question = first.get("question") if isinstance(first, Mapping) else first
-    store = checkpoint.removeprefix("sqlite:")
+    from agentmap.runtime.checkpoint import redacted
+
+    store = redacted(checkpoint.removeprefix("sqlite:"))
     return f"the run paused for input ({question}); answer it: agentmap resume {key} ANSWER --checkpoint {store}"
 
 

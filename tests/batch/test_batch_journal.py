@@ -106,3 +106,26 @@ def test_a_sqlite_checkpoint_is_refused_with_ray_on_another_machine(tmp_path: Pa
     assert result.code == 2, result.text
     assert "use a postgresql:// checkpoint" in result.text and "runs.db" in result.text
     assert not (tmp_path / "out.csv").exists() and not (tmp_path / "runs.db").exists()
+
+
+@pytest.mark.postgres
+def test_a_row_paused_in_postgres_names_the_resume_command_without_the_password(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from cli_helpers import agentmap
+
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Prompt\n"
+        "F,Greet,template,name,greeting,Ask,Hello {name}\n"
+        "F,Ask,human,greeting,answer,,Go on?\n"
+    )
+    (tmp_path / "rows.csv").write_text("id,name\nr1,Ada\n")
+    url = postgres_url.replace("@", ":s3cret@", 1)  # the test server trusts its user: any password does
+    batch = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--id-column", "id", "--checkpoint", url)
+    assert agentmap(*batch, "--executor", "process", cwd=tmp_path).code == 1  # paused at Ask
+    out = (tmp_path / "out.csv").read_text()
+    assert "agentmap resume r1 ANSWER --checkpoint postgresql://" in out and ":***@" in out
+    assert "s3cret" not in out
+    resumed = agentmap("resume", "r1", "yes", "--checkpoint", url, "--json", cwd=tmp_path)
+    assert resumed.code == 0 and json.loads(resumed.out)["state"]["answer"] == "yes", resumed.text
