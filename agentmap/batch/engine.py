@@ -123,8 +123,8 @@ def batch(
         json_cells: Parse text cells holding JSON objects or arrays.
         redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
         checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
-            running the batch again continues each unfinished row (thread, process and ray executors; with Ray
-            on another machine, a PostgreSQL URL).
+            running the batch again continues each unfinished row (every executor; with Ray on another machine, a
+            PostgreSQL URL).
         rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
         chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: The Ray cluster to use (default: start a local one).
@@ -193,12 +193,6 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
     SQLite file (absolute for Ray, whose workers run in other folders; refused when Ray runs elsewhere)."""
     if checkpoint is None:
         return None
-    if executor == "async":
-        raise ConfigError(
-            "--checkpoint works with the thread, process and ray executors, not async",
-            code=ErrorCode.USAGE,
-            hint="use --executor thread, process or ray, or leave out --checkpoint",
-        )
     text = str(checkpoint)
     if text.startswith(_POSTGRES):
         return text

@@ -35,8 +35,10 @@ def loop() -> Iterator[Loop]:
 
 @pytest.mark.parametrize(
     ("executor", "store"),
-    [("process", "sqlite"), ("thread", "sqlite"), pytest.param("process", "postgres", marks=pytest.mark.postgres)],
-)
+    [("process", "sqlite"), ("thread", "sqlite"), ("async", "sqlite"),
+     pytest.param("process", "postgres", marks=pytest.mark.postgres),
+     pytest.param("async", "postgres", marks=pytest.mark.postgres)],
+)  # fmt: skip
 def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
     tmp_path: Path, loop: Loop, executor: str, store: str, request: pytest.FixtureRequest
 ) -> None:
