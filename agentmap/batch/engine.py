@@ -122,7 +122,9 @@ def batch(
         rename: Column -> state key renames.
         json_cells: Parse text cells holding JSON objects or arrays.
         redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
-        checkpoint: A SQLite file: each row runs as a thread named by its id (thread and process executors).
+        checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
+            running the batch again continues each unfinished row (every executor; with Ray on another machine, a
+            PostgreSQL URL).
         rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
         chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: The Ray cluster to use (default: start a local one).
@@ -146,12 +148,7 @@ def batch(
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
     executor = executor_named(executor)
-    if checkpoint is not None and executor not in ("thread", "process"):
-        raise ConfigError(
-            f"--checkpoint works with the thread and process executors, not {executor}",
-            code=ErrorCode.USAGE,
-            hint="use --executor thread or process, or leave out --checkpoint",
-        )
+    store = _row_store(checkpoint, executor, ray_address)
     options = dict(compile_options)
     if rate_limit is not None:
         share = 1 if executor in ("thread", "async") else workers or default_workers()
@@ -170,7 +167,7 @@ def batch(
         str(source),
         options,
         list(outputs) if outputs is not None else None,
-        f"sqlite:{checkpoint}" if checkpoint is not None else None,
+        store,
         no_cache=not cache,
     )
     row_source, name = _row_source(rows, sheet, _once(on_warning or _warn) if lenient else None)
@@ -185,6 +182,40 @@ def batch(
         on_result=on_result,
         progress=progress,
     )
+
+
+_POSTGRES = ("postgresql://", "postgres://")
+_THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: str | None) -> str | None:
+    """The checkpointer string each row's thread is saved in (`--checkpoint`): a PostgreSQL URL as given, else a
+    SQLite file (absolute for Ray, whose workers run in other folders; refused when Ray runs elsewhere)."""
+    if checkpoint is None:
+        return None
+    text = str(checkpoint)
+    if text.startswith(_POSTGRES):
+        return text
+    path = Path(text.removeprefix("sqlite:"))
+    if executor != "ray":
+        return f"sqlite:{path}"
+    if ray_address is not None and not _on_this_machine(ray_address):
+        raise ConfigError(
+            f"--checkpoint {text}: a SQLite file is on this machine only, and the Ray cluster at {ray_address!r} "
+            "runs rows elsewhere",
+            code=ErrorCode.USAGE,
+            hint="use a postgresql:// checkpoint that every Ray node reaches, or leave out --ray-address",
+        )
+    return f"sqlite:{path.resolve()}"
+
+
+def _on_this_machine(address: str) -> bool:
+    """Whether a `--ray-address` names a Ray on this machine (`auto`, `local`, localhost or this host's name)."""
+    import socket
+
+    host = address.removeprefix("ray://")
+    host = host[: host.rindex("]") + 1] if host.startswith("[") else host.partition(":")[0]
+    return host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname()
 
 
 @dataclass(frozen=True)

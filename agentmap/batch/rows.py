@@ -219,16 +219,22 @@ class WorkflowRecipe:
 _ROW_DIGEST = "agentmap_row_digest"  # the run metadata (and so every checkpoint's) that names the row's cells
 
 
-def _continue(snapshot: StateSnapshot | None, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _continue(snapshot: StateSnapshot | None, state: Mapping[str, Any], cells: str) -> Mapping[str, Any] | None:
     """What a checkpointed row runs with: None (continue its thread) when an earlier run of the same row (the same
     cells) left the thread unfinished (killed, failed or paused), so LangGraph reruns only the node cut short and
     the call journal replays its answered calls; else the row's state (a new row, one whose thread finished, or one
-    whose cells changed under the same id: it starts over rather than continue another row's run)."""
+    whose cells changed under the same id: it starts over rather than continue another row's run). `cells` is the
+    digest of the row's cells (`_cells`)."""
     from agentmap.runtime.threads import unfinished
 
     if snapshot is None or snapshot.metadata is None or not unfinished(snapshot):
         return state
-    return None if snapshot.metadata.get(_ROW_DIGEST) == digest(dict(state)) else state
+    return None if snapshot.metadata.get(_ROW_DIGEST) == cells else state
+
+
+def _cells(state: Mapping[str, Any], checkpointed: bool) -> str:
+    """The digest of a checkpointed row's cells, recorded in its run's metadata ("" when rows are not checkpointed)."""
+    return digest(dict(state)) if checkpointed else ""
 
 
 class RowRunner:
@@ -244,11 +250,12 @@ class RowRunner:
     def run(self, job: Job) -> RowResult:
         """Run one row; any failure ends in the row's result, never in an exception."""
         number, key, state = job
-        config = self._config(number, key, state)
+        cells = _cells(state, bool(self.recipe.checkpoint))
+        config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
             snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
-            result = self.app.invoke(_continue(snapshot, state), config)
+            result = self.app.invoke(_continue(snapshot, state, cells), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
@@ -256,22 +263,23 @@ class RowRunner:
     async def arun(self, job: Job) -> RowResult:
         """The async twin of `run` (through `CompiledWorkflow.ainvoke`)."""
         number, key, state = job
-        config = self._config(number, key, state)
+        cells = _cells(state, bool(self.recipe.checkpoint))
+        config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
             snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
-            result = await self.app.ainvoke(_continue(snapshot, state), config)
+            result = await self.app.ainvoke(_continue(snapshot, state, cells), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
 
-    def _config(self, number: int, key: str, state: Mapping[str, Any]) -> Any:
+    def _config(self, number: int, key: str, cells: str) -> Any:
         """The row's LangGraph config: its number and id as run metadata (span attributes, LangSmith metadata),
-        and its thread when rows are checkpointed."""
+        and its thread and the digest of its cells when rows are checkpointed."""
         config: dict[str, Any] = {"metadata": {**self.recipe.run_metadata, ROW_KEY: number, ROW_ID_KEY: key}}
         if self.recipe.checkpoint:
             config["configurable"] = {"thread_id": key}
-            config["metadata"][_ROW_DIGEST] = digest(dict(state))
+            config["metadata"][_ROW_DIGEST] = cells
         if self.meter is not None:
             config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         if self.recipe.no_cache:
@@ -298,7 +306,9 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
         return "the run paused for input; run the batch with --checkpoint and resume the row's thread"
     first = interrupts[0]
     question = first.get("question") if isinstance(first, Mapping) else first
-    store = checkpoint.removeprefix("sqlite:")
+    from agentmap.runtime.checkpoint import redacted
+
+    store = redacted(checkpoint.removeprefix("sqlite:"))
     return f"the run paused for input ({question}); answer it: agentmap resume {key} ANSWER --checkpoint {store}"
 
 

@@ -182,7 +182,7 @@ def batch_command(
     ray_address: str | None,
     redo_failed: bool,
     rate_limit: str | None,
-    checkpoint: Path | None,
+    checkpoint: str | None,
     json_output: bool,
     config: Path | None,
     debug: bool,
@@ -339,9 +339,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--rate-limit", metavar="RATE", help="LLM requests per model provider, e.g. 5/s or 300/min."),
         ] = None,
         checkpoint: Annotated[
-            Path | None,
+            str | None,
             typer.Option(
-                "--checkpoint", metavar="FILE", help="Save each row as a thread named by its id in this SQLite file."
+                "--checkpoint",
+                metavar="FILE|URL",
+                help="Save each row as a thread named by its id in this SQLite file or postgresql:// database; "
+                "running again continues unfinished rows.",
             ),
         ] = None,
         trace: TraceOption = None,

@@ -38,6 +38,7 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
+    "redacted",
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
@@ -298,7 +299,7 @@ def _postgres_saver(url: str) -> Any:
     _need("langgraph.checkpoint.postgres", "postgres")
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    saver_class = _saver_class(PostgresSaver, _redact(url))
+    saver_class = _saver_class(PostgresSaver, redacted(url))
     return _on_postgres(url, "checkpoint", lambda conn: saver_class(conn, serde=safe_serializer()))
 
 
@@ -325,13 +326,14 @@ def _on_postgres(url: str, what: str, make: Callable[[Any], Any]) -> Any:
         return make(_pool(url, options))
     except psycopg.Error as exc:
         raise ConfigError(
-            f"cannot open the Postgres {what} {_redact(url)}: {str(exc).strip()}",
+            f"cannot open the Postgres {what} {redacted(url)}: {str(exc).strip()}",
             code=ErrorCode.BAD_CHECKPOINTER,
             hint="check the URL (postgresql://user:password@host:port/database) and that the server runs",
         ) from None
 
 
-def _redact(url: str) -> str:
+def redacted(url: str) -> str:
+    """`url` with its password (if any) shown as `***`: what errors and messages may print."""
     head, sep, tail = url.partition("@")
     if not sep or ":" not in head.split("//", 1)[-1]:
         return url

@@ -129,8 +129,6 @@ def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
         agentmap.batch(flow, [{"word": "{oops"}], json_cells=True)
     with pytest.raises(ConfigError, match="unknown executor"):
         agentmap.batch(flow, [], executor="gpu")  # type: ignore[arg-type]  # an untyped caller's text
-    with pytest.raises(ConfigError, match="--checkpoint works with the thread and process executors"):
-        agentmap.batch(flow, [], executor="async", checkpoint=tmp_path / "c.db")
     bad = tmp_path / "bad.csv"
     bad.write_text("GraphName,Node,AgentType\nG,A,nosuchtype\n", encoding="utf-8")
     with pytest.raises(WorkflowValidationError):

@@ -5,7 +5,6 @@ the same command continues its thread, so no answered model call is sent again a
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,14 +13,18 @@ import forked
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
-from test_journal import Loop, _effects, _setup, _until
+from test_journal import Loop, _effects, _kill_at, _setup
 
 from openai_stub import OpenAIStub  # isort: skip
 
 pytestmark = pytest.mark.slow
 
-BATCH = ("batch", "pay.csv", "--input", "rows.csv", "--output", "out.csv", "--id-column", "id", "--checkpoint",
-         "runs.db", "--workers", "1")  # fmt: skip
+BATCH = ("batch", "pay.csv", "--input", "rows.csv", "--output", "out.csv", "--id-column", "id", "--workers", "1")
+
+
+def checkpoint(store: str, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """The `--checkpoint` option of a batch: a SQLite file, or a PostgreSQL database (the `postgres_url` fixture)."""
+    return "--checkpoint", "runs.db" if store == "sqlite" else str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture
@@ -30,49 +33,44 @@ def loop() -> Iterator[Loop]:
         yield Loop(server)
 
 
-def _kill_batch_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str, executor: str) -> None:
-    """Run the batch and SIGKILL it inside `model2` (its request held) or `tool1` (after the charge)."""
-    kind, number = boundary[:-1], int(boundary[-1])
-    if kind == "model":
-        loop.hold = number - 1
-    else:
-        Path(env["EFFECTS"] + f".hold{number}").touch()
-    proc = forked.start(*BATCH, "--executor", executor, cwd=folder, env=env)
-    if kind == "model":
-        _until(loop.held.is_set, proc, f"model call {number} sent")
-    else:
-        _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
-
-
-@pytest.mark.parametrize("executor", ["process", "thread"])
+@pytest.mark.parametrize(
+    ("executor", "store"),
+    [("process", "sqlite"), ("thread", "sqlite"), ("async", "sqlite"),
+     pytest.param("process", "postgres", marks=pytest.mark.postgres),
+     pytest.param("async", "postgres", marks=pytest.mark.postgres)],
+)  # fmt: skip
 def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
-    tmp_path: Path, loop: Loop, executor: str
+    tmp_path: Path, loop: Loop, executor: str, store: str, request: pytest.FixtureRequest
 ) -> None:
-    env = _setup(tmp_path, loop.stub)
-    (tmp_path / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_batch_at(tmp_path, env, loop, "model2", executor)  # model 1 and charge 1 journaled finished
-    code, out, err = forked.run(*BATCH, "--executor", executor, cwd=tmp_path, env=env)
+    batch = (*BATCH, *checkpoint(store, request), "--executor", executor)
+    killed_in_second_call_then_continued(tmp_path, loop, batch)
+
+
+def killed_in_second_call_then_continued(folder: Path, loop: Loop, batch: tuple[str, ...]) -> None:
+    """Kill `batch` inside its row's second model call, run it again: the row finishes, no finished call repeated."""
+    env = _setup(folder, loop.stub)
+    (folder / "rows.csv").write_text("id,q\nr1,pay\n")
+    _kill_at(folder, env, loop, "model2", batch)  # model 1 and charge 1 journaled finished
+    code, out, err = forked.run(*batch, cwd=folder, env=env)
     assert code == 0, (out, err)
-    assert "paid twice" in (tmp_path / "out.csv").read_text()
-    assert _effects(tmp_path) == ["charge 1", "charge 2"]
+    assert "paid twice" in (folder / "out.csv").read_text()
+    assert _effects(folder) == ["charge 1", "charge 2"]
     assert loop.counts() == {0: 1, 1: 2, 2: 1}, loop.counts()  # only the call in flight was sent again
 
 
 def test_a_row_killed_inside_a_tool_call_holds_it_in_doubt(tmp_path: Path, loop: Loop) -> None:
     env = _setup(tmp_path, loop.stub)
     (tmp_path / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_batch_at(tmp_path, env, loop, "tool1", "process")
-    code, out, err = forked.run(*BATCH, "--executor", "process", cwd=tmp_path, env=env)
+    batch = (*BATCH, "--checkpoint", "runs.db", "--executor", "process")
+    _kill_at(tmp_path, env, loop, "tool1", batch)
+    code, out, err = forked.run(*batch, cwd=tmp_path, env=env)
     assert code == 1, (out, err)  # the row pauses: it asks whether the charge took effect
     assert "did `charge_card` with these arguments take effect?" in (tmp_path / "out.csv").read_text()
     assert "agentmap resume r1 ANSWER --checkpoint" in (tmp_path / "out.csv").read_text()
     assert _effects(tmp_path) == ["charge 1"]
     assert loop.counts() == {0: 1}, loop.counts()
     # run again with --redo-failed: the row asks again and charges nothing
-    code, out, err = forked.run(*BATCH, "--executor", "process", "--redo-failed", cwd=tmp_path, env=env)
+    code, out, err = forked.run(*batch, "--redo-failed", cwd=tmp_path, env=env)
     assert code == 1 and _effects(tmp_path) == ["charge 1"], (out, err)
     code, out, err = forked.run("resume", "r1", "done", "--checkpoint", "runs.db", "--json", cwd=tmp_path, env=env)
     assert code == 0 and json.loads(out)["state"]["answer"] == "paid twice", (out, err)
@@ -97,3 +95,39 @@ def test_a_row_whose_cells_changed_under_the_same_id_starts_over(tmp_path: Path)
     agentmap(*batch, "--redo-failed", cwd=tmp_path)
     out = (tmp_path / "out.csv").read_text()
     assert "Hello Grace" in out and "Hello Ada" not in out  # started over, not the earlier row's run continued
+
+
+def test_a_sqlite_checkpoint_is_refused_with_ray_on_another_machine(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from cli_helpers import agentmap
+
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Prompt\nF,Greet,template,Hello\n")
+    (tmp_path / "rows.csv").write_text("id\nr1\n")
+    batch = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--checkpoint", "runs.db", "--executor", "ray")
+    result = agentmap(*batch, "--ray-address", "ray://10.1.2.3:10001", cwd=tmp_path)
+    assert result.code == 2, result.text
+    assert "use a postgresql:// checkpoint" in result.text and "runs.db" in result.text
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "runs.db").exists()
+
+
+@pytest.mark.postgres
+def test_a_row_paused_in_postgres_names_the_resume_command_without_the_password(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from cli_helpers import agentmap
+
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Prompt\n"
+        "F,Greet,template,name,greeting,Ask,Hello {name}\n"
+        "F,Ask,human,greeting,answer,,Go on?\n"
+    )
+    (tmp_path / "rows.csv").write_text("id,name\nr1,Ada\n")
+    url = postgres_url.replace("@", ":s3cret@", 1)  # the test server trusts its user: any password does
+    batch = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--id-column", "id", "--checkpoint", url)
+    assert agentmap(*batch, "--executor", "process", cwd=tmp_path).code == 1  # paused at Ask
+    out = (tmp_path / "out.csv").read_text()
+    assert "agentmap resume r1 ANSWER --checkpoint postgresql://" in out and ":***@" in out
+    assert "s3cret" not in out
+    resumed = agentmap("resume", "r1", "yes", "--checkpoint", url, "--json", cwd=tmp_path)
+    assert resumed.code == 0 and json.loads(resumed.out)["state"]["answer"] == "yes", resumed.text

@@ -98,15 +98,18 @@ def _until(condition: Any, proc: forked.Forked, what: str) -> None:
     raise AssertionError(f"never happened: {what}")
 
 
-def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str) -> None:
-    """Run the workflow and SIGKILL it inside `model1`..`model3` (its request held) or `tool1`, `tool2`
-    (after the charge took effect, before the tool returned)."""
+RUN = ("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json")
+
+
+def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str, command: tuple[str, ...] = RUN) -> None:
+    """Run `command` (the workflow, or a batch of it) and SIGKILL it inside `model1`..`model3` (its request held)
+    or `tool1`, `tool2` (after the charge took effect, before the tool returned)."""
     kind, number = boundary[:-1], int(boundary[-1])
     if kind == "model":
         loop.hold = number - 1
     else:
         Path(env["EFFECTS"] + f".hold{number}").touch()
-    proc = forked.start("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json", cwd=folder, env=env)
+    proc = forked.start(*command, cwd=folder, env=env)
     if kind == "model":
         _until(loop.held.is_set, proc, f"model call {number} sent")
     else:
