@@ -3,15 +3,20 @@
 The workflow does not have to exist on the machines Ray runs on: the workflow file, the prompt files its rows
 name (`file:`), the workflows its graph nodes run, the tool files its rows name and the Python files of its
 custom agents and functions folders travel as a dict of file texts (put in Ray's object store once) and are
-written to a temporary folder by each worker process on its first chunk. A worker keeps the last few workflows
-it compiled, keyed by a digest of the files and the recipe, so a second batch of the same workflow starts
-warm (as the process executor's workers fork from a server that has LangGraph imported). Tasks are never
-retried by Ray: a row never runs twice. AgentMap itself must be installed on every Ray node.
+written once per machine, to a temporary folder named by a digest of the files and the recipe, by the first
+worker process that needs them. A worker keeps the last few workflows it compiled, by the same digest, so a
+second batch of the same workflow starts warm (as the process executor's workers fork from a server that has
+LangGraph imported). Ray stops its workers without running their exit hooks, so the folder is not a worker's to
+remove: the batch removes it on its own machine when it ends (a local Ray leaves nothing behind); other
+machines keep one folder per version of a workflow. Tasks are never retried by Ray: a row never runs twice.
+AgentMap itself must be installed on every Ray node.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -104,32 +109,46 @@ def bundle(recipe: WorkflowRecipe) -> tuple[dict[str, bytes], WorkflowRecipe]:
 
 
 _KEEP = 4
-_COMPILED: OrderedDict[str, tuple[tempfile.TemporaryDirectory[str], RowRunner]] = OrderedDict()
+_COMPILED: OrderedDict[str, RowRunner] = OrderedDict()
 """In each Ray worker process: the last few workflows compiled there, by the digest of their files and recipe
 (process-wide, like a process pool worker's runner: the same for every row and every batch of that workflow)."""
 
 
-def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowRunner:
-    """The runner of a shipped workflow: compiled on this worker's first chunk of it, then reused."""
-    hit = _COMPILED.get(digest)
-    if hit is not None:
-        _COMPILED.move_to_end(digest)
-        return hit[1]
-    import ray
+def _folder(digest: str) -> Path:
+    """Where this machine keeps the files of the workflow with this digest."""
+    return Path(tempfile.gettempdir()) / f"agentmap-ray-{digest[:24]}"
 
-    files: dict[str, bytes] = ray.get(files_ref[0])
-    folder = tempfile.TemporaryDirectory(prefix="agentmap-batch-")
-    root = Path(folder.name)
+
+def _write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write the files into `folder` whole or not at all (several workers of a machine may race to do it)."""
+    if folder.is_dir():
+        return
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     for name, data in files.items():
-        target = root / name
+        target = staging / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    try:
+        os.rename(staging, folder)
+    except OSError:  # another worker wrote them first
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowRunner:
+    """The runner of a shipped workflow: compiled on this worker's first chunk of it, then reused."""
+    root = _folder(digest)
+    hit = _COMPILED.get(digest)
+    if hit is not None and root.is_dir():
+        _COMPILED.move_to_end(digest)
+        return hit
+    import ray
+
+    _write_files(root, ray.get(files_ref[0]))
     options = {k: str(root / v) if k in ("agents_dir", "functions_dir") and v else v for k, v in recipe.options.items()}
     runner = RowRunner(replace(recipe, source=str(root / recipe.source), options=options))
-    _COMPILED[digest] = (folder, runner)
+    _COMPILED[digest] = runner
     while len(_COMPILED) > _KEEP:
-        _, (old, _) = _COMPILED.popitem(last=False)
-        old.cleanup()
+        _COMPILED.popitem(last=False)
     return runner
 
 
@@ -212,6 +231,7 @@ def run_on_ray(
     finally:
         for ref in pending:  # stopped early (Ctrl-C, an error): drop the chunks not yet finished
             ray.cancel(ref, force=True)
+        shutil.rmtree(_folder(digest), ignore_errors=True)  # this machine's copy (see the module's docstring)
 
 
 class _ChunkSizer:

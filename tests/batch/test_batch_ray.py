@@ -136,3 +136,24 @@ def test_a_ray_worker_killed_mid_batch_loses_no_finished_row_and_runs_none_twice
     with out.open(encoding="utf-8", newline="") as handle:
         written = list(csv.DictReader(handle))
     assert [(r["word"], r["loud"]) for r in written] == [(w["word"], w["word"].upper()) for w in rows]
+
+
+def test_a_ray_batch_leaves_no_copy_of_the_workflow_behind(ray_session: Any, tmp_path: Path) -> None:
+    """Ray stops its workers without their exit hooks: the copy they ran from is removed by the batch itself."""
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "where.py").write_text(
+        "from pathlib import Path\n\nfrom agentmap import BaseAgent\n\n\n"
+        "class WhereAgent(BaseAgent):\n"
+        "    def process(self, inputs):\n"
+        "        return str(Path(__file__).parent.parent)\n",
+        encoding="utf-8",
+    )
+    flow = tmp_path / "where.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field\nWhere,Ask,where,word,folder\n", encoding="utf-8"
+    )
+    result = agentmap.batch(flow, words("a", "b", "c"), executor="ray", workers=2, chunk_size=1)
+    folders = {row.outputs["folder"] for row in result.rows}
+    assert result.successes == 3 and len(folders) == 1, result.rows  # one copy per machine, shared by its workers
+    copy = Path(folders.pop())
+    assert copy != tmp_path and not copy.exists(), f"{copy} is still there"
