@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
+import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap, agentmap_tty, write
 
@@ -346,3 +350,36 @@ def test_diff_of_a_missing_folder_exits_3(tmp_path: Path) -> None:
     result = agentmap("eval", "diff", base, tmp_path / "nowhere")
     assert result.code == 3, result.text
     assert "the logs folder does not exist" in result.text
+
+
+SLOW_AGENT = """
+import asyncio
+
+
+async def run_agent(prompt, chat_history=None, memory=None, config=None):
+    await asyncio.sleep(0.05)
+    return f"You said {prompt}"
+"""
+
+
+def test_a_killed_run_resumes_keeping_exactly_the_runs_whose_log_was_written(tmp_path: Path) -> None:
+    agent = write(tmp_path / "agent.py", SLOW_AGENT)
+    csv = write(tmp_path / "many.csv", "scenario,user_message\n" + "".join(f"s{i},hello {i}\n" for i in range(20)))
+    out = tmp_path / "logs"
+    env = {**os.environ, "ACTIVE_AGENT_PATH": str(agent)}
+    proc = forked.start("eval", "run", csv, "--out", out, "--k", "4", "--concurrency", "2", cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 60
+    while len(list(out.glob("*.log"))) < 5:  # some runs done, most not
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "eval run wrote no logs"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    written = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.log")}
+    assert 5 <= len(written) < 80
+    assert all(read_log(out / name).metadata.stop_reason == "single_turn" for name in written)  # none cut short
+
+    resumed = run_json(csv, "--out", out, "--k", "4", "--concurrency", "2", env={"ACTIVE_AGENT_PATH": str(agent)})
+    assert resumed["counts"] == {"skipped": len(written), "single_turn": 80 - len(written)}
+    assert {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.log") if p.name in written} == written
+    assert all(read_log(Path(r["log"])).metadata.stop_reason == "single_turn" for r in resumed["runs"])
