@@ -98,14 +98,23 @@ def bundle(recipe: WorkflowRecipe) -> tuple[dict[str, bytes], WorkflowRecipe]:
     base = workflow.parent
     files: dict[str, bytes] = {}
     _workflow_files(files, base, workflow, set())
-    options = dict(recipe.options)
-    for key, default, name in (("agents_dir", "custom_agents", _AGENTS), ("functions_dir", "functions", _FUNCTIONS)):
-        folder = Path(options[key]) if options.get(key) else base / default
-        if folder.is_dir():
-            _add(files, base, folder, name)
-            options[key] = name
+    given = recipe.options
+    options = replace(
+        given,
+        agents_dir=_ship(files, base, given.agents_dir, "custom_agents", _AGENTS),
+        functions_dir=_ship(files, base, given.functions_dir, "functions", _FUNCTIONS),
+    )
     source = workflow.relative_to(base).as_posix() + (f"::{graph}" if sep else "")
     return files, replace(recipe, source=source, options=options)
+
+
+def _ship(files: dict[str, bytes], base: Path, given: str | Path | None, default: str, name: str) -> str | Path | None:
+    """The folder's name in the bundle once its files are added to `files`; `given` when there is no such folder."""
+    folder = Path(given) if given else base / default
+    if not folder.is_dir():
+        return given
+    _add(files, base, folder, name)
+    return name
 
 
 _KEEP = 4
@@ -144,7 +153,12 @@ def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowR
     import ray
 
     _write_files(root, ray.get(files_ref[0]))
-    options = {k: str(root / v) if k in ("agents_dir", "functions_dir") and v else v for k, v in recipe.options.items()}
+    shipped = recipe.options
+    options = replace(
+        shipped,
+        agents_dir=str(root / shipped.agents_dir) if shipped.agents_dir else None,
+        functions_dir=str(root / shipped.functions_dir) if shipped.functions_dir else None,
+    )
     runner = RowRunner(replace(recipe, source=str(root / recipe.source), options=options))
     _COMPILED[digest] = runner
     while len(_COMPILED) > _KEEP:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.batch.executors import Executor
+    from agentmap.runtime.options import CompileOptions
     from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = ["ROW_ID_KEY", "ROW_KEY", "BatchSpan", "shippable_options"]
@@ -28,7 +30,7 @@ ROW_ID_KEY = "agentmap.batch.row_id"
 _REMOTE = ("process", "ray")
 
 
-def shippable_options(options: Mapping[str, Any], executor: Executor) -> dict[str, Any]:
+def shippable_options(options: CompileOptions, executor: Executor) -> CompileOptions:
     """`compile` options with `tracing` in a form every worker can use on its own.
 
     A `file:` path becomes absolute (a Ray worker runs in a folder of its own); worker processes and Ray workers
@@ -38,9 +40,9 @@ def shippable_options(options: Mapping[str, Any], executor: Executor) -> dict[st
     Raises:
         ConfigError: A tracing object given with the process or ray executor (exit 2).
     """
-    value = options.get("tracing")
+    value = options.tracing
     if value is None or value is False:
-        return dict(options)
+        return options
     if isinstance(value, str):
         shipped: Any = _absolute(value)
     elif isinstance(value, Mapping) and isinstance(value.get("exporter"), str | None):
@@ -55,7 +57,7 @@ def shippable_options(options: Mapping[str, Any], executor: Executor) -> dict[st
         )
     else:
         shipped = value
-    return {**options, "tracing": shipped}
+    return replace(options, tracing=shipped)
 
 
 def _absolute(exporter: str) -> str:

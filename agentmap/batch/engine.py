@@ -18,6 +18,7 @@ from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.options import CompileOptions
 
 __all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
 
@@ -139,7 +140,8 @@ def batch(
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
             (`--no-cache`; csv_specs/llm.md, "Cache").
-        **compile_options: Passed to `agentmap.compile` (`success_policy`, `functions_dir`, `settings`, ...).
+        **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
+            not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
 
     Raises:
         ConfigError: Bad options, or input that cannot be read (its file and row are named).
@@ -149,20 +151,23 @@ def batch(
     """
     executor = executor_named(executor)
     store = _row_store(checkpoint, executor, ray_address)
-    options = dict(compile_options)
+    # Chain fusion (the same rows, fewer LangGraph steps) unless the caller says, or each row is a checkpointed
+    # thread (a fused chain would be saved as one step); the checkpointer and state keys are the recipe's.
+    fused = {"fuse": True} if checkpoint is None else {}
+    options = CompileOptions.of("batch", {**fused, **compile_options}, refuse=("checkpointer", "state_keys"))
+    llm: dict[str, Any] = {}
     if rate_limit is not None:
         share = 1 if executor in ("thread", "async") else workers or default_workers()
-        settings = dict(options.get("settings") or {})
-        settings["llm"] = {**(settings.get("llm") or {}), "rate_limit": parse_rate(rate_limit) / share}
-        options["settings"] = settings
+        llm["rate_limit"] = parse_rate(rate_limit) / share
     if budget is not None:  # each row's run is held to it where rows do not share the batch's meter
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
             raise ConfigError(
                 f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE
             )
-        settings = dict(options.get("settings") or {})
-        settings["llm"] = {**(settings.get("llm") or {}), "budget": float(budget)}
-        options["settings"] = settings
+        llm["budget"] = float(budget)
+    if llm:
+        settings = dict(options.settings or {})
+        options = replace(options, settings={**settings, "llm": {**(settings.get("llm") or {}), **llm}})
     recipe = WorkflowRecipe(
         str(source),
         options,

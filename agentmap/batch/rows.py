@@ -11,13 +11,14 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.journal import digest
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode
+from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
 
 __all__ = [
-    "BATCH_COMPILE_DEFAULTS",
     "RESULT_COLUMNS",
     "Job",
     "RowResult",
@@ -41,10 +41,6 @@ RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "tokens_in",
 
 Job = tuple[int, str, dict[str, Any]]
 """(row number, row id, initial state)."""
-
-BATCH_COMPILE_DEFAULTS: dict[str, Any] = {"fuse": True}
-"""`agentmap.compile` options every batch uses unless the caller sets them: chain fusion (the same rows, fewer
-LangGraph steps), except when each row is a checkpointed thread (a fused chain would be saved as one step)."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +187,8 @@ class WorkflowRecipe:
 
     Attributes:
         source: The workflow file, with `::Graph` when selected.
-        options: Keyword arguments of `agentmap.compile` (folders, settings, success policy, ...).
+        options: How to compile it (folders, settings, success policy, ...); its checkpointer and state keys are
+            the recipe's own.
         outputs: The output fields to report (None: every field the workflow writes).
         checkpoint: A checkpointer string; each row then runs as the thread named by its id.
         state_keys: Extra state keys to keep in the schema.
@@ -200,7 +197,7 @@ class WorkflowRecipe:
     """
 
     source: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: CompileOptions = field(default_factory=CompileOptions)
     outputs: Sequence[str] | None = None
     checkpoint: str | None = None
     state_keys: Sequence[str] = ()
@@ -211,9 +208,8 @@ class WorkflowRecipe:
         """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
         from agentmap.runtime.api import compile
 
-        defaults = {k: v for k, v in BATCH_COMPILE_DEFAULTS.items() if not (k == "fuse" and self.checkpoint)}
-        options = {**defaults, **self.options}
-        return compile(self.source, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys), **options)
+        options = replace(self.options, checkpointer=self.checkpoint, state_keys=tuple(self.state_keys))
+        return compile(self.source, options=options)
 
 
 _ROW_DIGEST = "agentmap_row_digest"  # the run metadata (and so every checkpoint's) that names the row's cells

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -297,11 +298,12 @@ def _load_spec(workflow: str | os.PathLike[str]) -> Any:
     return load_graph(str(workflow))
 
 
-def _compile(workflow: str | os.PathLike[str], keys: _Keys, options: dict[str, Any]) -> CompiledWorkflow:
+def _compile(workflow: str | os.PathLike[str], keys: _Keys, keywords: dict[str, Any]) -> CompiledWorkflow:
     from agentmap.runtime.api import compile
+    from agentmap.runtime.options import CompileOptions
 
-    state_keys = [*options.pop("state_keys", ()), *keys.state_keys()]
-    return compile(str(workflow), state_keys=state_keys, **options)
+    options = CompileOptions.of("agent_for", keywords)
+    return compile(str(workflow), options=replace(options, state_keys=[*options.state_keys, *keys.state_keys()]))
 
 
 def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:

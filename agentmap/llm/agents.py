@@ -35,7 +35,7 @@ from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.llm import cache
-from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
+from agentmap.llm.models import ModelSpec, build_model, choose_model, model_options, model_problems
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -139,7 +139,7 @@ class LLMAgent(BaseAgent):
         from agentmap.llm._legacy_models import legacy_problems
 
         problems: list[ConfigProblem] = [*legacy_problems(context.get("model"))]
-        problems += check_model(**model_options(context), default_provider=cls.provider, settings=environment.settings)
+        problems += model_problems(model_options(context), default_provider=cls.provider, settings=environment.settings)
         role = str(context.get("prompt_role", "system")).lower()
         if role not in _ROLES:
             problems.append(f"Context prompt_role must be 'system' or 'user', got {context.get('prompt_role')!r}")
@@ -176,8 +176,8 @@ class LLMAgent(BaseAgent):
         """The node's resolved model choice."""
         if self._spec is None:
             options = model_options(self.context)
-            spec = model_spec(**options, default_provider=self.provider, settings=self.environment.settings)
-            if self.context.get("retry") is not None and "max_retries" not in options:
+            spec = choose_model(options, default_provider=self.provider, settings=self.environment.settings)
+            if self.context.get("retry") is not None and options.max_retries is None:
                 # The node's retry policy does the retrying (its attempts and backoff, each attempt through the
                 # rate limiter); the client's own hidden retries would multiply its attempts.
                 spec = replace(spec, max_retries=0)

@@ -38,7 +38,7 @@ from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Messag
 from agentmap.contracts.io import describe_validation_error
 from agentmap.llm.agents import history_entries, model_call_problems, node_adapter
 from agentmap.llm.decision_log import SQLiteDecisionLog, configured_log_path
-from agentmap.llm.models import ModelSpec, build_model, check_model, model_options, model_spec
+from agentmap.llm.models import ModelSpec, build_model, choose_model, model_options, model_problems
 
 if TYPE_CHECKING:
     from agentmap.llm.engine import LLMAgentEngine
@@ -125,7 +125,7 @@ class AssistantAgent(BaseAgent):
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:
         """Check the model, the numbers, the inputs and outputs, the tools and the decision log path."""
-        problems: list[ConfigProblem] = [*check_model(**model_options(context), settings=environment.settings)]
+        problems: list[ConfigProblem] = [*model_problems(model_options(context), settings=environment.settings)]
         for key, default, minimum in (("max_iterations", 5, 1), ("include_history_messages", 10, 0)):
             try:
                 _whole(context, key, default, minimum)
@@ -161,7 +161,7 @@ class AssistantAgent(BaseAgent):
     def spec(self) -> ModelSpec:
         """The node's resolved model choice."""
         if self._spec is None:
-            self._spec = model_spec(**model_options(self.context), settings=self.environment.settings)
+            self._spec = choose_model(model_options(self.context), settings=self.environment.settings)
         return self._spec
 
     def decision_log_path(self) -> Path | None:

@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 __all__ = [
     "MODEL_OPTIONS",
     "PROVIDERS",
+    "ModelOptions",
     "ModelSpec",
     "ProviderInfo",
     "build_model",
     "check_model",
+    "choose_model",
     "model_options",
+    "model_problems",
     "model_spec",
     "resolve_model",
 ]
@@ -43,14 +46,35 @@ MODEL_OPTIONS = ("model", "temperature", "max_tokens", "timeout", "base_url", "m
 """The Context keys (and `llm.*` settings) that configure a chat model."""
 
 
-def model_options(context: Mapping[str, Any]) -> dict[str, Any]:
-    """The model options a node's Context sets, as keyword arguments of `model_spec` / `check_model`."""
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model options a node (or a caller) sets, as written: what `choose_model` resolves into a `ModelSpec`.
+
+    None leaves an option to the `llm.*` setting, then to the provider. Numbers may still be text (a Context cell);
+    `choose_model` checks them, so `check_model` reports a bad one before a run.
+
+    Attributes:
+        model: `provider:model` (`openai:gpt-4o-mini`, `offline`), or None for `llm.model`.
+        temperature, max_tokens, timeout, base_url, max_retries, api_key_env: As in `ModelSpec`.
+    """
+
+    model: str | None = None
+    temperature: float | str | None = None
+    max_tokens: int | str | None = None
+    timeout: float | str | None = None
+    base_url: str | None = None
+    max_retries: int | str | None = None
+    api_key_env: str | None = None
+
+
+def model_options(context: Mapping[str, Any]) -> ModelOptions:
+    """The model options a node's Context sets (the one place that reads them from Context)."""
     from agentmap.llm._legacy_models import legacy_spec
 
-    options = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
+    given = {k: context[k] for k in MODEL_OPTIONS if context.get(k) not in (None, "")}
     # AgentMap 0.9 files name the provider apart (`provider`, `llm_provider`) and tiers (`anthropic.medium`)
-    options["spec"] = legacy_spec(options.pop("model", None), context.get("provider") or context.get("llm_provider"))
-    return options
+    given["model"] = legacy_spec(given.get("model"), context.get("provider") or context.get("llm_provider"))
+    return ModelOptions(**given)
 
 
 @dataclass(frozen=True)
@@ -184,6 +208,18 @@ def model_spec(
         ConfigError: For an unknown provider, a bad number, no model anywhere, or an option the provider
             does not support.
     """
+    return choose_model(
+        ModelOptions(spec, temperature, max_tokens, timeout, base_url, max_retries, api_key_env),
+        default_provider=default_provider,
+        settings=settings,
+    )
+
+
+def choose_model(
+    options: ModelOptions, *, default_provider: str | None = None, settings: Mapping[str, Any] | None = None
+) -> ModelSpec:
+    """`model_spec` with the node's options in one object (see there)."""
+    spec, given = options.model, options
     text = spec if spec not in (None, "") else _setting(settings, "model")
     if text in (None, ""):
         if default_provider is None:
@@ -197,15 +233,22 @@ def model_spec(
     chosen = ModelSpec(
         provider=provider,
         model=model or info.default_model,
-        temperature=_number("temperature", _pick(temperature, settings, "temperature"), float),
-        max_tokens=_number("max_tokens", _pick(max_tokens, settings, "max_tokens"), int),
-        timeout=_number("timeout", _pick(timeout, settings, "timeout"), float),
-        base_url=_pick(base_url, settings, "base_url"),
-        max_retries=_number("max_retries", _pick(max_retries, settings, "max_retries"), int),
-        api_key_env=(api_key_env or _setting(settings, "api_key_env") or info.key_env) if info.key_env else api_key_env,
+        temperature=_number("temperature", _pick(given.temperature, settings, "temperature"), float),
+        max_tokens=_number("max_tokens", _pick(given.max_tokens, settings, "max_tokens"), int),
+        timeout=_number("timeout", _pick(given.timeout, settings, "timeout"), float),
+        base_url=_pick(given.base_url, settings, "base_url"),
+        max_retries=_number("max_retries", _pick(given.max_retries, settings, "max_retries"), int),
+        api_key_env=(given.api_key_env or _setting(settings, "api_key_env") or info.key_env)
+        if info.key_env
+        else given.api_key_env,
         rate_limit=_number("rate_limit", _setting(settings, "rate_limit"), float) or None,
     )
-    explicit = {"max_tokens": max_tokens, "timeout": timeout, "base_url": base_url, "max_retries": max_retries}
+    explicit = {
+        "max_tokens": given.max_tokens,
+        "timeout": given.timeout,
+        "base_url": given.base_url,
+        "max_retries": given.max_retries,
+    }
     supported = {*info.params, "timeout"} if provider == "ollama" else set(info.params)
     for option, value in explicit.items():
         # Only options the node set are checked: a global default a provider cannot take is dropped.
@@ -235,18 +278,16 @@ def check_model(
     Each problem is one message saying what to change: the extra to install or the environment
     variable to set. An empty list means the model can be built. Arguments as for `model_spec`.
     """
+    options = ModelOptions(spec, temperature, max_tokens, timeout, base_url, max_retries, api_key_env)
+    return model_problems(options, default_provider=default_provider, settings=settings)
+
+
+def model_problems(
+    options: ModelOptions, *, default_provider: str | None = None, settings: Mapping[str, Any] | None = None
+) -> list[str]:
+    """`check_model` with the node's options in one object (see there)."""
     try:
-        chosen = model_spec(
-            spec,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            base_url=base_url,
-            max_retries=max_retries,
-            api_key_env=api_key_env,
-            default_provider=default_provider,
-            settings=settings,
-        )
+        chosen = choose_model(options, default_provider=default_provider, settings=settings)
     except ConfigError as exc:
         return [exc.message]
     problems: list[str] = []
@@ -294,18 +335,8 @@ def resolve_model(
     Raises:
         ConfigError: For a bad choice, a missing extra or a missing API key, saying what to install or set.
     """
-    chosen = model_spec(
-        spec,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        base_url=base_url,
-        max_retries=max_retries,
-        api_key_env=api_key_env,
-        default_provider=default_provider,
-        settings=settings,
-    )
-    return build_model(chosen)
+    options = ModelOptions(spec, temperature, max_tokens, timeout, base_url, max_retries, api_key_env)
+    return build_model(choose_model(options, default_provider=default_provider, settings=settings))
 
 
 def build_model(chosen: ModelSpec) -> BaseChatModel:

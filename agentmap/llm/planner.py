@@ -27,7 +27,7 @@ from agentmap.agents.registry import agent
 from agentmap.contracts.io import AgentRequest, describe_validation_error
 from agentmap.llm.adapter import LLMAdapter, LLMRateLimitError, LLMTimeoutError, open_tool_schema
 from agentmap.llm.agents import model_call_problems, node_adapter
-from agentmap.llm.models import build_model, check_model, model_options, model_spec
+from agentmap.llm.models import build_model, choose_model, model_options, model_problems
 from agentmap.orchestration.planner import PlannerAgent, PlanningError, PlanStep
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ class LLMPlannerAgent(PlannerAgent):
     @classmethod
     def from_node(cls, node: BaseAgent) -> LLMPlannerAgent:
         """Build the planner of an `llm_planner` node from its Context and Prompt."""
-        spec = model_spec(**model_options(node.context), settings=node.environment.settings)
+        spec = choose_model(model_options(node.context), settings=node.environment.settings)
         planner = _NodeTools(
             node,
             node_adapter(build_model(spec), node.context, node.environment.settings),
@@ -267,7 +267,7 @@ class LLMPlannerAgent(PlannerAgent):
     @classmethod
     def validate_config(cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment) -> list[str]:
         """Check the model (package, API key), its budget and cache, and that the planner has tools to plan with."""
-        problems = check_model(**model_options(context), settings=environment.settings)
+        problems = model_problems(model_options(context), settings=environment.settings)
         tools = context.get("tools")
         if not tools and not _worker_names(context):
             problems.append(

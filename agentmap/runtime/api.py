@@ -16,6 +16,7 @@ from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.checks import BuildOptions, check
+from agentmap.runtime.options import CompileOptions
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
@@ -218,6 +219,7 @@ def compile(
     state_keys: Sequence[str] = (),
     tracing: Any = None,
     fuse: bool = False,
+    options: CompileOptions | None = None,
     **compile_kwargs: Any,
 ) -> CompiledWorkflow:
     """Load, validate and compile one graph into a `CompiledWorkflow`.
@@ -242,13 +244,37 @@ def compile(
         fuse: Run every straight chain of nodes that cannot pause, fan out or route by a function as one
             LangGraph step: the same results, summary and stream (one update per node) in fewer steps
             (csv_specs/format.md#chain-fusion). Nodes named by `interrupt_before`/`interrupt_after` stay alone.
+        options: All of the above as one `CompileOptions` object, instead of the keywords.
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
     Raises:
         WorkflowFileError, GraphNotFoundError, WorkflowValidationError: The workflow cannot be compiled.
         ConfigError: A checkpointer string names nothing known, or a file that cannot be opened.
     """
-    options = _options(functions_dir, agents_dir, settings, registry)
+    given = CompileOptions(
+        checkpointer,
+        success_policy,
+        critical_nodes,
+        functions_dir,
+        agents_dir,
+        settings,
+        registry,
+        state_keys,
+        tracing,
+        fuse,
+        compile_kwargs,
+    )
+    if options is None:
+        options = given
+    elif given != CompileOptions():
+        raise TypeError("compile() takes either options=CompileOptions(...) or its keywords, not both")
+    return _compile(source, graph, options)
+
+
+def _compile(source: Source, graph: str | None, given: CompileOptions) -> CompiledWorkflow:
+    """`compile` with its options in one object."""
+    settings = given.settings
+    options = _options(given.functions_dir, given.agents_dir, settings, given.registry)
     issues: list[Issue]
     if isinstance(source, GraphSpec):
         spec, issues = source, []
@@ -267,8 +293,10 @@ def compile(
     from agentmap.runtime.compiler import build_state_graph
     from agentmap.runtime.runner import CompiledWorkflow
 
-    keep = _interrupt_nodes(spec, compile_kwargs) if fuse else ()
-    builder, agents = build_state_graph(spec, options, state_keys, fuse=fuse, keep=keep)
+    compile_kwargs = dict(given.langgraph)
+    keep = _interrupt_nodes(spec, compile_kwargs) if given.fuse else ()
+    builder, agents = build_state_graph(spec, options, given.state_keys, fuse=given.fuse, keep=keep)
+    checkpointer = given.checkpointer
     if isinstance(checkpointer, str):
         from agentmap.runtime.checkpoint import resolve_checkpointer
 
@@ -278,7 +306,10 @@ def compile(
 
         compile_kwargs["cache"] = node_cache()
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
-    app = CompiledWorkflow(spec, compiled, agents, success_policy=success_policy, critical_nodes=critical_nodes)
+    app = CompiledWorkflow(
+        spec, compiled, agents, success_policy=given.success_policy, critical_nodes=given.critical_nodes
+    )
+    tracing = given.tracing
     if tracing is not None and tracing is not False:
         from agentmap.runtime.views import views
 

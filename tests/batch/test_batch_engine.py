@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from batch_helpers import shout_flow, words
@@ -172,3 +173,15 @@ def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path
     told.clear()
     agentmap.batch(flow, words("a", "b"), on_warning=told.append)
     assert told == []
+
+
+@pytest.mark.parametrize("keyword", ["interupt_before", "state_keys", "checkpointer"])
+def test_a_compile_keyword_batch_does_not_take_is_refused_by_name(tmp_path: Path, keyword: str) -> None:
+    with pytest.raises(TypeError, match=rf"^batch\(\) got an unexpected keyword argument '{keyword}'$"):
+        options: dict[str, Any] = {keyword: ["Loud"]}
+        agentmap.batch(shout_flow(tmp_path), words("x"), **options)
+
+
+def test_compile_keywords_reach_every_row_typed(tmp_path: Path) -> None:
+    result = agentmap.batch(shout_flow(tmp_path), words("x", "y"), interrupt_before=["Frame"], fuse=False)
+    assert result.success and [r.outputs.get("framed") for r in result.rows] == [None, None]  # paused before Frame

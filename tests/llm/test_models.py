@@ -12,7 +12,15 @@ import forked
 import pytest
 
 from agentmap.errors import ConfigError
-from agentmap.llm.models import check_model, model_spec, resolve_model
+from agentmap.llm.models import (
+    ModelOptions,
+    check_model,
+    choose_model,
+    model_options,
+    model_problems,
+    model_spec,
+    resolve_model,
+)
 from agentmap.llm.offline import OfflineChatModel
 
 
@@ -229,3 +237,13 @@ def test_the_cli_takes_the_model_from_agentmap_llm_model(tmp_path: Path) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"answer": "[offline] hi there"' in done.stdout
     assert '"model": "offline:env-model"' in done.stdout and '"stand_in": true' in done.stdout
+
+
+def test_a_nodes_model_options_travel_as_one_object() -> None:
+    options = model_options({"model": "offline", "temperature": "0.3", "max_tokens": 64, "prompt": "not an option"})
+    assert options == ModelOptions(model="offline", temperature="0.3", max_tokens=64)
+    settings = {"llm": {"timeout": 5}}
+    chosen = choose_model(options, settings=settings)
+    assert chosen == model_spec("offline", temperature=0.3, max_tokens=64, settings=settings)
+    assert (chosen.temperature, chosen.max_tokens, chosen.timeout) == (0.3, 64, 5.0)
+    assert model_problems(ModelOptions(model="nope:x")) == check_model("nope:x") != []

@@ -290,3 +290,13 @@ def test_interrupt_mode_without_a_checkpointer_fails_the_node_saying_what_to_pas
     result = agentmap.compile(write_csv(ASK)).invoke({"title": "sir"})
     assert not result.success and result.failed_nodes == ["Name"]
     assert 'checkpointer="memory"' in result.errors[0]
+
+
+def test_compile_takes_its_options_as_one_object(write_csv: WriteCsv) -> None:
+    from agentmap.runtime.options import CompileOptions
+
+    path = write_csv(TWO_GRAPHS)
+    app = agentmap.compile(path, "Greeting", options=CompileOptions(state_keys=("note",), fuse=True))
+    assert app.invoke({"name": "Ada", "note": "kept"}).state["note"] == "kept"
+    with pytest.raises(TypeError, match="either options=CompileOptions"):
+        agentmap.compile(path, "Greeting", fuse=True, options=CompileOptions())

@@ -1,0 +1,66 @@
+"""`CompileOptions`: everything `agentmap.compile` takes besides the workflow, as one typed object.
+
+`compile` builds it once from its keywords; the layers that compile on someone's behalf (batch's workflow recipe,
+its worker processes and Ray workers) carry it whole instead of forwarding a dict of keywords by hand.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentmap.agents.registry import AgentRegistry
+    from agentmap.runtime.tracking import SuccessPolicy
+
+__all__ = ["CompileOptions"]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The options of `agentmap.compile` (its keyword arguments of the same names; see its docstring).
+
+    Attributes:
+        langgraph: The keywords passed on to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
+
+    Picklable as long as its values are (a checkpointer *string*, a tracing exporter's name, folders, settings):
+    batch ships it to worker processes and Ray workers.
+    """
+
+    checkpointer: Any = None
+    success_policy: SuccessPolicy | None = None
+    critical_nodes: Sequence[str] = ()
+    functions_dir: str | Path | None = None
+    agents_dir: str | Path | None = None
+    settings: Mapping[str, Any] | None = None
+    registry: AgentRegistry | None = None
+    state_keys: Sequence[str] = ()
+    tracing: Any = None
+    fuse: bool = False
+    langgraph: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, caller: str, keywords: Mapping[str, Any], *, refuse: Sequence[str] = ()) -> CompileOptions:
+        """The options named by `caller`'s keyword arguments: ours by name, the rest LangGraph's compile keywords.
+
+        Raises:
+            TypeError: A keyword that is neither (or one of `refuse`), worded as Python words it.
+        """
+        own = {f.name for f in fields(cls)} - {"langgraph"}
+        for name in keywords:
+            if name in refuse or (name not in own and name not in _langgraph_keywords()):
+                raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+        return cls(
+            **{k: v for k, v in keywords.items() if k in own},
+            langgraph={k: v for k, v in keywords.items() if k not in own},
+        )
+
+
+def _langgraph_keywords() -> frozenset[str]:
+    """The keyword arguments `StateGraph.compile` takes (besides the checkpointer and name `compile` sets)."""
+    from langgraph.graph import StateGraph
+
+    return frozenset(inspect.signature(StateGraph.compile).parameters) - {"self", "checkpointer", "name"}
