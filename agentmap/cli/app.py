@@ -158,6 +158,7 @@ def _run_command(args: Sequence[str]) -> int:
     debug = "--debug" in args or os.environ.get("AGENTMAP_DEBUG", "").lower() in ("1", "true", "yes")
     command = typer.main.get_command(_only_invoked(build_app(), args))
     _plain_placeholders(command)
+    _coerce_on_use(command)
     _add_examples(command, ())
     try:
         command.main(args=list(args), prog_name="agentmap", standalone_mode=True)
@@ -205,6 +206,40 @@ def _plain_placeholders(command: Any) -> None:
             param.get_usage_pieces = functools.partial(_usage_piece, param)
         else:
             param.display_type_rich = functools.partial(_placeholder, param.metavar or _type_word(described))
+
+
+def _coerce_on_use(command: Any) -> None:
+    """Build a parameter's converter only for a value given on the command line.
+
+    typer builds one (a pydantic TypeAdapter, a few milliseconds each) for every parameter of the invoked
+    command, even those left at `None`, which it passes through unconverted: most of `run`'s sixteen.
+    """
+    for sub in getattr(command, "commands", {}).values():
+        _coerce_on_use(sub)
+    for param in command.params:
+        _on_use(param)
+    help_option = getattr(command, "get_help_option", None)  # --help, made when the command line is parsed
+    if help_option is not None:
+        command.get_help_option = lambda ctx: _on_use(help_option(ctx))
+
+
+def _on_use(param: Any) -> Any:
+    if getattr(param, "_runtime_param", False) is None and hasattr(param, "get_runtime_param"):
+        param._runtime_param = _OnUse(param)  # another typer version: converters as it builds them
+    return param
+
+
+class _OnUse:
+    """Stands for a typer parameter's converter until a value other than `None` comes (see `_coerce_on_use`)."""
+
+    def __init__(self, param: Any) -> None:
+        self.param = param
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # what typer's converters return for a missing value
+            return () if param.multiple or param.nargs == -1 else None
+        self.param._runtime_param = None
+        return self.param.get_runtime_param().coerce(value, param=param, ctx=ctx)
 
 
 def _add_examples(command: Any, path: tuple[str, ...]) -> None:

@@ -71,3 +71,21 @@ def test_a_real_process_exits_as_in_process(args: list[str], code: int, stream: 
     for word in words:
         assert word in getattr(result, stream)
     assert "Traceback" not in result.text
+
+
+def test_a_run_converts_only_the_options_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up: a converter (a pydantic TypeAdapter each) is built for the values given, not for every option."""
+    from typer import _adapters
+
+    built: list[object] = []
+    real = _adapters.try_build_adapter
+
+    def counted(annotation: object, parameter_info: object) -> object:
+        built.append(annotation)
+        return real(annotation, parameter_info)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_adapters, "try_build_adapter", counted)
+    result = agentmap("run", "graphs/hello_world.csv", "--json", "--recursion-limit", "5")
+    assert result.code == 0, result.text
+    assert sorted(map(str, built)) == ["<class 'int'>", "<class 'str'>"]  # FILE and --recursion-limit
+    assert agentmap("run", "graphs/hello_world.csv", "--recursion-limit", "0").code == 2  # still checked
