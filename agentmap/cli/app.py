@@ -9,7 +9,7 @@ def register(app: typer.Typer) -> None:
     def logs(...) -> None: ...          # import what it needs inside the function
 ```
 
-and add `"agentmap.cli.logs"` to `COMMANDS`. A command group (`agentmap eval run`) registers a
+and add `"agentmap.cli.logs": ("logs",)` to `COMMANDS`. A command group (`agentmap eval run`) registers a
 sub-app: `group = typer.Typer(); app.add_typer(group, name="eval")`. Modules must import nothing heavy
 at module level (no runtime, LangGraph or pydantic-settings), so `--help` stays fast.
 
@@ -32,22 +32,23 @@ from agentmap.errors import AgentMapError
 
 __all__ = ["COMMANDS", "EXIT_CODES", "build_app", "run_cli"]
 
-COMMANDS: tuple[str, ...] = (
-    "agentmap.cli.run",
-    "agentmap.cli.check",
-    "agentmap.cli.show",
-    "agentmap.cli.project",
-    "agentmap.cli.logs",
-    "agentmap.cli.chat",
-    "agentmap.cli.evaluation",
-    "agentmap.cli.resume",
-    "agentmap.cli.threads",
-    "agentmap.cli.serve",
-    "agentmap.cli.mcp",
-    "agentmap.cli.studio",
-    "agentmap.cli.batch",
-)
-"""The modules whose `register(app)` adds commands, in help order."""
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "agentmap.cli.run": ("run",),
+    "agentmap.cli.check": ("validate",),
+    "agentmap.cli.show": ("inspect", "export"),
+    "agentmap.cli.project": ("init", "scaffold"),
+    "agentmap.cli.logs": ("logs",),
+    "agentmap.cli.chat": ("chat", "ask"),
+    "agentmap.cli.evaluation": ("eval",),
+    "agentmap.cli.resume": ("resume",),
+    "agentmap.cli.threads": ("threads",),
+    "agentmap.cli.serve": ("serve",),
+    "agentmap.cli.mcp": ("mcp",),
+    "agentmap.cli.studio": ("studio",),
+    "agentmap.cli.batch": ("batch",),
+}
+"""The modules whose `register(app)` adds commands, in help order, and the names each adds (a group's name
+for a group): a command imports only its own module."""
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
@@ -119,8 +120,9 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app() -> typer.Typer:
-    """A new typer app with every command of `COMMANDS` registered."""
+def build_app(only: str | None = None) -> typer.Typer:
+    """A new typer app with every command of `COMMANDS` registered (with `only`, a command's name: those of
+    its module, when one adds it)."""
     app = typer.Typer(
         name="agentmap",
         help=_HELP,
@@ -139,8 +141,9 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Turn a spreadsheet into a running agent workflow on LangGraph."""
 
-    for name in COMMANDS:
-        importlib.import_module(name).register(app)
+    modules = [module for module, names in COMMANDS.items() if only in names] or COMMANDS
+    for module in modules:
+        importlib.import_module(module).register(app)
     return app
 
 
@@ -156,8 +159,10 @@ def _run_command(args: Sequence[str]) -> int:
     from agentmap.cli.render import print_error
 
     debug = "--debug" in args or os.environ.get("AGENTMAP_DEBUG", "").lower() in ("1", "true", "yes")
-    command = typer.main.get_command(_only_invoked(build_app(), args))
+    name = _invoked(args)
+    command = typer.main.get_command(_only_invoked(build_app(name), name))
     _plain_placeholders(command)
+    _coerce_on_use(command)
     _add_examples(command, ())
     try:
         command.main(args=list(args), prog_name="agentmap", standalone_mode=True)
@@ -172,17 +177,22 @@ def _run_command(args: Sequence[str]) -> int:
     return 0
 
 
-def _only_invoked(app: typer.Typer, args: Sequence[str]) -> typer.Typer:
-    """`app` with only the command `args` names, when they name one exactly.
+def _invoked(args: Sequence[str]) -> str | None:
+    """The command `args` name, if any; None for the root's help (`agentmap -h run`) or no command."""
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    return None if any(arg in ("-h", "--help") for arg in args[:1]) else name
+
+
+def _only_invoked(app: typer.Typer, name: str | None) -> typer.Typer:
+    """`app` with only the command `name`, when it names one exactly.
 
     typer turns every registered function into a click command before parsing (reading each one's type
     hints): about a third of `agentmap run`'s own start-up for seventeen commands it will not run. The
     root's help, a mistyped name (whose "did you mean" needs every name) and no command keep them all.
     """
-    name = next((arg for arg in args if not arg.startswith("-")), None)
     commands = [info for info in app.registered_commands if info.name == name]
     groups = [info for info in app.registered_groups if info.name == name]
-    if name is None or len(commands) + len(groups) != 1 or any(arg in ("-h", "--help") for arg in args[:1]):
+    if name is None or len(commands) + len(groups) != 1:
         return app
     app.registered_commands, app.registered_groups = commands, groups
     return app
@@ -205,6 +215,40 @@ def _plain_placeholders(command: Any) -> None:
             param.get_usage_pieces = functools.partial(_usage_piece, param)
         else:
             param.display_type_rich = functools.partial(_placeholder, param.metavar or _type_word(described))
+
+
+def _coerce_on_use(command: Any) -> None:
+    """Build a parameter's converter only for a value given on the command line.
+
+    typer builds one (a pydantic TypeAdapter, a few milliseconds each) for every parameter of the invoked
+    command, even those left at `None`, which it passes through unconverted: most of `run`'s sixteen.
+    """
+    for sub in getattr(command, "commands", {}).values():
+        _coerce_on_use(sub)
+    for param in command.params:
+        _on_use(param)
+    help_option = getattr(command, "get_help_option", None)  # --help, made when the command line is parsed
+    if help_option is not None:
+        command.get_help_option = lambda ctx: _on_use(help_option(ctx))
+
+
+def _on_use(param: Any) -> Any:
+    if getattr(param, "_runtime_param", False) is None and hasattr(param, "get_runtime_param"):
+        param._runtime_param = _OnUse(param)  # another typer version: converters as it builds them
+    return param
+
+
+class _OnUse:
+    """Stands for a typer parameter's converter until a value other than `None` comes (see `_coerce_on_use`)."""
+
+    def __init__(self, param: Any) -> None:
+        self.param = param
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # what typer's converters return for a missing value
+            return () if param.multiple or param.nargs == -1 else None
+        self.param._runtime_param = None
+        return self.param.get_runtime_param().coerce(value, param=param, ctx=ctx)
 
 
 def _add_examples(command: Any, path: tuple[str, ...]) -> None:

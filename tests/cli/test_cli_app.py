@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import typer
 from cli_helpers import agentmap, agentmap_subprocess
 
 import agentmap as package
-from agentmap.cli.app import build_app
+from agentmap.cli.app import COMMANDS, build_app
 
 CORE = ("run", "validate", "inspect", "export", "init", "scaffold")
 REGISTERED = sorted(typer.main.get_command(build_app()).commands)  # type: ignore[attr-defined]
@@ -71,3 +73,30 @@ def test_a_real_process_exits_as_in_process(args: list[str], code: int, stream: 
     for word in words:
         assert word in getattr(result, stream)
     assert "Traceback" not in result.text
+
+
+def test_a_run_converts_only_the_options_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up: a converter (a pydantic TypeAdapter each) is built for the values given, not for every option."""
+    from typer import _adapters
+
+    built: list[object] = []
+    real = _adapters.try_build_adapter
+
+    def counted(annotation: object, parameter_info: object) -> object:
+        built.append(annotation)
+        return real(annotation, parameter_info)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_adapters, "try_build_adapter", counted)
+    result = agentmap("run", "graphs/hello_world.csv", "--json", "--recursion-limit", "5")
+    assert result.code == 0, result.text
+    assert sorted(map(str, built)) == ["<class 'int'>", "<class 'str'>"]  # FILE and --recursion-limit
+    assert agentmap("run", "graphs/hello_world.csv", "--recursion-limit", "0").code == 2  # still checked
+
+
+@pytest.mark.parametrize("module", sorted(COMMANDS))
+def test_commands_lists_the_names_each_module_adds(module: str) -> None:
+    """A command imports only the module `COMMANDS` names for it: the names listed must be those it registers."""
+    app = typer.Typer()
+    importlib.import_module(module).register(app)
+    names = [info.name for info in app.registered_commands] + [info.name for info in app.registered_groups]
+    assert tuple(names) == COMMANDS[module]

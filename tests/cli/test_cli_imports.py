@@ -66,6 +66,7 @@ def test_deterministic_run_imports_no_llm_stack(tmp_path: Path, target: str) -> 
     assert code == 0
     assert "langgraph.graph" in modules  # the probe really ran the workflow
     assert not [p for p in _FORBIDDEN_IN_RUN if _loaded(modules, p)]
+    assert "agentmap.cli.run" in modules and "agentmap.cli.batch" not in modules  # only the invoked command's module
 
 
 @pytest.mark.slow
