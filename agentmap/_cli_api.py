@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.api import select_graph
     from agentmap.runtime.checkpoint import checkpoint_exists, checkpoint_target, resolve_checkpointer
     from agentmap.runtime.durable import Durability, open_thread, saved_state_keys
+    from agentmap.runtime.events import flush_observers
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import thread_history
@@ -102,7 +103,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "SQLiteDecisionLog",
     "configured_log_path",
     "dumps",
-    # batch, serve: spans still buffered go out before the command ends
+    # run, batch, serve: spans still buffered go out before the command ends
+    "flush_observers",
     "flush_traces",
     # batch: no worker process outlives the command; the tables, a stopped batch and its partial results
     "stop_worker_processes",
@@ -173,6 +175,7 @@ _HOMES = {
     "dumps": "agentmap.llm.decision_log",
     "eject": "agentmap.observe.eject",
     "flush_traces": "agentmap.observe.tracing",
+    "flush_observers": "agentmap.runtime.events",
     "serve_stdio": "agentmap.protocols.mcp_stdio",
     "BatchInterrupted": "agentmap.batch.results",
     "BatchOverBudget": "agentmap.batch.results",

@@ -91,10 +91,10 @@ class BatchSpan:
         }
         if spec.file:
             attributes["agentmap.workflow.file"] = str(spec.file)
-        for observer in observers:
-            hook = getattr(observer, "batch_started", None)
-            if hook is not None:  # the first tracer's span is the rows' parent
-                self.metadata, self._end = hook(attributes)
+        for hooks in observers:
+            started = hooks.batch_started(attributes)
+            if started is not None:  # the first tracer's span is the rows' parent
+                self.metadata, self._end = started
                 break
 
     def finish(self, succeeded: int, failed: int, interrupted: bool) -> None:

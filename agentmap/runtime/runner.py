@@ -22,7 +22,7 @@ from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.events import RunObserver, observe_run, observers_for
+from agentmap.runtime.events import RunHooks, observe_run, observers_for
 from agentmap.runtime.node_cache import cache_hits, without_cache
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
@@ -59,7 +59,7 @@ class CompiledWorkflow:
         self.spec = spec
         self.graph = graph
         self.agents = dict(agents)
-        self.observers: list[RunObserver] = []
+        self.observers: list[RunHooks] = []
         """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         self.fused: dict[str, list[str]] = {
             name: list(node.metadata["nodes"])
