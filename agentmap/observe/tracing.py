@@ -77,7 +77,7 @@ class Tracing(RunHooks):
     def batch_started(
         self, attributes: Mapping[str, Any]
     ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], None]]:
-        """Open the `agentmap.batch` span of a batch (`agentmap.batch` calls this on the workflow's observers).
+        """Open the `agentmap.batch` span of a batch (`agentmap.batch` calls this on the workflow's run hooks).
 
         Returns:
             The run metadata that makes each row's `agentmap.run` span a child of the batch span (it travels to
@@ -316,7 +316,7 @@ def _ns(seconds: float) -> int:
 
 
 def resolve_tracing(value: Any, *, content: bool | None = None) -> Tracing | None:
-    """The observer `compile(..., tracing=value)` adds.
+    """The run hooks `compile(..., tracing=value)` adds.
 
     Args:
         value: None or False (no tracing of this workflow's own), True (the installed TracerProvider),

@@ -135,6 +135,8 @@ def _global_observers() -> tuple[RunHooks, ...]:
 def observers_for(workflow: CompiledWorkflow) -> tuple[RunHooks, ...]:
     """Every hook a run of `workflow` started here would have (empty: nobody is listening)."""
     found = dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers()))
+    if not found:  # the common case: nobody listens, nothing more to do
+        return ()
     return tuple(hooks if isinstance(hooks, RunHooks) else _OlderShape(hooks) for hooks in found)
 
 

@@ -60,7 +60,7 @@ class CompiledWorkflow:
         self.graph = graph
         self.agents = dict(agents)
         self.observers: list[RunHooks] = []
-        """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
+        """Run hooks (`RunHooks`: tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         self.fused: dict[str, list[str]] = {
             name: list(node.metadata["nodes"])
             for name, node in graph.builder.nodes.items()

@@ -40,10 +40,10 @@ class Views(Protocol):
         """Jupyter's mime bundle of a run."""
 
     def tracing(self, value: Any) -> RunHooks | None:
-        """The observer `compile(..., tracing=value)` adds (ImportError without OpenTelemetry)."""
+        """The run hooks `compile(..., tracing=value)` adds (ImportError without OpenTelemetry)."""
 
     def installed_provider(self) -> RunHooks | None:
-        """An observer for the TracerProvider the user installed (None when none was)."""
+        """Run hooks for the TracerProvider the user installed (None when none was)."""
 
 
 @functools.cache
