@@ -89,8 +89,9 @@ def test_llm_examples(at_root: Path) -> None:
 
 
 def test_tracing_example(at_root: Path) -> None:
-    (example,) = blocks("tracing.md")
-    run_example(example)
+    spans, hooks = blocks("tracing.md")
+    run_example(spans)
+    run_example(hooks)
 
 
 def test_studio_example(at_root: Path) -> None:

@@ -1,9 +1,9 @@
 """Tracing a batch: the `agentmap.batch` span, each row's facts on its run span, and tracing options workers can use.
 
-The batch room does not know OpenTelemetry (`observe` is its sibling): it asks the workflow's run observers
-for a `batch_started` hook (a tracer has one) and passes what it returns, plain run metadata, to every row's
-run, in this process or in a worker process or Ray worker. The tracer turns that metadata into span attributes
-and the parent of each row's `agentmap.run` span.
+The batch room does not know OpenTelemetry (`observe` is its sibling): it asks the workflow's run hooks
+(`RunHooks.batch_started`: a tracer answers, the others return None) and passes what it returns, plain run
+metadata, to every row's run, in this process or in a worker process or Ray worker. The tracer turns that
+metadata into span attributes and the parent of each row's `agentmap.run` span.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _absolute(exporter: str) -> str:
 
 
 class BatchSpan:
-    """The `agentmap.batch` span of one batch, when a run observer of the workflow makes one.
+    """The `agentmap.batch` span of one batch, when a run hook of the workflow makes one.
 
     Attributes:
         metadata: Run metadata for every row (its run span's parent); empty when nobody traces.
@@ -93,10 +93,10 @@ class BatchSpan:
         }
         if spec.file:
             attributes["agentmap.workflow.file"] = str(spec.file)
-        for observer in observers:
-            hook = getattr(observer, "batch_started", None)
-            if hook is not None:  # the first tracer's span is the rows' parent
-                self.metadata, self._end = hook(attributes)
+        for hooks in observers:
+            started = hooks.batch_started(attributes)
+            if started is not None:  # the first tracer's span is the rows' parent
+                self.metadata, self._end = started
                 break
 
     def finish(self, succeeded: int, failed: int, interrupted: bool) -> None:
@@ -112,6 +112,4 @@ class BatchSpan:
                     "agentmap.success": not failed and not interrupted,
                 }
             )
-        from agentmap.runtime.events import flush_observers
-
-        flush_observers(self.app)
+        self.app.flush()

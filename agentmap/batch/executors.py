@@ -23,7 +23,6 @@ from typing import Any, Literal, get_args
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, ErrorCode, NodeError
-from agentmap.runtime.events import flush_observers
 
 __all__ = ["EXECUTORS", "Executor", "chunks", "execute", "executor_named", "run_chunk", "stop_worker_processes"]
 
@@ -315,7 +314,7 @@ def run_chunk(runner: RowRunner, chunk: list[Job]) -> list[RowResult]:
     goes out with each chunk: every row whose result the parent records has its spans written.
     """
     results = [runner.run(job) for job in chunk]
-    flush_observers(runner.app)
+    runner.app.flush()
     return results
 
 

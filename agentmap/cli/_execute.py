@@ -70,10 +70,7 @@ def execute(
         finally:
             if view is not None:
                 view.stop(_title(app))
-            for observer in app.observers:  # spans still buffered go out before the process ends
-                flush = getattr(observer, "flush", None)
-                if flush is not None:
-                    flush()
+            app.flush()  # spans still buffered go out before the process ends
     if draw is not None:
         result.draw(draw)
         sys.stderr.write(f"wrote {draw}\n")

@@ -23,7 +23,7 @@ from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode, Tra
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.observe._exporters import HINT, provider_for
 from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
-from agentmap.runtime.events import RunEnd, RunInfo
+from agentmap.runtime.events import RunHooks, RunInfo
 
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
@@ -43,8 +43,8 @@ __all__ = [
 _SCOPE = "agentmap"
 
 
-class Tracing:
-    """The run observer that makes the spans (add it to `CompiledWorkflow.observers`, or let `compile` do it).
+class Tracing(RunHooks):
+    """The run hooks that make the spans (add them to `CompiledWorkflow.observers`, or let `compile` do it).
 
     Args:
         provider: Where spans go: a TracerProvider, or None for the globally installed one.
@@ -59,6 +59,7 @@ class Tracing:
         self._static: weakref.WeakKeyDictionary[CompiledWorkflow, dict[str, dict[str, Any]]] = (
             weakref.WeakKeyDictionary()
         )
+        self._runs: dict[RunInfo, _NodeSpans] = {}  # the open runs' spans (parallel runs share this object)
 
     def static_attributes(self, workflow: CompiledWorkflow) -> dict[str, dict[str, Any]]:
         """Per node name, the attributes its spans always have (kept for each workflow this observer saw)."""
@@ -76,7 +77,7 @@ class Tracing:
     def batch_started(
         self, attributes: Mapping[str, Any]
     ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], None]]:
-        """Open the `agentmap.batch` span of a batch (`agentmap.batch` calls this on the workflow's observers).
+        """Open the `agentmap.batch` span of a batch (`agentmap.batch` calls this on the workflow's run hooks).
 
         Returns:
             The run metadata that makes each row's `agentmap.run` span a child of the batch span (it travels to
@@ -96,8 +97,8 @@ class Tracing:
 
         return metadata, end
 
-    def run_started(self, run: RunInfo) -> RunEnd:
-        """Open the run's span; node spans open and close with the tracker's node events."""
+    def run_started(self, run: RunInfo) -> None:
+        """Open the run's span; node spans open and close with its node events."""
         spec = run.workflow.spec
         attributes: dict[str, Any] = {"agentmap.graph": spec.name, "agentmap.run.depth": run.depth}
         if spec.file:
@@ -112,30 +113,36 @@ class Tracing:
         span = self.tracer.start_span(
             f"agentmap.run {spec.name}", context=parent if run.depth == 0 else None, attributes=attributes
         )
-        nodes = _NodeSpans(self, run, span, trace.set_span_in_context(span))
-        run.tracker.add_listener(nodes.on_node)
+        self._runs[run] = _NodeSpans(self, run, span, trace.set_span_in_context(span))
 
-        def end(result: RunResult | None, error: BaseException | None) -> None:
-            nodes.close_open()
-            if result is not None:
-                span.set_attribute("agentmap.success", result.success)
-                span.set_attribute("agentmap.node_count", len(result.summary))
-                span.set_attributes(usage_attributes(result.usage))
-                if result.interrupts:
-                    span.set_attribute("agentmap.paused", True)
-                if self.content:
-                    span.set_attribute("agentmap.run.output", as_json(result.state))
-                if not result.success:
-                    failed = ", ".join(result.failed_nodes) or "the success policy"
-                    span.set_status(Status(StatusCode.ERROR, f"failed: {failed}"))
-            elif error is not None:
-                span.set_attribute("agentmap.success", False)
-                span.set_attribute("error.type", str(getattr(error, "code", None) or type(error).__name__))
-                span.record_exception(error)
-                span.set_status(Status(StatusCode.ERROR, str(error)))
-            span.end()
+    def node_started(self, run: RunInfo, node: NodeExecution) -> None:
+        self._runs[run].start(node)
 
-        return end
+    def node_ended(self, run: RunInfo, node: NodeExecution) -> None:
+        self._runs[run].end(node)
+
+    def run_ended(self, run: RunInfo, result: RunResult | None, error: BaseException | None) -> None:
+        """Close the run's span with its outcome (and the spans of nodes still open)."""
+        nodes = self._runs.pop(run)
+        nodes.close_open()
+        span = nodes.run_span
+        if result is not None:
+            span.set_attribute("agentmap.success", result.success)
+            span.set_attribute("agentmap.node_count", len(result.summary))
+            span.set_attributes(usage_attributes(result.usage))
+            if result.interrupts:
+                span.set_attribute("agentmap.paused", True)
+            if self.content:
+                span.set_attribute("agentmap.run.output", as_json(result.state))
+            if not result.success:
+                failed = ", ".join(result.failed_nodes) or "the success policy"
+                span.set_status(Status(StatusCode.ERROR, f"failed: {failed}"))
+        elif error is not None:
+            span.set_attribute("agentmap.success", False)
+            span.set_attribute("error.type", str(getattr(error, "code", None) or type(error).__name__))
+            span.record_exception(error)
+            span.set_status(Status(StatusCode.ERROR, str(error)))
+        span.end()
 
 
 class _NodeSpans:
@@ -151,13 +158,7 @@ class _NodeSpans:
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
 
-    def on_node(self, execution: NodeExecution) -> None:
-        if execution.end is None:
-            self._start(execution)
-        else:
-            self._end(execution)
-
-    def _start(self, execution: NodeExecution) -> None:
+    def start(self, execution: NodeExecution) -> None:
         name = execution.name
         with self.lock:
             attempt = self.counts[name] = self.counts.get(name, 0) + 1
@@ -180,11 +181,11 @@ class _NodeSpans:
         with self.lock:
             self.open[id(execution)] = (span, token, handler)
 
-    def _end(self, execution: NodeExecution) -> None:
+    def end(self, execution: NodeExecution) -> None:
         with self.lock:
             opened = self.open.pop(id(execution), None)
         if opened is None:  # an end with no start event (a tracker fed by hand)
-            self._start(execution)
+            self.start(execution)
             with self.lock:
                 opened = self.open.pop(id(execution))
         span, token, handler = opened
@@ -315,7 +316,7 @@ def _ns(seconds: float) -> int:
 
 
 def resolve_tracing(value: Any, *, content: bool | None = None) -> Tracing | None:
-    """The observer `compile(..., tracing=value)` adds.
+    """The run hooks `compile(..., tracing=value)` adds.
 
     Args:
         value: None or False (no tracing of this workflow's own), True (the installed TracerProvider),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentmap.runtime.events import RunObserver
+    from agentmap.runtime.events import RunHooks
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
@@ -40,12 +40,12 @@ class _Views:
 
         return run_bundle(result)
 
-    def tracing(self, value: Any) -> RunObserver | None:
+    def tracing(self, value: Any) -> RunHooks | None:
         from agentmap.observe.tracing import resolve_tracing  # the otel extra: ImportError without it
 
         return resolve_tracing(value)
 
-    def installed_provider(self) -> RunObserver | None:
+    def installed_provider(self) -> RunHooks | None:
         from agentmap.observe.tracing import installed_provider_observer
 
         return installed_provider_observer()

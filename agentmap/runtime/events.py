@@ -1,18 +1,22 @@
-"""Run events: the one stream traces, progress bars and viewers listen to.
+"""Run hooks: the one way to hear runs, for traces, progress bars, viewers and the server's event stream.
 
-A run has a start, node starts and node ends (the `ExecutionTracker`'s listeners, see
-`ExecutionTracker.add_listener`) and an end. A `RunObserver` hears the start (`run_started`, which can
-add listeners to the run's tracker) and returns the function to call at the end, with the `RunResult` or
-the exception that stopped the run. Every way of running (`invoke`, `ainvoke`, `stream`, `astream`,
-`batch`) goes through `observe_run`, so an observer sees each run once.
+A run has a start, node starts, node ends and an end. A `RunHooks` object hears them all through one
+protocol: `run_started(run)`, `node_started(run, node)`, `node_ended(run, node)` and
+`run_ended(run, result, error)` (with the `RunResult`, or the exception that stopped the run), plus
+`flush()` (send what it buffers) and `batch_started(attributes)` (a batch's own span). Subclass `RunHooks`
+and override only what you need; the rest do nothing. Every way of running (`invoke`, `ainvoke`,
+`stream`, `astream`, `batch`) goes through `observe_run`, the one dispatcher, so hooks hear each run once.
 
-Observers come from three places:
+Hooks come from three places:
 
 * the workflow's own (`CompiledWorkflow.observers`, e.g. `compile(..., tracing="console")`);
-* the runs this run is nested in (a subgraph node's run, an agent calling a workflow): observers are
-  inherited through a context variable, so one trace covers every level;
+* the runs this run is nested in (a subgraph node's run, an agent calling a workflow): hooks are
+  inherited through a context variable, so one trace covers every level (`run.depth` tells them apart);
 * a TracerProvider the user installed with `opentelemetry.trace.set_tracer_provider` (checked only when
   OpenTelemetry is already imported, so runs without it pay nothing).
+
+A run with no hooks pays nothing: no `RunInfo`, no tracker listener. `RunObserver` is the older name of
+`RunHooks`; an object with only `run_started` returning the end function (the older shape) still works.
 """
 
 from __future__ import annotations
@@ -20,29 +24,29 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
-    from agentmap.runtime.tracking import ExecutionTracker
+    from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
 
-__all__ = ["RunEnd", "RunInfo", "RunObserver", "flush_observers", "observe_run", "observers_for"]
+__all__ = ["RunEnd", "RunHooks", "RunInfo", "RunObserver", "flush_observers", "observe_run", "observers_for"]
 
 RunEnd = Callable[["RunResult | None", "BaseException | None"], None]
 """Called once when a run ends: with its result, or with the exception that stopped it."""
 
 
-@dataclass
+@dataclass(eq=False)  # one per run, hashable by identity: hooks may key their per-run state by it
 class RunInfo:
     """One run, as its observers see it when it starts.
 
     Attributes:
         workflow: The workflow being run.
-        tracker: The run's tracker: `tracker.add_listener(fn)` hears every node start and end.
+        tracker: The run's tracker (its node executions so far).
         config: The LangGraph config of the run (`configurable.thread_id`, callbacks, ...).
         state: The initial state (or the `Command` resuming a paused run).
         depth: 0 for a top-level run, 1 for a run started inside a node of another run, ...
@@ -63,19 +67,58 @@ class RunInfo:
         return None if value is None else str(value)
 
 
-class RunObserver(Protocol):
-    """Something that watches runs: a tracer, a progress bar, a viewer."""
+class RunHooks:
+    """Hears runs: a tracer, a progress bar, a viewer, a server's event stream. Every method is optional.
+
+    Node events may come from parallel branches at once (different threads): guard shared state.
+    """
 
     def run_started(self, run: RunInfo) -> RunEnd | None:
-        """Called as a run starts; returns what to call when it ends (or None)."""
+        """A run starts (the returned function, if any, is called as it ends: the older shape)."""
+        return None
+
+    def node_started(self, run: RunInfo, node: NodeExecution) -> None:
+        """A node of `run` starts (`node.inputs`, `node.start`)."""
+
+    def node_ended(self, run: RunInfo, node: NodeExecution) -> None:
+        """A node of `run` ends (`node.success`, `node.result`, `node.error`, `node.duration`)."""
+
+    def run_ended(self, run: RunInfo, result: RunResult | None, error: BaseException | None) -> None:
+        """`run` ends: with its result, with the exception that stopped it, or with neither (a stream the
+        caller stopped reading)."""
+
+    def flush(self) -> None:
+        """Send what is buffered now (called where a process may end without its exit hooks)."""
+
+    def batch_started(
+        self, attributes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], None]] | None:
+        """A batch starts: return the run metadata for each row and the function that hears its counts at the
+        end, or None (only a tracer's batch span uses it)."""
+        return None
 
 
-_INHERITED: contextvars.ContextVar[tuple[tuple[RunObserver, ...], int]] = contextvars.ContextVar(
+RunObserver = RunHooks
+"""The older name of `RunHooks`."""
+
+
+class _OlderShape(RunHooks):
+    """An observer that has only `run_started` (returning the end function): the rest do nothing."""
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+
+    def run_started(self, run: RunInfo) -> RunEnd | None:
+        end: RunEnd | None = self.observer.run_started(run)
+        return end
+
+
+_INHERITED: contextvars.ContextVar[tuple[tuple[RunHooks, ...], int]] = contextvars.ContextVar(
     "agentmap_run_observers", default=((), -1)
 )
 
 
-def _global_observers() -> tuple[RunObserver, ...]:
+def _global_observers() -> tuple[RunHooks, ...]:
     """The observer for a TracerProvider the user installed, when OpenTelemetry is loaded at all."""
     otel_trace = sys.modules.get("opentelemetry.trace")
     if otel_trace is None:
@@ -89,63 +132,77 @@ def _global_observers() -> tuple[RunObserver, ...]:
     return (found,) if found is not None else ()
 
 
-def observers_for(workflow: CompiledWorkflow) -> tuple[RunObserver, ...]:
-    """Every observer a run of `workflow` started here would have (empty: nobody is listening)."""
-    return tuple(dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers())))
+def observers_for(workflow: CompiledWorkflow) -> tuple[RunHooks, ...]:
+    """Every hook a run of `workflow` started here would have (empty: nobody is listening)."""
+    found = dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers()))
+    if not found:  # the common case: nobody listens, nothing more to do
+        return ()
+    return tuple(hooks if isinstance(hooks, RunHooks) else _OlderShape(hooks) for hooks in found)
 
 
 def flush_observers(workflow: CompiledWorkflow) -> None:
-    """Have every observer of `workflow`'s runs that buffers (a tracer's exporter) send what it holds now.
+    """Have every hook of `workflow`'s runs that buffers (a tracer's exporter) send what it holds now.
 
     Called where a process may end without its exit hooks: after a batch, after each chunk of rows in a worker
-    process or Ray worker, and when a server stops.
+    process or Ray worker, after a command's run, and when a server stops.
     """
-    for observer in observers_for(workflow):
-        flush = getattr(observer, "flush", None)
-        if flush is not None:
-            flush()
+    for hooks in observers_for(workflow):
+        hooks.flush()
 
 
 @contextmanager
 def observe_run(
     workflow: CompiledWorkflow, tracker: ExecutionTracker, config: Any, state: Any
 ) -> Iterator[Callable[[RunResult], RunResult]]:
-    """Tell the observers a run starts; yield a function that hands them the result as the run ends.
+    """Tell the hooks a run starts (and each node start and end); yield a function that hands them the result
+    as the run ends.
 
     Use as `with observe_run(app, tracker, config, state) as done: result = done(app._result(...))`.
-    An exception leaving the block is reported to the observers, then re-raised.
+    An exception leaving the block is reported to the hooks, then re-raised.
     """
     depth = _INHERITED.get()[1]
-    observers = observers_for(workflow)
-    if not observers:
+    hooks = observers_for(workflow)
+    if not hooks:
         yield _same
         return
-    info = RunInfo(workflow, tracker, config, state, depth + 1)
-    ends = [end for end in (o.run_started(info) for o in observers) if end is not None]
-    token = _INHERITED.set((observers, depth + 1))
+    run = RunInfo(workflow, tracker, config, state, depth + 1)
+    ends = [end for end in (h.run_started(run) for h in hooks) if end is not None]
+
+    def on_node(node: NodeExecution) -> None:
+        if node.end is None:
+            for h in hooks:
+                h.node_started(run, node)
+        else:
+            for h in hooks:
+                h.node_ended(run, node)
+
+    tracker.add_listener(on_node)
+    token = _INHERITED.set((tuple(h.observer if isinstance(h, _OlderShape) else h for h in hooks), depth + 1))
     reported = False
 
-    def done(result: RunResult) -> RunResult:
+    def finish(result: RunResult | None, error: BaseException | None) -> None:
         nonlocal reported
         reported = True
+        for h in hooks:
+            h.run_ended(run, result, error)
         for end in ends:
-            end(result, None)
+            end(result, error)
+
+    def done(result: RunResult) -> RunResult:
+        finish(result, None)
         return result
 
     try:
         yield done
     except BaseException as exc:
         if not reported:
-            reported = True
-            for end in ends:
-                end(None, exc)
+            finish(None, exc)
         raise
     finally:
         with contextlib.suppress(ValueError):  # a generator finished in another context than it started in
             _INHERITED.reset(token)
         if not reported:  # a stream the caller stopped reading
-            for end in ends:
-                end(None, None)
+            finish(None, None)
 
 
 def _same(result: RunResult) -> RunResult:

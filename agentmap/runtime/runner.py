@@ -22,7 +22,7 @@ from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.events import RunObserver, flush_observers, observe_run, observers_for
+from agentmap.runtime.events import RunHooks, flush_observers, observe_run, observers_for
 from agentmap.runtime.node_cache import cache_hits, without_cache
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
@@ -59,8 +59,8 @@ class CompiledWorkflow:
         self.spec = spec
         self.graph = graph
         self.agents = dict(agents)
-        self.observers: list[RunObserver] = []
-        """Run observers (tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
+        self.observers: list[RunHooks] = []
+        """Run hooks (`RunHooks`: tracing, progress): each hears every run of this workflow (see `runtime.events`)."""
         self.fused: dict[str, list[str]] = {
             name: list(node.metadata["nodes"])
             for name, node in graph.builder.nodes.items()
@@ -80,7 +80,7 @@ class CompiledWorkflow:
         return f"<CompiledWorkflow {self.name!r}: {len(self.spec.nodes)} nodes from {self.spec.file}>"
 
     def flush(self) -> None:
-        """Have this workflow's run observers that buffer (a tracer's exporter) send what they hold now.
+        """Have this workflow's run hooks that buffer (a tracer's exporter) send what they hold now.
 
         For a program that ran the workflow and may end without its exit hooks (a server stopping, a worker
         process): the spans of its runs are not lost.

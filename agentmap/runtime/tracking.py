@@ -175,7 +175,8 @@ class ExecutionTracker:
         self.record_node_result(node_name, True, result=update)
 
     def add_listener(self, listener: Callable[[NodeExecution], None]) -> None:
-        """Also call `listener` with each `NodeExecution` when it starts and when it ends (tracers use it)."""
+        """Also call `listener` with each `NodeExecution` when it starts and when it ends (the run hooks' dispatcher,
+        `runtime.events.observe_run`, uses it; to hear every run of a workflow, use `RunHooks`)."""
         self._listeners.append(listener)
 
     def retry_failed(self, node_name: str, error: str) -> None:

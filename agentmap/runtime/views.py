@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from agentmap.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agentmap.runtime.events import RunObserver
+    from agentmap.runtime.events import RunHooks
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
@@ -39,11 +39,11 @@ class Views(Protocol):
     def run_bundle(self, result: RunResult) -> dict[str, Any]:
         """Jupyter's mime bundle of a run."""
 
-    def tracing(self, value: Any) -> RunObserver | None:
-        """The observer `compile(..., tracing=value)` adds (ImportError without OpenTelemetry)."""
+    def tracing(self, value: Any) -> RunHooks | None:
+        """The run hooks `compile(..., tracing=value)` adds (ImportError without OpenTelemetry)."""
 
-    def installed_provider(self) -> RunObserver | None:
-        """An observer for the TracerProvider the user installed (None when none was)."""
+    def installed_provider(self) -> RunHooks | None:
+        """Run hooks for the TracerProvider the user installed (None when none was)."""
 
 
 @functools.cache
