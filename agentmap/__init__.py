@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agentmap.runtime.api import compile, load, run, validate
     from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
     from agentmap.runtime.items import item_store
+    from agentmap.runtime.options import CompileOptions
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.threads import ThreadInfo, threads
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [  # noqa: RUF022 (grouped by topic)
     # Workflows
     "CompiledWorkflow",
+    "CompileOptions",
     "RunResult",
     "compile",
     "load",
@@ -91,6 +93,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
 
 _HOMES = {
     "CompiledWorkflow": "agentmap.runtime.runner",
+    "CompileOptions": "agentmap.runtime.options",
     "RunResult": "agentmap.runtime.results",
     "compile": "agentmap.runtime.api",
     "load": "agentmap.runtime.api",

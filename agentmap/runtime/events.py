@@ -103,7 +103,7 @@ RunObserver = RunHooks
 
 
 class _OlderShape(RunHooks):
-    """An observer that has only `run_started` (returning the end function): the rest do nothing."""
+    """An observer of the older shape: `run_started` returning the end function, and a `flush` if it buffers."""
 
     def __init__(self, observer: Any) -> None:
         self.observer = observer
@@ -111,6 +111,11 @@ class _OlderShape(RunHooks):
     def run_started(self, run: RunInfo) -> RunEnd | None:
         end: RunEnd | None = self.observer.run_started(run)
         return end
+
+    def flush(self) -> None:
+        flush = getattr(self.observer, "flush", None)
+        if flush is not None:
+            flush()
 
 
 _INHERITED: contextvars.ContextVar[tuple[tuple[RunHooks, ...], int]] = contextvars.ContextVar(

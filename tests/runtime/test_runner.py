@@ -16,6 +16,7 @@ from langgraph.types import Command, interrupt
 
 import agentmap
 from agentmap import BaseAgent, ConfigError, NodeError
+from agentmap.runtime.events import RunHooks
 
 WriteCsv = Callable[..., Path]
 
@@ -46,14 +47,11 @@ def test_invoke_returns_state_success_and_summary(app: agentmap.CompiledWorkflow
     assert data["success"] is True and [s["name"] for s in data["summary"]] == ["Greet", "Check", "Done"]
 
 
-class _Buffering:
-    """A run observer that buffers, as a tracer's exporter does."""
+class _Buffering(RunHooks):
+    """Run hooks that buffer, as a tracer's exporter does."""
 
     def __init__(self) -> None:
         self.flushed = 0
-
-    def run_started(self, run: object) -> None:
-        return None
 
     def flush(self) -> None:
         self.flushed += 1

@@ -293,10 +293,8 @@ def test_interrupt_mode_without_a_checkpointer_fails_the_node_saying_what_to_pas
 
 
 def test_compile_takes_its_options_as_one_object(write_csv: WriteCsv) -> None:
-    from agentmap.runtime.options import CompileOptions
-
     path = write_csv(TWO_GRAPHS)
-    app = agentmap.compile(path, "Greeting", options=CompileOptions(state_keys=("note",), fuse=True))
+    app = agentmap.compile(path, "Greeting", options=agentmap.CompileOptions(state_keys=("note",), fuse=True))
     assert app.invoke({"name": "Ada", "note": "kept"}).state["note"] == "kept"
     with pytest.raises(TypeError, match="either options=CompileOptions"):
-        agentmap.compile(path, "Greeting", fuse=True, options=CompileOptions())
+        agentmap.compile(path, "Greeting", fuse=True, options=agentmap.CompileOptions())
