@@ -30,25 +30,31 @@ class EventSharing:
     _store: Callable[..., Awaitable[Any]]
 
     async def follow_elsewhere(
-        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float, after: int = 0
+        self,
+        thread_id: str,
+        run_id: str,
+        modes: tuple[str, ...] | None,
+        heartbeat: float,
+        after: int = 0,
+        seen: frozenset[int] = frozenset(),
     ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on another replica, in order, from its start (or from number `after`)
-        until it ends: read from the store whenever that replica announces new ones (an empty event after
-        `heartbeat` s of silence)."""
+        """The events of a run executing on another replica, in the store's order, from its start (or from
+        number `after`, but those numbered in `seen`) until it ends: read from the store whenever a replica
+        announces new ones (an empty event after `heartbeat` s of silence)."""
         index = after
         while True:
             news = self._events
             found = await self._store(self.store.events, run_id, index)
-            index += len(found)
-            for event, data in found:
-                if wanted_event(event, modes):
+            for number, event, data in found:
+                index = number + 1
+                if number not in seen and wanted_event(event, modes):
                     yield event, data
             if found:
                 continue
             record = await self._store(self.store.run, thread_id, run_id)
             if record is None or record["status"] not in UNFINISHED:
-                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
-                    if wanted_event(event, modes):
+                for number, event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                    if number not in seen and wanted_event(event, modes):
                         yield event, data
                 return
             try:
@@ -57,21 +63,16 @@ class EventSharing:
                 yield "", None
 
     async def _publish(self, run: Run) -> None:
-        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
-        its earlier attempts, when it was taken over)."""
+        """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
+        store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
         index = 0
-        try:
-            base = len(await self._store(self.store.events, run.run_id, 0))
-        except Exception as exc:  # followers elsewhere miss this attempt's events; the run itself goes on
-            _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-            return
         while True:
             changed = run.changed
             if index < len(run.events):
                 batch = [(event, dumps(data)) for event, data in run.events[index:]]
                 try:
-                    await self._store(self.store.add_events, run.run_id, base + index, batch)
-                    run.shared = base + index + len(batch)
+                    first = await self._store(self.store.add_events, run.run_id, batch)
+                    run.shared.update(range(first, first + len(batch)))
                 except Exception as exc:  # followers elsewhere miss them; the run itself goes on
                     _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
                 index += len(batch)
