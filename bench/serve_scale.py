@@ -6,9 +6,12 @@ that each wait `--wait` seconds (as an LLM call would) and append `start/end NOD
 * restart (SQLite, one machine): `--runs` background runs, the server killed with kill -9 while they run and
   started again; every run must end `success`, `runs.get` must never answer 404, and no node that ended before
   the kill may run again for its run (the step in flight may).
-* kill one of three (PostgreSQL): the same, with three replicas behind the client (runs sent round robin) and
-  one of them killed; the others finish its runs once the lease (`--lease`) has run out. Printed: the seconds
-  from the kill to the last run's end.
+* kill one of three (PostgreSQL): the same, with three replicas claiming the runs (sent to the two that live on)
+  and one of them killed with kill -9, `--trials` times, each at a random moment (`--seed`) between the first
+  step's start and the runs' expected end; the others finish its runs once the lease (`--lease`) has run out.
+  Printed per trial and in a summary: successes, the seconds from the kill to the last run's end (against
+  lease + 5 s), nodes that ended before the kill and ran again, runs taken over (their record's `attempt` > 1:
+  the step in flight at the kill may have run twice).
 * scale (PostgreSQL): runs/s of `--runs` background runs on one replica and on three (alternating, `--rounds`
   times); the ratio three/one, min/median/max. Also one replica on SQLite vs PostgreSQL.
 * first event across replicas: a run created on replica A, streamed with `join_stream` from replica B: the delay
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import random
 import signal
 import socket
 import statistics
@@ -39,6 +43,8 @@ import httpx
 from langgraph_sdk import get_sync_client
 
 ROOT = Path(__file__).resolve().parents[1]
+_SERVE_WORKERS = 16
+"""Runs a replica executes at once (`agentmap serve --workers`' default)."""
 _AGENT = """
 import os, time
 from agentmap import BaseAgent
@@ -147,22 +153,70 @@ def restart(args: argparse.Namespace) -> None:
     server.stop()
 
 
-def kill_one(args: argparse.Namespace, url: str) -> None:
+def _first_start(folder: Path, timeout: float = 120) -> float:
+    """The moment the first step of any run starts (its line in the side file)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = folder / "steps.log"
+        if log.exists() and log.read_text().startswith("start"):
+            return time.monotonic()
+        time.sleep(0.01)
+    raise RuntimeError(f"no step started (see {folder})")
+
+
+def _taken_over(url: str, made: list[tuple[Any, str, str]]) -> int:
+    """How many of the runs were claimed more than once: their record says a step may have run twice."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT COUNT(*) FROM agentmap_runs WHERE attempt > 1 AND run_id = ANY(%s)", ([m[2] for m in made],)
+        ).fetchone()
+    return int(rows[0]) if rows else 0
+
+
+def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[int, int, float, int, int]:
+    """One trial: three replicas, `--runs` runs (sent to the two that live on, claimed by all three from the
+    queue), the first killed with kill -9 at a random moment between the first step's start and the runs'
+    expected end. Returns (successes, runs, seconds from the kill to the last run's end, nodes ended before the
+    kill that ran again, runs taken over)."""
     folder = _project(args.steps)
     servers = [Server(folder, url, args.wait, "--lease", f"{args.lease}s").start() for _ in range(3)]
-    made = _create(servers, args.runs)
-    time.sleep(args.wait * 1.5)
+    made: list[tuple[Any, str, str]] = []
+    creating = threading.Thread(target=lambda: made.extend(_create(servers[1:], args.runs)))
+    creating.start()
+    first = _first_start(folder)
+    span = args.steps * args.wait * -(-args.runs // (3 * _SERVE_WORKERS))  # one replica's share, in waves
+    kill_at = rng.uniform(0, span)
+    time.sleep(max(0.0, first + kill_at - time.monotonic()))
     servers[0].stop(signal.SIGKILL)
     killed = time.monotonic()
     ended = _ended(folder)
+    creating.join()
     statuses = _join_all(servers[1:], made)
+    took = time.monotonic() - killed
+    repeats, taken = _repeats(folder, ended), _taken_over(url, made)
     print(
-        f"kill one of three (PostgreSQL, lease {args.lease}s): {statuses.count('success')}/{len(made)} success, "
-        f"last run ended {time.monotonic() - killed:.1f}s after the kill; nodes ended before it that ran "
-        f"again: {_repeats(folder, ended)}"
+        f"  trial: killed {kill_at:.2f}s after the first step (of {span:.2f}s): "
+        f"{statuses.count('success')}/{len(made)} success, last run ended {took:.1f}s after the kill; nodes "
+        f"ended before it that ran again: {repeats}; runs taken over (a step may have run twice): {taken}"
     )
     for server in servers[1:]:
         server.stop()
+    return statuses.count("success"), len(made), took, repeats, taken
+
+
+def kill_one(args: argparse.Namespace, new_db: Any, server_url: str) -> None:
+    rng = random.Random(args.seed)
+    trials = [_kill_trial(args, new_db(server_url), rng) for _ in range(args.trials)]
+    good = sum(1 for ok, runs, *_ in trials if ok == runs)
+    worst = max(t[2] for t in trials)
+    print(
+        f"kill one of three (PostgreSQL, lease {args.lease}s, {args.trials} trials, seed {args.seed}): "
+        f"{good}/{len(trials)} trials with every run a success; worst last run's end {worst:.1f}s after the kill "
+        f"(lease + 5 s = {args.lease + 5:.1f}s); nodes that ran again: {sum(t[3] for t in trials)}; runs taken "
+        f"over (a step may have run twice): {sum(t[4] for t in trials)}"
+    )
 
 
 def _rate(servers: list[Server], runs: int) -> float:
@@ -237,6 +291,8 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=0.2)
     parser.add_argument("--lease", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=2, help="per replica, in the scale measure")
+    parser.add_argument("--trials", type=int, default=1, help="kill trials, each at a random moment")
+    parser.add_argument("--seed", type=int, default=None, help="for the kill moments")
     parser.add_argument("--only", choices=["restart", "kill", "first", "scale"], default=None)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
@@ -249,7 +305,7 @@ def main() -> None:
         restart(args)
     with pg.server(pg.binaries()) as server_url:
         if args.only in (None, "kill"):
-            kill_one(args, pg.new_database(server_url))
+            kill_one(args, pg.new_database, server_url)
         if args.only in (None, "first"):
             first_event(args, pg.new_database(server_url))
         if args.only in (None, "scale"):
