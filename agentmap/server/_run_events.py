@@ -2,7 +2,9 @@
 
 A client may follow a run (`runs.stream`, `runs.join`) on any replica: the replica executing it writes its events
 to the store (`_publish`, all written before its end, `_published`); another replica reads them from there
-(`follow_elsewhere`) whenever the executing one announces new ones.
+(`follow_elsewhere`) whenever the executing one announces new ones. The store numbers them as they are written,
+so two replicas writing a run's events across a handover never take the same numbers; a stream on the replica
+executing it (`follow_here`) adds the store's events written by others to its own, each once.
 """
 
 from __future__ import annotations
@@ -62,6 +64,31 @@ class EventSharing:
             except TimeoutError:
                 yield "", None
 
+    async def follow_here(
+        self, run: Run, modes: tuple[str, ...] | None, heartbeat: float
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The events of a run executing on this replica, each once: with a shared store, first those of its
+        earlier attempts elsewhere, then its own as they come, then those other replicas wrote meanwhile or after
+        (the replica it was taken from, still writing its last step's; the one continuing it, when it moved)."""
+        if self.store.shared and run.attempt > 1:
+            while not run.shared and not run.done.is_set():  # the number its first event got in the store
+                await run.changed.wait()
+            if run.shared:
+                first = min(run.shared)
+                for number, event, data in await self._store(self.store.events, run.run_id, 0):
+                    if number < first and wanted_event(event, modes):
+                        yield event, data
+        async for item in run.follow(modes, heartbeat):
+            yield item
+        if not self.store.shared or (run.moved and run.error is not None):  # the database went away
+            return
+        mine = frozenset(run.shared)
+        if mine or run.moved:
+            async for item in self.follow_elsewhere(
+                run.thread_id, run.run_id, modes, heartbeat, min(mine, default=0), mine
+            ):
+                yield item
+
     async def _publish(self, run: Run) -> None:
         """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
         store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
@@ -73,6 +100,7 @@ class EventSharing:
                 try:
                     first = await self._store(self.store.add_events, run.run_id, batch)
                     run.shared.update(range(first, first + len(batch)))
+                    run.wake()  # a stream here waits for its first number (`follow_here`)
                 except Exception as exc:  # followers elsewhere miss them; the run itself goes on
                     _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
                 index += len(batch)

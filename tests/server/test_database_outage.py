@@ -164,7 +164,7 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
     (folder / "naps.csv").write_text(
         "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
         'Naps,First,NapAgent,"{""seconds"": 4.0}",topic,first,Second\n'  # still running when the run moves
-        'Naps,Second,NapAgent,"{""seconds"": 0.3}",first,second,\n',
+        'Naps,Second,NapAgent,"{""seconds"": 2.0}",first,second,\n',
         encoding="utf-8",
     )
     with (
@@ -179,7 +179,7 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
         while on_a.runs.get(thread_id, run_id)["status"] != "running":
             assert time.monotonic() < deadline, "the run never started"
             time.sleep(0.05)
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(4) as pool:
             streams = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
             deadline = time.monotonic() + 30
             while not _stored_events(postgres_url, run_id):  # B follows it through the store: it has begun
@@ -190,12 +190,19 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
                     "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = 0 WHERE run_id = %s",
                     (run_id,),
                 )
-            on_a_stream, on_b_stream = [s.result(timeout=90) for s in streams]
+            deadline = time.monotonic() + 60
+            while sum(e == "metadata" for e, _ in _stored_events(postgres_url, run_id)) < 2:
+                assert time.monotonic() < deadline, "no replica continued the run"
+                time.sleep(0.05)
+            # joined once it continues: on the replica that continues it, the earlier attempt's come first
+            later = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
+            on_a_stream, on_b_stream, *joined_later = [s.result(timeout=90) for s in streams + later]
         _eventually(functools.partial(_ended, on_a, thread_id), 60)
         stored = _stored_events(postgres_url, run_id)
         attempts = [data["attempt"] for event, data in stored if event == "metadata"]
         assert len(attempts) > 1, f"not handed over: {stored}"
         key = repr  # events compared whole, in any order: the stopped replica sends its own first
-        for name, streamed in (("A", on_a_stream), ("B", on_b_stream)):
+        named = [("A", on_a_stream), ("B", on_b_stream), ("A later", joined_later[0]), ("B later", joined_later[1])]
+        for name, streamed in named:
             assert sorted(streamed, key=key) == sorted(stored, key=key), f"on {name}:\n{streamed}\nstored:\n{stored}"
         assert stored in (on_a_stream, on_b_stream)  # the replica that did not run it: in the store's order
