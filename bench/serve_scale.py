@@ -107,12 +107,13 @@ class Server:
             self.proc.wait(60)
 
 
-def _create(servers: list[Server], runs: int) -> list[tuple[Any, str, str]]:
+def _create(servers: list[Server], runs: int, first: int = 0) -> list[tuple[Any, str, str]]:
+    """`runs` runs sent round robin to `servers`, each on its own thread, named `r{first}`, `r{first + 1}`, ..."""
     made = []
     for i in range(runs):
         client = get_sync_client(url=servers[i % len(servers)].url, api_key=None)
         tid = client.threads.create()["thread_id"]
-        run = client.runs.create(tid, "Steps", input={"topic": f"r{i}"})
+        run = client.runs.create(tid, "Steps", input={"topic": f"r{first + i}"})
         made.append((client, tid, run["run_id"]))
     return made
 
@@ -190,7 +191,7 @@ def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple
     servers = [Server(folder, url, args.wait, "--lease", f"{args.lease}s").start() for _ in range(3)]
     pool = ThreadPoolExecutor(8)
     created = time.monotonic()
-    making = [pool.submit(_create, [servers[1 + i % 2]], 1) for i in range(args.runs)]
+    making = [pool.submit(_create, [servers[1 + i % 2]], 1, i) for i in range(args.runs)]
     first = _first_start(folder)
     span = args.steps * args.wait * -(-args.runs // (3 * _SERVE_WORKERS))  # one replica's share, in waves
     kill_at = rng.uniform(0, span)
