@@ -6,9 +6,12 @@ that each wait `--wait` seconds (as an LLM call would) and append `start/end NOD
 * restart (SQLite, one machine): `--runs` background runs, the server killed with kill -9 while they run and
   started again; every run must end `success`, `runs.get` must never answer 404, and no node that ended before
   the kill may run again for its run (the step in flight may).
-* kill one of three (PostgreSQL): the same, with three replicas behind the client (runs sent round robin) and
-  one of them killed; the others finish its runs once the lease (`--lease`) has run out. Printed: the seconds
-  from the kill to the last run's end.
+* kill one of three (PostgreSQL): the same, with three replicas claiming the runs (sent to the two that live on)
+  and one of them killed with kill -9, `--trials` times, each at a random moment (`--seed`) between the first
+  step's start and the runs' expected end; the others finish its runs once the lease (`--lease`) has run out.
+  Printed per trial and in a summary, from the runs' records: successes, the seconds from the kill to the end
+  of the last run taken over (against lease + 5 s), nodes that ended before the kill and ran again, runs taken
+  over (their record's `attempt` > 1: the step in flight at the kill may have run twice).
 * scale (PostgreSQL): runs/s of `--runs` background runs on one replica and on three (alternating, `--rounds`
   times); the ratio three/one, min/median/max. Also one replica on SQLite vs PostgreSQL.
 * first event across replicas: a run created on replica A, streamed with `join_stream` from replica B: the delay
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import random
 import signal
 import socket
 import statistics
@@ -32,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,8 @@ import httpx
 from langgraph_sdk import get_sync_client
 
 ROOT = Path(__file__).resolve().parents[1]
+_SERVE_WORKERS = 16
+"""Runs a replica executes at once (`agentmap serve --workers`' default)."""
 _AGENT = """
 import os, time
 from agentmap import BaseAgent
@@ -100,12 +107,13 @@ class Server:
             self.proc.wait(60)
 
 
-def _create(servers: list[Server], runs: int) -> list[tuple[Any, str, str]]:
+def _create(servers: list[Server], runs: int, first: int = 0) -> list[tuple[Any, str, str]]:
+    """`runs` runs sent round robin to `servers`, each on its own thread, named `r{first}`, `r{first + 1}`, ..."""
     made = []
     for i in range(runs):
         client = get_sync_client(url=servers[i % len(servers)].url, api_key=None)
         tid = client.threads.create()["thread_id"]
-        run = client.runs.create(tid, "Steps", input={"topic": f"r{i}"})
+        run = client.runs.create(tid, "Steps", input={"topic": f"r{first + i}"})
         made.append((client, tid, run["run_id"]))
     return made
 
@@ -147,22 +155,77 @@ def restart(args: argparse.Namespace) -> None:
     server.stop()
 
 
-def kill_one(args: argparse.Namespace, url: str) -> None:
+def _first_start(folder: Path, timeout: float = 120) -> float:
+    """The moment the first step of any run starts (its line in the side file)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = folder / "steps.log"
+        if log.exists() and log.read_text().startswith("start"):
+            return time.monotonic()
+        time.sleep(0.01)
+    raise RuntimeError(f"no step started (see {folder})")
+
+
+def _after_kill(url: str, made: list[tuple[Any, str, str]], killed: datetime) -> tuple[float, float, int]:
+    """From the runs' records: seconds from the kill to the last run's end, to the last taken-over run's end
+    (0 when none was), and how many were taken over (claimed more than once: a step may have run twice)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT updated_at, attempt FROM agentmap_runs WHERE run_id = ANY(%s)", ([m[2] for m in made],)
+        ).fetchall()
+    ends = [(datetime.fromisoformat(at) - killed).total_seconds() for at, _ in rows]
+    moved = [e for e, (_, attempt) in zip(ends, rows, strict=True) if attempt > 1]
+    return max(ends, default=0.0), max(moved, default=0.0), len(moved)
+
+
+def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[bool, float, int, int]:
+    """One trial: three replicas, `--runs` runs (sent at once to the two that live on, claimed by all three
+    from the queue), the first killed with kill -9 at a random moment between the first step's start and the
+    runs' expected end. Returns (every run a success, seconds from the kill to the end of the last run taken
+    over, nodes ended before the kill that ran again, runs taken over)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     folder = _project(args.steps)
     servers = [Server(folder, url, args.wait, "--lease", f"{args.lease}s").start() for _ in range(3)]
-    made = _create(servers, args.runs)
-    time.sleep(args.wait * 1.5)
+    pool = ThreadPoolExecutor(8)
+    created = time.monotonic()
+    making = [pool.submit(_create, [servers[1 + i % 2]], 1, i) for i in range(args.runs)]
+    first = _first_start(folder)
+    span = args.steps * args.wait * -(-args.runs // (3 * _SERVE_WORKERS))  # one replica's share, in waves
+    kill_at = rng.uniform(0, span)
+    time.sleep(max(0.0, first + kill_at - time.monotonic()))
     servers[0].stop(signal.SIGKILL)
-    killed = time.monotonic()
+    killed = datetime.now(UTC)
     ended = _ended(folder)
-    statuses = _join_all(servers[1:], made)
+    made = [m for f in making for m in f.result()]
+    creating = time.monotonic() - created
+    statuses = [s for part in pool.map(lambda m: _join_all(servers[1:2], [m]), made) for s in part]
+    pool.shutdown()
+    last, last_moved, taken = _after_kill(url, made, killed)
+    repeats = _repeats(folder, ended)
     print(
-        f"kill one of three (PostgreSQL, lease {args.lease}s): {statuses.count('success')}/{len(made)} success, "
-        f"last run ended {time.monotonic() - killed:.1f}s after the kill; nodes ended before it that ran "
-        f"again: {_repeats(folder, ended)}"
+        f"  trial: killed {kill_at:.2f}s after the first step (of {span:.2f}s; the {len(made)} runs were sent "
+        f"in {creating:.1f}s): {statuses.count('success')}/{len(made)} success; last run ended {last:.1f}s after "
+        f"the kill, last run taken over {last_moved:.1f}s; nodes ended before it that ran again: {repeats}; "
+        f"runs taken over (a step may have run twice): {taken}"
     )
     for server in servers[1:]:
         server.stop()
+    return statuses.count("success") == len(made), last_moved, repeats, taken
+
+
+def kill_one(args: argparse.Namespace, new_db: Any, server_url: str) -> None:
+    rng = random.Random(args.seed)
+    trials = [_kill_trial(args, new_db(server_url), rng) for _ in range(args.trials)]
+    print(
+        f"kill one of three (PostgreSQL, lease {args.lease}s, {args.trials} trials, seed {args.seed}): "
+        f"{sum(t[0] for t in trials)}/{len(trials)} trials with every run a success; worst end of a run taken "
+        f"over: {max(t[1] for t in trials):.1f}s after the kill (lease + 5 s = {args.lease + 5:.1f}s); nodes that "
+        f"ran again: {sum(t[2] for t in trials)}; runs taken over (a step may have run twice): "
+        f"{sum(t[3] for t in trials)}"
+    )
 
 
 def _rate(servers: list[Server], runs: int) -> float:
@@ -237,6 +300,8 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=0.2)
     parser.add_argument("--lease", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=2, help="per replica, in the scale measure")
+    parser.add_argument("--trials", type=int, default=1, help="kill trials, each at a random moment")
+    parser.add_argument("--seed", type=int, default=None, help="for the kill moments")
     parser.add_argument("--only", choices=["restart", "kill", "first", "scale"], default=None)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
@@ -249,7 +314,7 @@ def main() -> None:
         restart(args)
     with pg.server(pg.binaries()) as server_url:
         if args.only in (None, "kill"):
-            kill_one(args, pg.new_database(server_url))
+            kill_one(args, pg.new_database, server_url)
         if args.only in (None, "first"):
             first_event(args, pg.new_database(server_url))
         if args.only in (None, "scale"):

@@ -112,6 +112,10 @@ class PostgresStore(Store):
         """Hold the thread until the transaction ends (a replica accepting a run on it waits for this one)."""
         tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (thread_id,))
 
+    def _lock_events(self, tx: Any, run_id: str) -> None:
+        """Hold the numbering of the run's events (two replicas writing them across a handover take turns)."""
+        tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (f"events {run_id}",))
+
     async def listen(self, wake: Callable[[str], None]) -> None:
         """Call `wake(what)` on every change any replica makes (`runs`: a run's record, `events`: a run's
         events), until cancelled; reconnecting when the connection drops, and waking then, as changes may have

@@ -2,7 +2,9 @@
 
 A client may follow a run (`runs.stream`, `runs.join`) on any replica: the replica executing it writes its events
 to the store (`_publish`, all written before its end, `_published`); another replica reads them from there
-(`follow_elsewhere`) whenever the executing one announces new ones.
+(`follow_elsewhere`) whenever the executing one announces new ones. The store numbers them as they are written,
+so two replicas writing a run's events across a handover never take the same numbers; a stream on the replica
+executing it (`follow_here`) adds the store's events written by others to its own, each once.
 """
 
 from __future__ import annotations
@@ -30,25 +32,31 @@ class EventSharing:
     _store: Callable[..., Awaitable[Any]]
 
     async def follow_elsewhere(
-        self, thread_id: str, run_id: str, modes: tuple[str, ...] | None, heartbeat: float, after: int = 0
+        self,
+        thread_id: str,
+        run_id: str,
+        modes: tuple[str, ...] | None,
+        heartbeat: float,
+        after: int = 0,
+        seen: frozenset[int] = frozenset(),
     ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on another replica, in order, from its start (or from number `after`)
-        until it ends: read from the store whenever that replica announces new ones (an empty event after
-        `heartbeat` s of silence)."""
+        """The events of a run executing on another replica, in the store's order, from its start (or from
+        number `after`, but those numbered in `seen`) until it ends: read from the store whenever a replica
+        announces new ones (an empty event after `heartbeat` s of silence)."""
         index = after
         while True:
             news = self._events
             found = await self._store(self.store.events, run_id, index)
-            index += len(found)
-            for event, data in found:
-                if wanted_event(event, modes):
+            for number, event, data in found:
+                index = number + 1
+                if number not in seen and wanted_event(event, modes):
                     yield event, data
             if found:
                 continue
             record = await self._store(self.store.run, thread_id, run_id)
             if record is None or record["status"] not in UNFINISHED:
-                for event, data in await self._store(self.store.events, run_id, index):  # the last ones
-                    if wanted_event(event, modes):
+                for number, event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                    if number not in seen and wanted_event(event, modes):
                         yield event, data
                 return
             try:
@@ -56,22 +64,43 @@ class EventSharing:
             except TimeoutError:
                 yield "", None
 
-    async def _publish(self, run: Run) -> None:
-        """Write a run's events to a shared store as they come, for followers on other replicas (after those of
-        its earlier attempts, when it was taken over)."""
-        index = 0
-        try:
-            base = len(await self._store(self.store.events, run.run_id, 0))
-        except Exception as exc:  # followers elsewhere miss this attempt's events; the run itself goes on
-            _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+    async def follow_here(
+        self, run: Run, modes: tuple[str, ...] | None, heartbeat: float
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The events of a run executing on this replica, each once: with a shared store, first those of its
+        earlier attempts elsewhere, then its own as they come, then those other replicas wrote meanwhile or after
+        (the replica it was taken from, still writing its last step's; the one continuing it, when it moved)."""
+        if self.store.shared and run.attempt > 1:
+            while not run.shared and not run.done.is_set():  # the number its first event got in the store
+                await run.changed.wait()
+            if run.shared:
+                first = min(run.shared)
+                for number, event, data in await self._store(self.store.events, run.run_id, 0):
+                    if number < first and wanted_event(event, modes):
+                        yield event, data
+        async for item in run.follow(modes, heartbeat):
+            yield item
+        if not self.store.shared or (run.moved and run.error is not None):  # the database went away
             return
+        mine = frozenset(run.shared)
+        if mine or run.moved:
+            async for item in self.follow_elsewhere(
+                run.thread_id, run.run_id, modes, heartbeat, min(mine, default=0), mine
+            ):
+                yield item
+
+    async def _publish(self, run: Run) -> None:
+        """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
+        store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
+        index = 0
         while True:
             changed = run.changed
             if index < len(run.events):
                 batch = [(event, dumps(data)) for event, data in run.events[index:]]
                 try:
-                    await self._store(self.store.add_events, run.run_id, base + index, batch)
-                    run.shared = base + index + len(batch)
+                    first = await self._store(self.store.add_events, run.run_id, batch)
+                    run.shared.update(range(first, first + len(batch)))
+                    run.wake()  # a stream here waits for its first number (`follow_here`)
                 except Exception as exc:  # followers elsewhere miss them; the run itself goes on
                     _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
                 index += len(batch)

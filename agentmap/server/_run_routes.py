@@ -47,14 +47,8 @@ def _sse_line(event: str, data: Any) -> str:
 def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
         try:
-            async for event, data in run.follow(modes, server.config.heartbeat):
+            async for event, data in server.runs.follow_here(run, modes, server.config.heartbeat):
                 yield _sse_line(event, data)
-            if run.moved and run.error is None:  # handed over after a step: the rest comes from where it continues
-                following = server.runs.follow_elsewhere(
-                    run.thread_id, run.run_id, modes, server.config.heartbeat, run.shared
-                )
-                async for event, data in following:
-                    yield _sse_line(event, data)
         finally:
             if cancel_on_disconnect and not run.done.is_set():
                 server.runs.cancel(run, "the client disconnected")

@@ -72,8 +72,10 @@ class Run:
     moved: bool = False
     """Stopped here to be continued by a replica (its lease was taken over, it was handed back, or the database
     went away): its end, and its result, are the ones that replica writes to the store."""
-    shared: int = 0
-    """How many events of the run (its attempts here and before) are in a shared run store."""
+    attempt: int = 1
+    """How many times a replica claimed it (more than once: taken over, after a kill or a handover)."""
+    shared: set[int] = field(default_factory=set)
+    """The numbers its events (of this attempt, here) got in a shared run store."""
     usage: dict[str, Any] = field(default_factory=dict)
     """The tokens and cost of the run's model calls (`RunResult.usage`), shown in its metadata once it ended."""
     cancelled: threading.Event = field(default_factory=threading.Event)

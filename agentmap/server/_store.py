@@ -229,24 +229,32 @@ class Store(ThreadRows, CronRows):
                 > 0
             )
 
-    def add_events(self, run_id: str, first: int, events: Sequence[tuple[str, str]]) -> None:
-        """Append a run's events (`(event, data as JSON text)`, numbered from `first`) for followers elsewhere."""
+    def add_events(self, run_id: str, events: Sequence[tuple[str, str]]) -> int:
+        """Append a run's events (`(event, data as JSON text)`) for followers elsewhere, numbered after every one
+        the store holds for the run, whichever replica wrote it (one stopped by a handover may still be writing
+        its last ones while the replica continuing the run writes its first); returns the first one's number."""
         with self._tx() as tx:
+            self._lock_events(tx, run_id)
+            rows = tx.rows(
+                "SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM agentmap_run_events WHERE run_id = ?", (run_id,)
+            )
+            first = int(rows[0]["next"])
             for offset, (event, data) in enumerate(events):
                 tx.count(
                     "INSERT INTO agentmap_run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
                     (run_id, first + offset, event, data),
                 )
             self._announce(tx, "events")
+        return first
 
-    def events(self, run_id: str, after: int) -> list[tuple[str, Any]]:
-        """A run's events from number `after` on, in order."""
+    def events(self, run_id: str, after: int) -> list[tuple[int, str, Any]]:
+        """A run's events (`(number, event, data)`) from number `after` on, in order."""
         with self._tx() as tx:
             rows = tx.rows(
-                "SELECT event, data FROM agentmap_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                "SELECT seq, event, data FROM agentmap_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq",
                 (run_id, after),
             )
-        return [(r["event"], json.loads(r["data"])) for r in rows]
+        return [(int(r["seq"]), r["event"], json.loads(r["data"])) for r in rows]
 
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""

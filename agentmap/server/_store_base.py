@@ -57,6 +57,9 @@ class StoreBase:
     def _lock_thread(self, tx: _Tx, thread_id: str) -> None:
         """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""
 
+    def _lock_events(self, tx: _Tx, run_id: str) -> None:
+        """Hold the numbering of `run_id`'s events until the transaction ends (SQLite's writer lock already does)."""
+
     def unreachable(self, exc: BaseException) -> bool:
         """Whether `exc` says the database cannot be reached now (a lost connection), not that a run failed."""
         return False

@@ -216,11 +216,12 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         run = self.runs.get(run_id) or self._accepted.pop(run_id, None)
         if run is not None:
             self.runs[run_id] = run
+            run.attempt = record["attempt"]
         try:
             if run is None or record["attempt"] > 1:  # taken over: rebuilt from the record and its checkpoint
                 request = await self._store(self._rebuild, record)
                 if run is None:
-                    run = Run(run_id, request, created_at=record["created_at"])
+                    run = Run(run_id, request, created_at=record["created_at"], attempt=record["attempt"])
                     self.runs[run_id] = run
                 run.request = request
             await self._run(run, record["attempt"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -132,3 +133,76 @@ def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on
             pytest.fail(
                 f"run {run_id} ended {ended}; joined {joined}; streamed {streamed}\n{_diagnosis(on_a, [thread_id])}"
             )
+
+
+def _streamed(client: Any, thread_id: str, run_id: str) -> list[tuple[str, Any]]:
+    """Every event `runs.join_stream` sends for the run (all its stream modes)."""
+    return [(part.event, part.data) for part in client.runs.join_stream(thread_id, run_id)]
+
+
+def _stored_events(url: str, run_id: str) -> list[tuple[str, Any]]:
+    """The run's events as the run store holds them, in their order."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT event, data FROM agentmap_run_events WHERE run_id = %s ORDER BY seq", (run_id,)
+        ).fetchall()
+    return [(event, json.loads(data)) for event, data in rows]
+
+
+def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_replicas_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The lease is taken away while the first step runs: the replica continuing the run writes its first events
+    while the stopped one still writes the step's. Both replicas' events stay in the store, and a stream on
+    either replica, following the run from before the handover to its end, gets each of them once: in the
+    store's order on the replica that did not run it, its own ones first on the replica that was stopped."""
+    import psycopg
+
+    folder = make_project(tmp_path / "flows")
+    (folder / "naps.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
+        'Naps,First,NapAgent,"{""seconds"": 4.0}",topic,first,Second\n'  # still running when the run moves
+        'Naps,Second,NapAgent,"{""seconds"": 2.0}",first,second,\n',
+        encoding="utf-8",
+    )
+    with (
+        serving(folder, checkpoint=postgres_url, lease=3.0) as a,
+        serving(folder, checkpoint=postgres_url, lease=3.0) as b,
+        sdk.get_sync_client(url=a, timeout=60) as on_a,
+        sdk.get_sync_client(url=b, timeout=60) as on_b,
+    ):
+        thread_id = on_a.threads.create()["thread_id"]
+        run_id = on_a.runs.create(thread_id, "Naps", input={"topic": "t"}, stream_mode=["values", "updates"])["run_id"]
+        deadline = time.monotonic() + 30
+        while on_a.runs.get(thread_id, run_id)["status"] != "running":
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        with ThreadPoolExecutor(4) as pool:
+            streams = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
+            deadline = time.monotonic() + 30
+            while not _stored_events(postgres_url, run_id):  # B follows it through the store: it has begun
+                assert time.monotonic() < deadline, "no event of the run reached the store"
+                time.sleep(0.05)
+            with psycopg.connect(postgres_url, autocommit=True) as conn:  # its lease is lost to a gone replica
+                conn.execute(
+                    "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = 0 WHERE run_id = %s",
+                    (run_id,),
+                )
+            deadline = time.monotonic() + 60
+            while sum(e == "metadata" for e, _ in _stored_events(postgres_url, run_id)) < 2:
+                assert time.monotonic() < deadline, "no replica continued the run"
+                time.sleep(0.05)
+            # joined once it continues: on the replica that continues it, the earlier attempt's come first
+            later = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
+            on_a_stream, on_b_stream, *joined_later = [s.result(timeout=90) for s in streams + later]
+        _eventually(functools.partial(_ended, on_a, thread_id), 60)
+        stored = _stored_events(postgres_url, run_id)
+        attempts = [data["attempt"] for event, data in stored if event == "metadata"]
+        assert len(attempts) > 1, f"not handed over: {stored}"
+        key = repr  # events compared whole, in any order: the stopped replica sends its own first
+        named = [("A", on_a_stream), ("B", on_b_stream), ("A later", joined_later[0]), ("B later", joined_later[1])]
+        for name, streamed in named:
+            assert sorted(streamed, key=key) == sorted(stored, key=key), f"on {name}:\n{streamed}\nstored:\n{stored}"
+        assert stored in (on_a_stream, on_b_stream)  # the replica that did not run it: in the store's order

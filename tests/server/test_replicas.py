@@ -205,6 +205,8 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
         replica.wait_up()
     client = sdk.get_sync_client(url=together[0].url, api_key=None)
     tid = client.threads.create()["thread_id"]
+    # Steps of 1 s: on a loaded machine, 0.25 s steps once let the run end before the SIGTERM came (no handover)
+    (project / "step_seconds").write_text("1", encoding="utf-8")
     run = client.runs.create(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
     _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
     holder = _holder(postgres_url, run["run_id"], together)
