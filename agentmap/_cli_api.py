@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from agentmap.batch.results import BatchInterrupted, BatchOverBudget
     from agentmap.batch.rows import RowResult
     from agentmap.config import Settings
-    from agentmap.contracts.conversation import ConversationLog
     from agentmap.interface.agent import ACTIVE_AGENT_ENV
     from agentmap.interface.agent_config import AgentConfig
     from agentmap.interface.compare import EvalDiff, ScenarioChange
@@ -272,24 +271,16 @@ def ask(
     return ask(agent, prompt, as_json=as_json, memory=memory, config=config)
 
 
-def chat_loop(
-    agent: Callable[..., Any],
-    input_fn: Callable[[str], str],
-    output_fn: Callable[[str], object],
-    *,
-    memory: str | None = None,
-    config: Mapping[str, Any] | None = None,
-    max_turns: int = 100,
-    log_path: str | os.PathLike[str] | None = None,
-    prompt: str = "you> ",
-) -> Coroutine[Any, Any, ConversationLog]:
-    """chat: the conversation on the terminal until /exit or Ctrl-D (its log written to `log_path`), awaited by
-    the command."""
+if TYPE_CHECKING:  # the real signature, for the type checker; the call below forwards to it
     from agentmap.interface.chat import chat_loop
+else:
 
-    return chat_loop(
-        agent, input_fn, output_fn, memory=memory, config=config, max_turns=max_turns, log_path=log_path, prompt=prompt
-    )
+    def chat_loop(*args: Any, **kwargs: Any) -> Any:
+        """chat: the conversation on the terminal until /exit or Ctrl-D (its log written to `log_path`), awaited by
+        the command."""
+        from agentmap.interface.chat import chat_loop
+
+        return chat_loop(*args, **kwargs)
 
 
 # eval run, eval score, eval diff
@@ -302,38 +293,15 @@ def load_scenarios(path: str | os.PathLike[str]) -> list[Scenario]:
     return load_scenarios(path)
 
 
-def run_eval(
-    scenarios: Sequence[Scenario] | str | os.PathLike[str],
-    agent: Callable[..., Any],
-    out_dir: str | os.PathLike[str],
-    *,
-    concurrency: int = 4,
-    max_turns: int | None = None,
-    timeout: float | None = None,
-    runs: int = 1,
-    memory: str | None = None,
-    config: Mapping[str, Any] | None = None,
-    resume: bool = True,
-    user_model: str | None = None,
-    model_settings: Mapping[str, Any] | None = None,
-) -> Coroutine[Any, Any, EvalRunSummary]:
-    """eval run: each scenario against the agent, the logs written to `out_dir`, awaited by the command."""
+if TYPE_CHECKING:  # the real signature, for the type checker; the call below forwards to it
     from agentmap.interface.eval_runner import run_eval
+else:
 
-    return run_eval(
-        scenarios,
-        agent,
-        out_dir,
-        concurrency=concurrency,
-        max_turns=max_turns,
-        timeout=timeout,
-        runs=runs,
-        memory=memory,
-        config=config,
-        resume=resume,
-        user_model=user_model,
-        model_settings=model_settings,
-    )
+    def run_eval(*args: Any, **kwargs: Any) -> Any:
+        """eval run: each scenario against the agent, the logs written to `out_dir`, awaited by the command."""
+        from agentmap.interface.eval_runner import run_eval
+
+        return run_eval(*args, **kwargs)
 
 
 def score_logs(
@@ -482,18 +450,15 @@ def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8123, log
     serve(config, host=host, port=port, log_level=log_level)
 
 
-def studio(
-    config: StudioConfig,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8124,
-    log_level: str = "warning",
-    started: Callable[[str], None] | None = None,
-) -> None:
-    """studio: the editor's server until Ctrl-C (`started` hears its address once it listens)."""
+if TYPE_CHECKING:  # the real signature, for the type checker; the call below forwards to it
     from agentmap.studio import studio
+else:
 
-    studio(config, host=host, port=port, log_level=log_level, started=started)
+    def studio(*args: Any, **kwargs: Any) -> Any:
+        """studio: the editor's server until Ctrl-C (`started` hears its address once it listens)."""
+        from agentmap.studio import studio
+
+        return studio(*args, **kwargs)
 
 
 def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
