@@ -46,12 +46,13 @@ def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
     killed_in_second_call_then_continued(tmp_path, loop, batch)
 
 
-def killed_in_second_call_then_continued(folder: Path, loop: Loop, batch: tuple[str, ...]) -> None:
-    """Kill `batch` inside its row's second model call, run it again: the row finishes, no finished call repeated."""
+def killed_in_second_call_then_continued(folder: Path, loop: Loop, batch: tuple[str, ...], within: float = 30) -> None:
+    """Kill `batch` inside its row's second model call, run it again: the row finishes, no finished call repeated.
+    `within`: seconds the batch may take to reach that call (and the second run to finish, four times that)."""
     env = _setup(folder, loop.stub)
     (folder / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_at(folder, env, loop, "model2", batch)  # model 1 and charge 1 journaled finished
-    code, out, err = forked.run(*batch, cwd=folder, env=env)
+    _kill_at(folder, env, loop, "model2", batch, within)  # model 1 and charge 1 journaled finished
+    code, out, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
     assert code == 0, (out, err)
     assert "paid twice" in (folder / "out.csv").read_text()
     assert _effects(folder) == ["charge 1", "charge 2"]

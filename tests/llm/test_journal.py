@@ -88,8 +88,8 @@ def _effects(folder: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _until(condition: Any, proc: forked.Forked, what: str) -> None:
-    deadline = time.monotonic() + 30
+def _until(condition: Any, proc: forked.Forked, what: str, within: float = 30) -> None:
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if condition():
             return
@@ -101,9 +101,12 @@ def _until(condition: Any, proc: forked.Forked, what: str) -> None:
 RUN = ("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json")
 
 
-def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str, command: tuple[str, ...] = RUN) -> None:
+def _kill_at(
+    folder: Path, env: dict[str, str], loop: Loop, boundary: str, command: tuple[str, ...] = RUN, within: float = 30
+) -> None:
     """Run `command` (the workflow, or a batch of it) and SIGKILL it inside `model1`..`model3` (its request held)
-    or `tool1`, `tool2` (after the charge took effect, before the tool returned)."""
+    or `tool1`, `tool2` (after the charge took effect, before the tool returned), waiting up to `within` seconds
+    for it to get there."""
     kind, number = boundary[:-1], int(boundary[-1])
     if kind == "model":
         loop.hold = number - 1
@@ -111,9 +114,9 @@ def _kill_at(folder: Path, env: dict[str, str], loop: Loop, boundary: str, comma
         Path(env["EFFECTS"] + f".hold{number}").touch()
     proc = forked.start(*command, cwd=folder, env=env)
     if kind == "model":
-        _until(loop.held.is_set, proc, f"model call {number} sent")
+        _until(loop.held.is_set, proc, f"model call {number} sent", within)
     else:
-        _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made")
+        _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made", within)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
