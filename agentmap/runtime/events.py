@@ -1,4 +1,4 @@
-"""Run hooks: the one way to hear runs, for traces, progress bars, viewers and the server's event stream.
+"""Run hooks: the one way to hear every run of a workflow, for traces and batch spans.
 
 A run has a start, node starts, node ends and an end. A `RunHooks` object hears them all through one
 protocol: `run_started(run)`, `node_started(run, node)`, `node_ended(run, node)` and
@@ -17,6 +17,8 @@ Hooks come from three places:
 
 A run with no hooks pays nothing: no `RunInfo`, no tracker listener. `RunObserver` is the older name of
 `RunHooks`; an object with only `run_started` returning the end function (the older shape) still works.
+Two hearers of a single run still take its tracker's own listener (`ExecutionTracker(listener=...)`): the
+server's event stream and the command line's live table.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class RunInfo:
 
 
 class RunHooks:
-    """Hears runs: a tracer, a progress bar, a viewer, a server's event stream. Every method is optional.
+    """Hears runs: a tracer, a batch's spans. Every method is optional.
 
     Node events may come from parallel branches at once (different threads): guard shared state.
     """
