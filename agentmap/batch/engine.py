@@ -18,6 +18,7 @@ from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.checkpoint import is_postgres
 from agentmap.runtime.options import CompileOptions
 
 __all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
@@ -189,7 +190,6 @@ def batch(
     )
 
 
-_POSTGRES = ("postgresql://", "postgres://")
 _THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1", "[::1]")
 
 
@@ -199,7 +199,7 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
     if checkpoint is None:
         return None
     text = str(checkpoint)
-    if text.startswith(_POSTGRES):
+    if is_postgres(text):
         return text
     path = Path(text.removeprefix("sqlite:"))
     if executor != "ray":

@@ -38,6 +38,7 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
+    "is_postgres",
     "redacted",
     "resolve_checkpointer",
     "safe_serializer",
@@ -49,6 +50,11 @@ DEFAULT_CHECKPOINT = ".agentmap/runs.db"
 
 _SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _POSTGRES = ("postgresql://", "postgres://")
+
+
+def is_postgres(value: str) -> bool:
+    """Whether a checkpointer string is a PostgreSQL URL (`postgresql://...`, `postgres://...`)."""
+    return value.startswith(_POSTGRES)
 
 
 def sqlite_path(value: str) -> Path | None:

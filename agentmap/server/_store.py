@@ -287,10 +287,10 @@ def public_run(record: dict[str, Any]) -> dict[str, Any]:
 def open_store(checkpoint: str) -> Store:
     """The run store beside the checkpointer `checkpoint` names: the same PostgreSQL database, the SQLite file
     itself (its own tables), or memory."""
-    from agentmap.runtime.checkpoint import sqlite_path
+    from agentmap.runtime.checkpoint import is_postgres, sqlite_path
 
     value = checkpoint.strip()
-    if value.startswith(("postgresql://", "postgres://")):
+    if is_postgres(value):
         from agentmap.server._pgstore import PostgresStore
 
         return PostgresStore(value)
