@@ -18,6 +18,7 @@ GRAPHS = ROOT / "graphs"
 
 _AGENTS = '''
 import time
+from pathlib import Path
 
 from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
@@ -32,6 +33,16 @@ class NapAgent(BaseAgent):
     def process(self, inputs):
         time.sleep(float(self.context.get("seconds", 0.2)))
         return "rested"
+
+
+class GateAgent(BaseAgent):
+    """Waits (up to a minute) until the file named in Context `gate` exists, so a test decides when it ends."""
+
+    def process(self, inputs):
+        gate, deadline = Path(self.context["gate"]), time.monotonic() + 60
+        while not gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "opened"
 
 
 class ReviewAgent(BaseAgent):

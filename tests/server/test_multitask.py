@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -77,6 +78,14 @@ def test_rollback_of_a_later_run_starts_from_the_checkpoint_before_it(client: An
 
 def test_interrupt_sent_to_another_replica_stops_the_run_where_it_runs(tmp_path: Any, postgres_url: str) -> None:
     folder = make_project(tmp_path / "flows")
+    gate = tmp_path / "gate"  # the old run's second step lasts until the test opens it: no race with the interrupt
+    (folder / "gated.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
+        f'Gated,First,NapAgent,"{{""seconds"": 0.05}}",topic,first,Second\n'
+        f'Gated,Second,GateAgent,"{{""gate"": ""{gate.as_posix()}""}}",first,second,Third\n'
+        "Gated,Third,NapAgent,,second,third,\n",
+        encoding="utf-8",
+    )
     with (
         serving(folder, checkpoint=postgres_url) as a,
         serving(folder, checkpoint=postgres_url) as b,
@@ -84,14 +93,25 @@ def test_interrupt_sent_to_another_replica_stops_the_run_where_it_runs(tmp_path:
         sdk.get_sync_client(url=b) as on_b,
     ):
         tid = on_a.threads.create()["thread_id"]
-        old = on_a.runs.create(tid, "Slow", input={"topic": "old"})
+        # Streamed, the old run executes on A, the replica that took the request (a created one goes to either)
+        chunks = on_a.runs.stream(tid, "Gated", input={"topic": "old"}, stream_mode="values")
+        old = next(iter(chunks)).data  # the metadata event names the run
+        streamed = threading.Thread(target=lambda: list(chunks), daemon=True)
+        streamed.start()
         _until_a_step_is_saved(on_a, tid)
-        new = on_b.runs.create(tid, "Slow", input={"topic": "new"}, multitask_strategy="interrupt")
+        new = on_b.runs.create(tid, "Gated", input={"topic": "new"}, multitask_strategy="interrupt")
+        deadline = time.monotonic() + 30
+        while not on_a.runs.get(tid, old["run_id"])["cancel_reason"]:  # replica A has heard of it
+            assert time.monotonic() < deadline, "the replica running the old run never heard of the interrupt"
+            time.sleep(0.02)
+        gate.touch()
         assert on_b.runs.join(tid, new["run_id"])["topic"] == "new"
         assert on_a.runs.get(tid, old["run_id"])["status"] == "interrupted"
-        assert "third" not in {
+        streamed.join(30)
+        old_keys = {
             k
             for h in on_a.threads.get_history(tid, limit=100)
             if h["metadata"].get("run_id") == old["run_id"]
             for k in h["values"]
         }
+        assert "second" in old_keys and "third" not in old_keys  # the step in flight ended; the next never ran
