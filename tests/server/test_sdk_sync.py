@@ -132,32 +132,13 @@ def test_interrupt_then_resume_checks_the_answer(client: Any) -> None:
     assert client.threads.get(tid)["status"] == "idle"
 
 
-_GATE = """
-import time
-from pathlib import Path
-
-from agentmap import BaseAgent
-
-
-class GateAgent(BaseAgent):
-    \"\"\"Waits (at most 60 s) until the file its Prompt names exists: a run that lasts as long as a test needs.\"\"\"
-
-    def process(self, inputs):
-        deadline = time.monotonic() + 60
-        while not Path(self.prompt).exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return "rested"
-"""
-
-
 def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "project")
     gate = tmp_path / "open"
-    (folder / "custom_agents" / "gate.py").write_text(_GATE, encoding="utf-8")
     (folder / "hold.csv").write_text(
         "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
         'Hold,Question,input,Go?,"{""interrupt"": true}",,answer,Rest\n'
-        f"Hold,Rest,GateAgent,{gate},,answer,rested,\n",  # the first answer's run waits until the test opens it
+        f'Hold,Rest,GateAgent,,"{{""gate"": ""{gate.as_posix()}""}}",answer,rested,\n',  # waits until the test opens it
         encoding="utf-8",
     )
     with (
