@@ -356,7 +356,7 @@ class CompiledWorkflow:
             tracker: A tracker to record into.
             checkpoint_id: Continue from this saved checkpoint of the thread instead of its latest (the one a
                 `corrupt-checkpoint` error names as the last good one); the thread goes on from there.
-            **kwargs: Passed to `invoke` (`durability`, ...).
+            **kwargs: Passed to `invoke` (`hooks` for this run alone, `durability`, ...).
 
         Raises:
             ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, several
