@@ -6,7 +6,7 @@ protocol: `run_started(run)`, `node_started(run, node)`, `node_ended(run, node)`
 `flush()` (send what it buffers) and `batch_started(attributes)` (a batch's own span). Subclass `RunHooks`
 and override only what you need; the rest do nothing. Every way of running (`invoke`, `ainvoke`,
 `stream`, `astream`, `batch`) goes through `observe_run`, the one dispatcher, so hooks hear each run once.
-A hook's exception is not caught: it stops the run like the node's own error would.
+A hook's exception is not caught: it stops the run and leaves `invoke` (or the stream) as it is.
 
 Hooks come from four places:
 
