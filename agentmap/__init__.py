@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from agentmap.runtime.api import compile, load, run, validate
     from agentmap.runtime.checkpoint import async_checkpointer, checkpointer
+    from agentmap.runtime.events import RunHooks, RunInfo
     from agentmap.runtime.items import item_store
     from agentmap.runtime.options import CompileOptions
     from agentmap.runtime.results import RunResult
@@ -50,6 +51,8 @@ __all__ = [  # noqa: RUF022 (grouped by topic)
     "CompiledWorkflow",
     "CompileOptions",
     "RunResult",
+    "RunHooks",
+    "RunInfo",
     "compile",
     "load",
     "run",
@@ -95,6 +98,8 @@ _HOMES = {
     "CompiledWorkflow": "agentmap.runtime.runner",
     "CompileOptions": "agentmap.runtime.options",
     "RunResult": "agentmap.runtime.results",
+    "RunHooks": "agentmap.runtime.events",
+    "RunInfo": "agentmap.runtime.events",
     "compile": "agentmap.runtime.api",
     "load": "agentmap.runtime.api",
     "run": "agentmap.runtime.api",

@@ -15,7 +15,18 @@ from pathlib import Path
 import agentmap
 
 PACKAGE = Path(agentmap.__file__).parent
-PUBLIC_RUNTIME = {"api", "runner", "options", "results", "tracking", "threads", "checkpoint", "items", "durable"}
+PUBLIC_RUNTIME = {
+    "api",
+    "runner",
+    "options",
+    "results",
+    "tracking",
+    "events",
+    "threads",
+    "checkpoint",
+    "items",
+    "durable",
+}
 """The runtime's public modules: the homes of `agentmap.__all__`, and `durable` (`Thread`, `Durability`)."""
 
 

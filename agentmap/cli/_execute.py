@@ -49,8 +49,7 @@ def execute(
     hint = _durable.resume_hint(thread, checkpoint) if thread is not None else ""
     run_config = _with_budget(run_config, budget, no_cache)
     view, run_config = _views(app, run_config, json_mode=json_mode, live=live, stream=stream)
-    listener: Any = view.update if view is not None else None
-    tracker = app.new_tracker(listener=listener)
+    tracker = app.new_tracker()
     # SIGINT even when started with it ignored
     with signal_handlers({signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _on_sigterm}):
         if view is not None:
@@ -58,7 +57,8 @@ def execute(
         collect_from_here()  # what start-up built lives until exit: keep it out of the collections the run triggers
         try:
             more = f"raise the budget and continue: {hint} --budget MORE" if thread is not None else _BUDGET_HINT
-            result = _invoke(app, run_input, tracker, run_config, more, **invoke_options)
+            hooks = [view] if view is not None else []
+            result = _invoke(app, run_input, tracker, run_config, more, hooks=hooks, **invoke_options)
         except _Interrupted as stop:
             if view is not None:
                 view.stop()
@@ -107,7 +107,7 @@ def _views(
     streamed (see `execute`) to the view, else to stdout, or stderr when stdout carries the JSON document."""
     view = None
     if sys.stderr.isatty() and live:
-        from agentmap.cli.render import LiveView
+        from agentmap.cli._live import LiveView
 
         view = LiveView(f"running {app.name}")
     if not (not json_mode if stream is None else stream):

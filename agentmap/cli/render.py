@@ -1,4 +1,5 @@
-"""Rendering for the command line: error paragraphs, JSON documents, tables and the live run view.
+"""Rendering for the command line: error paragraphs, JSON documents and tables
+(the live run view is `_live.py`).
 
 Errors and JSON are written with the standard library only, so a failing or `--json` command never
 pays for importing rich; tables and the live view import rich when they are drawn. rich honours
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from agentmap.errors import AgentMapError
 
 __all__ = [
-    "LiveView",
     "command_scope",
     "console",
     "dump_json",
@@ -280,68 +279,3 @@ def state_view(state: Mapping[str, Any], *, full: bool = False) -> RenderableTyp
     if depth_exceeds(shown, 64):  # too deep to highlight (rich parses the text again): plain text
         return Text("".join(iter_json(shown)))
     return JSON(json.dumps(shown, ensure_ascii=False, default=str), indent=2, highlight=True)
-
-
-class LiveView:
-    """A live table of the nodes of a run, redrawn on stderr as they start and finish.
-
-    Pass `update` as the tracker listener; it may be called from parallel branches. It only records:
-    rich's refresh thread draws (8 times a second), so drawing is never counted in a node's duration.
-    `write` takes the LLM nodes' text as it streams (`Node: text`, a line a reply): the last lines show under
-    the table.
-    """
-
-    _TEXT_LINES = 5
-
-    def __init__(self, title: str) -> None:
-        self._title = title
-        self._text = ""
-        self._executions: list[NodeExecution] = []
-        self._seen: set[int] = set()
-        self._lock = threading.Lock()
-        self._live: Any = None
-
-    def update(self, execution: NodeExecution) -> None:
-        """Record a node starting or finishing."""
-        with self._lock:
-            if id(execution) not in self._seen:
-                self._seen.add(id(execution))
-                self._executions.append(execution)
-
-    def write(self, text: str) -> None:
-        """Add streamed text (kept to the last lines shown)."""
-        with self._lock:
-            self._text = "\n".join((self._text + text).split("\n")[-self._TEXT_LINES :])
-
-    def _render(self) -> RenderableType:
-        from rich.console import Group
-        from rich.text import Text
-
-        with self._lock:
-            executions, text = list(self._executions), self._text.strip("\n")
-        table = summary_table(executions, title=self._title)
-        if not text:
-            return table
-        return Group(table, *(Text(line, no_wrap=True, overflow="ellipsis") for line in text.split("\n")))
-
-    def start(self) -> None:
-        """Start drawing; the last frame stays on screen as the run's summary table."""
-        from rich.live import Live
-
-        self._live = Live(
-            console=console(stderr=True),
-            get_renderable=self._render,
-            transient=False,
-            refresh_per_second=8,
-            redirect_stdout=False,
-            redirect_stderr=True,  # log lines print above the table instead of breaking it
-        )
-        self._live.start()
-
-    def stop(self, title: str | None = None) -> None:
-        """Stop drawing, leaving the final table (retitled `title`, when given) on screen."""
-        if title is not None:
-            self._title = title
-        if self._live is not None:
-            self._live.stop()
-            self._live = None

@@ -220,7 +220,7 @@ class Thread:
     def resume(self, answer: Any = None, config: RunnableConfig | None = None, **kwargs: Any) -> RunResult:
         """Continue the thread (with `answer` for a paused one): `CompiledWorkflow.invoke` on its input.
 
-        `kwargs` (`tracker`, `stop`, `durability`, ...) go to `invoke`.
+        `kwargs` (`tracker`, `hooks`, `stop`, `durability`, ...) go to `invoke`.
         """
         return self.app.invoke(self.run_input(answer), self.config(config), **kwargs)
 

@@ -1,4 +1,4 @@
-"""Run hooks: the one way to hear every run of a workflow, for traces and batch spans.
+"""Run hooks: the one way to hear a run: traces, batch spans, the server's event stream, the live table.
 
 A run has a start, node starts, node ends and an end. A `RunHooks` object hears them all through one
 protocol: `run_started(run)`, `node_started(run, node)`, `node_ended(run, node)` and
@@ -6,19 +6,22 @@ protocol: `run_started(run)`, `node_started(run, node)`, `node_ended(run, node)`
 `flush()` (send what it buffers) and `batch_started(attributes)` (a batch's own span). Subclass `RunHooks`
 and override only what you need; the rest do nothing. Every way of running (`invoke`, `ainvoke`,
 `stream`, `astream`, `batch`) goes through `observe_run`, the one dispatcher, so hooks hear each run once.
+A hook's exception is not caught: it stops the run and leaves `invoke` (or the stream) as it is.
 
-Hooks come from three places:
+Hooks come from four places:
 
-* the workflow's own (`CompiledWorkflow.observers`, e.g. `compile(..., tracing="console")`);
-* the runs this run is nested in (a subgraph node's run, an agent calling a workflow): hooks are
-  inherited through a context variable, so one trace covers every level (`run.depth` tells them apart);
+* the workflow's own (`CompiledWorkflow.observers`, e.g. `compile(..., tracing="console")`): every run;
+* one run's own (`invoke(..., hooks=[...])`, also `ainvoke`, `stream`, `astream`, `resume`): that run only,
+  not the runs nested in it. On a resumed thread they first hear the nodes of its earlier steps (as
+  `node_ended`, `metadata["before_resume"]`), so they see the whole run; the server's `nodes` event stream
+  and the command line's live table are hooks of this kind;
+* the runs this run is nested in (a subgraph node's run, an agent calling a workflow): the workflow's hooks
+  are inherited through a context variable, so one trace covers every level (`run.depth` tells them apart);
 * a TracerProvider the user installed with `opentelemetry.trace.set_tracer_provider` (checked only when
   OpenTelemetry is already imported, so runs without it pay nothing).
 
 A run with no hooks pays nothing: no `RunInfo`, no tracker listener. `RunObserver` is the older name of
 `RunHooks`; an object with only `run_started` returning the end function (the older shape) still works.
-Two hearers of a single run still take its tracker's own listener (`ExecutionTracker(listener=...)`): the
-server's event stream and the command line's live table.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -144,6 +147,10 @@ def observers_for(workflow: CompiledWorkflow) -> tuple[RunHooks, ...]:
     found = dict.fromkeys((*_INHERITED.get()[0], *workflow.observers, *_global_observers()))
     if not found:  # the common case: nobody listens, nothing more to do
         return ()
+    return _as_hooks(found)
+
+
+def _as_hooks(found: Iterable[Any]) -> tuple[RunHooks, ...]:
     return tuple(hooks if isinstance(hooks, RunHooks) else _OlderShape(hooks) for hooks in found)
 
 
@@ -159,21 +166,29 @@ def flush_observers(workflow: CompiledWorkflow) -> None:
 
 @contextmanager
 def observe_run(
-    workflow: CompiledWorkflow, tracker: ExecutionTracker, config: Any, state: Any
+    workflow: CompiledWorkflow, tracker: ExecutionTracker, config: Any, state: Any, own: Sequence[RunHooks] = ()
 ) -> Iterator[Callable[[RunResult], RunResult]]:
     """Tell the hooks a run starts (and each node start and end); yield a function that hands them the result
     as the run ends.
 
-    Use as `with observe_run(app, tracker, config, state) as done: result = done(app._result(...))`.
+    `own`: the hooks given to this run alone (`invoke(..., hooks=[...])`). They hear first the nodes `tracker`
+    holds already (a resumed thread's earlier steps, as `node_ended`), and are not inherited by nested runs.
+
+    Use as `with observe_run(app, tracker, config, state, own) as done: result = done(app._result(...))`.
     An exception leaving the block is reported to the hooks, then re-raised.
     """
     depth = _INHERITED.get()[1]
-    hooks = observers_for(workflow)
+    inherited = observers_for(workflow)
+    mine = tuple(h for h in _as_hooks(own) if h not in inherited)
+    hooks = (*inherited, *mine)
     if not hooks:
         yield _same
         return
     run = RunInfo(workflow, tracker, config, state, depth + 1)
     ends = [end for end in (h.run_started(run) for h in hooks) if end is not None]
+    for earlier in tracker.summary if mine else ():
+        for h in mine:
+            (h.node_started if earlier.end is None else h.node_ended)(run, earlier)
 
     def on_node(node: NodeExecution) -> None:
         if node.end is None:
@@ -183,8 +198,8 @@ def observe_run(
             for h in hooks:
                 h.node_ended(run, node)
 
-    tracker.add_listener(on_node)
-    token = _INHERITED.set((tuple(h.observer if isinstance(h, _OlderShape) else h for h in hooks), depth + 1))
+    tracker._listen(on_node)
+    token = _INHERITED.set((tuple(h.observer if isinstance(h, _OlderShape) else h for h in inherited), depth + 1))
     reported = False
 
     def finish(result: RunResult | None, error: BaseException | None) -> None:

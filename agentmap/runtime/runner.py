@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from functools import cached_property
 from pathlib import Path
@@ -103,10 +103,11 @@ class CompiledWorkflow:
         pausing = set(self.pausing_nodes())
         return [name for name, agent in self.agents.items() if isinstance(agent, InputAgent) and name not in pausing]
 
-    def new_tracker(self, listener: Callable[[NodeExecution], None] | None = None) -> ExecutionTracker:
-        """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to watch a run)."""
+    def new_tracker(self) -> ExecutionTracker:
+        """A tracker with this workflow's success policy (pass it to `invoke`/`stream` to read its summary as the
+        run goes; to hear each node start and end, give the run `hooks`)."""
         # the policy, resolved once per workflow
-        return ExecutionTracker(self._verdict, listener=listener, handled=self.spec.handled_failures)
+        return ExecutionTracker(self._verdict, handled=self.spec.handled_failures)
 
     @cached_property
     def file_digest(self) -> str | None:
@@ -189,6 +190,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        hooks: Sequence[RunHooks] = (),
         stop: threading.Event | None = None,
         **kwargs: Any,
     ) -> RunResult:
@@ -198,6 +200,9 @@ class CompiledWorkflow:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
             config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
             tracker: A tracker to record into (default: a new one with the workflow's policy).
+            hooks: `RunHooks` for this run alone (a live view, an event stream): they hear its start, each node's
+                start and end, and its end, like the workflow's `observers` (see `runtime.events`); on a resumed
+                thread, first the nodes of its earlier steps.
             stop: When this event is set (from another thread, a signal handler), the run ends after the step
                 that is running, once that step is saved; the result has `stopped=True` and the thread
                 continues with `resume`. A graceful shutdown for a command or a server.
@@ -206,7 +211,11 @@ class CompiledWorkflow:
         state, config, tracker = self._prepare(state, config, tracker)
         if self._continues(state, config):
             tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
-        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
+        with (
+            clear_errors(config),
+            cache_hits(self.graph, tracker),
+            observe_run(self, tracker, config, state, hooks) as done,
+        ):
             if stop is None:
                 return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
             chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
@@ -223,13 +232,18 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        hooks: Sequence[RunHooks] = (),
         **kwargs: Any,
     ) -> RunResult:
         """The async twin of `invoke`."""
         state, config, tracker = self._prepare(state, config, tracker)
         if self._continues(state, config):
             tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
-        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
+        with (
+            clear_errors(config),
+            cache_hits(self.graph, tracker),
+            observe_run(self, tracker, config, state, hooks) as done,
+        ):
             final = await self.graph.ainvoke(state, config, **kwargs)
             return done(self._result(state, final, tracker))
 
@@ -239,6 +253,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        hooks: Sequence[RunHooks] = (),
         stream_mode: Any = "updates",
         **kwargs: Any,
     ) -> Iterator[Any]:
@@ -250,7 +265,11 @@ class CompiledWorkflow:
         if self._continues(state, config):
             tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
         per_node = bool(self.fused) and stream_mode == "updates"
-        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
+        with (
+            clear_errors(config),
+            cache_hits(self.graph, tracker),
+            observe_run(self, tracker, config, state, hooks) as done,
+        ):
             chunks = self.graph.stream(
                 state, config, stream_mode=["updates", "custom"] if per_node else stream_mode, **kwargs
             )
@@ -263,6 +282,7 @@ class CompiledWorkflow:
         config: RunnableConfig | None = None,
         *,
         tracker: ExecutionTracker | None = None,
+        hooks: Sequence[RunHooks] = (),
         stream_mode: Any = "updates",
         **kwargs: Any,
     ) -> AsyncGenerator[Any, None]:
@@ -272,7 +292,11 @@ class CompiledWorkflow:
             tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
-        with clear_errors(config), cache_hits(self.graph, tracker), observe_run(self, tracker, config, state) as done:
+        with (
+            clear_errors(config),
+            cache_hits(self.graph, tracker),
+            observe_run(self, tracker, config, state, hooks) as done,
+        ):
             # closed with this generator, so a caller that stops reading stops the graph at once
             stream: Any = self.graph.astream(state, config, stream_mode=mode, **kwargs)  # an async generator
             async with aclosing(stream) as chunks:
@@ -332,7 +356,7 @@ class CompiledWorkflow:
             tracker: A tracker to record into.
             checkpoint_id: Continue from this saved checkpoint of the thread instead of its latest (the one a
                 `corrupt-checkpoint` error names as the last good one); the thread goes on from there.
-            **kwargs: Passed to `invoke` (`durability`, ...).
+            **kwargs: Passed to `invoke` (`hooks` for this run alone, `durability`, ...).
 
         Raises:
             ConfigError: No checkpointer, no such thread, a finished thread, an answer nobody asked for, several

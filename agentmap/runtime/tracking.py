@@ -105,8 +105,6 @@ class ExecutionTracker:
     Args:
         policy: How `update_graph_success` decides (see the module docstring).
         critical_nodes: The nodes the `critical_nodes` policy looks at.
-        listener: Called with each `NodeExecution` when it starts and again when it ends
-            (the command line's live view uses it).
         handled: The nodes whose failure the workflow handles (`GraphSpec.handled_failures`).
     """
 
@@ -114,12 +112,11 @@ class ExecutionTracker:
         self,
         policy: SuccessPolicy | None = None,
         critical_nodes: Sequence[str] = (),
-        listener: Callable[[NodeExecution], None] | None = None,
         handled: Collection[str] = (),
     ) -> None:
         self._policy = resolve_policy(policy, critical_nodes)
         self._handled = handled
-        self._listeners: list[Callable[[NodeExecution], None]] = [listener] if listener is not None else []
+        self._listeners: list[Callable[[NodeExecution], None]] = []
         self._executions: list[NodeExecution] = []
         self._open: dict[str, NodeExecution] = {}
         self._retried: dict[str, list[str]] = {}
@@ -174,9 +171,9 @@ class ExecutionTracker:
             execution.metadata["cached"] = True
         self.record_node_result(node_name, True, result=update)
 
-    def add_listener(self, listener: Callable[[NodeExecution], None]) -> None:
-        """Also call `listener` with each `NodeExecution` when it starts and when it ends (the run hooks' dispatcher,
-        `runtime.events.observe_run`, uses it; to hear every run of a workflow, use `RunHooks`)."""
+    def _listen(self, listener: Callable[[NodeExecution], None]) -> None:
+        """Call `listener` with each `NodeExecution` when it starts and when it ends: the run hooks' dispatcher,
+        `runtime.events.observe_run`, does (to hear a run, give it `RunHooks`)."""
         self._listeners.append(listener)
 
     def retry_failed(self, node_name: str, error: str) -> None:

@@ -1,4 +1,4 @@
-"""Runs: each one streams a `CompiledWorkflow` on the event loop and records its events for every listener.
+"""Runs: each one streams a `CompiledWorkflow` on the event loop and records its events for every follower.
 
 A run is LangGraph's async stream (`astream`): no thread per run, no thread per checkpoint write; nodes whose
 agents are synchronous run in the server's thread pool, async ones on the loop. At most `workers` runs
@@ -19,11 +19,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentmap.runtime.events import RunHooks
 from agentmap.runtime.results import total_usage
 from agentmap.server._encode import jsonable
 from agentmap.server._store_base import RunStatus, now
 
 if TYPE_CHECKING:
+    from agentmap.runtime.events import RunInfo
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
     from agentmap.server._graphs import Assistant
@@ -178,11 +180,7 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
     app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
     wanted = set(request.stream_modes)
 
-    def listen(execution: NodeExecution) -> None:
-        if "nodes" in wanted:
-            emit("nodes", _node_event(execution))
-
-    tracker = app.new_tracker(listener=listen)
+    tracker = app.new_tracker()
     config = {**request.config, "metadata": {**request.config.get("metadata", {}), "run_id": run.run_id}}
     config["configurable"] = {**config.get("configurable", {}), "thread_id": run.thread_id}
     modes = _langgraph_modes(wanted)
@@ -190,6 +188,7 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
         request.input,
         config,  # type: ignore[arg-type]
         tracker=tracker,
+        hooks=[_NodeEvents(emit)] if "nodes" in wanted else (),
         stream_mode=modes,
         subgraphs="messages" in modes,  # a subgraph's LLM nodes stream their tokens too; its other chunks are dropped
         **request.kwargs,
@@ -256,6 +255,19 @@ async def _follow(
     finally:
         await stream.aclose()  # closing the stream stops the graph (after the step it is in)
     return final, interrupts, paused or bool(interrupts)
+
+
+class _NodeEvents(RunHooks):
+    """The `nodes` stream mode: an event per node start and end of the run (on a resumed thread, its earlier
+    steps' nodes first)."""
+
+    def __init__(self, emit: Callable[[str, Any], None]) -> None:
+        self.emit = emit
+
+    def node_started(self, run: RunInfo, node: NodeExecution) -> None:
+        self.emit("nodes", _node_event(node))
+
+    node_ended = node_started
 
 
 def _emit_node_summary(

@@ -1,4 +1,4 @@
-"""The live run view and the error paragraph of `agentmap.cli.render`."""
+"""The live run view (`agentmap.cli._live`) and the error paragraph of `agentmap.cli.render`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.table import Table
 
-from agentmap.cli import render
+from agentmap.cli import _live, render
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution
 
 
@@ -23,8 +23,9 @@ def test_live_view_never_draws_in_the_node_thread(monkeypatch: pytest.MonkeyPatc
         return real_table(executions, **kwargs)
 
     monkeypatch.setattr(render, "summary_table", recording_table)
-    view = render.LiveView("running G")
-    tracker = ExecutionTracker(listener=view.update)
+    view = _live.LiveView("running G")
+    tracker = ExecutionTracker()
+    tracker._listen(view.update)
     node_threads: set[int] = set()
 
     def node() -> None:
@@ -46,7 +47,7 @@ def test_live_view_never_draws_in_the_node_thread(monkeypatch: pytest.MonkeyPatc
 
 
 def test_live_view_keeps_every_node_once() -> None:
-    view = render.LiveView("running G")
+    view = _live.LiveView("running G")
     first = NodeExecution("A", time.time())
     view.update(first)
     first.success = True
@@ -59,7 +60,7 @@ def test_live_view_keeps_every_node_once() -> None:
 def test_live_view_shows_the_last_lines_of_streamed_text_under_the_table() -> None:
     from rich.console import Console
 
-    view = render.LiveView("running G")
+    view = _live.LiveView("running G")
     view.update(NodeExecution("Ask", time.time()))
     for piece in ["Ask: one\ntwo\n", "three\nfour\nfive\nsix\nse", "ven"]:
         view.write(piece)

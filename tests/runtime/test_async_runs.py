@@ -42,8 +42,14 @@ async def test_computing_builtins_run_on_the_loop_and_other_sync_agents_in_a_thr
     app = agentmap.compile(path)
     loop_thread = threading.get_ident()
     on_loop: list[bool] = []
-    tracker = app.new_tracker(listener=lambda e: on_loop.append(threading.get_ident() == loop_thread))
-    result = await app.ainvoke({"name": "Ada"}, tracker=tracker)
+
+    class Where(agentmap.RunHooks):
+        def node_started(self, run: agentmap.RunInfo, node: agentmap.NodeExecution) -> None:
+            on_loop.append(threading.get_ident() == loop_thread)
+
+        node_ended = node_started
+
+    result = await app.ainvoke({"name": "Ada"}, hooks=[Where()])
     assert result.state["greeting"] == "Hello, Ada!" and result.state["seen"] == "here"
     assert on_loop[:2] == [True, True]  # the template node started and ended on the event loop's thread
     assert _SEEN["Custom"] != loop_thread  # a custom synchronous agent may block: a worker thread

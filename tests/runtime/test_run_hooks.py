@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import agentmap
 from agentmap.runtime.events import RunEnd, RunHooks, RunInfo
 from agentmap.runtime.results import RunResult
@@ -116,3 +118,104 @@ def test_an_observer_of_the_older_shape_still_hears_runs_and_flushes(write_csv: 
     assert app.invoke({"user": "Ada"}).success
     assert older.seen == [("Inner", True), ("Outer", True)]
     flush_observers(app)  # no `flush`: nothing to send
+
+
+class _Gate(agentmap.BaseAgent):
+    """Holds both runs in the same node until each has reached it: the runs overlap for sure."""
+
+    gate = threading.Barrier(2, timeout=30)
+
+    def process(self, inputs: dict[str, Any]) -> Any:
+        self.gate.wait()
+        return inputs["who"]
+
+
+GATED = """
+GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge
+G,Prepare,template,"{user}",user,who,Wait
+G,Wait,{gate},,who,seen,Done
+G,Done,template,"done: {seen}",seen,out,
+"""
+
+
+def test_a_runs_own_hooks_hear_that_run_only_through_invoke_and_stream(write_csv: WriteCsv) -> None:
+    gate = f"gate_{threading.get_ident()}_{id(write_csv)}"
+    agentmap.agent(gate)(_Gate)
+    _Gate.gate.reset()
+    app = agentmap.compile(write_csv(GATED.replace("{gate}", gate)))
+    workflow_hooks = Recorder()
+    app.observers.append(workflow_hooks)
+    by_invoke, by_stream = Recorder(), Recorder()
+    results: dict[str, Any] = {}
+
+    def invoke() -> None:
+        results["invoke"] = app.invoke({"user": "Ada"}, hooks=[by_invoke])
+
+    def stream() -> None:
+        results["stream"] = [next(iter(c)) for c in app.stream({"user": "Bob"}, hooks=[by_stream])]
+
+    threads = [threading.Thread(target=invoke), threading.Thread(target=stream)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results["invoke"].state["out"] == "done: Ada" and results["stream"] == ["Prepare", "Wait", "Done"]
+    one_run = [
+        ("run", "G", 0),
+        ("start", "Prepare", 0),
+        ("end", "Prepare", True, 0),
+        ("start", "Wait", 0),
+        ("end", "Wait", True, 0),
+        ("start", "Done", 0),
+        ("end", "Done", True, 0),
+        ("done", "G", True, None),
+    ]
+    assert by_invoke.events == one_run and by_stream.events == one_run
+    assert len(workflow_hooks.events) == 2 * len(by_invoke.events)  # the workflow's hooks heard both runs
+
+
+def test_a_runs_own_hooks_are_not_inherited_by_the_runs_nested_in_it(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv(OUTER), "Outer")
+    own = Recorder()
+    assert app.invoke({"user": "Ada"}, hooks=[own]).success
+    assert own.events == [e for e in outer_events() if e[-1] != 1 and e[1] != "Inner"]
+
+
+PAUSING = """
+GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
+G,Greet,template,"hi {name}",,name,greeting,Ask
+G,Ask,input,Who?,"{""interrupt"": true}",,answer,Done
+G,Done,template,"{answer}",,answer,out,
+"""
+
+
+def test_a_resumed_runs_own_hooks_hear_its_earlier_steps_first_and_the_workflows_do_not(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv(PAUSING), checkpointer="memory")
+    assert app.invoke({"name": "Ada"}, {"configurable": {"thread_id": "t"}}).interrupts
+    workflow_hooks, own = Recorder(), Recorder()
+    app.observers.append(workflow_hooks)
+    earlier: list[NodeExecution] = []
+
+    class Earlier(RunHooks):
+        def node_ended(self, run: RunInfo, node: NodeExecution) -> None:
+            if node.metadata.get("before_resume"):
+                earlier.append(node)
+
+    result = app.resume("t", "Bob", hooks=[own, Earlier()])
+    assert result.state["out"] == "Bob"
+    assert own.events[:3] == [("run", "G", 0), ("end", "Greet", True, 0), ("start", "Ask", 0)]
+    assert [e.name for e in earlier] == ["Greet"] and earlier[0] is result.summary[0]
+    assert ("end", "Greet", True, 0) not in workflow_hooks.events  # a trace covers what this run ran
+
+
+def test_a_hooks_error_stops_the_run_whoever_gave_the_hooks(write_csv: WriteCsv) -> None:
+    class Failing(RunHooks):
+        def node_started(self, run: RunInfo, node: NodeExecution) -> None:
+            raise RuntimeError("the hook broke")
+
+    app = agentmap.compile(write_csv(OUTER), "Outer")
+    with pytest.raises(RuntimeError, match="the hook broke"):
+        app.invoke({"user": "Ada"}, hooks=[Failing()])
+    app.observers.append(Failing())
+    with pytest.raises(RuntimeError, match="the hook broke"):
+        app.invoke({"user": "Ada"})

@@ -108,8 +108,15 @@ async def test_astream_yields_one_update_per_node(app: agentmap.CompiledWorkflow
 
 def test_stream_with_a_tracker_records_the_summary(app: agentmap.CompiledWorkflow) -> None:
     heard: list[tuple[str, bool | None]] = []
-    tracker = app.new_tracker(listener=lambda e: heard.append((e.name, e.success)))
-    for _ in app.stream({"name": "Ada", "ok": "yes"}, tracker=tracker):
+
+    class Heard(RunHooks):
+        def node_started(self, run: agentmap.RunInfo, node: agentmap.NodeExecution) -> None:
+            heard.append((node.name, node.success))
+
+        node_ended = node_started
+
+    tracker = app.new_tracker()
+    for _ in app.stream({"name": "Ada", "ok": "yes"}, tracker=tracker, hooks=[Heard()]):
         pass
     assert [e.name for e in tracker.summary] == ["Greet", "Check", "Done"]
     assert heard[:2] == [("Greet", None), ("Greet", True)]

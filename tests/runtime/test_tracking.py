@@ -95,7 +95,8 @@ def test_bad_policies_are_refused_with_the_choices() -> None:
 
 def test_listener_hears_each_start_and_end() -> None:
     heard: list[tuple[str, bool | None]] = []
-    tracker = ExecutionTracker(listener=lambda e: heard.append((e.name, e.success)))
+    tracker = ExecutionTracker()
+    tracker._listen(lambda e: heard.append((e.name, e.success)))
     _run(tracker, [("A", True), ("B", False)])
     assert heard == [("A", None), ("A", True), ("B", None), ("B", False)]
 

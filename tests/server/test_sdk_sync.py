@@ -100,6 +100,19 @@ def test_stream_updates_values_and_node_events(client: Any) -> None:
     assert summary["success"] is True and [s["name"] for s in summary["summary"]] == ["Greet", "Finish"]
 
 
+def test_a_resumed_runs_node_events_start_with_the_nodes_of_its_earlier_steps(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "HelloWorld", input={"name": "Grace"}, interrupt_before=["Finish"])
+    parts = list(client.runs.stream(tid, "HelloWorld", input=None, stream_mode=["nodes"]))
+    nodes = [(p.data["node"], p.data["status"]) for p in parts if p.event == "nodes"]
+    assert nodes == [("Greet", "succeeded"), ("Finish", "running"), ("Finish", "succeeded")]
+    summary = next(p.data for p in parts if p.event == "nodes/summary")
+    assert [(s["name"], s.get("metadata", {}).get("before_resume")) for s in summary["summary"]] == [
+        ("Greet", True),
+        ("Finish", None),
+    ]
+
+
 def test_stream_custom_and_messages_modes(client: Any) -> None:
     parts = list(client.runs.stream(None, "Review", input={"topic": "owls"}, stream_mode="custom"))
     assert [p.data for p in parts if p.event == "custom"] == [{"reviewing": "Draft about owls"}]
