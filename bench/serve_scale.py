@@ -207,6 +207,22 @@ def _explain(
     return f"    {topic} {run_id} attempt {attempt}, again: {' '.join(again)}\n      " + "\n      ".join(mine)
 
 
+def _checkpoints(url: str, thread_id: str) -> str:
+    """The thread's checkpoints in the order they were written: step, the run that wrote it, the tasks' writes
+    saved against it (to tell which step a replica continuing the run found saved)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT c.metadata->>'step', c.metadata->>'run_id', c.checkpoint_id, "
+            "(SELECT count(DISTINCT w.task_id) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id "
+            "AND w.checkpoint_id = c.checkpoint_id) FROM checkpoints c WHERE c.thread_id = %s ORDER BY c.checkpoint_id",
+            (thread_id,),
+        ).fetchall()
+    lines = [f"checkpoint step {step} run {run[:8]} {cid} tasks written {n}" for step, run, cid, n in rows]
+    return "\n      ".join(lines)
+
+
 def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[bool, float, int, int, int]:
     """One trial: three replicas, `--runs` runs (sent at once to the two that live on, claimed by all three
     from the queue), the first killed with kill -9 at a random moment between the first step's start and the
@@ -246,6 +262,7 @@ def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple
     for topic in beyond_runs:  # each run beyond the rule: what ran where, and when against the kill
         run_id = made[int(topic[1:])][2]
         print(_explain(folder, topic, run_id, attempts[run_id], repeated, killed.timestamp(), names))
+        print(f"      {_checkpoints(url, made[int(topic[1:])][1])}")
     for server in servers[1:]:
         server.stop()
     return statuses.count("success") == len(made), last_moved, len(repeated), len(moved), beyond
