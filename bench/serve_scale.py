@@ -45,6 +45,8 @@ from langgraph_sdk import get_sync_client
 
 ROOT = Path(__file__).resolve().parents[1]
 _SERVE_WORKERS = 16
+_SERVE_OPTIONS: list[str] = []
+"""Given to every server (`--durability`)."""
 """Runs a replica executes at once (`agentmap serve --workers`' default)."""
 _AGENT = """
 import os, time
@@ -54,10 +56,10 @@ class StepAgent(BaseAgent):
     def process(self, inputs):
         run = inputs.get("topic")
         with open("steps.log", "a") as log:
-            log.write(f"start {self.name} {run}\\n")
+            log.write(f"start {self.name} {run} {os.getpid()} {time.time():.3f}\\n")
         time.sleep(float(os.environ["STEP_SECONDS"]))
         with open("steps.log", "a") as log:
-            log.write(f"end {self.name} {run}\\n")
+            log.write(f"end {self.name} {run} {os.getpid()} {time.time():.3f}\\n")
         return self.name
 """
 
@@ -85,7 +87,7 @@ class Server:
         self.port = _port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "agentmap", "serve", "steps.csv", "--port", str(self.port)]
-        self.args = [*args, "--checkpoint", checkpoint, *extra]
+        self.args = [*args, "--checkpoint", checkpoint, *_SERVE_OPTIONS, *extra]
         self.folder, self.env = folder, {**os.environ, "STEP_SECONDS": str(wait)}
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -129,7 +131,7 @@ def _join_all(servers: list[Server], made: list[tuple[Any, str, str]]) -> list[s
 
 def _ended(folder: Path) -> Counter[str]:
     lines = (folder / "steps.log").read_text().splitlines()
-    return Counter(" ".join(line.split()[1:]) for line in lines if line.startswith("end"))
+    return Counter(" ".join(line.split()[1:3]) for line in lines if line.startswith("end"))
 
 
 def _repeated(folder: Path, ended_before: Counter[str]) -> list[str]:
@@ -170,9 +172,9 @@ def _first_start(folder: Path, timeout: float = 120) -> float:
     raise RuntimeError(f"no step started (see {folder})")
 
 
-def _after_kill(url: str, made: list[tuple[Any, str, str]], killed: datetime) -> tuple[float, float, set[str]]:
+def _after_kill(url: str, made: list[tuple[Any, str, str]], killed: datetime) -> tuple[float, float, dict[str, int]]:
     """From the runs' records: seconds from the kill to the last run's end, to the last taken-over run's end
-    (0 when none was), and the runs taken over (claimed more than once: a step may have run twice)."""
+    (0 when none was), and each run's `attempt` (claimed more than once: taken over, a step may have run twice)."""
     import psycopg
 
     with psycopg.connect(url) as conn:
@@ -180,16 +182,45 @@ def _after_kill(url: str, made: list[tuple[Any, str, str]], killed: datetime) ->
             "SELECT run_id, updated_at, attempt FROM agentmap_runs WHERE run_id = ANY(%s)", ([m[2] for m in made],)
         ).fetchall()
     ends = {run_id: (datetime.fromisoformat(at) - killed).total_seconds() for run_id, at, _ in rows}
-    moved = {run_id for run_id, _, attempt in rows if attempt > 1}
-    return max(ends.values(), default=0.0), max((ends[r] for r in moved), default=0.0), moved
+    attempts = {run_id: attempt for run_id, _, attempt in rows}
+    moved = {run_id for run_id, attempt in attempts.items() if attempt > 1}
+    return max(ends.values(), default=0.0), max((ends[r] for r in moved), default=0.0), attempts
 
 
-def _beyond_the_rule(repeated: list[str], made: list[tuple[Any, str, str]], moved: set[str]) -> int:
-    """Nodes run again that the rule does not allow: only the step in flight at the kill of a run taken over (its
-    record says so) may run twice, so a second one in the same run, or any in a run not taken over, counts."""
+def _beyond_the_rule(repeated: list[str], made: list[tuple[Any, str, str]], moved: set[str]) -> dict[str, int]:
+    """Nodes run again that the rule does not allow, per run topic: only the step in flight at the kill of a run
+    taken over (its record says so) may run twice, so a second one in the same run, or any in a run not taken
+    over, counts."""
     run_of = {f"r{i}": run_id for i, (_, _, run_id) in enumerate(made)}
     per_run = Counter(key.split()[1] for key in repeated)  # key: "<node> <topic>"
-    return sum(count - 1 if run_of[topic] in moved else count for topic, count in per_run.items())
+    beyond = {topic: count - 1 if run_of[topic] in moved else count for topic, count in per_run.items()}
+    return {topic: count for topic, count in beyond.items() if count}
+
+
+def _explain(
+    folder: Path, topic: str, run_id: str, attempt: int, repeated: list[str], killed: float, names: dict[int, str]
+) -> str:
+    """One run beyond the rule: its side-file lines (node, replica, seconds from the kill), the nodes run again."""
+    lines = [line.split() for line in (folder / "steps.log").read_text().splitlines()]
+    mine = [f"{w[0]} {w[1]} {names.get(int(w[3]), w[3])} {float(w[4]) - killed:+.2f}" for w in lines if w[2] == topic]
+    again = sorted(key.split()[0] for key in repeated if key.split()[1] == topic)
+    return f"    {topic} {run_id} attempt {attempt}, again: {' '.join(again)}\n      " + "\n      ".join(mine)
+
+
+def _checkpoints(url: str, thread_id: str) -> str:
+    """The thread's checkpoints in the order they were written: step, the run that wrote it, the tasks' writes
+    saved against it (to tell which step a replica continuing the run found saved)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT c.metadata->>'step', c.metadata->>'run_id', c.checkpoint_id, "
+            "(SELECT count(DISTINCT w.task_id) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id "
+            "AND w.checkpoint_id = c.checkpoint_id) FROM checkpoints c WHERE c.thread_id = %s ORDER BY c.checkpoint_id",
+            (thread_id,),
+        ).fetchall()
+    lines = [f"checkpoint step {step} run {run[:8]} {cid} tasks written {n}" for step, run, cid, n in rows]
+    return "\n      ".join(lines)
 
 
 def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[bool, float, int, int, int]:
@@ -215,9 +246,12 @@ def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple
     creating = time.monotonic() - created
     statuses = [s for part in pool.map(lambda m: _join_all(servers[1:2], [m]), made) for s in part]
     pool.shutdown()
-    last, last_moved, moved = _after_kill(url, made, killed)
+    last, last_moved, attempts = _after_kill(url, made, killed)
+    moved = {run_id for run_id, attempt in attempts.items() if attempt > 1}
     repeated = _repeated(folder, ended)
-    beyond = _beyond_the_rule(repeated, made, moved)
+    beyond_runs = _beyond_the_rule(repeated, made, moved)
+    beyond = sum(beyond_runs.values())
+    names = {s.proc.pid: ("killed" if i == 0 else f"replica{i}") for i, s in enumerate(servers) if s.proc}
     print(
         f"  trial: killed {kill_at:.2f}s after the first step (of {span:.2f}s; the {len(made)} runs were sent "
         f"in {creating:.1f}s): {statuses.count('success')}/{len(made)} success; last run ended {last:.1f}s after "
@@ -225,6 +259,10 @@ def _kill_trial(args: argparse.Namespace, url: str, rng: random.Random) -> tuple
         f"({beyond} beyond the step in flight of a run taken over); runs taken over (a step may have run twice): "
         f"{len(moved)}"
     )
+    for topic in beyond_runs:  # each run beyond the rule: what ran where, and when against the kill
+        run_id = made[int(topic[1:])][2]
+        print(_explain(folder, topic, run_id, attempts[run_id], repeated, killed.timestamp(), names))
+        print(f"      {_checkpoints(url, made[int(topic[1:])][1])}")
     for server in servers[1:]:
         server.stop()
     return statuses.count("success") == len(made), last_moved, len(repeated), len(moved), beyond
@@ -316,9 +354,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="per replica, in the scale measure")
     parser.add_argument("--trials", type=int, default=1, help="kill trials, each at a random moment")
     parser.add_argument("--seed", type=int, default=None, help="for the kill moments")
+    parser.add_argument("--durability", choices=["sync", "async", "exit"], default=None, help="every server's")
     parser.add_argument("--only", choices=["restart", "kill", "first", "scale"], default=None)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
+    if args.durability:
+        _SERVE_OPTIONS.extend(["--durability", args.durability])
     spec = importlib.util.spec_from_file_location("pg", ROOT / "tests" / "runtime" / "pg.py")
     assert spec is not None and spec.loader is not None
     sys.path.insert(0, str(ROOT / "tests"))

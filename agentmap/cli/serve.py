@@ -31,7 +31,7 @@ def serve_command(
     max_body: int = 1_048_576,
     max_connections: int = 1000,
     header_timeout: str = "10s",
-    durability: str | None = "async",
+    durability: str | None = "sync",
     workers: int = 16,
     lease: str = "30s",
     grace: str = "30s",
@@ -217,11 +217,12 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--durability",
                 metavar="[sync|async|exit]",
-                help="When runs write checkpoints: async (after every step, LangGraph's default: a run taken over "
-                "after a crash continues from its last step), sync, or exit (once per run, at its end or pause: "
+                help="When runs write checkpoints: sync (after every step, before the next: a run taken over after "
+                "a crash runs again at most its step in flight), async (while the next step runs, LangGraph's "
+                "default: saves may lag steps behind under load), or exit (once per run, at its end or pause: "
                 "fastest, no per-step history; a crashed run starts again).",
             ),
-        ] = "async",
+        ] = "sync",
         workers: Annotated[
             int,
             typer.Option("--workers", min=1, help="Runs that may execute at once; more queue up."),

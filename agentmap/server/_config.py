@@ -28,10 +28,11 @@ class ServeConfig:
             is closed after 5 s.
         workers: Runs that execute at once (more wait their turn); their synchronous nodes run in a pool of
             threads (4 per worker, at least 32).
-        durability: When runs write checkpoints, unless a run says: `async` (the default, LangGraph's: after every
-            step, while the next one runs, so a replica that dies mid-run loses at most the step in flight),
-            `sync`, or `exit` (once per run, at its end or pause: fastest, but a run taken over after a crash
-            starts again from its input); None: LangGraph's default.
+        durability: When runs write checkpoints, unless a run says: `sync` (the default: after every step, before
+            the next one starts, so a replica that dies mid-run leaves at most the step in flight to run again),
+            `async` (LangGraph's default: while the next step runs; under load the saves can fall several steps
+            behind, and a run taken over runs them all again), or `exit` (once per run, at its end or pause:
+            fastest, but a run taken over after a crash starts again from its input); None: LangGraph's default.
         heartbeat: Seconds of silence after which a stream sends a comment line, so proxies keep it open.
         lease: Seconds a replica holds a run it claimed without renewing (it renews every third of it); a run
             whose replica died is claimed by another once its lease has run out.
@@ -54,7 +55,7 @@ class ServeConfig:
     max_connections: int = 1000
     header_timeout: float = 10.0
     workers: int = 16
-    durability: Durability | None = "async"
+    durability: Durability | None = "sync"
     heartbeat: float = 15.0
     lease: float = 30.0
     grace: float = 30.0

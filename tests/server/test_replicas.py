@@ -324,3 +324,44 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     assert first["X-AgentMap-Delivery"] == second["X-AgentMap-Delivery"] == sent["run_id"] == again["run_id"]
     assert again["status"] == "success"
     receiver.http.shutdown()
+
+
+@pytest.mark.postgres
+def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_the_step_in_flight(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # Under load a step's checkpoint can take longer to write than the next steps take to run: the kill trials
+    # once found two finished steps of a run unsaved, and the replica continuing it ran both again. Here the
+    # saves wait on a lock on LangGraph's checkpoint tables (reads do not), and the replica is killed while
+    # they wait: its saves never reach the database.
+    import psycopg
+
+    server = Replica(project, postgres_url, "--lease", "2s", step_seconds=0.05)
+    replicas.append(server.start())
+    client = sdk.get_sync_client(url=server.url, api_key=None)
+    tid = client.threads.create()["thread_id"]
+    with psycopg.connect(postgres_url, autocommit=True) as held:
+        held.execute("BEGIN")
+        held.execute("LOCK TABLE checkpoints, checkpoint_writes IN EXCLUSIVE MODE")
+        run = client.runs.create(tid, "Steps", input={"topic": "t"})
+        waiting = (
+            "SELECT 1 FROM pg_locks WHERE NOT granted AND relation IN ('checkpoints'::regclass, "
+            "'checkpoint_writes'::regclass)"
+        )
+        _until(lambda: held.execute(waiting).fetchone(), 60, "the run never tried to save a checkpoint")
+        deadline = time.monotonic() + 2  # the time of many steps: the run must not go on unsaved
+        while "end Two" not in _steps(project) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.kill()
+        ended = _ends(project)
+        held.execute(  # the dead replica's saves that still wait for the lock die with it
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        held.execute("COMMIT")
+
+    server.start()  # the same machine: the dead replica's run is taken over at once
+    assert client.runs.join(tid, run["run_id"])["four"] == "Four"
+    assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    again = [node for node, count in _ends(project).items() if count > 1 and ended[node]]
+    assert len(again) <= 1, _steps(project)  # only the step whose save was in flight at the kill
