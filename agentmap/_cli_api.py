@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agentmap.interface.scores import EvalReport, Judge
     from agentmap.llm.decision_log import SQLiteDecisionLog
     from agentmap.runtime.durable import Durability, Thread
+    from agentmap.runtime.options import CompileOptions
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.threads import ThreadInfo
@@ -186,13 +187,13 @@ def checkpoint_target(checkpoint: str | None, *, create: bool = True) -> str:
 
 
 def open_thread(
-    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, **compile_options: Any
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, options: CompileOptions
 ) -> Thread:
     """resume: a saved thread from its checkpoint alone, the workflow recompiled from the file it names (at
     `checkpoint_id`, `--from-checkpoint`; `force` past a run still marked running)."""
     from agentmap.runtime.durable import open_thread
 
-    return open_thread(saver, thread_id, checkpoint_id=checkpoint_id, force=force, **compile_options)
+    return open_thread(saver, thread_id, checkpoint_id=checkpoint_id, force=force, options=options)
 
 
 def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = None) -> tuple[str, ...]:
@@ -202,11 +203,11 @@ def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = Non
     return saved_state_keys(saver, thread_id, checkpoint_id)
 
 
-def thread_history(saver: Any, thread_id: str, **compile_options: Any) -> tuple[ThreadInfo, list[StateSnapshot]]:
+def thread_history(saver: Any, thread_id: str, *, options: CompileOptions) -> tuple[ThreadInfo, list[StateSnapshot]]:
     """threads show: a thread's status and its checkpoints, newest first."""
     from agentmap.runtime.threads import thread_history
 
-    return thread_history(saver, thread_id, **compile_options)
+    return thread_history(saver, thread_id, options=options)
 
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
@@ -241,12 +242,12 @@ def load_active_agent(path: str | os.PathLike[str] | None = None) -> Callable[..
     return load_active_agent(path)
 
 
-def agent_for(workflow: str | os.PathLike[str] | CompiledWorkflow, **options: Any) -> Callable[..., Any]:
-    """chat, ask, eval run: a workflow as a `run_agent` agent (state keys and compile options as
-    `interface.agent.agent_for`)."""
+def agent_for(workflow: str | os.PathLike[str] | CompiledWorkflow, *, options: CompileOptions) -> Callable[..., Any]:
+    """chat, ask, eval run: a workflow as a `run_agent` agent (its state keys as `interface.agent.agent_for`
+    finds them), compiled with the settings' `options`."""
     from agentmap.interface.agent import agent_for
 
-    return agent_for(workflow, **options)
+    return agent_for(workflow, options=options)
 
 
 def resolve_agent_config(config: Mapping[str, Any] | None = None) -> AgentConfig:
@@ -461,11 +462,11 @@ else:
         return studio(*args, **kwargs)
 
 
-def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
-    """mcp: the graphs as MCP tools on stdin/stdout."""
+def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", options: CompileOptions) -> None:
+    """mcp: the graphs as MCP tools on stdin/stdout, compiled with the settings' `options`."""
     from agentmap.protocols.mcp_stdio import serve_stdio
 
-    serve_stdio(targets, checkpoint=checkpoint, compile_options=compile_options)
+    serve_stdio(targets, checkpoint=checkpoint, options=options)
 
 
 _NAMES = {

@@ -23,13 +23,12 @@ import hashlib
 import json
 import logging
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agentmap.agents._saver_sql import saver_kind, saver_sql
+from agentmap.agents._journal_rows import TABLE, intact, rows_of, seal, unsealed
 from agentmap.errors import CorruptCheckpointError
 
 __all__ = [
@@ -44,45 +43,8 @@ __all__ = [
     "unwrap_answer",
 ]
 
-TABLE = "agentmap_journal"
-REPLAYS = "agentmap_journal_replays"  # each time a resume answered a call from its entry (for `threads show --calls`)
-_KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
-_CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
-    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
-    "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
-    f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
-    f"PRIMARY KEY ({_KEY}));"
-    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id);"
-    f"CREATE TABLE IF NOT EXISTS {REPLAYS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
-    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
-    "replayed_at DOUBLE PRECISION NOT NULL);"
-    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)"
-)
-_REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
-_PUT = (
-    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
-    "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
-    "response = excluded.response, started_at = excluded.started_at, finished_at = excluded.finished_at, "
-    "duration_ms = excluded.duration_ms"
-)
-_GET = (
-    f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
-    "AND node = ? AND task_id = ? AND call_index = ?"
-)
-_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches
-    f"SELECT {_KEY}, status, digest, response FROM {TABLE} WHERE task_id = ? "
-    "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
-)
-_LIST = (
-    "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
-    f"(SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id AND r.checkpoint_ns = j.checkpoint_ns "
-    "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
-    f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
-)
 _ANSWERS = ("done", "retry", "fail")
 _logger = logging.getLogger("agentmap.journal")
-_MEMORY_LOCK = threading.Lock()
 T = TypeVar("T")
 
 
@@ -166,7 +128,7 @@ def _where() -> _Where | None:
     saver = configurable.get("__pregel_checkpointer")
     task_id = configurable.get("__pregel_task_id")
     thread = configurable.get("thread_id")
-    kind = _kind(saver)
+    kind = rows_of(saver)
     if kind is None or not task_id or thread is None:
         return None
     step = (config.get("metadata") or {}).get("langgraph_step", -1)
@@ -174,13 +136,6 @@ def _where() -> _Where | None:
     node.calls += 1
     ns = str(configurable.get("checkpoint_ns") or "")
     return _Where(saver, kind, (str(thread), ns, int(step), node.name, str(task_id), index))
-
-
-def _kind(saver: Any) -> Callable[..., Any] | None:
-    kind = saver_kind(saver)
-    if kind in ("sqlite", "postgres"):
-        return _in_database
-    return _memory if kind == "memory" else None
 
 
 def digest(request: Any) -> str:
@@ -314,44 +269,10 @@ def _put(
     where: _Where, meta: tuple[str, str, str], status: str, response: Any, at: float, duration_ms: float | None
 ) -> None:
     text = None if response is None else json.dumps(response, ensure_ascii=False, default=str)
-    text = _seal(where.key, status, meta[2], text)
+    text = seal(where.key, status, meta[2], text)
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
     where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
-
-
-_SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
-_SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
-_STATUSES = ("started", "finished", "failed")
-
-
-def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:
-    fields = (*(str(k) for k in key or ()), status, request_digest, text or "")
-    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).hexdigest()
-
-
-def _seal(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str:
-    """The response column: a checksum of the entry's key (thread, namespace, step, node, task, call index),
-    status, request digest and response, then the response."""
-    return f"{_SEAL}{_checksum(key, status, request_digest, text)}:{text or ''}"
-
-
-def _unsealed(text: str | None) -> str | None:
-    """The response inside a response column, unchecked (for listing)."""
-    if text is None or not text.startswith((_SEAL, _SEAL_V2)):
-        return text
-    return text[len(_SEAL) + 33 :] or None
-
-
-def _intact(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> bool:
-    """Whether an entry read back is what was written (an entry written before checksums is taken as it is)."""
-    if status not in _STATUSES:
-        return False
-    if text is None or not text.startswith((_SEAL, _SEAL_V2)):  # written before checksums
-        return True
-    inner = _unsealed(text)
-    version = None if text.startswith(_SEAL_V2) else key
-    return text == f"{text[:3]}{_checksum(version, status, request_digest, inner)}:{inner or ''}"
 
 
 def _opened(status: str, request_digest: str, text: str | None, where: _Where) -> str | None:
@@ -361,9 +282,9 @@ def _opened(status: str, request_digest: str, text: str | None, where: _Where) -
         CorruptCheckpointError: The entry is not what was written (its status, request digest or response
             changed on disk): it is never replayed, and the call is never made again on its account.
     """
-    if not _intact(where.key, status, request_digest, text):
+    if not intact(where.key, status, request_digest, text):
         raise _damaged(where)
-    return _unsealed(text)
+    return unsealed(text)
 
 
 def _check_keys(where: _Where) -> None:
@@ -380,7 +301,7 @@ def _check_keys(where: _Where) -> None:
     node.checked = True
     thread, ns, step, name, task, _ = where.key
     for row in where.kind(where.saver, "near", (task, thread, ns, step, name)):
-        if not _intact(tuple(row[:6]), *row[6:]):
+        if not intact(tuple(row[:6]), *row[6:]):
             raise _damaged(where)
 
 
@@ -436,7 +357,7 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
     """The journal of `thread_id` in `saver`'s database, oldest call first (empty without one)."""
-    kind = _kind(saver)
+    kind = rows_of(saver)
     if kind is None:
         return []
     rows = kind(saver, "list", (thread_id,))
@@ -446,7 +367,7 @@ def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
 
 def _usage(response: Any) -> dict[str, Any]:
     """The tokens and cost a model call's journaled response carries beside the reply (llm/adapter.py)."""
-    response = _unsealed(response)
+    response = unsealed(response)
     try:
         usage = json.loads(response).get("usage") if response else None
     except (ValueError, AttributeError):
@@ -456,38 +377,3 @@ def _usage(response: Any) -> dict[str, Any]:
     keys = ("input_tokens", "output_tokens", "cached_tokens", "cost")
     found = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
     return found | {"cache_hit": True} if usage.get("cache_hit") is True else found
-
-
-def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
-    if op == "get":
-        rows = execute(_GET, key)
-        return rows[0] if rows else None
-    if op == "put":
-        return execute(_PUT, (*key, *values))
-    if op == "replayed":
-        return execute(_REPLAYED, (*key, *values))
-    return execute(_NEAR if op == "near" else _LIST, key)
-
-
-def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    execute = saver_sql(saver, _CREATE)
-    assert execute is not None
-    return _run_sql(execute, op, key, values)
-
-
-def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    with _MEMORY_LOCK:
-        table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
-        if op == "get":
-            row = table.get(key)
-            return None if row is None else (row[3], row[2], row[4])
-        replays: dict[tuple[Any, ...], int] = saver.__dict__.setdefault("_agentmap_journal_replays", {})
-        if op == "put":
-            table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
-        elif op == "replayed":
-            replays[key] = replays.get(key, 0) + 1
-        elif op == "list":
-            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4], replays.get(k, 0))
-                    for k, r in table.items() if k[0] == key[0]]  # fmt: skip
-            return sorted(rows, key=lambda r: (r[7], r[2]))
-        return []  # `near`: nothing in memory is damaged on disk

@@ -11,19 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
+from agentmap.batch._input_scan import Finished, RowSource, check_columns, scan
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
 from agentmap.batch.resume import PartialFile, partial_path
-from agentmap.batch.rows import RESULT_COLUMNS, Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
+from agentmap.batch.rows import Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime.checkpoint import is_postgres
 from agentmap.runtime.options import CompileOptions
 
 __all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
-
-RowSource = Callable[[], Iterator[Mapping[str, Any]]]
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$", re.IGNORECASE)
 
@@ -264,9 +263,9 @@ def run_batch(
     partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
     done = partial.load() if partial is not None else {}
 
-    finished = _Finished(done, options.redo_failed)
-    columns, total, skipped = _scan(rows, shaper, source_name, finished)
-    _check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
+    finished = Finished(done, options.redo_failed)
+    columns, total, skipped = scan(rows, shaper, source_name, finished)
+    check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
     result = BatchResult(
         total=total, skipped=skipped, failed_before=len(finished.failed), output=output, graph=runner.app.name
     )
@@ -371,61 +370,3 @@ def _record(
     if row_result.cost is not None:
         result.cost = (result.cost or 0.0) + row_result.cost
     return row_result
-
-
-class _Finished:
-    """Whether an earlier run of the batch finished a row (so this one skips it), noting the skipped failures."""
-
-    def __init__(self, done: Mapping[str, bool], redo_failed: bool) -> None:
-        self.done = done
-        self.redo_failed = redo_failed
-        self.failed: set[str] = set()
-
-    def __call__(self, key: str) -> bool:
-        succeeded = self.done.get(key)
-        if succeeded is None or (not succeeded and self.redo_failed):
-            return False
-        if not succeeded:
-            self.failed.add(key)
-        return True
-
-
-def _check_columns(app: Any, keys: list[str], name: str, warn: Warn) -> None:
-    """Warn once for the batch when its table lacks an input no node writes (`CompiledWorkflow.check_state`)."""
-    found = app.check_state(dict.fromkeys(keys, "..."))
-    if found is not None:
-        warn(f"{name}: {found.message}; fix: {found.hint('a column of the input')}")
-
-
-def _scan(rows: RowSource, shaper: Shaper, name: str, finished: Callable[[str], bool]) -> tuple[list[str], int, int]:
-    """One pass over the input: its columns, its row count, how many rows are done, and duplicate ids."""
-    columns: dict[str, None] = {}
-    seen: dict[str, int] = {}
-    total = skipped = 0
-    for number, row in enumerate(rows(), start=1):
-        total = number
-        columns.update(dict.fromkeys(row))
-        where = f"{name}, row {number}"
-        key = shaper.key(number, row, where)
-        if shaper.json_cells:
-            shaper.state(row, where)  # a bad JSON cell stops the batch before any row runs
-        if shaper.id_column is not None:
-            if key in seen:
-                raise ConfigError(
-                    f"{name}, row {number}: id {key!r} in column {shaper.id_column!r} is already the id of row "
-                    f"{seen[key]}",
-                    code=ErrorCode.BAD_INPUT,
-                    hint="give every row its own id (resuming a batch finds rows by id)",
-                )
-            seen[key] = number
-        if finished(key):
-            skipped += 1
-    clash = [c for c in columns if c in RESULT_COLUMNS]
-    if clash:
-        raise ConfigError(
-            f"{name} has column{'s' if len(clash) > 1 else ''} {', '.join(map(repr, clash))}, which the batch "
-            "writes itself",
-            code=ErrorCode.BAD_INPUT,
-            hint=f"rename that column in the input (the output adds {', '.join(RESULT_COLUMNS)})",
-        )
-    return list(columns), total, skipped

@@ -117,7 +117,9 @@ def load_agent(target: str | None, settings: Settings, *, source: str = "FILE") 
             + ("working directory" if target is not None else "repository root (.git or pyproject.toml) or here"),
         )
     if suffix in _WORKFLOW_SUFFIXES:
-        return agent_for(text, **settings.compile_options(), **settings.policy_options())
+        from agentmap import CompileOptions
+
+        return agent_for(text, options=CompileOptions.from_settings(settings))
     return load_active_agent(text)
 
 

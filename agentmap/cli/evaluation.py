@@ -84,9 +84,10 @@ def run_scenarios(
         existing_file(
             Path(workflow.partition("::")[0]), "workflow", "pass a workflow file, e.g. graphs/llm_offline.csv"
         )
+        from agentmap import CompileOptions
         from agentmap._cli_api import agent_for
 
-        run_agent: Any = agent_for(workflow, **settings.compile_options(), **settings.policy_options())
+        run_agent: Any = agent_for(workflow, options=CompileOptions.from_settings(settings))
     else:
         run_agent = load_agent(agent, settings, source="--agent")
     folder = out if out is not None else _DEFAULT_OUT / scenarios.stem

@@ -34,10 +34,10 @@ def mcp_command(
                 hint="name files or folders, e.g. `agentmap mcp graphs/`, or set `workflow:` in agentmap.yaml",
             )
         targets = [settings.workflow]
+    from agentmap import CompileOptions
     from agentmap._cli_api import serve_stdio
 
-    options = {**settings.compile_options(), **settings.policy_options()}
-    serve_stdio(targets, checkpoint=checkpoint, compile_options=options)
+    serve_stdio(targets, checkpoint=checkpoint, options=CompileOptions.from_settings(settings))
 
 
 def register(app: typer.Typer) -> None:

@@ -44,13 +44,13 @@ def resume_thread(
     invoke_options = _durable.check_durability(durability)
     settings = load(config, debug)
 
-    from agentmap import checkpointer
+    from agentmap import CompileOptions, checkpointer
     from agentmap._cli_api import open_thread
     from agentmap.cli._execute import execute
 
     _durable.need_store(checkpoint, thread)
-    options = {**settings.compile_options(), **settings.policy_options()}
-    found = open_thread(checkpointer(checkpoint), thread, checkpoint_id=from_checkpoint, force=force, **options)
+    options = CompileOptions.from_settings(settings)
+    found = open_thread(checkpointer(checkpoint), thread, checkpoint_id=from_checkpoint, force=force, options=options)
     return execute(
         found.app,
         found.run_input(value),

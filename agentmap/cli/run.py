@@ -120,19 +120,22 @@ def run_workflow(
         from agentmap._cli_api import saved_state_keys
 
         keys = saved_state_keys(saver, thread)
-    from agentmap import item_store
+    from agentmap import CompileOptions, item_store
 
-    options = {**settings.compile_options(), **settings.policy_options()}
-    options["store"] = item_store(checkpoint, lazy=True)  # opened only if a node uses it (store_reader, ...)
+    options = CompileOptions.from_settings(settings).but(
+        state_keys=keys,
+        fuse=fuse,
+        store=item_store(checkpoint, lazy=True),  # opened only if a node uses it (store_reader, ...)
+    )
     if draw is not None:
         _check_draw(draw)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
-    app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
+    app = compile(path, graph, options=options.but(checkpointer=saver, tracing=tracing))
     if saver is None and app.pausing_nodes():
         # A run that can pause for an answer is saved without being asked, under a new thread id, in the default
         # checkpoint file: the pause prints the `agentmap resume ID ANSWER` that continues it.
         saver, thread, run_config = _open_thread(None, None, new=True)
-        app = compile(path, graph, state_keys=keys, checkpointer=saver, tracing=tracing, fuse=fuse, **options)
+        app = compile(path, graph, options=options.but(checkpointer=saver, tracing=tracing))
     if recursion_limit is not None:
         run_config = {**(run_config or {}), "recursion_limit": recursion_limit}
     if resume is None:

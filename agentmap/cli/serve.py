@@ -78,9 +78,9 @@ def serve_command(
     if not debug:  # one access line per request, with its request id
         logging.getLogger("agentmap.server").setLevel(logging.INFO)
 
-    options = {**settings.compile_options(), **settings.policy_options()}
-    if tracing is not None:
-        options["tracing"] = tracing
+    from agentmap import CompileOptions
+
+    options = CompileOptions.from_settings(settings).but(tracing=tracing)
     serve_config = ServeConfig(
         targets=tuple(targets),
         checkpoint=checkpoint,

@@ -45,12 +45,13 @@ def studio_command(
             code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[serve]"',
         ) from None
+    from agentmap import CompileOptions
     from agentmap._cli_api import StudioConfig, require_key, studio
 
     require_key(host, api_key)
     file, _, graph = chosen.partition("::")
     studio_config = StudioConfig(
-        target=Path(file), api_key=api_key, options=settings.compile_options(), graph=graph or None
+        target=Path(file), api_key=api_key, options=CompileOptions(**settings.compile_options()), graph=graph or None
     )
 
     def started(url: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,21 +12,24 @@ from agentmap.cli import _durable
 from agentmap.cli._common import ConfigOption, JsonOption
 from agentmap.cli.render import set_json_output
 
+if TYPE_CHECKING:
+    from agentmap import CompileOptions
+
 __all__ = ["register"]
 
 
-def _options(config: Path | None) -> dict[str, Any]:
+def _options(config: Path | None) -> CompileOptions:
+    from agentmap import CompileOptions
     from agentmap.cli._common import load
 
-    settings = load(config, False)
-    return {**settings.compile_options(), **settings.policy_options()}
+    return CompileOptions.from_settings(load(config, False))
 
 
 def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap import ThreadInfo, threads
     from agentmap._cli_api import checkpoint_exists
 
-    found: list[ThreadInfo] = threads(checkpoint, **_options(config)) if checkpoint_exists(checkpoint) else []
+    found: list[ThreadInfo] = threads(checkpoint, options=_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
         from agentmap.cli.render import dump_json
 
@@ -60,7 +63,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
 
     _durable.need_store(checkpoint, thread)
     saver = checkpointer(checkpoint)
-    info, snapshots = thread_history(saver, thread, **_options(config))
+    info, snapshots = thread_history(saver, thread, options=_options(config))
     if calls:
         _calls(saver, thread, json_mode)
         return

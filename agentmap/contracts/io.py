@@ -11,8 +11,6 @@ checkpoints.
 from __future__ import annotations
 
 import math
-import time
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -23,6 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.dataclasses import dataclass
 
 from agentmap.contracts._dataclass import ModelMethods, fields_of
+from agentmap.contracts._trace import new_trace_id, trace_event, utc_timestamp
 from agentmap.errors import AgentMapError, ErrorCode
 
 __all__ = [
@@ -77,31 +76,6 @@ class ErrorType(StrEnum):
     """Network error."""
     UNKNOWN = "unknown"
     """Unknown error."""
-
-
-def new_trace_id() -> str:
-    """Return a fresh, unique trace id (a UUID4 in hex)."""
-    return uuid.uuid4().hex
-
-
-_last_stamp: tuple[int, str] = (-1, "")
-
-
-def utc_timestamp() -> str:
-    """Return the current time as ISO 8601 UTC with milliseconds: `2025-01-01T10:00:00.123Z`."""
-    global _last_stamp
-    millis = time.time_ns() // 1_000_000
-    last = _last_stamp
-    if last[0] == millis:  # trace events come in bursts: format each millisecond once
-        return last[1]
-    stamp = datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
-    _last_stamp = (millis, stamp)
-    return stamp
-
-
-def trace_event(event: str, trace_id: str, **data: Any) -> dict[str, Any]:
-    """Return a trace event: `{"event": event, "trace_id": trace_id, "timestamp": <now>, **data}`."""
-    return {"event": event, "trace_id": trace_id, "timestamp": utc_timestamp(), **data}
 
 
 def _blank_to_missing(value: Any) -> Any:

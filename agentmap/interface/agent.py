@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +33,12 @@ from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.agent_config import resolve_agent_config
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
+from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap.spec.models import GraphSpec
 
 __all__ = [
     "ACTIVE_AGENT_ENV",
@@ -67,6 +68,7 @@ def agent_for(
     memory_key: str | None = None,
     config_key: str | None = None,
     content_key: str | None = None,
+    options: CompileOptions | None = None,
     **compile_options: Any,
 ) -> AgentFunction:
     """Build a csv_specs/run_agent.md `run_agent` for a workflow.
@@ -78,6 +80,7 @@ def agent_for(
         memory_key: The state key that receives `memory`.
         config_key: The state key that receives the resolved config (an `AgentConfig` as a dict).
         content_key: The state key whose value is the reply (`content`).
+        options: `agentmap.compile`'s options as one `CompileOptions`, instead of the keywords.
         **compile_options: Passed to `agentmap.compile` (`settings`, `functions_dir`, ...).
 
     Returns:
@@ -89,8 +92,10 @@ def agent_for(
     Raises:
         WorkflowFileError, GraphNotFoundError, WorkflowValidationError: When the workflow cannot be compiled.
     """
-    keys = _Keys.for_workflow(workflow, prompt_key, history_key, memory_key, config_key, content_key)
-    app = workflow if not isinstance(workflow, str | os.PathLike) else _compile(workflow, keys, compile_options)
+    given = CompileOptions.given("agent_for", options, compile_options)
+    spec = workflow.spec if not isinstance(workflow, str | os.PathLike) else _load_spec(workflow, given)
+    keys = _Keys.for_workflow(spec, prompt_key, history_key, memory_key, config_key, content_key)
+    app = workflow if not isinstance(workflow, str | os.PathLike) else _compile(workflow, keys, given)
 
     def inputs(prompt: str, chat_history: str | None, memory: str | None, config: Any) -> dict[str, Any]:
         resolved = resolve_agent_config(config)
@@ -265,8 +270,7 @@ class _Keys:
         self.prompt, self.history, self.memory, self.config, self.content = prompt, history, memory, config, content
 
     @classmethod
-    def for_workflow(cls, workflow: Any, *given: str | None) -> _Keys:
-        spec = workflow.spec if hasattr(workflow, "spec") else _load_spec(workflow)
+    def for_workflow(cls, spec: GraphSpec, *given: str | None) -> _Keys:
         declared: dict[str, Any] = {}
         for node in spec.nodes:
             if isinstance(node.context.get("run_agent"), Mapping):
@@ -292,18 +296,16 @@ class _Keys:
         return [k for k in (self.prompt, self.history, self.memory, self.config, self.content) if k]
 
 
-def _load_spec(workflow: str | os.PathLike[str]) -> Any:
+def _load_spec(workflow: str | os.PathLike[str], options: CompileOptions) -> GraphSpec:
     from agentmap.runtime.api import load_graph
 
-    return load_graph(str(workflow))
+    return load_graph(str(workflow), **options.reading())
 
 
-def _compile(workflow: str | os.PathLike[str], keys: _Keys, keywords: dict[str, Any]) -> CompiledWorkflow:
+def _compile(workflow: str | os.PathLike[str], keys: _Keys, options: CompileOptions) -> CompiledWorkflow:
     from agentmap.runtime.api import compile
-    from agentmap.runtime.options import CompileOptions
 
-    options = CompileOptions.of("agent_for", keywords)
-    return compile(str(workflow), options=replace(options, state_keys=[*options.state_keys, *keys.state_keys()]))
+    return compile(str(workflow), options=options.but(state_keys=[*options.state_keys, *keys.state_keys()]))
 
 
 def _content(result: RunResult, key: str | None, app: CompiledWorkflow) -> str:

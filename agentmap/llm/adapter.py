@@ -1,14 +1,8 @@
 """`LLMAdapter`: the seam between the decision engine and a langchain-core chat model.
 
 The adapter binds tools, passes the temperature and the time limit to every call, and turns whatever
-a provider raises into one of three errors the engine (and the `llm` agent types) can act on:
-
-* `LLMRateLimitError`: the provider refused the call for too many requests (HTTP 429).
-* `LLMTimeoutError`: no answer within the time limit.
-* `LLMError`: any other failure (a 500, a bad key, a dropped connection, malformed output).
-
-Providers are recognised by what their exceptions carry (`status_code`, class names such as
-`RateLimitError` or `APITimeoutError`), so no provider SDK is imported here.
+a provider raises into one of three errors the engine (and the `llm` agent types) can act on
+(`llm/_llm_errors.py`: `LLMRateLimitError`, `LLMTimeoutError`, `LLMError`; re-exported here).
 """
 
 from __future__ import annotations
@@ -19,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
-from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.llm import cache
+from agentmap.llm._llm_errors import LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -35,88 +29,6 @@ CACHE_HIT_KEY = "agentmap_cache_hit"
 """The call metadata key set on a model call the LLM response cache answered (the model span's attribute)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
 _REQUEST_TIMEOUT_FIELDS = ("request_timeout", "default_request_timeout")
-_RATE_LIMIT_NAMES = ("ratelimit", "toomanyrequests", "resourceexhausted")
-
-
-class LLMError(AgentMapError, RuntimeError):
-    """A model call failed (provider error, bad credentials, lost connection, bad output).
-
-    Attributes:
-        model: The model's name, when known.
-    """
-
-    default_code = ErrorCode.LLM_ERROR
-
-    def __init__(self, message: str, *, model: str | None = None, hint: str | None = None) -> None:
-        self.model = model
-        super().__init__(message, hint=hint)
-
-
-class LLMRateLimitError(LLMError):
-    """The provider refused the call because of too many requests (HTTP 429)."""
-
-    default_code = ErrorCode.LLM_RATE_LIMIT
-
-
-class LLMTimeoutError(LLMError):
-    """The model did not answer within the time limit."""
-
-    default_code = ErrorCode.LLM_TIMEOUT
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _status_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "status_code", None)
-    if code is None:
-        code = getattr(getattr(exc, "response", None), "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-def to_llm_error(exc: BaseException, *, model: str | None = None, timeout: float | None = None) -> LLMError:
-    """Classify an exception raised by a model call.
-
-    Args:
-        exc: What the chat model (or its client) raised.
-        model: The model's name, for the message.
-        timeout: The time limit that applied, for the message.
-
-    Returns:
-        An `LLMRateLimitError`, an `LLMTimeoutError` or an `LLMError`, with `exc` as its cause.
-    """
-    if isinstance(exc, LLMError):
-        return exc
-    who = f"model {model!r}" if model else "the model"
-    for link in _chain(exc):
-        name = type(link).__name__.lower()
-        if _status_code(link) == 429 or any(n in name for n in _RATE_LIMIT_NAMES):
-            return LLMRateLimitError(
-                f"{who} refused the call: rate limit reached ({link})",
-                model=model,
-                hint="Wait a moment and retry, or lower the request rate / raise the provider quota.",
-            )
-    for link in _chain(exc):
-        if isinstance(link, TimeoutError) or "timeout" in type(link).__name__.lower():
-            limit = f" within {timeout:g}s" if timeout is not None else ""
-            return LLMTimeoutError(
-                f"{who} did not answer{limit}",
-                model=model,
-                hint="Raise `timeout` in the node's Context, or check that the provider is reachable.",
-            )
-    status = _status_code(exc)
-    detail = f"HTTP {status}: " if status is not None else ""
-    return LLMError(
-        f"{who} call failed: {detail}{type(exc).__name__}: {exc}",
-        model=model,
-        hint="Check the provider's status, the model name and the API key.",
-    )
 
 
 def open_tool_schema(name: str, description: str = "") -> dict[str, Any]:

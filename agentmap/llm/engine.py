@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +31,12 @@ from agentmap.contracts.engine import (
     AgentEngineConfig,
     DecisionContext,
     DecisionType,
-    Message,
     PendingAction,
     ToolCall,
     ToolExecutor,
     ToolResult,
 )
+from agentmap.llm._engine_request import request_messages, tool_schemas
 from agentmap.llm._replies import (
     ConfirmationReply,
     confirmation_policy,
@@ -50,7 +50,6 @@ from agentmap.llm.adapter import (
     LLMError,
     LLMRateLimitError,
     LLMTimeoutError,
-    open_tool_schema,
     to_llm_error,
 )
 
@@ -179,7 +178,11 @@ class LLMAgentEngine:
     async def decide(self, context: DecisionContext) -> DecisionOutcome:
         """Like `process_message`, with the decision id, model calls, token usage and duration."""
         started = time.perf_counter()
-        turn = _Turn(context, uuid.uuid4().hex, self._build_messages(context))
+        turn = _Turn(
+            context,
+            uuid.uuid4().hex,
+            request_messages(self.constitution, self.config.include_history_messages, context),
+        )
         await self._log_decision(turn, "LLM_PROCESSING", "PENDING", "PENDING", 0.0)
         error: LLMError | None = None
         try:
@@ -342,29 +345,13 @@ class LLMAgentEngine:
             decision_type=DecisionType.RESPOND_ONLY, tool_calls=list(turn.executed) or None, response_text=sentence
         )
 
-    # -- building the request ------------------------------------------------------------------
-
-    def _build_messages(self, context: DecisionContext) -> list[BaseMessage]:
-        from langchain_core.messages import HumanMessage, SystemMessage
-
-        keep = self.config.include_history_messages
-        history = context.message_history[-keep:] if keep else []
-        messages: list[BaseMessage] = [SystemMessage(content=self.constitution)]
-        messages.extend(_to_langchain(m) for m in history)
-        messages.append(HumanMessage(content=context.message))
-        return messages
+    # -- binding the tools (the request itself: llm/_engine_request.py) ---------------------------
 
     def _bound_model(self) -> Runnable[LanguageModelInput, BaseMessage]:
         names = tuple(self.tool_executor.get_available_tools())
         if self._bound is None or self._bound[0] != names:
-            self._bound = (names, self.llm_adapter.bind_tools(self._tool_schemas(names)))
+            self._bound = (names, self.llm_adapter.bind_tools(tool_schemas(self.tool_executor, names)))
         return self._bound[1]
-
-    def _tool_schemas(self, names: Sequence[str]) -> list[Any]:
-        get_schemas = getattr(self.tool_executor, "get_tool_schemas", None)
-        if callable(get_schemas):
-            return list(get_schemas())
-        return [open_tool_schema(name) for name in names]
 
     @staticmethod
     def _count(turn: _Turn, ai: AIMessage) -> None:
@@ -408,13 +395,3 @@ class LLMAgentEngine:
                 )
         except Exception as exc:  # logging must never cost the user their answer
             _logger.warning("could not write the decision log: %s", exc)
-
-
-def _to_langchain(message: Message) -> BaseMessage:
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-    if message.role == "user":
-        return HumanMessage(content=message.content)
-    if message.role == "assistant":
-        return AIMessage(content=message.content)
-    return SystemMessage(content=message.content)

@@ -49,7 +49,7 @@ _STREAMED = "agentmap.a2a.streamed"
 def a2a_routes(server: Server) -> APIRouter:
     """The A2A routes of every assistant (a 501 naming the extra when `a2a-sdk` is not installed)."""
     router = APIRouter(tags=["a2a"], include_in_schema=False)
-    if "tracing" not in server.config.compile_options:  # the SDK's own spans follow --trace (about 1 ms a message)
+    if server.config.compile_options.tracing is None:  # the SDK's own spans follow --trace (about 1 ms a message)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
     try:
         import a2a  # noqa: F401

@@ -19,15 +19,21 @@ import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.protocols.mcp import McpGraphs, _sdk_missing, build_server
+
+if TYPE_CHECKING:
+    from agentmap.runtime.options import CompileOptions
 
 __all__ = ["serve_stdio"]
 
 
-def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", compile_options: Any = None) -> None:
-    """Compile every graph of `targets` and serve them over stdin/stdout until the client closes the pipe.
+def serve_stdio(
+    targets: Sequence[str | Path], *, checkpoint: str = "memory", options: CompileOptions | None = None
+) -> None:
+    """Compile every graph of `targets` (with `options`) and serve them over stdin/stdout until the client closes
+    the pipe.
 
     Raises:
         ConfigError: The `mcp` SDK is missing, or a bad `checkpoint`.
@@ -40,7 +46,7 @@ def serve_stdio(targets: Sequence[str | Path], *, checkpoint: str = "memory", co
         raise _sdk_missing() from None
     from agentmap.server._graphs import Assistants, open_checkpointer
 
-    graphs = McpGraphs(Assistants.load(targets, open_checkpointer(checkpoint), **(compile_options or {})))
+    graphs = McpGraphs(Assistants.load(targets, open_checkpointer(checkpoint), options=options))
     server = build_server(graphs)
 
     async def main(stdout: int) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.threads import (
     DIGEST_KEY,
     FILE_KEY,
@@ -266,7 +267,13 @@ def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = Non
 
 
 def open_thread(
-    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, **compile_options: Any
+    saver: Any,
+    thread_id: str,
+    *,
+    checkpoint_id: str | None = None,
+    force: bool = False,
+    options: CompileOptions | None = None,
+    **compile_options: Any,
 ) -> Thread:
     """Thread `thread_id` of `saver`, its workflow compiled from the file and graph its checkpoints name.
 
@@ -275,6 +282,7 @@ def open_thread(
         thread_id: The thread.
         checkpoint_id: Continue from this saved checkpoint instead of the latest (`Thread.fork`).
         force: Open it even though the workflow file changed since the thread started.
+        options: `compile`'s options as one `CompileOptions`, instead of the keywords.
         **compile_options: For `compile` (`agents_dir`, success policy, ...).
 
     Raises:
@@ -284,6 +292,7 @@ def open_thread(
     """
     from agentmap.runtime.api import compile
 
+    given = CompileOptions.given("open_thread", options, compile_options)
     saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
     if saved is None and checkpoint_id:
         raise ConfigError(
@@ -318,6 +327,6 @@ def open_thread(
             hint=f"resume anyway with `agentmap resume {thread_id} --force`, or start a new run with --restart",
         )
     keys = saved_keys(saved.checkpoint.get("channel_values", {}))
-    app = compile(file, graph, state_keys=keys, checkpointer=saver, **compile_options)
+    app = compile(file, graph, options=given.but(state_keys=keys, checkpointer=saver))
     thread = Thread(app, thread_id)
     return thread.fork(checkpoint_id) if checkpoint_id else thread

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentmap.agents.registry import AgentRegistry
+    from agentmap.config import Settings
     from agentmap.runtime.tracking import SuccessPolicy
 
 __all__ = ["CompileOptions"]
@@ -49,14 +50,51 @@ class CompileOptions:
         Raises:
             TypeError: A keyword that is neither (or one of `refuse`), worded as Python words it.
         """
-        own = {f.name for f in fields(cls)} - {"langgraph"}
-        for name in keywords:
-            if name in refuse or (name not in own and name not in _langgraph_keywords()):
-                raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
-        return cls(
-            **{k: v for k, v in keywords.items() if k in own},
-            langgraph={k: v for k, v in keywords.items() if k not in own},
-        )
+        ours, theirs = _split(caller, keywords, refuse)
+        return cls(**ours, langgraph=theirs)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CompileOptions:
+        """What the settings name (`agentmap.yaml`, `AGENTMAP_*`): folders, agent settings, success policy."""
+        return cls(**settings.compile_options(), **settings.policy_options())
+
+    @classmethod
+    def given(cls, caller: str, options: CompileOptions | None, keywords: Mapping[str, Any]) -> CompileOptions:
+        """The options of a function taking `options=` or `compile`'s keywords (`threads`, `open_thread`, ...).
+
+        Raises:
+            TypeError: Both were given, or an unknown keyword.
+        """
+        if options is None:
+            return cls.of(caller, keywords)
+        if keywords:
+            raise TypeError(f"{caller}() takes either options=CompileOptions(...) or its keywords, not both")
+        return options
+
+    def but(self, **changes: Any) -> CompileOptions:
+        """These options with `changes`: ours replaced by name, LangGraph's compile keywords added to `langgraph`.
+
+        Raises:
+            TypeError: An unknown keyword.
+        """
+        ours, theirs = _split("CompileOptions.but", changes, ())
+        return replace(self, **ours, langgraph={**self.langgraph, **theirs})
+
+    def reading(self) -> dict[str, Any]:
+        """The keywords of `agentmap.validate` and `agentmap.load` among these options (folders, settings, registry)."""
+        return {name: getattr(self, name) for name in _READING}
+
+
+_READING = ("functions_dir", "agents_dir", "settings", "registry")
+
+
+def _split(caller: str, keywords: Mapping[str, Any], refuse: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`keywords` as ours (by field name) and LangGraph's compile keywords; anything else a `TypeError`."""
+    own = {f.name for f in fields(CompileOptions)} - {"langgraph"}
+    for name in keywords:
+        if name in refuse or (name not in own and name not in _langgraph_keywords()):
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+    return {k: v for k, v in keywords.items() if k in own}, {k: v for k, v in keywords.items() if k not in own}
 
 
 def _langgraph_keywords() -> frozenset[str]:

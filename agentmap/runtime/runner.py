@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from agentmap.agents.costs import METER_KEY, Meter
-from agentmap.agents.runner import with_tracker
-from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime._run_config import on_thread, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.events import RunHooks, flush_observers, observe_run, observers_for
-from agentmap.runtime.node_cache import cache_hits, without_cache
+from agentmap.runtime.node_cache import cache_hits
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
 
@@ -119,42 +117,7 @@ class CompiledWorkflow:
     def _prepare(
         self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
     ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
-        if state is None:
-            state = None if self._on_thread(config) else {}  # None on a saved thread: LangGraph continues it
-        elif not isinstance(state, (Mapping, Command)):
-            raise ConfigError(
-                f"the initial state must be a dict of state keys, not {type(state).__name__}",
-                code=ErrorCode.BAD_STATE,
-                hint='e.g. {"name": "Ada"}',
-            )
-        tracker = tracker or self.new_tracker()
-        prepared: RunnableConfig = {**(config or {})}
-        configurable = prepared.get("configurable", {})
-        meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
-        if not isinstance(meter, Meter):
-            continued = config if state is None or isinstance(state, Command) else None
-            meter = self._meter(configurable.get("budget"), continued)
-        prepared = with_tracker(prepared, tracker, **{METER_KEY: meter})
-        if configurable.get("no_cache") and self.graph.cache is not None:  # `--no-cache`: the node cache too
-            prepared["configurable"] = without_cache(prepared["configurable"])
-        if self._on_thread(config):  # the thread remembers its file, graph and process (see runtime/threads.py)
-            from agentmap.runtime.threads import run_metadata
-
-            prepared["metadata"] = {**run_metadata(self), **prepared.get("metadata", {})}
-        return state, prepared, tracker
-
-    def _meter(self, budget: Any, continued: RunnableConfig | None) -> Meter:
-        """The run's meter: its budget (`configurable["budget"]`, USD) and, for a run that continues a thread,
-        what the thread's journaled model calls cost already (so a raised budget counts the whole thread)."""
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
-            raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
-        spent = 0.0
-        if continued is not None and self._on_thread(continued):
-            from agentmap.agents.journal import journal_entries
-
-            thread = str(continued["configurable"]["thread_id"])
-            spent = sum(e.cost or 0.0 for e in journal_entries(self.graph.checkpointer, thread))
-        return Meter(None if budget is None else float(budget), spent)
+        return prepare_run(self, state, config, tracker or self.new_tracker())
 
     def _continues(self, state: Any, config: RunnableConfig) -> bool:
         """Whether this run continues a saved thread (resumed or answered): its summary starts with the earlier
@@ -162,8 +125,7 @@ class CompiledWorkflow:
         return self._on_thread(config) and (state is None or isinstance(state, Command))
 
     def _on_thread(self, config: RunnableConfig | None) -> bool:
-        """Whether a run with `config` is saved on a thread (a checkpointer and a `thread_id`)."""
-        return self.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
+        return on_thread(self, config)
 
     @staticmethod
     def _earlier(history: list[Any]) -> list[NodeExecution]:

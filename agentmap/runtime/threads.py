@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -229,18 +230,24 @@ def latest_checkpoints(saver: Any) -> dict[str, Any]:
     return dict(sorted(latest.items(), key=lambda kv: kv[1].checkpoint.get("ts", ""), reverse=True))
 
 
-def threads(checkpoint: Any = None, **compile_options: Any) -> list[ThreadInfo]:
+def threads(
+    checkpoint: Any = None, *, options: CompileOptions | None = None, **compile_options: Any
+) -> list[ThreadInfo]:
     """Every thread of a checkpoint, newest first, with its status.
 
     Args:
         checkpoint: A checkpoint string (`runs.db`, `postgresql://...`; default `AGENTMAP_CHECKPOINT` or
             `.agentmap/runs.db`) or a LangGraph saver.
 
-    Each thread's workflow is compiled (once per file and graph, with `compile_options`: `agents_dir`,
-    `functions_dir`, ...) to tell what runs next; a thread whose file is gone shows status `unknown`.
+        options: `compile`'s options as one `CompileOptions`, instead of the keywords.
+        **compile_options: `compile`'s keywords (`agents_dir`, `functions_dir`, ...).
+
+    Each thread's workflow is compiled (once per file and graph, with those options) to tell what runs next; a
+    thread whose file is gone shows status `unknown`.
     """
     from agentmap.runtime.checkpoint import checkpointer
 
+    given = CompileOptions.given("threads", options, compile_options)
     saver = checkpoint if checkpoint is not None and not isinstance(checkpoint, str) else checkpointer(checkpoint)
     apps: dict[tuple[str, str], CompiledWorkflow | None] = {}
     found: list[ThreadInfo] = []
@@ -248,7 +255,7 @@ def threads(checkpoint: Any = None, **compile_options: Any) -> list[ThreadInfo]:
         meta: dict[str, Any] = dict(item.metadata or {})
         key = (str(meta.get(FILE_KEY)), str(meta.get(GRAPH_KEY)))
         if key not in apps:
-            apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}), compile_options)
+            apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}), given)
         app = apps[key]
         if app is not None:
             found.append(_info(thread_id, app.graph.get_state(thread_config(thread_id))))
@@ -267,18 +274,23 @@ def threads(checkpoint: Any = None, **compile_options: Any) -> list[ThreadInfo]:
     return found
 
 
-def thread_history(saver: Any, thread_id: str, **compile_options: Any) -> tuple[ThreadInfo, list[StateSnapshot]]:
+def thread_history(
+    saver: Any, thread_id: str, *, options: CompileOptions | None = None, **compile_options: Any
+) -> tuple[ThreadInfo, list[StateSnapshot]]:
     """Where thread `thread_id` stands, and its saved states, newest first (empty when its file is gone).
+
+    `options` or `compile_options` compile its workflow, as in `threads`.
 
     Raises:
         ConfigError: The checkpoint has no such thread (`unknown-thread`).
     """
-    info = next((t for t in threads(saver, **compile_options) if t.thread_id == thread_id), None)
+    given = CompileOptions.given("thread_history", options, compile_options)
+    info = next((t for t in threads(saver, options=given) if t.thread_id == thread_id), None)
     if info is None:
         raise _unknown(thread_id)
     saved = saver.get_tuple(thread_config(thread_id))
     values = saved.checkpoint.get("channel_values", {})
-    app = _compile_for(saver, (str(info.workflow), str(info.graph)), values, compile_options)
+    app = _compile_for(saver, (str(info.workflow), str(info.graph)), values, given)
     return info, list(app.graph.get_state_history(thread_config(thread_id))) if app is not None else []
 
 
@@ -288,7 +300,7 @@ def saved_keys(values: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _compile_for(
-    saver: Any, key: tuple[str, str], values: Mapping[str, Any], options: Mapping[str, Any]
+    saver: Any, key: tuple[str, str], values: Mapping[str, Any], options: CompileOptions
 ) -> CompiledWorkflow | None:
     from agentmap.errors import AgentMapError
     from agentmap.runtime.api import compile
@@ -298,7 +310,7 @@ def _compile_for(
         return None
     try:
         name = None if graph == "None" else graph
-        return compile(file, name, checkpointer=saver, state_keys=saved_keys(values), **options)
+        return compile(file, name, options=options.but(checkpointer=saver, state_keys=saved_keys(values)))
     except AgentMapError:
         return None
 

@@ -43,7 +43,9 @@ class Server:
         self.config = config
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
-        self.assistants = Assistants.load(config.targets, self.checkpointer, store=self.items, **config.compile_options)
+        self.assistants = Assistants.load(
+            config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
+        )
         self.store = open_store(config.checkpoint)
         self.runs = RunManager(
             self.store,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
     from agentmap.runtime.durable import Durability
@@ -37,7 +39,8 @@ class ServeConfig:
         lease: Seconds a replica holds a run it claimed without renewing (it renews every third of it); a run
             whose replica died is claimed by another once its lease has run out.
         grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
-        compile_options: Passed to `agentmap.compile` (functions and agents folders, success policy, ...).
+        compile_options: `agentmap.compile`'s options for every served graph (functions and agents folders,
+            success policy, tracing, ...; the checkpointer and item store are the server's).
         strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
             otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
         webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
@@ -59,7 +62,7 @@ class ServeConfig:
     heartbeat: float = 15.0
     lease: float = 30.0
     grace: float = 30.0
-    compile_options: dict[str, Any] = field(default_factory=dict)
+    compile_options: CompileOptions = field(default_factory=CompileOptions)
     strict: bool = False
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None

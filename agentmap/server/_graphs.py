@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
+from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -204,8 +205,11 @@ class Assistants:
         return found
 
     @classmethod
-    def load(cls, targets: Sequence[str | Path], checkpointer: Any, **options: Any) -> Assistants:
-        """Compile every graph of the given files and folders (a folder: its workflow files, subfolders included).
+    def load(
+        cls, targets: Sequence[str | Path], checkpointer: Any, *, options: CompileOptions | None = None
+    ) -> Assistants:
+        """Compile every graph of the given files and folders (a folder: its workflow files, subfolders included),
+        with `options` (`agentmap.compile`'s; their checkpointer is `checkpointer`).
 
         In a folder, a file that fails to load or validate is skipped with a warning naming it and why (a data
         CSV beside the workflows, say); a file named directly must compile. Hidden folders are not read.
@@ -230,7 +234,7 @@ class Assistants:
         assistants: list[Assistant] = []
         for path, selected, strict, prefix in files:
             try:
-                made = _compile_file(path, selected, checkpointer, options)
+                made = _compile_file(path, selected, checkpointer, options or CompileOptions())
             except AgentMapError as err:
                 if strict:
                     raise
@@ -275,15 +279,15 @@ def _prefix(relative: Path) -> str:
     return ".".join((*relative.parent.parts, relative.stem))
 
 
-def _compile_file(path: Path, graph: str | None, checkpointer: Any, options: Mapping[str, Any]) -> list[Assistant]:
+def _compile_file(path: Path, graph: str | None, checkpointer: Any, options: CompileOptions) -> list[Assistant]:
     from agentmap.runtime.api import compile, load
 
-    workflow = load(path, **{k: v for k, v in options.items() if k in ("functions_dir", "agents_dir", "settings")})
+    workflow = load(path, **options.reading())
     names = [graph] if graph else workflow.graph_names
     made = []
     for name in names:
-        app = compile(workflow, name, checkpointer=checkpointer, **options)
-        stateless = compile(workflow, name, **options)
+        app = compile(workflow, name, options=options.but(checkpointer=checkpointer))
+        stateless = compile(workflow, name, options=options)
         made.append(Assistant(app.name, app, stateless, *_keys(app)))
     return made
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -12,9 +12,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, InstanceOf
 
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
+from agentmap.runtime.options import CompileOptions
 from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
@@ -32,14 +33,15 @@ class StudioConfig(BaseModel):
     Attributes:
         target: The workflow file, or folder of workflow files, the studio opens.
         api_key: The key the page must send (`X-Api-Key`); None: no key asked (loopback only).
-        options: `functions_dir`, `agents_dir` and `settings`, as `agentmap validate` takes them.
+        options: The workflow's compile options (`functions_dir`, `agents_dir`, `settings`), for checks, drawings
+            and runs.
         checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
         graph: The graph the page shows first (`flows.xlsx::Graph`: the sheet of that name, else that graph's tab).
     """
 
     target: Path
     api_key: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: InstanceOf[CompileOptions] = Field(default_factory=CompileOptions)
     checkpoint: str = ".agentmap/studio.db"
     graph: str | None = None
 
@@ -127,7 +129,7 @@ def _key_check(api_key: str | None) -> Any:
     return check
 
 
-def _routes(files: Files, options: Mapping[str, Any]) -> APIRouter:
+def _routes(files: Files, options: CompileOptions) -> APIRouter:
     router = APIRouter(prefix="/studio/api")
 
     @router.get("/files")
@@ -192,9 +194,7 @@ def _book(files: Files, name: str) -> dict[str, Any]:
     return {"sheet": sheet, "sheets": files.sheets(name)}
 
 
-def _sheet(
-    document: Editable, rows: Sequence[tuple[int | None, list[str]]], options: Mapping[str, Any]
-) -> dict[str, Any]:
+def _sheet(document: Editable, rows: Sequence[tuple[int | None, list[str]]], options: CompileOptions) -> dict[str, Any]:
     from agentmap.agents.registry import registry
 
     header = next((cells for _, cells in rows if cells and not cells[0].lstrip().startswith("#")), [])
@@ -212,7 +212,7 @@ def _sheet(
 
 
 def _checked(
-    document: Editable, rows: Sequence[tuple[int | None, Sequence[str]]], options: Mapping[str, Any]
+    document: Editable, rows: Sequence[tuple[int | None, Sequence[str]]], options: CompileOptions
 ) -> dict[str, Any]:
     checked = check_rows(document, rows, options)
     return {"lines": checked.lines, "findings": checked.findings, "valid": checked.valid}

@@ -18,6 +18,7 @@ from typing import Any
 from agentmap._paths import allowed_roots
 from agentmap.errors import ERRORS_PAGE, AgentMapError
 from agentmap.runtime.api import validate
+from agentmap.runtime.options import CompileOptions
 from agentmap.spec.loader import read_workflow
 from agentmap.spec.models import Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
@@ -56,15 +57,15 @@ class Checked:
         return self.workflow is not None and not any(f["severity"] == "error" for f in here)
 
 
-def check_rows(document: Editable, rows: Rows, options: Mapping[str, Any]) -> Checked:
+def check_rows(document: Editable, rows: Rows, options: CompileOptions) -> Checked:
     """Check `rows` of `document` as `agentmap validate` would check the file they make.
 
     Args:
         document: The file the rows came from (its folder resolves `file:` prompts, its style writes rows).
         rows: `(record index or None, cells)` in file order.
-        options: `functions_dir`, `agents_dir` and `settings`, as `agentmap.validate` takes them.
+        options: The compile options; `agentmap.validate` takes their folders, settings and registry.
     """
-    settings = options.get("settings")
+    settings = options.settings
     path = document.path
     sheet = document.sheet if isinstance(document, SheetDocument) else None
     headers: list[str] = []
@@ -74,21 +75,21 @@ def check_rows(document: Editable, rows: Rows, options: Mapping[str, Any]) -> Ch
         headers = next(t.headers for t in tables if t.sheet == sheet)
         with unsaved_tables({path: tables}):
             workflow, issues = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
-            issues += validate(workflow, **options)
+            issues += validate(workflow, **options.reading())
     except AgentMapError as err:
         issue = Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=str(path))
         return Checked(lines, [issue], headers, None, sheet=sheet)
     return Checked(lines, issues, headers, workflow, sheet=sheet, unsaved={path: tables})
 
 
-def draw_sheet(checked: Checked, graph: str, options: Mapping[str, Any]) -> str:
+def draw_sheet(checked: Checked, graph: str, options: CompileOptions) -> str:
     """Graph `graph` of a valid sheet drawn as `agentmap export --format svg` draws it."""
     from agentmap.observe.draw import draw_graph
     from agentmap.runtime.api import compile
 
     assert checked.workflow is not None
     with unsaved_tables(checked.unsaved):
-        return draw_graph(compile(checked.workflow, graph, **options))
+        return draw_graph(compile(checked.workflow, graph, options=options))
 
 
 def _finding(issue: Issue, headers: Sequence[str]) -> dict[str, Any]:

@@ -9,11 +9,14 @@ the next run gets a fresh server application compiled from it; threads live on i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentmap.runtime.options import CompileOptions
 
 __all__ = ["ServedFile"]
 
@@ -26,13 +29,13 @@ class ServedFile:
     Args:
         checkpoint: Where the served threads are kept (as `agentmap serve --checkpoint`).
         api_key: The key the served routes ask for (the studio's own).
-        options: Compile options (`functions_dir`, `agents_dir`, `settings`).
+        options: The served workflow's compile options.
     """
 
-    def __init__(self, checkpoint: str, api_key: str | None, options: Mapping[str, Any]) -> None:
+    def __init__(self, checkpoint: str, api_key: str | None, options: CompileOptions) -> None:
         self._checkpoint = checkpoint
         self._api_key = api_key
-        self._options = dict(options)
+        self._options = options
         self._app: Any = None
         self._stop: asyncio.Event | None = None
         self._keeper: asyncio.Task[None] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,55 @@ def test_functions_and_agents_folders_can_be_named(write_csv: WriteCsv, tmp_path
     result = agentmap.run(path, functions_dir=elsewhere / "routes", agents_dir=elsewhere / "agents")
     assert result.state["out"] == "from elsewhere"
     assert [e.name for e in result.summary] == ["Start", "Right"]
+
+
+def test_the_thread_helpers_take_the_compile_options_as_one_object(write_csv: WriteCsv, tmp_path: Path) -> None:
+    from agentmap.interface import agent_for
+    from agentmap.runtime.durable import open_thread
+    from agentmap.runtime.threads import thread_history
+
+    agents = tmp_path / "elsewhere"
+    agents.mkdir()
+    (agents / "x.py").write_text(
+        "from agentmap import BaseAgent\nclass ElsewhereAgent(BaseAgent):\n"
+        "    def process(self, inputs):\n        return 'from elsewhere'\n",
+        encoding="utf-8",
+    )
+    path = write_csv("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Start,elsewhere,prompt,out\n")
+    options = agentmap.CompileOptions(agents_dir=agents)
+    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+    app = agentmap.compile(path, options=options.but(checkpointer=saver, state_keys=("note",)))
+    assert app.invoke({"prompt": "hi"}, {"configurable": {"thread_id": "t1"}}).state["out"] == "from elsewhere"
+    assert options.but(debug=True).langgraph == {"debug": True}  # LangGraph's compile keywords kept apart
+
+    (found,) = agentmap.threads(saver, options=options)
+    assert found.status == "done"  # compiled with the custom agents folder: without it the file does not compile
+    assert [t.status for t in agentmap.threads(saver)] == ["unknown"]
+    info, history = thread_history(saver, "t1", options=options)
+    assert info.status == "done" and history
+    assert open_thread(saver, "t1", options=options).status() == "done"
+    assert open_thread(saver, "t1", agents_dir=agents).status() == "done"  # the keywords still work
+    run_agent = agent_for(path, prompt_key="prompt", content_key="out", options=options)
+
+    async def ask() -> dict[str, Any]:
+        return await run_agent("hi")
+
+    assert asyncio.run(ask())["content"] == "from elsewhere"
+    with pytest.raises(TypeError, match="either options=CompileOptions"):
+        agentmap.threads(saver, options=options, agents_dir=agents)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'agent_dir'"):
+        open_thread(saver, "t1", agent_dir=agents)
+
+
+def test_compile_options_from_settings_name_the_folders_and_the_policy(tmp_path: Path) -> None:
+    from agentmap.config import load_settings
+
+    (tmp_path / "agentmap.yaml").write_text(
+        "paths:\n  custom_agents: mine\nexecution:\n  success_policy: final_node\n", encoding="utf-8"
+    )
+    options = agentmap.CompileOptions.from_settings(load_settings(cwd=tmp_path))
+    assert Path(str(options.agents_dir)).name == "mine" and options.success_policy == "final_node"
+    assert options.reading()["agents_dir"] == options.agents_dir and "success_policy" not in options.reading()
 
 
 # -- file-level errors ----------------------------------------------------------------------------

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,23 +82,20 @@ def _streamed_keys(client: Any, thread_id: str, run_id: str) -> list[str]:
     return sorted(values[-1]) if values else []
 
 
-def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on_both_replicas(
-    tmp_path: Path, postgres_url: str
-) -> None:
-    """The replica that loses a run's lease stops it after its step; `runs.join` there must answer the end the
-    replica continuing it writes, not the steps done before the handover, and `join_stream` there must go on
-    with the continuation's events."""
-    import psycopg
-
+@contextmanager
+def _naps_running(
+    tmp_path: Path, postgres_url: str, naps: Sequence[tuple[str, float]], **create: Any
+) -> Iterator[tuple[Any, Any, str, str]]:
+    """Two replicas on `postgres_url` serving a chain of `NapAgent` nodes (name, seconds), and a run of it created
+    on the first and running: the clients of both, the thread and the run."""
     folder = make_project(tmp_path / "flows")
+    names = [name for name, _ in naps]
     (folder / "naps.csv").write_text(
         "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
         + "".join(
-            f'Naps,{name},NapAgent,"{{""seconds"": 1.0}}",{given},{name.lower()},{then}\n'
-            for name, given, then in (
-                ("First", "topic", "Second"),
-                ("Second", "first", "Third"),
-                ("Third", "second", ""),
+            f'Naps,{name},NapAgent,"{{""seconds"": {seconds}}}",{given},{name.lower()},{then}\n'
+            for (name, seconds), given, then in zip(
+                naps, ["topic", *(n.lower() for n in names[:-1])], [*names[1:], ""], strict=True
             )
         ),
         encoding="utf-8",
@@ -109,12 +107,28 @@ def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on
         sdk.get_sync_client(url=b, timeout=60) as on_b,
     ):
         thread_id = on_a.threads.create()["thread_id"]
-        run = on_a.runs.create(thread_id, "Naps", input={"topic": "t"})
-        run_id = run["run_id"]
+        run_id = on_a.runs.create(thread_id, "Naps", input={"topic": "t"}, **create)["run_id"]
         deadline = time.monotonic() + 30
         while on_a.runs.get(thread_id, run_id)["status"] != "running":
             assert time.monotonic() < deadline, "the run never started"
             time.sleep(0.05)
+        yield on_a, on_b, thread_id, run_id
+
+
+def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on_both_replicas(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The replica that loses a run's lease stops it after its step; `runs.join` there must answer the end the
+    replica continuing it writes, not the steps done before the handover, and `join_stream` there must go on
+    with the continuation's events."""
+    import psycopg
+
+    with _naps_running(tmp_path, postgres_url, (("First", 1.0), ("Second", 1.0), ("Third", 1.0))) as (
+        on_a,
+        on_b,
+        thread_id,
+        run_id,
+    ):
         with ThreadPoolExecutor(4) as pool:  # both replicas follow it; one of them executes it
             joins = [pool.submit(c.runs.join, thread_id, run_id) for c in (on_a, on_b)]
             streams = [pool.submit(_streamed_keys, c, thread_id, run_id) for c in (on_a, on_b)]
@@ -160,25 +174,13 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
     store's order on the replica that did not run it, its own ones first on the replica that was stopped."""
     import psycopg
 
-    folder = make_project(tmp_path / "flows")
-    (folder / "naps.csv").write_text(
-        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge\n"
-        'Naps,First,NapAgent,"{""seconds"": 4.0}",topic,first,Second\n'  # still running when the run moves
-        'Naps,Second,NapAgent,"{""seconds"": 2.0}",first,second,\n',
-        encoding="utf-8",
-    )
-    with (
-        serving(folder, checkpoint=postgres_url, lease=3.0) as a,
-        serving(folder, checkpoint=postgres_url, lease=3.0) as b,
-        sdk.get_sync_client(url=a, timeout=60) as on_a,
-        sdk.get_sync_client(url=b, timeout=60) as on_b,
+    naps = (("First", 4.0), ("Second", 2.0))  # First is still running when the run moves
+    with _naps_running(tmp_path, postgres_url, naps, stream_mode=["values", "updates"]) as (
+        on_a,
+        on_b,
+        thread_id,
+        run_id,
     ):
-        thread_id = on_a.threads.create()["thread_id"]
-        run_id = on_a.runs.create(thread_id, "Naps", input={"topic": "t"}, stream_mode=["values", "updates"])["run_id"]
-        deadline = time.monotonic() + 30
-        while on_a.runs.get(thread_id, run_id)["status"] != "running":
-            assert time.monotonic() < deadline, "the run never started"
-            time.sleep(0.05)
         with ThreadPoolExecutor(4) as pool:
             streams = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
             deadline = time.monotonic() + 30

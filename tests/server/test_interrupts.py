@@ -12,6 +12,7 @@ from server_helpers import GRAPHS, make_project, serving
 sdk = pytest.importorskip("langgraph_sdk")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from agentmap import CompileOptions  # noqa: E402
 from agentmap.server import ServeConfig, create_app  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -66,7 +67,7 @@ async def test_a_run_stopped_after_a_node_continues_after_a_restart(tmp_path: Pa
 
 def test_a_fused_node_cannot_be_a_breakpoint() -> None:
     config = ServeConfig(
-        targets=(str(GRAPHS / "hello_world.csv"),), checkpoint="memory", compile_options={"fuse": True}
+        targets=(str(GRAPHS / "hello_world.csv"),), checkpoint="memory", compile_options=CompileOptions(fuse=True)
     )
     with TestClient(create_app(config)) as api:
         tid = api.post("/threads", json={}).json()["thread_id"]

@@ -1,0 +1,130 @@
+"""The call journal's rows: where they are kept (a table of the checkpoint's database, or on an in-memory saver)
+and how each is sealed with a checksum of its key, status, request digest and response (`journal.py` decides what
+a row means for a call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agentmap.agents._saver_sql import saver_kind, saver_sql
+
+__all__ = ["REPLAYS", "TABLE", "intact", "rows_of", "seal", "unsealed"]
+
+TABLE = "agentmap_journal"
+REPLAYS = "agentmap_journal_replays"  # each time a resume answered a call from its entry (for `threads show --calls`)
+_KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
+    "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
+    f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
+    f"PRIMARY KEY ({_KEY}));"
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id);"
+    f"CREATE TABLE IF NOT EXISTS {REPLAYS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
+    "replayed_at DOUBLE PRECISION NOT NULL);"
+    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)"
+)
+_REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
+_PUT = (
+    f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
+    "kind = excluded.kind, name = excluded.name, digest = excluded.digest, status = excluded.status, "
+    "response = excluded.response, started_at = excluded.started_at, finished_at = excluded.finished_at, "
+    "duration_ms = excluded.duration_ms"
+)
+_GET = (
+    f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
+    "AND node = ? AND task_id = ? AND call_index = ?"
+)
+_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches
+    f"SELECT {_KEY}, status, digest, response FROM {TABLE} WHERE task_id = ? "
+    "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
+)
+_LIST = (
+    "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
+    f"(SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id AND r.checkpoint_ns = j.checkpoint_ns "
+    "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
+    f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
+)
+_MEMORY_LOCK = threading.Lock()
+
+
+def rows_of(saver: Any) -> Callable[..., Any] | None:
+    """How `saver` keeps the journal's rows (`f(saver, op, key, values)`), or None: a saver of another kind."""
+    kind = saver_kind(saver)
+    if kind in ("sqlite", "postgres"):
+        return _in_database
+    return _memory if kind == "memory" else None
+
+
+_SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
+_SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
+_STATUSES = ("started", "finished", "failed")
+
+
+def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:
+    fields = (*(str(k) for k in key or ()), status, request_digest, text or "")
+    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def seal(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str:
+    """The response column: a checksum of the entry's key (thread, namespace, step, node, task, call index),
+    status, request digest and response, then the response."""
+    return f"{_SEAL}{_checksum(key, status, request_digest, text)}:{text or ''}"
+
+
+def unsealed(text: str | None) -> str | None:
+    """The response inside a response column, unchecked (for listing)."""
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):
+        return text
+    return text[len(_SEAL) + 33 :] or None
+
+
+def intact(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> bool:
+    """Whether an entry read back is what was written (an entry written before checksums is taken as it is)."""
+    if status not in _STATUSES:
+        return False
+    if text is None or not text.startswith((_SEAL, _SEAL_V2)):  # written before checksums
+        return True
+    inner = unsealed(text)
+    version = None if text.startswith(_SEAL_V2) else key
+    return text == f"{text[:3]}{_checksum(version, status, request_digest, inner)}:{inner or ''}"
+
+
+def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
+    if op == "get":
+        rows = execute(_GET, key)
+        return rows[0] if rows else None
+    if op == "put":
+        return execute(_PUT, (*key, *values))
+    if op == "replayed":
+        return execute(_REPLAYED, (*key, *values))
+    return execute(_NEAR if op == "near" else _LIST, key)
+
+
+def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    execute = saver_sql(saver, _CREATE)
+    assert execute is not None
+    return _run_sql(execute, op, key, values)
+
+
+def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    with _MEMORY_LOCK:
+        table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
+        if op == "get":
+            row = table.get(key)
+            return None if row is None else (row[3], row[2], row[4])
+        replays: dict[tuple[Any, ...], int] = saver.__dict__.setdefault("_agentmap_journal_replays", {})
+        if op == "put":
+            table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
+        elif op == "replayed":
+            replays[key] = replays.get(key, 0) + 1
+        elif op == "list":
+            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4], replays.get(k, 0))
+                    for k, r in table.items() if k[0] == key[0]]  # fmt: skip
+            return sorted(rows, key=lambda r: (r[7], r[2]))
+        return []  # `near`: nothing in memory is damaged on disk

@@ -1,0 +1,73 @@
+"""The config a run of a `CompiledWorkflow` goes with: its tracker and meter (the budget, and what a continued
+thread's journaled model calls cost already), the node cache left out for `no_cache`, and on a thread the
+metadata naming its file, graph and process (runtime/threads.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from agentmap.agents.costs import METER_KEY, Meter
+from agentmap.agents.runner import with_tracker
+from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.node_cache import without_cache
+
+if TYPE_CHECKING:
+    from agentmap.runtime.runner import CompiledWorkflow
+    from agentmap.runtime.tracking import ExecutionTracker
+
+__all__ = ["on_thread", "prepare_run"]
+
+
+def on_thread(app: CompiledWorkflow, config: RunnableConfig | None) -> bool:
+    """Whether a run with `config` is saved on a thread (a checkpointer and a `thread_id`)."""
+    return app.graph.checkpointer not in (None, False) and "thread_id" in (config or {}).get("configurable", {})
+
+
+def prepare_run(
+    app: CompiledWorkflow, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker
+) -> tuple[Any, RunnableConfig, ExecutionTracker]:
+    """The input and config of a run of `app` watched by `tracker`.
+
+    Raises:
+        ConfigError: The state is not a mapping (`bad-state`), or a budget is not a positive number.
+    """
+    if state is None:
+        state = None if on_thread(app, config) else {}  # None on a saved thread: LangGraph continues it
+    elif not isinstance(state, (Mapping, Command)):
+        raise ConfigError(
+            f"the initial state must be a dict of state keys, not {type(state).__name__}",
+            code=ErrorCode.BAD_STATE,
+            hint='e.g. {"name": "Ada"}',
+        )
+    prepared: RunnableConfig = {**(config or {})}
+    configurable = prepared.get("configurable", {})
+    meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
+    if not isinstance(meter, Meter):
+        continued = config if state is None or isinstance(state, Command) else None
+        meter = _meter(app, configurable.get("budget"), continued)
+    prepared = with_tracker(prepared, tracker, **{METER_KEY: meter})
+    if configurable.get("no_cache") and app.graph.cache is not None:  # `--no-cache`: the node cache too
+        prepared["configurable"] = without_cache(prepared["configurable"])
+    if on_thread(app, config):  # the thread remembers its file, graph and process (see runtime/threads.py)
+        from agentmap.runtime.threads import run_metadata
+
+        prepared["metadata"] = {**run_metadata(app), **prepared.get("metadata", {})}
+    return state, prepared, tracker
+
+
+def _meter(app: CompiledWorkflow, budget: Any, continued: RunnableConfig | None) -> Meter:
+    """The run's meter: its budget (`configurable["budget"]`, USD) and, for a run that continues a thread,
+    what the thread's journaled model calls cost already (so a raised budget counts the whole thread)."""
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+        raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
+    spent = 0.0
+    if continued is not None and on_thread(app, continued):
+        from agentmap.agents.journal import journal_entries
+
+        thread = str(continued["configurable"]["thread_id"])
+        spent = sum(e.cost or 0.0 for e in journal_entries(app.graph.checkpointer, thread))
+    return Meter(None if budget is None else float(budget), spent)
