@@ -28,6 +28,7 @@ _FORBIDDEN_IN_RUN = (
     "langchain_mcp_adapters",
     "agentmap.llm",
     "agentmap.orchestration",
+    "agentmap.agents.journal",  # the call journal records model and tool calls: none in these workflows
 )
 
 _PROBE = """
