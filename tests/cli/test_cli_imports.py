@@ -29,6 +29,8 @@ _FORBIDDEN_IN_RUN = (
     "agentmap.llm",
     "agentmap.orchestration",
     "agentmap.agents.journal",  # the call journal records model and tool calls: none in these workflows
+    "agentmap.runtime.checkpoint",  # savers: a run without --thread saves nothing, and no node uses the store
+    "sqlite3",
 )
 
 _PROBE = """
