@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents._bridge import is_control_flow, run_sync
 from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot, log_text
+from agentmap.agents._node_calls import begin_node
 from agentmap.agents._run_context import in_run
-from agentmap.agents.journal import begin_node
 
 if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent, Tracker

@@ -18,7 +18,6 @@ the table; the in-memory saver keeps it on itself.
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import logging
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentmap.agents._journal_rows import TABLE, intact, rows_of, seal, unsealed
+from agentmap.agents._node_calls import NODE as _NODE
+from agentmap.agents._node_calls import begin_node
 from agentmap.errors import CorruptCheckpointError
 
 __all__ = [
@@ -46,23 +47,6 @@ __all__ = [
 _ANSWERS = ("done", "retry", "fail")
 _logger = logging.getLogger("agentmap.journal")
 T = TypeVar("T")
-
-
-@dataclass
-class _Node:
-    """The node running in this context, and how many calls it has made."""
-
-    name: str
-    calls: int = 0
-    checked: bool = False  # whether the journal of the node's task was checked for damaged keys
-
-
-_NODE: contextvars.ContextVar[_Node | None] = contextvars.ContextVar("agentmap_journal_node", default=None)
-
-
-def begin_node(name: str) -> None:
-    """Mark the start of a node's run: its calls are numbered from 0 again (a rerun makes the same calls)."""
-    _NODE.set(_Node(name))
 
 
 def tool(func: Any = None, *, idempotent: bool = False) -> Any:

@@ -21,8 +21,6 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.agents.journal import digest
-
 if TYPE_CHECKING:
     from langgraph.cache.base import BaseCache
     from langgraph.types import CachePolicy
@@ -70,6 +68,8 @@ def policy_for(node: NodeSpec, reads: Sequence[str] | None) -> CachePolicy[Any] 
     if not isinstance(value, Mapping) or cache_problem(value, "Context cache"):
         return None
     from langgraph.types import CachePolicy
+
+    from agentmap.agents.journal import digest  # the journal's request digest; imported only for a cached node
 
     row = digest(
         {

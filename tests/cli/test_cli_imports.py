@@ -28,6 +28,9 @@ _FORBIDDEN_IN_RUN = (
     "langchain_mcp_adapters",
     "agentmap.llm",
     "agentmap.orchestration",
+    "agentmap.agents.journal",  # the call journal records model and tool calls: none in these workflows
+    "agentmap.runtime.checkpoint",  # savers: a run without --thread saves nothing, and no node uses the store
+    "sqlite3",
 )
 
 _PROBE = """
