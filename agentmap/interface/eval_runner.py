@@ -295,7 +295,7 @@ async def _in_threads(
     ]
     try:
         await asyncio.gather(*workers)
-    except asyncio.CancelledError:
+    except BaseException:  # cancelled (Ctrl-C), or a log could not be written: the other threads stop too
         stop.set()
         raise
 
