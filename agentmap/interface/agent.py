@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.contracts.minimal import AgentOutputMinimal
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, Location
 from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.agent_config import resolve_agent_config
@@ -109,21 +108,21 @@ def agent_for(
         return state
 
     def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:
+        """The contract's output as `AgentOutputMinimal.to_dict()` gives it, built from values already typed
+        (a str reply, float seconds, checked traces) rather than validated and dumped again on every run."""
         traces = collector.traces
-        return AgentOutputMinimal.model_validate(
-            {
-                "content": _content(result, keys.content, app),
-                "response_time_secs": round(time.perf_counter() - started, 6),
-                "traces": traces,
-                "tools": unique_tool_names(traces),
-                "success": result.success,
-                "errors": [str(e) for e in result.errors] + [p["error"] for p in collector.problems],
-                "timings": _timings(result, collector.problems),
-                "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
-                "nodes": [e.name for e in result.summary],
-                "state": json.loads(json.dumps(dict(result.state), ensure_ascii=False, default=str)),
-            }
-        ).to_dict()
+        return {
+            "content": _content(result, keys.content, app),
+            "response_time_secs": round(time.perf_counter() - started, 6),
+            "traces": [t.model_dump(mode="json", exclude_none=True) for t in traces],
+            "tools": unique_tool_names(traces),
+            "success": bool(result.success),
+            "errors": [str(e) for e in result.errors] + [str(p["error"]) for p in collector.problems],
+            "timings": _timings(result, collector.problems),
+            "models": {e.name: str(e.metadata["model"]) for e in result.summary if "model" in e.metadata},
+            "nodes": [e.name for e in result.summary],
+            "state": json.loads(json.dumps(dict(result.state), ensure_ascii=False, default=str)),
+        }
 
     async def run_workflow_agent(
         prompt: str,

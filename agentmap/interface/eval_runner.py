@@ -3,17 +3,21 @@
 Each scenario is run single-turn (one row) or multi-turn (several rows, the history passed back to the
 agent each turn). Every run ends in a valid log, even when the agent raises, times out, or there is no
 user message: the last assistant turn then holds a short error and `stop_reason` says which. Runs go
-concurrently under a semaphore; a folder that already holds a complete log for a run is resumed, not redone,
-unless that run failed (`agent_error`, `timeout`).
+concurrently under a semaphore (scripted runs of a workflow agent with no timeout: on worker threads that
+each take the next run, as `agentmap batch` runs rows); a folder that already holds a complete log for a run
+is resumed, not redone, unless that run failed (`agent_error`, `timeout`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sys
+import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +26,14 @@ from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
 from agentmap.errors import ConfigError
-from agentmap.interface.agent_calls import RunAgent, agent_error_text, as_async_agent, describe_error, reply_text
+from agentmap.interface.agent_calls import (
+    SYNC_TWIN,
+    RunAgent,
+    agent_error_text,
+    as_async_agent,
+    describe_error,
+    reply_text,
+)
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import LogFormatError, read_log, write_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
@@ -160,8 +171,12 @@ async def run_eval(
             outcomes[(entry.scenario, entry.run)] = outcome
             advance()
 
+        twin = getattr(agent, SYNC_TWIN, None)
         try:
-            await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
+            if callable(twin) and timeout is None and all(scenario.user is None for scenario, _ in todo):
+                await _in_threads(twin, todo, folder, settings, threads, concurrency, outcomes, advance)
+            else:
+                await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
         finally:  # a timed-out run still in its thread ends after its step; nothing waits for it
             threads.shutdown(wait=False, cancel_futures=True)
     order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
@@ -229,32 +244,93 @@ async def _run_one(
 ) -> RunOutcome:
     if scenario.user is not None:
         return await _run_simulated(call, scenario, entry, folder, settings)
+    record, turns = RunRecord(), list[Turn]()
+    script = _script(scenario, settings, turns)
+    try:
+        prompt, history = next(script)
+        while True:
+            prompt, history = script.send(await _ask(call, prompt, history, settings, record))
+    except StopIteration as finished:
+        max_turns, reason = finished.value
+    return _write(scenario, entry, folder, settings, turns, max_turns, reason, record)
+
+
+async def _in_threads(
+    twin: Callable[..., Any],
+    todo: list[tuple[Scenario, ManifestEntry]],
+    folder: Path,
+    settings: _Settings,
+    threads: ThreadPoolExecutor,
+    concurrency: int,
+    outcomes: dict[tuple[str, int], RunOutcome],
+    advance: Callable[[], None],
+) -> None:
+    """Scripted runs of a workflow agent's synchronous twin (`SYNC_TWIN`), with no timeout: `concurrency` worker
+    threads each take the next run, run it and write its log, as `agentmap batch` runs rows, with no hand-over
+    to the event loop for every run. Cancelled (Ctrl-C), the runs in flight end after their step."""
+    queue, stop = deque(todo), threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                scenario, entry = queue.popleft()
+            except IndexError:
+                return
+            record, turns = RunRecord(), list[Turn]()
+            script = _script(scenario, settings, turns)
+            try:
+                prompt, history = next(script)
+                while True:
+                    prompt, history = script.send(_ask_twin(twin, prompt, history, settings, record, stop))
+            except StopIteration as finished:
+                max_turns, reason = finished.value
+            outcomes[(entry.scenario, entry.run)] = _write(
+                scenario, entry, folder, settings, turns, max_turns, reason, record
+            )
+            advance()
+
+    loop = asyncio.get_running_loop()
+    workers: list[Awaitable[None]] = [
+        loop.run_in_executor(threads, contextvars.copy_context().run, work) for _ in range(min(concurrency, len(todo)))
+    ]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:  # cancelled (Ctrl-C), or a log could not be written: the other threads stop too
+        stop.set()
+        raise
+
+
+_Ask = tuple[str, list[tuple[str, str]]]
+_Answer = tuple[tuple[str, str] | None, str | None]
+
+
+def _script(scenario: Scenario, settings: _Settings, turns: list[Turn]) -> Generator[_Ask, _Answer, tuple[int, str]]:
+    """A scripted run's turns, appended to `turns`: yields each `(message, history)` to ask the agent and receives
+    `_ask`'s answer; returns the log's `(max_turns, stop_reason)`. The same script runs on the event loop and in a
+    worker thread."""
     limit = len(scenario.turns) if settings.max_turns is None else settings.max_turns
-    turns: list[Turn] = []
     history: list[tuple[str, str]] = []
     reason: str | None = None
-    record = RunRecord()
     for step in scenario.turns[:limit]:
         turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
         if not step.message.strip():  # logged as is, so the turns still alternate (csv_specs/evaluation.md, 6.3)
             reason = StopReason.MISSING_INPUT
             turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
             break
-        error, reply = await _ask(call, step.message, history, settings, record)
+        error, reply = yield step.message, history
         if error is not None:
             reason, text = error
             turns.append(_assistant(text))
             break
         assert reply is not None
         turns.append(_assistant(reply))
-        history += [("user", step.message), ("assistant", reply)]
+        history = [*history, ("user", step.message), ("assistant", reply)]
     if reason is None:
         if len(scenario.turns) == 1 and limit >= 1:
             reason = StopReason.SINGLE_TURN
         else:
             reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
-    max_turns = 1 if len(scenario.turns) == 1 else limit
-    return _write(scenario, entry, folder, settings, turns, max_turns, reason, record)
+    return (1 if len(scenario.turns) == 1 else limit), reason
 
 
 def _write(
@@ -269,8 +345,8 @@ def _write(
 ) -> RunOutcome:
     """Write the run's log (atomically: a run counts as done only once its whole log is on disk) and run record.
 
-    Written on the event loop, not in a worker thread: the two small files take a fraction of a millisecond, less
-    than the hand-over to a thread and back (measured with bench/eval.py).
+    Written where the run ran: on the event loop (the two small files take a fraction of a millisecond, less than
+    a hand-over to a thread and back), or in the worker thread of `_in_threads`.
     """
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
     metadata = RunMetadata(
@@ -332,7 +408,7 @@ async def _run_simulated(
 
 async def _ask(
     call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings, record: RunRecord
-) -> tuple[tuple[str, str] | None, str | None]:
+) -> _Answer:
     """Call the agent once; return `((stop_reason, error text), None)` or `(None, reply)`."""
     chat_history = format_chat_history(history) if history else None
     try:
@@ -342,6 +418,28 @@ async def _ask(
         return (StopReason.TIMEOUT, f"Error: the agent did not reply within {settings.timeout:g} seconds."), None
     except Exception as exc:
         return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
+    return _answer(result, record)
+
+
+def _ask_twin(
+    twin: Callable[..., Any],
+    prompt: str,
+    history: list[tuple[str, str]],
+    settings: _Settings,
+    record: RunRecord,
+    stop: threading.Event,
+) -> _Answer:
+    """`_ask` through the agent's synchronous twin, in the calling worker thread (no timeout)."""
+    chat_history = format_chat_history(history) if history else None
+    try:
+        result = twin(prompt, chat_history=chat_history, memory=settings.memory, config=settings.config, stop=stop)
+    except Exception as exc:
+        return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
+    return _answer(result, record)
+
+
+def _answer(result: Any, record: RunRecord) -> _Answer:
+    """The reply text of the agent's `result` (recorded in the run record), or why it is not one."""
     record.add(result)
     text = reply_text(result)
     if text is None:

@@ -49,10 +49,13 @@ class ToolTraceCollector(BaseCallbackHandler):
     """A callback handler recording every tool call of a run as a `ToolTraceMinimal`, in start order.
 
     It asks for tool and custom events only: the chain events of every node (and model events) are not
-    dispatched to it, which keeps a traced run almost as cheap as an untraced one.
+    dispatched to it, which keeps a traced run almost as cheap as an untraced one. It runs inline, in the thread
+    that raised the event (its methods only take a lock and note a few values): an async node's events are not
+    each handed to a worker thread of the event loop and back.
     """
 
     ignore_chain = ignore_llm = ignore_chat_model = ignore_retriever = ignore_retry = True
+    run_inline = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -19,6 +19,7 @@ from agentmap.interface.evaluate import score_logs
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.logs import read_log
 from agentmap.interface.manifest import read_manifest
+from agentmap.interface.run_record import run_record_path
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
 
 SCENARIOS = (
@@ -260,3 +261,56 @@ async def test_a_timed_out_workflow_run_stops_after_the_step_it_was_in(tmp_path:
         await asyncio.sleep(0.01)
     assert not any(t.name.startswith("eval-run") for t in threading.enumerate())
     assert not (tmp_path / "marked").exists()
+
+
+async def test_a_cancelled_workflow_eval_without_timeout_stops_its_runs_after_their_step(tmp_path: Path) -> None:
+    """With no timeout, a workflow agent's runs go on worker threads that take the next run; cancelling the eval
+    (Ctrl-C) still ends each run in flight after its step."""
+    agent = agent_for(_waiting_workflow(tmp_path))
+    scenarios = [Scenario(name="slow", turns=(ScenarioTurn(turn=1, message="hello"),))]
+    task = asyncio.ensure_future(run_eval(scenarios, agent, tmp_path / "logs", progress=False))
+    deadline = time.monotonic() + 30
+    while not any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (tmp_path / "release").touch()
+    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not any(t.name.startswith("eval-run") for t in threading.enumerate())
+    assert not (tmp_path / "marked").exists()
+
+
+async def test_workflow_runs_on_worker_threads_log_as_runs_on_the_event_loop(tmp_path: Path) -> None:
+    """The same scripted scenarios through a workflow agent: without a timeout (worker threads take the runs) and
+    with one (each run handed from the event loop) give the same turns, stop reasons and run records."""
+    agent = agent_for("graphs/llm_offline.csv")
+    scenarios = [
+        Scenario(name="one", turns=(ScenarioTurn(turn=1, message="please reverse the text hello"),)),
+        Scenario(
+            name="three",
+            turns=(
+                ScenarioTurn(turn=1, message="count the words of this text"),
+                ScenarioTurn(turn=2, message=""),
+                ScenarioTurn(turn=3, message="never sent"),
+            ),
+        ),
+        Scenario(
+            name="two",
+            turns=(ScenarioTurn(turn=1, message="hello"), ScenarioTurn(turn=2, message="title case this please")),
+        ),
+    ]
+
+    def seen(summary: Any) -> list[Any]:
+        runs = []
+        for outcome in summary.outcomes:
+            log = read_log(outcome.log)
+            record = json.loads(run_record_path(outcome.log).read_text(encoding="utf-8"))
+            runs.append((outcome.scenario, outcome.run, outcome.stop_reason, [t.text for t in log.turns], record))
+        return runs
+
+    threaded = await run_eval(scenarios, agent, tmp_path / "threads", runs=2, concurrency=3, progress=False)
+    looped = await run_eval(scenarios, agent, tmp_path / "loop", runs=2, concurrency=3, timeout=60, progress=False)
+    assert seen(threaded) == seen(looped)
+    assert [o.stop_reason for o in threaded.outcomes][::2] == ["single_turn", "missing_input", "completed"]
