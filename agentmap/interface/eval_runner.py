@@ -17,29 +17,20 @@ import sys
 import threading
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
+from agentmap.contracts.conversation import StopReason
 from agentmap.errors import ConfigError
-from agentmap.interface.agent_calls import (
-    SYNC_TWIN,
-    RunAgent,
-    agent_error_text,
-    as_async_agent,
-    describe_error,
-    reply_text,
-)
-from agentmap.interface.history import format_chat_history
-from agentmap.interface.logs import LogFormatError, read_log, write_log
+from agentmap.interface._conversation_run import RunOutcome, RunSettings, run_one, run_scripted
+from agentmap.interface.agent_calls import SYNC_TWIN, as_async_agent
+from agentmap.interface.logs import LogFormatError, read_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
-from agentmap.interface.run_record import RunRecord, run_record_path
 from agentmap.interface.scenarios import Scenario, load_scenarios
-from agentmap.interface.simulated_user import make_player, stop_reached
+from agentmap.interface.simulated_user import make_player
 
 __all__ = [
     "RETRIED_STOP_REASONS",
@@ -51,26 +42,6 @@ __all__ = [
 RETRIED_STOP_REASONS = frozenset({StopReason.AGENT_ERROR, StopReason.TIMEOUT})
 """Stop reasons a resumed run does again: the failure may be transient (a provider down, a slow reply).
 `missing_input` is kept: the scenario has no message to send, so running it again cannot help."""
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How one run went.
-
-    Attributes:
-        scenario: The scenario's name.
-        run: The 1-based run number.
-        log: The log file.
-        stop_reason: The run's stop reason.
-        skipped: True when a complete log already existed and the run was not redone (a run that had
-            failed with `agent_error` or `timeout` is always redone).
-    """
-
-    scenario: str
-    run: int
-    log: Path
-    stop_reason: str
-    skipped: bool = False
 
 
 @dataclass
@@ -158,7 +129,7 @@ async def run_eval(
     threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval-run")
     call = as_async_agent(agent, threads)
     gate = asyncio.Semaphore(concurrency)
-    settings = _Settings(
+    settings = RunSettings(
         max_turns, timeout, mode, memory, dict(config) if config is not None else None, user_model, model_settings
     )
     outcomes: dict[tuple[str, int], RunOutcome] = {(o.scenario, o.run): o for o in done}
@@ -167,7 +138,7 @@ async def run_eval(
 
         async def _one(scenario: Scenario, entry: ManifestEntry) -> None:
             async with gate:
-                outcome = await _run_one(call, scenario, entry, folder, settings)
+                outcome = await run_one(call, scenario, entry, folder, settings)
             outcomes[(entry.scenario, entry.run)] = outcome
             advance()
 
@@ -181,17 +152,6 @@ async def run_eval(
             threads.shutdown(wait=False, cancel_futures=True)
     order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
     return EvalRunSummary(out_dir=folder, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
-
-
-@dataclass(frozen=True)
-class _Settings:
-    max_turns: int | None
-    timeout: float | None
-    mode: str
-    memory: str | None
-    config: dict[str, Any] | None
-    user_model: str | None = None
-    model_settings: Mapping[str, Any] | None = None
 
 
 def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | None, runs: int) -> None:
@@ -239,27 +199,11 @@ def _complete(path: Path) -> str | None:
         return None
 
 
-async def _run_one(
-    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: _Settings
-) -> RunOutcome:
-    if scenario.user is not None:
-        return await _run_simulated(call, scenario, entry, folder, settings)
-    record, turns = RunRecord(), list[Turn]()
-    script = _script(scenario, settings, turns)
-    try:
-        prompt, history = next(script)
-        while True:
-            prompt, history = script.send(await _ask(call, prompt, history, settings, record))
-    except StopIteration as finished:
-        max_turns, reason = finished.value
-    return _write(scenario, entry, folder, settings, turns, max_turns, reason, record)
-
-
 async def _in_threads(
     twin: Callable[..., Any],
     todo: list[tuple[Scenario, ManifestEntry]],
     folder: Path,
-    settings: _Settings,
+    settings: RunSettings,
     threads: ThreadPoolExecutor,
     concurrency: int,
     outcomes: dict[tuple[str, int], RunOutcome],
@@ -276,17 +220,7 @@ async def _in_threads(
                 scenario, entry = queue.popleft()
             except IndexError:
                 return
-            record, turns = RunRecord(), list[Turn]()
-            script = _script(scenario, settings, turns)
-            try:
-                prompt, history = next(script)
-                while True:
-                    prompt, history = script.send(_ask_twin(twin, prompt, history, settings, record, stop))
-            except StopIteration as finished:
-                max_turns, reason = finished.value
-            outcomes[(entry.scenario, entry.run)] = _write(
-                scenario, entry, folder, settings, turns, max_turns, reason, record
-            )
+            outcomes[(entry.scenario, entry.run)] = run_scripted(twin, scenario, entry, folder, settings, stop)
             advance()
 
     loop = asyncio.get_running_loop()
@@ -298,162 +232,6 @@ async def _in_threads(
     except BaseException:  # cancelled (Ctrl-C), or a log could not be written: the other threads stop too
         stop.set()
         raise
-
-
-_Ask = tuple[str, list[tuple[str, str]]]
-_Answer = tuple[tuple[str, str] | None, str | None]
-
-
-def _script(scenario: Scenario, settings: _Settings, turns: list[Turn]) -> Generator[_Ask, _Answer, tuple[int, str]]:
-    """A scripted run's turns, appended to `turns`: yields each `(message, history)` to ask the agent and receives
-    `_ask`'s answer; returns the log's `(max_turns, stop_reason)`. The same script runs on the event loop and in a
-    worker thread."""
-    limit = len(scenario.turns) if settings.max_turns is None else settings.max_turns
-    history: list[tuple[str, str]] = []
-    reason: str | None = None
-    for step in scenario.turns[:limit]:
-        turns.append(Turn(role="user", timestamp=datetime.now(), text=step.message))
-        if not step.message.strip():  # logged as is, so the turns still alternate (csv_specs/evaluation.md, 6.3)
-            reason = StopReason.MISSING_INPUT
-            turns.append(_assistant(f"Error: there is no user message for turn {step.turn}."))
-            break
-        error, reply = yield step.message, history
-        if error is not None:
-            reason, text = error
-            turns.append(_assistant(text))
-            break
-        assert reply is not None
-        turns.append(_assistant(reply))
-        history = [*history, ("user", step.message), ("assistant", reply)]
-    if reason is None:
-        if len(scenario.turns) == 1 and limit >= 1:
-            reason = StopReason.SINGLE_TURN
-        else:
-            reason = StopReason.MAX_TURNS if limit < len(scenario.turns) else StopReason.COMPLETED
-    return (1 if len(scenario.turns) == 1 else limit), reason
-
-
-def _write(
-    scenario: Scenario,
-    entry: ManifestEntry,
-    folder: Path,
-    settings: _Settings,
-    turns: list[Turn],
-    max_turns: int,
-    reason: str,
-    record: RunRecord,
-) -> RunOutcome:
-    """Write the run's log (atomically: a run counts as done only once its whole log is on disk) and run record.
-
-    Written where the run ran: on the event loop (the two small files take a fraction of a millisecond, less than
-    a hand-over to a thread and back), or in the worker thread of `_in_threads`.
-    """
-    session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
-    metadata = RunMetadata(
-        session_id=session, mode=settings.mode, scenario=scenario.name, max_turns=max_turns, stop_reason=str(reason)
-    )
-    path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
-    record.write(run_record_path(path))
-    return RunOutcome(scenario.name, entry.run, path, str(reason))
-
-
-async def _run_simulated(
-    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: _Settings
-) -> RunOutcome:
-    """One conversation between the scenario's simulated user and the agent (see `simulated_user`)."""
-    user = scenario.user
-    assert user is not None
-    player = make_player(user, settings.user_model, settings.model_settings)
-    limit = user.max_turns if settings.max_turns is None else min(user.max_turns, settings.max_turns)
-    opening = scenario.turns[0].message if scenario.turns else ""
-    turns: list[Turn] = []
-    history: list[tuple[str, str]] = []
-    goal: dict[str, Any] = {"reached": False, "user_turns": 0, "max_turns": limit}
-    record = RunRecord(goal=goal)
-    reason: str = StopReason.MAX_TURNS
-    while len(history) // 2 < limit:
-        try:
-            message = opening if not history and opening.strip() else await player.next_message(history)
-        except Exception as exc:
-            turns.append(Turn(role="user", timestamp=datetime.now(), text="(the simulated user sent no message)"))
-            turns.append(_assistant(f"Error: the simulated user failed ({describe_error(exc)})."))
-            reason = StopReason.AGENT_ERROR
-            break
-        if message is None or not message.strip():
-            reason = StopReason.USER_EXIT if user.stop_when else StopReason.COMPLETED
-            goal["reached"] = not user.stop_when
-            break
-        turns.append(Turn(role="user", timestamp=datetime.now(), text=message))
-        goal["user_turns"] += 1
-        error, reply = await _ask(call, message, history, settings, record)
-        if error is not None:
-            reason, text = error
-            turns.append(_assistant(text))
-            break
-        assert reply is not None
-        turns.append(_assistant(reply))
-        history += [("user", message), ("assistant", reply)]
-        if stop_reached(user, reply, record.state):
-            reason, goal["reached"] = StopReason.COMPLETED, True
-            break
-    if not turns:  # the user was done before saying anything
-        turns += [
-            Turn(role="user", timestamp=datetime.now(), text="(the simulated user sent no message)"),
-            _assistant("Error: the simulated user sent no message."),
-        ]
-        reason = StopReason.MISSING_INPUT
-    goal["stop_reason"] = str(reason)
-    return _write(scenario, entry, folder, settings, turns, limit, reason, record)
-
-
-async def _ask(
-    call: RunAgent, prompt: str, history: list[tuple[str, str]], settings: _Settings, record: RunRecord
-) -> _Answer:
-    """Call the agent once; return `((stop_reason, error text), None)` or `(None, reply)`."""
-    chat_history = format_chat_history(history) if history else None
-    try:
-        pending = call(prompt, chat_history=chat_history, memory=settings.memory, config=settings.config)
-        result = await asyncio.wait_for(pending, settings.timeout)
-    except TimeoutError:
-        return (StopReason.TIMEOUT, f"Error: the agent did not reply within {settings.timeout:g} seconds."), None
-    except Exception as exc:
-        return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
-    return _answer(result, record)
-
-
-def _ask_twin(
-    twin: Callable[..., Any],
-    prompt: str,
-    history: list[tuple[str, str]],
-    settings: _Settings,
-    record: RunRecord,
-    stop: threading.Event,
-) -> _Answer:
-    """`_ask` through the agent's synchronous twin, in the calling worker thread (no timeout)."""
-    chat_history = format_chat_history(history) if history else None
-    try:
-        result = twin(prompt, chat_history=chat_history, memory=settings.memory, config=settings.config, stop=stop)
-    except Exception as exc:
-        return (StopReason.AGENT_ERROR, agent_error_text(exc)), None
-    return _answer(result, record)
-
-
-def _answer(result: Any, record: RunRecord) -> _Answer:
-    """The reply text of the agent's `result` (recorded in the run record), or why it is not one."""
-    record.add(result)
-    text = reply_text(result)
-    if text is None:
-        return (
-            StopReason.AGENT_ERROR,
-            f"Error: the agent returned {type(result).__name__} without a 'content' text.",
-        ), None
-    if not text.strip():
-        return (StopReason.AGENT_ERROR, "Error: the agent returned an empty reply."), None
-    return None, text
-
-
-def _assistant(text: str) -> Turn:
-    return Turn(role="assistant", timestamp=datetime.now(), text=text)
 
 
 class _ProgressBar:
