@@ -187,10 +187,13 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
             while not _stored_events(postgres_url, run_id):  # B follows it through the store: it has begun
                 assert time.monotonic() < deadline, "no event of the run reached the store"
                 time.sleep(0.05)
-            with psycopg.connect(postgres_url, autocommit=True) as conn:  # its lease is lost to a gone replica
+            # Its lease is lost to a replica that dies holding it for 5 s more: A hears of it (its heartbeat beats
+            # every second) before any replica may claim the run. With the lease run out at once, A's own claim
+            # could come first and keep the run going here, with no handover to follow.
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
                 conn.execute(
-                    "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = 0 WHERE run_id = %s",
-                    (run_id,),
+                    "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = %s WHERE run_id = %s",
+                    (time.time() + 5, run_id),
                 )
             deadline = time.monotonic() + 60
             while sum(e == "metadata" for e, _ in _stored_events(postgres_url, run_id)) < 2:
