@@ -53,10 +53,12 @@ class _Saves:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._settled: dict[Key, bool] = {}  # True: saved; False: its save failed
-        self._waiters: dict[Key, list[Callable[[], None]]] = {}
+        # by thread and checkpoint id (unique; a subgraph's namespace may be written otherwise than its tasks read it)
+        self._settled: dict[tuple[str, str], bool] = {}  # True: saved; False: its save failed
+        self._waiters: dict[tuple[str, str], list[Callable[[], None]]] = {}
 
-    def settle(self, key: Key, saved: bool) -> None:
+    def settle(self, checkpoint: Key, saved: bool) -> None:
+        key = _id(checkpoint)
         with self._lock:
             self._settled[key] = saved
             if len(self._settled) > _KEEP:
@@ -65,21 +67,27 @@ class _Saves:
         for wake in wakes:
             wake()
 
-    def state(self, key: Key, wake: Callable[[], None] | None = None) -> bool | None:
-        """Whether `key` was saved (None: not settled yet; then `wake` is called when it is)."""
+    def state(self, checkpoint: Key, wake: Callable[[], None] | None = None) -> bool | None:
+        """Whether `checkpoint` was saved (None: not settled yet; then `wake` is called when it is)."""
+        key = _id(checkpoint)
         with self._lock:
             found = self._settled.get(key)
             if found is None and wake is not None:
                 self._waiters.setdefault(key, []).append(wake)
             return found
 
-    def forget(self, key: Key, wake: Callable[[], None]) -> None:
+    def forget(self, checkpoint: Key, wake: Callable[[], None]) -> None:
+        key = _id(checkpoint)
         with self._lock:
             waiting = self._waiters.get(key, [])
             if wake in waiting:
                 waiting.remove(wake)
             if not waiting:
                 self._waiters.pop(key, None)
+
+
+def _id(key: Key) -> tuple[str, str]:
+    return key[0], key[2]
 
 
 _SAVES = _Saves()

@@ -50,7 +50,7 @@ _LIST = (
     "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
     f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
 )
-_SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+_SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
 _MEMORY_LOCK = threading.Lock()
 
 
@@ -105,7 +105,7 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
     if op == "replayed":
         return execute(_REPLAYED, (*key, *values))
     if op == "saved":  # whether LangGraph's checkpoint (thread, namespace, id) is in the store
-        return bool(execute(_SAVED, key))
+        return bool(execute(_SAVED, (key[0], key[2])))
     return execute(_NEAR if op == "near" else _LIST, key)
 
 
@@ -117,8 +117,8 @@ def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) 
 
 def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
     if op == "saved":
-        thread, ns, checkpoint_id = key
-        return checkpoint_id in saver.storage.get(thread, {}).get(ns, {})
+        thread, _, checkpoint_id = key
+        return any(checkpoint_id in saved for saved in list(saver.storage.get(thread, {}).values()))
     with _MEMORY_LOCK:
         table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
         if op == "get":
