@@ -82,15 +82,15 @@ def _until(condition: Callable[[], Any], what: str, within: float = 30) -> None:
         time.sleep(0.002)
 
 
-def _run_in_thread(app: Any, mode: str, outcome: list[Any]) -> threading.Thread:
+def _run_in_thread(app: Any, mode: str, outcome: list[Any], durability: str = "async") -> threading.Thread:
     config = {"configurable": {"thread_id": "t"}}
 
     def run() -> None:
         try:
             if mode == "async":
-                outcome.append(asyncio.run(app.ainvoke({"amount": 1}, config)))
+                outcome.append(asyncio.run(app.ainvoke({"amount": 1}, config, durability=durability)))
             else:
-                outcome.append(app.invoke({"amount": 1}, config))
+                outcome.append(app.invoke({"amount": 1}, config, durability=durability))
         except Exception as exc:  # the deadline test's error, checked by the test
             outcome.append(exc)
 
@@ -153,3 +153,18 @@ def test_a_checkpoint_never_saved_stops_the_node_before_its_call_and_the_run_res
     monkeypatch.setattr(_checkpoint_saves, "SAVE_DEADLINE", 60.0)
     assert app.resume("t").state["result"] == "charged 1"
     assert effects.read_text().splitlines() == ["saved", "charge 1"]
+
+
+def test_with_exit_durability_a_call_waits_for_nothing(workflow: Path, waits: Callable[[], bool]) -> None:
+    # nothing is saved before the run ends: a call that waited for its step's checkpoint would wait forever
+    effects = workflow.parent / "effects.txt"
+    saver = _saver("agentmap", workflow.parent)
+    gate = Gate(saver, effects)
+    app = agentmap.compile(workflow, checkpointer=saver)
+    outcome: list[Any] = []
+    thread = _run_in_thread(app, "sync", outcome, durability="exit")
+    _until(lambda: effects.exists(), "the card charged while no checkpoint is saved")
+    assert effects.read_text().splitlines() == ["charge 1"] and not gate.entered.is_set() and not waits()
+    gate.opened.set()
+    thread.join(30)
+    assert not thread.is_alive() and outcome[0].state["result"] == "charged 1", outcome
