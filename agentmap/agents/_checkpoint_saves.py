@@ -4,8 +4,8 @@ The call journal keys a call by LangGraph's task id, which LangGraph derives fro
 task was prepared from. LangGraph saves checkpoints in the background (after every step with `async`
 durability, and a run's first, its input, even with `sync`), so a node can start while its step's checkpoint is
 not in the store yet. Were the process killed then, a rerun would start from an earlier checkpoint, its task
-would get another id, and a call journaled as finished (a card charged) would be made again. So before a node's
-first call that is made (not replayed), `wait_saved` / `await_saved` wait until that checkpoint is saved:
+would get another id, and a call journaled as finished (a card charged) would be made again. So before a call is
+made (not replayed), `wait_saved` / `await_saved` wait until that checkpoint is saved:
 
 - AgentMap's savers (`runtime/checkpoint.py`) announce each checkpoint they put (`settle`): a waiter wakes at
   once, and the common case (saved before the node starts) costs a dictionary look-up;
@@ -176,7 +176,7 @@ def _not_saved(key: Key, why: str) -> CheckpointNotSaved:
     thread, _, checkpoint_id = key
     return CheckpointNotSaved(
         f"thread {thread!r}: the checkpoint this step started from ({checkpoint_id}) was not saved ({why}); the "
-        "node stopped before its first model or tool call, which was not made",
+        "node stopped before its model or tool call, which was not made",
         hint=f"check that the checkpoint database is reachable and not locked, then continue the run with "
         f"agentmap resume {thread}",
     )

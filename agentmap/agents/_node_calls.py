@@ -19,7 +19,6 @@ class NodeCalls:
     name: str
     calls: int = 0
     checked: bool = False  # whether the journal of the node's task was checked for damaged keys
-    saved: bool = False  # whether the checkpoint the node's step started from was found saved (a call waits for it)
 
 
 NODE: contextvars.ContextVar[NodeCalls | None] = contextvars.ContextVar("agentmap_journal_node", default=None)

@@ -100,7 +100,7 @@ class _Where:
     saver: Any
     kind: Callable[..., Any]
     key: tuple[str, str, int, str, str, int]
-    checkpoint: Key | None  # the checkpoint the node's step started from, to be saved before a call is made
+    checkpoint: Key | None  # the checkpoint the node's step started from: saved before a call is made
 
 
 def _where() -> _Where | None:
@@ -121,8 +121,8 @@ def _where() -> _Where | None:
     index = node.calls
     node.calls += 1
     ns = str(configurable.get("checkpoint_ns") or "")
-    checkpoint = None if node.saved else step_checkpoint(configurable)
-    return _Where(saver, kind, (str(thread), ns, int(step), node.name, str(task_id), index), checkpoint)
+    key = (str(thread), ns, int(step), node.name, str(task_id), index)
+    return _Where(saver, kind, key, step_checkpoint(configurable))
 
 
 def digest(request: Any) -> str:
@@ -258,13 +258,13 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
 
 def _store_check(where: _Where) -> tuple[Callable[[], bool], bool]:
     """How to ask the store whether the checkpoint of `where`'s step is saved, and whether its saver announces its
-    saves (agents/_checkpoint_saves.py); the node asks once per run."""
-    node = _NODE.get()
-    if node is not None:
-        node.saved = True
-    return (lambda: bool(where.kind(where.saver, "saved", where.checkpoint))), bool(
-        getattr(where.saver, "announces_saves", False)
-    )
+    saves (agents/_checkpoint_saves.py: once found saved, a checkpoint is remembered, so the node's later calls,
+    and those it makes at the same time, cost a look-up)."""
+
+    def in_store() -> bool:
+        return bool(where.kind(where.saver, "saved", where.checkpoint))
+
+    return in_store, bool(getattr(where.saver, "announces_saves", False))
 
 
 def _put(

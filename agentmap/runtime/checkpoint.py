@@ -189,7 +189,7 @@ class _ThreadedAsync:
 
 
 class _Announced:
-    """`put` announces each checkpoint it saved (or failed to): a node's first model or tool call waits for the
+    """`put` announces each checkpoint it saved (or failed to): a node's model and tool calls wait for the
     checkpoint its step started from (agents/_checkpoint_saves.py), woken at once instead of asking the store."""
 
     announces_saves = True
