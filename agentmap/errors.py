@@ -160,6 +160,7 @@ class ErrorCode(StrEnum):
     ORCHESTRATION_FAILED = "orchestration-failed"
     WORKER_DIED = "worker-died"
     ROW_EXITED = "row-exited"
+    CHECKPOINT_NOT_SAVED = "checkpoint-not-saved"
     # a spent budget (exit 6)
     BUDGET_EXCEEDED = "budget-exceeded"
     # evaluation files

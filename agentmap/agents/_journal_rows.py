@@ -50,6 +50,7 @@ _LIST = (
     "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
     f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
 )
+_SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
 _MEMORY_LOCK = threading.Lock()
 
 
@@ -103,6 +104,8 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
         return execute(_PUT, (*key, *values))
     if op == "replayed":
         return execute(_REPLAYED, (*key, *values))
+    if op == "saved":  # whether LangGraph's checkpoint (thread, namespace, id) is in the store
+        return bool(execute(_SAVED, (key[0], key[2])))
     return execute(_NEAR if op == "near" else _LIST, key)
 
 
@@ -113,6 +116,9 @@ def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) 
 
 
 def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
+    if op == "saved":
+        thread, _, checkpoint_id = key
+        return any(checkpoint_id in saved for saved in list(saver.storage.get(thread, {}).values()))
     with _MEMORY_LOCK:
         table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
         if op == "get":

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentmap.agents._checkpoint_saves import Key, await_saved, step_checkpoint, wait_saved
 from agentmap.agents._journal_rows import TABLE, intact, rows_of, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
@@ -99,6 +100,7 @@ class _Where:
     saver: Any
     kind: Callable[..., Any]
     key: tuple[str, str, int, str, str, int]
+    checkpoint: Key | None  # the checkpoint the node's step started from: saved before a call is made
 
 
 def _where() -> _Where | None:
@@ -119,7 +121,8 @@ def _where() -> _Where | None:
     index = node.calls
     node.calls += 1
     ns = str(configurable.get("checkpoint_ns") or "")
-    return _Where(saver, kind, (str(thread), ns, int(step), node.name, str(task_id), index))
+    key = (str(thread), ns, int(step), node.name, str(task_id), index)
+    return _Where(saver, kind, key, step_checkpoint(configurable))
 
 
 def digest(request: Any) -> str:
@@ -154,6 +157,8 @@ async def journaled(
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
         return await call()
+    if plan.where.checkpoint is not None:
+        await await_saved(plan.where.checkpoint, *_store_check(plan.where))
     plan.begin()
     try:
         result = await call()
@@ -180,6 +185,8 @@ def journaled_sync(
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
         return call()
+    if plan.where.checkpoint is not None:
+        wait_saved(plan.where.checkpoint, *_store_check(plan.where))
     plan.begin()
     try:
         result = call()
@@ -247,6 +254,17 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
                 _put(where, meta, "failed", None, time.time(), 0.0)
                 raise InDoubt(f"{kind} {name!r} was answered `fail`: it did not take effect and is not made again")
     return _Call(where, meta, idempotent)
+
+
+def _store_check(where: _Where) -> tuple[Callable[[], bool], bool]:
+    """How to ask the store whether the checkpoint of `where`'s step is saved, and whether its saver announces its
+    saves (agents/_checkpoint_saves.py: once found saved, a checkpoint is remembered, so the node's later calls,
+    and those it makes at the same time, cost a look-up)."""
+
+    def in_store() -> bool:
+        return bool(where.kind(where.saver, "saved", where.checkpoint))
+
+    return in_store, bool(getattr(where.saver, "announces_saves", False))
 
 
 def _put(

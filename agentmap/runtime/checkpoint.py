@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap.agents._checkpoint_saves import settle
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage
 from agentmap.runtime._serializer import UnsafeCheckpointError, safe_serializer
@@ -187,9 +188,28 @@ class _ThreadedAsync:
         await asyncio.to_thread(self.delete_thread, thread_id)
 
 
+class _Announced:
+    """`put` announces each checkpoint it saved (or failed to): a node's model and tool calls wait for the
+    checkpoint its step started from (agents/_checkpoint_saves.py), woken at once instead of asking the store."""
+
+    announces_saves = True
+
+    def put(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+        config, checkpoint = [*args, kwargs.get("config"), kwargs.get("checkpoint")][:2]
+        try:
+            result: RunnableConfig = super().put(*args, **kwargs)  # type: ignore[misc]
+        except BaseException:
+            settle(config, checkpoint, saved=False)
+            raise
+        settle(config, checkpoint, saved=True)
+        return result
+
+
 def _saver_class(base: type, where: str) -> type:
-    """`base` with async methods over its sync ones, and damaged records named (`where`: its file or database)."""
-    return type(f"AgentMap{base.__name__}", (_ThreadedAsync, Verified, base), {"__module__": __name__, "_where": where})
+    """`base` with async methods over its sync ones, damaged records named (`where`: its file or database), and
+    each checkpoint it saves announced."""
+    bases = (_ThreadedAsync, _Announced, Verified, base)
+    return type(f"AgentMap{base.__name__}", bases, {"__module__": __name__, "_where": where})
 
 
 def _checked_path(path: Path) -> Path:

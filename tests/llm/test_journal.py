@@ -349,3 +349,53 @@ def test_a_damaged_journal_entry_is_reported_never_replayed_nor_called_again(
     assert code == 2 and "error[corrupt-checkpoint]" in err and "call journal's entry for call 1" in err, err
     assert "it was not replayed" in err and "--from-checkpoint" in err
     assert _effects(tmp_path) == ["charge 1", "charge 2"] and len(loop.stub.requests) == sent  # nothing again
+
+
+HELD_SAVES = """
+import logging, os, sys, time
+from pathlib import Path
+import agentmap
+
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+logging.getLogger("agentmap.journal").setLevel(logging.DEBUG)
+saver = agentmap.checkpointer(os.environ.get("AGENTMAP_CHECKPOINT"))
+put = saver.put
+
+
+def held_put(*args, **kwargs):  # every save waits while the file `hold` exists
+    while Path("hold").exists():
+        time.sleep(0.005)
+    return put(*args, **kwargs)
+
+
+saver.put = held_put
+app = agentmap.compile("charge.csv", checkpointer=saver)
+app.invoke({"amount": 1}, {"configurable": {"thread_id": "t"}})
+"""
+
+
+def test_a_call_waits_for_its_steps_checkpoint_so_a_kill_before_the_save_never_charges_twice(
+    tmp_path: Path, store: dict[str, str]
+) -> None:
+    # LangGraph saves a run's first checkpoint in the background and derives the node's task id from it. Were
+    # the tool called before that save, a kill would lose the checkpoint, the rerun would get another task id,
+    # the journal would miss, and the card would be charged again. Here every save is held and the process
+    # killed while they wait: the node waits too, so nothing was charged, and the rerun charges once.
+    (tmp_path / "tools.py").write_text(TOOLS)
+    with (tmp_path / "charge.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
+        writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card"}), "amount", "result", "tools.py"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | store
+    env["EFFECTS"] = str(tmp_path / "effects.txt")
+    (tmp_path / "hold").touch()
+    proc = forked.start_python(HELD_SAVES, cwd=tmp_path, env=env)
+    waiting = "waits for checkpoint"
+    _until(lambda: _effects(tmp_path) or waiting in proc.printed()[1], proc, "the charge, or the node waiting")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    (tmp_path / "hold").unlink()
+    args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")
+    code, out, err = forked.run(*args, cwd=tmp_path, env=env)
+    assert code == 0 and json.loads(out)["state"]["result"] == "charged 1", (code, out, err)
+    assert _effects(tmp_path) == ["charge 1"]
