@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from agentmap.server._encode import dumps
+from agentmap.server._models import ApiError
 from agentmap.server._runs import Run, wanted_event
 from agentmap.server._store import UNFINISHED, Store
 
@@ -27,9 +29,37 @@ class EventSharing:
     """The part of `RunManager` (`_workers.py`) that shares a run's events with the other replicas."""
 
     store: Store
+    runs: dict[str, Run]
+    ended: OrderedDict[str, Run]
     _events: asyncio.Event
     _publishers: dict[str, asyncio.Task[None]]
     _store: Callable[..., Awaitable[Any]]
+
+    def streamed(self, run_id: str) -> Run | None:
+        """The run whose events a stream here reads from memory: executing here, or, with no shared store, one of
+        the last runs that ended here (None: its events are read from the store)."""
+        return self.runs.get(run_id) or self.ended.get(run_id)
+
+    async def resume_point(self, run_id: str, last_event_id: str) -> int:
+        """Where a stream that last got `last_event_id` (the `Last-Event-ID` header) goes on: the store's number
+        after it (shared store), or the index in `events` after it of the run executing here (0: from the start of
+        this server's attempt, when the id is of an earlier one). An id the run never sent is `bad-event-id`."""
+        prefix, _, rest = last_event_id.rpartition(".") if self.store.shared else _split(last_event_id)
+        parts = rest.split(".")
+        if prefix != run_id or not all(p.isascii() and p.isdigit() and len(p) < 10 for p in parts):
+            raise _bad_event_id(run_id, last_event_id)
+        if self.store.shared:
+            number = int(parts[0])
+            if not await self._store(self.store.has_event, run_id, number):
+                raise _bad_event_id(run_id, last_event_id)
+            return number + 1
+        attempt, index = int(parts[0]), int(parts[1])
+        run = self.streamed(run_id)
+        if run is None:  # ended long ago, or run by another process of this file: its events are not kept here
+            return 0
+        if attempt > run.attempt or (attempt == run.attempt and index >= len(run.events)):
+            raise _bad_event_id(run_id, last_event_id)
+        return index + 1 if attempt == run.attempt else 0
 
     async def follow_elsewhere(
         self,
@@ -39,10 +69,10 @@ class EventSharing:
         heartbeat: float,
         after: int = 0,
         seen: frozenset[int] = frozenset(),
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on another replica, in the store's order, from its start (or from
-        number `after`, but those numbered in `seen`) until it ends: read from the store whenever a replica
-        announces new ones (an empty event after `heartbeat` s of silence)."""
+    ) -> AsyncIterator[tuple[str | None, str, Any]]:
+        """The events of a run executing on another replica (`(id, event, data)`), in the store's order, from its
+        start (or from number `after`, but those numbered in `seen`) until it ends: read from the store whenever a
+        replica announces new ones (an empty event with no id after `heartbeat` s of silence)."""
         index = after
         while True:
             news = self._events
@@ -50,39 +80,50 @@ class EventSharing:
             for number, event, data in found:
                 index = number + 1
                 if number not in seen and wanted_event(event, modes):
-                    yield event, data
+                    yield f"{run_id}.{number}", event, data
             if found:
                 continue
             record = await self._store(self.store.run, thread_id, run_id)
             if record is None or record["status"] not in UNFINISHED:
                 for number, event, data in await self._store(self.store.events, run_id, index):  # the last ones
                     if number not in seen and wanted_event(event, modes):
-                        yield event, data
+                        yield f"{run_id}.{number}", event, data
                 return
             try:
                 await asyncio.wait_for(news.wait(), heartbeat)
             except TimeoutError:
-                yield "", None
+                yield None, "", None
 
     async def follow_here(
-        self, run: Run, modes: tuple[str, ...] | None, heartbeat: float
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """The events of a run executing on this replica, each once: with a shared store, first those of its
-        earlier attempts elsewhere, then its own as they come, then those other replicas wrote meanwhile or after
-        (the replica it was taken from, still writing its last step's; the one continuing it, when it moved)."""
-        if self.store.shared and run.attempt > 1:
-            while not run.shared and not run.done.is_set():  # the number its first event got in the store
+        self, run: Run, modes: tuple[str, ...] | None, heartbeat: float, start: int = 0
+    ) -> AsyncIterator[tuple[str | None, str, Any]]:
+        """The events of a run executing on this replica (`(id, event, data)`), each once: with a shared store,
+        first those of its earlier attempts elsewhere, then its own as they come, then those other replicas wrote
+        meanwhile or after (the replica it was taken from, still writing its last step's; the one continuing it,
+        when it moved). With no shared store, from index `start` of its events on.
+
+        An event's id is its number in a shared store (a stream here sends it once the store has numbered it), or
+        `run_id.attempt.index` on this server alone: what `resume_point` reads back."""
+        shared = self.store.shared
+        if shared and run.attempt > 1:
+            while not _numbered(run) and not run.done.is_set():  # the number its first event got in the store
                 await run.changed.wait()
-            if run.shared:
-                first = min(run.shared)
+            if _numbered(run):
+                first = _numbered(run)[0]
                 for number, event, data in await self._store(self.store.events, run.run_id, 0):
                     if number < first and wanted_event(event, modes):
-                        yield event, data
-        async for item in run.follow(modes, heartbeat):
-            yield item
-        if not self.store.shared or (run.moved and run.error is not None):  # the database went away
+                        yield f"{run.run_id}.{number}", event, data
+        async for index, event, data in run.follow_indexed(modes, heartbeat, start):
+            if index < 0:
+                yield None, event, data
+            elif not shared:
+                yield f"{run.run_id}.{run.attempt}.{index}", event, data
+            else:
+                number = await _number(run, index)
+                yield (None if number is None else f"{run.run_id}.{number}"), event, data
+        if not shared or (run.moved and run.error is not None):  # the database went away
             return
-        mine = frozenset(run.shared)
+        mine = frozenset(_numbered(run))
         if mine or run.moved:
             async for item in self.follow_elsewhere(
                 run.thread_id, run.run_id, modes, heartbeat, min(mine, default=0), mine
@@ -93,21 +134,27 @@ class EventSharing:
         """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
         store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
         index = 0
-        while True:
-            changed = run.changed
-            if index < len(run.events):
-                batch = [(event, dumps(data)) for event, data in run.events[index:]]
-                try:
-                    first = await self._store(self.store.add_events, run.run_id, batch)
-                    run.shared.update(range(first, first + len(batch)))
-                    run.wake()  # a stream here waits for its first number (`follow_here`)
-                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
-                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-                index += len(batch)
-                continue
-            if run.done.is_set() or run.run_id not in self._publishers:
-                return
-            await changed.wait()
+        run.publishing = True
+        try:
+            while True:
+                changed = run.changed
+                if index < len(run.events):
+                    batch = [(event, dumps(data)) for event, data in run.events[index:]]
+                    try:
+                        first = await self._store(self.store.add_events, run.run_id, batch)
+                        run.shared.extend(range(first, first + len(batch)))
+                    except Exception as exc:  # followers elsewhere miss them; the run itself goes on
+                        _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+                        run.shared.extend([None] * len(batch))
+                    run.wake()  # a stream here waits for its events' numbers (`follow_here`)
+                    index += len(batch)
+                    continue
+                if run.done.is_set() or run.run_id not in self._publishers:
+                    return
+                await changed.wait()
+        finally:
+            run.publishing = False
+            run.wake()
 
     async def _published(self, run: Run) -> None:
         """Wait until every event of `run` is in the store (before its end is written)."""
@@ -118,3 +165,33 @@ class EventSharing:
                 await task
             except Exception as exc:  # the database went away: followers elsewhere miss events, the run's end does not
                 _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+
+
+def _split(last_event_id: str) -> tuple[str, str, str]:
+    """`run_id.attempt.index` as `(run_id, ".", "attempt.index")`."""
+    head, _, index = last_event_id.rpartition(".")
+    run_id, dot, attempt = head.rpartition(".")
+    return run_id, dot, f"{attempt}.{index}"
+
+
+def _numbered(run: Run) -> list[int]:
+    """The numbers the store gave the run's events here so far."""
+    return [n for n in run.shared if n is not None]
+
+
+async def _number(run: Run, index: int) -> int | None:
+    """The number the store gives event `index` of the run (None if it cannot take it, or nothing shares it)."""
+    while len(run.shared) <= index and run.publishing:
+        await run.changed.wait()
+    return run.shared[index] if index < len(run.shared) else None
+
+
+def _bad_event_id(run_id: str, last_event_id: str) -> ApiError:
+    shown = last_event_id if len(last_event_id) <= 80 else last_event_id[:80] + "..."
+    return ApiError(
+        422,
+        "bad-event-id",
+        f"header Last-Event-ID: {shown!r} is not the id of an event of run {run_id!r}",
+        hint="send the `id` of the last event this run's stream gave you, or no Last-Event-ID to get its events from"
+        " the start",
+    )

@@ -76,8 +76,11 @@ class Run:
     went away): its end, and its result, are the ones that replica writes to the store."""
     attempt: int = 1
     """How many times a replica claimed it (more than once: taken over, after a kill or a handover)."""
-    shared: set[int] = field(default_factory=set)
-    """The numbers its events (of this attempt, here) got in a shared run store."""
+    shared: list[int | None] = field(default_factory=list)
+    """The numbers its events (of this attempt, here) got in a shared run store, in the order of `events` (None for
+    one the store could not take: the database was away)."""
+    publishing: bool = False
+    """Its events are being written to a shared run store (a stream here waits for each one's number, its id)."""
     usage: dict[str, Any] = field(default_factory=dict)
     """The tokens and cost of the run's model calls (`RunResult.usage`), shown in its metadata once it ended."""
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -132,20 +135,31 @@ class Run:
 
         With `heartbeat`, an empty event `("", None)` comes after that many seconds without one.
         """
-        index = 0
+        async for _, event, data in self.follow_indexed(modes, heartbeat):
+            yield event, data
+
+    async def follow_indexed(
+        self, modes: tuple[str, ...] | None = None, heartbeat: float | None = None, start: int = 0
+    ) -> AsyncIterator[tuple[int, str, Any]]:
+        """Every event so far (from index `start` of `events`), then each new one until the run ends (only `modes`,
+        when given), each with its index in `events`.
+
+        With `heartbeat`, an empty event `(-1, "", None)` comes after that many seconds without one.
+        """
+        index = start
         while True:
             changed = self._changed
             while index < len(self.events):
                 event, data = self.events[index]
                 index += 1
                 if wanted_event(event, modes):
-                    yield event, data
+                    yield index - 1, event, data
             if self.done.is_set():
                 return
             try:
                 await asyncio.wait_for(changed.wait(), heartbeat)
             except TimeoutError:
-                yield "", None
+                yield -1, "", None
 
 
 def wanted_event(event: str, modes: tuple[str, ...] | None) -> bool:

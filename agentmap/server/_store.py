@@ -256,6 +256,11 @@ class Store(ThreadRows, CronRows):
             )
         return [(int(r["seq"]), r["event"], json.loads(r["data"])) for r in rows]
 
+    def has_event(self, run_id: str, number: int) -> bool:
+        """Whether the store holds event `number` of the run."""
+        with self._tx() as tx:
+            return bool(tx.rows("SELECT 1 FROM agentmap_run_events WHERE run_id = ? AND seq = ?", (run_id, number)))
+
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""
         with self._tx() as tx:
