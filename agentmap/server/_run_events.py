@@ -41,19 +41,20 @@ class EventSharing:
         return self.runs.get(run_id) or self.ended.get(run_id)
 
     async def resume_point(self, run_id: str, last_event_id: str) -> int:
-        """Where a stream that last got `last_event_id` (the `Last-Event-ID` header) goes on: the store's number
-        after it (shared store), or the index in `events` after it of the run executing here (0: from the start of
-        this server's attempt, when the id is of an earlier one). An id the run never sent is `bad-event-id`."""
-        prefix, _, rest = last_event_id.rpartition(".") if self.store.shared else _split(last_event_id)
-        parts = rest.split(".")
-        if prefix != run_id or not all(p.isascii() and p.isdigit() and len(p) < 10 for p in parts):
+        """Where a stream that last got `last_event_id` (the `Last-Event-ID` header: `run_id.attempt.index`) goes on:
+        the store's number after that event's (shared store), or the index in `events` after it of the run here (0:
+        from the start of this server's attempt, when the id is of an earlier one, whose events are gone). An id the
+        run never sent is `bad-event-id`."""
+        head, _, index_text = last_event_id.rpartition(".")
+        prefix, _, attempt_text = head.rpartition(".")
+        if prefix != run_id or not all(_digits(p) for p in (attempt_text, index_text)):
             raise _bad_event_id(run_id, last_event_id)
+        attempt, index = int(attempt_text), int(index_text)
         if self.store.shared:
-            number = int(parts[0])
-            if not await self._store(self.store.has_event, run_id, number):
+            number = await self._store(self.store.event_number, run_id, attempt, index)
+            if number is None:
                 raise _bad_event_id(run_id, last_event_id)
-            return number + 1
-        attempt, index = int(parts[0]), int(parts[1])
+            return int(number) + 1
         run = self.streamed(run_id)
         if run is None:  # ended long ago, or run by another process of this file: its events are not kept here
             return 0
@@ -77,17 +78,17 @@ class EventSharing:
         while True:
             news = self._events
             found = await self._store(self.store.events, run_id, index)
-            for number, event, data in found:
+            for number, event, data, event_id in found:
                 index = number + 1
                 if number not in seen and wanted_event(event, modes):
-                    yield f"{run_id}.{number}", event, data
+                    yield _id(run_id, event_id), event, data
             if found:
                 continue
             record = await self._store(self.store.run, thread_id, run_id)
             if record is None or record["status"] not in UNFINISHED:
-                for number, event, data in await self._store(self.store.events, run_id, index):  # the last ones
+                for number, event, data, event_id in await self._store(self.store.events, run_id, index):  # the last
                     if number not in seen and wanted_event(event, modes):
-                        yield f"{run_id}.{number}", event, data
+                        yield _id(run_id, event_id), event, data
                 return
             try:
                 await asyncio.wait_for(news.wait(), heartbeat)
@@ -102,28 +103,22 @@ class EventSharing:
         meanwhile or after (the replica it was taken from, still writing its last step's; the one continuing it,
         when it moved). With no shared store, from index `start` of its events on.
 
-        An event's id is its number in a shared store (a stream here sends it once the store has numbered it), or
-        `run_id.attempt.index` on this server alone: what `resume_point` reads back."""
+        An event's id is `run_id.attempt.index` (its index in `events` of the attempt that made it), on every
+        replica: what `resume_point` reads back."""
         shared = self.store.shared
         if shared and run.attempt > 1:
-            while not _numbered(run) and not run.done.is_set():  # the number its first event got in the store
+            while not run.shared and not run.done.is_set():  # the number its first event got in the store
                 await run.changed.wait()
-            if _numbered(run):
-                first = _numbered(run)[0]
-                for number, event, data in await self._store(self.store.events, run.run_id, 0):
+            if run.shared:
+                first = min(run.shared)
+                for number, event, data, event_id in await self._store(self.store.events, run.run_id, 0):
                     if number < first and wanted_event(event, modes):
-                        yield f"{run.run_id}.{number}", event, data
+                        yield _id(run.run_id, event_id), event, data
         async for index, event, data in run.follow_indexed(modes, heartbeat, start):
-            if index < 0:
-                yield None, event, data
-            elif not shared:
-                yield f"{run.run_id}.{run.attempt}.{index}", event, data
-            else:
-                number = await _number(run, index)
-                yield (None if number is None else f"{run.run_id}.{number}"), event, data
+            yield (None if index < 0 else f"{run.run_id}.{run.attempt}.{index}"), event, data
         if not shared or (run.moved and run.error is not None):  # the database went away
             return
-        mine = frozenset(_numbered(run))
+        mine = frozenset(run.shared)
         if mine or run.moved:
             async for item in self.follow_elsewhere(
                 run.thread_id, run.run_id, modes, heartbeat, min(mine, default=0), mine
@@ -134,27 +129,21 @@ class EventSharing:
         """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
         store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
         index = 0
-        run.publishing = True
-        try:
-            while True:
-                changed = run.changed
-                if index < len(run.events):
-                    batch = [(event, dumps(data)) for event, data in run.events[index:]]
-                    try:
-                        first = await self._store(self.store.add_events, run.run_id, batch)
-                        run.shared.extend(range(first, first + len(batch)))
-                    except Exception as exc:  # followers elsewhere miss them; the run itself goes on
-                        _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
-                        run.shared.extend([None] * len(batch))
-                    run.wake()  # a stream here waits for its events' numbers (`follow_here`)
-                    index += len(batch)
-                    continue
-                if run.done.is_set() or run.run_id not in self._publishers:
-                    return
-                await changed.wait()
-        finally:
-            run.publishing = False
-            run.wake()
+        while True:
+            changed = run.changed
+            if index < len(run.events):
+                batch = [(event, dumps(data)) for event, data in run.events[index:]]
+                try:
+                    first = await self._store(self.store.add_events, run.run_id, batch, run.attempt, index)
+                    run.shared.update(range(first, first + len(batch)))
+                    run.wake()  # a stream here waits for its first number (`follow_here`)
+                except Exception as exc:  # followers elsewhere miss them; the run itself goes on
+                    _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
+                index += len(batch)
+                continue
+            if run.done.is_set() or run.run_id not in self._publishers:
+                return
+            await changed.wait()
 
     async def _published(self, run: Run) -> None:
         """Wait until every event of `run` is in the store (before its end is written)."""
@@ -167,23 +156,13 @@ class EventSharing:
                 _log.warning("cannot share the events of run %s: %s", run.run_id, exc)
 
 
-def _split(last_event_id: str) -> tuple[str, str, str]:
-    """`run_id.attempt.index` as `(run_id, ".", "attempt.index")`."""
-    head, _, index = last_event_id.rpartition(".")
-    run_id, dot, attempt = head.rpartition(".")
-    return run_id, dot, f"{attempt}.{index}"
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) < 10
 
 
-def _numbered(run: Run) -> list[int]:
-    """The numbers the store gave the run's events here so far."""
-    return [n for n in run.shared if n is not None]
-
-
-async def _number(run: Run, index: int) -> int | None:
-    """The number the store gives event `index` of the run (None if it cannot take it, or nothing shares it)."""
-    while len(run.shared) <= index and run.publishing:
-        await run.changed.wait()
-    return run.shared[index] if index < len(run.shared) else None
+def _id(run_id: str, event_id: str | None) -> str | None:
+    """A stored event's id in a stream (None for one written before events had ids)."""
+    return None if event_id is None else f"{run_id}.{event_id}"
 
 
 def _bad_event_id(run_id: str, last_event_id: str) -> ApiError:

@@ -76,11 +76,8 @@ class Run:
     went away): its end, and its result, are the ones that replica writes to the store."""
     attempt: int = 1
     """How many times a replica claimed it (more than once: taken over, after a kill or a handover)."""
-    shared: list[int | None] = field(default_factory=list)
-    """The numbers its events (of this attempt, here) got in a shared run store, in the order of `events` (None for
-    one the store could not take: the database was away)."""
-    publishing: bool = False
-    """Its events are being written to a shared run store (a stream here waits for each one's number, its id)."""
+    shared: set[int] = field(default_factory=set)
+    """The numbers its events (of this attempt, here) got in a shared run store."""
     usage: dict[str, Any] = field(default_factory=dict)
     """The tokens and cost of the run's model calls (`RunResult.usage`), shown in its metadata once it ended."""
     cancelled: threading.Event = field(default_factory=threading.Event)

@@ -215,8 +215,9 @@ def test_a_stream_resumes_on_the_other_replica_and_after_the_run_ended(
         middle = whole[3][2] or ""
         later = sdk.get_sync_client(url=other.url, api_key=None).runs.join_stream(tid, run_id, last_event_id=middle)
         assert _parts(later) == whole[4:]  # after the run ended too
-    _refused(a.url, tid, run_id, f"{run_id}.9999")
-    _refused(b.url, tid, run_id, f"{run_id}.1.2")  # a single server's id is not one a shared store gives
+    _refused(a.url, tid, run_id, f"{run_id}.1.9999")  # beyond its events
+    _refused(b.url, tid, run_id, f"{run_id}.7.0")  # an attempt it never had
+    _refused(b.url, tid, run_id, f"{run_id}.1")
 
 
 class Proxy:
