@@ -225,6 +225,7 @@ class Proxy:
 
     def __init__(self, port: int) -> None:
         self.port = port
+        """Where new connections go (a test moves it, as a load balancer sends a reconnect to another replica)."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.open: list[socket.socket] = []
@@ -287,3 +288,30 @@ def test_the_sdk_reconnects_a_dropped_run_stream_on_its_own_and_misses_nothing(
         _checked(got, whole)
     finally:
         proxy.close()
+
+
+@pytest.mark.postgres
+def test_the_sdk_reconnects_a_dropped_run_stream_to_another_replica(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    a = Replica(project, postgres_url)
+    b = Replica(project, postgres_url)
+    replicas.extend([a.start(), b.start()])
+    balancer = Proxy(a.port)
+    try:
+        client = sdk.get_sync_client(url=balancer.url, api_key=None)
+        tid = client.threads.create()["thread_id"]
+        got: list[Event] = []
+        for part in client.runs.stream(tid, "Steps", input={"topic": "t"}, stream_mode=["updates", "values"]):
+            got.append((part.event, part.data, part.id))
+            if part.event == "updates" and "One" in part.data:
+                balancer.port = b.port  # the reconnect goes to the replica that does not run the run
+                balancer.cut()
+                (project / "open_Two").touch()
+                (project / "open_Four").touch()
+        run_id = got[0][1]["run_id"]
+        assert _status(b.url, tid, run_id) == "success"
+        whole = _parts(sdk.get_sync_client(url=a.url, api_key=None).runs.join_stream(tid, run_id))
+        _checked(got, whole)
+    finally:
+        balancer.close()
