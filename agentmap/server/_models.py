@@ -44,6 +44,7 @@ ProtocolCode = Literal[
     "run-not-found",
     "checkpoint-not-found",
     "cron-not-found",
+    "bad-event-id",
 ]
 """The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members."""
 

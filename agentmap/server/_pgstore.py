@@ -40,6 +40,8 @@ _SCHEMA = [
     "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_due DOUBLE PRECISION",
     "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS webhook_tries INTEGER DEFAULT 0",
     "CREATE INDEX IF NOT EXISTS agentmap_runs_webhook ON agentmap_runs (webhook_due) WHERE webhook_due IS NOT NULL",
+    "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS attempt INTEGER",  # an event's id: attempt.idx
+    "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS idx INTEGER",
     CRON_TABLE,
 ]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -38,35 +38,49 @@ def _located(run: Run, content: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(content, status_code=status, headers={"Content-Location": _where(run)})
 
 
-def _sse_line(event: str, data: Any) -> str:
-    """One event for the SSE stream; a comment line for an empty one (keeps proxies from closing a quiet stream;
-    clients skip it)."""
-    return f"event: {event}\ndata: {dumps(data)}\n\n" if event else ": heartbeat\n\n"
+def _sse_line(event_id: str | None, event: str, data: Any) -> str:
+    """One event for the SSE stream, with its id (what a client reconnecting sends back as `Last-Event-ID`); a
+    comment line for an empty one (keeps proxies from closing a quiet stream; clients skip it)."""
+    if not event:
+        return ": heartbeat\n\n"
+    head = f"id: {event_id}\n" if event_id else ""
+    return f"{head}event: {event}\ndata: {dumps(data)}\n\n"
 
 
-def _sse(server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool) -> StreamingResponse:
+def _stream_headers(thread_id: str | None, run_id: str, where: str) -> dict[str, str]:
+    """A stream's headers; on a thread, `Location` names its `join_stream`, where a client that lost the stream
+    reconnects (with `Last-Event-ID`), as langgraph-sdk does on its own."""
+    headers = {"Content-Location": where, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    if thread_id is not None:
+        headers["Location"] = f"/threads/{thread_id}/runs/{run_id}/stream"
+    return headers
+
+
+def _sse(
+    server: Server, run: Run, modes: tuple[str, ...] | None, cancel_on_disconnect: bool, start: int = 0
+) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
         try:
-            async for event, data in server.runs.follow_here(run, modes, server.config.heartbeat):
-                yield _sse_line(event, data)
+            async for event_id, event, data in server.runs.follow_here(run, modes, server.config.heartbeat, start):
+                yield _sse_line(event_id, event, data)
         finally:
             if cancel_on_disconnect and not run.done.is_set():
                 server.runs.cancel(run, "the client disconnected")
 
-    headers = {"Content-Location": _where(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    headers = _stream_headers(None if run.request.stateless else run.thread_id, run.run_id, _where(run))
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
-def _sse_elsewhere(server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None) -> StreamingResponse:
+def _sse_elsewhere(
+    server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None, after: int = 0
+) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
-        async for event, data in server.runs.follow_elsewhere(thread_id, run_id, modes, server.config.heartbeat):
-            yield _sse_line(event, data)
+        async for event_id, event, data in server.runs.follow_elsewhere(
+            thread_id, run_id, modes, server.config.heartbeat, after
+        ):
+            yield _sse_line(event_id, event, data)
 
-    headers = {
-        "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
-        "Cache-Control": "no-store",
-        "X-Accel-Buffering": "no",
-    }
+    headers = _stream_headers(thread_id, run_id, f"/threads/{thread_id}/runs/{run_id}")
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
@@ -158,14 +172,19 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         run_id: str,
         stream_mode: list[str] | None = None,
         cancel_on_disconnect: bool = False,
+        last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
-        """Stream a run's events (from its start) until it ends."""
+        """Stream a run's events until it ends: from its start, or after the event whose id a reconnecting client
+        sends as `Last-Event-ID`."""
         await run_in_threadpool(_record, server, thread_id, run_id)
         modes = stream_modes(stream_mode) if stream_mode else None
-        run = server.runs.runs.get(run_id)
-        if run is None:  # running on another replica (or ended): its events come from the run store
+        start = await server.runs.resume_point(run_id, last_event_id) if last_event_id else 0
+        run = server.runs.streamed(run_id)
+        if server.runs.store.shared and last_event_id:  # resumed in the store's order, on any replica
+            return _sse_elsewhere(server, thread_id, run_id, modes, start)
+        if run is None:  # running on another replica (or ended): its events come from the run store, if shared
             return _sse_elsewhere(server, thread_id, run_id, modes)
-        return _sse(server, run, modes, cancel_on_disconnect)
+        return _sse(server, run, modes, cancel_on_disconnect, start)
 
 
 def _stateless_routes(server: Server, router: APIRouter) -> None:

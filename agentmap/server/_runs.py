@@ -132,20 +132,31 @@ class Run:
 
         With `heartbeat`, an empty event `("", None)` comes after that many seconds without one.
         """
-        index = 0
+        async for _, event, data in self.follow_indexed(modes, heartbeat):
+            yield event, data
+
+    async def follow_indexed(
+        self, modes: tuple[str, ...] | None = None, heartbeat: float | None = None, start: int = 0
+    ) -> AsyncIterator[tuple[int, str, Any]]:
+        """Every event so far (from index `start` of `events`), then each new one until the run ends (only `modes`,
+        when given), each with its index in `events`.
+
+        With `heartbeat`, an empty event `(-1, "", None)` comes after that many seconds without one.
+        """
+        index = start
         while True:
             changed = self._changed
             while index < len(self.events):
                 event, data = self.events[index]
                 index += 1
                 if wanted_event(event, modes):
-                    yield event, data
+                    yield index - 1, event, data
             if self.done.is_set():
                 return
             try:
                 await asyncio.wait_for(changed.wait(), heartbeat)
             except TimeoutError:
-                yield "", None
+                yield -1, "", None
 
 
 def wanted_event(event: str, modes: tuple[str, ...] | None) -> bool:

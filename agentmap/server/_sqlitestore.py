@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS agentmap_runs (
     status TEXT, metadata TEXT, multitask_strategy TEXT
 );
 CREATE TABLE IF NOT EXISTS agentmap_run_events (
-    run_id TEXT, seq INTEGER, event TEXT, data TEXT, PRIMARY KEY (run_id, seq)
+    run_id TEXT, seq INTEGER, event TEXT, data TEXT, attempt INTEGER, idx INTEGER, PRIMARY KEY (run_id, seq)
 );
 """
 _ADDED = {  # columns added since the first version of the file (an older file gets them on open)
@@ -64,6 +64,10 @@ class SqliteStore(Store):
         for name, kind in _ADDED.items():
             if name not in have:
                 self._conn.execute(f"ALTER TABLE agentmap_runs ADD COLUMN {name} {kind}")
+        have = {r[1] for r in self._conn.execute("PRAGMA table_info(agentmap_run_events)")}
+        for name in ("attempt", "idx"):  # an event's id (attempt.idx), since streams can be resumed
+            if name not in have:
+                self._conn.execute(f"ALTER TABLE agentmap_run_events ADD COLUMN {name} INTEGER")
         self._conn.execute("UPDATE agentmap_runs SET seq = rowid WHERE seq IS NULL")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)")

@@ -229,10 +229,11 @@ class Store(ThreadRows, CronRows):
                 > 0
             )
 
-    def add_events(self, run_id: str, events: Sequence[tuple[str, str]]) -> int:
-        """Append a run's events (`(event, data as JSON text)`) for followers elsewhere, numbered after every one
-        the store holds for the run, whichever replica wrote it (one stopped by a handover may still be writing
-        its last ones while the replica continuing the run writes its first); returns the first one's number."""
+    def add_events(self, run_id: str, events: Sequence[tuple[str, str]], attempt: int, index: int) -> int:
+        """Append a run's events (`(event, data as JSON text)`, events `index`, `index + 1`, ... of its attempt
+        `attempt`: their ids) for followers elsewhere, numbered after every one the store holds for the run,
+        whichever replica wrote it (one stopped by a handover may still be writing its last ones while the replica
+        continuing the run writes its first); returns the first one's number."""
         with self._tx() as tx:
             self._lock_events(tx, run_id)
             rows = tx.rows(
@@ -241,20 +242,39 @@ class Store(ThreadRows, CronRows):
             first = int(rows[0]["next"])
             for offset, (event, data) in enumerate(events):
                 tx.count(
-                    "INSERT INTO agentmap_run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
-                    (run_id, first + offset, event, data),
+                    "INSERT INTO agentmap_run_events (run_id, seq, event, data, attempt, idx) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (run_id, first + offset, event, data, attempt, index + offset),
                 )
             self._announce(tx, "events")
         return first
 
-    def events(self, run_id: str, after: int) -> list[tuple[int, str, Any]]:
-        """A run's events (`(number, event, data)`) from number `after` on, in order."""
+    def events(self, run_id: str, after: int) -> list[tuple[int, str, Any, str | None]]:
+        """A run's events (`(number, event, data, id)`, the id `attempt.index`) from number `after` on, in order."""
         with self._tx() as tx:
             rows = tx.rows(
-                "SELECT seq, event, data FROM agentmap_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                "SELECT seq, event, data, attempt, idx FROM agentmap_run_events WHERE run_id = ? AND seq >= ? "
+                "ORDER BY seq",
                 (run_id, after),
             )
-        return [(int(r["seq"]), r["event"], json.loads(r["data"])) for r in rows]
+        return [
+            (
+                int(r["seq"]),
+                r["event"],
+                json.loads(r["data"]),
+                None if r["attempt"] is None else f"{r['attempt']}.{r['idx']}",
+            )
+            for r in rows
+        ]
+
+    def event_number(self, run_id: str, attempt: int, index: int) -> int | None:
+        """The number of the run's event `index` of attempt `attempt` (None: the store has no such event)."""
+        with self._tx() as tx:
+            rows = tx.rows(
+                "SELECT seq FROM agentmap_run_events WHERE run_id = ? AND attempt = ? AND idx = ?",
+                (run_id, attempt, index),
+            )
+        return int(rows[0]["seq"]) if rows else None
 
     def runs(self, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
         """The runs of a thread, newest first."""

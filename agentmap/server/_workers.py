@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,7 +31,7 @@ from agentmap.server._store import Store
 from agentmap.server._store_base import RunStatus, ServerThreadStatus, now
 from agentmap.server._webhooks import Webhooks
 
-__all__ = ["RunManager", "owner_alive"]
+__all__ = ["KEPT_ENDED", "RunManager", "owner_alive"]
 
 
 _FIRST_RETRY = 0.025
@@ -38,6 +39,9 @@ _FIRST_RETRY = 0.025
 _LAST_RETRY = 1.0
 """At most this long between two looks while a run kept for this replica is unclaimed."""
 
+
+KEPT_ENDED = 100
+"""How many ended runs a server with no shared store keeps the events of (in memory), for `join_stream`."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -78,6 +82,8 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.runs: dict[str, Run] = {}
         """The runs accepted or executed here (finished ones are forgotten once their record is written)."""
+        self.ended: OrderedDict[str, Run] = OrderedDict()
+        """With no shared store, the last `KEPT_ENDED` runs of threads that ended here, for their streams."""
         self._graphs = list(graphs)
         self._rebuild = rebuild
         self._workers = workers
@@ -336,3 +342,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         run.wake()
         self._handover.discard(run.run_id)  # taken again later, it is finished here, not handed back again
         self.runs.pop(run.run_id, None)  # its record is in the store; listeners hold the object itself
+        if not self.store.shared and not run.request.stateless:  # its events are kept nowhere else
+            self.ended[run.run_id] = run
+            while len(self.ended) > KEPT_ENDED:
+                self.ended.popitem(last=False)
