@@ -115,6 +115,8 @@ def _where() -> _Where | None:
     task_id = configurable.get("__pregel_task_id")
     thread = configurable.get("thread_id")
     kind = rows_of(saver)
+    if kind is None and saver is not None:
+        _say_unjournaled(saver)
     if kind is None or not task_id or thread is None:
         return None
     step = (config.get("metadata") or {}).get("langgraph_step", -1)
@@ -123,6 +125,21 @@ def _where() -> _Where | None:
     ns = str(configurable.get("checkpoint_ns") or "")
     key = (str(thread), ns, int(step), node.name, str(task_id), index)
     return _Where(saver, kind, key, step_checkpoint(configurable))
+
+
+_UNJOURNALED: set[type] = set()
+
+
+def _say_unjournaled(saver: Any) -> None:
+    """Warn once per kind of saver that keeps no journal: a crash would make that run's calls again."""
+    if type(saver) in _UNJOURNALED:
+        return
+    _UNJOURNALED.add(type(saver))
+    _logger.warning(
+        "model and tool calls are not journaled with a %s: a run resumed after a crash makes them again; "
+        "use a saver agentmap.checkpointer(...) or agentmap.async_checkpointer(...) makes (csv_specs/llm.md)",
+        type(saver).__name__,
+    )
 
 
 def digest(request: Any) -> str:

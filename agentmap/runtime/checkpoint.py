@@ -6,7 +6,7 @@ allow-list serializer (a checkpoint that names any Python object outside the lis
 
 ```python
 saver = agentmap.checkpointer("runs.db")             # sync runs, and async runs (its I/O in a worker thread)
-async with agentmap.async_checkpointer("postgresql://u@host/db") as saver:   # AsyncPostgresSaver
+async with agentmap.async_checkpointer("postgresql://u@host/db") as saver:   # the same, opened and closed
     ...
 ```
 """
@@ -94,7 +94,7 @@ def checkpointer(value: str | None = None) -> Any:
 
     Returns:
         A `SqliteSaver` or `PostgresSaver` (with the allow-list serializer) whose async methods run its sync
-        ones in a worker thread, so `ainvoke`/`astream` work too; for native async I/O, see `async_checkpointer`.
+        ones in a worker thread, so `ainvoke`/`astream` work too (`async_checkpointer` opens it from async code).
 
     Raises:
         ConfigError: The file's folder does not exist, the database cannot be opened, or an extra is missing.
@@ -135,31 +135,21 @@ def resolve_checkpointer(value: Any) -> Any:
 
 @asynccontextmanager
 async def async_checkpointer(value: str | None = None) -> AsyncIterator[Any]:
-    """An `AsyncSqliteSaver` or `AsyncPostgresSaver` for `value` (as `checkpointer`), closed on exit.
+    """The saver `checkpointer(value)` makes, for code on an event loop: opened in a worker thread, closed on exit.
 
-    For servers that run on an event loop: its I/O never blocks the loop. Sync calls are not supported
-    by these savers; use `checkpointer` for a saver that serves both.
+    Its async methods run their SQL in worker threads, so its I/O never blocks the loop, and it keeps what the
+    runtime keeps beside checkpoints: the call journal, checksums and the answer claim (`csv_specs/llm.md`,
+    `csv_specs/human.md`), as every saver AgentMap makes does.
     """
-    target = checkpoint_target(value)
-    if target.strip().lower() == "memory":
-        yield checkpointer("memory")
-        return
-    if target.startswith(_POSTGRES):
-        _need("langgraph.checkpoint.postgres", "postgres")
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    import sqlite3
 
-        async with AsyncPostgresSaver.from_conn_string(target, serde=safe_serializer()) as pg_saver:
-            await pg_saver.setup()
-            yield pg_saver
-        return
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    path = _checked_path(sqlite_path(target) or Path(target))
-    async with aiosqlite.connect(path) as conn:
-        saver = AsyncSqliteSaver(conn, serde=safe_serializer())
-        await saver.setup()
+    saver = await asyncio.to_thread(checkpointer, value)
+    try:
         yield saver
+    finally:
+        conn = getattr(saver, "conn", None)
+        if isinstance(conn, sqlite3.Connection):  # a Postgres saver draws on the process's pool, closed at exit
+            await asyncio.to_thread(conn.close)
 
 
 # -- savers -------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ and resuming threads through the Python API (sync and async)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import sqlite3
 import uuid
@@ -17,6 +18,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import agentmap
+from agentmap.agents.journal import journal_entries
 from agentmap.agents.questions import AnswerError
 from agentmap.errors import ConfigError
 from agentmap.runtime.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
@@ -102,15 +104,68 @@ def test_the_same_saver_serves_async_calls(target: str) -> None:
     assert asyncio.run(scenario()) == [1]
 
 
-def test_async_checkpointer_gives_langgraphs_native_async_saver(durable: str) -> None:
-    async def scenario() -> tuple[str, int]:
-        async with agentmap.async_checkpointer(durable) as saver:
-            await saver.aput(_config("n"), _checkpoint(4), {"step": 4}, {"count": 5, "note": 5})
-            found = await saver.aget_tuple(_config("n"))
-            return type(saver).__name__, found.checkpoint["channel_values"]["count"]
+_CHARGE = '''
+import os
 
-    name, count = asyncio.run(scenario())
-    assert name in ("AsyncSqliteSaver", "AsyncPostgresSaver") and count == 4
+
+def charge_card(amount: int) -> str:
+    """Charge the card."""
+    with open(os.environ["EFFECTS"], "a") as handle:
+        handle.write(f"charge {amount}\\n")
+    return f"charged {amount}"
+'''
+
+
+def test_async_checkpointer_keeps_the_call_journal_as_checkpointer_does(
+    durable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From async code, the saver keeps what AgentMap keeps beside checkpoints: a tool call is journaled."""
+    (tmp_path / "tools.py").write_text(_CHARGE)
+    (tmp_path / "charge.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
+        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
+    )
+    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
+    thread = f"a-{uuid.uuid4().hex}"
+
+    async def scenario() -> tuple[str, Any, list[Any]]:
+        async with agentmap.async_checkpointer(durable) as saver:
+            app = agentmap.compile(tmp_path / "charge.csv", checkpointer=saver)
+            result = await app.ainvoke({"amount": 3}, {"configurable": {"thread_id": thread}})
+            return type(saver).__name__, result.state["result"], journal_entries(saver, thread)
+
+    name, result, calls = asyncio.run(scenario())
+    assert name == type(agentmap.checkpointer(durable)).__name__  # the saver checkpointer makes, opened from async
+    assert result == "charged 3"
+    assert [(c.node, c.kind, c.name, c.status) for c in calls] == [("Charge", "tool", "charge_card", "finished")]
+
+
+def test_a_saver_that_keeps_no_journal_is_named_once_in_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """LangGraph's async-only SQLite saver keeps no call journal: the log says so once, not silently."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from agentmap.agents import journal
+
+    (tmp_path / "tools.py").write_text(_CHARGE)
+    (tmp_path / "charge.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
+        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
+    )
+    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(journal, "_UNJOURNALED", set())
+
+    async def scenario() -> None:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "native.db")) as saver:
+            app = agentmap.compile(tmp_path / "charge.csv", checkpointer=saver)
+            for thread in ("one", "two"):
+                await app.ainvoke({"amount": 1}, {"configurable": {"thread_id": thread}})
+
+    with caplog.at_level(logging.WARNING, logger="agentmap.journal"):
+        asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if "not journaled" in r.getMessage()]
+    assert len(said) == 1 and "AsyncSqliteSaver" in said[0] and "agentmap.checkpointer" in said[0], said
 
 
 def test_a_bad_checkpoint_string_is_a_clear_error(tmp_path: Path) -> None:
