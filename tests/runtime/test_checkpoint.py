@@ -116,21 +116,25 @@ def charge_card(amount: int) -> str:
 '''
 
 
-def test_async_checkpointer_keeps_the_call_journal_as_checkpointer_does(
-    durable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """From async code, the saver keeps what AgentMap keeps beside checkpoints: a tool call is journaled."""
+@pytest.fixture
+def charge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workflow whose one `tool` node charges a card (a line in `effects.txt`)."""
     (tmp_path / "tools.py").write_text(_CHARGE)
     (tmp_path / "charge.csv").write_text(
         "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
         'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
     )
     monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
+    return tmp_path / "charge.csv"
+
+
+def test_async_checkpointer_keeps_the_call_journal_as_checkpointer_does(durable: str, charge: Path) -> None:
+    """From async code, the saver keeps what AgentMap keeps beside checkpoints: a tool call is journaled."""
     thread = f"a-{uuid.uuid4().hex}"
 
     async def scenario() -> tuple[str, Any, list[Any]]:
         async with agentmap.async_checkpointer(durable) as saver:
-            app = agentmap.compile(tmp_path / "charge.csv", checkpointer=saver)
+            app = agentmap.compile(charge, checkpointer=saver)
             result = await app.ainvoke({"amount": 3}, {"configurable": {"thread_id": thread}})
             return type(saver).__name__, result.state["result"], journal_entries(saver, thread)
 
@@ -141,24 +145,18 @@ def test_async_checkpointer_keeps_the_call_journal_as_checkpointer_does(
 
 
 def test_a_saver_that_keeps_no_journal_is_named_once_in_the_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    charge: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """LangGraph's async-only SQLite saver keeps no call journal: the log says so once, not silently."""
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from agentmap.agents import journal
 
-    (tmp_path / "tools.py").write_text(_CHARGE)
-    (tmp_path / "charge.csv").write_text(
-        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
-        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
-    )
-    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
     monkeypatch.setattr(journal, "_UNJOURNALED", set())
 
     async def scenario() -> None:
-        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "native.db")) as saver:
-            app = agentmap.compile(tmp_path / "charge.csv", checkpointer=saver)
+        async with AsyncSqliteSaver.from_conn_string(str(charge.parent / "native.db")) as saver:
+            app = agentmap.compile(charge, checkpointer=saver)
             for thread in ("one", "two"):
                 await app.ainvoke({"amount": 1}, {"configurable": {"thread_id": thread}})
 
