@@ -19,7 +19,7 @@ from agentmap.interface.evaluate import score_logs
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.logs import read_log
 from agentmap.interface.manifest import read_manifest
-from agentmap.interface.run_record import run_record_path
+from agentmap.interface.run_record import RunRecords
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
 
 SCENARIOS = (
@@ -303,10 +303,10 @@ async def test_workflow_runs_on_worker_threads_log_as_runs_on_the_event_loop(tmp
     ]
 
     def seen(summary: Any) -> list[Any]:
-        runs = []
+        runs, records = [], RunRecords(summary.out_dir)
         for outcome in summary.outcomes:
             log = read_log(outcome.log)
-            record = json.loads(run_record_path(outcome.log).read_text(encoding="utf-8"))
+            record = records.get(outcome.log.name)
             runs.append((outcome.scenario, outcome.run, outcome.stop_reason, [t.text for t in log.turns], record))
         return runs
 
