@@ -17,11 +17,11 @@ from agentmap.interface.agent_calls import RunAgent, agent_error_text, describe_
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import write_log
 from agentmap.interface.manifest import ManifestEntry
-from agentmap.interface.run_record import RunRecord, run_record_path
+from agentmap.interface.run_record import RunRecord, RunRecordWriter
 from agentmap.interface.scenarios import Scenario
 from agentmap.interface.simulated_user import make_player, stop_reached
 
-__all__ = ["RunOutcome", "RunSettings", "run_one", "run_scripted"]
+__all__ = ["RunFolder", "RunOutcome", "RunSettings", "run_one", "run_scripted"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,14 @@ class RunOutcome:
 
 
 @dataclass(frozen=True)
+class RunFolder:
+    """Where the runs of one `eval run` are written: the logs folder (it exists) and its run records."""
+
+    path: Path
+    records: RunRecordWriter
+
+
+@dataclass(frozen=True)
 class RunSettings:
     """What every run of one `eval run` is given (its options)."""
 
@@ -58,7 +66,7 @@ class RunSettings:
 
 
 async def run_one(
-    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: RunSettings
+    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: RunFolder, settings: RunSettings
 ) -> RunOutcome:
     if scenario.user is not None:
         return await _run_simulated(call, scenario, entry, folder, settings)
@@ -77,7 +85,7 @@ def run_scripted(
     twin: Callable[..., Any],
     scenario: Scenario,
     entry: ManifestEntry,
-    folder: Path,
+    folder: RunFolder,
     settings: RunSettings,
     stop: threading.Event,
 ) -> RunOutcome:
@@ -130,14 +138,15 @@ def _script(scenario: Scenario, settings: RunSettings, turns: list[Turn]) -> Gen
 def _write(
     scenario: Scenario,
     entry: ManifestEntry,
-    folder: Path,
+    folder: RunFolder,
     settings: RunSettings,
     turns: list[Turn],
     max_turns: int,
     reason: str,
     record: RunRecord,
 ) -> RunOutcome:
-    """Write the run's log (atomically: a run counts as done only once its whole log is on disk) and run record.
+    """Write the run's log, then its run record: the record's line marks the run done (for a resume) once the
+    whole log is on disk, so the log is written in place, not through a temporary file.
 
     Written where the run ran: on the event loop (the two small files take a fraction of a millisecond, less than
     a hand-over to a thread and back), or in the worker thread of `run_scripted`.
@@ -146,13 +155,13 @@ def _write(
     metadata = RunMetadata(
         session_id=session, mode=settings.mode, scenario=scenario.name, max_turns=max_turns, stop_reason=str(reason)
     )
-    path = write_log(folder / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)))
-    record.write(run_record_path(path))
+    path = write_log(folder.path / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)), atomic=False)
+    folder.records.add(entry.log, record)
     return RunOutcome(scenario.name, entry.run, path, str(reason))
 
 
 async def _run_simulated(
-    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: Path, settings: RunSettings
+    call: RunAgent, scenario: Scenario, entry: ManifestEntry, folder: RunFolder, settings: RunSettings
 ) -> RunOutcome:
     """One conversation between the scenario's simulated user and the agent (see `simulated_user`)."""
     user = scenario.user

@@ -9,13 +9,11 @@ does), the nodes and tool calls of its run record, and its failed checks.
 from __future__ import annotations
 
 import html
-import json
-import os
 from typing import Any
 
 from agentmap.interface.compare import EvalDiff, ScenarioChange, describe
 from agentmap.interface.report import _conversation
-from agentmap.interface.run_record import run_record_path
+from agentmap.interface.run_record import RunRecords
 from agentmap.interface.scores import EvalReport, RunScore
 
 __all__ = ["diff_html"]
@@ -26,7 +24,8 @@ def diff_html(diff: EvalDiff, base: EvalReport, new: EvalReport) -> str:
     esc = html.escape
     changes = [*diff.scenarios, *([diff.overall] if diff.overall is not None else [])]
     rows = "".join(_change_row(change, change is not diff.overall) for change in changes)
-    sections = "".join(_scenario(change.name, base, new) for change in diff.scenarios)
+    sides = ((base, RunRecords(base.logs_dir)), (new, RunRecords(new.logs_dir)))
+    sections = "".join(_scenario(change.name, sides) for change in diff.scenarios)
     regressions = [c.name for c in diff.regressions]
     verdict = f"Regression in {', '.join(regressions)}." if regressions else "No regression."
     return _PAGE.format(
@@ -55,36 +54,32 @@ def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _scenario(name: str, base: EvalReport, new: EvalReport) -> str:
+def _scenario(name: str, reports: tuple[tuple[EvalReport, RunRecords], ...]) -> str:
     esc = html.escape
     sides = "".join(
-        f'<div class="side"><h3>{label}</h3>{_trials(report, name)}</div>'
-        for label, report in (("BASE", base), ("NEW", new))
+        f'<div class="side"><h3>{label}</h3>{_trials(report, records, name)}</div>'
+        for label, (report, records) in zip(("BASE", "NEW"), reports, strict=True)
     )
     return f'<section id="s-{esc(name)}"><h2>{esc(name)}</h2><div class="pair">{sides}</div></section>'
 
 
-def _trials(report: EvalReport, name: str) -> str:
+def _trials(report: EvalReport, records: RunRecords, name: str) -> str:
     runs = sorted((r for r in report.runs if r.scenario == name), key=lambda r: r.run or 0)
     if not runs:
         return "<p><em>no runs of this scenario</em></p>"
-    return "".join(_trial(report.logs_dir, run) for run in runs)
+    return "".join(_trial(report.logs_dir, records, run) for run in runs)
 
 
-def _trial(logs_dir: str, run: RunScore) -> str:
+def _trial(logs_dir: str, records: RunRecords, run: RunScore) -> str:
     esc = html.escape
     failed = "".join(f"<li>{esc(f.kind)}: {esc(f.message)}</li>" for f in run.findings)
     checks = f'<div class="checks"><b>failed checks</b><ul>{failed}</ul></div>' if failed else ""
-    return f'<div class="trial">{_trajectory(logs_dir, run)}{checks}{_conversation(logs_dir, run)}</div>'
+    return f'<div class="trial">{_trajectory(records.get(run.log))}{checks}{_conversation(logs_dir, run)}</div>'
 
 
-def _trajectory(logs_dir: str, run: RunScore) -> str:
-    """The nodes and tool calls of the run record beside the log, or nothing when there is none."""
-    try:
-        record: Any = json.loads(run_record_path(os.path.join(logs_dir, run.log)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(record, dict):
+def _trajectory(record: dict[str, Any] | None) -> str:
+    """The nodes and tool calls of a run's record, or nothing when there is none."""
+    if record is None:
         return ""
     steps = [html.escape(str(node)) for node in record.get("nodes") or ()]
     for call in record.get("tool_calls") or ():

@@ -4,8 +4,8 @@ Each scenario is run single-turn (one row) or multi-turn (several rows, the hist
 agent each turn). Every run ends in a valid log, even when the agent raises, times out, or there is no
 user message: the last assistant turn then holds a short error and `stop_reason` says which. Runs go
 concurrently under a semaphore (scripted runs of a workflow agent with no timeout: on worker threads that
-each take the next run, as `agentmap batch` runs rows); a folder that already holds a complete log for a run
-is resumed, not redone, unless that run failed (`agent_error`, `timeout`).
+each take the next run, as `agentmap batch` runs rows); a run whose log is whole and marked done in the folder's
+`runs.jsonl` (`run_record.py`) is resumed, not redone, unless it failed (`agent_error`, `timeout`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from typing import Any
 
 from agentmap.contracts.conversation import StopReason
 from agentmap.errors import ConfigError
-from agentmap.interface._conversation_run import RunOutcome, RunSettings, run_one, run_scripted
+from agentmap.interface._conversation_run import RunFolder, RunOutcome, RunSettings, run_one, run_scripted
 from agentmap.interface.agent_calls import SYNC_TWIN, as_async_agent
 from agentmap.interface.logs import LogFormatError, read_log
 from agentmap.interface.manifest import Manifest, ManifestEntry, read_manifest, write_manifest
+from agentmap.interface.run_record import RunRecords, RunRecordWriter
 from agentmap.interface.scenarios import Scenario, load_scenarios
 from agentmap.interface.simulated_user import make_player
 
@@ -121,10 +122,13 @@ async def run_eval(
     for scenario in scenarios:  # an unusable user model stops before any run
         if scenario.user is not None:
             make_player(scenario.user, user_model, model_settings)
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest, todo, done = _plan(folder, list(scenarios), runs, resume, source)
-    manifest_path = write_manifest(folder, manifest)
+    path = Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    records = RunRecords(path)
+    manifest, todo, done = _plan(path, list(scenarios), runs, resume, source, records)
+    manifest_path = write_manifest(path, manifest)
+    writer = RunRecordWriter(records, [e.log for e in manifest.runs], {entry.log for _, entry in todo})
+    folder = RunFolder(path, writer)
     # as many threads as runs at once, like `agentmap batch` (the loop's default pool may have fewer)
     threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval-run")
     call = as_async_agent(agent, threads)
@@ -150,8 +154,9 @@ async def run_eval(
                 await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
         finally:  # a timed-out run still in its thread ends after its step; nothing waits for it
             threads.shutdown(wait=False, cancel_futures=True)
+            writer.close()
     order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
-    return EvalRunSummary(out_dir=folder, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
+    return EvalRunSummary(out_dir=path, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
 
 
 def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | None, runs: int) -> None:
@@ -166,9 +171,9 @@ def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | N
 
 
 def _plan(
-    folder: Path, scenarios: list[Scenario], runs: int, resume: bool, source: str | None
+    folder: Path, scenarios: list[Scenario], runs: int, resume: bool, source: str | None, records: RunRecords
 ) -> tuple[Manifest, list[tuple[Scenario, ManifestEntry]], list[RunOutcome]]:
-    """Decide which runs to do, reusing the manifest (and complete logs) already in `folder`."""
+    """Decide which runs to do, reusing the manifest (and the runs marked done in `records`) already in `folder`."""
     old = read_manifest(folder) or Manifest()
     known = {(e.scenario, e.run): e for e in old.runs}
     entries = dict(known)
@@ -178,7 +183,7 @@ def _plan(
         for run in range(1, runs + 1):
             previous = known.get((scenario.name, run))
             if resume and previous is not None and previous.fingerprint == scenario.fingerprint:
-                reason = _complete(folder / previous.log)
+                reason = _complete(folder / previous.log, records.done(previous.log))
                 if reason is not None and reason not in RETRIED_STOP_REASONS:
                     done.append(RunOutcome(scenario.name, run, folder / previous.log, reason, skipped=True))
                     continue
@@ -191,8 +196,11 @@ def _plan(
     return manifest, todo, done
 
 
-def _complete(path: Path) -> str | None:
-    """Return the stop reason of a complete, valid log at `path`, or None."""
+def _complete(path: Path, done: bool | None) -> str | None:
+    """Return the stop reason of a run marked done (`done` None: a folder from before run records, whose logs
+    were written whole or not at all) with a valid log at `path`, or None."""
+    if done is False:
+        return None
     try:
         return read_log(path).metadata.stop_reason
     except (OSError, LogFormatError):
@@ -202,7 +210,7 @@ def _complete(path: Path) -> str | None:
 async def _in_threads(
     twin: Callable[..., Any],
     todo: list[tuple[Scenario, ManifestEntry]],
-    folder: Path,
+    folder: RunFolder,
     settings: RunSettings,
     threads: ThreadPoolExecutor,
     concurrency: int,

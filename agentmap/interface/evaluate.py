@@ -8,7 +8,6 @@ expectation holds; with several runs per scenario the report gives pass^k, the c
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ from agentmap.interface import detect
 from agentmap.interface.checks import Step, check_state, match_trajectory, parse_trajectory
 from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.manifest import read_manifest
-from agentmap.interface.run_record import run_record_path
+from agentmap.interface.run_record import RunRecords
 from agentmap.interface.scenarios import Scenario, ScenarioTurn, load_scenarios
 from agentmap.interface.scores import EvalReport, Finding, Judge, JudgeScore, RunScore, summarize
 
@@ -94,6 +93,7 @@ def score_logs(
             "`agentmap eval run` writes; log metadata is never used for scoring)"
         )
     missing: set[str] = set()
+    records = RunRecords(folder)
     names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".log") and e.is_file())
     for name in names:
         path = os.path.join(folder, name)
@@ -102,7 +102,7 @@ def score_logs(
         if entry is not None and scenario is None:
             missing.add(entry.scenario)
         report.runs.append(
-            _score_file(path, entry.scenario if entry else None, entry.run if entry else None, scenario, judge)
+            _score_file(path, entry.scenario if entry else None, entry.run if entry else None, scenario, judge, records)
         )
     if missing:
         report.warnings.append(
@@ -113,7 +113,12 @@ def score_logs(
 
 
 def _score_file(
-    path: str, scenario_name: str | None, run: int | None, scenario: Scenario | None, judge: Judge | None
+    path: str,
+    scenario_name: str | None,
+    run: int | None,
+    scenario: Scenario | None,
+    judge: Judge | None,
+    records: RunRecords,
 ) -> RunScore:
     name = os.path.basename(path)
     try:
@@ -124,7 +129,7 @@ def _score_file(
         return RunScore(log=name, scenario=scenario_name, run=run, findings=[Finding("format", message)])
     score = _score_pairs(turns, scenario)
     if scenario is not None and (scenario.expected_state or scenario.expected_trajectory or scenario.user):
-        score.findings += _run_checks(scenario, path)
+        score.findings += _run_checks(scenario, records, name)
         score.passed = not score.findings
     if judge is not None:
         verdict = judge(scenario, turns)
@@ -136,18 +141,14 @@ def _score_file(
     return score
 
 
-def _run_checks(scenario: Scenario, log: str) -> list[Finding]:
-    """The `state` and `trajectory` findings of a run, from the run record beside its log."""
-    record_file = run_record_path(log)
-    try:
-        record = json.loads(record_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict):
+def _run_checks(scenario: Scenario, records: RunRecords, log: str) -> list[Finding]:
+    """The `state` and `trajectory` findings of a run, from its run record."""
+    record = records.get(log)
+    if record is None:
         return [
             Finding(
                 "state" if scenario.expected_state else "trajectory" if scenario.expected_trajectory else "goal",
-                f"no run record ({record_file.name}) beside the log: run the scenarios with `agentmap eval run` "
+                f"no run record of this log ({records.where()}): run the scenarios with `agentmap eval run` "
                 "to check the final state and the trajectory",
             )
         ]

@@ -83,17 +83,23 @@ def format_log(log: ConversationLog) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_log(path: str | os.PathLike[str], log: ConversationLog) -> Path:
+def write_log(path: str | os.PathLike[str], log: ConversationLog, *, atomic: bool = True) -> Path:
     """Write `log` to `path` in UTF-8, atomically: the file either holds the whole log or is unchanged.
 
     Args:
         path: The file to (over)write; its folder is created if needed.
         log: The log to write.
+        atomic: False writes the file in place, into a folder that must exist (fewer file operations), for a
+            caller that marks elsewhere when the log is whole (`eval run`'s run records).
 
     Returns:
         The path written.
     """
     target = Path(path)
+    if not atomic:
+        with open(target, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(format_log(log))
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".tmp")
     try:

@@ -247,7 +247,8 @@ def test_state_and_trajectory_checks_score_what_the_run_did(tmp_path: Path) -> N
     scenarios = write(tmp_path / "checks.csv", CHECKS)
     out = tmp_path / "logs"
     run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
-    assert len(list(out.glob("*.run.json"))) == 4  # one run record beside each log
+    lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()  # one run record per log
+    assert sorted(json.loads(line)["log"] for line in lines) == sorted(p.name for p in out.glob("*.log"))
     result = agentmap("eval", "score", out, "--json")
     assert result.code == 1, result.text
     findings = {r["scenario"]: r["findings"] for r in json.loads(result.out)["runs"]}
@@ -362,20 +363,20 @@ async def run_agent(prompt, chat_history=None, memory=None, config=None):
 """
 
 
-def test_a_killed_run_resumes_keeping_exactly_the_runs_whose_log_was_written(tmp_path: Path) -> None:
+def test_a_killed_run_resumes_keeping_exactly_the_runs_marked_done(tmp_path: Path) -> None:
     agent = write(tmp_path / "agent.py", SLOW_AGENT)
     csv = write(tmp_path / "many.csv", "scenario,user_message\n" + "".join(f"s{i},hello {i}\n" for i in range(20)))
     out = tmp_path / "logs"
     env = {**os.environ, "ACTIVE_AGENT_PATH": str(agent)}
     proc = forked.start("eval", "run", csv, "--out", out, "--k", "4", "--concurrency", "2", cwd=tmp_path, env=env)
     deadline = time.monotonic() + 60
-    while len(list(out.glob("*.log"))) < 5:  # some runs done, most not
+    while len(_done(out)) < 5:  # some runs done, most not
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "eval run wrote no logs"
+        assert time.monotonic() < deadline, "eval run marked no run done"
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    written = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.log")}
+    written = {name: (out / name).read_text(encoding="utf-8") for name in _done(out)}
     assert 5 <= len(written) < 80
     assert all(read_log(out / name).metadata.stop_reason == "single_turn" for name in written)  # none cut short
 
@@ -383,3 +384,47 @@ def test_a_killed_run_resumes_keeping_exactly_the_runs_whose_log_was_written(tmp
     assert resumed["counts"] == {"skipped": len(written), "single_turn": 80 - len(written)}
     assert {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.log") if p.name in written} == written
     assert all(read_log(Path(r["log"])).metadata.stop_reason == "single_turn" for r in resumed["runs"])
+    assert len(_done(out)) == 80
+
+
+def _done(out: Path) -> list[str]:
+    """The logs `runs.jsonl` marks done (its torn last line, if any, left out)."""
+    try:
+        lines = (out / "runs.jsonl").read_text(encoding="utf-8").split("\n")[:-1]
+    except FileNotFoundError:
+        return []
+    return [json.loads(line)["log"] for line in lines]
+
+
+def test_a_log_cut_short_or_not_marked_done_is_redone(scenarios: Path, tmp_path: Path) -> None:
+    """The kill of an eval run between writing a log and its run record's line, or in the middle of either."""
+    out = tmp_path / "logs"
+    first = run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    records = out / "runs.jsonl"
+    lines = records.read_text(encoding="utf-8").splitlines(keepends=True)
+    by_log = {json.loads(line)["log"]: line for line in lines}
+    cut, unmarked, kept = (Path(r["log"]) for r in first["runs"])
+    cut.write_text(cut.read_text(encoding="utf-8")[:-8], encoding="utf-8")  # still a valid log, but cut short
+    records.write_text(by_log[kept.name] + by_log[unmarked.name][:30], encoding="utf-8")  # torn last line
+    resumed = run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    assert [r["skipped"] for r in resumed["runs"]] == [False, False, True]
+    assert [read_log(p).metadata.stop_reason for p in (cut, unmarked)] == [r["stop_reason"] for r in first["runs"][:2]]
+    assert cut.read_text(encoding="utf-8").endswith("\n") and sorted(_done(out)) == sorted(by_log)
+    assert run_json(scenarios, "--workflow", WORKFLOW, "--out", out)["counts"] == {"skipped": 3}
+
+
+def test_a_folder_with_a_run_record_beside_each_log_still_scores_and_resumes(tmp_path: Path) -> None:
+    """Folders `eval run` wrote before `runs.jsonl`: a `<log stem>.run.json` beside each log (or none at all)."""
+    scenarios = write(tmp_path / "checks.csv", CHECKS)
+    out = tmp_path / "logs"
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", out)
+    before = agentmap("eval", "score", out, "--json")
+    records = out / "runs.jsonl"
+    for line in records.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        (out / f"{Path(record.pop('log')).stem}.run.json").write_text(json.dumps(record), encoding="utf-8")
+    records.unlink()
+    assert agentmap("eval", "score", out, "--json").out == before.out
+    for _ in range(2):  # the first resume marks the old logs done, the second finds them so
+        assert run_json(scenarios, "--workflow", WORKFLOW, "--out", out)["counts"] == {"skipped": 4}
+        assert agentmap("eval", "score", out, "--json").out == before.out

@@ -19,7 +19,7 @@ from agentmap.interface.evaluate import score_logs
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.logs import read_log
 from agentmap.interface.manifest import read_manifest
-from agentmap.interface.run_record import run_record_path
+from agentmap.interface.run_record import RunRecords
 from agentmap.interface.scenarios import Scenario, ScenarioTurn
 
 SCENARIOS = (
@@ -303,10 +303,10 @@ async def test_workflow_runs_on_worker_threads_log_as_runs_on_the_event_loop(tmp
     ]
 
     def seen(summary: Any) -> list[Any]:
-        runs = []
+        runs, records = [], RunRecords(summary.out_dir)
         for outcome in summary.outcomes:
             log = read_log(outcome.log)
-            record = json.loads(run_record_path(outcome.log).read_text(encoding="utf-8"))
+            record = records.get(outcome.log.name)
             runs.append((outcome.scenario, outcome.run, outcome.stop_reason, [t.text for t in log.turns], record))
         return runs
 
@@ -314,3 +314,21 @@ async def test_workflow_runs_on_worker_threads_log_as_runs_on_the_event_loop(tmp
     looped = await run_eval(scenarios, agent, tmp_path / "loop", runs=2, concurrency=3, timeout=60, progress=False)
     assert seen(threaded) == seen(looped)
     assert [o.stop_reason for o in threaded.outcomes][::2] == ["single_turn", "missing_input", "completed"]
+
+
+async def test_a_run_redone_counts_as_done_only_once_it_ends_again(tmp_path: Path) -> None:
+    """A run redone (`resume=False`, or a failure retried) loses its done mark until its new log is written: a
+    kill in the middle of it leaves it to be redone, never an old mark beside a log cut short."""
+    marked: list[bool | None] = []
+    scenarios = [Scenario(name="s", turns=(ScenarioTurn(turn=1, message="hi"),))]
+    first = await run_eval(scenarios, lambda prompt, **_: "ok", tmp_path, progress=False)
+    log = first.outcomes[0].log.name
+
+    def agent(prompt: str, **_: Any) -> str:
+        marked.append(RunRecords(tmp_path).done(log))
+        return "ok again"
+
+    assert RunRecords(tmp_path).done(log)
+    again = await run_eval(scenarios, agent, tmp_path, resume=False, progress=False)
+    assert marked == [False] and not again.outcomes[0].skipped
+    assert RunRecords(tmp_path).done(log) and read_log(again.outcomes[0].log).turns[-1].text == "ok again"
