@@ -161,6 +161,11 @@ def run(*args: str | Path, cwd: Path, env: Mapping[str, str], timeout: float = 1
     return proc.wait(), out, err
 
 
+def start_python(code: str, *, cwd: Path, env: Mapping[str, str]) -> Forked:
+    """Start a Python script's text, as `python -c CODE` would (a process to signal, like `start`'s)."""
+    return _spawn(_script, code, cwd, env)
+
+
 def python(code: str, *, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str]:
     """Run a Python script's text to its end, as `python -c CODE` would: exit code, stdout, stderr."""
     proc = _spawn(_script, code, cwd, os.environ if env is None else env)

@@ -403,3 +403,40 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
     assert client.runs.join(tid, run["run_id"])["four"] == "Four"
     assert client.runs.get(tid, run["run_id"])["status"] == "success"
     assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
+
+
+class _ClockAhead(Replica):
+    """A replica whose clock is an hour ahead of the others' (`time.time()`): a machine whose clock is off."""
+
+    def spawn(self) -> None:
+        import forked
+
+        args = ["serve", *self.args, "--port", str(self.port)]
+        code = (
+            "import time\nfrom agentmap.cli import main\n_real = time.time\n"
+            f"time.time = lambda: _real() + 3600\nmain({args!r})"
+        )
+        self.proc = forked.start_python(code, cwd=self.cwd, env=self.env)
+
+
+@pytest.mark.postgres
+def test_a_replica_whose_clock_is_ahead_never_claims_a_run_whose_lease_has_not_run_out(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # Leases are times of the database's clock: a replica whose own clock is an hour ahead once found every
+    # other replica's lease run out and took their runs while they ran them.
+    import psycopg
+
+    a = Replica(project, postgres_url, "--lease", "30s")
+    replicas.append(a.start())
+    (project / "step_seconds").write_text("1", encoding="utf-8")  # the run still runs when the other is up
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    tid = on_a.threads.create()["thread_id"]
+    run = on_a.runs.create(tid, "Steps", input={"topic": "t"})
+    _until(lambda: "start One" in _steps(project), 60, "the run never started")
+    replicas.append(_ClockAhead(project, postgres_url, "--lease", "30s").start())  # claims at once when it is up
+    assert on_a.runs.join(tid, run["run_id"])["four"] == "Four"
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT attempt FROM agentmap_runs WHERE run_id = %s", (run["run_id"],)).fetchone()
+    assert row == (1,)  # never taken over
+    assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
