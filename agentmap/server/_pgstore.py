@@ -72,6 +72,7 @@ class PostgresStore(Store):
     _claim_lock = " FOR UPDATE OF r SKIP LOCKED"
     shared = True
     _next_seq = "nextval('agentmap_runs_seq')"
+    _clock = "EXTRACT(EPOCH FROM now())::float8"  # the transaction's start (see `Store.claim`)
 
     def __init__(self, url: str) -> None:
         import psycopg

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -80,6 +82,13 @@ class Run:
     """The numbers its events (of this attempt, here) got in a shared run store."""
     usage: dict[str, Any] = field(default_factory=dict)
     """The tokens and cost of the run's model calls (`RunResult.usage`), shown in its metadata once it ended."""
+    held_until: float = math.inf
+    """Until when (`time.monotonic()`) this replica surely holds the run's lease: its last claim or renewal of
+    the lease that succeeded was sent `--lease` seconds before. Past it, another replica may have claimed the
+    run, so no further step starts here (`held`)."""
+    lease_lost: bool = False
+    """Stopped before a step because its lease may have run out (`held_until` passed): handed back to the queue,
+    whose next claim decides which replica continues it."""
     cancelled: threading.Event = field(default_factory=threading.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -103,6 +112,17 @@ class Run:
             "cancel_reason": self.cancel_reason,
             "kwargs": self.request.payload.get("body", {}),  # what the run was asked to do, as LangGraph shows it
         }
+
+    def held(self) -> bool:
+        """Whether this replica surely still holds the run's lease (once not, `lease_lost` says so for good)."""
+        if time.monotonic() >= self.held_until:
+            self.lease_lost = True
+        return not self.lease_lost
+
+    def stopping(self) -> bool:
+        """Whether the run must not start its next step here: a client asked it to stop (or it is handed over),
+        or its lease may have run out."""
+        return self.cancelled.is_set() or not self.held()
 
     def push(self, event: str, data: Any) -> None:
         """Record an event and wake the listeners (on the event loop's thread)."""
@@ -211,10 +231,10 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
     if interrupts:
         values["__interrupt__"] = jsonable(interrupts)
     run.values = values
-    run.paused = paused and not run.cancelled.is_set()
+    run.paused = paused and not run.cancelled.is_set() and not run.lease_lost
     if "nodes" in wanted:
         _emit_node_summary(tracker, success, interrupts, emit, paused=run.paused)
-    if run.cancelled.is_set():
+    if run.cancelled.is_set() or run.lease_lost:
         return "interrupted"
     return "interrupted" if paused else "success"
 
@@ -246,12 +266,12 @@ async def _follow(
             namespace, mode, chunk = part if len(part) == 3 else ((), *part)
             if namespace and mode != "messages":
                 continue
-            if mode == "values":  # a step's last chunk: stop here when asked, with the step's events all sent
+            if mode == "values":  # a step's last chunk: the next step starts only once we read on
                 final = dict(chunk)
                 interrupts = list(final.pop("__interrupt__", ()))
                 if "values" in wanted:
                     emit("values", jsonable({**final, **({"__interrupt__": interrupts} if interrupts else {})}))
-                if run.cancelled.is_set():
+                if run.stopping():  # asked to stop, or another replica may hold it now: not one step more here
                     break
             elif mode == "updates":
                 if isinstance(chunk, dict) and "__interrupt__" in chunk:

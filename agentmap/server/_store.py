@@ -81,7 +81,8 @@ class Store(ThreadRows, CronRows):
                     return False
             tx.count(
                 f"INSERT INTO agentmap_runs ({_RUN_COLUMNS}) VALUES "
-                f"(?, ?, ?, ?, ?, 'pending', ?, ?, {self._next_seq}, ?, ?, ?, ?, 0, NULL, NULL, ?)",
+                f"(?, ?, ?, ?, ?, 'pending', ?, ?, {self._next_seq}, ?, ?, ?, COALESCE({self._clock} + ?, 0), 0, NULL, "
+                "NULL, ?)",  # held for `owner` `lease` seconds from now in the database's clock (none: 0)
                 (
                     run["run_id"],
                     run["thread_id"],
@@ -93,7 +94,7 @@ class Store(ThreadRows, CronRows):
                     run["graph_id"],
                     json.dumps(run["request"]),
                     owner,
-                    time.time() + lease if owner else 0.0,
+                    lease if owner else None,
                     1 if run["stateless"] else 0,
                 ),
             )
@@ -102,25 +103,29 @@ class Store(ThreadRows, CronRows):
     def claim(self, owner: str, lease: float, graphs: Sequence[str], limit: int) -> list[dict[str, Any]]:
         """Claim up to `limit` runs for `owner`, oldest first: the first unfinished run of each thread (so a
         thread's runs keep their order), of a graph this replica serves, that nobody holds (no owner, its
-        lease ran out, or kept for `owner`). They become `running`, held until `time.time() + lease`."""
+        lease ran out, or kept for `owner`). They become `running`, held for `lease` seconds.
+
+        A lease is a time of the database's clock (`lease_until`), set and compared there: replicas whose clocks
+        disagree still agree on whose lease ran out. PostgreSQL's is the transaction's start: a claim sees a lease
+        run out no sooner than it did, and a renewal lasts from after the replica sent it, which its fencing
+        (`Run.held`) counts on."""
         if limit <= 0 or not graphs:
             return []
-        stamp, until = time.time(), time.time() + lease
         marks = ", ".join("?" for _ in graphs)
         with self._tx() as tx:
             found = tx.rows(
                 f"SELECT r.run_id FROM agentmap_runs r WHERE r.status IN ('pending', 'running') "
                 f"AND r.graph_id IN ({marks}) "
-                "AND (r.owner IS NULL OR r.lease_until < ? OR (r.owner = ? AND r.status = 'pending')) "
+                f"AND (r.owner IS NULL OR r.lease_until < {self._clock} OR (r.owner = ? AND r.status = 'pending')) "
                 f"AND NOT EXISTS ({_OLDER_UNFINISHED}) ORDER BY r.seq LIMIT ?{self._claim_lock}",
-                (*graphs, stamp, owner, limit),
+                (*graphs, owner, limit),
             )
             claimed = []
             for row in found:
                 tx.count(
-                    "UPDATE agentmap_runs SET owner = ?, lease_until = ?, status = 'running', attempt = attempt + 1, "
-                    "updated_at = ? WHERE run_id = ?",
-                    (owner, until, now(), row["run_id"]),
+                    f"UPDATE agentmap_runs SET owner = ?, lease_until = {self._clock} + ?, status = 'running', "
+                    "attempt = attempt + 1, updated_at = ? WHERE run_id = ?",
+                    (owner, lease, now(), row["run_id"]),
                 )
                 record = tx.rows("SELECT * FROM agentmap_runs WHERE run_id = ?", (row["run_id"],))[0]
                 if not record["stateless"]:
@@ -132,16 +137,16 @@ class Store(ThreadRows, CronRows):
         return claimed
 
     def renew(self, owner: str, run_ids: Sequence[str], lease: float) -> dict[str, str | None]:
-        """Extend `owner`'s lease on `run_ids`; returns those it still holds, each with the reason a client
-        asked it to stop (`runs.cancel` on any replica), or None."""
+        """Extend `owner`'s lease on `run_ids` to `lease` seconds from now (the database's clock); returns those it
+        still holds, each with the reason a client asked it to stop (`runs.cancel` on any replica), or None."""
         if not run_ids:
             return {}
         marks = ", ".join("?" for _ in run_ids)
         with self._tx() as tx:
             tx.count(
-                f"UPDATE agentmap_runs SET lease_until = ? WHERE owner = ? AND status IN ('pending', 'running') "
-                f"AND run_id IN ({marks})",
-                (time.time() + lease, owner, *run_ids),
+                f"UPDATE agentmap_runs SET lease_until = {self._clock} + ? WHERE owner = ? "
+                f"AND status IN ('pending', 'running') AND run_id IN ({marks})",
+                (lease, owner, *run_ids),
             )
             rows = tx.rows(
                 f"SELECT run_id, cancel FROM agentmap_runs WHERE owner = ? AND status IN ('pending', 'running') "

@@ -48,6 +48,8 @@ class StoreBase:
     shared = False
     """Whether other machines read this store: then a run's events are written to it for their followers."""
     _next_seq = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM agentmap_runs)"
+    _clock = "((julianday('now') - 2440587.5) * 86400.0)"
+    """The database's time now, in seconds since 1970 (what a run's lease is set and compared in)."""
 
     @contextmanager
     def _tx(self) -> Iterator[_Tx]:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from agentmap.server._accepting import RunAcceptance
 from agentmap.server._deliveries import WebhookDeliveries, webhook_of
 from agentmap.server._run_events import EventSharing
 from agentmap.server._runs import Run, RunRequest, emitter, execute
-from agentmap.server._store import Store
+from agentmap.server._store import UNFINISHED, Store
 from agentmap.server._store_base import RunStatus, ServerThreadStatus, now
 from agentmap.server._webhooks import Webhooks
 
@@ -171,6 +172,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         while not self._stopping:
             self._wake.clear()
             free = self._workers - len(self._executing)
+            held_until = time.monotonic() + self.lease  # the claim's lease starts after this, in any clock
             try:
                 claimed = await self._store(self.store.claim, self.owner, self.lease, self._graphs, free)
             except Exception as exc:  # the database may be away for a while: keep trying
@@ -179,8 +181,11 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             for record in claimed:
                 task = self._executing.get(record["run_id"])
                 if task is not None and not task.done():  # its lease ran out while it ran here: it goes on, held again
+                    if (run := self.runs.get(record["run_id"])) is not None:
+                        run.held_until = held_until
                     continue
-                self._executing[record["run_id"]] = asyncio.get_running_loop().create_task(self._execute(record))
+                task = asyncio.get_running_loop().create_task(self._execute(record, held_until))
+                self._executing[record["run_id"]] = task
             # Woken by a run accepted or ended; leases run out without a word, so look again now and then. A run
             # kept for this replica that the claim did not get (the heartbeat held its row just then, or an older
             # run of its thread is still going) is looked for again soon, backing off, not a third of a lease later.
@@ -194,30 +199,34 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
     async def _heartbeat(self) -> None:
         while True:
             held = [r.run_id for r in self.runs.values() if not r.done.is_set()]
+            held_until = time.monotonic() + self.lease  # a renewal's lease starts after this, in any clock
             try:
                 kept = await self._store(self.store.renew, self.owner, held, self.lease)
-            except Exception as exc:
+            except Exception as exc:  # its runs stop before their next step once `held_until` has passed
                 _log.warning("cannot renew the leases of %d run(s): %s", len(held), exc)
                 kept = None
             if kept is not None:
-                self._check_leases(held, kept)
+                self._check_leases(held, kept, held_until)
             self._news.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._news.wait(), self.lease / 3)
 
-    def _check_leases(self, held: list[str], kept: dict[str, str | None]) -> None:
+    def _check_leases(self, held: list[str], kept: dict[str, str | None], held_until: float) -> None:
         for run_id in held:
             run = self.runs.get(run_id)
             if run is None or run.done.is_set():
                 continue
-            if run_id not in kept and run_id in self._executing:
+            if run_id in kept:
+                run.held_until = max(run.held_until, held_until)
+            ending = run.status not in UNFINISHED or run_id in self._handover  # its end or hand-back is being written
+            if run_id not in kept and run_id in self._executing and not ending:
                 _log.warning("run %s was taken over by another replica (its lease ran out); stopping it here", run_id)
                 self._handover.add(run_id)
                 run.cancelled.set()
             elif kept.get(run_id) and not run.cancelled.is_set():
                 self.cancel(run, str(kept[run_id]))
 
-    async def _execute(self, record: dict[str, Any]) -> None:
+    async def _execute(self, record: dict[str, Any], held_until: float) -> None:
         run_id = record["run_id"]
         run = self.runs.get(run_id) or self._accepted.pop(run_id, None)
         if run is not None:
@@ -230,6 +239,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
                     run = Run(run_id, request, created_at=record["created_at"], attempt=record["attempt"])
                     self.runs[run_id] = run
                 run.request = request
+            run.held_until, run.lease_lost = held_until, False
             await self._run(run, record["attempt"])
         except Exception as exc:  # the run cannot be rebuilt here (its graph changed, its thread is gone, ...)
             if self.store.unreachable(exc):  # not the run's fault: it is taken again once the database is back
@@ -261,13 +271,21 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             self._publishers[run.run_id] = asyncio.get_running_loop().create_task(self._publish(run))
         run.push("metadata", {"run_id": run.run_id, "attempt": attempt})
         try:
-            status = await execute(run, emitter(run))
+            status = await execute(run, emitter(run)) if run.held() else "interrupted"
         except Exception as exc:
             if not self.store.unreachable(exc):
                 status = self._failed(run, exc)
             else:  # not the run's failure: it is continued, here or elsewhere, once the database is back
                 self._lost_database(run, exc)
                 return
+        if run.lease_lost:  # stopped before a step: whoever claims it next (this replica too) continues it
+            _log.warning(
+                "run %s: its lease was last renewed %.0f s ago or more; stopped before its next step and handed "
+                "back to the queue",
+                run.run_id,
+                self.lease,
+            )
+            self._handover.add(run.run_id)
         if run.error is not None:
             run.push("error", run.error)
         await self._finish(run, status)

@@ -365,3 +365,78 @@ def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_t
     assert client.runs.get(tid, run["run_id"])["status"] == "success"
     again = [node for node, count in _ends(project).items() if count > 1 and ended[node]]
     assert len(again) <= 1, _steps(project)  # only the step whose save was in flight at the kill
+
+
+@pytest.mark.postgres
+def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_have_run_out(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # The kill trials under load once found a run's finished steps run again. A replica whose heartbeat cannot
+    # renew a lease (late under load, or the database slow) must not start the run's next step once the lease may
+    # have run out: another replica may have claimed the run and be running that step. Here the run's row is
+    # held, so the renewal waits (and no other claim could take it); the replica stops the run before its next
+    # step and hands it back, and whoever claims it next continues it without running a finished step again.
+    import psycopg
+
+    server = Replica(project, postgres_url, "--lease", "2s")
+    replicas.append(server.start())
+    (project / "step_seconds").write_text("1.5", encoding="utf-8")  # the lease runs out during the second step
+    client = sdk.get_sync_client(url=server.url, api_key=None)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "Steps", input={"topic": "t"})
+    # the heartbeat's renewal waits for the row; a second wait is the replica handing the run back
+    handing_back = (
+        "SELECT count(*) >= 2 AS yes FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')"
+    )
+    with psycopg.connect(postgres_url, autocommit=True) as held:
+        _until(lambda: "start One" in _steps(project), 60, "the run never started")
+        held.execute("BEGIN")
+        held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run["run_id"],))
+        _until(
+            lambda: held.execute(handing_back).fetchone() == (True,) or "start Three" in _steps(project),
+            60,
+            "the replica neither handed the run back nor went on",
+        )
+        assert "start Three" not in _steps(project)  # no step started after the lease may have run out
+        held.execute("COMMIT")
+
+    assert client.runs.join(tid, run["run_id"])["four"] == "Four"
+    assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
+
+
+class _ClockAhead(Replica):
+    """A replica whose clock is an hour ahead of the others' (`time.time()`): a machine whose clock is off."""
+
+    def spawn(self) -> None:
+        import forked
+
+        args = ["serve", *self.args, "--port", str(self.port)]
+        code = (
+            "import time\nfrom agentmap.cli import main\n_real = time.time\n"
+            f"time.time = lambda: _real() + 3600\nmain({args!r})"
+        )
+        self.proc = forked.start_python(code, cwd=self.cwd, env=self.env)
+
+
+@pytest.mark.postgres
+def test_a_replica_whose_clock_is_ahead_never_claims_a_run_whose_lease_has_not_run_out(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # Leases are times of the database's clock: a replica whose own clock is an hour ahead once found every
+    # other replica's lease run out and took their runs while they ran them.
+    import psycopg
+
+    a = Replica(project, postgres_url, "--lease", "30s")
+    replicas.append(a.start())
+    (project / "step_seconds").write_text("1", encoding="utf-8")  # the run still runs when the other is up
+    on_a = sdk.get_sync_client(url=a.url, api_key=None)
+    tid = on_a.threads.create()["thread_id"]
+    run = on_a.runs.create(tid, "Steps", input={"topic": "t"})
+    _until(lambda: "start One" in _steps(project), 60, "the run never started")
+    replicas.append(_ClockAhead(project, postgres_url, "--lease", "30s").start())  # claims at once when it is up
+    assert on_a.runs.join(tid, run["run_id"])["four"] == "Four"
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT attempt FROM agentmap_runs WHERE run_id = %s", (run["run_id"],)).fetchone()
+    assert row == (1,)  # never taken over
+    assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
