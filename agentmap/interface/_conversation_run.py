@@ -5,6 +5,7 @@ runs them concurrently)."""
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.contracts.conversation import ConversationLog, RunMetadata, StopReason, Turn
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.interface.agent_calls import RunAgent, agent_error_text, describe_error, reply_text
 from agentmap.interface.history import format_chat_history
 from agentmap.interface.logs import write_log
@@ -44,12 +46,60 @@ class RunOutcome:
     skipped: bool = False
 
 
-@dataclass(frozen=True)
 class RunFolder:
-    """Where the runs of one `eval run` are written: the logs folder (it exists) and its run records."""
+    """Where the runs of one `eval run` are written: the logs folder (it exists) and its run records.
 
-    path: Path
-    records: RunRecordWriter
+    A finished run is handed over (`save`) to one writer thread, which writes its log and then its run record
+    (the record's line marks the run done), in the order the runs finished: the runs' own threads go on to
+    their next run instead of each creating files (on two cores, eight threads each creating a file per run
+    took eval run about a tenth of its time). `close` waits for every run handed over to be written.
+    """
+
+    def __init__(self, path: Path, records: RunRecordWriter) -> None:
+        self.path, self.records = path, records
+        self.failure: BaseException | None = None
+        """The first error writing a run (a log that cannot be written): no run after it is written."""
+        self._jobs: queue.SimpleQueue[tuple[Path, ConversationLog, str, RunRecord] | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def save(self, path: Path, log: ConversationLog, name: str, record: RunRecord) -> None:
+        """Hand the finished run over to be written: its log at `path`, then its record for the log `name`."""
+        with self._lock:
+            if self._closed:  # a run of a timed-out thread that ended after the eval run: it is redone next time
+                return
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_all, name="eval-logs", daemon=True)
+                self._writer.start()
+            self._jobs.put((path, log, name, record))
+
+    def _write_all(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if self.failure is not None:
+                continue
+            path, log, name, record = job
+            try:
+                write_log(path, log, atomic=False)
+                self.records.add(name, record)
+            except OSError as exc:  # the runs' threads see it and stop after their step
+                self.failure = ConfigError(
+                    f"cannot write the log of scenario {log.metadata.scenario!r} to {exc.filename or path}: "
+                    f"{exc.strerror or exc}",
+                    code=ErrorCode.CANNOT_WRITE,
+                    hint="give --out a folder you can write to (the runs written so far are kept; run again to go on)",
+                )
+            except BaseException as exc:
+                self.failure = exc
+
+    def close(self) -> None:
+        """Wait until every run handed over is written (or a write failed: `failure`), then close the records."""
+        with self._lock:
+            writer, self._closed = self._writer, True
+        if writer is not None:
+            self._jobs.put(None)
+            writer.join()
+        self.records.close()
 
 
 @dataclass(frozen=True)
@@ -145,18 +195,15 @@ def _write(
     reason: str,
     record: RunRecord,
 ) -> RunOutcome:
-    """Write the run's log, then its run record: the record's line marks the run done (for a resume) once the
-    whole log is on disk, so the log is written in place, not through a temporary file.
-
-    Written where the run ran: on the event loop (the two small files take a fraction of a millisecond, less than
-    a hand-over to a thread and back), or in the worker thread of `run_scripted`.
-    """
+    """Hand the run's log and run record over to be written (`RunFolder.save`): the record's line marks the run
+    done (for a resume) once the whole log is on disk, so the log is written in place, not through a temporary
+    file."""
     session = f"{Path(entry.log).stem}_{turns[0].timestamp:%Y%m%dT%H%M%S}" if turns else Path(entry.log).stem
     metadata = RunMetadata(
         session_id=session, mode=settings.mode, scenario=scenario.name, max_turns=max_turns, stop_reason=str(reason)
     )
-    path = write_log(folder.path / entry.log, ConversationLog(metadata=metadata, turns=tuple(turns)), atomic=False)
-    folder.records.add(entry.log, record)
+    path = folder.path / entry.log
+    folder.save(path, ConversationLog(metadata=metadata, turns=tuple(turns)), entry.log, record)
     return RunOutcome(scenario.name, entry.run, path, str(reason))
 
 

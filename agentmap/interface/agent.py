@@ -97,13 +97,14 @@ def agent_for(
     app = workflow if not isinstance(workflow, str | os.PathLike) else _compile(workflow, keys, given)
 
     def inputs(prompt: str, chat_history: str | None, memory: str | None, config: Any) -> dict[str, Any]:
-        resolved = resolve_agent_config(config)
+        # the environment and a given config resolved (and checked) once per call, if the workflow reads them
+        resolved = resolve_agent_config(config) if keys.config is not None or config is not None else None
         state: dict[str, Any] = {keys.prompt: prompt}
         if keys.history is not None:
             state[keys.history] = [{"role": r, "content": t} for r, t in parse_chat_history(chat_history)]
         if keys.memory is not None and memory is not None:
             state[keys.memory] = memory
-        if keys.config is not None:
+        if keys.config is not None and resolved is not None:
             state[keys.config] = resolved.model_dump(mode="json")
         return state
 

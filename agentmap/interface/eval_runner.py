@@ -142,6 +142,8 @@ async def run_eval(
 
         async def _one(scenario: Scenario, entry: ManifestEntry) -> None:
             async with gate:
+                if folder.failure is not None:  # a log could not be written: no run starts after it
+                    raise folder.failure
                 outcome = await run_one(call, scenario, entry, folder, settings)
             outcomes[(entry.scenario, entry.run)] = outcome
             advance()
@@ -154,7 +156,9 @@ async def run_eval(
                 await asyncio.gather(*(_one(scenario, entry) for scenario, entry in todo))
         finally:  # a timed-out run still in its thread ends after its step; nothing waits for it
             threads.shutdown(wait=False, cancel_futures=True)
-            writer.close()
+            folder.close()  # every finished run written (a late one of a timed-out thread stays to be redone)
+    if folder.failure is not None:  # a log that could not be written: the runs after it were not written
+        raise folder.failure
     order = [(e.scenario, e.run) for e in manifest.runs if (e.scenario, e.run) in outcomes]
     return EvalRunSummary(out_dir=path, manifest=manifest_path, outcomes=[outcomes[k] for k in order])
 
@@ -223,7 +227,7 @@ async def _in_threads(
     queue, stop = deque(todo), threading.Event()
 
     def work() -> None:
-        while not stop.is_set():
+        while not stop.is_set() and folder.failure is None:  # a log that could not be written stops every thread
             try:
                 scenario, entry = queue.popleft()
             except IndexError:

@@ -332,3 +332,21 @@ async def test_a_run_redone_counts_as_done_only_once_it_ends_again(tmp_path: Pat
     again = await run_eval(scenarios, agent, tmp_path, resume=False, progress=False)
     assert marked == [False] and not again.outcomes[0].skipped
     assert RunRecords(tmp_path).done(log) and read_log(again.outcomes[0].log).turns[-1].text == "ok again"
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0], ids=["worker-threads", "event-loop"])
+async def test_a_log_that_cannot_be_written_stops_the_eval_run_and_no_run_after_it_is_marked_done(
+    tmp_path: Path, timeout: float | None
+) -> None:
+    """Logs are written by one writer thread: a log that cannot be written (here a folder holds its name) ends the
+    eval run with that error, and no run after it is written or marked done."""
+    agent = agent_for("graphs/llm_offline.csv")
+    scenarios = [Scenario(name=f"s{i}", turns=(ScenarioTurn(turn=1, message=f"hello {i}"),)) for i in range(40)]
+    first = await run_eval(scenarios[:1], agent, tmp_path, progress=False)
+    blocked = first.outcomes[0].log
+    blocked.unlink()
+    blocked.mkdir()  # the first run's log cannot be written
+    with pytest.raises(ConfigError, match=rf"cannot write the log of scenario 's0' to .*{blocked.name}") as caught:
+        await run_eval(scenarios, agent, tmp_path, concurrency=1, timeout=timeout, resume=False, progress=False)
+    assert caught.value.code == "cannot-write"
+    assert RunRecords(tmp_path).lines == {}  # the first run's log failed: no run after it was written or marked
