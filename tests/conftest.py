@@ -80,3 +80,12 @@ def postgres_with_outage() -> Iterator[tuple[str, Callable[[float], None]]]:
     require(bin_dir is not None, pg.REASON)
     with pg.server(bin_dir) as url:
         yield str(pg.new_database(url)), functools.partial(pg.outage, url)
+
+
+@pytest.fixture
+def replicas() -> Iterator[list[Any]]:
+    """The `agentmap serve` processes a test starts (appended by the test), stopped when it ends."""
+    started: list[Any] = []
+    yield started
+    for replica in started:
+        replica.stop()

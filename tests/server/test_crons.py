@@ -7,26 +7,18 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import GRAPHS, make_project, serving
+from server_helpers import GRAPHS, make_project, serving, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 pytest.importorskip("croniter")
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError  # noqa: E402
 
 EVERY_SECOND = "* * * * * *"
-
-
-def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def _cron_runs(client: Any, thread_id: str) -> list[dict[str, Any]]:
@@ -95,15 +87,15 @@ def test_a_cron_ticking_every_second_starts_runs_until_it_is_deleted(tmp_path: P
         thread = client.threads.create()
         tid = thread["thread_id"]
         cron = client.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
-        _until(lambda: len(_cron_runs(client, tid)) >= 3, 30, "the cron did not start three runs")
+        until(lambda: len(_cron_runs(client, tid)) >= 3, 30, "the cron did not start three runs")
         runs = _cron_runs(client, tid)
         assert {r["metadata"]["cron_id"] for r in runs} == {cron["cron_id"]}
-        _until(lambda: all(r["status"] == "success" for r in _cron_runs(client, tid)[-3:]), 30, "runs unfinished")
+        until(lambda: all(r["status"] == "success" for r in _cron_runs(client, tid)[-3:]), 30, "runs unfinished")
 
         client.crons.delete(cron["cron_id"])
         stopped = len(_cron_runs(client, tid))
         # one tick may have been taken as the cron was deleted; after that none
-        _until(lambda: all(r["status"] not in ("pending", "running") for r in _cron_runs(client, tid)), 30, "busy")
+        until(lambda: all(r["status"] not in ("pending", "running") for r in _cron_runs(client, tid)), 30, "busy")
         settled = len(_cron_runs(client, tid))
         assert settled <= stopped + 1
         deadline = time.monotonic() + 2.5  # more than two ticks of the deleted schedule
@@ -118,7 +110,7 @@ def test_an_end_time_stops_the_ticks(tmp_path: Path) -> None:
         tid = client.threads.create()["thread_id"]
         end = datetime.now(UTC) + timedelta(seconds=2)
         cron = client.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={}, end_time=end)
-        _until(lambda: client.crons.search(thread_id=tid)[0]["next_run_date"] is None, 30, "the cron never ended")
+        until(lambda: client.crons.search(thread_id=tid)[0]["next_run_date"] is None, 30, "the cron never ended")
         runs = _cron_runs(client, tid)
         assert 1 <= len(runs) <= 3, runs  # the ticks up to end_time, no later one
         assert {r["metadata"]["cron_id"] for r in runs} == {cron["cron_id"]}
@@ -133,7 +125,7 @@ def test_a_stateless_cron_keeps_a_thread_per_tick_and_a_disabled_cron_does_not_t
         def kept() -> list[dict[str, Any]]:
             return [t for t in client.threads.search(limit=100) if t["status"] == "idle" and t["values"]]
 
-        _until(lambda: len(kept()) >= 2, 30, "the cron did not keep two threads")
+        until(lambda: len(kept()) >= 2, 30, "the cron did not keep two threads")
         client.crons.update(cron["cron_id"], enabled=False)
         for thread in kept():
             (run,) = client.runs.list(thread["thread_id"])
@@ -148,13 +140,13 @@ def test_ticks_missed_while_no_server_ran_start_one_run(tmp_path: Path) -> None:
         client = sdk.get_sync_client(url=url, api_key=None)
         tid = client.threads.create()["thread_id"]
         client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * * */2", input={"name": "A"})
-        _until(lambda: len(_cron_runs(client, tid)) >= 1, 30, "the cron did not start a run")
+        until(lambda: len(_cron_runs(client, tid)) >= 1, 30, "the cron did not start a run")
     stopped_at = datetime.now(UTC)
-    _until(lambda: datetime.now(UTC) > stopped_at + timedelta(seconds=6), 10, "")  # ticks go by, no server
+    until(lambda: datetime.now(UTC) > stopped_at + timedelta(seconds=6), 10, "")  # ticks go by, no server
     restarted_at = datetime.now(UTC)
     with serving(GRAPHS / "hello_world.csv", checkpoint=database) as url:
         client = sdk.get_sync_client(url=url, api_key=None)
-        _until(
+        until(
             lambda: any(r["metadata"]["cron_tick"] > restarted_at.isoformat() for r in _cron_runs(client, tid)),
             30,
             "the cron did not go on after the restart",
@@ -179,7 +171,7 @@ def test_two_replicas_on_one_database_start_each_tick_once(tmp_path: Path, postg
         tid = on_a.threads.create()["thread_id"]
         cron = on_b.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
         assert [c["cron_id"] for c in on_a.crons.search()] == [cron["cron_id"]]  # one set of crons
-        _until(lambda: len(_cron_runs(on_a, tid)) >= 6, 60, "the cron did not start six runs")
+        until(lambda: len(_cron_runs(on_a, tid)) >= 6, 60, "the cron did not start six runs")
         on_a.crons.delete(cron["cron_id"])
         runs = _cron_runs(on_b, tid)
         ticks = Counter(r["metadata"]["cron_tick"] for r in runs)
@@ -201,7 +193,7 @@ def test_a_replica_leaves_the_ticks_of_a_graph_it_does_not_serve(
         tid = on_a.threads.create()["thread_id"]
         cron = on_a.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
         assert sdk.get_sync_client(url=b, api_key=None).crons.count() == 1
-        _until(lambda: len(_cron_runs(on_a, tid)) >= 4, 60, "the cron did not start four runs")
+        until(lambda: len(_cron_runs(on_a, tid)) >= 4, 60, "the cron did not start four runs")
         on_a.crons.delete(cron["cron_id"])
     assert not [r for r in caplog.records if "skipped a tick" in r.getMessage()]
 

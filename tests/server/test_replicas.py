@@ -10,12 +10,12 @@ import textwrap
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import served
+from server_helpers import until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402
@@ -71,24 +71,6 @@ class Replica(served.Served):
         super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env=env)
 
 
-@pytest.fixture
-def replicas() -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        replica.stop()
-
-
-def _until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(message)
-
-
 def _steps(folder: Path) -> list[str]:
     path = folder / "steps.log"
     return path.read_text().splitlines() if path.exists() else []
@@ -105,7 +87,7 @@ def test_a_run_accepted_survives_kill_9_and_finishes_after_a_restart(project: Pa
     thread = client.threads.create()
     run = client.runs.create(thread["thread_id"], "Steps", input={"topic": "t"})
     assert client.runs.get(thread["thread_id"], run["run_id"])["status"] in ("pending", "running")
-    _until(lambda: "start Three" in _steps(project), 60, "the run never reached its third step")
+    until(lambda: "start Three" in _steps(project), 60, "the run never reached its third step")
     server.kill()
     ends = _ends(project)
 
@@ -146,7 +128,7 @@ def test_an_mcp_tool_call_killed_mid_run_is_finished_after_a_restart(project: Pa
             asyncio.run(call())
 
     threading.Thread(target=calling, daemon=True).start()
-    _until(lambda: "start Second" in _steps(project), 60, "the tool call's run never reached its second step")
+    until(lambda: "start Second" in _steps(project), 60, "the tool call's run never reached its second step")
     server.kill()
 
     server.start()  # the run the MCP call had the queue accept is taken over: its thread ends paused
@@ -175,7 +157,7 @@ def test_a_dead_replicas_run_is_finished_by_another_and_reject_holds_across_repl
     next(iter(first))  # the run is accepted and held by A (its client streams from A)
     with pytest.raises(ConflictError):
         on_b.runs.create(tid, "Steps", input={"topic": "u"}, multitask_strategy="reject")
-    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
     runs = on_b.runs.list(tid)
     assert [r["status"] for r in runs] == ["running"]
     a.kill()
@@ -208,13 +190,13 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     # Steps of 1 s: on a loaded machine, 0.25 s steps once let the run end before the SIGTERM came (no handover)
     (project / "step_seconds").write_text("1", encoding="utf-8")
     run = client.runs.create(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
-    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
     holder = _holder(postgres_url, run["run_id"], together)
     other = next(r for r in together if r is not holder)
     followed: list[Any] = []
     follower = threading.Thread(target=_follow, args=(other.url, tid, run["run_id"], followed))
     follower.start()  # on a replica that does not run it: the events come through PostgreSQL
-    _until(lambda: followed, 30, "no event reached the follower on another replica")
+    until(lambda: followed, 30, "no event reached the follower on another replica")
     holder.kill(signal.SIGTERM)  # a deploy: --grace 0s, so the run stops after its step and is handed over
     stopped_at = time.monotonic()
     on_other = sdk.get_sync_client(url=other.url, api_key=None)
@@ -231,7 +213,7 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     # (at 0.25 s a step, one CI run saw it finish first).
     (project / "step_seconds").write_text("3", encoding="utf-8")
     second = on_other.runs.create(tid, "Steps", input={"topic": "u"})
-    _until(lambda: _ends(project)["One"] == 2, 60, "the second run never finished its first step")
+    until(lambda: _ends(project)["One"] == 2, 60, "the second run never finished its first step")
     elsewhere = next(r for r in together if r is not holder and r is not other)
     on_third = sdk.get_sync_client(url=elsewhere.url, api_key=None)
     assert on_third.runs.cancel(tid, second["run_id"], wait=True) in ({}, None)  # stops wherever it runs
@@ -305,7 +287,7 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     tid = on_a.threads.create()["thread_id"]
     first = on_a.runs.stream(tid, "Steps", input={"topic": "t"}, webhook=f"{receiver.url}/taken", stream_mode="updates")
     next(iter(first))  # accepted and held by A
-    _until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
+    until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
     run_id = on_b.runs.list(tid)[0]["run_id"]
     a.kill()
     assert on_b.runs.join(tid, run_id)["four"] == "Four"  # B continues it once A's lease has run out
@@ -348,7 +330,7 @@ def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_t
             "SELECT 1 FROM pg_locks WHERE NOT granted AND relation IN ('checkpoints'::regclass, "
             "'checkpoint_writes'::regclass)"
         )
-        _until(lambda: held.execute(waiting).fetchone(), 60, "the run never tried to save a checkpoint")
+        until(lambda: held.execute(waiting).fetchone(), 60, "the run never tried to save a checkpoint")
         deadline = time.monotonic() + 2  # the time of many steps: the run must not go on unsaved
         while "end Two" not in _steps(project) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -389,10 +371,10 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
         "SELECT count(*) >= 2 AS yes FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')"
     )
     with psycopg.connect(postgres_url, autocommit=True) as held:
-        _until(lambda: "start One" in _steps(project), 60, "the run never started")
+        until(lambda: "start One" in _steps(project), 60, "the run never started")
         held.execute("BEGIN")
         held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run["run_id"],))
-        _until(
+        until(
             lambda: held.execute(handing_back).fetchone() == (True,) or "start Three" in _steps(project),
             60,
             "the replica neither handed the run back nor went on",
@@ -433,7 +415,7 @@ def test_a_replica_whose_clock_is_ahead_never_claims_a_run_whose_lease_has_not_r
     on_a = sdk.get_sync_client(url=a.url, api_key=None)
     tid = on_a.threads.create()["thread_id"]
     run = on_a.runs.create(tid, "Steps", input={"topic": "t"})
-    _until(lambda: "start One" in _steps(project), 60, "the run never started")
+    until(lambda: "start One" in _steps(project), 60, "the run never started")
     replicas.append(_ClockAhead(project, postgres_url, "--lease", "30s").start())  # claims at once when it is up
     assert on_a.runs.join(tid, run["run_id"])["four"] == "Four"
     with psycopg.connect(postgres_url) as conn:

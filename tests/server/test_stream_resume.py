@@ -8,14 +8,13 @@ import os
 import socket
 import textwrap
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import served
+from server_helpers import until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import UnprocessableEntityError  # noqa: E402
@@ -65,23 +64,6 @@ class Replica(served.Served):
     def __init__(self, folder: Path, checkpoint: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
         super().__init__("steps.csv", "--checkpoint", checkpoint, cwd=folder, env=env)
-
-
-@pytest.fixture
-def replicas() -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        replica.stop()
-
-
-def _until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(message)
-        time.sleep(0.01)
-    return found
 
 
 def _parts(stream: Any) -> list[Event]:
@@ -154,7 +136,7 @@ def test_a_stream_resumed_with_its_last_event_id_gets_the_rest_once_in_order(
     tid, run_id = _start(project, server.url)
     whole: list[Event] = []
     follower = _follow(server.url, tid, run_id, whole)  # an uninterrupted stream of the same run
-    _until(lambda: any(e[0] == "metadata" for e in whole), 30, "the uninterrupted stream got nothing")
+    until(lambda: any(e[0] == "metadata" for e in whole), 30, "the uninterrupted stream got nothing")
     got = _interrupted(project, tid, run_id, server.url, server.url)
     follower.join(60)
     _checked(got, whole)
@@ -180,7 +162,7 @@ def _status(url: str, tid: str, run_id: str) -> str:
 
 
 def _running(url: str, tid: str, run_id: str) -> None:
-    _until(lambda: _status(url, tid, run_id) == "running", 30, f"run {run_id} never started")
+    until(lambda: _status(url, tid, run_id) == "running", 30, f"run {run_id} never started")
 
 
 def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
