@@ -253,8 +253,11 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
         server = getattr(forkserver._forkserver, "_forkserver_pid", None)
         if server is not None:
             _stop_children(server, timeout)
-        for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
+        tracker = resource_tracker._resource_tracker
+        for helper in (forkserver._forkserver, tracker):
             stop_helper = getattr(helper, "_stop", None)
+            if helper is tracker and getattr(tracker, "_pid", 0) is None:
+                continue  # inherited from the process that forked this one (its pipe, not its pid): not ours
             if stop_helper is not None:
                 with contextlib.suppress(OSError):  # already gone
                     stop_helper()
