@@ -5,6 +5,7 @@ the same command continues its thread, so no answered model call is sent again a
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,11 +53,30 @@ def killed_in_second_call_then_continued(folder: Path, loop: Loop, batch: tuple[
     env = _setup(folder, loop.stub)
     (folder / "rows.csv").write_text("id,q\nr1,pay\n")
     _kill_at(folder, env, loop, "model2", batch, within)  # model 1 and charge 1 journaled finished
-    code, out, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
-    assert code == 0, (out, err)
-    assert "paid twice" in (folder / "out.csv").read_text()
-    assert _effects(folder) == ["charge 1", "charge 2"]
-    assert loop.counts() == {0: 1, 1: 2, 2: 1}, loop.counts()  # only the call in flight was sent again
+    first = _story(folder, env, batch, loop)
+    code, _, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
+    told = f"after the kill: {first}\nafter the second run (exit {code}): {_story(folder, env, batch, loop)}\n{err}"
+    assert code == 0 and "Traceback" not in err, told
+    assert "paid twice" in (folder / "out.csv").read_text(), told
+    assert _effects(folder) == ["charge 1", "charge 2"], told
+    assert loop.counts() == {0: 1, 1: 2, 2: 1}, told  # only the call in flight was sent again
+
+
+def _story(folder: Path, env: dict[str, str], batch: tuple[str, ...], loop: Loop) -> str:
+    """What a failure shows: the effects, the requests the model got, and the row's thread (its checkpoints and
+    its call journal), as `agentmap threads show` lists them."""
+    store = batch[batch.index("--checkpoint") + 1]
+    shown = []
+    for extra in ((), ("--calls",)):
+        show = ("threads", "show", "r1", "--checkpoint", store, "--json", *extra)
+        code, out, err = forked.run(*show, cwd=folder, env=env)
+        shown.append(out if code == 0 else f"exit {code}: {err}")
+    ray = subprocess.run(["ps", "-eo", "pid,etimes,stat,args"], capture_output=True, text=True).stdout.splitlines()
+    workers = [line.strip()[:100] for line in ray if "ray::" in line]  # a Ray batch's workers still running
+    return (
+        f"effects {_effects(folder)}, requests by tool results {dict(loop.counts())}, Ray workers {workers}, "
+        f"thread {shown[0]}, calls {shown[1]}"
+    )
 
 
 def test_a_row_killed_inside_a_tool_call_holds_it_in_doubt(tmp_path: Path, loop: Loop) -> None:
