@@ -158,13 +158,16 @@ async def journaled(
     decode: Callable[[Any], T],
     idempotent: bool,
     failed: Callable[[T], bool] = lambda _: False,
+    unsure: Callable[[T], bool] = lambda _: False,
     done: Callable[[Any], T] | None = None,
 ) -> T:
     """Make `call` through the journal (see the module docstring); `request` is what its digest is made of.
 
     `encode` turns the response into JSON values and `decode` back; a response `failed` says is a failure is
-    journaled `failed` and made again on a rerun; `done` makes the response from the result a person gave for
-    an in-doubt call (`decode` by default).
+    journaled `failed` and made again on a rerun; one `unsure` says may have taken effect all the same (a tool
+    that timed out and may still be running) stays `started` unless the call is idempotent: a rerun asks, as
+    for a call cut short. `done` makes the response from the result a person gave for an in-doubt call
+    (`decode` by default).
 
     Raises:
         InDoubt: A person answered `fail` to the question about this call.
@@ -182,7 +185,8 @@ async def journaled(
     except Exception:  # a cancelled or interrupted call stays `started`: a tool cut short is in doubt
         plan.end("failed", None)
         raise
-    plan.end("failed" if failed(result) else "finished", encode(result))
+    if plan.idempotent or not unsure(result):
+        plan.end("failed" if failed(result) else "finished", encode(result))
     return result
 
 

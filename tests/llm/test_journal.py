@@ -70,9 +70,10 @@ def loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop]:
         yield Loop(server)
 
 
-def _setup(folder: Path, stub: OpenAIStub, tool_context: dict[str, Any] | None = None) -> dict[str, str]:
+def _setup(folder: Path, stub: OpenAIStub, extra: dict[str, Any] | None = None) -> dict[str, str]:
+    """The tool loop's workflow (`extra` added to its Context) and the environment to run it in."""
     (folder / "tools.py").write_text(TOOLS)
-    context = {"model": "gpt-stub", "base_url": stub.base_url, "max_retries": 0}
+    context = {"model": "gpt-stub", "base_url": stub.base_url, "max_retries": 0, **(extra or {})}
     with (folder / "pay.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(HEADER)
@@ -255,6 +256,20 @@ def test_an_idempotent_tool_cut_short_is_called_again_without_asking(tmp_path: P
     assert set(loop.counts().values()) == {1}  # no model call repeated
     usage = final["usage"]  # the replayed call costs nothing new: only the two calls made now count
     assert (usage["replayed_calls"], usage["input_tokens"], usage["output_tokens"]) == (1, 20, 10), usage
+
+
+def test_a_tool_that_timed_out_is_in_doubt_on_a_rerun_never_made_again_silently(tmp_path: Path, loop: Loop) -> None:
+    env = _setup(tmp_path, loop.stub, {"tool_timeout": 0.3})
+    Path(env["EFFECTS"] + ".hold1").touch()  # charge 1 takes effect, then runs past its time limit
+    _kill_at(tmp_path, env, loop, "model2")  # the model was told charge 1 timed out; killed in that call
+    Path(env["EFFECTS"] + ".hold1").unlink()
+    assert "did not finish within 0.3 seconds" in loop.stub.requests[1]["messages"][-1]["content"]
+    code, paused, err = _resume(tmp_path, env)
+    assert code == 0 and paused["status"] == "paused", (code, paused, err)  # asked, not charged again
+    assert paused["interrupts"][0]["arguments"] == {"amount": 1}
+    code, final, err = _resume(tmp_path, env, "done")
+    assert code == 0 and final["status"] == "done", (code, final, err)
+    assert _effects(tmp_path) == ["charge 1", "charge 2"]
 
 
 @pytest.mark.parametrize(("context", "paused"), [({}, True), ({"idempotent": True}, False)])
