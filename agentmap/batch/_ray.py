@@ -9,7 +9,10 @@ second batch of the same workflow starts warm (as the process executor's workers
 LangGraph imported). Ray stops its workers without running their exit hooks, so the folder is not a worker's to
 remove: the batch removes it on its own machine when it ends (a local Ray leaves nothing behind); other
 machines keep one folder per version of a workflow. Tasks are never retried by Ray: a row never runs twice.
-AgentMap itself must be installed on every Ray node.
+A Ray worker on the batch's own machine ends with the batch's process, even when that is killed (Ray's own
+notice can come late: a worker outlives a dead local Ray until the process that reaps it does so), so a batch
+run again never finds the killed run's worker still running a row's thread. AgentMap itself must be installed
+on every Ray node.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.batch.executors import run_chunk
+from agentmap.batch.executors import end_with, run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, ErrorCode
 
@@ -167,19 +170,44 @@ def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowR
 
 
 def _run_chunk(
-    digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str
+    digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str, batch: _Batch
 ) -> list[RowResult]:
     """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss).
 
     An error that names a file names it where the user keeps it (`home`, the workflow's folder), not where this
-    worker wrote its copy.
+    worker wrote its copy. `batch` is the batch's process: on this machine, the worker ends with it.
     """
+    _end_with_batch(batch)
     runner = _compiled(digest, files_ref, recipe)
     copy = str(Path(runner.recipe.source.partition("::")[0]).parent)
     return [
         replace(result, error=result.error.replace(copy, home)) if result.error and copy in result.error else result
         for result in run_chunk(runner, chunk)
     ]
+
+
+_Batch = tuple[int, tuple[str, int] | None]
+"""The batch's process: its pid, and the machine and pid namespace it runs in (`_machine`)."""
+_WATCHED: set[int] = set()  # in a Ray worker: the batch processes it ends with
+
+
+def _machine() -> tuple[str, int] | None:
+    """This kernel's boot id and this process's pid namespace: a pid names the same process only where both
+    match (None: not Linux)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return boot, os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def _end_with_batch(batch: _Batch) -> None:
+    """In a Ray worker: end with the batch's process when it runs on this machine (once per batch process)."""
+    pid, machine = batch
+    if pid in _WATCHED or machine is None or machine != _machine():
+        return
+    _WATCHED.add(pid)
+    end_with(pid)
 
 
 def _digest(files: dict[str, bytes], recipe: WorkflowRecipe) -> str:
@@ -229,7 +257,7 @@ def run_on_ray(
     sizer = _ChunkSizer(chunk_size)
     try:
         while chunk := list(islice(jobs, sizer.size)):
-            pending.add(task.remote(digest, files_ref, shipped, chunk, home))
+            pending.add(task.remote(digest, files_ref, shipped, chunk, home, (os.getpid(), _machine())))
             if len(pending) >= in_flight:
                 yield from sizer.watch(_gather(ray, pending))
         while pending:

@@ -209,17 +209,19 @@ def _start_worker(recipe: WorkflowRecipe, batch_pid: int) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _end_with(batch_pid)
+    end_with(batch_pid)
     global _RUNNER
     _RUNNER = RowRunner(recipe)
 
 
-def _end_with(batch_pid: int) -> None:
+def end_with(batch_pid: int) -> None:
     """End this worker as soon as the batch's own process ends, even by kill -9.
 
-    Nothing the worker runs after that is recorded, and it would wait on its task queue for ever (it holds the
-    queue's write end itself, so it never sees end-of-file); its parent is the fork server, so a parent-death
-    signal would not fire either. A thread waits on a pidfd of the batch's process instead: no polling.
+    Nothing the worker runs after that is recorded, and it would go on running its row's thread beside the
+    batch run again to continue it. A pool worker would also wait on its task queue for ever (it holds the
+    queue's write end itself, so it never sees end-of-file), and its parent is the fork server, so a
+    parent-death signal would not fire either. A thread waits on a pidfd of the batch's process instead: no
+    polling. The process must be on this machine, in this process's pid namespace.
     """
     try:
         watched = os.pidfd_open(batch_pid)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import forked
 import pytest
@@ -47,12 +48,21 @@ def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
     killed_in_second_call_then_continued(tmp_path, loop, batch)
 
 
-def killed_in_second_call_then_continued(folder: Path, loop: Loop, batch: tuple[str, ...], within: float = 30) -> None:
+def killed_in_second_call_then_continued(
+    folder: Path,
+    loop: Loop,
+    batch: tuple[str, ...],
+    within: float = 30,
+    start: Callable[..., Any] = forked.start,
+    killed: Callable[[], None] = lambda: None,
+) -> None:
     """Kill `batch` inside its row's second model call, run it again: the row finishes, no finished call repeated.
-    `within`: seconds the batch may take to reach that call (and the second run to finish, four times that)."""
+    `within`: seconds the batch may take to reach that call (and the second run to finish, four times that);
+    `start` starts the first run (see `_kill_at`), `killed` is called once it was killed."""
     env = _setup(folder, loop.stub)
     (folder / "rows.csv").write_text("id,q\nr1,pay\n")
-    _kill_at(folder, env, loop, "model2", batch, within)  # model 1 and charge 1 journaled finished
+    _kill_at(folder, env, loop, "model2", batch, within, start)  # model 1 and charge 1 journaled finished
+    killed()
     first = _story(folder, env, batch, loop)
     code, _, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
     told = f"after the kill: {first}\nafter the second run (exit {code}): {_story(folder, env, batch, loop)}\n{err}"

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,17 +103,23 @@ RUN = ("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json")
 
 
 def _kill_at(
-    folder: Path, env: dict[str, str], loop: Loop, boundary: str, command: tuple[str, ...] = RUN, within: float = 30
+    folder: Path,
+    env: dict[str, str],
+    loop: Loop,
+    boundary: str,
+    command: tuple[str, ...] = RUN,
+    within: float = 30,
+    start: Callable[..., Any] = forked.start,
 ) -> None:
     """Run `command` (the workflow, or a batch of it) and SIGKILL it inside `model1`..`model3` (its request held)
     or `tool1`, `tool2` (after the charge took effect, before the tool returned), waiting up to `within` seconds
-    for it to get there."""
+    for it to get there. `start` starts the command (`forked.start`'s arguments; what it returns is killed)."""
     kind, number = boundary[:-1], int(boundary[-1])
     if kind == "model":
         loop.hold = number - 1
     else:
         Path(env["EFFECTS"] + f".hold{number}").touch()
-    proc = forked.start(*command, cwd=folder, env=env)
+    proc = start(*command, cwd=folder, env=env)
     if kind == "model":
         _until(loop.held.is_set, proc, f"model call {number} sent", within)
     else:
