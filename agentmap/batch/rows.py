@@ -215,17 +215,28 @@ class WorkflowRecipe:
 _ROW_DIGEST = "agentmap_row_digest"  # the run metadata (and so every checkpoint's) that names the row's cells
 
 
-def _continue(snapshot: StateSnapshot | None, state: Mapping[str, Any], cells: str) -> Mapping[str, Any] | None:
+def _continue(
+    snapshot: StateSnapshot | None, state: Mapping[str, Any], cells: str, workflow: str | None
+) -> Mapping[str, Any] | None:
     """What a checkpointed row runs with: None (continue its thread) when an earlier run of the same row (the same
-    cells) left the thread unfinished (killed, failed or paused), so LangGraph reruns only the node cut short and
-    the call journal replays its answered calls; else the row's state (a new row, one whose thread finished, or one
-    whose cells changed under the same id: it starts over rather than continue another row's run). `cells` is the
-    digest of the row's cells (`_cells`)."""
-    from agentmap.runtime.threads import unfinished
+    cells) left it there, else the row's state (a new row, or one whose cells changed under the same id: it starts
+    over rather than continue another row's run). `cells` is the digest of the row's cells (`_cells`), `workflow`
+    the workflow file's (`CompiledWorkflow.file_digest`).
 
-    if snapshot is None or snapshot.metadata is None or not unfinished(snapshot):
+    - unfinished (killed, failed or paused): continued, so LangGraph reruns only the node cut short and the call
+      journal replays its answered calls;
+    - finished, succeeded, by this workflow file: continued too, which runs nothing and returns that run's result
+      (the batch stopped before it recorded the row): a finished row is never paid for twice;
+    - finished and failed (what `--redo-failed` runs again), or by another version of the workflow: started over.
+    """
+    from agentmap.runtime.threads import DIGEST_KEY, snapshot_status, unfinished
+
+    if snapshot is None or snapshot.metadata is None or snapshot.metadata.get(_ROW_DIGEST) != cells:
         return state
-    return None if snapshot.metadata.get(_ROW_DIGEST) == cells else state
+    if unfinished(snapshot):
+        return None
+    same = workflow is not None and snapshot.metadata.get(DIGEST_KEY) == workflow
+    return None if same and snapshot_status(snapshot) == "done" else state
 
 
 def _cells(state: Mapping[str, Any], checkpointed: bool) -> str:
@@ -251,7 +262,7 @@ class RowRunner:
         started = time.perf_counter()
         try:
             snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
-            result = self.app.invoke(_continue(snapshot, state, cells), config)
+            result = self.app.invoke(_continue(snapshot, state, cells, self.app.file_digest), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
@@ -264,7 +275,7 @@ class RowRunner:
         started = time.perf_counter()
         try:
             snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
-            result = await self.app.ainvoke(_continue(snapshot, state, cells), config)
+            result = await self.app.ainvoke(_continue(snapshot, state, cells, self.app.file_digest), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)

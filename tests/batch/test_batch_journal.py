@@ -4,6 +4,7 @@ the same command continues its thread, so no answered model call is sent again a
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -126,6 +127,49 @@ def test_a_row_whose_cells_changed_under_the_same_id_starts_over(tmp_path: Path)
     agentmap(*batch, "--redo-failed", cwd=tmp_path)
     out = (tmp_path / "out.csv").read_text()
     assert "Hello Grace" in out and "Hello Ada" not in out  # started over, not the earlier row's run continued
+
+
+DECLINES = """
+import os
+
+
+def charge_card(amount: int) -> str:
+    \"\"\"Charge the card; amount 2 is declined after the charge was made.\"\"\"
+    with open(os.environ["EFFECTS"], "a") as handle:
+        handle.write(f"charge {amount}\\n")
+    if amount == 2:
+        raise ValueError("declined")
+    return f"charged {amount}"
+"""
+
+
+def test_a_finished_row_the_output_never_recorded_takes_its_threads_result_without_a_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from cli_helpers import agentmap
+
+    (tmp_path / "tools.py").write_text(DECLINES)
+    flow = tmp_path / "charge.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
+        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
+    )
+    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
+    (tmp_path / "rows.csv").write_text("id,amount\nr1,1\nr2,2\n")
+    batch = ("batch", "charge.csv", "-i", "rows.csv", "-o", "out.csv", "--id-column", "id", "--checkpoint", "runs.db")
+    assert agentmap(*batch, cwd=tmp_path).code == 1  # r2 failed
+    assert _effects(tmp_path) == ["charge 1", "charge 2"]
+    (tmp_path / "out.csv").unlink()  # the rows finished, but the batch was stopped before it recorded them
+    assert agentmap(*batch, cwd=tmp_path).code == 1
+    assert _effects(tmp_path) == ["charge 1", "charge 2", "charge 2"]  # r1 charged once; failed r2 started over
+    rows = {r["row_id"]: r for r in csv.DictReader((tmp_path / "out.csv").open())}
+    assert (rows["r1"]["success"], rows["r1"]["result"]) == ("true", "charged 1")
+    assert rows["r2"]["success"] == "false" and "declined" in rows["r2"]["error"]
+    flow.write_text(flow.read_text().replace('""charge_card""}', '""charge_card"", ""tool_timeout"": 20}'))
+    (tmp_path / "out.csv").unlink()  # another version of the workflow: its rows run anew
+    assert agentmap(*batch, cwd=tmp_path).code == 1
+    assert _effects(tmp_path) == ["charge 1", "charge 2", "charge 2", "charge 1", "charge 2"]
 
 
 def test_a_sqlite_checkpoint_is_refused_with_ray_on_another_machine(tmp_path: Path) -> None:
