@@ -145,7 +145,8 @@ def test_json_cells_and_renames(tmp_path: Path) -> None:
 
 def test_checkpoint_makes_each_row_a_thread(tmp_path: Path) -> None:
     flow, db = shout_flow(tmp_path), tmp_path / "runs.db"
-    agentmap.batch(flow, [{"id": "t-1", "word": "a"}, {"id": "t-2", "word": "b"}], id_column="id", checkpoint=db)
+    rows = [{"id": f"t-{n}", **row} for n, row in enumerate(words("a", "b"), start=1)]
+    agentmap.batch(flow, rows, id_column="id", checkpoint=db)
     app = agentmap.compile(flow, checkpointer=str(db))
     state = app.graph.get_state({"configurable": {"thread_id": "t-2"}})
     assert state.values["framed"] == "<B>"
