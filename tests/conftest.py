@@ -89,3 +89,27 @@ def replicas() -> Iterator[list[Any]]:
     yield started
     for replica in started:
         replica.stop()
+
+
+_CHARGE = '''
+import os
+
+
+def charge_card(amount: int) -> str:
+    """Charge the card."""
+    with open(os.environ["EFFECTS"], "a") as handle:
+        handle.write(f"charge {amount}\\n")
+    return f"charged {amount}"
+'''
+
+
+@pytest.fixture
+def charge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workflow whose one `tool` node charges a card (`amount`): a line in `effects.txt` beside it."""
+    (tmp_path / "tools.py").write_text(_CHARGE)
+    (tmp_path / "charge.csv").write_text(
+        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
+        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
+    )
+    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
+    return tmp_path / "charge.csv"

@@ -18,17 +18,6 @@ import pytest
 import agentmap
 from agentmap.agents import _checkpoint_saves
 
-TOOLS = '''
-import os
-
-
-def charge_card(amount: int) -> str:
-    """Charge the card."""
-    with open(os.environ["EFFECTS"], "a") as handle:
-        handle.write(f"charge {amount}\\n")
-    return f"charged {amount}"
-'''
-
 
 class Gate:
     """Holds the saver's `put` until opened; writes `saved` to the effects file after the first save."""
@@ -62,17 +51,6 @@ def _saver(kind: str, folder: Path) -> Any:
     saver = SqliteSaver(sqlite3.connect(folder / "plain.db", check_same_thread=False))
     saver.setup()
     return saver
-
-
-@pytest.fixture
-def workflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "charge.csv").write_text(
-        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
-        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
-    )
-    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
-    return tmp_path / "charge.csv"
 
 
 def _until(condition: Callable[[], Any], what: str, within: float = 30) -> None:
@@ -110,12 +88,12 @@ def waits(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], bool]]:
     [("agentmap", "sync"), ("agentmap", "async"), ("memory", "sync"), ("sqlite", "sync")],
 )
 def test_a_tool_call_waits_for_its_steps_checkpoint_and_is_made_right_after(
-    workflow: Path, waits: Callable[[], bool], kind: str, mode: str
+    charge: Path, waits: Callable[[], bool], kind: str, mode: str
 ) -> None:
-    effects = workflow.parent / "effects.txt"
-    saver = _saver(kind, workflow.parent)
+    effects = charge.parent / "effects.txt"
+    saver = _saver(kind, charge.parent)
     gate = Gate(saver, effects)
-    app = agentmap.compile(workflow, checkpointer=saver)
+    app = agentmap.compile(charge, checkpointer=saver)
     outcome: list[Any] = []
     thread = _run_in_thread(app, mode, outcome)
     _until(waits, "the node waiting for its step's checkpoint")
@@ -128,10 +106,10 @@ def test_a_tool_call_waits_for_its_steps_checkpoint_and_is_made_right_after(
 
 
 def test_a_checkpoint_never_saved_stops_the_node_before_its_call_and_the_run_resumes(
-    workflow: Path, waits: Callable[[], bool], monkeypatch: pytest.MonkeyPatch
+    charge: Path, waits: Callable[[], bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    effects = workflow.parent / "effects.txt"
-    saver = _saver("agentmap", workflow.parent)
+    effects = charge.parent / "effects.txt"
+    saver = _saver("agentmap", charge.parent)
     gate = Gate(saver, effects)
     monkeypatch.setattr(_checkpoint_saves, "SAVE_DEADLINE", 0.2)
     raised = _checkpoint_saves._not_saved
@@ -141,7 +119,7 @@ def test_a_checkpoint_never_saved_stops_the_node_before_its_call_and_the_run_res
         return raised(*args)
 
     monkeypatch.setattr(_checkpoint_saves, "_not_saved", not_saved)
-    app = agentmap.compile(workflow, checkpointer=saver)
+    app = agentmap.compile(charge, checkpointer=saver)
     outcome: list[Any] = []
     thread = _run_in_thread(app, "sync", outcome)
     thread.join(30)
@@ -155,12 +133,12 @@ def test_a_checkpoint_never_saved_stops_the_node_before_its_call_and_the_run_res
     assert effects.read_text().splitlines() == ["saved", "charge 1"]
 
 
-def test_with_exit_durability_a_call_waits_for_nothing(workflow: Path, waits: Callable[[], bool]) -> None:
+def test_with_exit_durability_a_call_waits_for_nothing(charge: Path, waits: Callable[[], bool]) -> None:
     # nothing is saved before the run ends: a call that waited for its step's checkpoint would wait forever
-    effects = workflow.parent / "effects.txt"
-    saver = _saver("agentmap", workflow.parent)
+    effects = charge.parent / "effects.txt"
+    saver = _saver("agentmap", charge.parent)
     gate = Gate(saver, effects)
-    app = agentmap.compile(workflow, checkpointer=saver)
+    app = agentmap.compile(charge, checkpointer=saver)
     outcome: list[Any] = []
     thread = _run_in_thread(app, "sync", outcome, durability="exit")
     # charged while every save is held (the run's one save, at its end, may have started since: not awaited)

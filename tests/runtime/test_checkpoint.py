@@ -104,30 +104,6 @@ def test_the_same_saver_serves_async_calls(target: str) -> None:
     assert asyncio.run(scenario()) == [1]
 
 
-_CHARGE = '''
-import os
-
-
-def charge_card(amount: int) -> str:
-    """Charge the card."""
-    with open(os.environ["EFFECTS"], "a") as handle:
-        handle.write(f"charge {amount}\\n")
-    return f"charged {amount}"
-'''
-
-
-@pytest.fixture
-def charge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A workflow whose one `tool` node charges a card (a line in `effects.txt`)."""
-    (tmp_path / "tools.py").write_text(_CHARGE)
-    (tmp_path / "charge.csv").write_text(
-        "GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Tool_Source\n"
-        'g,Charge,tool,"{""tool"": ""charge_card""}",amount,result,tools.py\n'
-    )
-    monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
-    return tmp_path / "charge.csv"
-
-
 def test_async_checkpointer_keeps_the_call_journal_as_checkpointer_does(durable: str, charge: Path) -> None:
     """From async code, the saver keeps what AgentMap keeps beside checkpoints: a tool call is journaled."""
     thread = f"a-{uuid.uuid4().hex}"
