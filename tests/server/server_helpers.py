@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import served
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
@@ -83,6 +86,24 @@ def make_project(folder: Path) -> Path:
     (folder / "custom_agents").mkdir(exist_ok=True)
     (folder / "custom_agents" / "agents.py").write_text(_AGENTS, encoding="utf-8")
     return folder
+
+
+def steps_project(folder: Path, agent: str, graph: str) -> Path:
+    """`folder` with the custom agent file `custom_agents/steps.py` (`agent`) and the workflow `steps.csv` (`graph`,
+    dedented): what a test's `Replica` processes serve."""
+    (folder / "custom_agents").mkdir(exist_ok=True)
+    (folder / "custom_agents" / "steps.py").write_text(agent, encoding="utf-8")
+    (folder / "steps.csv").write_text(textwrap.dedent(graph).lstrip(), encoding="utf-8")
+    return folder
+
+
+class Replica(served.Served):
+    """One `agentmap serve steps.csv --checkpoint CHECKPOINT EXTRA...` process of `folder` on a free port, with none
+    of the test process's AGENTMAP_ settings; `env` is added to its environment."""
+
+    def __init__(self, folder: Path, checkpoint: str, *extra: str, env: Mapping[str, str] | None = None) -> None:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env={**clean, **(env or {})})
 
 
 @contextmanager

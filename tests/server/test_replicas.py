@@ -4,9 +4,7 @@ langgraph-sdk, as a user's client would."""
 
 from __future__ import annotations
 
-import os
 import signal
-import textwrap
 import threading
 import time
 from collections import Counter
@@ -14,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import served
-from server_helpers import until
+from server_helpers import Replica, steps_project, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402
@@ -56,19 +53,12 @@ Ask,Check,human,second,approved,
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "custom_agents").mkdir()
-    (tmp_path / "custom_agents" / "steps.py").write_text(_AGENT, encoding="utf-8")
-    (tmp_path / "steps.csv").write_text(textwrap.dedent(_GRAPH).lstrip(), encoding="utf-8")
-    return tmp_path
+    return steps_project(tmp_path, _AGENT, _GRAPH)
 
 
-class Replica(served.Served):
-    """One `agentmap serve steps.csv` process on a free port (each step waits `step_seconds`)."""
-
-    def __init__(self, folder: Path, checkpoint: str, *extra: str, step_seconds: float = 0.25) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-        env["STEP_SECONDS"] = str(step_seconds)
-        super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env=env)
+def replica(folder: Path, checkpoint: str, *extra: str, step_seconds: float = 0.25) -> Replica:
+    """A replica whose steps each wait `step_seconds`."""
+    return Replica(folder, checkpoint, *extra, env={"STEP_SECONDS": str(step_seconds)})
 
 
 def _steps(folder: Path) -> list[str]:
@@ -81,7 +71,7 @@ def _ends(folder: Path) -> Counter[str]:
 
 
 def test_a_run_accepted_survives_kill_9_and_finishes_after_a_restart(project: Path, replicas: list[Replica]) -> None:
-    server = Replica(project, "runs.db")
+    server = replica(project, "runs.db")
     replicas.append(server.start())
     client = sdk.get_sync_client(url=server.url, api_key=None)
     thread = client.threads.create()
@@ -112,7 +102,7 @@ def test_an_mcp_tool_call_killed_mid_run_is_finished_after_a_restart(project: Pa
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    server = Replica(project, "runs.db")
+    server = replica(project, "runs.db")
     replicas.append(server.start())
 
     async def call() -> None:
@@ -144,8 +134,8 @@ def test_an_mcp_tool_call_killed_mid_run_is_finished_after_a_restart(project: Pa
 def test_a_dead_replicas_run_is_finished_by_another_and_reject_holds_across_replicas(
     project: Path, replicas: list[Replica], postgres_url: str
 ) -> None:
-    a = Replica(project, postgres_url, "--lease", "2s")
-    b = Replica(project, postgres_url, "--lease", "2s")
+    a = replica(project, postgres_url, "--lease", "2s")
+    b = replica(project, postgres_url, "--lease", "2s")
     replicas.extend([a.start(), b.start()])
     on_a = sdk.get_sync_client(url=a.url, api_key=None)
     on_b = sdk.get_sync_client(url=b.url, api_key=None)
@@ -179,12 +169,12 @@ def test_a_dead_replicas_run_is_finished_by_another_and_reject_holds_across_repl
 def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_once(
     project: Path, replicas: list[Replica], postgres_url: str
 ) -> None:
-    together = [Replica(project, postgres_url, "--grace", "0s") for _ in range(3)]
+    together = [replica(project, postgres_url, "--grace", "0s") for _ in range(3)]
     replicas.extend(together)
-    for replica in together:  # all at once, on an empty database: the schema setup takes turns
-        replica.spawn()
-    for replica in together:
-        replica.wait_up()
+    for server in together:  # all at once, on an empty database: the schema setup takes turns
+        server.spawn()
+    for server in together:
+        server.wait_up()
     client = sdk.get_sync_client(url=together[0].url, api_key=None)
     tid = client.threads.create()["thread_id"]
     # Steps of 1 s: on a loaded machine, 0.25 s steps once let the run end before the SIGTERM came (no handover)
@@ -246,7 +236,7 @@ def test_runs_streamed_one_after_another_never_wait_for_the_queue_to_look_again(
     # skipping the held row, looked again only a third of a lease later (here 200 s); and the dispatcher,
     # woken by the database's notice of the new run, claimed and executed a copy rebuilt from its record before
     # the stream's own run object was known, so the stream followed a run that never ran.
-    server = Replica(project, postgres_url, "--lease", "600s", step_seconds=0.01)
+    server = replica(project, postgres_url, "--lease", "600s", step_seconds=0.01)
     replicas.append(server.start())
     client = sdk.get_sync_client(url=server.url, api_key=None)
     counts: list[int] = []
@@ -279,8 +269,8 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
 
     receiver = Receiver()
     fast = ("--lease", "2s", "--webhook-timeout", "3s")  # a dead replica's try is made again after 2 + 3 s
-    a = Replica(project, postgres_url, *fast, "--webhook-host", "127.0.0.1")
-    b = Replica(project, postgres_url, *fast)  # allows no webhook host: it calls the one recorded
+    a = replica(project, postgres_url, *fast, "--webhook-host", "127.0.0.1")
+    b = replica(project, postgres_url, *fast)  # allows no webhook host: it calls the one recorded
     replicas.extend([a.start(), b.start()])
     on_a = sdk.get_sync_client(url=a.url, api_key=None)
     on_b = sdk.get_sync_client(url=b.url, api_key=None)
@@ -318,7 +308,7 @@ def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_t
     # they wait: its saves never reach the database.
     import psycopg
 
-    server = Replica(project, postgres_url, "--lease", "2s", step_seconds=0.05)
+    server = replica(project, postgres_url, "--lease", "2s", step_seconds=0.05)
     replicas.append(server.start())
     client = sdk.get_sync_client(url=server.url, api_key=None)
     tid = client.threads.create()["thread_id"]
@@ -360,7 +350,7 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
     # step and hands it back, and whoever claims it next continues it without running a finished step again.
     import psycopg
 
-    server = Replica(project, postgres_url, "--lease", "2s")
+    server = replica(project, postgres_url, "--lease", "2s")
     replicas.append(server.start())
     (project / "step_seconds").write_text("1.5", encoding="utf-8")  # the lease runs out during the second step
     client = sdk.get_sync_client(url=server.url, api_key=None)
@@ -409,7 +399,7 @@ def test_a_replica_whose_clock_is_ahead_never_claims_a_run_whose_lease_has_not_r
     # other replica's lease run out and took their runs while they ran them.
     import psycopg
 
-    a = Replica(project, postgres_url, "--lease", "30s")
+    a = replica(project, postgres_url, "--lease", "30s")
     replicas.append(a.start())
     (project / "step_seconds").write_text("1", encoding="utf-8")  # the run still runs when the other is up
     on_a = sdk.get_sync_client(url=a.url, api_key=None)

@@ -4,17 +4,14 @@ another one: real `agentmap serve` processes driven by langgraph-sdk."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import served
-from server_helpers import until
+from server_helpers import Replica, steps_project, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import UnprocessableEntityError  # noqa: E402
@@ -52,18 +49,7 @@ Event = tuple[str, Any, str | None]
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "custom_agents").mkdir()
-    (tmp_path / "custom_agents" / "gates.py").write_text(_AGENT, encoding="utf-8")
-    (tmp_path / "steps.csv").write_text(textwrap.dedent(_GRAPH).lstrip(), encoding="utf-8")
-    return tmp_path
-
-
-class Replica(served.Served):
-    """One `agentmap serve steps.csv` process on a free port."""
-
-    def __init__(self, folder: Path, checkpoint: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
-        super().__init__("steps.csv", "--checkpoint", checkpoint, cwd=folder, env=env)
+    return steps_project(tmp_path, _AGENT, _GRAPH)
 
 
 def _parts(stream: Any) -> list[Event]:
