@@ -169,23 +169,6 @@ def _compiled(digest: str, files_ref: list[Any], recipe: WorkflowRecipe) -> RowR
     return runner
 
 
-def _run_chunk(
-    digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str, batch: _Batch
-) -> list[RowResult]:
-    """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss).
-
-    An error that names a file names it where the user keeps it (`home`, the workflow's folder), not where this
-    worker wrote its copy. `batch` is the batch's process: on this machine, the worker ends with it.
-    """
-    _end_with_batch(batch)
-    runner = _compiled(digest, files_ref, recipe)
-    copy = str(Path(runner.recipe.source.partition("::")[0]).parent)
-    return [
-        replace(result, error=result.error.replace(copy, home)) if result.error and copy in result.error else result
-        for result in run_chunk(runner, chunk)
-    ]
-
-
 _Batch = tuple[int, tuple[str, int] | None]
 """The batch's process: its pid, and the machine and pid namespace it runs in (`_machine`)."""
 _WATCHED: set[int] = set()  # in a Ray worker: the batch processes it ends with
@@ -208,6 +191,23 @@ def _end_with_batch(batch: _Batch) -> None:
         return
     _WATCHED.add(pid)
     end_with(pid)
+
+
+def _run_chunk(
+    digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str, batch: _Batch
+) -> list[RowResult]:
+    """A Ray task: run a chunk of rows (`files_ref` is wrapped in a list so it is fetched only on a miss).
+
+    An error that names a file names it where the user keeps it (`home`, the workflow's folder), not where this
+    worker wrote its copy. `batch` is the batch's process: on this machine, the worker ends with it.
+    """
+    _end_with_batch(batch)
+    runner = _compiled(digest, files_ref, recipe)
+    copy = str(Path(runner.recipe.source.partition("::")[0]).parent)
+    return [
+        replace(result, error=result.error.replace(copy, home)) if result.error and copy in result.error else result
+        for result in run_chunk(runner, chunk)
+    ]
 
 
 def _digest(files: dict[str, bytes], recipe: WorkflowRecipe) -> str:
