@@ -233,7 +233,7 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                         if event == "nodes" and data.get("status") in ("succeeded", "failed"):
                             text = f"node {data['node']} {data['status']}"
                             await updater.start_work(updater.new_agent_message([_text(text)]))
-                await run.done.wait()
+                result = await server.runs.outcome(run)  # wherever it ended (another replica may finish it)
             except asyncio.CancelledError:
                 server.runs.cancel(run, "cancelled by the A2A client")
                 raise
@@ -241,7 +241,7 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 self.running.pop(task_id, None)
             ends = [data for event, data in run.events if event == "nodes/summary"]
             summary = [SimpleNamespace(**e) for e in ends[-1].get("summary", ())] if ends else []
-            await _finish(assistant, run, summary, updater)
+            await _finish(assistant, run, result, summary, updater)
 
         async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
             run = self.running.get(str(context.task_id))
@@ -259,16 +259,18 @@ def _text(text: str) -> Any:
     return new_text_part(text)
 
 
-async def _finish(assistant: Assistant, run: Run, summary: Sequence[Any], updater: Any) -> None:
-    """The task's end: failed with the error, input-required with the question, or the result as artifacts."""
+async def _finish(assistant: Assistant, run: Run, result: dict[str, Any], summary: Sequence[Any], updater: Any) -> None:
+    """The task's end (`result`: what the run ended with, `RunManager.outcome`): failed with the error,
+    input-required with the question, or the result as artifacts."""
     from a2a.helpers import new_data_part
 
-    if run.error is not None:
-        await updater.failed(updater.new_agent_message([_text(f"{run.error['code']}: {run.error['message']}")]))
+    error = result.get("__error__")
+    if error is not None:
+        await updater.failed(updater.new_agent_message([_text(f"{error['code']}: {error['message']}")]))
         return
-    values = dict(run.values or {})
+    values = dict(result)
     interrupts = values.pop("__interrupt__", None)
-    if run.cancelled.is_set():
+    if run.cancelled.is_set() and not run.moved:  # a run handed over to another replica was not cancelled
         await updater.cancel()
         return
     if interrupts:

@@ -172,14 +172,14 @@ class _QueuedRuns:
                 async for event, data in run.follow(("nodes",)):
                     if event == "nodes" and data.get("status") in ("succeeded", "failed"):
                         await progress.finished(str(data["node"]))
-            await run.done.wait()
+            values = await self.server.runs.outcome(run)  # wherever the run ended (another replica may finish it)
         except asyncio.CancelledError:  # the client cancelled the call
             self.server.runs.cancel(run, "cancelled by the MCP client")
             raise
-        if run.error is not None:  # an error stopped the run: its message in one paragraph
-            why = " ".join(str(run.error.get("message", "")).split())
-            return Leg(thread_id, error=f"{run.error['error']}: {why}" if run.error["code"] == "run-error" else why)
-        values = dict(run.values or {})
+        error = values.get("__error__")
+        if error is not None:  # an error stopped the run: its message in one paragraph
+            why = " ".join(str(error.get("message", "")).split())
+            return Leg(thread_id, error=f"{error['error']}: {why}" if error["code"] == "run-error" else why)
         interrupts = [SimpleNamespace(id=i.get("id"), value=i.get("value")) for i in values.pop("__interrupt__", ())]
         ends = [data for event, data in run.events if event == "nodes/summary"]
         summary = [SimpleNamespace(**e) for e in ends[-1].get("summary", ())] if ends else []

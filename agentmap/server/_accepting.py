@@ -109,6 +109,22 @@ class RunAcceptance:
         for run_id in run_ids:
             await self._store(self.store.delete_run, run_id)
 
+    async def outcome(self, run: Run) -> dict[str, Any]:
+        """What `run` ended with (`Run.result`: its final values, or `{"__error__": ...}`), once it ended: a run
+        stopped here to be continued by another replica (`Run.moved`) is waited for wherever it continues, never
+        answered with the steps it had done here (`runs.wait`, the MCP and A2A calls)."""
+        await run.done.wait()
+        if run.moved:
+            try:
+                record = await self.wait_record(run.thread_id, run.run_id)
+            except Exception as exc:
+                if run.error is None or not self.store.unreachable(exc):
+                    raise
+                record = None  # the database is still away: the caller hears so (`database-unavailable`)
+            if record is not None and record.get("result") is not None:
+                return dict(record["result"])
+        return dict(run.result())
+
     async def wait_record(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """Wait until a run ends (on any replica); its record, or None when there is no such run."""
         while True:

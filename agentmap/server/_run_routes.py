@@ -85,19 +85,8 @@ def _sse_elsewhere(
 
 
 async def _wait(server: Server, run: Run) -> JSONResponse:
-    """The run's result once it ended: a run stopped here to be continued by a replica (`Run.moved`) is waited
-    for wherever it continues, never answered with the steps it had done here."""
-    await run.done.wait()
-    if run.moved:
-        try:
-            record = await server.runs.wait_record(run.thread_id, run.run_id)
-        except Exception as exc:
-            if run.error is None or not server.runs.store.unreachable(exc):
-                raise
-            record = None  # the database is still away: the client hears so (`database-unavailable`)
-        if record is not None and record.get("result") is not None:
-            return _located(run, record["result"])
-    return _located(run, run.result())
+    """The run's result once it ended, wherever it ended (`RunManager.outcome`)."""
+    return _located(run, await server.runs.outcome(run))
 
 
 def _thread_run_routes(server: Server, router: APIRouter) -> None:

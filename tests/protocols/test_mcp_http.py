@@ -139,7 +139,8 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
     server = project()
     async with connected(server.url) as session:  # a client without elicitation
         paused = await session.call_tool("Publish", {"draft": "the post"})
-        assert paused.structuredContent is not None and paused.structuredContent["status"] == "paused"
+        assert paused.structuredContent is not None, _text(paused)
+        assert paused.structuredContent.get("status") == "paused", (_text(paused), paused.structuredContent)
         thread_id = paused.structuredContent["thread_id"]
         assert f'"thread_id": "{thread_id}"' in _text(paused)
         server.stop()  # SIGTERM while the client is connected, its event stream open: a clean stop
@@ -243,7 +244,8 @@ async def test_a_pause_on_one_replica_is_answered_on_another(project: Callable[.
     first, second = project(checkpoint=postgres_url), project(checkpoint=postgres_url)
     async with connected(first.url) as session:
         paused = await session.call_tool("Publish", {"draft": "the post"})
-        assert paused.structuredContent is not None and paused.structuredContent["status"] == "paused"
+        assert paused.structuredContent is not None, _text(paused)
+        assert paused.structuredContent.get("status") == "paused", (_text(paused), paused.structuredContent)
         thread_id = paused.structuredContent["thread_id"]
     async with connected(second.url) as session:
         done = await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})

@@ -348,14 +348,23 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
     # have run out: another replica may have claimed the run and be running that step. Here the run's row is
     # held, so the renewal waits (and no other claim could take it); the replica stops the run before its next
     # step and hands it back, and whoever claims it next continues it without running a finished step again.
-    import psycopg
-
     server = replica(project, postgres_url, "--lease", "2s")
     replicas.append(server.start())
     (project / "step_seconds").write_text("1.5", encoding="utf-8")  # the lease runs out during the second step
     client = sdk.get_sync_client(url=server.url, api_key=None)
     tid = client.threads.create()["thread_id"]
     run = client.runs.create(tid, "Steps", input={"topic": "t"})
+    _handed_back_before_its_next_step(project, postgres_url, run["run_id"])
+    assert client.runs.join(tid, run["run_id"])["four"] == "Four"
+    assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
+
+
+def _handed_back_before_its_next_step(project: Path, postgres_url: str, run_id: str) -> None:
+    """Hold the run's row once its first step started, so the replica's lease renewal waits: the replica stops the
+    run before its next step and hands it back to the queue (asserted), then let the row go."""
+    import psycopg
+
     # the heartbeat's renewal waits for the row; a second wait is the replica handing the run back
     handing_back = (
         "SELECT count(*) >= 2 AS yes FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')"
@@ -363,7 +372,7 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
     with psycopg.connect(postgres_url, autocommit=True) as held:
         until(lambda: "start One" in _steps(project), 60, "the run never started")
         held.execute("BEGIN")
-        held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run["run_id"],))
+        held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run_id,))
         until(
             lambda: held.execute(handing_back).fetchone() == (True,) or "start Three" in _steps(project),
             60,
@@ -372,9 +381,45 @@ def test_a_replica_that_cannot_renew_a_runs_lease_starts_no_step_once_it_may_hav
         assert "start Three" not in _steps(project)  # no step started after the lease may have run out
         held.execute("COMMIT")
 
-    assert client.runs.join(tid, run["run_id"])["four"] == "Four"
-    assert client.runs.get(tid, run["run_id"])["status"] == "success"
-    assert _ends(project) == Counter({"One": 1, "Two": 1, "Three": 1, "Four": 1}), _steps(project)
+
+@pytest.mark.postgres
+def test_an_mcp_call_whose_run_is_handed_back_mid_way_gets_the_runs_real_end(
+    project: Path, replicas: list[Replica], postgres_url: str
+) -> None:
+    # The MCP client waits on the replica that accepted its call; the run is handed back to the queue before its
+    # next step (its lease may have run out) and run again: the call answers with the run's end, not with the
+    # steps the replica had done before it stopped (it did, before RunManager.outcome).
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = replica(project, postgres_url, "--lease", "2s")
+    replicas.append(server.start())
+    (project / "step_seconds").write_text("1.5", encoding="utf-8")  # the lease runs out during the second step
+    answered: list[Any] = []
+
+    async def call() -> None:
+        async with (
+            streamable_http_client(f"{server.url}/mcp") as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            answered.append(await session.call_tool("Steps", {"topic": "t"}))
+
+    calling = threading.Thread(target=lambda: asyncio.run(call()), daemon=True)
+    calling.start()
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the call's run (it may have no thread)
+        (run_id,) = until(lambda: conn.execute("SELECT run_id FROM agentmap_runs").fetchone(), 60, "no run accepted")
+    _handed_back_before_its_next_step(project, postgres_url, run_id)
+    calling.join(120)
+    (result,) = answered
+    assert not result.isError and result.structuredContent["four"] == "Four", result
+    # a graph that cannot pause runs without a thread, so without checkpoints: handed back, it starts again
+    assert _ends(project) == Counter({"One": 2, "Two": 2, "Three": 1, "Four": 1}), _steps(project)
 
 
 class _ClockAhead(Replica):
