@@ -242,11 +242,11 @@ class LLMAdapter:
             from langchain_core.runnables.config import ensure_config
 
             config = ensure_config()
-            callbacks, tags, metadata = config.get("callbacks"), config.get("tags"), config.get("metadata")
-            metadata = {**(metadata or {}), "ls_model_name": self.model_name, **({CACHE_HIT_KEY: True} if hit else {})}
-            manager = CallbackManager.configure(callbacks, inheritable_tags=tags, inheritable_metadata=metadata)
-            if not manager.handlers:
+            manager = CallbackManager.configure(config.get("callbacks"), inheritable_tags=config.get("tags"))
+            if not manager.handlers:  # nobody to tell: the common case, so the metadata is made only when needed
                 return reply
+            extra = {"ls_model_name": self.model_name, **({CACHE_HIT_KEY: True} if hit else {})}
+            manager.add_metadata({**(config.get("metadata") or {}), **extra})
             (run,) = manager.on_chat_model_start({"name": self.model_name}, [list(messages)], name=self.model_name)
             chunk = ChatGenerationChunk(message=_as_chunk(reply))
             run.on_llm_new_token(reply.text, chunk=chunk)
