@@ -106,6 +106,17 @@ class Replica(served.Served):
         super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env={**clean, **(env or {})})
 
 
+def holding(url: str, run_id: str, replicas: list[Replica]) -> Replica:
+    """The replica whose process holds the run (its owner names the process id)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT owner FROM agentmap_runs WHERE run_id = %s", (run_id,)).fetchone()
+    assert row is not None and row[0]
+    pid = int(str(row[0]).split(":")[1])
+    return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
+
+
 @contextmanager
 def serving(*targets: str | Path, **config: Any) -> Iterator[str]:
     """The real server (uvicorn) on 127.0.0.1 and a free port, serving `targets`; yields its URL."""

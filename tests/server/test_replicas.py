@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import Replica, steps_project, until
+from server_helpers import Replica, holding, steps_project, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402
@@ -181,7 +181,7 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     (project / "step_seconds").write_text("1", encoding="utf-8")
     run = client.runs.create(tid, "Steps", input={"topic": "t"}, stream_mode="updates")
     until(lambda: "start Two" in _steps(project), 60, "the run never reached its second step")
-    holder = _holder(postgres_url, run["run_id"], together)
+    holder = holding(postgres_url, run["run_id"], together)
     other = next(r for r in together if r is not holder)
     followed: list[Any] = []
     follower = threading.Thread(target=_follow, args=(other.url, tid, run["run_id"], followed))
@@ -215,17 +215,6 @@ def _follow(url: str, thread_id: str, run_id: str, into: list[Any]) -> None:
     client = sdk.get_sync_client(url=url, api_key=None)
     for part in client.runs.join_stream(thread_id, run_id, stream_mode="updates"):
         into.append(part)
-
-
-def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
-    """The replica whose process holds the run (its owner names the process id)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT owner FROM agentmap_runs WHERE run_id = %s", (run_id,)).fetchone()
-    assert row is not None and row[0]
-    pid = int(str(row[0]).split(":")[1])
-    return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
 
 
 def test_runs_streamed_one_after_another_never_wait_for_the_queue_to_look_again(

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import Replica, steps_project, until
+from server_helpers import Replica, holding, steps_project, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import UnprocessableEntityError  # noqa: E402
@@ -151,17 +151,6 @@ def _running(url: str, tid: str, run_id: str) -> None:
     until(lambda: _status(url, tid, run_id) == "running", 30, f"run {run_id} never started")
 
 
-def _holder(url: str, run_id: str, replicas: list[Replica]) -> Replica:
-    """The replica whose process holds the run (its owner names the process id)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT owner FROM agentmap_runs WHERE run_id = %s", (run_id,)).fetchone()
-    assert row is not None and row[0]
-    pid = int(str(row[0]).split(":")[1])
-    return next(r for r in replicas if r.proc is not None and r.proc.pid == pid)
-
-
 @pytest.mark.postgres
 def test_a_stream_resumes_on_the_other_replica_and_after_the_run_ended(
     project: Path, replicas: list[Replica], postgres_url: str
@@ -172,7 +161,7 @@ def test_a_stream_resumes_on_the_other_replica_and_after_the_run_ended(
     for leave_on_holder in (True, False):
         tid, run_id = _start(project, a.url)
         _running(a.url, tid, run_id)
-        holder = _holder(postgres_url, run_id, replicas)
+        holder = holding(postgres_url, run_id, replicas)
         other = b if holder is a else a
         first, then = (holder, other) if leave_on_holder else (other, holder)
         got = _interrupted(project, tid, run_id, first.url, then.url)
