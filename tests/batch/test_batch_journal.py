@@ -64,30 +64,34 @@ def killed_in_second_call_then_continued(
     (folder / "rows.csv").write_text("id,q\nr1,pay\n")
     _kill_at(folder, env, loop, "model2", batch, within, start)  # model 1 and charge 1 journaled finished
     killed()
-    first = _story(folder, env, batch, loop)
+    first = _seen(folder, loop)
     code, _, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
-    told = f"after the kill: {first}\nafter the second run (exit {code}): {_story(folder, env, batch, loop)}\n{err}"
-    assert code == 0 and "Traceback" not in err, told
-    assert "paid twice" in (folder / "out.csv").read_text(), told
-    assert _effects(folder) == ["charge 1", "charge 2"], told
-    assert loop.counts() == {0: 1, 1: 2, 2: 1}, told  # only the call in flight was sent again
+    try:
+        assert code == 0 and "Traceback" not in err, err
+        assert "paid twice" in (folder / "out.csv").read_text()
+        assert _effects(folder) == ["charge 1", "charge 2"]
+        assert loop.counts() == {0: 1, 1: 2, 2: 1}  # only the call in flight was sent again
+    except AssertionError as failed:  # say what happened: the row's thread and journal, read only now
+        story = f"after the kill: {first}\nafter the second run (exit {code}): {_seen(folder, loop)}"
+        raise AssertionError(f"{failed}\n{story}\n{_thread(folder, env, batch)}") from None
 
 
-def _story(folder: Path, env: dict[str, str], batch: tuple[str, ...], loop: Loop) -> str:
-    """What a failure shows: the effects, the requests the model got, and the row's thread (its checkpoints and
-    its call journal), as `agentmap threads show` lists them."""
+def _seen(folder: Path, loop: Loop) -> str:
+    """The effects, the requests the model got and the Ray workers still running."""
+    ray = subprocess.run(["ps", "-eo", "pid,etimes,stat,args"], capture_output=True, text=True).stdout.splitlines()
+    workers = [line.strip()[:100] for line in ray if "ray::" in line]
+    return f"effects {_effects(folder)}, requests by tool results {dict(loop.counts())}, Ray workers {workers}"
+
+
+def _thread(folder: Path, env: dict[str, str], batch: tuple[str, ...]) -> str:
+    """The row's thread (its checkpoints and its call journal), as `agentmap threads show` lists them."""
     store = batch[batch.index("--checkpoint") + 1]
     shown = []
     for extra in ((), ("--calls",)):
         show = ("threads", "show", "r1", "--checkpoint", store, "--json", *extra)
         code, out, err = forked.run(*show, cwd=folder, env=env)
         shown.append(out if code == 0 else f"exit {code}: {err}")
-    ray = subprocess.run(["ps", "-eo", "pid,etimes,stat,args"], capture_output=True, text=True).stdout.splitlines()
-    workers = [line.strip()[:100] for line in ray if "ray::" in line]  # a Ray batch's workers still running
-    return (
-        f"effects {_effects(folder)}, requests by tool results {dict(loop.counts())}, Ray workers {workers}, "
-        f"thread {shown[0]}, calls {shown[1]}"
-    )
+    return f"thread {shown[0]}\ncalls {shown[1]}"
 
 
 def test_a_row_killed_inside_a_tool_call_holds_it_in_doubt(tmp_path: Path, loop: Loop) -> None:
