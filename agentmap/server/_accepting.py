@@ -4,6 +4,7 @@ on whichever replica runs it, and wait for one to end on any replica."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -122,6 +123,9 @@ class RunAcceptance:
                     raise
                 record = None  # the database is still away: the caller hears so (`database-unavailable`)
             if record is not None and record.get("result") is not None:
+                if run.request.stateless:  # kept for this reader by the replica that continued it (_workers.py)
+                    with contextlib.suppress(Exception):  # left in the store, it harms nobody: nothing names it
+                        await self._store(self.store.delete_run, run.run_id)
                 return dict(record["result"])
         return dict(run.result())
 

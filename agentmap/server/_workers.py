@@ -336,8 +336,10 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             )
             if hook:
                 self._deliveries_due.set()
-            elif run.request.stateless:  # no thread names it: LangGraph's server forgets it too (after its webhook)
-                await self._written(self.store.delete_run, run.run_id)
+            elif run.request.stateless and run.attempt == 1:  # no thread names it: forgotten, as LangGraph's
+                await self._written(self.store.delete_run, run.run_id)  # server does (after its webhook)
+            # one continued after a handover stays until the replica that accepted it, whose client may be waiting,
+            # has read its end (`RunManager.outcome`)
         self._forget(run)
 
     async def _written(self, write: Callable[..., Any], *args: Any) -> Any:
