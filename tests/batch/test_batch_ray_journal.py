@@ -101,8 +101,10 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
     def killed() -> None:  # the Ray worker that ran the row ends with the batch, though nothing reaped Ray
         where = batch[batch.index("--checkpoint") + 1]
         saver = agentmap.checkpointer(where if "://" in where else str(tmp_path / where))
-        found = saver.get_tuple({"configurable": {"thread_id": "r1"}})
-        worker = found.metadata["agentmap_pid"]
+        try:
+            worker = saver.get_tuple({"configurable": {"thread_id": "r1"}}).metadata["agentmap_pid"]
+        finally:
+            saver.conn.close()
         assert worker != started[0].pid  # the row ran in a Ray worker, not in the batch's process
         _until(lambda: not _running(worker), f"the Ray worker (pid {worker}) ended with the batch", 20)
 
