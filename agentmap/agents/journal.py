@@ -163,11 +163,9 @@ async def journaled(
 ) -> T:
     """Make `call` through the journal (see the module docstring); `request` is what its digest is made of.
 
-    `encode` turns the response into JSON values and `decode` back; a response `failed` says is a failure is
-    journaled `failed` and made again on a rerun; one `unsure` says may have taken effect all the same (a tool
-    that timed out and may still be running) stays `started` unless the call is idempotent: a rerun asks, as
-    for a call cut short. `done` makes the response from the result a person gave for an in-doubt call
-    (`decode` by default).
+    `encode` turns the response into JSON values, `decode` back. A response `failed` says is a failure is journaled
+    `failed` (made again on a rerun); one `unsure` says may yet take effect (a tool that timed out, still running)
+    stays `started` unless idempotent (a rerun asks); `done` makes an in-doubt call's response from a person's result.
 
     Raises:
         InDoubt: A person answered `fail` to the question about this call.
