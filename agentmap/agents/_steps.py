@@ -11,7 +11,7 @@ import inspect
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentmap.agents._bridge import is_control_flow, run_sync
 from agentmap.agents._contract import escape_signal, hook_changes, hook_snapshot, log_text
@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent, Tracker
 
 __all__ = ["arun_node", "fail_node", "run_node", "tracker_for"]
+
+
+class _Trace(NamedTuple):
+    """One node run's execution id and start time, for its trace lines: the run's own, never the agent's (one
+    agent object serves every run of a compiled workflow, concurrent ones included)."""
+
+    execution_id: str
+    started: float
 
 
 def tracker_for(agent: BaseAgent) -> Tracker:
@@ -46,7 +54,7 @@ def run_node(agent: BaseAgent, state: Any, tracker: Tracker | None = None, *, vi
     """
     if agent._own_run and not via_run:
         return agent.run(state)
-    state, inputs, tracker = _start(agent, state, tracker)
+    state, inputs, tracker, trace = _start(agent, state, tracker)
     before = hook_snapshot(state, True) if agent._own_hooks else None
     try:
         state, inputs = agent._pre_process(state, inputs)
@@ -54,13 +62,13 @@ def run_node(agent: BaseAgent, state: Any, tracker: Tracker | None = None, *, vi
         output = process(inputs)
         if inspect.iscoroutine(output):
             output = run_sync(output)
-        return _succeed(agent, state, inputs, output, tracker, before)
+        return _succeed(agent, state, inputs, output, tracker, before, trace)
     except Exception as exc:
         if is_control_flow(exc):
             raise
-        return _fail(agent, state, inputs, exc, tracker, before)
+        return _fail(agent, state, inputs, exc, tracker, before, trace)
     except (SystemExit, KeyboardInterrupt) as exc:  # an agent cannot end the process: its node fails
-        return _fail(agent, state, inputs, escape_signal(exc), tracker, before)
+        return _fail(agent, state, inputs, escape_signal(exc), tracker, before, trace)
 
 
 async def arun_node(
@@ -69,7 +77,7 @@ async def arun_node(
     """The async twin of `run_node`: `await agent.arun(state)`."""
     if agent._own_arun and not via_run:
         return await agent.arun(state)
-    state, inputs, tracker = _start(agent, state, tracker)
+    state, inputs, tracker, trace = _start(agent, state, tracker)
     before = hook_snapshot(state, True) if agent._own_hooks else None
     try:
         state, inputs = agent._pre_process(state, inputs)
@@ -77,20 +85,21 @@ async def arun_node(
         output = await aprocess(inputs) if aprocess is not None else agent.process(inputs)
         if inspect.isawaitable(output):
             output = await output
-        return _succeed(agent, state, inputs, output, tracker, before)
+        return _succeed(agent, state, inputs, output, tracker, before, trace)
     except Exception as exc:
         if is_control_flow(exc):
             raise
-        return _fail(agent, state, inputs, exc, tracker, before)
+        return _fail(agent, state, inputs, exc, tracker, before, trace)
     except (SystemExit, KeyboardInterrupt) as exc:
-        return _fail(agent, state, inputs, escape_signal(exc), tracker, before)
+        return _fail(agent, state, inputs, escape_signal(exc), tracker, before, trace)
 
 
 def fail_node(agent: BaseAgent, state: Any, error: Exception, tracker: Tracker | None = None) -> dict[str, Any]:
     """The contract's failure of `agent`'s node with `error`, when the runtime ended it (a timeout, say).
 
     It is what `run` returns when `process` raises `error`: logged, recorded on the tracker (the one given,
-    else the agent's), `_post_process` applied, and the error update returned.
+    else the agent's), `_post_process` applied, and the error update returned. It writes no `RUN FAILED`
+    trace line: the node's own run, still going where the runtime stopped waiting for it, writes its end.
 
     Raises:
         ValueError: No tracker given, and the agent has none (not in a run).
@@ -98,12 +107,12 @@ def fail_node(agent: BaseAgent, state: Any, error: Exception, tracker: Tracker |
     return _fail(agent, state, {}, error, tracker if tracker is not None else tracker_for(agent))
 
 
-def _start(agent: BaseAgent, state: Any, tracker: Tracker | None) -> tuple[Any, dict[str, Any], Tracker]:
+def _start(agent: BaseAgent, state: Any, tracker: Tracker | None) -> tuple[Any, dict[str, Any], Tracker, _Trace | None]:
     log = agent._log
+    trace = None
     if log.tracing():
-        agent._run_id = str(uuid.uuid4())[:8]
-        agent._started = time.time()
-        agent.log_trace(f"\n*** AGENT {agent.name} RUN START [{agent._run_id}] at {agent._started} ***")
+        trace = _Trace(str(uuid.uuid4())[:8], time.time())
+        agent.log_trace(f"\n*** AGENT {agent.name} RUN START [{trace.execution_id}] at {trace.started} ***")
     elif log.logger is None:
         agent.log_trace("")  # raises the contract's ValueError
     if tracker is None or agent._given_tracker is not None:  # a tracker given to the agent comes first
@@ -111,11 +120,17 @@ def _start(agent: BaseAgent, state: Any, tracker: Tracker | None) -> tuple[Any, 
     inputs = agent._io.inputs(state)
     begin_node(agent.name)  # the call journal numbers this run's model and tool calls from 0
     tracker.record_node_start(agent.name, inputs)
-    return state, inputs, tracker
+    return state, inputs, tracker, trace
 
 
 def _succeed(
-    agent: BaseAgent, state: Any, inputs: dict[str, Any], output: Any, tracker: Tracker, before: dict[str, Any] | None
+    agent: BaseAgent,
+    state: Any,
+    inputs: dict[str, Any],
+    output: Any,
+    tracker: Tracker,
+    before: dict[str, Any] | None,
+    trace: _Trace | None,
 ) -> dict[str, Any]:
     state, output = agent._post_process(state, inputs, output)
     update = agent._io.update(output)
@@ -125,7 +140,7 @@ def _succeed(
     update["last_action_success"] = True
     if output is not None and agent._log.enabled(logging.DEBUG):
         agent.log_debug(f"Set output field '{agent.output_field}' = {log_text(output)}")
-    _trace_end(agent, "COMPLETED")
+    _trace_end(agent, trace, "COMPLETED")
     return update
 
 
@@ -136,6 +151,7 @@ def _fail(
     exc: Exception,
     tracker: Tracker,
     before: dict[str, Any] | None = None,
+    trace: _Trace | None = None,
 ) -> dict[str, Any]:
     error_msg = f"Error in {agent.name}: {exc}"
     debugging = agent._log.enabled(logging.DEBUG)
@@ -155,12 +171,12 @@ def _fail(
             error_updates = post
     except Exception as post_error:
         agent.log_error(f"Error in post-processing: {post_error}")
-    _trace_end(agent, "FAILED")
+    _trace_end(agent, trace, "FAILED")
     return {**hook_changes(before, state), **error_updates}
 
 
-def _trace_end(agent: BaseAgent, outcome: str) -> None:
+def _trace_end(agent: BaseAgent, trace: _Trace | None, outcome: str) -> None:
     """The contract's `RUN COMPLETED [id] in X.XXXXs` / `RUN FAILED [id] in X.XXXXs` trace line."""
-    if agent._log.tracing() and hasattr(agent, "_started"):
-        duration = time.time() - agent._started
-        agent.log_trace(f"\n*** AGENT {agent.name} RUN {outcome} [{agent._run_id}] in {duration:.4f}s ***")
+    if trace is not None:
+        duration = time.time() - trace.started
+        agent.log_trace(f"\n*** AGENT {agent.name} RUN {outcome} [{trace.execution_id}] in {duration:.4f}s ***")

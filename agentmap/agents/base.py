@@ -122,8 +122,6 @@ class BaseAgent:
     _own_arun: ClassVar[bool] = False  # overrides `arun`
     _own_hooks: ClassVar[bool] = False  # overrides `_pre_process` / `_post_process` (their changes are kept)
     _async_only: ClassVar[bool] = False  # has only `aprocess` (`run` then runs it to the end)
-    _run_id: str  # the current run's id and start time, set while tracing (the trace lines name them)
-    _started: float
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
