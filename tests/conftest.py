@@ -1,4 +1,10 @@
-"""Shared fixtures: write workflow files into a test's temporary folder."""
+"""Shared fixtures (workflow files in a test's temporary folder, PostgreSQL, replicas) and the suite's two tiers.
+
+The fast tier (`pytest -n auto`, the README's command) is every test that starts no database, Ray, browser or
+process it kills or signals; the component tier (`pytest -n auto --tier component`) is the rest. A test is in the
+component tier when it carries one of `COMPONENT_MARKERS`, uses a PostgreSQL fixture or runs with a `postgres`
+parameter; such tests get the `component` mark, so `-m component` selects them too.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,59 @@ from typing import Any
 import pytest
 
 WriteCsv = Callable[..., Path]
+
+COMPONENT_MARKERS = ("slow", "postgres", "ray", "browser")
+"""The marks that put a test in the component tier (pyproject.toml describes each)."""
+
+_COMPONENT_FIXTURES = {"postgres_server", "postgres_url", "postgres_with_outage", "replicas"}
+TIERS = ("fast", "component", "all")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier",
+        choices=TIERS,
+        default=None,
+        help="fast: tests that start no database, Ray, browser or killed process (the default when no test file "
+        "is named); component: the others; all: both (the default when a test file or test is named). "
+        "AGENTMAP_TEST_TIER sets it too.",
+    )
+
+
+def is_component(item: pytest.Item) -> bool:
+    """Whether `item` belongs to the component tier."""
+    if any(item.get_closest_marker(name) is not None for name in COMPONENT_MARKERS):
+        return True
+    if _COMPONENT_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgres" in callspec.params.values()
+
+
+def _tier(config: pytest.Config) -> str:
+    chosen = config.getoption("--tier") or os.environ.get("AGENTMAP_TEST_TIER", "")
+    if chosen:
+        if chosen not in TIERS:
+            raise pytest.UsageError(f"AGENTMAP_TEST_TIER={chosen!r}: use one of {', '.join(TIERS)}")
+        return str(chosen)
+    named = any("::" in arg or arg.split("::")[0].endswith(".py") for arg in config.args)
+    return "all" if named else "fast"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the component tier's tests, and keep only the chosen tier's."""
+    tier = _tier(config)
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        component = is_component(item)
+        if component:
+            item.add_marker("component")
+        (keep if tier == "all" or component == (tier == "component") else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -363,6 +363,7 @@ async def run_agent(prompt, chat_history=None, memory=None, config=None):
 """
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_keeping_exactly_the_runs_marked_done(tmp_path: Path) -> None:
     agent = write(tmp_path / "agent.py", SLOW_AGENT)
     csv = write(tmp_path / "many.csv", "scenario,user_message\n" + "".join(f"s{i},hello {i}\n" for i in range(20)))

@@ -98,6 +98,7 @@ def test_an_entry_expires_after_its_ttl(tmp_path: Path, monkeypatch: pytest.Monk
     assert _ran(tmp_path) == ["ada", "ada"]
 
 
+@pytest.mark.slow
 def test_the_cache_outlives_the_process_and_the_summary_shows_the_hit(tmp_path: Path) -> None:
     _project(tmp_path)
     for _ in range(2):
