@@ -27,7 +27,16 @@ from agentmap.agents._run_context import run_tracker
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["TRACE", "AgentEnvironment", "BaseAgent", "ConfigProblem", "Tracker", "log_text", "run_sync"]
+__all__ = [
+    "TRACE",
+    "AgentEnvironment",
+    "BaseAgent",
+    "ConfigProblem",
+    "NodeRoute",
+    "Tracker",
+    "log_text",
+    "run_sync",
+]
 
 ConfigProblem = str | tuple[str, str]
 """A problem `validate_config` found: a message (reported at the Context cell), or `(column, message)` to
@@ -78,6 +87,14 @@ class AgentEnvironment:
     compile_options: Mapping[str, Any] = field(default_factory=dict)
     new_tracker: Callable[[], Tracker] | None = None
     handled_failures: frozenset[str] = frozenset()
+
+
+class NodeRoute(Protocol):
+    """How a node that decides its own next node routes: the nodes it may go to, and the `Command` for an update."""
+
+    destinations: tuple[str, ...]
+
+    def __call__(self, state: Mapping[str, Any], update: dict[str, Any]) -> Any: ...
 
 
 class BaseAgent:
@@ -226,6 +243,11 @@ class BaseAgent:
     def is_async(cls) -> bool:
         """Whether the agent's work is a coroutine (`async def process` or an `aprocess` twin)."""
         return inspect.iscoroutinefunction(cls.process) or hasattr(cls, "aprocess")
+
+    def own_route(self, node: Any) -> NodeRoute | None:
+        """The router of an agent that picks its node's next node itself (the 0.9 orchestrator: its output names
+        the node); `node` is the node's spec. None, the default, routes by the node's next columns."""
+        return None
 
     def record_metadata(self, **metadata: Any) -> None:
         """Attach metadata (model, token usage, ...) to this node's entry in the execution summary."""

@@ -14,18 +14,19 @@ import logging
 import operator
 import weakref
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
-from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
-from agentmap.agents.base import AgentEnvironment, BaseAgent
+from agentmap.agents.base import AgentEnvironment, BaseAgent, NodeRoute
 from agentmap.agents.registry import normalize_type
-from agentmap.agents.runner import arun_node, input_keys, run_node, tracker_in
+from agentmap.agents.runner import input_keys
+from agentmap.runtime._nodes import AgentNode, AsyncAgentNode, AsyncFusedNode, FusedNode, computes_only
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
 from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
-from agentmap.runtime.fusion import ChainRun, Link, exits_early, plan_chains
+from agentmap.runtime.fusion import exits_early, plan_chains
 from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
@@ -34,55 +35,20 @@ from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
 if TYPE_CHECKING:
     from langgraph.types import CachePolicy
 
-__all__ = ["BuildOptions", "build_state_graph", "check"]
+__all__ = [
+    "BuildOptions",
+    "FusionPlan",
+    "NodePlan",
+    "build_agents",
+    "build_state_graph",
+    "check",
+    "load_routers",
+    "plan_fusion",
+    "plan_nodes",
+    "state_schema",
+]
 
 logger = logging.getLogger("agentmap.agents")
-
-
-class _AgentNode(Runnable[Any, Any]):
-    """A graph node: runs one agent with the run's tracker, then routes (for dynamic nodes).
-
-    In an async run (`ainvoke`, `astream`), a node marked `inline` (a built-in agent that only computes: no
-    I/O, no waiting, no retry) runs on the event loop; any other synchronous node runs in a worker thread, as
-    LangGraph does for every synchronous node.
-    """
-
-    def __init__(
-        self, agent: BaseAgent, route: Route | None, retry: RetrySettings | None = None, *, inline: bool = False
-    ) -> None:
-        self.agent = agent
-        self.route = route
-        self.name = agent.name
-        self.retry = retry
-        self.inline = inline and retry is None
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.retry is None:
-            update = run_node(self.agent, input, tracker_in(config))
-        else:
-            update = self.retry.run(self.agent, input, config, lambda: self.agent.run(input))
-        return update if self.route is None else self.route(input, update)
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.inline:  # microseconds of work: cheaper than handing it to a thread and back
-            return self.invoke(input, config, **kwargs)
-        return await super().ainvoke(input, config, **kwargs)
-
-
-def _computes_only(agent: BaseAgent, node: NodeSpec) -> bool:
-    """An agent whose type declares it only computes (`BaseAgent.computes_only`), routed without a `func:` router."""
-    return type(agent).computes_only and not isinstance(node.edge, FuncRef)
-
-
-class _AsyncAgentNode(_AgentNode):
-    """A node whose agent is async: `ainvoke` awaits `arun` on the event loop."""
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.retry is None:
-            update = await arun_node(self.agent, input, tracker_in(config))
-        else:
-            update = await self.retry.arun(self.agent, input, config, lambda: self.agent.arun(input))
-        return update if self.route is None else self.route(input, update)
 
 
 class _AllOfStep(LastValue[bool]):
@@ -125,48 +91,6 @@ def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Seque
     return schema
 
 
-class _FusedNode(Runnable[Any, Any]):
-    """A chain of CSV nodes run as one LangGraph node (see `runtime.fusion`); `inline` as for `_AgentNode`."""
-
-    def __init__(self, links: Sequence[Link], then: Sequence[str] | None, *, inline: bool = False) -> None:
-        self.links = links
-        self.then = then
-        self.name = links[0][0].name
-        self.inline = inline
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        walk, state = ChainRun(self.links, self.then), input
-        for index, (agent, _) in enumerate(self.links):
-            done = walk.step(index, state, run_node(agent, state, tracker_in(config)))
-            if done is not None:
-                return done
-            state = walk.state
-        raise AssertionError("unreachable: the last link always ends the chain")
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.inline:
-            return self.invoke(input, config, **kwargs)
-        return await super().ainvoke(input, config, **kwargs)
-
-
-class _AsyncFusedNode(_FusedNode):
-    """A fused chain holding an async agent: `ainvoke` awaits the async ones on the event loop."""
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        walk, state = ChainRun(self.links, self.then), input
-        for index, (agent, _) in enumerate(self.links):
-            update = (
-                await arun_node(agent, state, tracker_in(config))
-                if agent.is_async()
-                else run_node(agent, state, tracker_in(config))
-            )
-            done = walk.step(index, state, update)
-            if done is not None:
-                return done
-            state = walk.state
-        raise AssertionError("unreachable: the last link always ends the chain")
-
-
 def _reads_only_inputs(agent: BaseAgent) -> bool:
     """Whether the agent sees nothing of the state but its Input_Fields (its type says so, and it keeps no state
     keys of its own)."""
@@ -180,7 +104,7 @@ def _inputs_schema(keys: tuple[str, ...]) -> type:
     return schema
 
 
-def _narrowed(agent: BaseAgent, route: Route | None, retry: RetrySettings | None, schema: type) -> type | None:
+def _narrowed(agent: BaseAgent, route: NodeRoute | None, retry: RetrySettings | None, schema: type) -> type | None:
     """The input schema of a node that needs only its Input_Fields, else None (it gets the whole state).
 
     LangGraph reads a node's input from every channel of its input schema at every step; a node given only
@@ -199,7 +123,7 @@ def _narrowed(agent: BaseAgent, route: Route | None, retry: RetrySettings | None
 def _cache_policy(agent: BaseAgent, node: NodeSpec) -> CachePolicy[Any] | None:
     """LangGraph's `CachePolicy` for a node whose Context asks for `cache` (runtime/node_cache.py); None for a
     type that gives `cache` its own meaning (`own_cache`: the LLM response cache) or a node that may pause."""
-    if "cache" not in node.context or getattr(type(agent), "own_cache", False) or agent.may_pause(node.context):
+    if "cache" not in node.context or type(agent).own_cache or agent.may_pause(node.context):
         return None
     from agentmap.runtime.node_cache import policy_for
 
@@ -241,6 +165,45 @@ def _takes_environment(cls: type[BaseAgent]) -> bool:
     return known
 
 
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """What one CSV node compiles into: its agent, how it routes (None: by static edges), retries and caches."""
+
+    spec: NodeSpec
+    agent: BaseAgent
+    route: NodeRoute | None
+    retry: RetrySettings | None
+    cache: CachePolicy[Any] | None
+    routes_itself: bool
+    """The agent picks the next node (`BaseAgent.own_route`): the node has no static edges of its own."""
+
+
+class FusionPlan:
+    """Which straight chains of nodes run as one LangGraph node (`compile(fuse=True)`, `runtime.fusion`).
+
+    Args:
+        chains: Each fused chain by its first node, which names the LangGraph node.
+        self_routed: The Edge targets of a chain's last node, for a chain that may leave early (it routes itself).
+    """
+
+    def __init__(
+        self,
+        chains: Mapping[str, Sequence[str]] | None = None,
+        self_routed: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self.chains: Mapping[str, Sequence[str]] = chains or {}
+        self.self_routed: Mapping[str, tuple[str, ...]] = self_routed or {}
+        self._head = {name: first for first, chain in self.chains.items() for name in chain}
+
+    def head(self, name: str) -> str:
+        """The LangGraph node that runs CSV node `name` (its chain's first node, or itself)."""
+        return self._head.get(name, name)
+
+    def is_inner(self, name: str) -> bool:
+        """Whether `name` runs inside another node's chain (it is not a LangGraph node of its own)."""
+        return self._head.get(name, name) != name
+
+
 def build_state_graph(
     graph: GraphSpec,
     options: BuildOptions,
@@ -251,6 +214,9 @@ def build_state_graph(
 ) -> tuple[StateGraph[Any, Any, Any, Any], dict[str, BaseAgent]]:
     """Build (not compile) the LangGraph `StateGraph` for a graph that passed `check`.
 
+    The phases, each its own function: the agents (`build_agents`), each node's plan (`plan_nodes`: route, retry,
+    cache), the fused chains (`plan_fusion`), the state schema (`state_schema`), then the nodes and the edges.
+
     Args:
         fuse: Run each straight chain of nodes as one LangGraph node (`runtime.fusion`).
         keep: Nodes never fused (those named by `interrupt_before`/`interrupt_after`).
@@ -258,87 +224,134 @@ def build_state_graph(
     Returns:
         The builder and the agents by node name.
     """
+    agents = build_agents(graph, options)
+    plans = plan_nodes(graph, agents, load_routers(graph, options))
+    edges, deferred = plan_joins(graph)
+    fusion = plan_fusion(graph, plans, keep=keep, deferred=deferred) if fuse else FusionPlan()
+    schema = state_schema(graph, agents, extra_keys)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
+    _add_nodes(builder, plans, fusion, deferred, schema)
+    _add_edges(builder, graph, plans, fusion, edges)
+    return builder, agents
+
+
+def build_agents(graph: GraphSpec, options: BuildOptions) -> dict[str, BaseAgent]:
+    """Every node's agent by node name, each built with the graph's environment (which sees them all)."""
     agents: dict[str, BaseAgent] = {}
     environment = _environment(graph, options, agents)  # agents fill in below; the env sees them all
     types = options.agent_types(graph)
     for node in graph.nodes:
-        cls = types.resolve(node.agent_type or "default")
-        agents[node.name] = _construct(cls, node, environment)
+        agents[node.name] = _construct(types.resolve(node.agent_type or "default"), node, environment)
+    return agents
 
+
+def load_routers(graph: GraphSpec, options: BuildOptions) -> dict[FuncRef, RouterFn]:
+    """The `func:` routers the graph's next columns name, each loaded once."""
     routers: dict[FuncRef, RouterFn] = {}
     for node in graph.nodes:
         for _, targets in node.next_cells():
             if isinstance(targets, FuncRef) and targets not in routers:
                 routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+    return routers
 
-    routes: dict[str, Route | None] = {}
-    retries: dict[str, RetrySettings | None] = {}
+
+def plan_nodes(
+    graph: GraphSpec, agents: Mapping[str, BaseAgent], routers: Mapping[FuncRef, RouterFn]
+) -> dict[str, NodePlan]:
+    """Each node's route (its agent's own, a `Route` for a dynamic node, else None), retry settings and cache."""
+    plans: dict[str, NodePlan] = {}
     for node in graph.nodes:
         agent = agents[node.name]
+        own = agent.own_route(node)
         dynamic = isinstance(node.edge, FuncRef) or node.success_next is not None or node.failure_next is not None
-        own_route = getattr(agent, "own_route", None)  # an agent that picks its next node (0.9 orchestrator)
-        routes[node.name] = own_route(node) if callable(own_route) else Route(graph, node, routers) if dynamic else None
-        retries[node.name] = settings_for(node.context, own_timeout=type(agent).own_timeout)
-    routed_by_agent = {name for name, agent in agents.items() if callable(getattr(agent, "own_route", None))}
-    caches = {node.name: _cache_policy(agents[node.name], node) for node in graph.nodes}
+        route = own if own is not None else Route(graph, node, routers) if dynamic else None
+        retry = settings_for(node.context, own_timeout=type(agent).own_timeout)
+        plans[node.name] = NodePlan(
+            node, agent, route, retry, _cache_policy(agent, node), routes_itself=own is not None
+        )
+    return plans
 
-    edges, deferred = plan_joins(graph)
-    chains: list[list[str]] = []
-    if fuse:
-        kept = {*keep, *routed_by_agent, *(name for name, retry in retries.items() if retry is not None)}
-        kept |= {name for name, policy in caches.items() if policy is not None}
-        chains = plan_chains(graph, agents, keep=kept, deferred=deferred)
-    head = {name: chain[0] for chain in chains for name in chain}  # every chain member -> its fused node
-    inner = {name for chain in chains for name in chain[1:]}
-    fused = {chain[0]: chain for chain in chains}
-    links = {name: (agents[name], routes[name]) for name in agents}
-    # A chain that may leave early takes its last node's Edge itself: no static edges from that node
-    self_routed: dict[str, tuple[str, ...]] = {
+
+def plan_fusion(
+    graph: GraphSpec, plans: Mapping[str, NodePlan], *, keep: Collection[str], deferred: Collection[str]
+) -> FusionPlan:
+    """The chains to fuse: never a node kept by the caller, routed by its agent, retried or cached."""
+    kept = {*keep, *(name for name, p in plans.items() if p.routes_itself or p.retry is not None or p.cache)}
+    agents = {name: plan.agent for name, plan in plans.items()}
+    chains = plan_chains(graph, agents, keep=kept, deferred=deferred)
+    self_routed = {
         chain[-1]: _edge_targets(graph.by_name[chain[-1]])
         for chain in chains
-        if exits_early([links[n] for n in chain]) and routes[chain[-1]] is None
+        if exits_early([(plans[n].agent, plans[n].route) for n in chain]) and plans[chain[-1]].route is None
     }
+    return FusionPlan({chain[0]: tuple(chain) for chain in chains}, self_routed)
 
-    schema = state_schema(graph, agents, extra_keys)
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
-    for node in graph.nodes:
-        if node.name in inner:
+
+def _add_nodes(
+    builder: StateGraph[Any, Any, Any, Any],
+    plans: Mapping[str, NodePlan],
+    fusion: FusionPlan,
+    deferred: Collection[str],
+    schema: type,
+) -> None:
+    for name, plan in plans.items():
+        if fusion.is_inner(name):
             continue
-        agent, route, retry = agents[node.name], routes[node.name], retries[node.name]
-        if node.name in fused:
-            chain = [links[name] for name in fused[node.name]]
-            then = self_routed.get(fused[node.name][-1])
-            is_async = any(a.is_async() for a, _ in chain)
-            exits = [d for _, r in chain if r is not None for d in r.destinations if d not in inner]
-            exits += then or ()
-            inline = all(_computes_only(a, graph.by_name[n]) for (a, _), n in zip(chain, fused[node.name], strict=True))
-            builder.add_node(
-                node.name,
-                (_AsyncFusedNode if is_async else _FusedNode)(chain, then, inline=inline),
-                defer=node.name in deferred,
-                destinations=tuple(dict.fromkeys(exits)) if any(r is not None for _, r in chain) else None,
-                metadata={"agent_type": "fused", "nodes": fused[node.name]},
-            )
+        if name in fusion.chains:
+            _add_chain(builder, [plans[n] for n in fusion.chains[name]], fusion, deferred)
             continue
+        agent, route, retry = plan.agent, plan.route, plan.retry
         builder.add_node(
-            node.name,
-            _AsyncAgentNode(agent, route, retry)
+            name,
+            AsyncAgentNode(agent, route, retry)
             if agent.is_async()
-            else _AgentNode(agent, route, retry, inline=_computes_only(agent, node)),
+            else AgentNode(agent, route, retry, inline=computes_only(agent, plan.spec)),
             input_schema=_narrowed(agent, route, retry, schema),
             retry_policy=retry.policy() if retry is not None and retry.max_attempts > 1 else None,
-            cache_policy=caches[node.name],
-            defer=node.name in deferred,
+            cache_policy=plan.cache,
+            defer=name in deferred,
             destinations=route.destinations if route is not None else None,
-            metadata={"agent_type": normalize_type(node.agent_type or "default")},
+            metadata={"agent_type": normalize_type(plan.spec.agent_type or "default")},
         )
+
+
+def _add_chain(
+    builder: StateGraph[Any, Any, Any, Any], chain: Sequence[NodePlan], fusion: FusionPlan, deferred: Collection[str]
+) -> None:
+    """One LangGraph node running a fused chain; it leaves by its links' routes and, if it may leave early, by
+    its last node's Edge."""
+    links = [(plan.agent, plan.route) for plan in chain]
+    then = fusion.self_routed.get(chain[-1].spec.name)
+    exits = [d for plan in chain if plan.route is not None for d in plan.route.destinations if not fusion.is_inner(d)]
+    exits += then or ()
+    inline = all(computes_only(plan.agent, plan.spec) for plan in chain)
+    first = chain[0].spec.name
+    builder.add_node(
+        first,
+        (AsyncFusedNode if any(a.is_async() for a, _ in links) else FusedNode)(links, then, inline=inline),
+        defer=first in deferred,
+        destinations=tuple(dict.fromkeys(exits)) if any(r is not None for _, r in links) else None,
+        metadata={"agent_type": "fused", "nodes": [plan.spec.name for plan in chain]},
+    )
+
+
+def _add_edges(
+    builder: StateGraph[Any, Any, Any, Any],
+    graph: GraphSpec,
+    plans: Mapping[str, NodePlan],
+    fusion: FusionPlan,
+    edges: Sequence[tuple[str | list[str], str]],
+) -> None:
+    """START to the entry, the static edges (joins included), and END after every node with no next node."""
     builder.add_edge(START, graph.entry)
     for source, target in edges:
-        if target in inner or (isinstance(source, str) and (source in routed_by_agent or source in self_routed)):
-            continue  # a link inside a fused chain, or a node whose node routes it
-        sources = [head.get(s, s) for s in source] if isinstance(source, list) else head.get(source, source)
-        builder.add_edge(sources, target)
+        if fusion.is_inner(target) or (isinstance(source, str) and _routes_itself(source, plans, fusion)):
+            continue  # a link inside a fused chain, or a node that routes itself
+        builder.add_edge([fusion.head(s) for s in source] if isinstance(source, list) else fusion.head(source), target)
     for node in graph.nodes:
-        if not node.next_cells() and node.name not in routed_by_agent and node.name not in self_routed:
-            builder.add_edge(head.get(node.name, node.name), END)
-    return builder, agents
+        if not node.next_cells() and not _routes_itself(node.name, plans, fusion):
+            builder.add_edge(fusion.head(node.name), END)
+
+
+def _routes_itself(name: str, plans: Mapping[str, NodePlan], fusion: FusionPlan) -> bool:
+    return plans[name].routes_itself or name in fusion.self_routed

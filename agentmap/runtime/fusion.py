@@ -19,8 +19,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END
 from langgraph.types import Command
 
-from agentmap.agents.base import BaseAgent
-from agentmap.runtime.routing import Route
+from agentmap.agents.base import BaseAgent, NodeRoute
 from agentmap.spec.models import FuncRef, GraphSpec, NodeSpec
 from agentmap.spec.validation import fan_outs
 
@@ -29,7 +28,7 @@ __all__ = ["STREAM_MARK", "Link", "merge_update", "plan_chains"]
 STREAM_MARK = "agentmap.node"
 """The `custom` stream chunks a fused node writes: `{STREAM_MARK: node name, "update": the node's update}`."""
 
-Link = tuple[BaseAgent, Route | None]
+Link = tuple[BaseAgent, NodeRoute | None]
 
 
 def _next_on_success(node: NodeSpec) -> str | None:

@@ -9,7 +9,18 @@ from typing import Any, get_type_hints
 
 import agentmap
 from agentmap.agents.base import AgentEnvironment, BaseAgent
-from agentmap.runtime.compiler import BuildOptions, build_state_graph, check, state_schema
+from agentmap.runtime._nodes import AsyncAgentNode
+from agentmap.runtime.compiler import (
+    BuildOptions,
+    build_agents,
+    build_state_graph,
+    check,
+    load_routers,
+    plan_fusion,
+    plan_nodes,
+    state_schema,
+)
+from agentmap.runtime.routing import plan_joins
 from agentmap.spec.loader import read_workflow
 from agentmap.spec.models import GraphSpec
 
@@ -118,7 +129,7 @@ def test_async_agents_become_nodes_that_await(write_csv: WriteCsv) -> None:
 
     app = agentmap.compile(write_csv(f"GraphName,Node,AgentType,Output_Field\nG,A,{type_name},out\n"))
     node = app.graph.builder.nodes["A"].runnable
-    assert type(node).__name__ == "_AsyncAgentNode"
+    assert isinstance(node, AsyncAgentNode)
     assert app.invoke({}).state["out"] == "awaited"
 
 
@@ -137,3 +148,31 @@ def test_an_agent_changing_its_context_does_not_change_the_workflow_or_other_com
     assert agentmap.compile(workflow).invoke({}).state["out"] == 1
     assert agentmap.compile(workflow).invoke({}).state["out"] == 1
     assert workflow.graphs[0].nodes[0].context == {"opts": {"n": 0}}
+
+
+def test_the_build_phases_plan_routes_retries_caches_and_fused_chains(write_csv: WriteCsv) -> None:
+    # A -> B -> C is a straight chain; C routes on failure; D retries, so it is never fused; E is cached.
+    graph = _graph(
+        write_csv(
+            "GraphName,Node,AgentType,Edge,Success_Next,Failure_Next,Context\n"
+            "G,A,echo,B,,,\n"
+            "G,B,echo,C,,,\n"
+            "G,C,echo,,D,E,\n"
+            'G,D,echo,E,,,"{""retry"": {""max_attempts"": 3}}"\n'
+            'G,E,echo,,,,"{""cache"": {""ttl"": 60}}"\n'
+        )
+    )
+    options = BuildOptions()
+    agents = build_agents(graph, options)
+    assert list(agents) == ["A", "B", "C", "D", "E"]
+    plans = plan_nodes(graph, agents, load_routers(graph, options))
+    assert [name for name, plan in plans.items() if plan.route is not None] == ["C"]
+    assert set(plans["C"].route.destinations) == {"D", "E"}  # type: ignore[union-attr]
+    assert [name for name, plan in plans.items() if plan.retry is not None] == ["D"]
+    assert [name for name, plan in plans.items() if plan.cache is not None] == ["E"]
+    fusion = plan_fusion(graph, plans, keep=(), deferred=plan_joins(graph)[1])
+    assert {first: list(chain) for first, chain in fusion.chains.items()} == {"A": ["A", "B", "C"]}
+    assert fusion.head("B") == "A" and fusion.is_inner("C") and not fusion.is_inner("A")
+    assert not fusion.is_inner("D") and fusion.head("D") == "D"
+    kept = plan_fusion(graph, plans, keep=("B",), deferred=())
+    assert "B" not in {n for chain in kept.chains.values() for n in chain}
