@@ -1,10 +1,13 @@
-"""The config a run of a `CompiledWorkflow` goes with: its tracker and meter (the budget, and what a continued
-thread's journaled model calls cost already), the node cache left out for `no_cache`, and on a thread the
-metadata naming its file, graph and process (runtime/threads.py)."""
+"""What a run of a `CompiledWorkflow` is: `open_run` (`aopen_run` in async code), the one scope that `invoke`,
+`ainvoke`, `stream` and `astream` run in, and the config a run goes with (`prepare_run`: its tracker and meter (the
+budget, and what a continued thread's journaled model calls cost already), the node cache left out for
+`no_cache`, and on a thread the metadata naming its file, graph and process (runtime/threads.py))."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -13,13 +16,86 @@ from langgraph.types import Command
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.runtime.node_cache import without_cache
+from agentmap.runtime._streams import clear_errors
+from agentmap.runtime.events import RunHooks, observe_run
+from agentmap.runtime.node_cache import cache_hits, without_cache
 
 if TYPE_CHECKING:
+    from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
     from agentmap.runtime.tracking import ExecutionTracker
 
-__all__ = ["on_thread", "prepare_run"]
+__all__ = ["Run", "aopen_run", "on_thread", "open_run", "prepare_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of a workflow, as `open_run` opens it: the input and config it goes with, the tracker recording it,
+    and `end`, which makes its `RunResult` and hands it to the run's hooks."""
+
+    app: CompiledWorkflow
+    state: Any
+    config: RunnableConfig
+    tracker: ExecutionTracker
+    done: Callable[[RunResult], RunResult]
+
+    def end(self, final: Any, stopped: bool = False) -> RunResult:
+        """The run's result from LangGraph's final state (None for a stream: the tracker has it all)."""
+        return self.done(self.app._result(self.state, final, self.tracker, stopped))
+
+
+@contextmanager
+def open_run(
+    app: CompiledWorkflow,
+    state: Any,
+    config: RunnableConfig | None,
+    tracker: ExecutionTracker | None,
+    hooks: Sequence[RunHooks],
+) -> Iterator[Run]:
+    """A run of `app`: its input and config prepared (`prepare_run`), a continued thread's earlier steps on its
+    tracker, its errors key cleared, node cache hits recorded, and its hooks told of its start and its end."""
+    state, config, tracker = prepare_run(app, state, config, tracker or app.new_tracker())
+    earlier = list(app.graph.get_state_history(config)) if _continues(app, state, config) else None
+    with _scope(app, state, config, tracker, hooks, earlier) as run:
+        yield run
+
+
+@asynccontextmanager
+async def aopen_run(
+    app: CompiledWorkflow,
+    state: Any,
+    config: RunnableConfig | None,
+    tracker: ExecutionTracker | None,
+    hooks: Sequence[RunHooks],
+) -> AsyncIterator[Run]:
+    """`open_run` in async code (a continued thread's history read without blocking the loop)."""
+    state, config, tracker = prepare_run(app, state, config, tracker or app.new_tracker())
+    continues = _continues(app, state, config)
+    earlier = [s async for s in app.graph.aget_state_history(config)] if continues else None
+    with _scope(app, state, config, tracker, hooks, earlier) as run:
+        yield run
+
+
+def _continues(app: CompiledWorkflow, state: Any, config: RunnableConfig) -> bool:
+    """Whether a run continues a saved thread (resumed or answered): its summary starts with the earlier steps."""
+    return on_thread(app, config) and (state is None or isinstance(state, Command))
+
+
+@contextmanager
+def _scope(
+    app: CompiledWorkflow,
+    state: Any,
+    config: RunnableConfig,
+    tracker: ExecutionTracker,
+    hooks: Sequence[RunHooks],
+    earlier: list[Any] | None,
+) -> Iterator[Run]:
+    if earlier is not None:
+        from agentmap.runtime.threads import earlier_executions
+
+        tracker.record_earlier(earlier_executions(earlier))
+    with clear_errors(config), cache_hits(app.graph, tracker), observe_run(app, tracker, config, state, hooks) as done:
+        yield Run(app, state, config, tracker, done)
 
 
 def on_thread(app: CompiledWorkflow, config: RunnableConfig | None) -> bool:

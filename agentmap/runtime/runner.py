@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from agentmap.runtime._run_config import on_thread, prepare_run
+from agentmap.runtime._run_config import aopen_run, on_thread, open_run, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.events import RunHooks, flush_observers, observe_run, observers_for
-from agentmap.runtime.node_cache import cache_hits
+from agentmap.runtime.events import RunHooks, flush_observers, observers_for
 from agentmap.runtime.results import RunResult
-from agentmap.runtime.tracking import ExecutionTracker, NodeExecution, SuccessPolicy, resolve_policy
+from agentmap.runtime.tracking import ExecutionTracker, SuccessPolicy, resolve_policy
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -114,25 +113,6 @@ class CompiledWorkflow:
 
         return file_digest(self.spec.file) if self.spec.file else None
 
-    def _prepare(
-        self, state: Any, config: RunnableConfig | None, tracker: ExecutionTracker | None
-    ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
-        return prepare_run(self, state, config, tracker or self.new_tracker())
-
-    def _continues(self, state: Any, config: RunnableConfig) -> bool:
-        """Whether this run continues a saved thread (resumed or answered): its summary starts with the earlier
-        steps."""
-        return self._on_thread(config) and (state is None or isinstance(state, Command))
-
-    def _on_thread(self, config: RunnableConfig | None) -> bool:
-        return on_thread(self, config)
-
-    @staticmethod
-    def _earlier(history: list[Any]) -> list[NodeExecution]:
-        from agentmap.runtime.threads import earlier_executions
-
-        return earlier_executions(history)
-
     def _result(self, state: Any, final: Any, tracker: ExecutionTracker, stopped: bool = False) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
         interrupts = tuple(values.pop("__interrupt__", ()))
@@ -170,23 +150,16 @@ class CompiledWorkflow:
                 continues with `resume`. A graceful shutdown for a command or a server.
             **kwargs: Passed to `CompiledStateGraph.invoke` (`context`, `durability`, ...).
         """
-        state, config, tracker = self._prepare(state, config, tracker)
-        if self._continues(state, config):
-            tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
-        with (
-            clear_errors(config),
-            cache_hits(self.graph, tracker),
-            observe_run(self, tracker, config, state, hooks) as done,
-        ):
+        with open_run(self, state, config, tracker, hooks) as run:
             if stop is None:
-                return done(self._result(state, self.graph.invoke(state, config, **kwargs), tracker))
-            chunks = self.graph.stream(state, config, stream_mode=["values", "updates"], **kwargs)
+                return run.end(self.graph.invoke(run.state, run.config, **kwargs))
+            chunks = self.graph.stream(run.state, run.config, stream_mode=["values", "updates"], **kwargs)
             final, stopped = run_until(chunks, stop)
-            if stopped and self._on_thread(config):  # the event may have come during the last step
+            if stopped and on_thread(self, run.config):  # the event may have come during the last step
                 from agentmap.runtime.threads import unfinished
 
-                stopped = unfinished(self.graph.get_state(config))
-            return done(self._result(state, final, tracker, stopped))
+                stopped = unfinished(self.graph.get_state(run.config))
+            return run.end(final, stopped)
 
     async def ainvoke(
         self,
@@ -198,16 +171,8 @@ class CompiledWorkflow:
         **kwargs: Any,
     ) -> RunResult:
         """The async twin of `invoke`."""
-        state, config, tracker = self._prepare(state, config, tracker)
-        if self._continues(state, config):
-            tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
-        with (
-            clear_errors(config),
-            cache_hits(self.graph, tracker),
-            observe_run(self, tracker, config, state, hooks) as done,
-        ):
-            final = await self.graph.ainvoke(state, config, **kwargs)
-            return done(self._result(state, final, tracker))
+        async with aopen_run(self, state, config, tracker, hooks) as run:
+            return run.end(await self.graph.ainvoke(run.state, run.config, **kwargs))
 
     def stream(
         self,
@@ -223,20 +188,12 @@ class CompiledWorkflow:
 
         With fused chains and `stream_mode="updates"`, each CSV node of a chain still yields its own update.
         """
-        state, config, tracker = self._prepare(state, config, tracker)
-        if self._continues(state, config):
-            tracker.record_earlier(self._earlier(list(self.graph.get_state_history(config))))
         per_node = bool(self.fused) and stream_mode == "updates"
-        with (
-            clear_errors(config),
-            cache_hits(self.graph, tracker),
-            observe_run(self, tracker, config, state, hooks) as done,
-        ):
-            chunks = self.graph.stream(
-                state, config, stream_mode=["updates", "custom"] if per_node else stream_mode, **kwargs
-            )
+        with open_run(self, state, config, tracker, hooks) as run:
+            mode: Any = ["updates", "custom"] if per_node else stream_mode
+            chunks = self.graph.stream(run.state, run.config, stream_mode=mode, **kwargs)
             yield from (node_updates(chunks, self.fused) if per_node else chunks)
-            done(self._result(state, None, tracker))
+            run.end(None)
 
     async def astream(
         self,
@@ -249,23 +206,16 @@ class CompiledWorkflow:
         **kwargs: Any,
     ) -> AsyncGenerator[Any, None]:
         """The async twin of `stream`."""
-        state, config, tracker = self._prepare(state, config, tracker)
-        if self._continues(state, config):
-            tracker.record_earlier(self._earlier([s async for s in self.graph.aget_state_history(config)]))
         per_node = bool(self.fused) and stream_mode == "updates"
         mode: Any = ["updates", "custom"] if per_node else stream_mode
-        with (
-            clear_errors(config),
-            cache_hits(self.graph, tracker),
-            observe_run(self, tracker, config, state, hooks) as done,
-        ):
+        async with aopen_run(self, state, config, tracker, hooks) as run:
             # closed with this generator, so a caller that stops reading stops the graph at once
-            stream: Any = self.graph.astream(state, config, stream_mode=mode, **kwargs)  # an async generator
+            stream: Any = self.graph.astream(run.state, run.config, stream_mode=mode, **kwargs)  # an async generator
             async with aclosing(stream) as chunks:
                 async for chunk in chunks:
                     for item in node_updates([chunk], self.fused) if per_node else (chunk,):
                         yield item
-            done(self._result(state, None, tracker))
+            run.end(None)
 
     def batch(
         self, states: Sequence[Mapping[str, Any]], config: RunnableConfig | None = None, **kwargs: Any
@@ -280,7 +230,7 @@ class CompiledWorkflow:
 
             with get_executor_for_config(config) as executor:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
-        prepared = [self._prepare(s, config, None) for s in states]
+        prepared = [prepare_run(self, s, config, self.new_tracker()) for s in states]
         with clear_errors(config):
             if self.computes_only and not kwargs:
                 finals = [self.graph.invoke(state, run_config) for state, run_config, _ in prepared]
