@@ -55,7 +55,7 @@ def hosts_for(listen: str, allowed: Sequence[str]) -> tuple[str, ...]:
     """The names a server listening on `listen` answers besides its own addresses: those the user `allowed`;
     without any, every name (`*`) when it listens beyond loopback (it then has an API key, which a rebinding
     page cannot send), else none."""
-    names = tuple(dict.fromkeys(_split(a)[0] if a.strip() != "*" else "*" for a in allowed if a.strip()))
+    names = tuple(dict.fromkeys(_split(a)[0] for a in allowed if a.strip()))
     if names:
         return names
     return () if is_loopback(listen) else ("*",)
@@ -85,6 +85,9 @@ class Reach:
     hosts: tuple[str, ...] = ()
     origins: tuple[str, ...] = ()
     token: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hosts", tuple(_split(h)[0] for h in self.hosts if h.strip()))  # `API.Example.com`
 
     def refusal(self, method: str, headers: dict[str, str], server: Any) -> Refusal | None:
         """Why a request may not go on, or None. `headers` are lower-cased; `server` is the ASGI scope's `server`

@@ -39,6 +39,14 @@ def test_names_the_user_allows_are_answered(tmp_path: Path) -> None:
         for name, status in (("api.example.com", 200), ("a.corp.example:443", 200), ("corp.example", 403)):
             assert httpx.get(f"{url}/assistants/HelloWorld", headers={"Host": name}).status_code == status, name
         assert httpx.get(f"{url}/assistants/HelloWorld", headers=_host("evil")).status_code == 403
+    from fastapi.testclient import TestClient
+
+    from agentmap.server import create_app
+
+    app = create_app(ServeConfig(targets=(HELLO,), checkpoint="memory", allowed_hosts=("API.Example.com",)))
+    with TestClient(app) as client:  # the application on its own (a user's own ASGI server in front)
+        assert client.get("/assistants/HelloWorld", headers={"Host": "api.example.com"}).status_code == 200
+        assert client.get("/assistants/HelloWorld", headers=_host("evil")).status_code == 403
 
 
 def test_beyond_loopback_with_a_key_every_name_is_answered_unless_names_are_given() -> None:
