@@ -187,12 +187,15 @@ class ServeSettings(BaseModel):
             given with `--webhook-host`.
         webhook_secret_env: The environment variable holding the key that signs webhook deliveries (the key
             itself never goes in the file); `--webhook-secret-env` wins.
+        allowed_hosts: Host names requests may name besides the machine's own (`*.example.com` for its
+            subdomains, `*` for any), besides those given with `--allow-host`; see csv_specs/security.md.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     webhook_hosts: list[str] = Field(default_factory=list)
     webhook_secret_env: str | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseModel):

@@ -138,6 +138,11 @@ class ErrorCode(StrEnum):
     BAD_INPUT = "bad-input"
     GRAPH_CHANGED = "graph-changed"
     DATABASE_UNAVAILABLE = "database-unavailable"
+    # a request a web page could have sent, refused by serve and the studio (HTTP 401, 403, 415)
+    HOST_NOT_ALLOWED = "host-not-allowed"
+    FORBIDDEN_ORIGIN = "forbidden-origin"
+    NOT_JSON = "not-json"
+    TOKEN_REQUIRED = "token-required"
     # the studio (HTTP 409, 422)
     FILE_CHANGED = "file-changed"
     FORMULA_CELLS = "formula-cells"

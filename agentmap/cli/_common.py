@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agentmap._cli_api import Settings
 
 __all__ = [
+    "AllowHostOption",
     "AllowRootOption",
     "ApiKeyEnvOption",
     "ConfigOption",
@@ -90,6 +91,16 @@ ApiKeyEnvOption = Annotated[
         "--api-key-env",
         metavar="VAR",
         help="Environment variable holding the API key every request must send (needed off loopback).",
+        show_default=False,
+    ),
+]
+AllowHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        metavar="NAME",
+        help="A host name requests may name besides this machine's (repeatable; *.example.com for its subdomains, "
+        "* for any). Others are refused: a web page whose domain was made to point here names its own.",
         show_default=False,
     ),
 ]

@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from agentmap.cli._common import ApiKeyEnvOption, ConfigOption, DebugOption, HostOption, api_key_from, load
+from agentmap.cli._common import (
+    AllowHostOption,
+    ApiKeyEnvOption,
+    ConfigOption,
+    DebugOption,
+    HostOption,
+    api_key_from,
+    load,
+)
 from agentmap.cli._durable import durability_mode
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError, ErrorCode
@@ -28,6 +36,7 @@ def serve_command(
     api_key_env: str | None = None,
     checkpoint: str = ".agentmap/runs.db",
     cors_origins: list[str] | None = None,
+    allowed_hosts: list[str] | None = None,
     max_body: int = 1_048_576,
     max_connections: int = 1000,
     header_timeout: str = "10s",
@@ -70,6 +79,7 @@ def serve_command(
     api_key = api_key_from(api_key_env, "the server")
     webhook_secret = _webhook_secret(webhook_secret_env or settings.serve.webhook_secret_env)
     webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
+    allowed_hosts = [*(allowed_hosts or ()), *settings.serve.allowed_hosts]
     import logging
 
     from agentmap._cli_api import ServeConfig, require_key, serve
@@ -86,6 +96,7 @@ def serve_command(
         checkpoint=checkpoint,
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
+        allowed_hosts=tuple(allowed_hosts),
         max_body=max_body,
         max_connections=max_connections,
         header_timeout=seconds(header_timeout, "--header-timeout"),
@@ -197,6 +208,7 @@ def register(app: typer.Typer) -> None:
                 "--cors-origin", help="An origin browsers may call the API from (repeatable; none by default)."
             ),
         ] = None,
+        allow_host: AllowHostOption = None,
         max_body: Annotated[
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
         ] = 1_048_576,
@@ -292,6 +304,7 @@ def register(app: typer.Typer) -> None:
             api_key_env=api_key_env,
             checkpoint=checkpoint,
             cors_origins=cors_origin,
+            allowed_hosts=allow_host,
             max_body=max_body,
             max_connections=max_connections,
             header_timeout=header_timeout,

@@ -25,17 +25,35 @@ from agentmap._lazy import lazy_exports
 if TYPE_CHECKING:
     from agentmap.server._app import create_app
     from agentmap.server._config import ServeConfig
-    from agentmap.server._security import require_key
+    from agentmap.server._reach import TOKEN_HEADER, Reach, hosts_for, new_token
+    from agentmap.server._security import Guard, require_key
     from agentmap.server._serve import background, serve
 
-__all__ = ["ServeConfig", "background", "create_app", "require_key", "serve"]
+# Guard, Reach, hosts_for, new_token and TOKEN_HEADER: the studio stands behind the same guard
+__all__ = [
+    "TOKEN_HEADER",
+    "Guard",
+    "Reach",
+    "ServeConfig",
+    "background",
+    "create_app",
+    "hosts_for",
+    "new_token",
+    "require_key",
+    "serve",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "Guard": "agentmap.server._security",
+        "Reach": "agentmap.server._reach",
         "ServeConfig": "agentmap.server._config",
+        "TOKEN_HEADER": "agentmap.server._reach",
         "background": "agentmap.server._serve",
         "create_app": "agentmap.server._app",
+        "hosts_for": "agentmap.server._reach",
+        "new_token": "agentmap.server._reach",
         "require_key": "agentmap.server._security",
         "serve": "agentmap.server._serve",
     },

@@ -23,6 +23,7 @@ from agentmap.server._crons import cron_routes, tick_crons
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
 from agentmap.server._items import item_routes
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
+from agentmap.server._reach import Reach
 from agentmap.server._rebuild import rebuilder
 from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
@@ -161,7 +162,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
-    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body)
+    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
+    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
     return app
 
 

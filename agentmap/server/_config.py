@@ -22,7 +22,13 @@ class ServeConfig:
         checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
             runtime's checkpointers accept.
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
-        cors_origins: Origins allowed to call the API from a browser (none unless configured).
+        cors_origins: Origins allowed to call the API from a browser (none unless configured); their pages may
+            also write (POST, PUT, PATCH, DELETE), which a page of any other origin may not.
+        allowed_hosts: Names the `Host` header may carry besides this machine's own (`localhost`, loopback
+            addresses, the address a connection reached): `name`, `*.domain` for its subdomains, or `*` for any
+            (the check off). Others are refused (403 `host-not-allowed`): a page whose domain was made to point
+            at this machine (DNS rebinding) names its own domain. `serve()` and `background()` allow any name
+            when they listen beyond loopback and none is given (an API key then guards the server).
         max_body: The largest request body accepted, in bytes.
         max_connections: Open connections served at once; beyond them a request is answered 503.
         header_timeout: Seconds a connection has to send a whole request's headers (when it opens, and once the
@@ -54,6 +60,7 @@ class ServeConfig:
     checkpoint: str = ".agentmap/runs.db"
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
     max_body: int = 1_048_576
     max_connections: int = 1000
     header_timeout: float = 10.0

@@ -1,14 +1,14 @@
-"""What stands in front of every route: request ids and access logs, the API key, the body size limit.
+"""What stands in front of every route: request ids and access logs, who may reach the server from a web page
+(`Host`, `Origin`, JSON bodies, a per-launch token: `_reach.py`), the API key, the body size limit.
 
-One plain ASGI middleware, so streamed responses pass through untouched. Errors are JSON documents with
-AgentMap's error codes: `{"code", "message", "detail", "hint", "request_id"}` (`message` is what
-`langgraph-sdk` shows in its exceptions).
+One plain ASGI middleware, so streamed responses pass through untouched; the studio stands behind it too. Errors
+are JSON documents with AgentMap's error codes: `{"code", "message", "detail", "hint", "request_id"}` (`message`
+is what `langgraph-sdk` shows in its exceptions).
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import time
@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.server._reach import Reach, is_loopback
 
-__all__ = ["PUBLIC_PATHS", "Guard", "error_body", "is_loopback", "require_key", "too_large"]
+__all__ = ["PUBLIC_PATHS", "Guard", "error_body", "is_loopback", "require_key", "server_public", "too_large"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -32,14 +33,9 @@ PUBLIC_PATHS = ("/", "/health", "/ok", "/docs", "/openapi.json", "/favicon.ico")
 """Paths served without the API key: the viewer's page and files, the health check, the API's description."""
 
 
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def server_public(path: str) -> bool:
+    """Whether `agentmap serve` answers `path` without the API key: `PUBLIC_PATHS` and the viewer's files."""
+    return path in PUBLIC_PATHS or path.startswith("/viewer/")
 
 
 def require_key(host: str, api_key: str | None) -> None:
@@ -69,18 +65,31 @@ def error_body(code: str, message: str, *, hint: str | None = None, request_id: 
 
 
 class Guard:
-    """ASGI middleware: a request id on every request and response, an access log line, the API key, a body limit.
+    """ASGI middleware: a request id on every request and response, an access log line, who may reach the server
+    from a web page, the token and API key, a body limit.
 
     Args:
         app: The application behind it.
         api_key: The key every non-public request must carry (`X-Api-Key` or `Authorization: Bearer`); None: open.
         max_body: The largest request body accepted, in bytes.
+        reach: The hosts a request may name, the origins that may write, the token (see `_reach.py`).
+        public: Whether a path is served without the token and the key (the page and its files).
     """
 
-    def __init__(self, app: ASGIApp, *, api_key: str | None, max_body: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str | None,
+        max_body: int,
+        reach: Reach | None = None,
+        public: Callable[[str], bool] = server_public,
+    ) -> None:
         self.app = app
         self._key = api_key.encode() if api_key else None
         self._max = max_body
+        self._reach = reach or Reach()
+        self._public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,8 +109,7 @@ class Guard:
             await send(message)
 
         try:
-            preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
-            refusal = self._refuse("/" if preflight else scope["path"], headers)  # a browser's preflight: no key
+            refusal = self._refuse(scope, headers)
             if refusal is not None:
                 await _send_json(send_with_id, refusal[0], {**refusal[1], "request_id": request_id})
                 return
@@ -122,11 +130,20 @@ class Guard:
                 (time.perf_counter() - started) * 1000,
             )
 
-    def _refuse(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
+    def _refuse(self, scope: Scope, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
+        refused = self._reach.refusal(scope["method"], headers, scope.get("server"))
+        if refused is not None:
+            return refused[0], error_body(refused[1], refused[2], hint=refused[3])
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self._max:
             return 413, too_large(self._max)
-        if self._key is None or path in PUBLIC_PATHS or path.startswith("/viewer/"):
+        preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers  # never keyed
+        if preflight or self._public(scope["path"]):
+            return None
+        refused = self._reach.token_refusal(headers)
+        if refused is not None:
+            return refused[0], error_body(refused[1], refused[2], hint=refused[3])
+        if self._key is None:
             return None
         given = headers.get("x-api-key") or _bearer(headers.get("authorization", ""))
         if given and hmac.compare_digest(given.encode(), self._key):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.server._reach import hosts_for
 from agentmap.server._security import require_key
 
 __all__ = ["background", "serve"]
@@ -36,6 +38,9 @@ def _server(config: Any, host: str, port: int, log_level: str) -> Any:
     from agentmap.server._app import create_app
     from agentmap.server._connections import http_protocol
 
+    config = dataclasses.replace(config, allowed_hosts=hosts_for(host, config.allowed_hosts))
+    if config.allowed_hosts == ("*",):
+        _log.info("listening on %s: requests naming any host are answered (--allow-host NAME limits them)", host)
     app = create_app(config)
     settings = uvicorn.Config(
         app,

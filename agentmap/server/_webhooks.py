@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError
+from agentmap.server._reach import host_matches
 from agentmap.server._store_base import now
 
 __all__ = ["ATTEMPTS", "Webhooks", "check_webhook", "signature"]
@@ -44,7 +45,7 @@ def check_webhook(url: str, hosts: Sequence[str]) -> str:
         host = ""
     if not host or parts.scheme not in ("http", "https") or not host:
         raise ApiError(422, "bad-request", f"webhook {url!r} is not an http:// or https:// URL", hint="send a full URL")
-    if not any(_matches(host, allowed.strip().lower()) for allowed in hosts):
+    if not any(host_matches(host, allowed.strip().lower()) for allowed in hosts):
         raise ApiError(
             422,
             "bad-request",
@@ -54,12 +55,6 @@ def check_webhook(url: str, hosts: Sequence[str]) -> str:
             + (f" (allowed now: {', '.join(hosts)})" if hosts else " (no webhook host is allowed now)"),
         )
     return url
-
-
-def _matches(host: str, allowed: str) -> bool:
-    if allowed.startswith("*."):
-        return host.endswith(allowed[1:])
-    return host == allowed
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:

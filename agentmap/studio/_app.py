@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, InstanceOf
 
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.options import CompileOptions
+from agentmap.server import Guard, Reach, new_token
 from agentmap.spec.columns import map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
@@ -33,6 +34,10 @@ class StudioConfig(BaseModel):
     Attributes:
         target: The workflow file, or folder of workflow files, the studio opens.
         api_key: The key the page must send (`X-Api-Key`); None: no key asked (loopback only).
+        token: The token every request but the page and its files must carry (`X-AgentMap-Token`); a fresh one
+            for each config unless given. `agentmap studio` prints it in the page's address (`?token=...`).
+        allowed_hosts: Names the `Host` header may carry besides this machine's own (as `ServeConfig`'s).
+        max_body: The largest request body accepted, in bytes (5 MiB).
         options: The workflow's compile options (`functions_dir`, `agents_dir`, `settings`), for checks, drawings
             and runs.
         checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
@@ -41,6 +46,9 @@ class StudioConfig(BaseModel):
 
     target: Path
     api_key: str | None = None
+    token: str = Field(default_factory=new_token, min_length=1, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    max_body: int = Field(default=5_242_880, ge=1)  # 5 MiB
     options: InstanceOf[CompileOptions] = Field(default_factory=CompileOptions)
     checkpoint: str = ".agentmap/studio.db"
     graph: str | None = None
@@ -80,7 +88,9 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
         WorkflowFileError: The target does not exist.
     """
     files = Files(config.target)
-    served = ServedFile(config.checkpoint, config.api_key, config.options)
+    served = ServedFile(
+        config.checkpoint, config.api_key, config.options, hosts=config.allowed_hosts, max_body=config.max_body
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -113,7 +123,14 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
         status = 401 if err.code == "api-key-required" else status
         return JSONResponse({"code": err.code, "message": err.message, "hint": err.hint}, status_code=status)
 
+    reach = Reach(hosts=config.allowed_hosts, token=config.token)  # the page's own origin alone may write
+    app.add_middleware(Guard, api_key=None, max_body=config.max_body, reach=reach, public=_public)
     return app
+
+
+def _public(path: str) -> bool:
+    """Whether a path is served without the token: the page, its scripts and styles, the documentation pages."""
+    return path in ("/", "/favicon.ico") or path.startswith(("/studio/static/", "/studio/docs/"))
 
 
 def _key_check(api_key: str | None) -> Any:

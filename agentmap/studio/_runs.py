@@ -30,12 +30,24 @@ class ServedFile:
         checkpoint: Where the served threads are kept (as `agentmap serve --checkpoint`).
         api_key: The key the served routes ask for (the studio's own).
         options: The served workflow's compile options.
+        hosts: The names the `Host` header may carry besides this machine's (the studio's own).
+        max_body: The largest request body accepted, in bytes (the studio's own).
     """
 
-    def __init__(self, checkpoint: str, api_key: str | None, options: CompileOptions) -> None:
+    def __init__(
+        self,
+        checkpoint: str,
+        api_key: str | None,
+        options: CompileOptions,
+        *,
+        hosts: tuple[str, ...] = (),
+        max_body: int = 1_048_576,
+    ) -> None:
         self._checkpoint = checkpoint
         self._api_key = api_key
         self._options = options
+        self._hosts = hosts
+        self._max_body = max_body
         self._app: Any = None
         self._stop: asyncio.Event | None = None
         self._keeper: asyncio.Task[None] | None = None
@@ -57,6 +69,8 @@ class ServedFile:
                     targets=(str(path),),
                     checkpoint=self._checkpoint,
                     api_key=self._api_key,
+                    allowed_hosts=self._hosts,
+                    max_body=self._max_body,
                     compile_options=self._options,
                 )
                 Path(self._checkpoint).parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from agentmap.server import require_key
+from agentmap.server import hosts_for, require_key
 from agentmap.studio._app import StudioConfig, create_studio_app
 from agentmap.studio._files import Files
 
@@ -21,7 +21,7 @@ def _server(config: StudioConfig, host: str, port: int, log_level: str) -> Any:
     import uvicorn
 
     require_key(host, config.api_key)
-    app = create_studio_app(config)
+    app = create_studio_app(config.model_copy(update={"allowed_hosts": hosts_for(host, config.allowed_hosts)}))
     settings = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on")
     return uvicorn.Server(settings)
 
@@ -35,7 +35,7 @@ def studio(
     started: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the studio until interrupted (Ctrl-C); `started(url)` is called once it listens, with the address of
-    the page opening the file it was started on (a workbook: its first sheet).
+    the page opening the file it was started on (a workbook: its first sheet), its token at the end.
 
     Raises:
         ConfigError: A host beyond loopback without an API key.
@@ -46,7 +46,8 @@ def studio(
         server.run()
         return
     with _running(server, host) as url:
-        started(url + _opening(config.target, config.graph))
+        opening = _opening(config.target, config.graph)
+        started(f"{url}{opening}{'&' if opening else '?'}token={quote(config.token)}")
         while not server.should_exit:
             time.sleep(0.2)
 
@@ -66,7 +67,9 @@ def _opening(target: Path, graph: str | None = None) -> str:
 
 @contextmanager
 def background(config: StudioConfig, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve the studio from a thread of this process; yields its URL (port 0: a free port). Stops with the block."""
+    """Serve the studio from a thread of this process; yields its URL (port 0: a free port). Stops with the block.
+
+    The page is `url + "?token=" + config.token`; a script sends the token as the `X-AgentMap-Token` header."""
     with _running(_server(config, host, port, "warning"), host) as url:
         yield url
 

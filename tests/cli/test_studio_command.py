@@ -60,19 +60,51 @@ def test_prints_the_address_of_the_page_and_serves_the_file(
     proc = forked.start("studio", f"{flow}{graph}", "--port", "0", cwd=tmp_path, env=dict(os.environ))
     out = Path(proc._out)
     deadline = time.monotonic() + 30
-    printed = r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=" + re.escape(query) + r"  "
+    printed = r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=" + re.escape(query) + r"&token=([\w-]{43})  "
     while not (found := re.search(printed, _read(out))):
         assert proc.poll() is None and time.monotonic() < deadline, _read(out)
         time.sleep(0.05)
-    url = found.group(1)
+    url, token = found.group(1), {"X-AgentMap-Token": found.group(2)}
     try:
         assert "AgentMap studio" in httpx.get(url).text
-        opened = httpx.get(url + "studio/api/open", params={"file": opened_name}).json()
+        refused = httpx.get(url + "studio/api/open", params={"file": opened_name})  # a page without the token
+        assert refused.status_code == 401 and refused.json()["code"] == "token-required"
+        opened = httpx.get(url + "studio/api/open", params={"file": opened_name}, headers=token).json()
         assert opened["columns"][:2] == ["GraphName", "Node"] or opened_name.endswith("[Notes]")
         assert opened["valid"] is True or opened_name.endswith("[Notes]")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_a_token_from_the_environment_allowed_hosts_and_a_body_limit(tmp_path: Path) -> None:
+    flow = tmp_path / "branching.csv"
+    flow.write_bytes((GRAPHS / "branching.csv").read_bytes())
+    env = {**os.environ, "STUDIO_TOKEN": "scripted-token"}
+    args = ["--port", "0", "--token-env", "STUDIO_TOKEN", "--allow-host", "studio.lan", "--max-body", "300"]
+    proc = forked.start("studio", str(flow), *args, cwd=tmp_path, env=env)
+    out, deadline = Path(proc._out), time.monotonic() + 30
+    while not (found := re.search(r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\S*token=(\S+)  ", _read(out))):
+        assert proc.poll() is None and time.monotonic() < deadline, _read(out)
+        time.sleep(0.05)
+    url, token = found.group(1), {"X-AgentMap-Token": "scripted-token"}
+    try:
+        assert found.group(2) == "scripted-token"
+        assert httpx.get(url + "studio/api/files", headers={**token, "Host": "studio.lan"}).status_code == 200
+        assert httpx.get(url + "studio/api/files", headers={**token, "Host": "evil.example"}).status_code == 403
+        rows = [{"id": None, "cells": ["x" * 400]}]
+        big = httpx.post(url + "studio/api/check", json={"file": "branching.csv", "rows": rows}, headers=token)
+        assert big.status_code == 413
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+
+
+def test_refuses_an_unset_token_variable(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTMAP_TEST_TOKEN", raising=False)
+    assert run_cli(["studio", str(GRAPHS / "branching.csv"), "--token-env", "AGENTMAP_TEST_TOKEN"]) == 2
+    assert "--token-env names AGENTMAP_TEST_TOKEN, which is not set" in capsys.readouterr().err
 
 
 def _read(path: Path) -> str:

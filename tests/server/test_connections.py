@@ -47,7 +47,7 @@ def test_a_client_that_sends_no_headers_or_trickles_them_is_closed(tmp_path: Pat
     with serving(folder, checkpoint="memory", header_timeout=0.5) as url:
         silent, trickling = _connect(url), _connect(url)
         assert _closed_by_server(silent, 20), "a connection that sent nothing was kept open"
-        endless = b"GET /ok HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 10_000
+        endless = b"GET /ok HTTP/1.1\r\nHost: localhost\r\n" + b"X-Slow: " + b"a" * 10_000
         assert _closed_by_server(trickling, 20, endless), "a connection trickling its headers was kept open"
         with sdk.get_sync_client(url=url, api_key=None) as client:  # the server goes on serving
             assert client.runs.wait(None, "HelloWorld", input={"name": "Ada"})["greeting"] == "Hello, Ada!"
@@ -57,12 +57,12 @@ def test_the_next_request_on_a_kept_alive_connection_has_the_same_clock(tmp_path
     folder = make_project(tmp_path / "p")
     with serving(folder, checkpoint="memory", header_timeout=0.5) as url:
         sock = _connect(url)
-        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n")
         answer = b""
         while b"\r\n\r\n" not in answer:
             answer += sock.recv(4096)
         assert answer.startswith(b"HTTP/1.1 200")
-        assert _closed_by_server(sock, 20, b"GET /ok HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 10_000)
+        assert _closed_by_server(sock, 20, b"GET /ok HTTP/1.1\r\nHost: localhost\r\n" + b"X-Slow: " + b"a" * 10_000)
 
 
 def test_a_request_that_was_read_is_answered_however_long_its_run_takes(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from studio_helpers import studio_client
 
 import agentmap
-from agentmap.studio import StudioConfig, create_studio_app
+from agentmap.studio import StudioConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         (tmp_path / name).write_bytes(text.encode("utf-8"))
         (tmp_path / name).chmod(0o644)
     (tmp_path / "cp1252.csv").write_bytes("GraphName,Node,AgentType,Prompt\nG,A,template,Café\n".encode("cp1252"))
-    with TestClient(create_studio_app(StudioConfig(target=tmp_path))) as test_client:
+    with studio_client(StudioConfig(target=tmp_path)) as test_client:
         yield test_client
 
 
@@ -115,7 +116,7 @@ def test_findings_are_those_of_agentmap_validate(tmp_path: Path, name: str) -> N
             (ROOT / "graphs" / name).read_text(encoding="utf-8").replace("decision,Report,", "decision,Reportt,")
         )
     expected = [(i.row, i.column, i.code, i.message) for i in agentmap.validate(flow)]
-    with TestClient(create_studio_app(StudioConfig(target=flow))) as client:
+    with studio_client(StudioConfig(target=flow)) as client:
         found = [(f["row"], f["column_name"], f["code"], f["message"]) for f in opened(client, name)["findings"]]
     assert found == expected
     assert name != "branching.csv" or ("unknown-target" in [code for _, _, code, _ in found])
@@ -126,7 +127,7 @@ def test_a_sheet_with_an_error_is_not_drawn_and_a_valid_one_is_drawn_as_export_d
 
     flow = tmp_path / "branching.csv"
     flow.write_bytes((ROOT / "graphs" / "branching.csv").read_bytes())
-    with TestClient(create_studio_app(StudioConfig(target=flow))) as client:
+    with studio_client(StudioConfig(target=flow)) as client:
         rows = opened(client, "branching.csv")["rows"]
         drawn = client.post("/studio/api/draw", json={"file": "branching.csv", "rows": rows, "graph": "Approval"})
         assert drawn.json()["svg"] == draw_graph(agentmap.compile(flow))
@@ -138,7 +139,7 @@ def test_a_sheet_with_an_error_is_not_drawn_and_a_valid_one_is_drawn_as_export_d
 def test_an_api_key_is_asked_for_every_route_but_the_page(tmp_path: Path) -> None:
     flow = tmp_path / "branching.csv"
     flow.write_bytes((ROOT / "graphs" / "branching.csv").read_bytes())
-    with TestClient(create_studio_app(StudioConfig(target=flow, api_key="k"))) as client:
+    with studio_client(StudioConfig(target=flow, api_key="k")) as client:
         assert client.get("/").status_code == 200
         refused = client.get("/studio/api/files")
         assert refused.status_code == 401 and refused.json()["code"] == "api-key-required"

@@ -42,19 +42,27 @@ def browser() -> Iterator[Any]:
 
 
 @contextmanager
-def studio_page(browser: Any, target: Path, file: str | None = None) -> Iterator[Any]:
+def studio_page(
+    browser: Any, target: Path, file: str | None = None, *, config: Any = None, url: str | None = None
+) -> Iterator[Any]:
+    """A page of the studio of `target` (or of `config`, already served at `url`), opened at the address
+    `agentmap studio` prints: the file, and the token at the end."""
     from agentmap.studio import StudioConfig, background
 
-    checkpoint = str((target if target.is_dir() else target.parent) / "studio.db")
-    with background(StudioConfig(target=target, checkpoint=checkpoint)) as url:
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(url + f"?file={file or target.name}")
-        page.get_by_role("grid").wait_for()
-        page.wait_for_function("Number(document.body.dataset.checks) >= 1")
-        try:
+    if config is None or url is None:
+        checkpoint = str((target if target.is_dir() else target.parent) / "studio.db")
+        config = StudioConfig(target=target, checkpoint=checkpoint)
+        with background(config) as url, studio_page(browser, target, file, config=config, url=url) as page:
             yield page
-        finally:
-            page.close()
+        return
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(url + f"?file={file or target.name}&token={config.token}")
+    page.get_by_role("grid").wait_for()
+    page.wait_for_function("Number(document.body.dataset.checks) >= 1")
+    try:
+        yield page
+    finally:
+        page.close()
 
 
 def artefacts(tmp_path: Path) -> Path:
@@ -181,6 +189,28 @@ def test_the_address_can_name_the_graph_shown_first(browser: Any, tmp_path: Path
     with studio_page(browser, tmp_path, file="subgraph.csv&graph=Frame") as page:  # agentmap studio subgraph.csv::Frame
         page.get_by_role("tab", name="Frame", selected=True).wait_for()
         assert page.get_by_role("tab", name="All rows").get_attribute("aria-selected") == "false"
+
+
+def test_the_page_keeps_the_token_of_its_address_and_without_it_says_where_to_find_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    from agentmap.studio import StudioConfig, background
+
+    shutil.copy(ROOT / "graphs" / "branching.csv", tmp_path / "branching.csv")
+    config = StudioConfig(target=tmp_path / "branching.csv", checkpoint=str(tmp_path / "studio.db"))
+    with background(config) as url:
+        stranger = browser.new_page()  # a page of its own, opened without the printed address
+        stranger.goto(url + "?file=branching.csv")
+        stranger.wait_for_function("document.body.dataset.state === 'error'")
+        said = stranger.get_by_role("status").filter(has_text="needs the studio's token")
+        assert "open the address agentmap studio printed" in said.inner_text()
+        assert stranger.get_by_role("gridcell").count() == 0
+        stranger.close()
+        with studio_page(browser, tmp_path / "branching.csv", config=config, url=url) as page:
+            assert "token" not in page.url and "file=branching.csv" in page.url  # out of the address bar
+            page.reload()  # kept for this address
+            page.wait_for_function("Number(document.body.dataset.checks) >= 1")
+            assert cell(page, 3, 9).inner_text() == "Report"
 
 
 def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(browser: Any, tmp_path: Path) -> None:

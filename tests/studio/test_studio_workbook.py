@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from studio_helpers import studio_client
 
 import agentmap
-from agentmap.studio import StudioConfig, create_studio_app
+from agentmap.studio import StudioConfig
 
 openpyxl = pytest.importorskip("openpyxl")
 styles = pytest.importorskip("openpyxl.styles")
@@ -47,7 +48,7 @@ def book_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(book_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_studio_app(StudioConfig(target=book_path))) as test_client:
+    with studio_client(StudioConfig(target=book_path)) as test_client:
         yield test_client
 
 
@@ -166,7 +167,7 @@ def test_a_call_to_another_sheets_graph_is_checked_against_the_workbook_as_edite
     path = calling_workbook(tmp_path / "calls.xlsx")
     assert validated(path) == []
     name = f"calls.xlsx[{sheet}]"
-    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+    with studio_client(StudioConfig(target=path)) as client:
         data = opened(client, name)
         rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
         rows[row]["cells"][column] = text
@@ -202,7 +203,7 @@ def formula_workbook(path: Path) -> Path:
 def test_a_formula_cell_shows_the_value_excel_computed_and_the_workbook_is_not_saved_over_it(tmp_path: Path) -> None:
     path = formula_workbook(tmp_path / "formulas.xlsx")
     before = path.read_bytes()
-    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+    with studio_client(StudioConfig(target=path)) as client:
         data = opened(client, "formulas.xlsx[Greet]")
         assert data["rows"][1]["cells"][2] == "Hello, {name}"  # what Excel shows, and what agentmap run reads
         assert data["rows"][1]["formulas"] == {"2": '="Hello, "&"{name}"'} and data["rows"][0]["formulas"] == {}
@@ -219,7 +220,7 @@ def test_a_formula_cell_shows_the_value_excel_computed_and_the_workbook_is_not_s
 
 def test_another_sheet_changed_on_disk_is_checked_as_it_is_now(tmp_path: Path) -> None:
     path = calling_workbook(tmp_path / "calls.xlsx")
-    with TestClient(create_studio_app(StudioConfig(target=path))) as client:
+    with studio_client(StudioConfig(target=path)) as client:
         data = opened(client, "calls.xlsx[Main]")
         rows = [{"id": r["id"], "cells": r["cells"]} for r in data["rows"]]
         assert client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()["valid"]

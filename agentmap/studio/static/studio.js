@@ -15,10 +15,30 @@ function say(text, state) {
   if (state) document.body.dataset.state = state;
 }
 
-async function api(method, path, body) {
-  const init = { method, headers: {} };
+// The studio's per-launch token, from the address `agentmap studio` printed (?token=...): kept for this origin
+// (a reload, another tab), then taken out of the address bar so it is not bookmarked or shown.
+const TOKEN = (() => {
+  const params = new URLSearchParams(location.search);
+  const given = params.get("token");
+  if (given) {
+    localStorage.setItem("agentmap-studio-token", given);
+    params.delete("token");
+    const query = params.toString();
+    history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
+  }
+  return given || localStorage.getItem("agentmap-studio-token") || "";
+})();
+
+// every request to the studio carries the token, and the API key when one is entered
+function credentials(headers) {
+  headers["X-AgentMap-Token"] = TOKEN;
   const key = $("api-key").value.trim();
-  if (key) init.headers["X-Api-Key"] = key;
+  if (key) headers["X-Api-Key"] = key;
+  return headers;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: credentials({}) };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -68,7 +88,10 @@ async function start() {
     if (found) select.value = found;
     await openFile(select.value);
   } catch (err) {
-    say(err.status === 401 ? "This studio needs its API key: enter it above." : err.message, "error");
+    const refused = err.data && err.data.code === "token-required"
+      ? "This page needs the studio's token: open the address agentmap studio printed (it ends with token=…)."
+      : "This studio needs its API key: enter it above.";
+    say(err.status === 401 ? refused : err.message, "error");
   }
 }
 
@@ -649,9 +672,7 @@ const SERVER = "/server";
 const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {}, order: [], ended: false };
 
 async function serverCall(method, path, body) {
-  const init = { method, headers: { "Content-Type": "application/json" } };
-  const key = $("api-key").value.trim();
-  if (key) init.headers["X-Api-Key"] = key;
+  const init = { method, headers: credentials({ "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const response = await fetch(SERVER + path, init);
   const data = await response.json().catch(() => ({}));
@@ -799,9 +820,7 @@ function ask(value) {
 }
 
 async function stream(body) {
-  const key = $("api-key").value.trim();
-  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  if (key) headers["X-Api-Key"] = key;
+  const headers = credentials({ "Content-Type": "application/json", Accept: "text/event-stream" });
   const response = await fetch(`${SERVER}/threads/${encodeURIComponent(R.thread)}/runs/stream`, {
     method: "POST", headers, body: JSON.stringify({ assistant_id: R.assistant.assistant_id, stream_mode: ["values", "updates", "nodes"], durability: "sync", ...body }),
   });
