@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agentmap._langgraph import DURABILITY_KEY
 from agentmap.errors import AgentMapError, ErrorCode
 
 __all__ = ["SAVE_DEADLINE", "CheckpointNotSaved", "Key", "await_saved", "settle", "step_checkpoint", "wait_saved"]
@@ -103,7 +104,7 @@ def settle(config: Any, checkpoint: Any, saved: bool) -> None:
 def step_checkpoint(configurable: Any) -> Key | None:
     """The checkpoint the running task was prepared from (from its config), or None: nothing to wait for
     (`exit` durability, no checkpoint map)."""
-    if configurable.get("__pregel_durability") == "exit":
+    if configurable.get(DURABILITY_KEY) == "exit":
         return None
     task_ns = str(configurable.get("checkpoint_ns") or "")
     graph_ns = task_ns.rpartition("|")[0]  # a task's namespace: the graph's, `|`, then `node:task id`

@@ -227,11 +227,11 @@ def tally(node: str, limit: float | None = None) -> Iterator[Tally]:
 
 def meter() -> Meter | None:
     """The meter of the run whose node is running here (None outside a run AgentMap started)."""
-    config_module = sys.modules.get("langchain_core.runnables.config")
-    if config_module is None:
-        return None
-    config = config_module.var_child_runnable_config.get() or {}
-    found = (config.get("configurable") or {}).get(METER_KEY)
+    if "langchain_core.runnables.config" not in sys.modules:
+        return None  # no run has started in this process
+    from agentmap._langgraph import current_config
+
+    found = (current_config().get("configurable") or {}).get(METER_KEY)
     return found if isinstance(found, Meter) else None
 
 

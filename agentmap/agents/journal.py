@@ -21,12 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentmap._langgraph import CHECKPOINTER_KEY, TASK_ID_KEY, current_config
 from agentmap.agents._checkpoint_saves import Key, await_saved, step_checkpoint, wait_saved
 from agentmap.agents._journal_rows import TABLE, intact, rows_of, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
@@ -106,13 +106,12 @@ class _Where:
 def _where() -> _Where | None:
     """Where the current call is journaled, or None (no node, no checkpointer, a saver of another kind)."""
     node = _NODE.get()
-    config_module = sys.modules.get("langchain_core.runnables.config")
-    if node is None or config_module is None:
+    if node is None:
         return None
-    config = config_module.var_child_runnable_config.get() or {}
+    config = current_config()
     configurable = config.get("configurable") or {}
-    saver = configurable.get("__pregel_checkpointer")
-    task_id = configurable.get("__pregel_task_id")
+    saver = configurable.get(CHECKPOINTER_KEY)
+    task_id = configurable.get(TASK_ID_KEY)
     thread = configurable.get("thread_id")
     kind = rows_of(saver)
     if kind is None and saver is not None:

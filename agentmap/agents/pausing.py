@@ -48,7 +48,9 @@ def require_checkpointer(node: str, kind: str) -> None:
         configurable = get_config().get("configurable", {})
     except RuntimeError:  # not inside a graph run
         return
-    if "__pregel_checkpointer" in configurable and configurable["__pregel_checkpointer"] is None:
+    from agentmap._langgraph import CHECKPOINTER_KEY
+
+    if CHECKPOINTER_KEY in configurable and configurable[CHECKPOINTER_KEY] is None:
         raise RuntimeError(
             f"{kind} node {node!r} pauses the run for an answer and needs a checkpointer to resume it: pass "
             'checkpointer="memory" or "runs.db" to agentmap.compile, or --checkpoint runs.db to agentmap run'

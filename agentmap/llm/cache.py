@@ -14,13 +14,13 @@ import json
 import logging
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap._langgraph import CHECKPOINTER_KEY, current_config
 from agentmap.agents._saver_sql import Execute, saver_sql, sqlite_sql
 from agentmap.agents.journal import digest
 from agentmap.runtime.node_cache import cache_problem
@@ -83,12 +83,10 @@ def _key(model: str, request: Any) -> str:
 def _place() -> Execute | None:
     """How to run SQL on this run's cache: the checkpoint's database, else the default file; None when the run
     turned the cache off (`--no-cache`)."""
-    config_module = sys.modules.get("langchain_core.runnables.config")
-    config = (config_module.var_child_runnable_config.get() if config_module else None) or {}
-    configurable = config.get("configurable") or {}
+    configurable = current_config().get("configurable") or {}
     if configurable.get("no_cache"):
         return None
-    return saver_sql(configurable.get("__pregel_checkpointer"), _CREATE) or _default_file()
+    return saver_sql(configurable.get(CHECKPOINTER_KEY), _CREATE) or _default_file()
 
 
 def _default_file() -> Execute:

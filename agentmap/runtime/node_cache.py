@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_FILE", "cache_hits", "cache_problem", "node_cache", "policy_for", "without_cache"]
 
 DEFAULT_FILE = Path(".agentmap") / "node_cache.db"
-_CACHE_KEY = "__pregel_cache"  # LangGraph's run-config key for the graph's cache; None turns it off for a run
 
 OnHit = Callable[[str, Any], None]
 _ON_HIT: contextvars.ContextVar[OnHit | None] = contextvars.ContextVar("agentmap_node_cache_hit", default=None)
@@ -154,4 +153,6 @@ def _hits_to(on_hit: OnHit) -> Iterator[None]:
 
 def without_cache(configurable: dict[str, Any]) -> dict[str, Any]:
     """The run's configurable with the node cache turned off (`--no-cache`)."""
-    return {**configurable, _CACHE_KEY: None}
+    from agentmap._langgraph import CACHE_KEY  # None there turns the graph's cache off for the run
+
+    return {**configurable, CACHE_KEY: None}

@@ -190,7 +190,9 @@ def settings_for(context: Mapping[str, Any], *, own_timeout: bool = False) -> Re
 
 
 def _attempt(config: RunnableConfig | None) -> int:
-    runtime = (config or {}).get("configurable", {}).get("__pregel_runtime")
+    from agentmap._langgraph import RUNTIME_KEY
+
+    runtime = (config or {}).get("configurable", {}).get(RUNTIME_KEY)
     info = getattr(runtime, "execution_info", None)
     return int(getattr(info, "node_attempt", 1) or 1)
 
@@ -200,8 +202,7 @@ def _bounded(agent: BaseAgent, state: Any, call: Callable[[], Any], timeout: flo
         return call()
     import contextvars
 
-    from langchain_core.runnables.config import var_child_runnable_config
-
+    from agentmap._langgraph import set_current_config
     from agentmap.agents.runner import run_config, run_tracker, with_tracker  # the run's tracker, as nodes see it
 
     box: dict[str, Any] = {}
@@ -210,7 +211,7 @@ def _bounded(agent: BaseAgent, state: Any, call: Callable[[], Any], timeout: flo
     context = contextvars.copy_context()
     # An abandoned attempt must not record into the run once it is cut off: it sees the run's tracker through
     # a proxy that is detached when the attempt times out.
-    context.run(var_child_runnable_config.set, detached)
+    set_current_config(context, detached)
 
     def work() -> None:
         try:
