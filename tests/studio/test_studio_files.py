@@ -91,7 +91,8 @@ def test_a_changed_cell_is_written_in_the_style_of_its_file(client: TestClient, 
     assert (tmp_path / "semicolons.csv").read_text(encoding="utf-8") == (
         "GraphName;Node;AgentType;Edge\nG;A;echo;B\nG;B;template;\n"
     )
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+    hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert hidden == [".bom_crlf.csv.lock", ".quoted.csv.lock", ".semicolons.csv.lock"]  # no temporary left behind
     assert (tmp_path / "semicolons.csv").stat().st_mode & 0o777 == 0o644  # who may read it is kept
 
 

@@ -241,7 +241,8 @@ def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(bro
         "Review,Publish,echo,,result,published,\r\n"
     )
     assert flow.read_bytes() == expected.encode("utf-8")
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # the atomic write left no temporary
+    hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert hidden == [f".{flow.name}.lock"]  # the saves' lock file; the atomic write left no temporary
 
 
 def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(browser: Any, tmp_path: Path) -> None:

@@ -104,7 +104,8 @@ def test_saving_writes_the_cells_and_keeps_other_sheets_formatting_and_widths(
     assert greet.column_dimensions["C"].width == 42
     assert [c.value for c in notes[1]] == ["Kept as is", 3] and notes["A1"].font.italic
     assert notes.column_dimensions["A"].width == 30
-    assert not [p for p in book_path.parent.iterdir() if p.name.startswith(".")]  # no temporary left
+    hidden = [p.name for p in book_path.parent.iterdir() if p.name.startswith(".")]
+    assert hidden == [".flows.xlsx.lock"]  # the saves' lock file, and no temporary left
 
 
 def test_moved_and_removed_rows_take_their_formatting_and_leave_no_stale_cells(
