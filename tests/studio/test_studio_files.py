@@ -145,3 +145,17 @@ def test_an_api_key_is_asked_for_every_route_but_the_page(tmp_path: Path) -> Non
         refused = client.get("/studio/api/files")
         assert refused.status_code == 401 and refused.json()["code"] == "api-key-required"
         assert client.get("/studio/api/files", headers={"X-Api-Key": "k"}).json()["files"] == ["branching.csv"]
+
+
+def test_a_cell_a_spreadsheet_would_run_is_a_warning_on_its_cell_and_saved_as_typed(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,Node,AgentType,Prompt\nG,A,echo,hello\n", encoding="utf-8")
+    with studio_client(StudioConfig(target=flow)) as client:
+        data = opened(client, "flow.csv")
+        data["rows"][1]["cells"][3] = "=cmd|' /C calc'!A0"
+        checked = client.post("/studio/api/check", json={"file": "flow.csv", "rows": data["rows"]}).json()
+        found = [(f["code"], f["severity"], f["row"], f["column_name"]) for f in checked["findings"]]
+        assert found == [("formula-like-cell", "warning", 2, "Prompt")] and checked["valid"] is True
+        assert save(client, "flow.csv", data["rows"], data["version"]).status_code == 200
+    assert flow.read_text(encoding="utf-8") == "GraphName,Node,AgentType,Prompt\nG,A,echo,=cmd|' /C calc'!A0\n"
+    assert [(i.code, i.row, i.column) for i in agentmap.validate(flow)] == [("formula-like-cell", 2, "Prompt")]
