@@ -15,13 +15,17 @@ returns it starts with,
 
 `agentmap validate` warns of such a cell in a CSV workflow file (`formula-like-cell`), and `agentmap batch`
 of such a value in a CSV output, which `escape_formula` writes as a spreadsheet shows text (`'=1+2`).
+
+A workbook's cells are typed, so there text is simply kept text (`as_text`): the studio's saves and batch's
+`.xlsx` outputs write no formula that was not one.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["escape_formula", "formula_like"]
+__all__ = ["as_text", "escape_formula", "formula_like"]
 
 _FORMULA = re.compile(r"[\t\r]*(?:=.|[+\-@]\S*?[A-Za-z_][\w.]*[(|])", re.DOTALL)
 
@@ -35,3 +39,17 @@ def escape_formula(text: str) -> str:
     """`text` with a `'` before it when it is formula-like (a spreadsheet then shows it as text, OWASP's escape);
     other text as it is. Escaping twice is escaping once: `'=1+2` is not formula-like."""
     return "'" + text if formula_like(text) else text
+
+
+def as_text(cell: Any) -> bool:
+    """Keep an openpyxl cell given text as text; True when it had to be retyped.
+
+    openpyxl types a string starting with `=` as a formula and `#N/A` as an error value (`Cell._bind_value`),
+    which would make text a formula Excel runs (and one openpyxl writes without a computed value, read back
+    empty). Such a cell is typed as a string again; the caller then gives it Excel's quote prefix
+    (`cell.quotePrefix = True`: shown as text, and kept text when edited in Excel).
+    """
+    if isinstance(cell.value, str) and cell.data_type != "s":
+        cell.data_type = "s"
+        return True
+    return False

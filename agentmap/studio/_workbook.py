@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.errors import ErrorCode, WorkflowFileError
+from agentmap.spec.formulas import as_text
 from agentmap.spec.readers import Table, read_tables, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
@@ -188,7 +189,7 @@ class SheetDocument:
                 was = None if original is None else original[column] if column < len(original) else ""
                 kept = was == text  # unchanged: the value as it was, a number stays a number
                 cell.value = (values[column] if column < len(values) else None) if kept else (text or None)
-                quoted = _as_text(cell)
+                quoted = as_text(cell)  # `=SUM(A1)` typed is text, not a formula
                 if index is not None and index + 1 in styles:  # a moved row takes its formatting along
                     cell._style = copy(styles[index + 1][column])
                 if quoted:
@@ -198,17 +199,6 @@ class SheetDocument:
         out = io.BytesIO()
         book.save(out)
         return out.getvalue()
-
-
-def _as_text(cell: Any) -> bool:
-    """Keep a text value text: openpyxl types a string starting with `=` as a formula and `#N/A` as an error
-    (`Cell._bind_value`), which would make text typed in the grid a formula Excel runs (and a workbook the next
-    save refuses). Such a cell is typed as a string again; True when it was, so that it also gets Excel's quote
-    prefix (shown as text, and kept text when edited in Excel)."""
-    if isinstance(cell.value, str) and cell.data_type != "s":
-        cell.data_type = "s"
-        return True
-    return False
 
 
 def _refuse_formulas(book: Any, path: Path) -> None:
