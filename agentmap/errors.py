@@ -85,6 +85,7 @@ class ErrorCode(StrEnum):
     LEGACY_SPELLING = "legacy-spelling"
     PATH_OUTSIDE_ROOTS = "path-outside-roots"
     UNKNOWN_PROMPT = "unknown-prompt"
+    FORMULA_LIKE_CELL = "formula-like-cell"
     NO_GRAPHS = "no-graphs"
     # validation findings: graphs
     DUPLICATE_NODE = "duplicate-node"

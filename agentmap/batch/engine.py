@@ -18,6 +18,7 @@ from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResul
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
 from agentmap.batch.tables import Warn, read_rows
+from agentmap.batch.writers import check_formulas
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime.checkpoint import is_postgres
 from agentmap.runtime.options import CompileOptions
@@ -102,6 +103,7 @@ def batch(
     on_warning: Warn | None = None,
     budget: float | None = None,
     cache: bool = True,
+    csv_formulas: str = "keep",
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -140,6 +142,9 @@ def batch(
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
             (`--no-cache`; csv_specs/llm.md, "Cache").
+        csv_formulas: A value of a CSV output that a spreadsheet would run as a formula (`=HYPERLINK(...)`):
+            `keep` writes it as it is and warns of its cells (`on_warning`), `escape` writes it with a `'`
+            before it, as a spreadsheet shows text (csv_specs/batch.md, "Formulas in a CSV output").
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
 
@@ -150,6 +155,7 @@ def batch(
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
     executor = executor_named(executor)
+    check_formulas(csv_formulas)
     store = _row_store(checkpoint, executor, ray_address)
     # Chain fusion (the same rows, fewer LangGraph steps) unless the caller says, or each row is a checkpointed
     # thread (a fused chain would be saved as one step); the checkpointer and state keys are the recipe's.
@@ -183,7 +189,9 @@ def batch(
         source_name=name,
         output=Path(output) if output is not None else None,
         shaper=Shaper(dict(rename or {}), json_cells, id_column),
-        options=BatchOptions(executor, concurrency, workers, chunk_size, ray_address, redo_failed, keep_rows, budget),
+        options=BatchOptions(
+            executor, concurrency, workers, chunk_size, ray_address, redo_failed, keep_rows, budget, csv_formulas
+        ),
         on_result=on_result,
         progress=progress,
     )
@@ -234,6 +242,7 @@ class BatchOptions:
     redo_failed: bool = False
     keep_rows: bool = True
     budget: float | None = None
+    csv_formulas: str = "keep"
 
 
 def run_batch(
@@ -260,7 +269,11 @@ def run_batch(
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
-    partial = PartialFile(output, graph=runner.app.name, outputs=runner.outputs) if output is not None else None
+    partial = (
+        PartialFile(output, graph=runner.app.name, outputs=runner.outputs, formulas=options.csv_formulas)
+        if output is not None
+        else None
+    )
     done = partial.load() if partial is not None else {}
 
     finished = Finished(done, options.redo_failed)
@@ -321,7 +334,8 @@ def run_batch(
     _stop_over_budget(result, runner.meter, output, started)
     if partial is not None:
         keyed = ((shaper.key(n, row, source_name), dict(row)) for n, row in enumerate(rows(), start=1))
-        partial.finish(keyed, columns)
+        partial.finish(keyed, columns, warn)
+        result.formula_cells = len(partial.formula_cells)
     result.duration_s = time.perf_counter() - started
     return result
 

@@ -46,6 +46,8 @@ class BatchResult:
         tokens_out: Their output tokens.
         cost: What they cost in USD (None: no call had a price).
         over_budget: The budget stopped the batch (`BatchOverBudget`).
+        formula_cells: Cells of the CSV output that a spreadsheet would run as formulas (`=HYPERLINK(...)` from
+            a model): written as they are, with a warning, or escaped (`csv_formulas="escape"`).
     """
 
     rows: list[RowResult] = field(default_factory=list)
@@ -62,6 +64,7 @@ class BatchResult:
     tokens_out: int = 0
     cost: float | None = None
     over_budget: bool = False
+    formula_cells: int = 0
 
     @property
     def success(self) -> bool:
@@ -99,6 +102,7 @@ class BatchResult:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost": None if self.cost is None else round(self.cost, 8),
+            "formula_cells": self.formula_cells,
         }
 
 

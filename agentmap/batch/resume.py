@@ -4,7 +4,9 @@ Each finished row is appended to `<output>.partial` as one JSON line, flushed at
 at any moment (Ctrl-C, `kill -9`, a lost machine) keeps every row it finished. Running the batch again
 reads the file and skips those rows. When every row is done, the output table is written from the file in
 input order (the last record of a row wins, so a row is never in the output twice) and the file is removed.
-Running a finished batch again reads the finished output instead, so it skips every row.
+Running a finished batch again reads the finished output instead, so it skips every row; it reads the cells as
+they were written (an escaped `'=1+2` stays `'=1+2`, and escaping it again changes nothing), so the output is
+written again the same.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.batch.rows import RESULT_COLUMNS, RowResult
-from agentmap.batch.tables import open_writer, read_rows
+from agentmap.batch.tables import Warn, read_rows
+from agentmap.batch.writers import open_writer
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["PartialFile", "partial_path"]
@@ -36,13 +39,18 @@ class PartialFile:
     Attributes:
         path: The `.partial` file.
         output: The output table it becomes.
+        formulas: `escape`: text a spreadsheet would run is written to a CSV output with a `'` before it
+            (`TableWriter`); `keep`: as it is. The file itself holds the values as the rows made them.
     """
 
-    def __init__(self, output: Path, *, graph: str, outputs: Sequence[str]) -> None:
+    def __init__(self, output: Path, *, graph: str, outputs: Sequence[str], formulas: str = "keep") -> None:
         self.output = output
         self.path = partial_path(output)
         self.graph = graph
         self.outputs = list(outputs)
+        self.formulas = formulas
+        self.formula_cells: list[tuple[int, str, str]] = []
+        """After `finish`: the cells of a CSV output a spreadsheet would run (`TableWriter.formula_cells`)."""
         self._handle: Any = None
 
     def load(self) -> dict[str, bool]:
@@ -139,12 +147,14 @@ class PartialFile:
                 position += len(line)
         return offsets
 
-    def finish(self, rows: Iterable[tuple[str, dict[str, Any]]], columns: Sequence[str]) -> int:
+    def finish(self, rows: Iterable[tuple[str, dict[str, Any]]], columns: Sequence[str], warn: Warn) -> int:
         """Write the output table in input order from the recorded rows, then remove this file.
 
         Args:
             rows: (row id, input row) for every input row, in order.
             columns: The input columns.
+            warn: Told of the cells of a CSV output that a spreadsheet would run, when they are written as they
+                are (`formulas="keep"`).
 
         Returns:
             The number of rows written.
@@ -152,7 +162,7 @@ class PartialFile:
         self.close()
         offsets = self._offsets()
         header = [*columns, *(o for o in self.outputs if o not in columns), *RESULT_COLUMNS]
-        writer = open_writer(self.output, header)
+        writer = open_writer(self.output, header, formulas=self.formulas)
         written = 0
         try:
             with self.path.open("rb") as source:
@@ -167,8 +177,23 @@ class PartialFile:
             writer.abort()
             raise
         writer.close()
+        self.formula_cells = writer.formula_cells
         self.path.unlink()
+        if self.formula_cells and self.formulas == "keep":
+            warn(_formulas_kept(self.output, self.formula_cells))
         return written
+
+
+def _formulas_kept(output: Path, cells: Sequence[tuple[int, str, str]]) -> str:
+    """The warning of the cells of a CSV output a spreadsheet would run, written as they are: the first three."""
+    named = [f"row {row} column {column}" + (f" (row_id {key})" if key else "") for row, column, key in cells[:3]]
+    more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+    return (
+        f"{output}: {len(cells)} cell{'s' if len(cells) != 1 else ''} start like a spreadsheet formula "
+        f"({', '.join(named)}{more}): a spreadsheet opening this CSV file runs them (formula injection); they are "
+        "written as the rows made them. Read the file as data, write the output as .xlsx (its cells are text), "
+        'or pass --csv-formulas escape (csv_formulas="escape") to write them with a \' before them'
+    )
 
 
 def records(path: Path) -> Iterator[dict[str, Any]]:

@@ -1,30 +1,26 @@
-"""Input and output tables of a batch: CSV, JSON Lines, Parquet and Excel, read and written as streams.
+"""Input and output tables of a batch: CSV, JSON Lines, Parquet and Excel, read as streams (`writers` writes them).
 
-Readers yield one `dict` per data row (column -> value) without holding the table; writers take rows one at
-a time and write to a temporary file beside the target, which `close()` moves into place (a half-written
-output never replaces a good one). Parquet needs the `parquet` extra (pyarrow), Excel the `excel` extra
-(openpyxl); both are imported only when such a file is used.
+Readers yield one `dict` per data row (column -> value) without holding the table. Parquet needs the `parquet`
+extra (pyarrow), Excel the `excel` extra (openpyxl); both are imported only when such a file is used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import datetime
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 
-__all__ = ["FORMATS", "TableWriter", "Warn", "cell_text", "open_writer", "read_rows", "table_format"]
+__all__ = ["FORMATS", "ROW_GROUP", "Warn", "missing_extra", "read_rows", "table_format"]
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".xlsx": "excel"}
 """File extension -> table format."""
 
-_BATCH = 1000  # rows per Parquet row group read or written
+ROW_GROUP = 1000  # rows per Parquet row group read or written
 
 
 def table_format(path: Path, what: str) -> str:
@@ -43,7 +39,8 @@ def table_format(path: Path, what: str) -> str:
     return kind
 
 
-def _missing(path: Path, extra: str, module: str) -> ConfigError:
+def missing_extra(path: Path, extra: str, module: str) -> ConfigError:
+    """The error of a table whose format needs a package that is not installed (`extra` installs it)."""
     return ConfigError(
         f"{path.name} needs the {module} package, which is not installed",
         code=ErrorCode.MISSING_EXTRA,
@@ -213,13 +210,13 @@ def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise _missing(path, "parquet", "pyarrow") from None
+        raise missing_extra(path, "parquet", "pyarrow") from None
     try:
         source = pq.ParquetFile(path)
     except Exception as exc:
         raise ConfigError(f"cannot read {path} as Parquet: {exc}", code=ErrorCode.BAD_INPUT) from None
     with contextlib.closing(source):
-        for batch in source.iter_batches(batch_size=_BATCH):
+        for batch in source.iter_batches(batch_size=ROW_GROUP):
             yield from batch.to_pylist()
 
 
@@ -228,7 +225,7 @@ def _read_excel(path: Path, sheet: str | None, warn: Warn | None) -> Iterator[di
         import openpyxl
         from openpyxl.utils import get_column_letter
     except ImportError:
-        raise _missing(path, "excel", "openpyxl") from None
+        raise missing_extra(path, "excel", "openpyxl") from None
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:
@@ -267,122 +264,3 @@ def _read_excel(path: Path, sheet: str | None, warn: Warn | None) -> Iterator[di
 
 def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
-
-
-def cell_text(value: Any) -> str:
-    """A value as one CSV cell: text as is, numbers as written, true/false, JSON for lists and dicts."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple | dict | set):
-        return json.dumps(list(value) if isinstance(value, set) else value, ensure_ascii=False, default=str)
-    return str(value)
-
-
-def _scalar(value: Any) -> Any:
-    """A value for a typed cell (Excel, Parquet): scalars and dates kept, lists and dicts as JSON, others as text."""
-    if value is None or isinstance(value, str | bool | int | float | datetime.date | datetime.time):
-        return value
-    return cell_text(value)
-
-
-class TableWriter:
-    """Writes rows to a temporary file beside `path`; `close()` puts it in place, `abort()` drops it."""
-
-    def __init__(self, path: Path, columns: Sequence[str]) -> None:
-        self.path = path
-        self.columns = list(columns)
-        self.kind = table_format(path, "output table")
-        self._temp = path.with_name(f".{path.name}.writing")
-        self._rows: list[dict[str, Any]] = []
-        self._handle: Any = None
-        self._writer: Any = None
-        if self.kind in ("csv", "jsonl"):
-            self._handle = self._temp.open("w", encoding="utf-8", newline="")
-            if self.kind == "csv":
-                self._writer = csv.writer(self._handle)
-                self._writer.writerow(self.columns)
-        elif self.kind == "excel":
-            try:
-                import openpyxl
-            except ImportError:
-                raise _missing(path, "excel", "openpyxl") from None
-            self._book = openpyxl.Workbook(write_only=True)
-            self._sheet = self._book.create_sheet("results")
-            self._sheet.append(self.columns)
-        else:
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise _missing(path, "parquet", "pyarrow") from None
-
-    def write(self, row: dict[str, Any]) -> None:
-        """Write one row (missing columns are empty)."""
-        if self.kind == "csv":
-            self._writer.writerow([cell_text(row.get(c)) for c in self.columns])
-        elif self.kind == "jsonl":
-            self._handle.write(json.dumps({c: row.get(c) for c in self.columns}, ensure_ascii=False, default=str))
-            self._handle.write("\n")
-        elif self.kind == "excel":
-            self._sheet.append([_scalar(row.get(c)) for c in self.columns])
-        else:
-            self._rows.append({c: _scalar(row.get(c)) for c in self.columns})
-            if len(self._rows) >= _BATCH:
-                self._flush_parquet()
-
-    def _flush_parquet(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if self._writer is None:
-            fields = []
-            for column in self.columns:
-                kind = pa.array([r[column] for r in self._rows]).type
-                fields.append(pa.field(column, pa.string() if pa.types.is_null(kind) else kind))
-            self._writer = pq.ParquetWriter(self._temp, pa.schema(fields))
-        schema = self._writer.schema
-        columns = []
-        for field in schema:
-            values = [r[field.name] for r in self._rows]
-            if pa.types.is_string(field.type):
-                values = [None if v is None else cell_text(v) for v in values]
-            try:
-                columns.append(pa.array(values, type=field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                raise ConfigError(
-                    f"column {field.name!r} of {self.path} holds values of another type than in its first rows",
-                    code=ErrorCode.BAD_OUTPUT,
-                    hint="write the output as .jsonl or .csv, or make the workflow write one type to that field",
-                ) from None
-        self._writer.write_table(pa.Table.from_arrays(columns, schema=schema))
-        self._rows.clear()
-
-    def close(self) -> None:
-        """Finish the file and move it over `path`."""
-        if self.kind in ("csv", "jsonl"):
-            self._handle.close()
-        elif self.kind == "excel":
-            self._book.save(self._temp)
-        else:
-            if self._rows or self._writer is None:
-                self._flush_parquet()
-            self._writer.close()
-        os.replace(self._temp, self.path)
-
-    def abort(self) -> None:
-        """Drop the temporary file; `path` is left as it was."""
-        with contextlib.suppress(Exception):
-            if self._handle is not None:
-                self._handle.close()
-            if self.kind == "parquet" and self._writer is not None:
-                self._writer.close()
-        with contextlib.suppress(OSError):
-            self._temp.unlink()
-
-
-def open_writer(path: Path, columns: Sequence[str]) -> TableWriter:
-    """A `TableWriter` for `path` in the format of its extension."""
-    return TableWriter(path, columns)

@@ -191,6 +191,7 @@ def batch_command(
     lenient: bool = False,
     budget: float | None = None,
     no_cache: bool = False,
+    csv_formulas: str = "keep",
 ) -> int:
     """The `batch` command; returns the exit code."""
     settings = load(config, debug)
@@ -239,6 +240,7 @@ def batch_command(
                 on_warning=_warn,
                 budget=budget,
                 cache=not no_cache,
+                csv_formulas=csv_formulas,
                 **settings.compile_options(),
                 **settings.policy_options(),
             )
@@ -354,6 +356,15 @@ def register(app: typer.Typer) -> None:
         debug: DebugOption = False,
         budget: BudgetOption = None,
         no_cache: NoCacheOption = False,
+        csv_formulas: Annotated[
+            str,
+            typer.Option(
+                "--csv-formulas",
+                metavar="[keep|escape]",
+                help="Output cells a spreadsheet would run as formulas (=HYPERLINK(...)) in a .csv output: keep "
+                "them as they are, with a warning, or escape them with a ' before them.",
+            ),
+        ] = "keep",
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
         for name, value in (("--input", input_path), ("--output", output)):
@@ -388,5 +399,6 @@ def register(app: typer.Typer) -> None:
             lenient=lenient,
             budget=budget,
             no_cache=no_cache,
+            csv_formulas=csv_formulas,
         )
         raise typer.Exit(code)

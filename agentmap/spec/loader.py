@@ -12,6 +12,7 @@ from typing import Any
 
 from agentmap.spec.cells import CellError, edge_overrides, parse_context, parse_fields, parse_targets, split_pipes
 from agentmap.spec.columns import map_headers
+from agentmap.spec.formulas import formula_like
 from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
 from agentmap.spec.prompts import resolve_prompt
 from agentmap.spec.readers import Table, column_letter, read_tables
@@ -126,6 +127,7 @@ def _read_rows(
         if not (named_by_sheet and p.code == "missing-column" and p.column == "GraphName")
     ]
     issues += _reading_notes(table.notes, file, table.header_line)
+    issues += _formula_cells(table, file)
     if any(i.code == "missing-column" for i in issues):
         return issues
 
@@ -239,3 +241,35 @@ def _reading_notes(notes: Sequence[tuple[str, str, str]], file: str, line: int) 
         Issue(severity="warning", code=code, message=message, fix=fix, file=file, row=line)
         for code, message, fix in notes
     ]
+
+
+_SPREADSHEET_TEXT = (".csv", ".tsv")
+"""The files whose cells a spreadsheet parses when it opens them (a workbook's text cells stay text)."""
+
+
+def _formula_cells(table: Table, file: str) -> list[Issue]:
+    """A warning per cell of a CSV file that a spreadsheet opening it would run as a formula (`spec.formulas`)."""
+    if table.sheet is not None or Path(file).suffix.lower() not in _SPREADSHEET_TEXT:
+        return []
+    found = []
+    for line, row in table.rows:
+        for position, text in enumerate(row):
+            if not formula_like(text):
+                continue
+            column = table.headers[position] if position < len(table.headers) else column_letter(position)
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            found.append(
+                Issue(
+                    severity="warning",
+                    code="formula-like-cell",
+                    message=f"{column} holds {shown!r}, which a spreadsheet opening this CSV file runs as a formula "
+                    "(formula injection: a formula can open links or start programs)",
+                    fix="if it is text, start it otherwise (a word before the =, +, - or @); check a file someone "
+                    "else sent before opening it in a spreadsheet, or keep the workflow as .xlsx, whose text "
+                    "cells are never run",
+                    file=file,
+                    row=line,
+                    column=column,
+                )
+            )
+    return found

@@ -88,6 +88,7 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
         WorkflowFileError: The target does not exist.
     """
     files = Files(config.target)
+    files.remove_stale_temporaries()  # of saves killed half-way (a studio stopped with kill -9, a crash)
     served = ServedFile(
         config.checkpoint, config.api_key, config.options, hosts=config.allowed_hosts, max_body=config.max_body
     )

@@ -1,6 +1,12 @@
 """The files a studio may open and save: the one it was started on, or the workflow files of its folder.
 
 A workbook is opened a sheet at a time: its sheets are listed as `flows.xlsx[Sheet]`.
+
+A save is never blind, also when another studio (another process) saves the same file: under the file's lock
+(`storage.file_lock`: `flock` on `.<name>.lock` beside it) it reads the file's version (a hash of its bytes),
+compares it with the version the sheet was edited from, writes a temporary file, flushes it and renames it over
+the file. A save killed before its rename leaves its temporary file (`.<name>.studio-<random>.tmp`); the next
+studio started on the folder removes it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentmap.errors import ErrorCode, WorkflowFileError
-from agentmap.storage._files import write_atomic
+from agentmap.storage._files import file_lock, temporaries, write_atomic
 from agentmap.studio._document import Document, version_of
 from agentmap.studio._workbook import Editable, SheetDocument, sheet_names, split_sheet
 
@@ -20,6 +26,8 @@ __all__ = ["FileChangedError", "Files"]
 Rows = Sequence[tuple[int | None, Sequence[str]]]
 
 _EDITABLE = (".csv", ".tsv", ".xlsx")
+_TAG = "studio-"
+"""What names a studio's temporary files (`.flows.csv.studio-k2j4x9ab.tmp`), so only those are ever removed."""
 
 
 class FileChangedError(WorkflowFileError):
@@ -53,10 +61,27 @@ class Files:
         """The files that may be opened, relative to the root, in order."""
         if self.target.is_file():
             return self._named(self.target.name)
-        found = [p for p in self.root.rglob("*") if p.suffix.lower() in _EDITABLE and p.is_file()]
-        hidden = [p for p in found if any(part.startswith(".") for part in p.relative_to(self.root).parts)]
-        kept = sorted(str(p.relative_to(self.root)) for p in found if p not in hidden)
+        kept = sorted(str(p.relative_to(self.root)) for p in self._files())
         return [name for file in kept for name in self._named(file)]
+
+    def _files(self) -> list[Path]:
+        """The workflow files under the target (the target itself when it is a file)."""
+        if self.target.is_file():
+            return [self.target]
+        found = [p for p in self.root.rglob("*") if p.suffix.lower() in _EDITABLE and p.is_file()]
+        return [p for p in found if not any(part.startswith(".") for part in p.relative_to(self.root).parts)]
+
+    def remove_stale_temporaries(self) -> list[Path]:
+        """Remove the temporary files of saves killed before their rename (a studio's own, beside each workflow
+        file); a temporary file of a save under way in another studio (whose lock is held) is left. The removed."""
+        removed = []
+        for path in self._files():
+            for temporary in temporaries(path, _TAG):
+                with file_lock(path, wait=False) as held:
+                    if held:  # no save of this file is under way: its temporary file is stale
+                        temporary.unlink(missing_ok=True)
+                        removed.append(temporary)
+        return removed
 
     def _named(self, file: str) -> list[str]:
         """`file`, or each sheet of it as `file[Sheet]` when it is a workbook (none when it cannot be read)."""
@@ -117,7 +142,7 @@ class Files:
         """
         path = self.path(name)
         document = self.document(name)
-        with self._lock:
+        with file_lock(path):  # another studio's save of this file waits, then finds the version changed
             now = version_of(path.read_bytes())
             if now != base and not force:
                 raise FileChangedError(
@@ -125,6 +150,6 @@ class Files:
                     hint="reload it to see the other changes, or save again to overwrite them",
                 )
             mode = path.stat().st_mode & 0o7777
-            write_atomic(path, document.data(rows))
+            write_atomic(path, document.data(rows), tag=_TAG)
             os.chmod(path, mode)  # the temporary file was private (0600); the file keeps who may read it
         return self.open(name)

@@ -5,9 +5,11 @@ writes the sheet's cell values, and leaves everything else alone: the other shee
 number formats and column widths. A cell whose text was not changed keeps its value as it was (a number stays
 a number); a moved row takes its cells' formatting with it. The workbook is written atomically.
 
-A formula cell shows the value Excel last computed for it, which is what `agentmap run` reads; the page does
-not edit it. A workbook holding formulas is not saved: openpyxl writes formulas without their computed values,
-so the workflow would read those cells empty until Excel opened and saved the file again.
+Text is saved as text: `=SUM(A1)` or `#N/A` typed in the grid is a text cell (with Excel's quote prefix), never
+a formula or an error value, and reads back as the same text. A formula cell shows the value Excel last computed
+for it, which is what `agentmap run` reads; the page does not edit it. A workbook holding formulas is not saved:
+openpyxl writes formulas without their computed values, so the workflow would read those cells empty until Excel
+opened and saved the file again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.errors import ErrorCode, WorkflowFileError
+from agentmap.spec.formulas import as_text
 from agentmap.spec.readers import Table, read_tables, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
@@ -109,12 +112,13 @@ class SheetDocument:
                 code=ErrorCode.FILE_NOT_FOUND,
                 hint="its sheets: " + ", ".join(book.sheetnames),
             )
-        values = [list(row) for row in book[sheet].iter_rows(values_only=True)]
-        formulas = {
-            (r, c): value
-            for r, row in enumerate(values)
-            for c, value in enumerate(row)
-            if isinstance(value, str) and value.startswith("=")
+        grid = [list(row) for row in book[sheet].iter_rows()]
+        values = [[cell.value for cell in row] for row in grid]
+        formulas = {  # by the cell's type: a text cell `=SUM(A1)` is text
+            (r, c): str(getattr(cell.value, "text", cell.value))
+            for r, row in enumerate(grid)
+            for c, cell in enumerate(row)
+            if cell.data_type == "f"
         }
         shown = values
         if formulas:  # the values Excel computed for them, as `agentmap run` reads the sheet
@@ -185,8 +189,11 @@ class SheetDocument:
                 was = None if original is None else original[column] if column < len(original) else ""
                 kept = was == text  # unchanged: the value as it was, a number stays a number
                 cell.value = (values[column] if column < len(values) else None) if kept else (text or None)
+                quoted = as_text(cell)  # `=SUM(A1)` typed is text, not a formula
                 if index is not None and index + 1 in styles:  # a moved row takes its formatting along
                     cell._style = copy(styles[index + 1][column])
+                if quoted:
+                    cell.quotePrefix = True
         if sheet.max_row > len(rows):
             sheet.delete_rows(len(rows) + 1, sheet.max_row - len(rows))
         out = io.BytesIO()

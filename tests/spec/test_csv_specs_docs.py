@@ -139,6 +139,7 @@ VALIDATION_CODES = {
     "bad-prompt-file",
     "path-outside-roots",
     "unknown-prompt",
+    "formula-like-cell",
     "no-graphs",
     "duplicate-node",
     "reserved-name",

@@ -91,7 +91,8 @@ def test_a_changed_cell_is_written_in_the_style_of_its_file(client: TestClient, 
     assert (tmp_path / "semicolons.csv").read_text(encoding="utf-8") == (
         "GraphName;Node;AgentType;Edge\nG;A;echo;B\nG;B;template;\n"
     )
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+    hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert hidden == [".bom_crlf.csv.lock", ".quoted.csv.lock", ".semicolons.csv.lock"]  # no temporary left behind
     assert (tmp_path / "semicolons.csv").stat().st_mode & 0o777 == 0o644  # who may read it is kept
 
 
@@ -144,3 +145,17 @@ def test_an_api_key_is_asked_for_every_route_but_the_page(tmp_path: Path) -> Non
         refused = client.get("/studio/api/files")
         assert refused.status_code == 401 and refused.json()["code"] == "api-key-required"
         assert client.get("/studio/api/files", headers={"X-Api-Key": "k"}).json()["files"] == ["branching.csv"]
+
+
+def test_a_cell_a_spreadsheet_would_run_is_a_warning_on_its_cell_and_saved_as_typed(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.csv"
+    flow.write_text("GraphName,Node,AgentType,Prompt\nG,A,echo,hello\n", encoding="utf-8")
+    with studio_client(StudioConfig(target=flow)) as client:
+        data = opened(client, "flow.csv")
+        data["rows"][1]["cells"][3] = "=cmd|' /C calc'!A0"
+        checked = client.post("/studio/api/check", json={"file": "flow.csv", "rows": data["rows"]}).json()
+        found = [(f["code"], f["severity"], f["row"], f["column_name"]) for f in checked["findings"]]
+        assert found == [("formula-like-cell", "warning", 2, "Prompt")] and checked["valid"] is True
+        assert save(client, "flow.csv", data["rows"], data["version"]).status_code == 200
+    assert flow.read_text(encoding="utf-8") == "GraphName,Node,AgentType,Prompt\nG,A,echo,=cmd|' /C calc'!A0\n"
+    assert [(i.code, i.row, i.column) for i in agentmap.validate(flow)] == [("formula-like-cell", 2, "Prompt")]

@@ -241,7 +241,8 @@ def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(bro
         "Review,Publish,echo,,result,published,\r\n"
     )
     assert flow.read_bytes() == expected.encode("utf-8")
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # the atomic write left no temporary
+    hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert hidden == [f".{flow.name}.lock"]  # the saves' lock file; the atomic write left no temporary
 
 
 def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(browser: Any, tmp_path: Path) -> None:
@@ -474,3 +475,20 @@ def test_a_formula_cell_shows_its_value_and_is_not_edited(browser: Any, tmp_path
         page.keyboard.press("Enter")
         assert page.locator("td.editing").count() == 0
         assert "edit the formula in Excel" in page.locator("#status").inner_text()
+
+
+def test_text_typed_like_a_formula_in_a_workbook_is_saved_as_text(browser: Any, tmp_path: Path) -> None:
+    from test_studio_workbook import formatted_workbook
+
+    openpyxl = pytest.importorskip("openpyxl")
+    path = formatted_workbook(tmp_path / "flows.xlsx")
+    with studio_page(browser, path, file="flows.xlsx[Greet]") as page:
+        edit(page, cell(page, 2, 3), "=SUM(A1)")
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        assert cell(page, 2, 3).inner_text() == "=SUM(A1)" and cell(page, 2, 3).get_attribute("aria-readonly") is None
+        edit(page, cell(page, 3, 3), "Goodbye, {name}")  # the next save is not refused
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+    greet = openpyxl.load_workbook(path)["Greet"]
+    assert (greet["C2"].value, greet["C2"].data_type, greet["C3"].value) == ("=SUM(A1)", "s", "Goodbye, {name}")

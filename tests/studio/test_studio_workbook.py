@@ -104,7 +104,8 @@ def test_saving_writes_the_cells_and_keeps_other_sheets_formatting_and_widths(
     assert greet.column_dimensions["C"].width == 42
     assert [c.value for c in notes[1]] == ["Kept as is", 3] and notes["A1"].font.italic
     assert notes.column_dimensions["A"].width == 30
-    assert not [p for p in book_path.parent.iterdir() if p.name.startswith(".")]  # no temporary left
+    hidden = [p.name for p in book_path.parent.iterdir() if p.name.startswith(".")]
+    assert hidden == [".flows.xlsx.lock"]  # the saves' lock file, and no temporary left
 
 
 def test_moved_and_removed_rows_take_their_formatting_and_leave_no_stale_cells(
@@ -230,3 +231,27 @@ def test_another_sheet_changed_on_disk_is_checked_as_it_is_now(tmp_path: Path) -
         checked = client.post("/studio/api/check", json={"file": "calls.xlsx[Main]", "rows": rows}).json()
     assert [(f["code"], f["cell"]) for f in checked["findings"]] == [("bad-config", "D2")]
     assert findings_of(checked["findings"]) == validated(path)
+
+
+def test_text_typed_like_a_formula_is_saved_as_text_and_read_back_as_that_text(
+    client: TestClient, book_path: Path
+) -> None:
+    data = opened(client, "flows.xlsx[Greet]")
+    rows = [{"id": r["id"], "cells": list(r["cells"])} for r in data["rows"]]
+    rows[1]["cells"][2] = "=SUM(A1)"  # typed in the grid: text, not a formula
+    rows[2]["cells"][2] = "#N/A"  # the text of an Excel error value
+    saved = save(client, "flows.xlsx[Greet]", rows, data["version"])
+    assert saved.status_code == 200, saved.text
+    for _ in range(2):
+        greet = openpyxl.load_workbook(book_path)["Greet"]
+        assert [(c.value, c.data_type) for c in (greet["C2"], greet["C3"])] == [("=SUM(A1)", "s"), ("#N/A", "s")]
+        assert greet["C2"].quotePrefix and greet["C3"].quotePrefix  # Excel shows it as text and keeps it text
+        assert greet["C2"].fill.fgColor.rgb == "FFFFFF00"  # the cell's formatting is kept
+        reopened = opened(client, "flows.xlsx[Greet]")
+        assert reopened["rows"][1]["cells"][2] == "=SUM(A1)" and reopened["rows"][1]["formulas"] == {}
+        rows = [{"id": r["id"], "cells": list(r["cells"])} for r in reopened["rows"]]
+        rows[1]["cells"][4] = rows[1]["cells"][4] + "s"  # another cell changed: the next save is not refused
+        again = save(client, "flows.xlsx[Greet]", rows, reopened["version"])
+        assert again.status_code == 200, again.text
+    assert [code for code, *_ in validated(book_path)] == ["sheet-skipped"]  # the Notes sheet, nothing else
+    assert agentmap.run(f"{book_path}::Greet", {"name": "Ada"}).state["greetingss"] == "=SUM(A1)"
