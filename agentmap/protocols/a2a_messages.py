@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError
+from agentmap.protocols import _tools
 from agentmap.protocols._tools import check_arguments, input_schema
 from agentmap.spec.validation import SYSTEM_KEYS
 
@@ -74,26 +75,25 @@ def run_input(assistant: Assistant, message: Any) -> dict[str, Any]:
 
 
 def check_answer_fits(assistant: Assistant, thread_id: str, message: Any) -> None:
-    """Refuse an answer that does not fit what the paused thread asks (the runtime's answer rule, `answers_for`:
-    each answer checked against its question, one for each when several wait), before a run is made of it.
+    """Refuse an answer that does not fit what the paused thread asks (`_tools.check_answer_fits`, the one rule of
+    every channel), before a run is made of it: the task stays `input-required`.
 
     Raises:
-        InvalidParamsError: The answer does not fit (the error says what would).
+        InvalidParamsError: The answer does not fit (the error names `message.parts` and says what would).
     """
     from a2a.utils.errors import InvalidParamsError
 
-    from agentmap.runtime.durable import answers_for
-
-    pending = assistant.app.thread(thread_id).questions()
-    if not pending:
-        return
     try:
-        answers_for(pending, answer_of(message), thread_id)
+        _tools.check_answer_fits(assistant, thread_id, answer_of(message))
     except AgentMapError as err:
-        raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
+        why = f"{err.message} ({err.hint})" if err.hint else err.message
+        raise InvalidParamsError(f"message.parts: {why}; the task is still input-required") from None
 
 
 def answer_of(message: Any) -> Any:
-    """The answer a message gives to a paused task: its data part, else its text."""
+    """The answer a message gives to a paused task, as the client sent it: its data part, else its text read as
+    typed text (`typed_answer`: the words as typed, as on the command line)."""
+    from agentmap.agents.questions import typed_answer
+
     data, texts = _parts(message)
-    return data[0] if data else "\n".join(texts)
+    return data[0] if data else typed_answer("\n".join(texts))
