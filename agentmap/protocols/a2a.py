@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from agentmap.errors import AgentMapError
 from agentmap.protocols._jsonrpc import Refused, read_message
 from agentmap.protocols._tools import describe, reply
-from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, input_keys, run_input
+from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, check_params, input_keys, run_input
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 from agentmap.server._run_start import start_run
 
@@ -77,11 +77,12 @@ def a2a_routes(server: Server) -> APIRouter:
 
     @router.post("/a2a/{key}")
     async def rpc(key: str, request: Request) -> Response:
-        """The assistant's A2A JSON-RPC endpoint: the message checked (`read_message`) before the SDK reads it (the
-        SDK reads the same body again); one it refuses is answered with its JSON-RPC error (200, as the SDK's)."""
+        """The assistant's A2A JSON-RPC endpoint: the message checked (`read_message`, and a 0.3 method's params:
+        `check_params`) before the SDK reads it (the SDK reads the same body again); one refused is answered with
+        its JSON-RPC error (200, as the SDK's)."""
         served = agent(key)
         try:
-            read_message(await request.body(), max_depth=_DEPTH)
+            check_params(read_message(await request.body(), max_depth=_DEPTH))
         except Refused as refused:
             return Response(json.dumps(refused.answer()), media_type="application/json")
         found: Response = await served.dispatcher.handle_requests(request)

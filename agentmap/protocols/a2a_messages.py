@@ -1,5 +1,6 @@
-"""A2A messages as runs of a graph (`a2a.py`): a message's parts as the graph's input (a data part is the state,
-a text part the single input key), and as the answer to a paused task's question, checked against it."""
+"""A2A messages as runs of a graph (`a2a.py`): a request checked against its method, a message's parts as the graph's
+input (a data part is the state, a text part the single input key), and as the answer to a paused task's question,
+checked against it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,67 @@ from agentmap.spec.validation import SYSTEM_KEYS
 if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
-__all__ = ["answer_of", "check_answer_fits", "input_keys", "run_input"]
+__all__ = ["answer_of", "check_answer_fits", "check_params", "input_keys", "run_input"]
+
+
+def check_params(request: Mapping[str, Any]) -> None:
+    """Refuse a request of an A2A 0.3 method (`message/send`, `tasks/get`, ...) whose params do not fit the method
+    as -32602 naming the field (the SDK answers it -32600 with pydantic's whole report, and logs a traceback);
+    A2A 1.0's methods the SDK answers -32602 itself.
+
+    Raises:
+        Refused: -32602 invalid params, e.g. `params.message.parts[0].data: Input should be a valid dictionary`.
+    """
+    import a2a.server.routes.jsonrpc_dispatcher  # noqa: F401 (imports the 0.3 adapter without an import cycle)
+    from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
+    from pydantic import ValidationError
+
+    from agentmap.protocols._jsonrpc import INVALID_PARAMS, Refused
+
+    model: Any = JSONRPC03Adapter.METHOD_TO_MODEL.get(str(request.get("method")))
+    if model is None:
+        return
+    try:
+        model.model_validate(request)
+    except ValidationError as err:
+        raise Refused(INVALID_PARAMS, _problem(request, err.errors()), request.get("id"), "request") from None
+
+
+def _problem(request: Mapping[str, Any], errors: list[Any]) -> str:
+    """The first of pydantic's errors, at its field; where a part fits no kind of part (pydantic tries each member of
+    the union: `TextPart`, `FilePart`, `DataPart`), the errors of the kind the part names, else the kinds there are."""
+    found: list[tuple[str, str | None, str, str]] = []  # (where, the union member tried, its field, message)
+    for error in errors:
+        where, member, field = "", None, ""
+        value: Any = request
+        for step in error["loc"]:
+            tag = isinstance(value, Mapping) and isinstance(step, str) and step not in value and step[:1].isupper()
+            if member is None and tag:
+                member = step
+                continue
+            shown = f"[{step}]" if isinstance(step, int) else f".{step}"
+            if member is None:
+                where += shown if where else str(step)
+            else:
+                field += shown
+            value = value[step] if _has(value, step) else None
+        found.append((where, member, field, str(error["msg"])))
+    where, member, field, message = found[0]
+    if member is None:
+        return f"{where}{field}: {message}"
+    here = [e for e in found if e[0] == where]
+    wrong_kind = {m for _, m, f, _ in here if f == ".kind"}
+    named = [e for e in here if e[1] not in wrong_kind]
+    if named:  # the member of the kind the part names: its own error
+        return f"{where}{named[0][2]}: {named[0][3]}"
+    kinds = " or ".join(msg.removeprefix("Input should be ") for _, _, f, msg in here if f == ".kind")
+    return f"{where}.kind: Input should be {kinds}"
+
+
+def _has(value: Any, step: Any) -> bool:
+    return (isinstance(value, Mapping) and step in value) or (
+        isinstance(value, list) and isinstance(step, int) and 0 <= step < len(value)
+    )
 
 
 def input_keys(assistant: Assistant) -> list[str]:

@@ -250,6 +250,18 @@ def test_bad_input_to_a2a_is_invalid_params_naming_the_field(serve: served.Serve
         error = send(parts)
         assert (error["id"], error["error"]["code"]) == (1, -32602), error
         assert error["error"]["message"].startswith(text), error
+    shapes = [  # before: -32600 with pydantic's whole report, and a traceback in the server's log
+        (b'[{"kind": "nope", "text": "Ada"}]', "params.message.parts[0].kind: Input should be 'text' or 'file' or"),
+        (b'[{"kind": "data", "data": [1]}]', "params.message.parts[0].data: Input should be a valid dictionary"),
+        (b"[]", "graph 'HelloWorld' takes 1 input keys (name)"),  # fits the method: the graph's own answer
+    ]
+    for parts, text in shapes:
+        error = send(parts)
+        assert (error["id"], error["error"]["code"]) == (1, -32602), error
+        assert error["error"]["message"].startswith(text), error
+    body = b'{"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {}}'
+    error = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body, timeout=60).json()
+    assert (error["id"], error["error"]["code"], error["error"]["message"]) == (5, -32602, "params.id: Field required")
     refused = send(b'[{"kind": "text", "text": "Ada"}]', request_id=b'{"a": 1}')
     assert (refused["id"], refused["error"]["code"]) == (None, -32600)
     assert send(b'[{"kind": "text", "text": "Ada"}]')["result"]["status"]["state"] == "completed"  # still serving
