@@ -7,8 +7,9 @@ client through elicitation when it can, and resumes with the answer; otherwise t
 and a thread id, and the `resume` tool continues it. Threads live in the `--checkpoint` saver (memory by
 default; a SQLite file keeps a paused run across a restart of the server).
 
-The tools and the SDK server are here (`McpGraphs`, `build_server`); `mcp_stdio.py` serves them on
-stdin/stdout (`agentmap mcp`), `mcp_http.py` at `/mcp` of `agentmap serve`.
+The tools and the SDK server are here (`McpGraphs`, `build_server`); `mcp_elicit.py` asks the client a paused
+node's question; `mcp_stdio.py` serves them on stdin/stdout (`agentmap mcp`), `mcp_http.py` at `/mcp` of
+`agentmap serve`.
 """
 
 from __future__ import annotations
@@ -25,14 +26,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 from agentmap.protocols._tools import (
     ArgumentError,
-    answer_from_form,
-    answer_schema,
     check_answer_fits,
     check_arguments,
     describe,
     input_schema,
     reply,
 )
+from agentmap.protocols.mcp_elicit import ASKS, elicit
 
 if TYPE_CHECKING:
     from mcp import types
@@ -45,7 +45,6 @@ __all__ = ["RESUME_TOOL", "Leg", "LocalRuns", "McpGraphs", "Runs", "build_server
 
 RESUME_TOOL = "resume"
 _log = logging.getLogger("agentmap.mcp")
-_ASKS = 3  # elicitations per question before the run is left paused for the `resume` tool
 
 
 def _sdk_missing() -> ConfigError:
@@ -140,7 +139,7 @@ class McpGraphs:
                 return _stopped(assistant, leg.error)
             if not leg.interrupts or leg.thread_id is None:
                 return _finished(assistant, leg)
-            asked = await _elicit(ctx, leg.interrupts)
+            asked = await elicit(ctx, leg.interrupts)
             if asked.refused is not None:
                 return _still_paused(assistant, leg.values, leg.interrupts, leg.thread_id, asked.refused)
             if asked.answer is None:
@@ -274,51 +273,6 @@ class _Progress:
         )
 
 
-@dataclass
-class _Answer:
-    """An answer the client gave (`value` may be None: an empty answer that takes the question's default)."""
-
-    value: Any
-
-
-@dataclass
-class _Asked:
-    """What elicitation got: the checked answer, or none (the client cannot or would rather not answer now), or
-    `refused`: the last refusal after `_ASKS` answers that did not fit."""
-
-    answer: _Answer | None = None
-    refused: str | None = None
-
-
-async def _elicit(ctx: Any, interrupts: Sequence[Any]) -> _Asked:
-    """The answers to the pending questions from the client (by interrupt id when several), each form's values
-    checked by `check_answer` as the client sent them; one that does not fit is asked again with the reason."""
-    from mcp import types
-
-    from agentmap.agents.questions import AnswerError, check_answer
-
-    if not ctx.session.check_client_capability(types.ClientCapabilities(elicitation=types.ElicitationCapability())):
-        return _Asked()
-    answers: dict[str, Any] = {}
-    for pending in interrupts:
-        question = _question(pending.value)
-        asked = str(question.get("question") or "Your answer?")
-        message, refused = asked, ""
-        for _ in range(_ASKS):
-            result = await ctx.session.elicit_form(message, answer_schema(question), related_request_id=ctx.request_id)
-            if result.action != "accept":
-                return _Asked()
-            try:
-                answers[pending.id] = check_answer(pending.value, answer_from_form(question, result.content))
-                break
-            except AnswerError as err:
-                refused = f"{err.message} ({err.hint})" if err.hint else err.message
-                message = f"{refused}\n{asked}"
-        else:
-            return _Asked(refused=refused)
-    return _Asked(_Answer(next(iter(answers.values())) if len(answers) == 1 else answers))
-
-
 def _finished(assistant: Assistant, leg: Leg) -> types.CallToolResult:
     from mcp import types
 
@@ -361,22 +315,17 @@ def _paused(
 def _still_paused(
     assistant: Assistant, final: dict[str, Any], interrupts: Sequence[Any], thread_id: str, refused: str
 ) -> types.CallToolResult:
-    """A tool error after `_ASKS` elicited answers that did not fit: the run stays paused, to answer with `resume`."""
+    """A tool error after `ASKS` elicited answers that did not fit: the run stays paused, to answer with `resume`."""
     from mcp import types
 
     paused = _paused(assistant, final, interrupts, thread_id)
     text = (
-        f"graph {assistant.graph_id!r} stays paused: {_ASKS} answers did not fit, the last: {refused}. Answer with the "
+        f"graph {assistant.graph_id!r} stays paused: {ASKS} answers did not fit, the last: {refused}. Answer with the "
         f'{RESUME_TOOL!r} tool: {{"thread_id": "{thread_id}", "answer": ...}}'
     )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structuredContent=paused.structuredContent, isError=True
     )
-
-
-def _question(value: Any) -> dict[str, Any]:
-    """A paused node's question as a dict (an `interrupt()` of a custom agent may pass any value)."""
-    return dict(value) if isinstance(value, Mapping) else {"question": value}
 
 
 def invalid_params(message: str | AgentMapError, *, where: str | None = None) -> Exception:
