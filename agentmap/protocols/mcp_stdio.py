@@ -164,11 +164,14 @@ async def _stdin(out: _Out) -> AsyncIterator[_In]:
 
 
 def _pump(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
-    """stdin that is not a pipe, read in a thread into `reader` on `loop`."""
-    with os.fdopen(os.dup(0), "rb", buffering=0) as source:
-        while chunk := source.read(1 << 16):
-            loop.call_soon_threadsafe(reader.feed_data, chunk)
-    loop.call_soon_threadsafe(reader.feed_eof)
+    """stdin that is not a pipe, read in a thread into `reader` on `loop` (until the end, or the loop's)."""
+    try:
+        with os.fdopen(os.dup(0), "rb", buffering=0) as source:
+            while chunk := source.read(1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+    except RuntimeError:  # the loop has closed: the server has stopped
+        return
 
 
 @contextmanager
