@@ -49,6 +49,7 @@ from agentmap._cli_api.threads import (
     open_thread,
     saved_state_keys,
     thread_history,
+    typed_answer,
 )
 from agentmap._lazy import lazy_exports
 
@@ -84,6 +85,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "thread_history",
     "journal_entries",
     "example_answer",
+    "typed_answer",
     # chat, ask, eval run, serve: a workflow as a conversational agent (`conversation`)
     "active_agent_target",
     "load_active_agent",

@@ -20,6 +20,7 @@ __all__ = [
     "open_thread",
     "saved_state_keys",
     "thread_history",
+    "typed_answer",
 ]
 
 
@@ -75,3 +76,10 @@ def example_answer(payload: Any) -> str:
     from agentmap.agents.questions import example_answer
 
     return example_answer(payload)
+
+
+def typed_answer(text: str) -> Any:
+    """resume: the answer typed as ANSWER, read as every channel reads typed text (words as typed, or JSON)."""
+    from agentmap.agents.questions import typed_answer
+
+    return typed_answer(text)

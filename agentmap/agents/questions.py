@@ -10,7 +10,12 @@ calls it again on the value `interrupt()` returns, so an answer that skipped the
 q = question("Review", "human", "Publish this draft?", interaction="approval")
 check_answer(q, "yes")      # -> True
 check_answer(q, "maybe")    # AnswerError: ... answer one of: yes, no, true, false, approve, reject
+check_answer(q, {"approved": "no"})  # -> {"approved": False}: the same words, in a form's field
 ```
+
+Every channel (the command line, the server's `command.resume`, MCP elicitation and its `resume` tool, A2A, the
+studio) hands the client's value to `check_answer` as it came, never coerced first (`bool("no")` is True); an
+answer typed as text is read by `typed_answer`, the command line's rule.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "example_answer",
     "is_question",
     "question",
+    "typed_answer",
 ]
 
 Interaction = Literal["any", "approval", "choice", "text_input", "edit", "conversation", "event"]
@@ -86,8 +92,9 @@ def is_question(value: Any) -> bool:
 def check_answer(payload: Any, answer: Any) -> Any:
     """The answer as the paused node will receive it, or `AnswerError` saying what fits.
 
-    `approval` takes a bool, `yes`/`no`/`approve`/`reject` (any case), or `{"approved": bool, ...}`, and
-    returns `{"approved": bool, ...}`; `choice` takes one of the options (or its 1-based number as text);
+    `approval` takes a bool, `yes`/`no`/`approve`/`reject` (any case), or `{"approved": ..., ...}` holding one
+    of those, and returns `{"approved": bool, ...}` (a number, null or any other word is refused, never read as
+    yes); `choice` takes one of the options (or its 1-based number as text);
     `text_input`, `edit` and `conversation` take text (a non-text JSON value is refused); `event` and `any`
     take anything, `None` included. A value that is not a question (another node's `interrupt()`) passes.
     An empty answer (`""` or `None`) takes the question's `default` when it has one. The existing
@@ -142,15 +149,34 @@ def example_answer(payload: Any) -> str:
     return shlex.quote(text)
 
 
+def typed_answer(text: str) -> Any:
+    """An answer typed as text (`agentmap resume ID ANSWER`, a form's text field, an A2A text part, the studio's
+    answer box): the words as typed (`yes`, `2`, `Paris`, `true` stay text), or the JSON object, list or string
+    it is when it starts like one (`{`, `[`, `"`) and parses."""
+    import json
+
+    if not text.lstrip().startswith(("{", "[", '"')):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # not JSON after all (or too deep or long to read as such): the text
+        return text
+
+
 def _approval(node: str, answer: Any) -> dict[str, Any]:
-    if isinstance(answer, Mapping) and isinstance(answer.get("approved"), bool):
-        return dict(answer)
-    if isinstance(answer, bool):
-        return {"approved": answer}
-    if isinstance(answer, str) and answer.strip().lower() in (*_YES, *_NO):
-        return {"approved": answer.strip().lower() in _YES}
+    if isinstance(answer, Mapping) and "approved" in answer:  # a form's field: the same words, never bool() of it
+        return {**answer, "approved": _yes_or_no(node, answer["approved"], '"approved": ')}
+    return {"approved": _yes_or_no(node, answer, "")}
+
+
+def _yes_or_no(node: str, value: Any, field: str) -> bool:
+    """True or False for a bool or a yes/no word; anything else (a number, null, `maybe`) is refused."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in (*_YES, *_NO):
+        return value.strip().lower() in _YES
     raise AnswerError(
-        f"node {node!r} asks for an approval; {answer!r} is neither yes nor no",
+        f"node {node!r} asks for an approval; {field}{value!r} is neither yes nor no",
         hint='answer one of: yes, no, approve, reject, true, false, or {"approved": true, "note": "..."}',
     )
 

@@ -82,12 +82,9 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
             ) from None
     if answer is None:
         return None
-    if not answer.lstrip().startswith(("{", "[", '"')):
-        return answer  # words are the answer as typed: `agentmap resume t1 approve`, `... 2`, `... true`
-    try:
-        return json.loads(answer)  # a JSON object, list or string
-    except json.JSONDecodeError:
-        return answer
+    from agentmap._cli_api import typed_answer
+
+    return typed_answer(answer)  # words as typed: `agentmap resume t1 approve`, `... 2`, `... true`; or JSON
 
 
 def need_store(checkpoint: str | None, thread: str) -> None:

@@ -25,7 +25,16 @@ from agentmap.spec.validation import SYSTEM_KEYS
 if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
-__all__ = ["ArgumentError", "answer_from_form", "answer_schema", "check_arguments", "describe", "input_schema", "reply"]
+__all__ = [
+    "ArgumentError",
+    "answer_from_form",
+    "answer_schema",
+    "check_answer_fits",
+    "check_arguments",
+    "describe",
+    "input_schema",
+    "reply",
+]
 
 
 class ArgumentError(AgentMapError, ValueError):
@@ -137,6 +146,21 @@ def reply(assistant: Assistant, state: Mapping[str, Any], summary: Sequence[Any]
     return f"graph {assistant.graph_id!r} finished"
 
 
+def check_answer_fits(assistant: Assistant, thread_id: str, answer: Any) -> None:
+    """Refuse an answer (as the client sent it) that does not fit what the paused thread asks, before a run is
+    made of it: the runtime's answer rule (`answers_for`: each answer checked against its question by
+    `check_answer`, one for each when several wait). A thread that asks nothing is left to the run to report.
+
+    Raises:
+        AgentMapError: The answer does not fit (`bad-answer`, `ambiguous-resume`: the error says what would).
+    """
+    from agentmap.runtime.durable import answers_for
+
+    pending = assistant.app.thread(thread_id).questions()
+    if pending:
+        answers_for(pending, answer, thread_id)
+
+
 def answer_schema(question: Mapping[str, Any]) -> dict[str, Any]:
     """The flat form a person fills in to answer a paused node's question (MCP elicitation's schema)."""
     interaction = question.get("interaction", "any")
@@ -148,7 +172,7 @@ def answer_schema(question: Mapping[str, Any]) -> dict[str, Any]:
     if interaction == "choice" and question.get("options"):
         field["enum"] = [str(o) for o in question["options"]]
     if interaction in ("any", "event"):
-        field["description"] = f"{text} (JSON or text)"
+        field["description"] = f"{text} (text, or a JSON object or list)"
     default = question.get("default", question.get("value"))
     if isinstance(default, str):
         field["default"] = default
@@ -156,14 +180,16 @@ def answer_schema(question: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def answer_from_form(question: Mapping[str, Any], content: Mapping[str, Any] | None) -> Any:
-    """The answer a filled-in `answer_schema` form gives (checked by the runtime before the run resumes)."""
+    """The answer a filled-in `answer_schema` form gives, its values as the client sent them: `check_answer`
+    (which the runtime calls before the run resumes) decides what they mean, so `{"approved": "no"}` is a
+    rejection and `{"approved": "maybe"}` is refused, as on the command line. Text in the `answer` field of a
+    question that takes anything is read as typed text (`typed_answer`)."""
+    from agentmap.agents.questions import typed_answer
+
     content = content or {}
     if "approved" in content:
-        return {"approved": bool(content["approved"])}
+        return {"approved": content["approved"]}
     answer = content.get("answer")
     if question.get("interaction", "any") in ("any", "event") and isinstance(answer, str):
-        try:
-            return json.loads(answer)
-        except ValueError:
-            return answer
+        return typed_answer(answer)
     return answer

@@ -25,8 +25,9 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from agentmap.errors import AgentMapError
+from agentmap.protocols._jsonrpc import Refused, read_message
 from agentmap.protocols._tools import describe, reply
-from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, input_keys, run_input
+from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, check_params, input_keys, run_input
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 from agentmap.server._run_start import start_run
 
@@ -44,6 +45,10 @@ _INPUT = "agentmap.a2a.input"
 """A new task's input, checked by the handler before the SDK records the task, in the request's call context."""
 _STREAMED = "agentmap.a2a.streamed"
 """Set in a request's call context when the client streams (`message/stream`)."""
+_DEPTH = 32
+"""The deepest nesting of a message read (the message's own object counted): the SDK makes a data part a protobuf
+Struct, two or three protobuf levels a JSON level within protobuf's 100, so a data part of objects nested more than
+about 33 levels failed there (-32603 internal error)."""
 
 
 def a2a_routes(server: Server) -> APIRouter:
@@ -72,8 +77,15 @@ def a2a_routes(server: Server) -> APIRouter:
 
     @router.post("/a2a/{key}")
     async def rpc(key: str, request: Request) -> Response:
-        """The assistant's A2A JSON-RPC endpoint."""
-        found: Response = await agent(key).dispatcher.handle_requests(request)
+        """The assistant's A2A JSON-RPC endpoint: the message checked (`read_message`, and a 0.3 method's params:
+        `check_params`) before the SDK reads it (the SDK reads the same body again); one refused is answered with
+        its JSON-RPC error (200, as the SDK's)."""
+        served = agent(key)
+        try:
+            check_params(read_message(await request.body(), max_depth=_DEPTH))
+        except Refused as refused:
+            return Response(json.dumps(refused.answer()), media_type="application/json")
+        found: Response = await served.dispatcher.handle_requests(request)
         return found
 
     return router

@@ -7,12 +7,14 @@ client through elicitation when it can, and resumes with the answer; otherwise t
 and a thread id, and the `resume` tool continues it. Threads live in the `--checkpoint` saver (memory by
 default; a SQLite file keeps a paused run across a restart of the server).
 
-The tools and the SDK server are here (`McpGraphs`, `build_server`); `mcp_stdio.py` serves them on
-stdin/stdout (`agentmap mcp`), `mcp_http.py` at `/mcp` of `agentmap serve`.
+The tools and the SDK server are here (`McpGraphs`, `build_server`); `mcp_elicit.py` asks the client a paused
+node's question; `mcp_stdio.py` serves them on stdin/stdout (`agentmap mcp`), `mcp_http.py` at `/mcp` of
+`agentmap serve`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,13 +26,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 from agentmap.protocols._tools import (
     ArgumentError,
-    answer_from_form,
-    answer_schema,
+    check_answer_fits,
     check_arguments,
     describe,
     input_schema,
     reply,
 )
+from agentmap.protocols.mcp_elicit import ASKS, elicit
 
 if TYPE_CHECKING:
     from mcp import types
@@ -43,7 +45,6 @@ __all__ = ["RESUME_TOOL", "Leg", "LocalRuns", "McpGraphs", "Runs", "build_server
 
 RESUME_TOOL = "resume"
 _log = logging.getLogger("agentmap.mcp")
-_ASKS = 3  # elicitations per question before the run is left paused for the `resume` tool
 
 
 def _sdk_missing() -> ConfigError:
@@ -121,8 +122,13 @@ class McpGraphs:
         if not isinstance(thread_id, str) or not thread_id:
             raise invalid_params(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
         assistant = self._owner(thread_id)
+        answer = arguments.get("answer")  # as the client sent it: `check_answer` decides what it means
+        try:
+            await asyncio.to_thread(check_answer_fits, assistant, thread_id, answer)
+        except AgentMapError as err:
+            raise invalid_params(err, where=f"tool {RESUME_TOOL!r}: argument 'answer'") from None
         progress = _Progress(server.request_context)
-        leg = await self.runs.answer(assistant, thread_id, arguments.get("answer"), progress)
+        leg = await self.runs.answer(assistant, thread_id, answer, progress)
         return await self._drive(server, assistant, leg)
 
     async def _drive(self, server: Server[Any, Any], assistant: Assistant, leg: Leg) -> types.CallToolResult:
@@ -133,10 +139,12 @@ class McpGraphs:
                 return _stopped(assistant, leg.error)
             if not leg.interrupts or leg.thread_id is None:
                 return _finished(assistant, leg)
-            answer = await _elicit(ctx, leg.interrupts)
-            if answer is None:
+            asked = await elicit(ctx, leg.interrupts)
+            if asked.refused is not None:
+                return _still_paused(assistant, leg.values, leg.interrupts, leg.thread_id, asked.refused)
+            if asked.answer is None:
                 return _paused(assistant, leg.values, leg.interrupts, leg.thread_id)
-            leg = await self.runs.answer(assistant, leg.thread_id, answer, _Progress(ctx))
+            leg = await self.runs.answer(assistant, leg.thread_id, asked.answer.value, _Progress(ctx))
 
     def _owner(self, thread_id: str) -> Assistant:
         """The pausing graph whose run wrote thread `thread_id` (read from its checkpoint's metadata)."""
@@ -265,32 +273,6 @@ class _Progress:
         )
 
 
-async def _elicit(ctx: Any, interrupts: Sequence[Any]) -> Any:
-    """The answers to the pending questions from the client (by interrupt id when several), or None."""
-    from mcp import types
-
-    from agentmap.agents.questions import AnswerError, check_answer
-
-    if not ctx.session.check_client_capability(types.ClientCapabilities(elicitation=types.ElicitationCapability())):
-        return None
-    answers: dict[str, Any] = {}
-    for pending in interrupts:
-        question = _question(pending.value)
-        message = str(question.get("question") or "Your answer?")
-        for _ in range(_ASKS):
-            result = await ctx.session.elicit_form(message, answer_schema(question), related_request_id=ctx.request_id)
-            if result.action != "accept":
-                return None
-            try:
-                answers[pending.id] = check_answer(pending.value, answer_from_form(question, result.content))
-                break
-            except AnswerError as err:
-                message = f"{err.message} ({err.hint})" if err.hint else err.message
-        else:
-            return None
-    return next(iter(answers.values())) if len(answers) == 1 else answers
-
-
 def _finished(assistant: Assistant, leg: Leg) -> types.CallToolResult:
     from mcp import types
 
@@ -330,21 +312,34 @@ def _paused(
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=content)
 
 
-def _question(value: Any) -> dict[str, Any]:
-    """A paused node's question as a dict (an `interrupt()` of a custom agent may pass any value)."""
-    return dict(value) if isinstance(value, Mapping) else {"question": value}
+def _still_paused(
+    assistant: Assistant, final: dict[str, Any], interrupts: Sequence[Any], thread_id: str, refused: str
+) -> types.CallToolResult:
+    """A tool error after `ASKS` elicited answers that did not fit: the run stays paused, to answer with `resume`."""
+    from mcp import types
+
+    paused = _paused(assistant, final, interrupts, thread_id)
+    text = (
+        f"graph {assistant.graph_id!r} stays paused: {ASKS} answers did not fit, the last: {refused}. Answer with the "
+        f'{RESUME_TOOL!r} tool: {{"thread_id": "{thread_id}", "answer": ...}}'
+    )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structuredContent=paused.structuredContent, isError=True
+    )
 
 
-def invalid_params(message: str | AgentMapError) -> Exception:
-    """A JSON-RPC "invalid params" error: the call, not the run, was wrong (its code and hint in `data`)."""
+def invalid_params(message: str | AgentMapError, *, where: str | None = None) -> Exception:
+    """A JSON-RPC "invalid params" error: the call, not the run, was wrong (its code and hint in `data`); `where`
+    names the argument at fault ahead of the message."""
     from mcp import types
     from mcp.shared.exceptions import McpError
 
+    before = f"{where}: " if where else ""
     if isinstance(message, AgentMapError):
         data = {"code": str(message.code), **({"hint": message.hint} if message.hint else {})}
         text = f"{message.message} ({message.hint})" if message.hint else message.message
-        return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=text, data=data))
-    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
+        return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=before + text, data=data))
+    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=before + message))
 
 
 def build_server(graphs: McpGraphs) -> Server[Any, Any]:

@@ -102,6 +102,11 @@ class McpEndpoint:
             await _send_json(send, 403, refusal, scope)
             return
         if self.manager is not None:
+            if scope["method"] == "POST":  # the message checked before the SDK reads it; refused: answered here
+                checked = await self._checked(scope, receive, send)
+                if checked is None:
+                    return
+                receive = checked
             ended = [False, False]  # response started, response ended
 
             async def tracked(message: MutableMapping[str, Any]) -> None:
@@ -116,11 +121,43 @@ class McpEndpoint:
         assert self.refusal is not None
         await _send_json(send, 404, self.refusal, scope)
 
+    @staticmethod
+    async def _checked(scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The POSTed message read by `read_message` (the server's body limit has bounded it), replayed to the SDK;
+        None when it was refused and answered: a request with its JSON-RPC error (200, as any answer to a request),
+        anything else 400 (what streamable HTTP answers to input it cannot accept). A refused response of the
+        client goes on as an error response to the request it answered."""
+        from agentmap.protocols._jsonrpc import Refused, read_message
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope) -> None:
-    """An error document, with the request id the server's middleware gave the request."""
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        try:
+            read_message(bytes(body), null_id=False)  # MCP: a request's id is never null
+        except Refused as refused:
+            if refused.kind != "response":
+                await _send_json(send, 200 if refused.kind == "request" else 400, refused.answer(), scope, rpc=True)
+                return None
+            body = bytearray(json.dumps(refused.instead()).encode())
+        sent = [False]
+
+        async def replay() -> MutableMapping[str, Any]:
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        return replay
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope, *, rpc: bool = False) -> None:
+    """An error document, with the request id the server's middleware gave the request (not in a JSON-RPC
+    message: `rpc`)."""
     request_id = scope.get("state", {}).get("request_id")
-    data = json.dumps({**body, "request_id": request_id} if request_id else body).encode()
+    data = json.dumps({**body, "request_id": request_id} if request_id and not rpc else body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})

@@ -49,8 +49,9 @@ def stream_modes(value: str | list[str] | None, default: tuple[str, ...] = ("val
 
 def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claimant: str | None) -> Any:
     """The `Command` that resumes a paused thread: the runtime's answer rule (`Thread.run_input`), each answer
-    checked against its question and claimed (one answer per pause: a second one is `already-answered`, HTTP 409;
-    `claimant` may claim it again). A thread that asks nothing is 409 `nothing-to-resume`."""
+    checked against its question as the client sent it (a refusal is 422 naming `command.resume`) and claimed
+    (one answer per pause: a second one is `already-answered`, HTTP 409; `claimant` may claim it again). A thread
+    that asks nothing is 409 `nothing-to-resume`."""
     from agentmap.errors import ConfigError
 
     for key in command:
@@ -69,8 +70,11 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
     except ConfigError as exc:
         if exc.code == ErrorCode.ALREADY_ANSWERED:
             raise ApiError(409, ErrorCode.ALREADY_ANSWERED, exc.message, hint=exc.hint) from None
+        for code in (ErrorCode.BAD_ANSWER, ErrorCode.AMBIGUOUS_RESUME):  # the answer does not fit: 422 naming it
+            if exc.code == code:
+                raise ApiError(422, code, f"command.resume: {exc.message}", hint=exc.hint) from None
         if exc.code not in ("not-paused", "nothing-to-resume"):
-            raise  # ambiguous-resume, bad-answer: 422
+            raise
     raise ApiError(
         409,
         ErrorCode.NOTHING_TO_RESUME,

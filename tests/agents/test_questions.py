@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentmap.agents.questions import AnswerError, check_answer, is_question, question
+from agentmap.agents.questions import AnswerError, check_answer, is_question, question, typed_answer
 
 
 def test_approval_accepts_words_bools_and_dicts() -> None:
@@ -15,6 +15,29 @@ def test_approval_accepts_words_bools_and_dicts() -> None:
     with pytest.raises(AnswerError, match="neither yes nor no") as info:
         check_answer(q, "maybe")
     assert info.value.code == "bad-answer" and "approve" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("word", ["no", "false", "No", "reject", False])
+def test_an_approved_field_is_read_by_the_same_words_never_by_truthiness(word: object) -> None:
+    q = question("Review", "human", "Publish?", interaction="approval")
+    assert check_answer(q, {"approved": word}) == {"approved": False}
+    assert check_answer(q, {"approved": word, "note": "too dear"}) == {"approved": False, "note": "too dear"}
+
+
+@pytest.mark.parametrize("value", ["maybe", "", 1, 0, None, [], {"approved": True}])
+def test_an_approved_field_that_is_neither_yes_nor_no_is_refused(value: object) -> None:
+    q = question("Review", "human", "Publish?", interaction="approval")
+    with pytest.raises(AnswerError, match=r'"approved": .* is neither yes nor no') as info:
+        check_answer(q, {"approved": value})
+    assert info.value.code == "bad-answer"
+
+
+def test_typed_text_is_read_as_the_command_line_reads_it() -> None:
+    assert [typed_answer(t) for t in ("no", "2", "true", "null", " Paris ")] == ["no", "2", "true", "null", " Paris "]
+    assert typed_answer('{"approved": false}') == {"approved": False}
+    assert typed_answer('"quoted"') == "quoted"
+    assert typed_answer("[1, 2") == "[1, 2"  # starts like JSON but is not: the text
+    assert typed_answer("[" * 100_000) == "[" * 100_000  # too deep to read as JSON: the text, not a crash
 
 
 def test_choice_takes_an_option_its_case_folded_text_or_its_number() -> None:

@@ -135,6 +135,29 @@ async def test_a_pause_is_answered_through_elicitation(project: Callable[..., Se
     assert first.requestedSchema["properties"]["approved"]["type"] == "boolean"
 
 
+async def test_an_elicited_no_rejects_and_maybe_is_asked_again(project: Callable[..., Served]) -> None:
+    server = project()
+    answers = ["no", "maybe", "maybe", "maybe"]
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approved": answers.pop(0)})
+
+    async with connected(server.url, elicit=elicit) as session:
+        rejected = await session.call_tool("Publish", {"draft": "the post"})
+        assert not rejected.isError, _text(rejected)
+        assert rejected.structuredContent is not None
+        assert rejected.structuredContent["result"] == {"approved": False, "draft": "the post"}
+        refused = await session.call_tool("Publish", {"draft": "another"})
+        assert refused.isError and "stays paused" in _text(refused), _text(refused)
+        assert refused.structuredContent is not None
+        thread_id = refused.structuredContent["thread_id"]
+    assert answers == [] and all("'maybe' is neither yes nor no" in m for m in asked[2:])
+    state = httpx.get(f"{server.url}/threads/{thread_id}/state").json()  # the run is still paused on its question
+    assert [i["value"]["node"] for t in state["tasks"] for i in t["interrupts"]] == ["Review"]
+
+
 async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(project: Callable[..., Served]) -> None:
     server = project()
     async with connected(server.url) as session:  # a client without elicitation

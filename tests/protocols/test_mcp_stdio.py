@@ -235,6 +235,50 @@ async def test_a_pause_is_answered_through_elicitation(tmp_path: Path) -> None:
     assert "neither yes nor no" in asked[1].message
 
 
+async def test_an_elicited_no_or_false_rejects_even_as_text_in_the_approved_field(tmp_path: Path) -> None:
+    flows = _flows(tmp_path / "flows")
+    words = ["no", "false"]
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approved": words.pop(0)})  # a form sent as text
+
+    async with connected(tmp_path, flows, elicit=elicit) as session:
+        for draft in ("the post", "the other post"):
+            result = await session.call_tool("Publish", {"draft": draft})
+            assert not result.isError, _text(result)
+            assert result.structuredContent is not None
+            assert result.structuredContent["result"] == {"approved": False, "draft": draft}  # rejected, not approved
+    assert words == []
+
+
+async def test_an_elicited_answer_that_fits_no_rule_is_asked_again_then_left_paused(tmp_path: Path) -> None:
+    flows = _flows(tmp_path / "flows")
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approved": "maybe"})
+
+    async with connected(tmp_path, flows, elicit=elicit) as session:
+        result = await session.call_tool("Publish", {"draft": "the post"})
+        assert result.isError
+        text = _text(result)
+        assert text.startswith("graph 'Publish' stays paused: 3 answers did not fit"), text
+        assert "'maybe' is neither yes nor no" in text and "'resume' tool" in text
+        assert result.structuredContent is not None and result.structuredContent["status"] == "paused"
+        thread_id = result.structuredContent["thread_id"]
+        with pytest.raises(McpError) as caught:
+            await session.call_tool("resume", {"thread_id": thread_id, "answer": {"approved": "maybe"}})
+        assert caught.value.error.code == types.INVALID_PARAMS
+        message = caught.value.error.message
+        assert message.startswith("tool 'resume': argument 'answer': node 'Review' asks for an approval"), message
+        done = await session.call_tool("resume", {"thread_id": thread_id, "answer": {"approved": "no"}})
+        assert done.structuredContent is not None
+        assert done.structuredContent["result"] == {"approved": False, "draft": "the post"}
+    assert len(asked) == 3 and asked[0] == "Publish the post?"
+    assert all("'maybe' is neither yes nor no" in m and m.endswith("\nPublish the post?") for m in asked[1:]), asked
+
+
 async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(tmp_path: Path) -> None:
     flows = _flows(tmp_path / "flows")
     database = tmp_path / "runs.db"

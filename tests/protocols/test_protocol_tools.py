@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentmap.agents.questions import check_answer, question
+from agentmap.agents.questions import AnswerError, check_answer, question
 from agentmap.errors import ConfigError
 from agentmap.protocols._tools import (
     ArgumentError,
@@ -62,6 +62,10 @@ def test_arguments_are_checked_against_the_schema() -> None:
     ("asked", "form", "answer"),
     [
         (question("R", "human", "Publish?", interaction="approval"), {"approved": False}, False),
+        (question("R", "human", "Publish?", interaction="approval"), {"approved": "no"}, False),  # not bool("no")
+        (question("R", "human", "Publish?", interaction="approval"), {"approved": "false"}, False),
+        (question("R", "human", "Publish?", interaction="approval"), {"approved": "yes"}, True),
+        (question("R", "suspend", "Wait", interaction="event"), {"answer": "true"}, "true"),  # words stay text
         (question("R", "human", "Which?", interaction="choice", options=[1, 2]), {"answer": "2"}, 2),
         (question("R", "human", "Why?", interaction="text_input"), {"answer": "because"}, "because"),
         (question("R", "suspend", "Wait", interaction="event"), {"answer": '{"paid": true}'}, {"paid": True}),
@@ -73,6 +77,13 @@ def test_a_filled_in_form_answers_the_question(asked: dict[str, Any], form: dict
     assert schema["required"] == list(form)
     checked = check_answer(asked, answer_from_form(asked, form))
     assert (checked["approved"] if isinstance(checked, dict) and "approved" in checked else checked) == answer
+
+
+@pytest.mark.parametrize("value", ["maybe", 1, None])
+def test_a_form_value_that_is_neither_yes_nor_no_is_refused(value: object) -> None:
+    asked = question("R", "human", "Publish?", interaction="approval")
+    with pytest.raises(AnswerError, match="neither yes nor no"):
+        check_answer(asked, answer_from_form(asked, {"approved": value}))
 
 
 def test_a_choice_form_lists_the_options() -> None:

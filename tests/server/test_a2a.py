@@ -116,6 +116,24 @@ async def test_a_pause_is_input_required_and_the_next_message_answers_it(tmp_pat
     assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is True
 
 
+async def test_an_answer_is_read_by_the_one_answer_rule_never_coerced(tmp_path: Path) -> None:
+    with serving(make_project(tmp_path / "p"), checkpoint=str(tmp_path / "runs.db")) as url:
+        async with agent(url, "Review") as client:
+            task = await task_of(client, message(new_text_part("tea")))
+            with pytest.raises(InvalidParamsError) as caught:
+                await send(client, message(new_data_part({"approved": "maybe"}), task=task))
+            refusal = "message.parts: node 'Approve' asks for an approval; \"approved\": 'maybe' is neither yes nor no"
+            assert refusal in str(caught.value)
+            still = await client.get_task(GetTaskRequest(id=task.id))
+            assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED  # asked again: the task waits
+            done = await task_of(client, message(new_data_part({"approved": "no"}), task=task))
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is False  # "no" is a rejection
+            other = await task_of(client, message(new_text_part("tea")))
+            done = await task_of(client, message(new_text_part("false"), task=other))
+            assert get_data_parts(done.artifacts[0].parts)[0]["approved"] is False
+
+
 @contextmanager
 def serve_process(folder: Path, database: Path) -> Iterator[str]:
     """`agentmap serve` as a real process on a free port; killed (SIGKILL) when the block ends."""

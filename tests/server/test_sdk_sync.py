@@ -145,6 +145,22 @@ def test_interrupt_then_resume_checks_the_answer(client: Any) -> None:
     assert client.threads.get(tid)["status"] == "idle"
 
 
+def test_a_resume_answer_is_read_by_the_one_answer_rule_never_coerced(client: Any) -> None:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "Review", input={"topic": "owls"})
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        client.runs.wait(tid, "Review", command={"resume": {"approved": "maybe"}})
+    assert caught.value.response.status_code == 422
+    body = caught.value.response.json()
+    assert body["code"] == "bad-answer"
+    assert body["message"].startswith(
+        "command.resume: node 'Approve' asks for an approval; \"approved\": 'maybe' is neither yes nor no"
+    ), body
+    assert client.threads.get(tid)["status"] == "interrupted"  # the refused answer left the run paused
+    done = client.runs.wait(tid, "Review", command={"resume": {"approved": "no", "note": "not now"}})
+    assert done["approved"] is False  # the same word as on the command line: a rejection
+
+
 def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "project")
     gate = tmp_path / "open"

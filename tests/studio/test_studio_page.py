@@ -492,3 +492,35 @@ def test_text_typed_like_a_formula_in_a_workbook_is_saved_as_text(browser: Any, 
         page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
     greet = openpyxl.load_workbook(path)["Greet"]
     assert (greet["C2"].value, greet["C2"].data_type, greet["C3"].value) == ("=SUM(A1)", "s", "Goodbye, {name}")
+
+
+ORDER = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+    "Order,Cups,human,How many cups of {drink}?,,drink,cups,Review\n"
+    'Order,Review,human,Order {cups} cups?,"{""interaction_type"": ""approval""}",cups,approved,Done\n'
+    "Order,Done,template,{cups} cups approved: {approved},,cups|approved,message,\n"
+)
+
+
+def test_an_answer_typed_in_the_page_means_what_it_says(browser: Any, tmp_path: Path) -> None:
+    (tmp_path / "order.csv").write_text(ORDER, encoding="utf-8")
+    with studio_page(browser, tmp_path, file="order.csv") as page:
+        page.wait_for_function("document.body.dataset.runReady === 'Order'", timeout=20_000)
+        page.get_by_role("textbox", name="drink").fill("tea")
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        form = page.get_by_role("form", name="Answer the paused node")
+        box, button = form.get_by_role("textbox", name="Answer"), form.get_by_role("button", name="Answer")
+        box.fill("2")  # text, as `agentmap resume ID 2` sends it (before: the number 2, refused as "not text")
+        button.click()
+        page.wait_for_function("$('question-text').textContent.startsWith('Review: Order 2 cups?')", timeout=20_000)
+        box.fill("maybe")
+        button.click()
+        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=20_000)
+        refusal = page.locator("#run-status").inner_text()
+        assert refusal.startswith("command.resume: node 'Review' asks for an approval; 'maybe' is neither"), refusal
+        assert form.is_visible()  # the run stays paused: the question is asked again
+        box.fill("no")
+        button.click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        assert "2 cups approved: False" in page.get_by_role("region", name="Final state").inner_text()

@@ -717,6 +717,10 @@ async function prepareRun() {
 }
 
 const parse = (text) => { try { return JSON.parse(text); } catch (e) { return text; } };
+// an answer typed in the box is read as `agentmap resume ID ANSWER` reads it (questions.typed_answer): the words as
+// typed (`2`, `true`, `no` stay text, so the server's one answer rule decides what they mean), or the JSON object,
+// list or string it starts like
+const typedAnswer = (text) => (/^\s*[{["]/.test(text) ? parse(text) : text);
 
 function inputKeys(node) {
   const row = body().find((r) => (r.cells[col("Node")] || "").trim() === node && graphOf(r) === R.assistant.graph_id);
@@ -965,7 +969,7 @@ $("run-form").addEventListener("submit", async (e) => {
 
 $("question").addEventListener("submit", async (e) => {
   e.preventDefault();
-  await go({ command: { resume: parse($("answer").value) } });
+  await go({ command: { resume: typedAnswer($("answer").value) } });
 });
 
 // ---- wiring ---------------------------------------------------------------------------------------------
