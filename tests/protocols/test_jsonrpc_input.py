@@ -200,6 +200,9 @@ def serve(tmp_path: Path) -> Iterator[served.Served]:
         assert "Traceback" not in log, log[-3000:]
 
 
+JSON = {"Content-Type": "application/json"}  # what every A2A client sends (the server refuses other bodies)
+
+
 def test_bad_input_to_mcp_over_http_gets_its_json_rpc_code_and_never_a_500(serve: served.Served) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with httpx.Client(base_url=serve.url, headers=headers, timeout=60) as http:
@@ -230,7 +233,7 @@ def test_bad_input_to_a2a_is_invalid_params_naming_the_field(serve: served.Serve
     def send(parts: bytes, request_id: bytes = b"1") -> dict[str, Any]:
         message = b'{"role": "user", "messageId": "m1", "parts": ' + parts + b"}"
         body = b'{"jsonrpc": "2.0", "id": ' + request_id + b', "method": "message/send", "params": {"message": '
-        answer = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body + message + b"}}", timeout=60)
+        answer = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body + message + b"}}", headers=JSON, timeout=60)
         assert answer.status_code == 200, answer.text
         found: dict[str, Any] = answer.json()
         return found
@@ -260,7 +263,7 @@ def test_bad_input_to_a2a_is_invalid_params_naming_the_field(serve: served.Serve
         assert (error["id"], error["error"]["code"]) == (1, -32602), error
         assert error["error"]["message"].startswith(text), error
     body = b'{"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {}}'
-    error = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body, timeout=60).json()
+    error = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body, headers=JSON, timeout=60).json()
     assert (error["id"], error["error"]["code"], error["error"]["message"]) == (5, -32602, "params.id: Field required")
     refused = send(b'[{"kind": "text", "text": "Ada"}]', request_id=b'{"a": 1}')
     assert (refused["id"], refused["error"]["code"]) == (None, -32600)
