@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from timing import scaled
+
 # agentmap.cli.app.COMMANDS (importing it here would load typer into the test process)
 _COMMANDS = ["run", "check", "show", "project", "logs", "chat", "evaluation", "resume", "threads", "serve"]
 _COMMANDS += ["mcp", "studio", "batch"]
@@ -113,10 +115,11 @@ class Forked:
         os.kill(self.pid, sig)
 
     def wait(self, timeout: float | None = None) -> int:
-        """Wait for the end; the exit code."""
-        self._process.join(timeout)
+        """Wait for the end (`timeout`: seconds on an idle machine, scaled: tests/timing.py); the exit code."""
+        limit = None if timeout is None else scaled(timeout)
+        self._process.join(limit)
         if self._process.exitcode is None:
-            raise TimeoutError(f"agentmap (pid {self.pid}) still running after {timeout} s")
+            raise TimeoutError(f"agentmap (pid {self.pid}) still running after {limit} s")
         code: int = self._process.exitcode
         return code
 

@@ -8,7 +8,7 @@ import shutil
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -169,13 +169,3 @@ class Receiver:
                 left = deadline - time.monotonic()
                 assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
                 self._changed.wait(left)
-
-
-def until(condition: Callable[[], Any], timeout: float, message: str) -> Any:
-    """Wait until `condition()` gives something true and return it; fail with `message` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(message)
-        time.sleep(0.02)
-    return found

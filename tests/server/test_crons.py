@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import GRAPHS, make_project, serving, until
+from server_helpers import GRAPHS, make_project, serving
+from timing import until
 
 sdk = pytest.importorskip("langgraph_sdk")
 pytest.importorskip("croniter")

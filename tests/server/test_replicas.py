@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import Replica, holding, steps_project, until
+from server_helpers import Replica, holding, steps_project
+from timing import until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402

@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import Replica, holding, steps_project, until
+from server_helpers import Replica, holding, steps_project
+from timing import until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import UnprocessableEntityError  # noqa: E402
