@@ -36,32 +36,38 @@ _TABLE = (
 )
 _SAME_HEAD = "thread_id = NEW.thread_id AND checkpoint_ns = NEW.checkpoint_ns"
 _SAME_CHECKPOINT = f"{_SAME_HEAD} AND checkpoint_id = NEW.checkpoint_id"
-_NEW_HEAD = (  # no conflict to resolve: SQLite applies the outer statement's (`INSERT OR REPLACE`) inside triggers
-    f"INSERT INTO {HEADS} (thread_id, checkpoint_ns) SELECT NEW.thread_id, NEW.checkpoint_ns "
-    f"WHERE NOT EXISTS (SELECT 1 FROM {HEADS} WHERE {_SAME_HEAD})"
+_UPSERT = (  # UPSERT inside a trigger keeps its own conflict clause, whatever the outer statement's (`OR REPLACE`)
+    f"INSERT INTO {HEADS} (thread_id, checkpoint_ns, {{columns}}) "
+    "VALUES (NEW.thread_id, NEW.checkpoint_ns, {values}) "
+    f"ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET {{update}}"
 )
-_NEW_HEAD_PG = (  # two transactions making the same head: the second waits for the first, then leaves it
-    f"INSERT INTO {HEADS} (thread_id, checkpoint_ns) VALUES (NEW.thread_id, NEW.checkpoint_ns) ON CONFLICT DO NOTHING"
-)
-_COUNT_CHECKPOINT = (
-    f"UPDATE {HEADS} SET checkpoints = checkpoints + 1, checkpoint_id = {{max}}(checkpoint_id, NEW.checkpoint_id) "
-    f"WHERE {_SAME_HEAD}"
-)
-_COUNT_WRITE = (
-    f"UPDATE {HEADS} SET writes = CASE WHEN writes_of = NEW.checkpoint_id THEN writes + 1 "
-    "WHEN writes_of < NEW.checkpoint_id THEN 1 ELSE writes END, writes_of = {max}(writes_of, NEW.checkpoint_id) "
-    f"WHERE {_SAME_HEAD}"
-)
+_CHECKPOINT = {
+    "columns": "checkpoint_id, checkpoints",
+    "values": "NEW.checkpoint_id, 1",
+    "update": f"checkpoints = {HEADS}.checkpoints + 1, "
+    f"checkpoint_id = {{max}}({HEADS}.checkpoint_id, NEW.checkpoint_id)",
+}
+_WRITE = {
+    "columns": "writes_of, writes",
+    "values": "NEW.checkpoint_id, 1",
+    "update": f"writes = CASE WHEN {HEADS}.writes_of = NEW.checkpoint_id THEN {HEADS}.writes + 1 "
+    f"WHEN {HEADS}.writes_of < NEW.checkpoint_id THEN 1 ELSE {HEADS}.writes END, "
+    f"writes_of = {{max}}({HEADS}.writes_of, NEW.checkpoint_id)",
+}
+
+
+def _upsert(counted: dict[str, str], greatest: str) -> str:
+    return _UPSERT.format(**counted).format(max=greatest)
 
 
 def _sqlite_triggers() -> list[str]:
     return [
         f"CREATE TRIGGER IF NOT EXISTS {HEADS}_checkpoint BEFORE INSERT ON checkpoints "
         f"WHEN NOT EXISTS (SELECT 1 FROM checkpoints WHERE {_SAME_CHECKPOINT}) "
-        f"BEGIN {_NEW_HEAD}; {_COUNT_CHECKPOINT.format(max='max')}; END",
+        f"BEGIN {_upsert(_CHECKPOINT, 'max')}; END",
         f"CREATE TRIGGER IF NOT EXISTS {HEADS}_write BEFORE INSERT ON writes "
         f"WHEN NOT EXISTS (SELECT 1 FROM writes WHERE {_SAME_CHECKPOINT} AND task_id = NEW.task_id AND idx = NEW.idx) "
-        f"BEGIN {_NEW_HEAD}; {_COUNT_WRITE.format(max='max')}; END",
+        f"BEGIN {_upsert(_WRITE, 'max')}; END",
     ]
 
 
@@ -71,12 +77,12 @@ def _postgres_triggers() -> list[str]:
         postgres_trigger(
             f"{HEADS}_{name}",
             table,
-            f"IF NOT EXISTS (SELECT 1 FROM {table} WHERE {same}) THEN {_NEW_HEAD_PG}; "
-            f"{count.format(max='GREATEST')}; END IF; RETURN NEW;",
+            f"IF NOT EXISTS (SELECT 1 FROM {table} WHERE {same}) THEN {_upsert(counted, 'GREATEST')}; END IF; "
+            "RETURN NEW;",
         )
-        for name, table, same, count in (
-            ("checkpoint", "checkpoints", _SAME_CHECKPOINT, _COUNT_CHECKPOINT),
-            ("write", "checkpoint_writes", write, _COUNT_WRITE),
+        for name, table, same, counted in (
+            ("checkpoint", "checkpoints", _SAME_CHECKPOINT, _CHECKPOINT),
+            ("write", "checkpoint_writes", write, _WRITE),
         )
     ]
 
