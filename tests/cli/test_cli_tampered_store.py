@@ -1,8 +1,9 @@
 """A tampered store is refused, never half-used: rows of a saved thread swapped, moved, renamed or deleted (the
 way a store edited by hand, or restored partly from a backup, looks), then `agentmap resume` through the real
 command, on SQLite and on PostgreSQL. Each case must stop with `corrupt-checkpoint` (exit 2) naming the thread,
-run no node again and charge no card again; before, 20 of these 64 cases resumed with exit 0, re-running
-finished nodes or charging a second time.
+run no node again and charge no card again. Before, none was: 32 resumed with exit 0 running finished nodes
+again (10 of them charging the card again), 2 ran finished nodes again and then failed (checkpoint-not-saved),
+and 30 were refused as `not-paused`, whose hint (resume without an answer) runs finished nodes again.
 
 The workflow counts through `ticks` nodes, then `Pay` charges a card twice through the call journal (a custom
 agent's `LocalToolExecutor`), then fans out to `Ask` (which pauses) and `Side`. A thread is either paused at
@@ -242,7 +243,6 @@ def _tampered_resume(
     with _opened(target, folder) as store:
         tamper(store)
     done = agentmap("resume", "a", *answer, "--json", cwd=folder, env=_env(folder, "a", target))
-    print("ERR>", done.err)
     assert done.code == 2, (done.code, done.text, _lines(folder / "ticks-a.txt"), _lines(folder / "effects-a.txt"))
     assert "error[corrupt-checkpoint]" in done.err and "thread 'a'" in done.err, done.err
     assert "Traceback" not in done.text and "error[internal]" not in done.text
