@@ -1,6 +1,7 @@
-"""The call journal's rows: where they are kept (a table of the checkpoint's database, or on an in-memory saver)
-and how each is sealed with a checksum of its key, status, request digest and response (`journal.py` decides what
-a row means for a call).
+"""The call journal's rows: where they are kept (a table of the checkpoint's database, or on an in-memory saver),
+how each is sealed with a checksum of its key, status, request digest and response, and how many each task wrote
+(`agentmap_journal_heads`, kept by a trigger): an entry changed or deleted is `corrupt-checkpoint`, never a call
+made again (`journal.py` decides what a row means for a call).
 """
 
 from __future__ import annotations
@@ -10,25 +11,77 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agentmap.agents._saver_sql import saver_kind, saver_sql
+from agentmap.agents._node_calls import NODE
+from agentmap.agents._saver_sql import postgres_trigger, saver_kind, saver_sql
+from agentmap.errors import CorruptCheckpointError
 
-__all__ = ["REPLAYS", "TABLE", "intact", "rows_of", "seal", "unsealed"]
+__all__ = [
+    "HEADS",
+    "REPLAYS",
+    "TABLE",
+    "check_task",
+    "create_statements",
+    "intact",
+    "opened",
+    "rows_of",
+    "seal",
+    "unsealed",
+]
 
 TABLE = "agentmap_journal"
 REPLAYS = "agentmap_journal_replays"  # each time a resume answered a call from its entry (for `threads show --calls`)
+HEADS = "agentmap_journal_heads"  # how many entries each task wrote, kept by a trigger: a deleted entry is seen
 _KEY = "thread_id, checkpoint_ns, step, node, task_id, call_index"
-_CREATE = (
+_TABLES = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
     "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
     "kind TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, status TEXT NOT NULL, response TEXT, "
     f"started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION, duration_ms DOUBLE PRECISION, "
-    f"PRIMARY KEY ({_KEY}));"
-    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id);"
+    f"PRIMARY KEY ({_KEY}))",
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_task ON {TABLE} (task_id)",
     f"CREATE TABLE IF NOT EXISTS {REPLAYS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
     "step INTEGER NOT NULL, node TEXT NOT NULL, task_id TEXT NOT NULL, call_index INTEGER NOT NULL, "
-    "replayed_at DOUBLE PRECISION NOT NULL);"
-    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)"
+    "replayed_at DOUBLE PRECISION NOT NULL)",
+    f"CREATE INDEX IF NOT EXISTS {REPLAYS}_thread ON {REPLAYS} (thread_id)",
+    f"CREATE TABLE IF NOT EXISTS {HEADS} (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+    "task_id TEXT NOT NULL, step INTEGER NOT NULL, node TEXT NOT NULL, entries INTEGER NOT NULL, "
+    "PRIMARY KEY (thread_id, checkpoint_ns, task_id))",
+    # entries journaled before heads were kept: counted once, when the table is still empty
+    f"INSERT INTO {HEADS} SELECT thread_id, checkpoint_ns, task_id, min(step), min(node), count(*) FROM {TABLE} "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {HEADS}) GROUP BY thread_id, checkpoint_ns, task_id",
 )
+_SAME_TASK = "thread_id = NEW.thread_id AND checkpoint_ns = NEW.checkpoint_ns AND task_id = NEW.task_id"
+_SAME_ENTRY = f"{_SAME_TASK} AND step = NEW.step AND node = NEW.node AND call_index = NEW.call_index"
+_NEW_HEAD = (
+    f"INSERT INTO {HEADS} SELECT NEW.thread_id, NEW.checkpoint_ns, NEW.task_id, NEW.step, NEW.node, 0 "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {HEADS} WHERE {_SAME_TASK})"
+)
+_COUNT = f"UPDATE {HEADS} SET entries = entries + 1 WHERE {_SAME_TASK}"
+_CREATE = {
+    "sqlite": (
+        *_TABLES,
+        f"CREATE TRIGGER IF NOT EXISTS {HEADS} BEFORE INSERT ON {TABLE} "
+        f"WHEN NOT EXISTS (SELECT 1 FROM {TABLE} WHERE {_SAME_ENTRY}) BEGIN {_NEW_HEAD}; {_COUNT}; END",
+    ),
+    "postgres": (
+        *_TABLES,
+        postgres_trigger(
+            HEADS,
+            TABLE,
+            f"IF NOT EXISTS (SELECT 1 FROM {TABLE} WHERE {_SAME_ENTRY}) THEN INSERT INTO {HEADS} VALUES "
+            f"(NEW.thread_id, NEW.checkpoint_ns, NEW.task_id, NEW.step, NEW.node, 0) ON CONFLICT DO NOTHING; "
+            f"{_COUNT}; END IF; RETURN NEW;",
+        ),
+    ),
+}
+
+
+def create_statements(kind: str) -> tuple[str, ...]:
+    """The statements making the journal's tables and the trigger counting each task's entries (`sqlite`,
+    `postgres`): the checkpoint savers run them when they set up their tables, the journal on first use."""
+    return _CREATE[kind]
+
+
 _REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = (
     f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
@@ -40,9 +93,12 @@ _GET = (
     f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
     "AND node = ? AND task_id = ? AND call_index = ?"
 )
-_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches
-    f"SELECT {_KEY}, status, digest, response FROM {TABLE} WHERE task_id = ? "
-    "OR (thread_id = ? AND checkpoint_ns = ? AND step = ? AND node = ?)"
+_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches;
+    # and how many entries the task wrote (a row of NULLs but that when it has none)
+    "SELECT j.thread_id, j.checkpoint_ns, j.step, j.node, j.task_id, j.call_index, j.status, j.digest, j.response, "
+    f"h.entries FROM (SELECT 1 AS one) o LEFT JOIN {HEADS} h ON h.thread_id = ? AND h.checkpoint_ns = ? "
+    f"AND h.task_id = ? LEFT JOIN {TABLE} j ON j.task_id = ? "
+    "OR (j.thread_id = ? AND j.checkpoint_ns = ? AND j.step = ? AND j.node = ?)"
 )
 _LIST = (
     "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
@@ -106,11 +162,13 @@ def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple
         return execute(_REPLAYED, (*key, *values))
     if op == "saved":  # whether LangGraph's checkpoint (thread, namespace, id) is in the store
         return bool(execute(_SAVED, (key[0], key[2])))
-    return execute(_NEAR if op == "near" else _LIST, key)
+    if op == "near":  # key: task, thread, namespace, step, node
+        return execute(_NEAR, (key[1], key[2], key[0], *key))
+    return execute(_LIST, key)
 
 
 def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    execute = saver_sql(saver, _CREATE)
+    execute = saver_sql(saver, _CREATE[saver_kind(saver) or "sqlite"])
     assert execute is not None
     return _run_sql(execute, op, key, values)
 
@@ -134,3 +192,52 @@ def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> An
                     for k, r in table.items() if k[0] == key[0]]  # fmt: skip
             return sorted(rows, key=lambda r: (r[7], r[2]))
         return []  # `near`: nothing in memory is damaged on disk
+
+
+def opened(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str | None:
+    """The response of the entry `key` read back, its checksum checked.
+
+    Raises:
+        CorruptCheckpointError: The entry is not what was written (its status, request digest or response
+            changed on disk): it is never replayed, and the call is never made again on its account.
+    """
+    if not intact(key, status, request_digest, text):
+        raise _damaged(key)
+    return unsealed(text)
+
+
+def check_task(saver: Any, rows: Callable[..., Any], key: tuple[Any, ...]) -> None:
+    """At a node's first call the journal has no entry for (`key`), check its task's entries: one whose key was
+    damaged on disk (its thread, step, node, task or call index) is not found by its key, and one deleted is not
+    found at all (fewer entries than the task wrote): the call it recorded would be made again without a word.
+
+    Raises:
+        CorruptCheckpointError: An entry of the task does not match its checksum, or is missing.
+    """
+    node = NODE.get()
+    if node is None or node.checked:
+        return
+    node.checked = True
+    thread, ns, step, name, task, _ = key
+    found = rows(saver, "near", (task, thread, ns, step, name))
+    present = [row for row in found if row[0] is not None]
+    for row in present:
+        if not intact(tuple(row[:6]), *row[6:9]):
+            raise _damaged(key)
+    written = found[0][9] if found and len(found[0]) > 9 else None
+    if written is not None and len(present) < written:
+        raise _damaged(key, f"holds {len(present)} of the {written} entries it wrote (deleted)")
+
+
+def _damaged(key: tuple[Any, ...], what: str = "") -> CorruptCheckpointError:
+    thread, _, step, node, _, index = key
+    found = (
+        f"the call journal of node {node!r} (step {step}) {what}; no call was made again"
+        if what
+        else f"the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; it was not replayed"
+    )
+    return CorruptCheckpointError(
+        f"thread {thread!r}: {found}",
+        hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
+        f"step with agentmap resume {thread} --from-checkpoint ID",
+    )

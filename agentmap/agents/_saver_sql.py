@@ -14,9 +14,27 @@ import sqlite3
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-__all__ = ["Execute", "saver_kind", "saver_sql", "sqlite_sql"]
+__all__ = ["Create", "Execute", "postgres_trigger", "saver_kind", "saver_sql", "sqlite_sql"]
 
 Execute = Callable[[str, tuple[Any, ...]], list[Any]]
+Create = str | tuple[str, ...]
+"""What makes a table: statements between `;`, or a tuple of statements (a trigger's body holds `;` of its own)."""
+
+
+def _statements(create: Create) -> tuple[str, ...]:
+    return tuple(create.split(";")) if isinstance(create, str) else create
+
+
+def postgres_trigger(name: str, table: str, body: str) -> str:
+    """A PostgreSQL statement making the row trigger `name`, run before each insert into `table` (its function
+    `name()` doing `body`, a PL/pgSQL block that ends `RETURN NEW;`), unless it is there. Processes making it at
+    once take turns (a transaction lock), and one finding it made takes no lock on the table."""
+    return (
+        f"DO $d$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('{name}')); "
+        f"IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{name}') THEN "
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN {body} END $f$; "
+        f"CREATE TRIGGER {name} BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION {name}(); END IF; END $d$"
+    )
 
 
 def saver_kind(saver: Any) -> str | None:
@@ -28,9 +46,8 @@ def saver_kind(saver: Any) -> str | None:
     return None
 
 
-def saver_sql(saver: Any, create: str) -> Execute | None:
-    """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` (statements between `;`) run once
-    first; None for others."""
+def saver_sql(saver: Any, create: Create) -> Execute | None:
+    """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` run once first; None for others."""
     kind = saver_kind(saver)
     if kind == "sqlite":
         return sqlite_sql(saver.conn, saver.lock, saver.__dict__, create)
@@ -39,13 +56,13 @@ def saver_sql(saver: Any, create: str) -> Execute | None:
     return None
 
 
-def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[str, Any], create: str) -> Execute:
+def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[Any, Any], create: Create) -> Execute:
     """SQL on a SQLite connection shared under `lock`; `marks` remembers that `create` ran."""
 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with lock:
             if not marks.get(create):
-                for statement in create.split(";"):
+                for statement in _statements(create):
                     conn.execute(statement)
                 marks[create] = True
             try:
@@ -59,7 +76,7 @@ def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[str, A
     return execute
 
 
-def _postgres_sql(saver: Any, create: str) -> Execute:
+def _postgres_sql(saver: Any, create: Create) -> Execute:
     import psycopg
     from langgraph.checkpoint.postgres import _internal
 
@@ -67,7 +84,7 @@ def _postgres_sql(saver: Any, create: str) -> Execute:
         with saver.lock, _internal.get_connection(saver.conn) as conn:
             if not saver.__dict__.get(create):
                 try:
-                    for statement in create.split(";"):
+                    for statement in _statements(create):
                         conn.execute(statement)
                 except psycopg.errors.UniqueViolation:  # made by another process at the same moment
                     conn.rollback()

@@ -28,10 +28,9 @@ from typing import Any, TypeVar
 
 from agentmap._langgraph import CHECKPOINTER_KEY, TASK_ID_KEY, current_config
 from agentmap.agents._checkpoint_saves import Key, await_saved, step_checkpoint, wait_saved
-from agentmap.agents._journal_rows import TABLE, intact, rows_of, seal, unsealed
+from agentmap.agents._journal_rows import TABLE, check_task, opened, rows_of, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
-from agentmap.errors import CorruptCheckpointError
 
 __all__ = [
     "TABLE",
@@ -251,10 +250,10 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
     meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
     found = where.kind(where.saver, "get", where.key)
     if found is None:
-        _check_keys(where)
+        check_task(where.saver, where.kind, where.key)
     else:
         status, seen, response = found
-        response = _opened(status, seen, response, where)
+        response = opened(where.key, status, seen, response)
         if seen != meta[2]:
             _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
                          kind, name, where.key[3])  # fmt: skip
@@ -293,46 +292,6 @@ def _put(
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
     where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
-
-
-def _opened(status: str, request_digest: str, text: str | None, where: _Where) -> str | None:
-    """The response of an entry read back, its checksum checked.
-
-    Raises:
-        CorruptCheckpointError: The entry is not what was written (its status, request digest or response
-            changed on disk): it is never replayed, and the call is never made again on its account.
-    """
-    if not intact(where.key, status, request_digest, text):
-        raise _damaged(where)
-    return unsealed(text)
-
-
-def _check_keys(where: _Where) -> None:
-    """At a node's first call the journal has no entry for, check its task's entries: one whose key was
-    damaged on disk (its thread, step, node, task or call index) is not found by its key, and the call it
-    recorded would be made again without a word.
-
-    Raises:
-        CorruptCheckpointError: An entry of the task does not match its checksum.
-    """
-    node = _NODE.get()
-    if node is None or node.checked:
-        return
-    node.checked = True
-    thread, ns, step, name, task, _ = where.key
-    for row in where.kind(where.saver, "near", (task, thread, ns, step, name)):
-        if not intact(tuple(row[:6]), *row[6:]):
-            raise _damaged(where)
-
-
-def _damaged(where: _Where) -> CorruptCheckpointError:
-    thread, _, step, node, _, index = where.key
-    return CorruptCheckpointError(
-        f"thread {thread!r}: the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; "
-        "it was not replayed",
-        hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
-        f"step with agentmap resume {thread} --from-checkpoint ID",
-    )
 
 
 def _ask(name: str, request: Any, where: _Where) -> Any:

@@ -1,58 +1,111 @@
-"""Damaged checkpoints are found, named and never resumed: every record carries a checksum of its bytes.
+"""Damaged or misplaced records are found and named: every record carries a checksum of its bytes and of its key.
 
 Every value the savers AgentMap makes write (a checkpoint, a channel's value, a node's pending write) goes
-through the serializer, which stores it as `(kind + "+b2", digest + bytes)`: a 16-byte BLAKE2b digest of what
-was written, checked on every read. Records written before checksums (a bare kind) are read as they are.
+through the serializer, which stores it as `(kind + "+b2k", digest + key + bytes)`: the key says where the
+record was written (its thread, namespace, checkpoint and parent; a write's task, index and channel; a channel
+value's channel and version), and a 16-byte BLAKE2b digest covers the key and the bytes. The saver says which
+key each record gets (`binding`, around LangGraph's `put` and `put_writes`); on reading, the digest is checked
+by the serializer, and the key against the row the record was read from (`check_tuple` for SQLite, whose
+reads collect the keys they open, `check_row` for a PostgreSQL row). A record copied, swapped or renamed to
+another key is `CorruptCheckpointError` (`corrupt-checkpoint`), like one whose bytes changed.
 
-A record whose digest does not match, or that does not decode, raises `CorruptCheckpointError`
-(`corrupt-checkpoint`). The sync savers (`_Verified`) then name the thread, the damaged checkpoint and its
-step, and the newest checkpoint of the thread that still reads whole, with the command that continues from
-it. A SQLite file too damaged to read at all is the same error, naming the file.
+A PostgreSQL checkpoint row is JSON, not a record of the serializer: its metadata carries the seal of the row
+(`agentmap_seal`: a digest of its key and document, and the channels whose values it keeps as records).
+
+Records written before keys (`+b2`: a digest of the bytes alone) and before checksums (a bare kind) are read as
+they are. `runtime/_heads.py` finds the rows that are missing; `runtime/_verified.py` names the damage.
 """
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import json
-import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError, CorruptCheckpointError
 
 if TYPE_CHECKING:
-    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import CheckpointTuple
 
-__all__ = ["CorruptCheckpointError", "Verified", "damaged_file", "is_damage", "sealed", "unsealed"]
+__all__ = [
+    "SEAL",
+    "CorruptCheckpointError",
+    "binding",
+    "check_row",
+    "check_tuple",
+    "checkpoint_keys",
+    "opening",
+    "row_seal",
+    "sealed",
+    "unsealed",
+    "write_keys",
+]
 
-_TAG = "+b2"
+_TAG = "+b2"  # a digest of the bytes (records written before keys)
+_KEYED = "+b2k"  # a digest of the key and the bytes
 _DIGEST = 16
+SEAL = "agentmap_seal"  # the metadata key of a PostgreSQL checkpoint row's seal
+
+_BINDING: ContextVar[list[tuple[Any, bytes]] | None] = ContextVar("agentmap_record_keys", default=None)
+_OPENED: ContextVar[list[bytes | None] | None] = ContextVar("agentmap_opened_keys", default=None)
 
 
 def _digest(raw: bytes) -> bytes:
     return hashlib.blake2b(raw, digest_size=_DIGEST).digest()
 
 
-def sealed(kind: str, raw: bytes) -> tuple[str, bytes]:
-    """A serialized value with the checksum of its bytes in front (and its kind saying so)."""
-    return kind + _TAG, _digest(raw) + raw
+def _key(*parts: Any) -> bytes:
+    return json.dumps(parts, separators=(",", ":")).encode("ascii")
+
+
+def sealed(kind: str, raw: bytes, obj: Any = None) -> tuple[str, bytes]:
+    """A serialized value with its checksum in front: of its key and bytes when the saver bound `obj` to a key
+    (`binding`), else of its bytes alone."""
+    key = _bound(obj)
+    if key is None:
+        return kind + _TAG, _digest(raw) + raw
+    body = len(key).to_bytes(2, "big") + key + raw
+    return kind + _KEYED, _digest(body) + body
+
+
+def _bound(obj: Any) -> bytes | None:
+    pairs = _BINDING.get()
+    for i, (value, key) in enumerate(pairs or ()):
+        if value is obj:
+            del pairs[i]  # type: ignore[union-attr]
+            return key if len(key) < 1 << 16 else None
+    return None
 
 
 def unsealed(data: tuple[str, bytes], load: Callable[[tuple[str, bytes]], Any]) -> Any:
-    """`load` of the value inside `data`, its checksum checked first (a record without one is loaded as is).
+    """`load` of the value inside `data`, its checksum checked first (a record without one is loaded as is); the
+    key it was written with is handed to the read collecting them (`opening`).
 
     Raises:
         CorruptCheckpointError: The bytes differ from those written, or they do not decode.
     """
     kind, raw = data
-    if kind.endswith(_TAG):
+    if not isinstance(kind, str) or not isinstance(raw, bytes | bytearray | memoryview):
+        raise CorruptCheckpointError(
+            f"a saved record is not what a saver writes (its type is {type(kind).__name__} {str(kind)[:40]!r}, "
+            f"its value {type(raw).__name__})"
+        )
+    key: bytes | None = None
+    if kind.endswith((_TAG, _KEYED)):
         raw = bytes(raw)
         digest, raw = raw[:_DIGEST], raw[_DIGEST:]
         if _digest(raw) != digest:
             raise CorruptCheckpointError("a saved record's bytes do not match the checksum they were written with")
-        kind = kind.removesuffix(_TAG)
+        if kind.endswith(_KEYED):
+            size = int.from_bytes(raw[:2], "big")
+            key, raw = raw[2 : 2 + size], raw[2 + size :]
+        kind = kind.rsplit("+", 1)[0]
+    opened = _OPENED.get()
+    if opened is not None:
+        opened.append(key)
     try:
         return load((kind, raw))
     except ConfigError:
@@ -61,162 +114,187 @@ def unsealed(data: tuple[str, bytes], load: Callable[[tuple[str, bytes]], Any]) 
         raise CorruptCheckpointError(f"a saved record does not decode ({type(exc).__name__}: {exc})") from None
 
 
-def is_damage(exc: sqlite3.Error) -> bool:
-    """Whether SQLite's `exc` says its file is damaged (not locked, busy, full or refused by a constraint)."""
-    text = str(exc).lower()
-    if type(exc) is sqlite3.DatabaseError or "could not decode" in text:
-        return True
-    # the tables the saver made at open no longer have their columns: the file's schema itself was damaged
-    return isinstance(exc, sqlite3.OperationalError) and text.startswith(("no such column", "no such table"))
+def _key_in(kind: str, raw: bytes) -> bytes | None:
+    """The key a record was written with, read from its bytes without decoding it (None: written without)."""
+    if not kind.endswith(_KEYED) or len(raw) < _DIGEST + 2:
+        return None
+    size = int.from_bytes(raw[_DIGEST : _DIGEST + 2], "big")
+    return bytes(raw[_DIGEST + 2 : _DIGEST + 2 + size])
 
 
-def damaged_file(exc: sqlite3.DatabaseError, where: str) -> CorruptCheckpointError:
-    """The error for a SQLite file that SQLite itself finds damaged (`where` names it)."""
-    return CorruptCheckpointError(
-        f"the checkpoint file {where} is damaged: {exc}",
-        hint="restore it from a copy, or recover what it holds with `sqlite3 FILE .recover`; start new runs on "
-        "another file",
-    )
+# -- writing: the key of each record ------------------------------------------------------------
 
 
-class Verified:
-    """Sync saver methods that turn a damaged record into a `CorruptCheckpointError` naming what to do."""
+@contextmanager
+def binding(pairs: list[tuple[Any, bytes]]) -> Iterator[None]:
+    """While the block runs, the serializer seals each object of `pairs` (found by identity, in order) with its
+    key: the saver's `put` and `put_writes` wrap LangGraph's around it."""
+    token = _BINDING.set(pairs)
+    try:
+        yield
+    finally:
+        _BINDING.reset(token)
 
-    _where: str = "database"
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+def _inline(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _delta(value: Any) -> bool:
+    return type(value).__name__ == "_DeltaSnapshot"  # LangGraph keeps a delta channel's snapshot as a record
+
+
+def checkpoint_keys(
+    config: Mapping[str, Any], checkpoint: Mapping[str, Any], versions: Mapping[str, Any], *, postgres: bool
+) -> tuple[list[tuple[Any, bytes]], list[Any] | None]:
+    """The keys of the records `put(config, checkpoint, ..., versions)` writes, and (PostgreSQL) the row's seal.
+
+    SQLite keeps a checkpoint as one record; PostgreSQL keeps the checkpoint as JSON, its channel values that
+    are not plain (str, number, bool, None) as records keyed by channel and version.
+    """
+    c = config["configurable"]
+    thread, ns, parent = str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c.get("checkpoint_id")
+    if not postgres:
+        return [(checkpoint, _key("checkpoint", thread, ns, checkpoint["id"], parent))], None
+    values = checkpoint["channel_values"]
+    records = sorted(k for k, v in values.items() if _delta(v) or not _inline(v))
+    pairs = [(values[k], _key("blob", thread, ns, k, versions[k])) for k in records if k in versions]
+    kept = {k: True if _delta(v) else v for k, v in values.items() if _delta(v) or _inline(v)}
+    document = {**checkpoint, "channel_values": kept}
+    return pairs, row_seal(thread, ns, checkpoint["id"], parent, document, records)
+
+
+def write_keys(config: Mapping[str, Any], writes: Any, task_id: str) -> list[tuple[Any, bytes]]:
+    """The keys of the records `put_writes(config, writes, task_id)` writes (LangGraph's index for each)."""
+    from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+    c = config["configurable"]
+    thread, ns, checkpoint_id = str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"])
+    return [
+        (value, _key("write", thread, ns, checkpoint_id, task_id, WRITES_IDX_MAP.get(channel, i), channel))
+        for i, (channel, value) in enumerate(writes)
+    ]
+
+
+def _canonical(value: Any) -> Any:
+    """`value` as JSON in one spelling: PostgreSQL's JSON gives 1e16 back as an integer, and keys in its order."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
         try:
-            return super().get_tuple(config)  # type: ignore[misc, no-any-return]
-        except Exception as exc:
-            raise self._named(config, exc) from None
+            return float(value)
+        except OverflowError:
+            return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return str(value)
 
-    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
-        try:
-            yield from super().list(config, **kwargs)  # type: ignore[misc]
-        except Exception as exc:
-            raise self._named(config, exc) from None
 
-    def _named(self, config: RunnableConfig | None, exc: Exception) -> Exception:
-        """What reading `config` raised, a damaged record (or metadata that does not decode) named."""
-        if isinstance(exc, sqlite3.DatabaseError):
-            return self._damaged(exc)
-        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # metadata that is not JSON, say
-            exc = CorruptCheckpointError(f"a saved record does not decode ({type(exc).__name__}: {exc})")
-        if isinstance(exc, CorruptCheckpointError) and config:
-            return self._located(config, exc)
-        return exc
+def row_seal(thread: str, ns: str, checkpoint_id: str, parent: Any, document: Any, records: list[Any]) -> list[Any]:
+    """The seal of a PostgreSQL checkpoint row: a digest of its key, its JSON document and the channels whose
+    values it keeps as records, and those channels."""
+    text = json.dumps([thread, ns, checkpoint_id, parent, _canonical(document), records], sort_keys=True)
+    return [hashlib.blake2b(text.encode("ascii"), digest_size=_DIGEST).hexdigest(), records]
 
-    def put(self, *args: Any, **kwargs: Any) -> RunnableConfig:
-        try:
-            return super().put(*args, **kwargs)  # type: ignore[misc, no-any-return]
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
 
-    def put_writes(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            super().put_writes(*args, **kwargs)  # type: ignore[misc]
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+# -- reading: each record where it was written --------------------------------------------------
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        return damaged_file(exc, self._where) if is_damage(exc) else exc
 
-    def _located(self, config: RunnableConfig, exc: CorruptCheckpointError) -> CorruptCheckpointError:
-        """`exc` naming the thread, the damaged checkpoint and its step, and the newest one that reads whole."""
-        configurable = config.get("configurable", {})
-        thread_id = str(configurable.get("thread_id", ""))
-        ns = str(configurable.get("checkpoint_ns", ""))
-        damaged: tuple[str, Any] | None = None
-        good: tuple[str, Any] | None = None
-        for checkpoint_id, step in self._history(thread_id, ns):
-            try:
-                super().get_tuple(  # type: ignore[misc]
-                    {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
-                )
-            except Exception:  # damaged, or refused: not one to go on from
-                damaged = damaged or (checkpoint_id, step)
-                continue
-            if damaged is not None:
-                good = (checkpoint_id, step)
-                break
-        where = f"thread {thread_id!r}"
-        if damaged is not None:
-            where += f": checkpoint {damaged[0]} (step {damaged[1]})"
-        if good is None:
-            hint = "no earlier checkpoint of the thread reads whole: start the run again on a new thread (--restart)"
-        else:
-            hint = (
-                f"continue from the last good checkpoint (step {good[1]}): agentmap resume {thread_id} "
-                f"--from-checkpoint {good[0]}"
+@contextmanager
+def opening() -> Iterator[list[bytes | None]]:
+    """The keys of the records the serializer opens while the block runs, in order (None: a record without)."""
+    opened: list[bytes | None] = []
+    token = _OPENED.set(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.reset(token)
+
+
+def _misplaced(what: str, found: bytes) -> CorruptCheckpointError:
+    """`what` (the place a record was read from) holds the record written for the key `found`."""
+    try:
+        parts = json.loads(found)
+    except ValueError:
+        parts = [found.decode("ascii", "replace")]
+    named = {
+        "checkpoint": "checkpoint {3} of thread {1!r}",
+        "write": "a write (channel {6!r}) to checkpoint {3} of thread {1!r}",
+        "blob": "channel {3!r} (version {4}) of thread {1!r}",
+    }
+    try:
+        origin = named[parts[0]].format(*parts)
+    except (KeyError, IndexError, TypeError):
+        origin = "another place"
+    return CorruptCheckpointError(f"{what} holds the record written for {origin}: rows were moved, swapped or renamed")
+
+
+def check_tuple(item: CheckpointTuple | None, opened: list[bytes | None]) -> None:
+    """Check that the records a SQLite read opened (the checkpoint, then its pending writes, in LangGraph's
+    order) were written where they were read from.
+
+    Raises:
+        CorruptCheckpointError: A record was written for another key.
+    """
+    if item is None or len(opened) != 1 + len(item.pending_writes or ()):
+        return  # another read (LangGraph's delta channels) opened these: their digests were checked
+    c = item.config["configurable"]
+    thread, ns, checkpoint_id = str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"])
+    parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    expected = ["checkpoint", thread, ns, checkpoint_id, parent]
+    if opened[0] is not None and opened[0] != _key(*expected):
+        raise _misplaced("its row", opened[0])
+    last: dict[str, int] = {}
+    for (task_id, channel, _), found in zip(item.pending_writes or (), opened[1:], strict=True):
+        if found is None:
+            continue
+        parts = json.loads(found)
+        expected = ["write", thread, ns, checkpoint_id, task_id, None, channel]
+        index = parts[5] if len(parts) == 7 and isinstance(parts[5], int) else None
+        if index is None or [*parts[:5], None, parts[6]] != expected or index <= last.get(task_id, -(1 << 31)):
+            raise _misplaced(f"its pending write (channel {channel!r}) of task {task_id}", found)
+        last[task_id] = index  # LangGraph reads a task's writes by index: the order they were written in
+
+
+def check_row(value: dict[str, Any]) -> None:
+    """Check a PostgreSQL checkpoint row (`SELECT_SQL`'s, before LangGraph loads it): its seal, and that each
+    channel value and pending write it joins was written for it; the seal is taken out of its metadata.
+
+    Raises:
+        CorruptCheckpointError: The row or a record it joins is not what was written there, or a channel value
+            it kept is missing.
+    """
+    thread, ns, checkpoint_id = str(value["thread_id"]), str(value["checkpoint_ns"]), str(value["checkpoint_id"])
+    parent, document = value["parent_checkpoint_id"], value["checkpoint"]
+    metadata = dict(value["metadata"] or {})
+    seal = metadata.pop(SEAL, None)
+    value["metadata"] = metadata
+    if seal is not None:
+        records = seal[1] if isinstance(seal, list) and len(seal) == 2 and isinstance(seal[1], list) else []
+        if seal != row_seal(thread, ns, checkpoint_id, parent, document, records):
+            raise CorruptCheckpointError(
+                f"checkpoint {checkpoint_id}'s row is not the one written there (its key, parent or state was "
+                "changed, or it was moved, swapped or renamed)"
             )
-        return CorruptCheckpointError(f"{where} is damaged: {exc.message}; it was not resumed", hint=hint)
-
-    def set_aside_damaged(self, thread_id: str, checkpoint_id: str) -> builtins.list[str]:
-        """Move the thread's damaged checkpoints newer than `checkpoint_id` (and their pending writes) into
-        `agentmap_damaged_checkpoints` / `agentmap_damaged_writes`, kept for inspection, so that the thread can
-        go on from `checkpoint_id`; returns their ids. Checkpoints that read whole stay where they are."""
-        moved: builtins.list[str] = []
-        for newer, _ in self._history(thread_id, ""):
-            if newer <= checkpoint_id:
-                break
-            try:
-                super().get_tuple(  # type: ignore[misc]
-                    {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": newer}}
-                )
-            except Exception:
-                moved.append(newer)
-        if moved:
-            self._move(thread_id, moved)
-        return moved
-
-    def _move(self, thread_id: str, ids: builtins.list[str]) -> None:
-        postgres = hasattr(self, "_cursor")
-        mark = "%s" if postgres else "?"
-        for table, aside in (
-            ("checkpoints", "agentmap_damaged_checkpoints"),
-            ("checkpoint_writes" if postgres else "writes", "agentmap_damaged_writes"),
-        ):
-            make = (
-                f"CREATE TABLE IF NOT EXISTS {aside} (LIKE {table})"
-                if postgres
-                else f"CREATE TABLE IF NOT EXISTS {aside} AS SELECT * FROM {table} WHERE 0"
-            )
-            where = f"WHERE thread_id = {mark} AND checkpoint_ns = '' AND checkpoint_id = {mark}"
-            statements: builtins.list[tuple[str, tuple[str, ...]]] = [(make, ())]
-            for checkpoint_id in ids:
-                statements += [
-                    (f"INSERT INTO {aside} SELECT * FROM {table} {where}", (thread_id, checkpoint_id)),
-                    (f"DELETE FROM {table} {where}", (thread_id, checkpoint_id)),
-                ]
-            if postgres:
-                with self._cursor() as cur:  # type: ignore[attr-defined]
-                    for sql, args in statements:
-                        cur.execute(sql, args)
-            else:
-                with self.cursor() as cur:  # type: ignore[attr-defined]  # one transaction, committed at the end
-                    for sql, args in statements:
-                        cur.execute(sql, args)
-
-    def _history(self, thread_id: str, ns: str) -> builtins.list[tuple[str, Any]]:
-        """The thread's checkpoint ids and steps, newest first, read without decoding any record."""
-        postgres = hasattr(self, "_cursor")
-        query = (
-            "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = {0} AND checkpoint_ns = {0} "
-            "ORDER BY checkpoint_id DESC"
-        ).format("%s" if postgres else "?")
-        if postgres:
-            with self._cursor() as cur:  # type: ignore[attr-defined]
-                rows = [(r["checkpoint_id"], r["metadata"]) for r in cur.execute(query, (thread_id, ns)).fetchall()]
-        else:
-            with self.cursor(transaction=False) as cur:  # type: ignore[attr-defined]
-                rows = builtins.list(cur.execute(query, (thread_id, ns)).fetchall())
-        return [(str(checkpoint_id), _step(metadata)) for checkpoint_id, metadata in rows]
-
-
-def _step(metadata: Any) -> Any:
-    if isinstance(metadata, bytes | str):
-        try:
-            metadata = json.loads(metadata)
-        except ValueError:
-            return "unknown"
-    return metadata.get("step", "unknown") if isinstance(metadata, dict) else "unknown"
+    versions = document.get("channel_versions") or {}
+    found = set()
+    for channel, kind, raw in value["channel_values"] or ():
+        name, kind_text = bytes(channel).decode(), bytes(kind).decode()
+        found.add(name)
+        key = _key_in(kind_text, bytes(raw or b""))
+        expected = ["blob", thread, ns, name, versions.get(name)]
+        if key is not None and key != _key(*expected):
+            raise _misplaced(f"its value of channel {name!r}", key)
+    missing = [c for c in (seal[1] if seal is not None else ()) if c not in found]
+    if missing:
+        raise CorruptCheckpointError(
+            f"checkpoint {checkpoint_id} lost the saved value of channel {', '.join(map(repr, missing))}"
+        )
+    for task, channel, kind, raw, _, index in value["pending_writes"] or ():
+        key = _key_in(bytes(kind).decode(), bytes(raw))
+        task_id, channel_name = bytes(task).decode(), bytes(channel).decode()
+        expected = ["write", thread, ns, checkpoint_id, task_id, int(bytes(index).decode()), channel_name]
+        if key is not None and key != _key(*expected):
+            raise _misplaced(f"its pending write (channel {channel_name!r}) of task {task_id}", key)

@@ -36,7 +36,7 @@ def safe_serializer() -> Any:
 
     class _Serializer(JsonPlusSerializer):
         def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-            return sealed(*super().dumps_typed(obj))
+            return sealed(*super().dumps_typed(obj), obj)
 
         def loads_typed(self, data: tuple[str, bytes]) -> Any:
             return unsealed(data, self._load)

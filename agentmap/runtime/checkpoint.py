@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents._checkpoint_saves import settle
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.runtime._integrity import CorruptCheckpointError, Verified, damaged_file, is_damage
+from agentmap.runtime._integrity import CorruptCheckpointError
 from agentmap.runtime._serializer import UnsafeCheckpointError, safe_serializer
+from agentmap.runtime._verified import Verified, damaged_file, is_damage
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+from agentmap.errors import ConfigError, CorruptCheckpointError, ErrorCode, WorkflowFileError
 from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.threads import (
     DIGEST_KEY,
@@ -234,10 +234,17 @@ class Thread:
         refused, or with `restart` dropped.
 
         Raises:
-            ConfigError: The thread is running in another process (`thread-busy`) or has not finished
-                (`thread-unfinished`, naming `resume_hint`).
+            ConfigError: The thread is running in another process (`thread-busy`), has not finished
+                (`thread-unfinished`, naming `resume_hint`), or is damaged and not `restart`ed
+                (`corrupt-checkpoint`).
         """
-        snapshot = self.snapshot()
+        try:
+            snapshot = self.snapshot()
+        except CorruptCheckpointError:
+            if not restart:
+                raise
+            self.saver.delete_thread(self.thread_id)  # started over: what is damaged or missing goes with it
+            return
         if snapshot.metadata is None:
             return
         status = snapshot_status(snapshot)

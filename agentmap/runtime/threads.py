@@ -282,11 +282,13 @@ def thread_history(
     `options` or `compile_options` compile its workflow, as in `threads`.
 
     Raises:
-        ConfigError: The checkpoint has no such thread (`unknown-thread`).
+        ConfigError: The checkpoint has no such thread (`unknown-thread`), or had one whose checkpoints are gone
+            (`corrupt-checkpoint`).
     """
     given = CompileOptions.given("thread_history", options, compile_options)
     info = next((t for t in threads(saver, options=given) if t.thread_id == thread_id), None)
     if info is None:
+        saver.get_tuple(thread_config(thread_id))  # a thread whose every checkpoint is gone: corrupt-checkpoint
         raise _unknown(thread_id)
     saved = saver.get_tuple(thread_config(thread_id))
     values = saved.checkpoint.get("channel_values", {})

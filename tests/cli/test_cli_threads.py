@@ -138,7 +138,8 @@ def test_a_tampered_checkpoint_is_refused_by_resume(capsys: pytest.CaptureFixtur
     marker = folder / "pwned"
     with sqlite3.connect(folder / ".agentmap" / "runs.db") as conn:
         (row,) = conn.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchall()
-        checkpoint = ormsgpack.unpackb(row[0][16:], option=ormsgpack.OPT_NON_STR_KEYS)  # after its checksum
+        key_size = int.from_bytes(row[0][16:18], "big")  # after its checksum: its key's length, its key, its bytes
+        checkpoint = ormsgpack.unpackb(row[0][18 + key_size :], option=ormsgpack.OPT_NON_STR_KEYS)
         checkpoint["channel_values"]["count"] = "SENTINEL"
         raw = ormsgpack.packb(checkpoint, option=ormsgpack.OPT_NON_STR_KEYS)
         forged = raw.replace(

@@ -216,6 +216,14 @@ def test_a_second_answer_meeting_the_first_applied_but_its_step_unsaved_is_refus
             ).fetchone()
             for table in ("checkpoints", "writes"):
                 db.execute(f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id > ?", (tid, paused))
+            # and the thread's head as the database's triggers would have kept it, had the rows never been written
+            # (rows deleted behind its back are a damaged store: corrupt-checkpoint)
+            db.execute(
+                "UPDATE agentmap_heads SET checkpoint_id = ?, writes_of = ?, "
+                "checkpoints = (SELECT count(*) FROM checkpoints WHERE thread_id = ?), "
+                "writes = (SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id = ?) WHERE thread_id = ?",
+                (paused, paused, tid, tid, paused, tid),
+            )
         state = client.threads.get_state(tid)
         assert state["next"] == [] and state["tasks"] and not state["interrupts"], state
         body = _refusal(client, tid)
