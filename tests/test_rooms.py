@@ -26,8 +26,10 @@ PUBLIC_RUNTIME = {
     "checkpoint",
     "items",
     "durable",
+    "values",
 }
-"""The runtime's public modules: the homes of `agentmap.__all__`, and `durable` (`Thread`, `Durability`)."""
+"""The runtime's public modules: the homes of `agentmap.__all__`, `durable` (`Thread`, `Durability`) and `values`
+(the one reader of a JSON value from outside: the server's request bodies, the command line's options)."""
 
 
 def _server_contract() -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 `agentmap.cli` imports only `agentmap` (the public API), `agentmap.errors` and this package; the import-linter
 contracts in pyproject.toml check it. Each submodule holds the operations of one command group (`settings`,
-`graphs`, `threads`, `conversation`, `evaluation`, `logs`, `batch`, `servers`), re-exported here in `__all__`,
+`graphs`, `threads`, `values`, `conversation`, `evaluation`, `logs`, `batch`, `servers`), re-exported here in `__all__`,
 grouped the same way. Each function says which command needs it and for what; it imports its room when called,
 so `agentmap --help` imports no runtime. The few classes a command builds or catches are lazily re-exported at
 the end (`_NAMES`, with the variable naming the active agent); types a command only annotates with are under
@@ -51,6 +51,7 @@ from agentmap._cli_api.threads import (
     thread_history,
     typed_answer,
 )
+from agentmap._cli_api.values import read_json_value, state_key_problem, value_problem
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from agentmap.llm.decision_log import SQLiteDecisionLog
     from agentmap.runtime.durable import Durability
     from agentmap.runtime.streaming import TokenWriter
+    from agentmap.runtime.values import Problem
     from agentmap.server import ServeConfig
     from agentmap.spec.models import FuncRef, Targets
     from agentmap.studio import StudioConfig
@@ -86,6 +88,10 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "journal_entries",
     "example_answer",
     "typed_answer",
+    # run --state, resume --data, chat --agent-config: a JSON value given on the command line (`values`)
+    "read_json_value",
+    "value_problem",
+    "state_key_problem",
     # chat, ask, eval run, serve: a workflow as a conversational agent (`conversation`)
     "active_agent_target",
     "load_active_agent",
@@ -135,6 +141,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "EvalDiff",
     "EvalReport",
     "EvalRunSummary",
+    "Problem",
     "RowResult",
     "Settings",
     "Targets",
@@ -154,6 +161,7 @@ _NAMES = {
     "EvalDiff": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.scores",
     "EvalRunSummary": "agentmap.interface.eval_runner",
+    "Problem": "agentmap.runtime.values",
     "RowResult": "agentmap.batch.rows",
     "Settings": "agentmap.config",
     "Targets": "agentmap.spec.models",

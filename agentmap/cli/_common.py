@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -15,7 +14,7 @@ import typer
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
-    from agentmap._cli_api import Settings
+    from agentmap._cli_api import Problem, Settings
 
 __all__ = [
     "AllowHostOption",
@@ -25,6 +24,7 @@ __all__ = [
     "DebugOption",
     "HostOption",
     "JsonOption",
+    "PortOption",
     "StreamOption",
     "WorkflowArgument",
     "api_key_from",
@@ -32,8 +32,10 @@ __all__ = [
     "configure_logging",
     "ensure_writable",
     "json_object",
+    "json_value",
     "load",
     "split_target",
+    "value_error",
 ]
 
 ConfigOption = Annotated[
@@ -85,6 +87,9 @@ NoCacheOption = Annotated[
     ),
 ]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
+PortOption = Annotated[
+    int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: a free one, printed at start).")
+]
 ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option(
@@ -184,7 +189,7 @@ def split_target(target: str | None, settings: Settings) -> tuple[Path, str | No
     """`FILE[::GRAPH]` (or the configured `workflow`) as a path and an optional graph name.
 
     Raises:
-        ConfigError: No FILE given and no `workflow` configured.
+        ConfigError: No FILE given and no `workflow` configured, or `::GRAPH` with no FILE before it (`usage`).
     """
     text = target or settings.workflow
     if not text:
@@ -194,13 +199,49 @@ def split_target(target: str | None, settings: Settings) -> tuple[Path, str | No
             hint="name one, e.g. `agentmap run graphs/hello_world.csv`, or set `workflow:` in agentmap.yaml",
         )
     path, sep, graph = text.partition("::")
+    if not path.strip():
+        raise ConfigError(
+            f"{text!r} names no workflow file before '::'",
+            code=ErrorCode.USAGE,
+            hint=f"write FILE::GRAPH, e.g. `graphs/hello_world.csv{sep}{graph.strip() or 'HelloWorld'}`",
+        )
     return Path(path), (graph.strip() or None) if sep else None
+
+
+def json_value(text: str, where: str, *, code: ErrorCode, hint: str) -> Any:
+    """A JSON value the user gave, read by the one reader every entry point shares (`agentmap._cli_api`'s).
+
+    Args:
+        text: The option's or file's text.
+        where: What it came from, for the message (`--state`, `state file x.json`).
+        code: The error code.
+        hint: What to write instead when the text is not JSON at all (an example).
+
+    Raises:
+        ConfigError: The text is not JSON, or its value is one a run cannot keep (a lone surrogate, nested deeper
+            than 100 levels, an integer beyond 64 bits, NaN): the message names where in it.
+    """
+    from agentmap._cli_api import read_json_value
+
+    value, problem = read_json_value(text)
+    if problem is not None:
+        raise value_error(problem, where, code=code, hint=hint)
+    return value
+
+
+def value_error(problem: Problem, where: str, *, code: ErrorCode, hint: str = "") -> ConfigError:
+    """The error for a value the user gave that a run cannot take (`problem`), naming the option it came from.
+
+    `hint` replaces the problem's own when the text was not JSON at all (an example of the option helps more).
+    """
+    message = f"{where}: {problem.message()}" if problem.path else problem.message(whole=where)
+    return ConfigError(message, code=code, hint=hint if problem.syntax and hint else problem.hint)
 
 
 def json_object(
     text: str, where: str, *, code: ErrorCode, example: str, what: str = "", hint: str = ""
 ) -> dict[str, Any]:
-    """Parse an option's or file's text as a JSON object.
+    """Parse an option's or file's text as a JSON object (read by `json_value`).
 
     Args:
         text: The text.
@@ -211,16 +252,9 @@ def json_object(
         hint: Extra words for the hint of invalid JSON.
 
     Raises:
-        ConfigError: The text is not valid JSON, or not an object.
+        ConfigError: The text is not valid JSON, not an object, or holds a value `json_value` refuses.
     """
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            code=code,
-            hint=f"write a JSON object, e.g. {example}{hint}",
-        ) from None
+    value = json_value(text, where, code=code, hint=f"write a JSON object, e.g. {example}{hint}")
     if not isinstance(value, dict):
         raise ConfigError(
             f"{where} must be a JSON object{what}, not {type(value).__name__}", code=code, hint=f"e.g. {example}"

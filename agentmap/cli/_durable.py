@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentmap.cli._common import json_value, value_error
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
@@ -72,19 +72,17 @@ def parse_answer(answer: str | None, data: str | None) -> Any:
     if answer is not None and data is not None:
         raise ConfigError("give the answer once: as ANSWER or as --data, not both", code=ErrorCode.USAGE)
     if data is not None:
-        try:
-            return json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"--data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                code=ErrorCode.USAGE,
-                hint='e.g. --data \'{"approved": true, "note": "ok"}\', or give a text answer as ANSWER',
-            ) from None
+        hint = 'e.g. --data \'{"approved": true, "note": "ok"}\', or give a text answer as ANSWER'
+        return json_value(data, "--data", code=ErrorCode.USAGE, hint=hint)
     if answer is None:
         return None
-    from agentmap._cli_api import typed_answer
+    from agentmap._cli_api import typed_answer, value_problem
 
-    return typed_answer(answer)  # words as typed: `agentmap resume t1 approve`, `... 2`, `... true`; or JSON
+    value = typed_answer(answer)  # words as typed: `agentmap resume t1 approve`, `... 2`, `... true`; or JSON
+    problem = value_problem(value)  # a lone surrogate (bytes that are not UTF-8), NaN, an integer beyond 64 bits
+    if problem is not None:
+        raise value_error(problem, "ANSWER", code=ErrorCode.USAGE)
+    return value
 
 
 def need_store(checkpoint: str | None, thread: str) -> None:

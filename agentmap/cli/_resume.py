@@ -36,16 +36,10 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
         raise ConfigError(
             "--resume continues a paused run from its saved state: drop --state/--state-file", code=ErrorCode.USAGE
         )
-    import json
+    from agentmap.cli._common import json_value
 
-    try:
-        return json.loads(resume)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--resume is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            code=ErrorCode.USAGE,
-            hint=f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT",
-        ) from None
+    hint = f"quote a text answer as a JSON string: {_RESUME_EXAMPLE}, or use agentmap resume THREAD TEXT"
+    return json_value(resume, "--resume", code=ErrorCode.USAGE, hint=hint)
 
 
 def example_answer(result: RunResult) -> str:

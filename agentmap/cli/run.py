@@ -34,6 +34,7 @@ from agentmap.cli._common import (
     json_object,
     load,
     split_target,
+    value_error,
 )
 from agentmap.cli._execute import execute
 from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
@@ -49,13 +50,14 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
     """The initial state from `--state`, `--state-file` or `<stem>.state.json`, and the file it came from.
 
     Raises:
-        ConfigError: Both options given, or the text is not UTF-8 or not a JSON object.
+        ConfigError: Both options given, or the text is not UTF-8 or not a JSON object, holds a value a run cannot
+            keep, or a key the run cannot start with (`bad-state`).
         WorkflowFileError: The state file does not exist.
     """
     if state is not None and state_file is not None:
         raise ConfigError("give the initial state once: --state or --state-file, not both", code=ErrorCode.BAD_STATE)
     if state is not None:
-        return json_object(state, "--state", code=ErrorCode.BAD_STATE, example=_EXAMPLE, what=" of state keys"), None
+        return _state_object(state, "--state"), None
     if state_file is not None and not state_file.is_file():
         what = "is a directory" if state_file.is_dir() else "does not exist"
         raise WorkflowFileError(
@@ -75,7 +77,18 @@ def read_state(state: str | None, state_file: Path | None, workflow: Path) -> tu
         ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {where}: {exc.strerror or exc}", code=ErrorCode.BAD_STATE) from None
-    return json_object(text, where, code=ErrorCode.BAD_STATE, example=_EXAMPLE, what=" of state keys"), source
+    return _state_object(text, where), source
+
+
+def _state_object(text: str, where: str) -> dict[str, Any]:
+    """The initial state in `text`: a JSON object whose keys a run can start with (see `runtime.values`)."""
+    from agentmap._cli_api import state_key_problem
+
+    state = json_object(text, where, code=ErrorCode.BAD_STATE, example=_EXAMPLE, what=" of state keys")
+    problem = state_key_problem(state)
+    if problem is not None:
+        raise value_error(problem, where, code=ErrorCode.BAD_STATE)
+    return state
 
 
 def run_workflow(

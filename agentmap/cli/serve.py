@@ -7,6 +7,7 @@ on the command line would show in the process list).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     HostOption,
+    PortOption,
     api_key_from,
     load,
 )
@@ -63,8 +65,6 @@ def serve_command(
     durations = {"--lease": lease, "--grace": grace, "--header-timeout": header_timeout}
     for option, value in {**durations, "--webhook-timeout": webhook_timeout}.items():
         seconds(value, option)  # checked first
-    if max_connections < 1:
-        raise ConfigError(f"--max-connections must be at least 1, not {max_connections}", code=ErrorCode.USAGE)
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not targets:
@@ -163,7 +163,7 @@ def seconds(value: str, option: str) -> float:
     """A duration such as `30s`, `2m`, `1.5` (seconds) in seconds.
 
     Raises:
-        ConfigError: Not a positive duration.
+        ConfigError: Not a positive duration (`nan` and `inf` are none).
     """
     text = value.strip().lower()
     scale = 60.0 if text.endswith("m") else 1.0
@@ -171,7 +171,7 @@ def seconds(value: str, option: str) -> float:
         found = float(text.rstrip("sm")) * scale
     except ValueError:
         found = -1.0
-    if found <= 0 and not (option == "--grace" and found == 0):
+    if not math.isfinite(found) or (found <= 0 and not (option == "--grace" and found == 0)):
         raise ConfigError(f"{option} must be a duration such as 30s or 2m, not {value!r}", code=ErrorCode.USAGE)
     return found
 
@@ -191,7 +191,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         host: HostOption = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8123,
+        port: PortOption = 8123,
         api_key_env: ApiKeyEnvOption = None,
         checkpoint: Annotated[
             str,
@@ -210,11 +210,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
         allow_host: AllowHostOption = None,
         max_body: Annotated[
-            int, typer.Option("--max-body", help="Largest request body accepted, in bytes.")
+            int, typer.Option("--max-body", min=1, help="Largest request body accepted, in bytes.")
         ] = 1_048_576,
         max_connections: Annotated[
             int,
-            typer.Option("--max-connections", help="Open connections served at once; a request beyond them gets 503."),
+            typer.Option(
+                "--max-connections", min=1, help="Open connections served at once; a request beyond them gets 503."
+            ),
         ] = 1000,
         header_timeout: Annotated[
             str,

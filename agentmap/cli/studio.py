@@ -18,6 +18,7 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     HostOption,
+    PortOption,
     api_key_from,
     load,
 )
@@ -117,7 +118,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         host: HostOption = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8124,
+        port: PortOption = 8124,
         api_key_env: ApiKeyEnvOption = None,
         token_env: Annotated[
             str | None,

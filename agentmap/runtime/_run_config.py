@@ -5,6 +5,7 @@ budget, and what a continued thread's journaled model calls cost already), the n
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors
 from agentmap.runtime.events import RunHooks, observe_run
 from agentmap.runtime.node_cache import cache_hits, without_cache
+from agentmap.runtime.values import state_problem
 
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
@@ -109,7 +111,8 @@ def prepare_run(
     """The input and config of a run of `app` watched by `tracker`.
 
     Raises:
-        ConfigError: The state is not a mapping (`bad-state`), or a budget is not a positive number.
+        ConfigError: The state is not a mapping, or has a key a run cannot start with (`bad-state`), or a budget
+            is not a positive number.
     """
     if state is None:
         state = None if on_thread(app, config) else {}  # None on a saved thread: LangGraph continues it
@@ -119,6 +122,8 @@ def prepare_run(
             code=ErrorCode.BAD_STATE,
             hint='e.g. {"name": "Ada"}',
         )
+    elif isinstance(state, Mapping) and (problem := state_problem(state)) is not None:
+        raise ConfigError(f"the initial state's {problem.message()}", code=ErrorCode.BAD_STATE, hint=problem.hint)
     prepared: RunnableConfig = {**(config or {})}
     configurable = prepared.get("configurable", {})
     meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
@@ -138,7 +143,9 @@ def prepare_run(
 def _meter(app: CompiledWorkflow, budget: Any, continued: RunnableConfig | None) -> Meter:
     """The run's meter: its budget (`configurable["budget"]`, USD) and, for a run that continues a thread,
     what the thread's journaled model calls cost already (so a raised budget counts the whole thread)."""
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf
+    ):
         raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
     spent = 0.0
     if continued is not None and on_thread(app, continued):

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.runtime.items import item_store
+from agentmap.server._bodies import api_router
 from agentmap.server._config import ServeConfig
 from agentmap.server._crons import cron_routes, tick_crons
 from agentmap.server._graphs import Assistant, Assistants, open_checkpointer
@@ -174,7 +175,7 @@ def _a2a_routes(server: Server) -> APIRouter:
 
 
 def _assistant_routes(server: Server) -> APIRouter:
-    router = APIRouter(tags=["assistants"])
+    router = api_router(tags=["assistants"])
 
     @router.get("/health")
     @router.get("/ok")
@@ -236,47 +237,48 @@ def _status(err: AgentMapError) -> int:
     return 422
 
 
+_REFUSALS = {
+    400: ("bad-request", "send one JSON document; /openapi.json describes every body"),
+    404: ("not-supported", "/openapi.json lists every endpoint, the viewer's files are under /viewer/"),
+    405: ("not-supported", "/openapi.json lists the methods of every endpoint"),
+}
+"""The code and hint of a refusal by FastAPI or Starlette themselves (a body not parsed, a path or method unknown)."""
+
+
 def _add_errors(app: FastAPI) -> None:
-    def request_id(request: Request) -> str | None:
+    """Every error the app answers, in the one shape of `error_body` (csv_specs/serve.md, "Errors and logs")."""
+
+    def answer(
+        request: Request, status: int, code: str, message: str, hint: str, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
         found = request.scope.get("state", {}).get("request_id")
-        return str(found) if found else None
+        body = error_body(code, _printable(message), hint=_printable(hint), request_id=str(found) if found else None)
+        return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(AgentMapError)
     async def agentmap_error(request: Request, err: AgentMapError) -> JSONResponse:
-        body = error_body(err.code, err.message, hint=err.hint, request_id=request_id(request))
-        return JSONResponse(body, status_code=_status(err))
+        return answer(request, _status(err), err.code, err.message, err.hint or "")
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, err: RequestValidationError) -> JSONResponse:
         problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
-        body = error_body(
-            "bad-request",
-            "the request does not fit the API: " + "; ".join(problems),
-            hint="/openapi.json describes every body",
-            request_id=request_id(request),
-        )
-        return JSONResponse(body, status_code=422)
+        message = "the request does not fit the API: " + "; ".join(problems)
+        return answer(request, 422, "bad-request", message, "/openapi.json describes every body")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
-        # FastAPI's own refusals (a body it cannot parse: bad JSON, nested too deeply) in the API's error shape
-        code = "bad-request" if err.status_code == 400 else "not-supported" if err.status_code == 405 else "http-error"
-        body = error_body(
-            code,
-            f"the request was refused: {err.detail}",
-            hint="send one JSON document (nested less than a few hundred levels deep); /openapi.json describes "
-            "every body",
-            request_id=request_id(request),
-        )
-        return JSONResponse(body, status_code=err.status_code, headers=getattr(err, "headers", None))
+        code, hint = _REFUSALS.get(err.status_code, ("http-error", "/openapi.json describes the API"))
+        message = f"{request.method} {request.url.path} was refused: {err.detail}"
+        return answer(request, err.status_code, code, message, hint, headers=getattr(err, "headers", None))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, err: Exception) -> JSONResponse:
-        _log.exception("request_id=%s failed", request_id(request))
-        body = error_body(
-            "internal-error",
-            f"the server failed: {type(err).__name__}: {err}",
-            hint="the server log has the traceback under this request id",
-            request_id=request_id(request),
-        )
-        return JSONResponse(body, status_code=500)
+        found = request.scope.get("state", {}).get("request_id")
+        _log.exception("request_id=%s failed", found)
+        message = f"the server failed: {type(err).__name__}: {err}"
+        return answer(request, 500, "internal-error", message, "the server log has the traceback under this request id")
+
+
+def _printable(text: str) -> str:
+    """`text` with what UTF-8 cannot carry (a lone surrogate an exception quoted) escaped, so the answer is sent."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from fastapi import APIRouter, Response
 
 from agentmap.errors import AgentMapError, ErrorCode
+from agentmap.server._bodies import api_router
 from agentmap.server._models import (
     ApiError,
     CronCreate,
@@ -186,7 +187,7 @@ def _changes(server: Server, cron: dict[str, Any], body: CronUpdate) -> dict[str
 
 def cron_routes(server: Server) -> APIRouter:
     """The cron routes."""
-    router = APIRouter(tags=["crons"])
+    router = api_router(tags=["crons"])
 
     def create(body: CronCreate, thread_id: str | None) -> dict[str, Any]:
         what = "crons.create" if thread_id is None else "crons.create_for_thread"

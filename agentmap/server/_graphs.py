@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.values import state_problem
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -160,8 +161,9 @@ class Assistant:
         """The graph as Mermaid text, as `agentmap export --format mermaid` writes it."""
         return self.app.draw_mermaid()
 
-    def check_input(self, value: Any) -> dict[str, Any]:
-        """`value` as a run's input, or `InputError` naming the key that does not fit and the keys that do."""
+    def check_input(self, value: Any, where: str = "input") -> dict[str, Any]:
+        """`value` as a run's input (`where` names it), or `InputError` naming the key that does not fit and the keys
+        that do, or a key a run cannot start with (LangGraph's own, a system key of the wrong type)."""
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -178,6 +180,9 @@ class Assistant:
                     f"graph {self.graph_id!r} has no state key {key!r}{guess}",
                     hint=f"state keys: {', '.join(self.state_keys)}",
                 )
+        problem = state_problem(value)
+        if problem is not None:
+            raise InputError(problem.message(where), hint=problem.hint)
         return dict(value)
 
 

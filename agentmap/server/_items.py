@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from pydantic import Field, field_validator
 
+from agentmap.server._bodies import api_router
 from agentmap.server._models import ApiError, _Body, check_json
 
 __all__ = ["item_routes"]
@@ -74,7 +75,7 @@ class NamespaceList(_Body):
 
 def item_routes(store: Any) -> APIRouter:
     """The `/store` routes over `store` (a LangGraph `BaseStore`)."""
-    router = APIRouter(prefix="/store")
+    router = api_router(prefix="/store")
 
     @router.put("/items", status_code=204)
     def put_item(body: ItemPut) -> Response:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.runtime.durable import Durability
+from agentmap.runtime.values import value_problem
 from agentmap.server._store_base import ServerThreadStatus
 
 __all__ = [
@@ -89,29 +90,16 @@ def check_thread_id(thread_id: str) -> str:
 
 
 def check_json(value: Any, where: str) -> None:
-    """Refuse what JSON cannot carry back (NaN, Infinity, a lone surrogate) before a run starts, naming where.
+    """Refuse a value a run cannot keep (`runtime.values.value_problem`: a lone surrogate, NaN, an integer beyond
+    64 bits, nesting deeper than 100 levels) before a run starts, naming where: the check of every run's input, also
+    those that came by MCP or A2A rather than in a request body (which `_bodies` reads with the same rules).
 
     Raises:
-        ApiError: 422 `bad-input` with the path of the value.
+        ApiError: 422 `bad-input` with the place of the value (`input.name`).
     """
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise ApiError(
-            422, ErrorCode.BAD_INPUT, f"{where} is {value}, which JSON cannot carry", hint="send a finite number"
-        )
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ApiError(
-                422, ErrorCode.BAD_INPUT, f"{where} holds a lone surrogate (not UTF-8)", hint="send valid Unicode text"
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            check_json(key, f"{where} key")
-            check_json(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            check_json(item, f"{where}[{index}]")
+    problem = value_problem(value)
+    if problem is not None:
+        raise ApiError(422, ErrorCode.BAD_INPUT, problem.message(where), hint=problem.hint)
 
 
 class ThreadCreate(_Body):

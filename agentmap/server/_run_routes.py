@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from agentmap.server._bodies import api_router
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._run_start import resolve_request, start_run, stream_modes
@@ -23,7 +24,7 @@ __all__ = ["run_routes"]
 
 def run_routes(server: Server) -> APIRouter:
     """The run routes."""
-    router = APIRouter(tags=["runs"])
+    router = api_router(tags=["runs"])
     _thread_run_routes(server, router)
     _run_lookup_routes(server, router)
     _stateless_routes(server, router)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._store_base import _UNFINISHED_OF_THREAD, RunStatus, ServerThreadStatus, decoded, now
+from agentmap.server._store_base import _UNFINISHED_OF_THREAD, RunStatus, ServerThreadStatus, column, decoded, now
 from agentmap.server._store_crons import CronRows
 from agentmap.server._store_threads import ThreadRows
 
@@ -178,7 +178,7 @@ class Store(ThreadRows, CronRows):
             if not found:
                 return False
             if usage:
-                metadata = {**json.loads(found[0]["metadata"] or "{}"), "usage": usage}
+                metadata = {**column(found[0], "metadata", {}), "usage": usage}
                 tx.count("UPDATE agentmap_runs SET metadata = ? WHERE run_id = ?", (json.dumps(metadata), run_id))
             tx.count(
                 "UPDATE agentmap_runs SET status = ?, result = ?, updated_at = ?, owner = NULL, lease_until = 0, "
@@ -266,7 +266,7 @@ class Store(ThreadRows, CronRows):
             (
                 int(r["seq"]),
                 r["event"],
-                json.loads(r["data"]),
+                column(r, "data"),
                 None if r["attempt"] is None else f"{r['attempt']}.{r['idx']}",
             )
             for r in rows

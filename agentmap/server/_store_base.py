@@ -9,12 +9,18 @@ provide.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-__all__ = ["RunStatus", "ServerThreadStatus", "StoreBase", "decoded", "now"]
+from agentmap.runtime.values import repaired
+
+__all__ = ["RunStatus", "ServerThreadStatus", "StoreBase", "column", "decoded", "now"]
+
+_log = logging.getLogger("agentmap.server")
 
 RunStatus = Literal["pending", "running", "success", "error", "interrupted"]
 """A served run's status (`csv_specs/serve.md`): queued, claimed by a replica, or how it ended."""
@@ -81,11 +87,47 @@ _UNFINISHED_OF_THREAD = "SELECT run_id FROM agentmap_runs WHERE thread_id = ? AN
 
 
 def decoded(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored row with its JSON columns read."""
+    """A stored row with its JSON columns read (by `column`)."""
     data = dict(row)
     for key in ("metadata", "request", "result"):
         if key in data:
-            data[key] = json.loads(data[key]) if data[key] else ({} if key == "metadata" else None)
+            data[key] = column(row, key, {} if key == "metadata" else None)
     if "stateless" in data:
         data["stateless"] = bool(data["stateless"])
     return data
+
+
+def column(row: Mapping[str, Any], key: str, empty: Any = None) -> Any:
+    """The JSON column `key` of a stored row, read so that one damaged record cannot fail every answer listing it.
+
+    Text that is not JSON is read as `empty`; a lone surrogate (a thread's metadata took them before request bodies
+    were checked, and no answer can carry one) is replaced by U+FFFD. Either is logged, naming the row.
+    """
+    text = row[key]
+    if not text:
+        return empty
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        _log.warning("%s: its %s is not JSON (%s), so it is answered as %r", _named(row), key, exc, empty)
+        return empty
+    if _SURROGATE_ESCAPE.search(text):  # json.dumps writes every character beyond U+FFFF as two of these too
+        value, changed = repaired(value)
+        if changed:
+            _log.warning(
+                "%s: its %s holds lone surrogates (stored before bodies were checked), answered as U+FFFD; "
+                "delete it or write it again to clear this",
+                _named(row),
+                key,
+            )
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _named(row: Mapping[str, Any]) -> str:
+    for kind in ("run", "cron", "thread"):
+        if row.get(f"{kind}_id"):
+            return f"{kind} {row[f'{kind}_id']}"
+    return "a stored row"

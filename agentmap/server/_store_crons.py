@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from agentmap.server._store_base import StoreBase, _Tx, decoded, now
+from agentmap.server._store_base import StoreBase, _Tx, column, decoded, now
 
 __all__ = ["CRON_TABLE", "CronRows"]
 
@@ -134,7 +134,7 @@ CRON_TABLE = (
 
 def _cron(row: dict[str, Any]) -> dict[str, Any]:
     data = dict(row)
-    data["payload"] = json.loads(data["payload"])
-    data["metadata"] = json.loads(data["metadata"])
+    data["payload"] = column(row, "payload", {})
+    data["metadata"] = column(row, "metadata", {})
     data["enabled"] = bool(data["enabled"])
     return data

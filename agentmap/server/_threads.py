@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Response
 
 from agentmap.errors import ErrorCode
+from agentmap.server._bodies import api_router
 from agentmap.server._encode import jsonable
 from agentmap.server._models import (
     ApiError,
@@ -97,7 +98,7 @@ def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
 
 def thread_routes(server: Server) -> APIRouter:
     """The `/threads` routes (runs on a thread are in `_run_routes`)."""
-    router = APIRouter(tags=["threads"])
+    router = api_router(tags=["threads"])
     _thread_record_routes(server, router)
     _thread_state_routes(server, router)
     return router
@@ -197,7 +198,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         if assistant is None or snapshot is None:
             raise ApiError(404, "checkpoint-not-found", f"thread {thread_id!r} has no state yet", hint="run it first")
         check_json(body.values, "values")
-        values = assistant.check_input(body.values)
+        values = assistant.check_input(body.values, "values")
         graph = assistant.app.graph
         update: Any = values
         if body.as_node is None and snapshot.next:
