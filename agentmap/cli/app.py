@@ -52,21 +52,21 @@ for a group): a command imports only its own module."""
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
-    1: "the workflow ran and its success policy failed",
+    1: "the workflow ran and its success policy failed (batch: some rows failed; eval: a run failed or got worse)",
     2: "usage or configuration error",
     3: "workflow file, state file or graph not found (or not a workflow file)",
     4: "validation errors",
     5: "an agent or runtime error",
+    6: "the run's budget (--budget) was reached",
     130: "interrupted (Ctrl-C)",
-    143: "stopped by SIGTERM (the run is saved: agentmap resume THREAD)",
+    143: "stopped by SIGTERM (a run with a thread is saved: agentmap resume THREAD)",
 }
+"""Every exit code of the command line and what it means; `agentmap --help`, the README and csv_specs/cli.md list
+them (tests/cli/test_cli_docs_agree.py checks), and each error class's `exit_code` is one of them."""
 
-_HELP = """Turn a spreadsheet into a running agent workflow on LangGraph.
-
-Exit codes: 0 ok, 1 the workflow ran and its success policy failed, 2 usage or configuration,
-3 file or graph not found, 4 validation errors, 5 agent or runtime error, 130 interrupted (Ctrl-C),
-143 stopped by SIGTERM.
-"""
+_HELP = "Turn a spreadsheet into a running agent workflow on LangGraph.\n\n\b\nExit codes:\n" + "\n".join(
+    f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items()
+)  # `\b`: click keeps the paragraph's lines as written
 
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
