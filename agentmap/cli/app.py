@@ -97,7 +97,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "threads show": ("agentmap threads show r1",),
     "serve": (
         "agentmap serve graphs/ --port 8123",
-        "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap",
+        "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap   # needs that PostgreSQL server",
     ),
     "studio": ("agentmap studio graphs/branching.csv",),
     "mcp": ("agentmap mcp graphs/", "agentmap mcp graphs/approval.csv --checkpoint runs.db"),
@@ -109,7 +109,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "eval score": ("agentmap eval score logs --report report.html",),
     "eval diff": ("agentmap eval diff logs logs --junit junit.xml",),
 }
-"""What each command's help ends with, run from the repository's root (a test runs every one, in this order)."""
+"""What each command's help ends with, run from the repository's root (a test runs every one, in this order); an
+example that needs a server other than AgentMap's says so in a comment (`# needs that PostgreSQL server`)."""
 
 
 def _version(value: bool) -> None:
