@@ -52,21 +52,21 @@ for a group): a command imports only its own module."""
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
-    1: "the workflow ran and its success policy failed",
+    1: "the workflow ran and its success policy failed (batch: some rows failed; eval: a run failed or got worse)",
     2: "usage or configuration error",
     3: "workflow file, state file or graph not found (or not a workflow file)",
     4: "validation errors",
     5: "an agent or runtime error",
+    6: "the run's budget (--budget) was reached",
     130: "interrupted (Ctrl-C)",
-    143: "stopped by SIGTERM (the run is saved: agentmap resume THREAD)",
+    143: "stopped by SIGTERM (a run with a thread is saved: agentmap resume THREAD)",
 }
+"""Every exit code of the command line and what it means; `agentmap --help`, the README and csv_specs/cli.md list
+them (tests/cli/test_cli_docs_agree.py checks), and each error class's `exit_code` is one of them."""
 
-_HELP = """Turn a spreadsheet into a running agent workflow on LangGraph.
-
-Exit codes: 0 ok, 1 the workflow ran and its success policy failed, 2 usage or configuration,
-3 file or graph not found, 4 validation errors, 5 agent or runtime error, 130 interrupted (Ctrl-C),
-143 stopped by SIGTERM.
-"""
+_HELP = "Turn a spreadsheet into a running agent workflow on LangGraph.\n\n\b\nExit codes:\n" + "\n".join(
+    f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items()
+)  # `\b`: click keeps the paragraph's lines as written
 
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
@@ -97,7 +97,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "threads show": ("agentmap threads show r1",),
     "serve": (
         "agentmap serve graphs/ --port 8123",
-        "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap",
+        "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap   # needs that PostgreSQL server",
     ),
     "studio": ("agentmap studio graphs/branching.csv",),
     "mcp": ("agentmap mcp graphs/", "agentmap mcp graphs/approval.csv --checkpoint runs.db"),
@@ -109,7 +109,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "eval score": ("agentmap eval score logs --report report.html",),
     "eval diff": ("agentmap eval diff logs logs --junit junit.xml",),
 }
-"""What each command's help ends with, run from the repository's root (a test runs every one, in this order)."""
+"""What each command's help ends with, run from the repository's root (a test runs every one, in this order); an
+example that needs a server other than AgentMap's says so in a comment (`# needs that PostgreSQL server`)."""
 
 
 def _version(value: bool) -> None:

@@ -46,8 +46,13 @@ ProtocolCode = Literal[
     "checkpoint-not-found",
     "cron-not-found",
     "bad-event-id",
+    "unauthorized",
+    "body-too-large",
+    "internal-error",
+    "http-error",
 ]
-"""The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members."""
+"""The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members: those of
+`ApiError` and those the server answers outside a route (a missing API key, a body over the limit, a failure)."""
 
 
 class ApiError(AgentMapError):

@@ -9,12 +9,15 @@ temporary working directory, so nothing a workflow writes lands in the repositor
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import GRAPHS, agentmap
+from docs_text import read_page, spans
 
 import agentmap as package
 
@@ -57,6 +60,37 @@ def test_the_starter_table_of_the_cli_page_lists_every_workflow() -> None:
     table = page[page.index("## The starter workflows") :].split("\n## ")[0]
     listed = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
     assert listed == {p.relative_to(GRAPHS).as_posix() for p in WORKFLOWS}
+
+
+def _starter_rows() -> list[Any]:
+    """(line, file, run cell) of each row of the starter table of csv_specs/cli.md."""
+    page = (GRAPHS.parent / "csv_specs" / "cli.md").read_text(encoding="utf-8")
+    table = next(t for t in read_page("csv_specs/cli.md", page).tables if t.header == ("file", "shows", "run"))
+    return [pytest.param(line, row[0].strip("`"), row[2], id=row[0].strip("`")) for line, row in table.rows]
+
+
+@pytest.mark.parametrize(("line", "name", "cell"), _starter_rows())
+def test_each_run_of_the_starter_table_does_what_it_says(tmp_path: Path, line: int, name: str, cell: str) -> None:
+    """The command of each row (`--state ...` alone runs the row's file) exits as the row says (`exit N`, else
+    0), takes the node it names (`takes Reject`), and a pause prints the `agentmap resume` the row shows."""
+    shutil.copytree(GRAPHS, tmp_path / "graphs")
+    written = spans(cell)[0]
+    command = shlex.split(written)[1:]
+    if not written.startswith("agentmap "):  # options alone: `agentmap run graphs/<file>` with them
+        command = ["run", f"graphs/{name}", *shlex.split(written)]
+    where = f"csv_specs/cli.md:{line}: `{written}`"
+    result = agentmap(*command, cwd=tmp_path)
+    said = re.search(r"\(exit (\d+)", cell)
+    assert result.code == int(said.group(1) if said else 0), f"{where} exited {result.code}: {result.err[-2000:]}"
+    if command[0] != "run":
+        return
+    document = json.loads(result.out)
+    for node in re.findall(r"\btakes (\w+)", cell):
+        assert node in [e["name"] for e in document["summary"]], f"{where} did not take {node}: {document['summary']}"
+    printed = re.search(r"then the printed `(agentmap resume ID [^`]*)`", cell)
+    if printed:
+        assert document["resume"] == printed.group(1).replace("ID", document["thread"]), where
+        assert agentmap(*shlex.split(document["resume"])[1:], cwd=tmp_path).code == 0, where
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(GRAPHS).as_posix())
