@@ -50,6 +50,7 @@ ProtocolCode = Literal[
     "body-too-large",
     "internal-error",
     "http-error",
+    "busy",
 ]
 """The server protocol's own error codes (`csv_specs/serve.md`), which are not `ErrorCode` members: those of
 `ApiError` and those the server answers outside a route (a missing API key, a body over the limit, a failure)."""
