@@ -83,12 +83,6 @@ def test_a_validation_errors_json_document_is_located_at_its_first_finding(tmp_p
     assert json.loads(result.out)["error"]["location"] == {"file": str(flow), "row": 2, "column": "Edge"}
 
 
-def test_the_top_level_help_lists_every_exit_code() -> None:
-    help_text = agentmap("--help").out
-    for code in ("0 ok", "1 the workflow", "2 usage", "3 file", "4 validation", "5 agent", "130", "143"):
-        assert code in help_text
-
-
 def test_recursion_limit_bounds_a_loop_from_the_command_line(tmp_path: Path) -> None:
     flow = tmp_path / "loop.csv"
     flow.write_text("GraphName,Node,AgentType,Edge\nG,A,echo,B\nG,B,echo,A\n", encoding="utf-8")

@@ -77,9 +77,7 @@ def test_parallel_runs_in_threads_each_record_on_their_own_tracker(write_csv: Wr
         assert [(e.name, e.inputs) for e in tracker.summary] == [("Greet", {"name": name})]
 
 
-def test_concurrent_runs_of_one_workflow_each_trace_their_own_execution_id(
-    write_csv: WriteCsv, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_concurrent_runs_of_one_workflow_each_trace_their_own_execution_id(write_csv: WriteCsv) -> None:
     # One agent object serves every run of a compiled workflow: the slow run starts, the quick run starts and
     # ends, then the slow run ends. Each run's RUN COMPLETED line must name its own RUN START's id.
     started, quick_done = threading.Event(), threading.Event()
@@ -91,21 +89,37 @@ def test_concurrent_runs_of_one_workflow_each_trace_their_own_execution_id(
                 assert quick_done.wait(60), "the quick run never ended"
             return inputs["who"]
 
+    class Lines(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if "*** AGENT Gate RUN" in record.getMessage():
+                self.lines.append(record.getMessage())
+
     registry = AgentRegistry()
     registry.register("gate", Gate)
     app = agentmap.compile(
         write_csv("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Gate,gate,who,out\n"), registry=registry
     )
-    results: dict[str, Any] = {}
-    slow = threading.Thread(target=lambda: results.update(slow=app.invoke({"who": "slow"})))
-    with caplog.at_level(logging.DEBUG):
+    logger, handler = logging.getLogger("agentmap.agents"), Lines()  # the compiled agents' logger
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # trace lines go to a standard logger's info
+    try:
+        results: dict[str, Any] = {}
+        slow = threading.Thread(target=lambda: results.update(slow=app.invoke({"who": "slow"})))
         slow.start()
         assert started.wait(60), "the slow run never started"
         results["quick"] = app.invoke({"who": "quick"})
         quick_done.set()
         slow.join(60)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
     assert results["slow"].state["out"] == "slow" and results["quick"].state["out"] == "quick"
-    lines = [r.getMessage() for r in caplog.records if "*** AGENT Gate RUN" in r.getMessage()]
+    lines = handler.lines
     starts = [line.split("[")[2].split("]")[0] for line in lines if "RUN START" in line]
     ends = [line.split("[")[2].split("]")[0] for line in lines if "RUN COMPLETED" in line]
     assert len(starts) == 2 and len(set(starts)) == 2, lines
