@@ -8,6 +8,7 @@ a provider raises into one of three errors the engine (and the `llm` agent types
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
 
 PRICE_KEY = "agentmap_price"
-"""The call metadata key holding the model's price (input, output, cached input; USD per million tokens)."""
+"""The call metadata key holding the model's price (the fields of `costs.Price` in order; USD per million tokens)."""
 CACHE_HIT_KEY = "agentmap_cache_hit"
 """The call metadata key set on a model call the LLM response cache answered (the model span's attribute)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
@@ -88,6 +89,7 @@ class LLMAdapter:
         self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
         self.budget = budget
         self.cache_ttl = cache_ttl
+        self._held = 0  # prompt tokens the provider's cache held after the last call: the budget's estimate
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
         self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
@@ -261,22 +263,23 @@ class LLMAdapter:
         if self.price is None or self.price == costs.Price(0, 0, 0):
             return dict(config) if config else None
         merged = dict(config or {})
-        price = (self.price.input, self.price.output, self.price.cached_input)
+        price = dataclasses.astuple(self.price)
         merged["metadata"] = {**(merged.get("metadata") or {}), PRICE_KEY: price}
         return merged
 
     def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
-        """Stop before a call that would pass the budget (estimated from the prompt's characters)."""
+        """Stop before a call that would pass the budget (estimated from the prompt's characters, the part the
+        provider's cache held for the last call at the cached price)."""
         chars = sum(len(m.text) for m in messages)
-        costs.check(self.model_name, self.price, chars, self.budget)
+        costs.check(self.model_name, self.price, chars, self.budget, self._held)
 
     def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
         """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through
         `measured`) its journal entry."""
         usage = costs.Usage.of(reply)
         cost = costs.record(self.model_name, usage, self.price)
-        measured.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                        cached_tokens=usage.cached_tokens, cost=cost)  # fmt: skip
+        self._held = usage.cached_tokens + usage.cache_write_tokens
+        measured.update(dataclasses.asdict(usage), cost=cost)
         return reply
 
     def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:
