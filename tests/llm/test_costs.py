@@ -186,21 +186,21 @@ def test_a_node_budget_in_context_stops_its_own_calls(tmp_path: Path, stub: Open
 
 
 def test_batch_rows_carry_tokens_and_cost_and_the_batch_totals_them(tmp_path: Path, stub: OpenAIStub) -> None:
-    stub.script(*[text("ok", usage=(100, 10))] * 4)
+    stub.script(*[text("ok", usage=(100, 10, 40))] * 4)  # 40 of the 100 input tokens read from the cache
     env = _setup(tmp_path, stub)
     (tmp_path / "in.csv").write_text("q\nhi\nho\n")
-    code, out, err = forked.run("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--json",
-                                cwd=tmp_path, env=env)  # fmt: skip
+    args = ("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--json")
+    code, out, err = forked.run(*args, cwd=tmp_path, env=env)
     assert code == 0, err
     with (tmp_path / "out.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    per_row = (2 * 100 * 0.15 + 2 * 10 * 0.60) / 1e6  # two gpt-4o-mini calls a row
-    assert [(r["tokens_in"], r["tokens_out"]) for r in rows] == [("200", "20"), ("200", "20")]
+    per_row = 2 * (60 * 0.15 + 40 * 0.075 + 10 * 0.60) / 1e6  # two gpt-4o-mini calls a row
+    assert [(r["tokens_in"], r["tokens_out"], r["tokens_cached"]) for r in rows] == [("200", "20", "80")] * 2
     assert [float(r["cost"]) for r in rows] == [pytest.approx(per_row)] * 2
     summary = json.loads(out)
-    assert (summary["tokens_in"], summary["tokens_out"]) == (400, 40)
+    assert (summary["tokens_in"], summary["tokens_out"], summary["tokens_cached"]) == (400, 40, 160)
     assert summary["cost"] == pytest.approx(2 * per_row)
-    assert "batch: tokens 400 in, 40 out, cost $0.000084" in err, err
+    assert "batch: tokens 400 in (160 cached), 40 out, cost $0.000072" in err, err
 
 
 def test_spans_carry_tokens_and_cost(tmp_path: Path, stub: OpenAIStub) -> None:
