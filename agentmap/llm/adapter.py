@@ -1,8 +1,9 @@
 """`LLMAdapter`: the seam between the decision engine and a langchain-core chat model.
 
-The adapter binds tools, passes the temperature and the time limit to every call, and turns whatever
-a provider raises into one of three errors the engine (and the `llm` agent types) can act on
-(`llm/_llm_errors.py`: `LLMRateLimitError`, `LLMTimeoutError`, `LLMError`; re-exported here).
+The adapter binds tools, passes the temperature and the time limit to every call, marks the static part of the
+node's prompt for the provider's prompt cache (`llm/_prompt_cache.py`), and turns whatever a provider raises into
+one of three errors the engine (and the `llm` agent types) can act on (`llm/_llm_errors.py`: `LLMRateLimitError`,
+`LLMTimeoutError`, `LLMError`; re-exported here).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
-from agentmap.llm import cache
+from agentmap.llm import _prompt_cache, cache
 from agentmap.llm._llm_errors import LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
 
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ class LLMAdapter:
         budget: The run's budget in USD when the run itself sets none (`llm.budget`).
         cache_ttl: Answer a repeated request from the LLM response cache for this many seconds (`llm/cache.py`);
             None: no cache.
+        static_prefix: The text every call of this node begins its first message with (its Prompt up to the first
+            placeholder): marked for the provider's prompt cache where the provider asks for marks (Anthropic).
+        prompt_cache: False: mark nothing (Context / `llm.prompt_cache: false`).
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -78,6 +82,8 @@ class LLMAdapter:
         prices: Mapping[str, costs.Price] | None = None,
         budget: float | None = None,
         cache_ttl: float | None = None,
+        static_prefix: str = "",
+        prompt_cache: bool = True,
     ) -> None:
         from agentmap.llm.offline import OfflineChatModel
 
@@ -89,6 +95,8 @@ class LLMAdapter:
         self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
         self.budget = budget
         self.cache_ttl = cache_ttl
+        self.static_prefix = static_prefix
+        self.marks_cache = prompt_cache and _prompt_cache.marks_blocks(model)
         self._held = 0  # prompt tokens the provider's cache held after the last call: the budget's estimate
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
@@ -158,10 +166,11 @@ class LLMAdapter:
             if hit is not None:
                 return hit
             self._check_budget(messages)
+            sent, target = self._as_sent(messages, runnable)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
                 async with asyncio.timeout(limit):
-                    reply = await runnable.ainvoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
+                    reply = await target.ainvoke(sent, config=self._config(config), **options)
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
@@ -195,8 +204,9 @@ class LLMAdapter:
             if hit is not None:
                 return hit
             self._check_budget(messages)
+            sent, target = self._as_sent(messages, runnable)
             try:
-                reply = runnable.invoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
+                reply = target.invoke(sent, config=self._config(config), **options)
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
@@ -266,6 +276,13 @@ class LLMAdapter:
         price = dataclasses.astuple(self.price)
         merged["metadata"] = {**(merged.get("metadata") or {}), PRICE_KEY: price}
         return merged
+
+    def _as_sent(self, messages: Sequence[BaseMessage], runnable: Any) -> tuple[list[BaseMessage], Any]:
+        """The messages and the model as sent: the static part marked for the provider's cache when it asks for
+        marks; as they are otherwise (the journal and the LLM response cache digest them as they are)."""
+        if self.marks_cache:
+            return _prompt_cache.marked(messages, runnable, self.static_prefix)
+        return list(messages), runnable
 
     def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
         """Stop before a call that would pass the budget (estimated from the prompt's characters, the part the
