@@ -17,7 +17,8 @@ from agentmap.errors import ConfigError
 __all__ = ["DEFAULT_PRICES", "PRICES_DATE", "Price", "price_of", "price_table"]
 
 PRICES_DATE = "2026-11-28"
-"""The day the default table was last checked against the providers' price pages (csv_specs/llm.md)."""
+"""The day the default table was last checked (Anthropic's prices, against its price page; OpenAI's and Google's
+are those of 2026-11-01: csv_specs/llm.md, "Prices")."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,12 @@ class Price:
         )
 
 
-def _anthropic(input: float, output: float, cache_read: float | None = None) -> Price:
+def _anthropic(input: float, output: float, read: float | None = None, write: float | None = None) -> Price:
     """An Anthropic model's price: 5-minute cache writes at 1.25x input, reads at 0.1x (unless the model's
-    page says otherwise), the Message Batches API at half the input and output prices."""
-    read = round(input * 0.1, 6) if cache_read is None else cache_read
-    return Price(input, output, read, round(input * 1.25, 6), input / 2, output / 2)
+    price page says otherwise), the Message Batches API at half the input and output prices."""
+    read = round(input * 0.1, 6) if read is None else read
+    write = round(input * 1.25, 6) if write is None else write
+    return Price(input, output, read, write, input / 2, output / 2)
 
 
 def _halved(input: float, output: float, cached_input: float) -> Price:
@@ -79,7 +81,7 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "o3-mini": _halved(1.10, 4.40, 0.55),
     "o4-mini": _halved(1.10, 4.40, 0.275),
     # Anthropic (platform.claude.com pricing: base input, 5m cache writes, cache hits, output; Batch API 50%)
-    "claude-3-haiku": _anthropic(0.25, 1.25, 0.03),
+    "claude-3-haiku": _anthropic(0.25, 1.25, 0.03, 0.30),
     "claude-3-5-haiku": _anthropic(0.80, 4.00),
     "claude-haiku-4-5": _anthropic(1.00, 5.00),
     "claude-3-5-sonnet": _anthropic(3.00, 15.00),
