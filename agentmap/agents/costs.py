@@ -193,11 +193,17 @@ def meter() -> Meter | None:
 
 
 def check(
-    model: str, price: Price | None, prompt_chars: int, fallback_limit: float | None, cached_tokens: int = 0
+    model: str,
+    price: Price | None,
+    prompt_chars: int,
+    fallback_limit: float | None,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
 ) -> None:
     """Stop before a call whose prompt alone would take the run or the node past its budget: its characters / 4
     as tokens, of which `cached_tokens` (what the model's previous call held in the provider's prompt cache) at
-    the cached price and the rest at the input price, the price the call will be billed at.
+    the cached price, `cache_write_tokens` (what the call will write to it) at the cache-write price and the rest
+    at the input price, the prices the call will be billed at.
 
     Raises:
         BudgetExceeded: With what was spent, the limit and how to continue.
@@ -205,7 +211,8 @@ def check(
     if price is None:
         return
     tokens = -(-prompt_chars // 4)  # rounded up
-    estimate = Usage(tokens, 0, min(cached_tokens, tokens)).cost(price)
+    read = min(cached_tokens, tokens)
+    estimate = Usage(tokens, 0, read, min(cache_write_tokens, tokens - read)).cost(price)
     node = _TALLY.get()
     run = meter()
     limit = run.limit if run is not None and run.limit is not None else fallback_limit

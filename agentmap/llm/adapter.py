@@ -285,10 +285,12 @@ class LLMAdapter:
         return list(messages), runnable
 
     def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
-        """Stop before a call that would pass the budget (estimated from the prompt's characters, the part the
-        provider's cache held for the last call at the cached price)."""
+        """Stop before a call that would pass the budget (estimated from the prompt's characters: the part the
+        provider's cache held for the last call at the cached price; a marked static part not yet held, which
+        the call will write, at the cache-write price)."""
         chars = sum(len(m.text) for m in messages)
-        costs.check(self.model_name, self.price, chars, self.budget, self._held)
+        written = len(self.static_prefix) // 4 if self.marks_cache and not self._held else 0
+        costs.check(self.model_name, self.price, chars, self.budget, self._held, written)
 
     def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
         """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through

@@ -188,6 +188,18 @@ def test_without_the_cache_the_same_budget_stops_the_batch(tmp_path: Path, anthr
     assert len(anthropic.requests) == 1  # the second row's call would pass the budget at the input price
 
 
+def test_the_budget_counts_the_first_calls_cache_write_before_it_is_made(
+    tmp_path: Path, anthropic: AnthropicStub
+) -> None:
+    # the prompt alone is ~$0.0064 at the input price, ~$0.0078 with its ~2,090-token static part written at $3.75
+    env = _setup(tmp_path, anthropic.base_url)
+    state = '{"topic": "orders", "question": "Where is order 1?"}'
+    code, _, err = forked.run("run", "ask.csv", "--state", state, "--budget", "0.007", cwd=tmp_path, env=env)
+    assert code == 6, err
+    assert "error[budget-exceeded]" in err and "would cost about $0.0078" in err, err
+    assert anthropic.requests == []
+
+
 def test_a_node_with_tools_and_no_static_prompt_marks_its_last_tool(tmp_path: Path, anthropic: AnthropicStub) -> None:
     anthropic.script(counted("It shipped."))
     env = _setup(tmp_path, anthropic.base_url, prompt="{topic}", tools=True, rows=1)
