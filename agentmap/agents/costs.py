@@ -2,9 +2,10 @@
 
 The LLM adapter measures each model call it really makes (a call the journal replays costs nothing new) and
 adds it to the node's tally (`tally()`, opened by the LLM agent around its work: the node's `input_tokens`,
-`output_tokens`, `cached_tokens`, `cost`, `replayed_calls`, `cache_hits`) and to the run's meter (`Meter`, in the run's
-config under `METER_KEY`: what the run spent, its budget, the models it warned about). Here because the
-agents room holds the call journal, which keeps each call's tokens and cost, and the runtime makes the meter.
+`output_tokens`, `cached_tokens`, `cache_write_tokens`, `cost`, `replayed_calls`, `cache_hits`) and to the run's meter
+(`Meter`, in the run's config under `METER_KEY`: what the run spent, its budget, the models it warned about). The
+prices are `prices.py`'s table. Here because the agents room holds the call journal, which keeps each call's tokens
+and cost, and the runtime makes the meter.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import contextvars
 import logging
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmap.errors import AgentMapError, ConfigError, ErrorCode
+from agentmap.agents.prices import DEFAULT_PRICES, PRICES_DATE, Price, price_of, price_table
+from agentmap.errors import AgentMapError, ErrorCode
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -35,100 +37,53 @@ __all__ = [
 ]
 
 METER_KEY = "agentmap_meter"
-PRICES_DATE = "2026-11-01"
 _logger = logging.getLogger("agentmap.costs")
 
 
 @dataclass(frozen=True)
-class Price:
-    """USD per million tokens: input, output, and input read from the provider's prompt cache."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-
-
-DEFAULT_PRICES: Mapping[str, Price] = {
-    # OpenAI
-    "gpt-4o": Price(2.50, 10.00, 1.25),
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
-    "gpt-4.1": Price(2.00, 8.00, 0.50),
-    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
-    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
-    "o3-mini": Price(1.10, 4.40, 0.55),
-    "o4-mini": Price(1.10, 4.40, 0.275),
-    # Anthropic
-    "claude-3-5-haiku": Price(0.80, 4.00, 0.08),
-    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
-    "claude-opus-4": Price(15.00, 75.00, 1.50),
-    # Google
-    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
-    "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
-    "gemini-2.5-pro": Price(1.25, 10.00, 0.31),
-}
-"""List prices on PRICES_DATE (csv_specs/llm.md); `llm.prices` in the config overrides and extends them."""
-
-
-def price_table(overrides: Any) -> dict[str, Price]:
-    """The default prices with `llm.prices` (model -> `{input, output, cached_input}`) laid over them.
-
-    Raises:
-        ConfigError: An entry is not a mapping of non-negative numbers with `input` and `output`.
-    """
-    table = dict(DEFAULT_PRICES)
-    if overrides in (None, {}):
-        return table
-    if not isinstance(overrides, Mapping):
-        raise ConfigError("llm.prices must map model names to prices", hint=_PRICE_HINT)
-    for model, entry in overrides.items():
-        numbers = dict(entry) if isinstance(entry, Mapping) else None
-        if (
-            numbers is None
-            or not {"input", "output"} <= set(numbers) <= {"input", "output", "cached_input"}
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in numbers.values())
-        ):
-            raise ConfigError(f"llm.prices.{model} is not a price: {entry!r}", hint=_PRICE_HINT)
-        table[str(model)] = Price(**{k: float(v) for k, v in numbers.items()})
-    return table
-
-
-_PRICE_HINT = "e.g. llm: {prices: {my-model: {input: 0.5, output: 1.5, cached_input: 0.25}}} (USD per million tokens)"
-
-
-def price_of(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of `model`: its own entry, else the longest entry it is a dated version of (`gpt-4o-2024-08-06`
-    is `gpt-4o`), with a `provider:` or `provider/` prefix ignored; None when unknown."""
-    for name in (model, model.split(":", 1)[-1], model.rsplit("/", 1)[-1]):
-        if name in prices:
-            return prices[name]
-    bare = model.split(":", 1)[-1].rsplit("/", 1)[-1]
-    known = [k for k in prices if bare.startswith(k + "-")]
-    return prices[max(known, key=len)] if known else None
-
-
-@dataclass(frozen=True)
 class Usage:
-    """The tokens of one model call, as its provider reported them (`input_tokens` includes the cached ones)."""
+    """The tokens of one model call, as its provider reported them.
+
+    `input_tokens` is all of the prompt: the part read from the provider's prompt cache (`cached_tokens`), the part
+    written to it (`cache_write_tokens`, Anthropic's `cache_creation_input_tokens`) and the rest.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @classmethod
     def of(cls, reply: Any) -> Usage:
-        """The usage a langchain-core `AIMessage` carries (`usage_metadata`); zeros when it has none."""
+        """The usage a langchain-core `AIMessage` carries (`usage_metadata`; its `input_token_details` name the
+        cache reads and writes, the writes also by lifetime); zeros when it has none."""
         usage = getattr(reply, "usage_metadata", None) or {}
         details = usage.get("input_token_details") or {}
-        return cls(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)),
-                   int(details.get("cache_read", 0) or 0))  # fmt: skip
+        by_lifetime = sum(int(details.get(k) or 0) for k in _CACHE_WRITE_KEYS)
+        return cls(
+            int(usage.get("input_tokens", 0)),
+            int(usage.get("output_tokens", 0)),
+            int(details.get("cache_read") or 0),
+            by_lifetime or int(details.get("cache_creation") or 0),
+        )
 
     def cost(self, price: Price) -> float:
-        """What these tokens cost at `price`, in USD (cached input at the cached price, else the input price)."""
+        """What these tokens cost at `price`, in USD: the input read from the cache at the cached price, the input
+        written to it at the cache-write price, the rest of the input at the input price (a price the table does
+        not give is the input price); `price.in_batch()` for a call billed at the batch price."""
         cached = price.input if price.cached_input is None else price.cached_input
-        fresh = max(self.input_tokens - self.cached_tokens, 0)
-        return (fresh * price.input + self.cached_tokens * cached + self.output_tokens * price.output) / 1e6
+        written = price.input if price.cache_write is None else price.cache_write
+        fresh = max(self.input_tokens - self.cached_tokens - self.cache_write_tokens, 0)
+        return (
+            fresh * price.input
+            + self.cached_tokens * cached
+            + self.cache_write_tokens * written
+            + self.output_tokens * price.output
+        ) / 1e6
+
+
+_CACHE_WRITE_KEYS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+"""langchain-anthropic's cache writes by lifetime (its `cache_creation` is then 0)."""
 
 
 class BudgetExceeded(AgentMapError, RuntimeError):
@@ -183,6 +138,7 @@ class Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     cost: float | None = None
     calls: int = 0
     replayed: int = 0
@@ -190,8 +146,8 @@ class Tally:
     unpriced: set[str] = field(default_factory=set)
 
     def metadata(self) -> dict[str, Any]:
-        """What the node records (`input_tokens`, `output_tokens`, `cached_tokens`, `total_tokens`, `cost`,
-        `replayed_calls`, `cache_hits`, `unpriced_models`); nothing when it made no call."""
+        """What the node records (`input_tokens`, `output_tokens`, `cached_tokens`, `cache_write_tokens`,
+        `total_tokens`, `cost`, `replayed_calls`, `cache_hits`, `unpriced_models`); nothing when it made no call."""
         if not self.calls and not self.replayed and not self.cache_hits:
             return {}
         data: dict[str, Any] = {
@@ -199,6 +155,7 @@ class Tally:
             "output_tokens": self.output_tokens,
             "total_tokens": self.input_tokens + self.output_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
         }
         if self.cost is not None:
             data["cost"] = round(self.cost, 8)
@@ -235,16 +192,27 @@ def meter() -> Meter | None:
     return found if isinstance(found, Meter) else None
 
 
-def check(model: str, price: Price | None, prompt_chars: int, fallback_limit: float | None) -> None:
-    """Stop before a call whose prompt alone (its characters / 4 tokens at the input price) would take the run
-    or the node past its budget.
+def check(
+    model: str,
+    price: Price | None,
+    prompt_chars: int,
+    fallback_limit: float | None,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> None:
+    """Stop before a call whose prompt alone would take the run or the node past its budget: its characters / 4
+    as tokens, of which `cached_tokens` (what the model's previous call held in the provider's prompt cache) at
+    the cached price, `cache_write_tokens` (what the call will write to it) at the cache-write price and the rest
+    at the input price, the prices the call will be billed at.
 
     Raises:
         BudgetExceeded: With what was spent, the limit and how to continue.
     """
     if price is None:
         return
-    estimate = prompt_chars / 4 * price.input / 1e6
+    tokens = -(-prompt_chars // 4)  # rounded up
+    read = min(cached_tokens, tokens)
+    estimate = Usage(tokens, 0, read, min(cache_write_tokens, tokens - read)).cost(price)
     node = _TALLY.get()
     run = meter()
     limit = run.limit if run is not None and run.limit is not None else fallback_limit
@@ -275,6 +243,7 @@ def record(model: str, usage: Usage, price: Price | None) -> float | None:
         node.input_tokens += usage.input_tokens
         node.output_tokens += usage.output_tokens
         node.cached_tokens += usage.cached_tokens
+        node.cache_write_tokens += usage.cache_write_tokens
         if cost is not None:
             node.cost = (node.cost or 0.0) + cost
         else:

@@ -83,6 +83,7 @@ class Entry:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     cost: float | None = None
     replays: int = 0
     """How many times a resume answered the call from this entry instead of making it."""
@@ -353,6 +354,6 @@ def _usage(response: Any) -> dict[str, Any]:
         return {}
     if not isinstance(usage, Mapping):
         return {}
-    keys = ("input_tokens", "output_tokens", "cached_tokens", "cost")
+    keys = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost")
     found = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
     return found | {"cache_hit": True} if usage.get("cache_hit") is True else found

@@ -381,6 +381,7 @@ def _record(
         result.failures += 1
     result.tokens_in += row_result.tokens_in
     result.tokens_out += row_result.tokens_out
+    result.tokens_cached += row_result.tokens_cached
     if row_result.cost is not None:
         result.cost = (result.cost or 0.0) + row_result.cost
     return row_result

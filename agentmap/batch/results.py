@@ -44,7 +44,8 @@ class BatchResult:
         graph: The graph that ran.
         tokens_in: Input tokens of the model calls of the rows run by this call.
         tokens_out: Their output tokens.
-        cost: What they cost in USD (None: no call had a price).
+        tokens_cached: Of their input tokens, those read from the provider's prompt cache.
+        cost: What they cost in USD, at the prices paid (None: no call had a price).
         over_budget: The budget stopped the batch (`BatchOverBudget`).
         formula_cells: Cells of the CSV output that a spreadsheet would run as formulas (`=HYPERLINK(...)` from
             a model): written as they are, with a warning, or escaped (`csv_formulas="escape"`).
@@ -62,6 +63,7 @@ class BatchResult:
     graph: str = ""
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
     cost: float | None = None
     over_budget: bool = False
     formula_cells: int = 0
@@ -101,6 +103,7 @@ class BatchResult:
             "interrupted": self.interrupted,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
             "cost": None if self.cost is None else round(self.cost, 8),
             "formula_cells": self.formula_cells,
         }

@@ -36,7 +36,17 @@ __all__ = [
     "output_fields",
 ]
 
-RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "tokens_in", "tokens_out", "cost", "row_id")
+RESULT_COLUMNS = (
+    "success",
+    "error",
+    "failed_nodes",
+    "duration_s",
+    "tokens_in",
+    "tokens_out",
+    "tokens_cached",
+    "cost",
+    "row_id",
+)
 """The columns every output row ends with, after the input columns and the workflow's outputs."""
 
 Job = tuple[int, str, dict[str, Any]]
@@ -58,7 +68,8 @@ class RowResult:
         duration_s: Seconds the run took.
         tokens_in: Input tokens of the row's model calls (cached ones included).
         tokens_out: Output tokens of the row's model calls.
-        cost: What the row's model calls cost in USD (None: no call had a price).
+        tokens_cached: Of the input tokens, those read from the provider's prompt cache.
+        cost: What the row's model calls cost in USD, at the prices paid (None: no call had a price).
         over_budget: The batch's budget stopped the row before a model call: it is not recorded, so running
             the batch again (with a higher budget) runs it.
     """
@@ -73,6 +84,7 @@ class RowResult:
     inputs: dict[str, Any] = field(default_factory=dict)
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
     cost: float | None = None
     over_budget: bool = False
 
@@ -87,6 +99,7 @@ class RowResult:
             "duration_s": self.duration_s,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
             "cost": self.cost,
             "outputs": self.outputs,
         }
@@ -106,6 +119,7 @@ class RowResult:
             inputs=dict(inputs or {}),
             tokens_in=int(record.get("tokens_in") or 0),
             tokens_out=int(record.get("tokens_out") or 0),
+            tokens_cached=int(record.get("tokens_cached") or 0),
             cost=None if record.get("cost") in (None, "") else float(record["cost"]),
         )
 
@@ -120,6 +134,7 @@ class RowResult:
             "duration_s": round(self.duration_s, 6),
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
             "cost": self.cost,
             "row_id": self.id,
         }
@@ -302,9 +317,19 @@ class RowRunner:
         outputs = {name: result.state.get(name) for name in self.outputs}
         success = result.success and not result.interrupts
         usage = result.usage
-        return RowResult(job[0], job[1], outputs, success, error, tuple(result.failed_nodes), duration,
-                         tokens_in=int(usage.get("input_tokens", 0)), tokens_out=int(usage.get("output_tokens", 0)),
-                         cost=usage.get("cost"))  # fmt: skip
+        return RowResult(
+            job[0],
+            job[1],
+            outputs,
+            success,
+            error,
+            tuple(result.failed_nodes),
+            duration,
+            tokens_in=int(usage.get("input_tokens", 0)),
+            tokens_out=int(usage.get("output_tokens", 0)),
+            tokens_cached=int(usage.get("cached_tokens", 0)),
+            cost=usage.get("cost"),
+        )
 
 
 def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:

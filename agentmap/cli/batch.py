@@ -144,7 +144,8 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         from agentmap.cli.render import money
 
         cost = f", cost {money(result.cost)}" if result.cost is not None else ""
-        sys.stderr.write(f"batch: tokens {result.tokens_in} in, {result.tokens_out} out{cost}\n")
+        cached = f" ({result.tokens_cached} cached)" if result.tokens_cached else ""
+        sys.stderr.write(f"batch: tokens {result.tokens_in} in{cached}, {result.tokens_out} out{cost}\n")
 
 
 def _warn(message: str) -> None:

@@ -237,14 +237,22 @@ def _usage_cells(meta: Mapping[str, Any]) -> tuple[str, str]:
     if "input_tokens" not in meta and "replayed_calls" not in meta:
         return "", ""
     tokens = f"{meta.get('input_tokens', 0)}/{meta.get('output_tokens', 0)}"
-    if meta.get("cached_tokens"):
-        tokens += f" ({meta['cached_tokens']} cached)"
+    tokens += cache_note(meta.get("cached_tokens"), meta.get("cache_write_tokens"))
     cost = money(meta["cost"]) if meta.get("cost") is not None else "-"
     if meta.get("replayed_calls"):
         cost += f" [dim]({meta['replayed_calls']} replayed)[/]"
     if meta.get("cache_hits"):
         cost += f" [dim]({meta['cache_hits']} from cache)[/]"
     return tokens, cost
+
+
+def cache_note(read: int | None, written: int | None) -> str:
+    """` (400 cached, 2000 written to the cache)`: the input tokens read from and written to the provider's prompt
+    cache, each when there are some; "" without either."""
+    parts = [f"{read} cached"] if read else []
+    if written:
+        parts.append(f"{written} written to the cache")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def money(value: float) -> str:
@@ -259,7 +267,7 @@ def usage_line(usage: Mapping[str, Any]) -> str:
         parts[0] += f" ({usage['replayed_calls']} replayed, no new cost)"
     if usage.get("cache_hits"):
         parts[0] += f" ({usage['cache_hits']} from the cache, no cost)"
-    cached = f" ({usage['cached_tokens']} cached)" if usage.get("cached_tokens") else ""
+    cached = cache_note(usage.get("cached_tokens"), usage.get("cache_write_tokens"))
     parts.append(f"tokens: {usage.get('input_tokens', 0)} in{cached}, {usage.get('output_tokens', 0)} out")
     if usage.get("cost") is not None:
         parts.append(f"cost: {money(usage['cost'])}")

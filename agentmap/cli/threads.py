@@ -117,7 +117,7 @@ def _calls(saver: Any, thread: str, json_mode: bool) -> None:
         return
     from rich.table import Table
 
-    from agentmap.cli.render import console, money
+    from agentmap.cli.render import cache_note, console, money
 
     table = Table(title=f"calls of thread {thread}", title_justify="left")
     for column in ("step", "node", "#", "kind", "name", "status", "ms", "tokens in/out", "cost"):
@@ -125,8 +125,7 @@ def _calls(saver: Any, thread: str, json_mode: bool) -> None:
     for e in found:
         ms = "-" if e.duration_ms is None else f"{e.duration_ms:.1f}"
         tokens = "" if e.input_tokens is None else f"{e.input_tokens}/{e.output_tokens}"
-        if e.cached_tokens:
-            tokens += f" ({e.cached_tokens} cached)"
+        tokens += cache_note(e.cached_tokens, e.cache_write_tokens)
         cost = money(e.cost) if e.cost is not None else "-" if tokens else ""
         status = e.status + (" (cache hit)" if e.cache_hit else "")
         if e.replays:

@@ -1,5 +1,6 @@
-"""The text an LLM node sends: its Prompt with `{name}` placeholders filled from its inputs, and a stored
-conversation read as role/content messages (`llm.agents` re-exports both).
+"""The text an LLM node sends: its Prompt with `{name}` placeholders filled from its inputs, the part of it every
+call sends alike (what the provider's prompt cache can hold), and a stored conversation read as role/content
+messages (`llm.agents` re-exports `format_prompt` and `history_entries`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["format_prompt", "history_entries"]
+__all__ = ["format_prompt", "history_entries", "static_prefix"]
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -33,6 +34,13 @@ def format_prompt(template: str, values: Mapping[str, Any]) -> tuple[str, set[st
         return "" if value is None else str(value)
 
     return _PLACEHOLDER.sub(fill, template), used
+
+
+def static_prefix(template: str) -> str:
+    """The text `format_prompt(template, ...)` begins with whatever the values: the template up to its first
+    `{name}` placeholder, with `{{` and `}}` read as the braces they stand for."""
+    first = next((m for m in _PLACEHOLDER.finditer(template) if m.group(1)), None)
+    return format_prompt(template if first is None else template[: first.start()], {})[0]
 
 
 def history_entries(value: Any) -> list[dict[str, str]]:

@@ -1,19 +1,21 @@
 """`LLMAdapter`: the seam between the decision engine and a langchain-core chat model.
 
-The adapter binds tools, passes the temperature and the time limit to every call, and turns whatever
-a provider raises into one of three errors the engine (and the `llm` agent types) can act on
-(`llm/_llm_errors.py`: `LLMRateLimitError`, `LLMTimeoutError`, `LLMError`; re-exported here).
+The adapter binds tools, passes the temperature and the time limit to every call, marks the static part of the
+node's prompt for the provider's prompt cache (`llm/_prompt_cache.py`), and turns whatever a provider raises into
+one of three errors the engine (and the `llm` agent types) can act on (`llm/_llm_errors.py`: `LLMRateLimitError`,
+`LLMTimeoutError`, `LLMError`; re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
-from agentmap.llm import cache
+from agentmap.llm import _prompt_cache, cache
 from agentmap.llm._llm_errors import LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["LLMAdapter", "LLMError", "LLMRateLimitError", "LLMTimeoutError", "open_tool_schema", "to_llm_error"]
 
 PRICE_KEY = "agentmap_price"
-"""The call metadata key holding the model's price (input, output, cached input; USD per million tokens)."""
+"""The call metadata key holding the model's price (the fields of `costs.Price` in order; USD per million tokens)."""
 CACHE_HIT_KEY = "agentmap_cache_hit"
 """The call metadata key set on a model call the LLM response cache answered (the model span's attribute)."""
 # Fields through which a provider's client takes a per-request time limit as a `timeout` argument.
@@ -62,6 +64,9 @@ class LLMAdapter:
         budget: The run's budget in USD when the run itself sets none (`llm.budget`).
         cache_ttl: Answer a repeated request from the LLM response cache for this many seconds (`llm/cache.py`);
             None: no cache.
+        static_prefix: The text every call of this node begins its first message with (its Prompt up to the first
+            placeholder): marked for the provider's prompt cache where the provider asks for marks (Anthropic).
+        prompt_cache: False: mark nothing (Context / `llm.prompt_cache: false`).
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -77,6 +82,8 @@ class LLMAdapter:
         prices: Mapping[str, costs.Price] | None = None,
         budget: float | None = None,
         cache_ttl: float | None = None,
+        static_prefix: str = "",
+        prompt_cache: bool = True,
     ) -> None:
         from agentmap.llm.offline import OfflineChatModel
 
@@ -88,6 +95,9 @@ class LLMAdapter:
         self.price = costs.Price(0, 0, 0) if free else costs.price_of(self.model_name, prices or costs.DEFAULT_PRICES)
         self.budget = budget
         self.cache_ttl = cache_ttl
+        self.static_prefix = static_prefix
+        self.marks_cache = prompt_cache and _prompt_cache.marks_blocks(model)
+        self._held = 0  # prompt tokens the provider's cache held after the last call: the budget's estimate
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
         self._takes_timeout = any(f in fields for f in _REQUEST_TIMEOUT_FIELDS)
@@ -156,10 +166,11 @@ class LLMAdapter:
             if hit is not None:
                 return hit
             self._check_budget(messages)
+            sent, target = self._as_sent(messages, runnable)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
                 async with asyncio.timeout(limit):
-                    reply = await runnable.ainvoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
+                    reply = await target.ainvoke(sent, config=self._config(config), **options)
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
@@ -193,8 +204,9 @@ class LLMAdapter:
             if hit is not None:
                 return hit
             self._check_budget(messages)
+            sent, target = self._as_sent(messages, runnable)
             try:
-                reply = runnable.invoke(list(messages), config=self._config(config), **options)  # type: ignore[arg-type]
+                reply = target.invoke(sent, config=self._config(config), **options)
             except Exception as exc:
                 raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
@@ -261,22 +273,32 @@ class LLMAdapter:
         if self.price is None or self.price == costs.Price(0, 0, 0):
             return dict(config) if config else None
         merged = dict(config or {})
-        price = (self.price.input, self.price.output, self.price.cached_input)
+        price = dataclasses.astuple(self.price)
         merged["metadata"] = {**(merged.get("metadata") or {}), PRICE_KEY: price}
         return merged
 
+    def _as_sent(self, messages: Sequence[BaseMessage], runnable: Any) -> tuple[list[BaseMessage], Any]:
+        """The messages and the model as sent: the static part marked for the provider's cache when it asks for
+        marks; as they are otherwise (the journal and the LLM response cache digest them as they are)."""
+        if self.marks_cache:
+            return _prompt_cache.marked(messages, runnable, self.static_prefix)
+        return list(messages), runnable
+
     def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
-        """Stop before a call that would pass the budget (estimated from the prompt's characters)."""
+        """Stop before a call that would pass the budget (estimated from the prompt's characters: the part the
+        provider's cache held for the last call at the cached price; a marked static part not yet held, which
+        the call will write, at the cache-write price)."""
         chars = sum(len(m.text) for m in messages)
-        costs.check(self.model_name, self.price, chars, self.budget)
+        written = len(self.static_prefix) // 4 if self.marks_cache and not self._held else 0
+        costs.check(self.model_name, self.price, chars, self.budget, self._held, written)
 
     def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
         """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through
         `measured`) its journal entry."""
         usage = costs.Usage.of(reply)
         cost = costs.record(self.model_name, usage, self.price)
-        measured.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                        cached_tokens=usage.cached_tokens, cost=cost)  # fmt: skip
+        self._held = usage.cached_tokens + usage.cache_write_tokens
+        measured.update(dataclasses.asdict(usage), cost=cost)
         return reply
 
     def _request(self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]) -> dict[str, Any]:

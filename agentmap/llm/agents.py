@@ -16,6 +16,11 @@ With Tool_Source / Available_Tools the model may call tools: the node runs `LLMA
 (`max_iterations` model calls at most) and writes the final reply. A provider error, rate limit or
 timeout fails the node (Failure_Next), and so does running out of iterations.
 
+Prompt caching: the Prompt up to its first placeholder is what every call of the node begins with; the adapter
+marks it for the provider's prompt cache where the provider asks for marks (Anthropic), and the cache reads and
+writes the provider reports are counted and priced (Context `prompt_cache: false`, or `llm.prompt_cache: false`,
+sends no marks).
+
 Model options (Context, else the `llm.*` settings, else `AGENTMAP_LLM_*`): `model` (`provider:model`),
 `temperature`, `max_tokens`, `timeout`, `base_url`, `max_retries`, `api_key_env`. A node with a `retry` policy
 retries by that policy alone: its client makes no retries of its own unless Context sets `max_retries`.
@@ -34,7 +39,7 @@ from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.llm import cache
-from agentmap.llm._conversation import format_prompt, history_entries
+from agentmap.llm._conversation import format_prompt, history_entries, static_prefix
 from agentmap.llm.models import ModelSpec, build_model, choose_model, model_options, model_problems
 
 if TYPE_CHECKING:
@@ -149,7 +154,13 @@ class LLMAgent(BaseAgent):
         """The node's model, wrapped for calls (built on first use)."""
         if self._adapter is None:
             model = build_model(self.spec)
-            self._adapter = node_adapter(model, self.context, self.environment.settings, timeout=self.spec.timeout)
+            self._adapter = node_adapter(
+                model,
+                self.context,
+                self.environment.settings,
+                timeout=self.spec.timeout,
+                static=static_prefix(self.prompt or ""),
+            )
         return self._adapter
 
     # -- the work ------------------------------------------------------------------------------
@@ -293,27 +304,36 @@ def _since(started: float) -> float:
 
 
 def node_adapter(
-    model: Any, context: Mapping[str, Any], settings: Mapping[str, Any] | None, *, timeout: float | None = None
+    model: Any,
+    context: Mapping[str, Any],
+    settings: Mapping[str, Any] | None,
+    *,
+    timeout: float | None = None,
+    static: str = "",
 ) -> LLMAdapter:
-    """A node's model wrapped for calls, with the price table and budget (`llm.prices`, `llm.budget`) and the
-    LLM response cache (Context `cache`, else `llm.cache`): how every node that calls a model (the LLM types,
-    `assistant`, `llm_planner`) makes its calls."""
+    """A node's model wrapped for calls, with the price table and budget (`llm.prices`, `llm.budget`), the
+    LLM response cache (Context `cache`, else `llm.cache`) and the provider's prompt cache (`static`: the text the
+    node's every call begins with, marked for it unless Context `prompt_cache`, else `llm.prompt_cache`, is
+    false): how every node that calls a model (the LLM types, `assistant`, `llm_planner`) makes its calls."""
     from agentmap.llm.adapter import LLMAdapter
 
     llm = (settings or {}).get("llm") or {}
+    marks = context.get("prompt_cache", llm.get("prompt_cache"))
     return LLMAdapter(
         model,
         timeout_seconds=timeout,
         prices=costs.price_table(llm.get("prices")),
         budget=llm.get("budget"),
         cache_ttl=cache.ttl_of(context.get("cache"), llm.get("cache")),
+        static_prefix=static,
+        prompt_cache=marks is not False,
     )
 
 
 def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] | None) -> list[ConfigProblem]:
     """What is wrong with the settings `node_adapter` reads: Context `budget` and `llm.budget` must be positive
     numbers of dollars; `llm.prices` must be prices; Context `cache` and `llm.cache` must be `{"ttl": SECONDS}`
-    (or false)."""
+    (or false); Context `prompt_cache` and `llm.prompt_cache` must be true or false."""
     from agentmap.errors import ConfigError
 
     llm = (settings or {}).get("llm") or {}
@@ -325,6 +345,15 @@ def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] 
         problem = cache.cache_problem(value, where)
         if problem:
             problems.append(problem)
+    for where, value in (
+        ("Context prompt_cache", context.get("prompt_cache")),
+        ("llm.prompt_cache", llm.get("prompt_cache")),
+    ):
+        if value is not None and not isinstance(value, bool):
+            problems.append(
+                f"{where} must be true or false (mark the static part of the prompt for the provider's "
+                f"prompt cache, or not), got {value!r}"
+            )
     try:
         costs.price_table(llm.get("prices"))
     except ConfigError as exc:

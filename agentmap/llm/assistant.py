@@ -187,7 +187,7 @@ class AssistantAgent(BaseAgent):
             confirm = context.get("confirm_tools")
             log_path = self.decision_log_path()
             self._engine = LLMAgentEngine.from_config(
-                node_adapter(build_model(spec), context, self.environment.settings),
+                node_adapter(build_model(spec), context, self.environment.settings, static=self.constitution),
                 await build_tool_executor(context, self.environment),
                 self.constitution,
                 config,

@@ -49,6 +49,12 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORE
 _SNIPPET = 200
 
 
+def static_system(instructions: str) -> str:
+    """The part of the planner's system message that is the same in every call: the planner's instructions and
+    the node's (what the provider's prompt cache can hold; the tools listed after them may change per request)."""
+    return "\n\n".join(p for p in (PLANNER_INSTRUCTIONS, instructions) if p)
+
+
 def _describe(schema: Mapping[str, Any]) -> str:
     function = schema.get("function", schema)
     params = function.get("parameters") or {}
@@ -186,11 +192,7 @@ class LLMPlanner:
             raise PlanningError(
                 'the planner has no tools to plan with: give it Context "tools" (names) or "workers" (worker nodes)'
             )
-        system = "\n\n".join(
-            p
-            for p in (PLANNER_INSTRUCTIONS, self.instructions, "Tools:\n" + "\n".join(map(_describe, tools.values())))
-            if p
-        )
+        system = "\n\n".join((static_system(self.instructions), "Tools:\n" + "\n".join(map(_describe, tools.values()))))
         extra = {k: v for k, v in request.inputs.items() if k != "max_steps"}
         lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v, default=str)}" for k, v in extra.items()]
         user = "\n".join([goal, *(["Inputs:", *lines] if lines else [])])
@@ -257,7 +259,12 @@ class LLMPlannerAgent(PlannerAgent):
         spec = choose_model(model_options(node.context), settings=node.environment.settings)
         planner = _NodeTools(
             node,
-            node_adapter(build_model(spec), node.context, node.environment.settings),
+            node_adapter(
+                build_model(spec),
+                node.context,
+                node.environment.settings,
+                static=static_system((node.prompt or "").strip()),
+            ),
             instructions=node.prompt or "",
             temperature=spec.temperature if spec.temperature is not None else 0.0,
             timeout_seconds=spec.timeout,

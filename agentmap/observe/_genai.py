@@ -125,11 +125,13 @@ class GenAIHandler(BaseCallbackHandler):
         if usage:
             span.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
             span.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
-            cached = (usage.get("input_token_details") or {}).get("cache_read")
-            if cached:
-                span.set_attribute("gen_ai.usage.cache_read.input_tokens", int(cached))
+            measured = Usage.of(message)
+            if measured.cached_tokens:
+                span.set_attribute("gen_ai.usage.cache_read.input_tokens", measured.cached_tokens)
+            if measured.cache_write_tokens:
+                span.set_attribute("gen_ai.usage.cache_creation.input_tokens", measured.cache_write_tokens)
             if price:
-                span.set_attribute("agentmap.cost_usd", Usage.of(message).cost(Price(*price)))
+                span.set_attribute("agentmap.cost_usd", measured.cost(Price(*price)))
         response_meta = getattr(message, "response_metadata", None) or {}
         model = response_meta.get("model_name") or response_meta.get("model")
         if model:

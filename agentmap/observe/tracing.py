@@ -244,6 +244,7 @@ def usage_attributes(usage: Mapping[str, Any]) -> dict[str, Any]:
         "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
         "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
         "gen_ai.usage.cache_read.input_tokens": int(usage.get("cached_tokens") or 0),
+        "gen_ai.usage.cache_creation.input_tokens": int(usage.get("cache_write_tokens") or 0),
     }
     if usage.get("cost") is not None:
         attributes["agentmap.cost_usd"] = float(usage["cost"])

@@ -23,6 +23,7 @@ _COUNTS = (
     "input_tokens",
     "output_tokens",
     "cached_tokens",
+    "cache_write_tokens",
     "total_tokens",
     "model_calls",
     "replayed_calls",
@@ -88,8 +89,9 @@ class RunResult:
     @property
     def usage(self) -> dict[str, Any]:
         """The run's model calls summed over its nodes (subgraphs included): `input_tokens`, `output_tokens`,
-        `cached_tokens`, `total_tokens`, `model_calls`, `replayed_calls` (answered by the call journal: no new
-        cost), `cache_hits` (answered by the LLM response cache: no tokens, no cost), `cost` (USD, present when
+        `cached_tokens` (read from the provider's prompt cache), `cache_write_tokens` (written to it),
+        `total_tokens`, `model_calls`, `replayed_calls` (answered by the call journal: no new cost), `cache_hits`
+        (answered by the LLM response cache: no tokens, no cost), `cost` (USD at the prices paid, present when
         some model has a price) and `unpriced_models`; `{}` without model calls.
         """
         return total_usage(self.summary)

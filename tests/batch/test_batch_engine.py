@@ -42,6 +42,7 @@ def test_rows_come_back_in_input_order_with_outputs_and_result_columns(tmp_path:
         "duration_s",
         "tokens_in",
         "tokens_out",
+        "tokens_cached",
         "cost",
         "row_id",
     ]

@@ -59,8 +59,10 @@ def test_every_format_in_and_out(tmp_path: Path, suffix: str) -> None:
     assert [str(r["n"]) for r in table] == ["1", "2", "3"]
     assert [str(r["success"]).lower() for r in table] == ["true", "true", "false"]
     assert "boom" in table[2]["error"] and table[2]["failed_nodes"] == "Loud"
-    assert list(table[0])[-8:] == ["success", "error", "failed_nodes", "duration_s", "tokens_in", "tokens_out",
-                                   "cost", "row_id"]  # fmt: skip
+    assert list(table[0])[-9:] == [
+        *("success", "error", "failed_nodes", "duration_s"),
+        *("tokens_in", "tokens_out", "tokens_cached", "cost", "row_id"),
+    ]
     again = agentmap.batch(shout_flow(tmp_path), source, output=out, sheet="Sheet" if suffix == ".xlsx" else None)
     assert again.skipped == 3  # a finished output of any format is read back to resume
 

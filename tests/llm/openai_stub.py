@@ -2,7 +2,7 @@
 
 Usage (importable from any test under tests/llm: pytest puts this folder on `sys.path`)::
 
-    from openai_stub import OpenAIStub, chat_model, error, slow, text, tool_calls
+    from openai_stub import OpenAIStub, chat_model, counted, error, slow, text, tool_calls
 
     with OpenAIStub() as stub:
         stub.script(tool_calls(("add_task", {"title": "milk"})), text("Added."))
@@ -12,8 +12,13 @@ Usage (importable from any test under tests/llm: pytest puts this folder on `sys
 
 Each POST to `/v1/chat/completions` takes the next scripted reply; an exhausted script answers 500 with
 "no scripted reply left", so a test that calls the model more than it planned fails loudly. Replies:
-`text(...)`, `tool_calls(...)`, `error(status, ...)` (429, 500, ...), `slow(seconds, reply)`, or any
-callable taking the request body and returning one of those. Streaming requests (`"stream": true`) are
+`text(...)`, `tool_calls(...)`, `error(status, ...)` (429, 500, ...), `slow(seconds, reply)`, `counted(...)`, or
+any callable taking the request body and returning one of those.
+
+A `counted` reply's usage is what the provider would count: the prompt's tokens (`tokens`: 4 characters each, the
+tools' JSON first, then each message), and, as OpenAI caches a prompt of 1,024 tokens or more by itself, the
+longest prefix it shares with an earlier prompt to the same model, from 1,024 tokens up in steps of 128
+(`prompt_tokens_details.cached_tokens`). Streaming requests (`"stream": true`) are
 answered as server-sent events, sent as they are written (chunked): `streamed("Hel", "lo")` sends one content
 chunk per piece, `gate=` holds the pieces after the first until the test sets the event, and `sent` records when
 (`time.perf_counter()`) each piece left the server.
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["OpenAIStub", "Reply", "chat_model", "error", "slow", "streamed", "text", "tool_calls"]
+__all__ = ["OpenAIStub", "Reply", "chat_model", "counted", "error", "slow", "streamed", "text", "tokens", "tool_calls"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,8 @@ class Reply:
     status: int = 200
     error_message: str = ""
     delay: float = 0.0
-    usage: tuple[int, ...] = (10, 5)
+    usage: tuple[int, ...] | None = (10, 5)
+    """(prompt, completion[, cached]) tokens; None: counted from the request as the provider counts them."""
     headers: dict[str, str] = field(default_factory=dict)
     pieces: tuple[str, ...] = ()
     gate: threading.Event | None = None
@@ -64,6 +70,17 @@ def text(content: str, *, usage: tuple[int, ...] = (10, 5)) -> Reply:
     """A plain assistant reply; `usage` is (prompt_tokens, completion_tokens), or with a third number the prompt
     tokens read from the provider's cache (`prompt_tokens_details.cached_tokens`)."""
     return Reply(content=content, usage=usage)
+
+
+def counted(content: str) -> Reply:
+    """A plain assistant reply whose usage the server counts from the request, cache reads (and, for Anthropic,
+    writes) included, as the provider would."""
+    return Reply(content=content, usage=None)
+
+
+def tokens(text: str) -> int:
+    """What the test servers count `text` as: a token per 4 characters, rounded up."""
+    return -(-len(text) // 4)
 
 
 def streamed(*pieces: str, gate: threading.Event | None = None) -> Reply:
@@ -104,6 +121,7 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
+        self._prompts: dict[str, list[str]] = {}  # model -> the prompts it was sent (what OpenAI caches)
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -158,7 +176,7 @@ class OpenAIStub:
                  "function": {"name": name, "arguments": json.dumps(args)}}
                 for name, args in reply.calls
             ]  # fmt: skip
-        prompt, completion, *cached = reply.usage
+        prompt, completion, *cached = reply.usage or self._counted(body, reply)
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                                  "total_tokens": prompt + completion}  # fmt: skip
         if cached:
@@ -171,6 +189,18 @@ class OpenAIStub:
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
             "usage": usage,
         }
+
+    def _counted(self, body: dict[str, Any], reply: Reply) -> tuple[int, int, int]:
+        """(prompt, completion, cached) tokens of a request as OpenAI counts them: its prompt cached from 1,024
+        tokens of prefix shared with an earlier prompt to the same model, in steps of 128."""
+        prompt = _prompt_text(body)
+        with self._lock:
+            seen = self._prompts.setdefault(str(body.get("model")), [])
+            shared = max((_shared(prompt, earlier) for earlier in seen), default=0)
+            seen.append(prompt)
+        held = shared // 4
+        cached = 0 if held < 1024 else 1024 + (held - 1024) // 128 * 128
+        return tokens(prompt), max(tokens(reply.content or ""), 1), cached
 
     def _events(self, body: dict[str, Any], reply: Reply) -> list[bytes]:
         """The server-sent events answering a streaming request (the first content piece comes second)."""
@@ -229,6 +259,23 @@ class OpenAIStub:
                 self.wfile.flush()
 
         return Handler
+
+
+def _shared(one: str, other: str) -> int:
+    """How many characters `one` and `other` begin with alike."""
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    """A chat completion request's prompt as one text, in the order the model reads it: the tools, then each
+    message's role and text."""
+    parts = [json.dumps(t) for t in body.get("tools") or ()]
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(f"{message.get('role')}: {content or ''}")
+    return "\n".join(parts)
 
 
 def _sse_events(completion: dict[str, Any], pieces: tuple[str, ...] = ()) -> list[bytes]:

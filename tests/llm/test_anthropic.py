@@ -54,12 +54,38 @@ def test_tokens_cache_reads_and_cost_are_recorded(tmp_path: Path, stub: Anthropi
     assert stub.requests[0]["model"] == "claude-sonnet-4-6"
     # claude-sonnet-4: $3 input, $15 output, $0.30 cached input per million tokens (the default table)
     cost = pytest.approx((1000 * 3.0 + 400 * 0.30 + 200 * 15.0) / 1e6)
-    assert document["usage"] == {"input_tokens": 1400, "output_tokens": 200, "cached_tokens": 400,
-                                 "total_tokens": 1600, "model_calls": 1, "replayed_calls": 0, "cache_hits": 0,
-                                 "cost": cost}  # fmt: skip
+    assert document["usage"] == {
+        **{"input_tokens": 1400, "output_tokens": 200, "cached_tokens": 400, "cache_write_tokens": 0},
+        **{"total_tokens": 1600, "model_calls": 1, "replayed_calls": 0, "cache_hits": 0, "cost": cost},
+    }
     ask = document["summary"][0]["metadata"]
     assert (ask["input_tokens"], ask["cached_tokens"], ask["cost"]) == (1400, 400, cost)
     assert "has no price" not in err
+
+
+def test_cache_writes_are_counted_and_priced_at_the_cache_write_price(tmp_path: Path, stub: AnthropicStub) -> None:
+    stub.script(text("Paris.", usage=(3000, 100, 0, 2000)))  # 1000 new input tokens, 2000 written to the cache
+    _workflow(tmp_path, stub)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    state = '{"question": "capital?"}'
+    code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    usage = json.loads(out)["usage"]
+    assert (usage["input_tokens"], usage["cached_tokens"], usage["cache_write_tokens"]) == (3000, 0, 2000)
+    # claude-sonnet-4: $3 input, $3.75 for 5-minute cache writes (1.25x), $15 output per million tokens
+    assert usage["cost"] == pytest.approx((1000 * 3.0 + 2000 * 3.75 + 100 * 15.0) / 1e6)
+
+
+def test_a_cache_write_price_in_agentmap_yaml_prices_the_writes(tmp_path: Path, stub: AnthropicStub) -> None:
+    stub.script(text("Paris.", usage=(3000, 100, 0, 2000)))
+    _workflow(tmp_path, stub)
+    prices = "{input: 1.0, output: 2.0, cached_input: 0.1, cache_write: 5.0}"
+    (tmp_path / "agentmap.yaml").write_text(f"llm:\n  prices:\n    claude-sonnet-4-6: {prices}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    state = '{"question": "capital?"}'
+    code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert json.loads(out)["usage"]["cost"] == pytest.approx((1000 * 1.0 + 2000 * 5.0 + 100 * 2.0) / 1e6)
 
 
 def test_the_reply_streams_as_the_server_sends_it(tmp_path: Path, stub: AnthropicStub) -> None:

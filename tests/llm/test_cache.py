@@ -55,8 +55,10 @@ def test_a_second_process_sends_no_request_and_the_hit_costs_nothing(tmp_path: P
     assert code == 0, err
     assert len(stub.requests) == 2  # the second process asked the cache, not the server
     assert (second["state"]["a"], second["state"]["b"]) == ("one", "two")
-    assert second["usage"] == {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "total_tokens": 0,
-                               "model_calls": 2, "replayed_calls": 0, "cache_hits": 2}  # fmt: skip
+    assert second["usage"] == {
+        **{"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0, "total_tokens": 0},
+        **{"model_calls": 2, "replayed_calls": 0, "cache_hits": 2},
+    }
     ask = _metadata(second)["Ask"]
     assert ask["cache_hits"] == 1 and "cost" not in ask
     assert (tmp_path / ".agentmap" / "llm_cache.db").is_file()  # no checkpoint: the default file

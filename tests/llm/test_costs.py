@@ -16,6 +16,8 @@ import forked
 import pytest
 from openai_stub import OpenAIStub, text
 
+from agentmap.agents.costs import DEFAULT_PRICES, Usage, price_of, price_table
+
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli"), str(Path(__file__).parents[1] / "server")]
 from cli_helpers import agentmap_tty  # noqa: E402
 from server_helpers import serving  # noqa: E402
@@ -70,9 +72,11 @@ def test_tokens_and_cost_per_node_and_per_run_in_json(tmp_path: Path, stub: Open
     assert (ask["input_tokens"], ask["output_tokens"], ask["cached_tokens"]) == (1000, 200, 400)
     assert ask["cost"] == pytest.approx((600 * 0.15 + 400 * 0.075 + 200 * 0.60) / 1e6)
     assert nodes["Tell"]["cost"] == pytest.approx(0.00036)
-    assert document["usage"] == {"input_tokens": 3000, "output_tokens": 300, "cached_tokens": 400,
-                                 "total_tokens": 3300, "model_calls": 2, "replayed_calls": 0, "cache_hits": 0,
-                                 "cost": pytest.approx(0.0006)}  # fmt: skip
+    assert document["usage"] == {
+        **{"input_tokens": 3000, "output_tokens": 300, "cached_tokens": 400, "cache_write_tokens": 0},
+        **{"total_tokens": 3300, "model_calls": 2, "replayed_calls": 0, "cache_hits": 0},
+        "cost": pytest.approx(0.0006),
+    }
     assert "has no price" not in err
 
 
@@ -107,11 +111,30 @@ def test_a_price_in_agentmap_yaml_sets_or_overrides_the_table(tmp_path: Path, st
     assert "has no price" not in err
 
 
+def test_a_call_billed_in_a_batch_is_priced_at_the_providers_batch_prices() -> None:
+    usage = Usage(input_tokens=3000, output_tokens=100, cached_tokens=1000, cache_write_tokens=1000)
+    sonnet = price_of("claude-sonnet-4-5", DEFAULT_PRICES)
+    assert sonnet is not None
+    # Anthropic's Message Batches API: half of every price, cache reads and writes included
+    assert usage.cost(sonnet.in_batch()) == pytest.approx((1000 * 1.5 + 1000 * 0.15 + 1000 * 1.875 + 100 * 7.5) / 1e6)
+    assert usage.cost(sonnet.in_batch()) == pytest.approx(usage.cost(sonnet) / 2)
+    mini = price_of("gpt-4o-mini-2024-07-18", DEFAULT_PRICES)
+    assert mini is not None and (mini.batch_input, mini.batch_output) == (0.075, 0.30)
+    table = price_table({"acme-1": {"input": 2.0, "output": 4.0, "batch_input": 1.0, "batch_output": 2.0}})
+    assert Usage(1000, 1000).cost(table["acme-1"].in_batch()) == pytest.approx(3000 / 1e6)
+    unbatched = price_table({"acme-2": {"input": 2.0, "output": 4.0}})["acme-2"]
+    assert unbatched.in_batch() == unbatched  # no batch price known: the price itself
+
+
 def test_a_bad_price_is_a_validation_error(tmp_path: Path, stub: OpenAIStub) -> None:
     env = _setup(tmp_path, stub, config="llm:\n  prices:\n    acme-1: {input: cheap}\n")
     code, out, err = forked.run("validate", "two.csv", cwd=tmp_path, env=env)
     assert code == 4, out + err
     assert "llm.prices.acme-1 is not a price" in out + err
+    env = _setup(tmp_path, stub, config="llm:\n  prices:\n    acme-1: {input: 1, output: 2, batch: 0.5}\n")
+    code, out, err = forked.run("validate", "two.csv", cwd=tmp_path, env=env)
+    assert code == 4, out + err
+    assert "llm.prices.acme-1 is not a price" in out + err and "batch_input" in out + err
 
 
 def test_threads_show_calls_lists_tokens_and_cost(tmp_path: Path, stub: OpenAIStub) -> None:
@@ -163,21 +186,21 @@ def test_a_node_budget_in_context_stops_its_own_calls(tmp_path: Path, stub: Open
 
 
 def test_batch_rows_carry_tokens_and_cost_and_the_batch_totals_them(tmp_path: Path, stub: OpenAIStub) -> None:
-    stub.script(*[text("ok", usage=(100, 10))] * 4)
+    stub.script(*[text("ok", usage=(100, 10, 40))] * 4)  # 40 of the 100 input tokens read from the cache
     env = _setup(tmp_path, stub)
     (tmp_path / "in.csv").write_text("q\nhi\nho\n")
-    code, out, err = forked.run("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--json",
-                                cwd=tmp_path, env=env)  # fmt: skip
+    args = ("batch", "two.csv", "--input", "in.csv", "--output", "out.csv", "--json")
+    code, out, err = forked.run(*args, cwd=tmp_path, env=env)
     assert code == 0, err
     with (tmp_path / "out.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    per_row = (2 * 100 * 0.15 + 2 * 10 * 0.60) / 1e6  # two gpt-4o-mini calls a row
-    assert [(r["tokens_in"], r["tokens_out"]) for r in rows] == [("200", "20"), ("200", "20")]
+    per_row = 2 * (60 * 0.15 + 40 * 0.075 + 10 * 0.60) / 1e6  # two gpt-4o-mini calls a row
+    assert [(r["tokens_in"], r["tokens_out"], r["tokens_cached"]) for r in rows] == [("200", "20", "80")] * 2
     assert [float(r["cost"]) for r in rows] == [pytest.approx(per_row)] * 2
     summary = json.loads(out)
-    assert (summary["tokens_in"], summary["tokens_out"]) == (400, 40)
+    assert (summary["tokens_in"], summary["tokens_out"], summary["tokens_cached"]) == (400, 40, 160)
     assert summary["cost"] == pytest.approx(2 * per_row)
-    assert "batch: tokens 400 in, 40 out, cost $0.000084" in err, err
+    assert "batch: tokens 400 in (160 cached), 40 out, cost $0.000072" in err, err
 
 
 def test_spans_carry_tokens_and_cost(tmp_path: Path, stub: OpenAIStub) -> None:

@@ -116,7 +116,7 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     ],
     "model-keys": [
         {"model": "offline", "temperature": 0, "max_tokens": 100, "timeout": 10, "base_url": "http://127.0.0.1:1/v1"},
-        {"model": "offline", "max_retries": 0, "api_key_env": "STUDIO_TEST_KEY"},
+        {"model": "offline", "max_retries": 0, "api_key_env": "STUDIO_TEST_KEY", "prompt_cache": False},
     ],
     "tool-keys": [{"tool_timeout": 2.5, "user_id": "ada"}],
     "request-keys": [
