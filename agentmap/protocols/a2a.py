@@ -245,9 +245,9 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                         if event == "nodes" and data.get("status") in ("succeeded", "failed"):
                             text = f"node {data['node']} {data['status']}"
                             await updater.start_work(updater.new_agent_message([_text(text)]))
-                result = await server.runs.outcome(run)  # wherever it ended (another replica may finish it)
+                result = await server.runs.acceptor.outcome(run)  # wherever it ended (another replica may finish it)
             except asyncio.CancelledError:
-                server.runs.cancel(run, "cancelled by the A2A client")
+                run.cancel("cancelled by the A2A client")
                 raise
             finally:
                 self.running.pop(task_id, None)
@@ -258,7 +258,7 @@ def _executor(server: Server, assistant: Assistant) -> Any:
         async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
             run = self.running.get(str(context.task_id))
             if run is not None:
-                server.runs.cancel(run, "cancelled by the A2A client")
+                run.cancel("cancelled by the A2A client")
                 await run.done.wait()
             await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
@@ -272,7 +272,7 @@ def _text(text: str) -> Any:
 
 
 async def _finish(assistant: Assistant, run: Run, result: dict[str, Any], summary: Sequence[Any], updater: Any) -> None:
-    """The task's end (`result`: what the run ended with, `RunManager.outcome`): failed with the error,
+    """The task's end (`result`: what the run ended with, `RunAcceptance.outcome`): failed with the error,
     input-required with the question, or the result as artifacts."""
     from a2a.helpers import new_data_part
 

@@ -209,9 +209,11 @@ class _QueuedRuns:
                 async for event, data in run.follow(("nodes",)):
                     if event == "nodes" and data.get("status") in ("succeeded", "failed"):
                         await progress.finished(str(data["node"]))
-            values = await self.server.runs.outcome(run)  # wherever the run ended (another replica may finish it)
+            values = await self.server.runs.acceptor.outcome(
+                run
+            )  # wherever the run ended (another replica may finish it)
         except asyncio.CancelledError:  # the client cancelled the call
-            self.server.runs.cancel(run, "cancelled by the MCP client")
+            run.cancel("cancelled by the MCP client")
             raise
         error = values.get("__error__")
         if error is not None:  # an error stopped the run: its message in one paragraph

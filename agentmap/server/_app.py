@@ -26,12 +26,13 @@ from agentmap.server._items import item_routes
 from agentmap.server._models import ApiError, AssistantSearch, refuse_unsupported
 from agentmap.server._reach import Reach
 from agentmap.server._rebuild import rebuilder
+from agentmap.server._records import ThreadRecord
+from agentmap.server._run_manager import RunManager
 from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
 from agentmap.server._webhooks import Webhooks
-from agentmap.server._workers import RunManager
 
 __all__ = ["Server", "create_app"]
 
@@ -80,21 +81,21 @@ class Server:
             raise ApiError(404, "assistant-not-found", f"no assistant {key!r}", hint=f"graphs served: {names}")
         return found
 
-    def thread(self, thread_id: str) -> dict[str, Any]:
+    def thread(self, thread_id: str) -> ThreadRecord:
         """The thread record, or a 404."""
-        record = self.store.thread(thread_id)
+        record = self.store.threads.get(thread_id)
         if record is None:
             raise ApiError(404, "thread-not-found", f"no thread {thread_id!r}", hint="create one with threads.create()")
         return record
 
-    def thread_assistant(self, record: dict[str, Any]) -> Assistant | None:
+    def thread_assistant(self, record: ThreadRecord) -> Assistant | None:
         """The assistant whose graph a thread runs (None before its first run)."""
-        graph_id = record["metadata"].get("graph_id")
+        graph_id = record.metadata.get("graph_id")
         return self.assistants.get(str(graph_id)) if graph_id is not None else None
 
-    def snapshot(self, record: dict[str, Any], checkpoint_id: str | None = None) -> Any:
+    def snapshot(self, record: ThreadRecord, checkpoint_id: str | None = None) -> Any:
         """The graph state of a thread (None before its first run)."""
-        return snapshot_of(self.thread_assistant(record), record["thread_id"], checkpoint_id)
+        return snapshot_of(self.thread_assistant(record), record.thread_id, checkpoint_id)
 
 
 def create_app(config: ServeConfig) -> FastAPI:

@@ -3,7 +3,7 @@
 A cron is a row of the run store: its schedule (a cron expression, read by croniter; a sixth field gives
 seconds), the run body each tick starts, and `next_run`, the time of its next tick. Every replica looks once a
 second for crons that are due; the run of a tick is accepted only together with moving `next_run` on from the
-value that replica read (one transaction, `Store.accept`), so each tick starts one run however many replicas
+value that replica read (one transaction, `RunRows.accept`), so each tick starts one run however many replicas
 serve, and the run is an ordinary accepted run (recorded, queued, taken over if its replica dies). Ticks missed
 while no replica ran start one run, then the schedule goes on from now.
 """
@@ -31,8 +31,8 @@ from agentmap.server._models import (
     check_json,
     refuse_unsupported,
 )
+from agentmap.server._records import CronChanges, CronRecord, Tick, now
 from agentmap.server._run_start import breakpoints, resolve_request
-from agentmap.server._store_base import now
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
@@ -96,24 +96,24 @@ def _next_tick(schedule: str, zone: Any, after: float, end_time: str | None, wha
     return tick
 
 
-def _public(cron: dict[str, Any]) -> dict[str, Any]:
+def _public(cron: CronRecord) -> dict[str, Any]:
     """A stored cron as LangGraph's server returns it."""
-    following = cron["next_run"]
+    following = cron.next_run
     return {
-        "cron_id": cron["cron_id"],
-        "assistant_id": cron["assistant_id"],
-        "thread_id": cron["thread_id"],
-        "on_run_completed": cron["on_run_completed"],
-        "end_time": cron["end_time"],
-        "schedule": cron["schedule"],
-        "timezone": cron["payload"].get("timezone"),
-        "created_at": cron["created_at"],
-        "updated_at": cron["updated_at"],
-        "payload": cron["payload"],
+        "cron_id": cron.cron_id,
+        "assistant_id": cron.assistant_id,
+        "thread_id": cron.thread_id,
+        "on_run_completed": cron.on_run_completed,
+        "end_time": cron.end_time,
+        "schedule": cron.schedule,
+        "timezone": cron.payload.get("timezone"),
+        "created_at": cron.created_at,
+        "updated_at": cron.updated_at,
+        "payload": cron.payload,
         "user_id": None,
         "next_run_date": datetime.fromtimestamp(following, UTC).isoformat() if following is not None else None,
-        "metadata": cron["metadata"],
-        "enabled": cron["enabled"],
+        "metadata": cron.metadata,
+        "enabled": cron.enabled,
     }
 
 
@@ -144,26 +144,26 @@ def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what:
     breakpoints(body, assistant, thread_id is None and body.on_completion != "keep", what)
 
 
-def _matching(server: Server, cron: dict[str, Any], body: CronSearch) -> bool:
+def _matching(server: Server, cron: CronRecord, body: CronSearch) -> bool:
     wanted = server.assistants.get(body.assistant_id) if body.assistant_id is not None else None
     return (
-        (body.assistant_id is None or (wanted is not None and wanted.assistant_id == cron["assistant_id"]))
-        and (body.thread_id is None or cron["thread_id"] == body.thread_id)
-        and (body.enabled is None or cron["enabled"] == body.enabled)
-        and all(cron["metadata"].get(k) == v for k, v in (body.metadata or {}).items())
+        (body.assistant_id is None or (wanted is not None and wanted.assistant_id == cron.assistant_id))
+        and (body.thread_id is None or cron.thread_id == body.thread_id)
+        and (body.enabled is None or cron.enabled == body.enabled)
+        and all(cron.metadata.get(k) == v for k, v in (body.metadata or {}).items())
     )
 
 
-def _changes(server: Server, cron: dict[str, Any], body: CronUpdate) -> dict[str, Any]:
+def _changes(server: Server, cron: CronRecord, body: CronUpdate) -> CronChanges:
     """The columns `crons.update` changes: the merged run body, and the next tick of the (new) schedule."""
     changes = body.model_dump(mode="json", exclude_unset=True)
-    payload = {**cron["payload"], **{k: v for k, v in changes.items() if k != "end_time"}}
-    _check(server, payload, cron["thread_id"], "crons.update")
-    end_time = cron["end_time"]
+    payload = {**cron.payload, **{k: v for k, v in changes.items() if k != "end_time"}}
+    _check(server, payload, cron.thread_id, "crons.update")
+    end_time = cron.end_time
     if "end_time" in body.model_fields_set:
         end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
     schedule, zone = payload["schedule"], _zone(payload.get("timezone"), "crons.update")
-    fields: dict[str, Any] = {
+    fields: CronChanges = {
         "schedule": schedule,
         "end_time": end_time,
         "payload": payload,
@@ -172,7 +172,7 @@ def _changes(server: Server, cron: dict[str, Any], body: CronUpdate) -> dict[str
     if body.enabled is not None:
         fields["enabled"] = body.enabled
     if body.on_run_completed is not None:
-        if cron["thread_id"] is not None:
+        if cron.thread_id is not None:
             raise ApiError(
                 422,
                 "bad-request",
@@ -197,21 +197,23 @@ def cron_routes(server: Server) -> APIRouter:
         _check(server, payload, thread_id, what)
         end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
         following = _next_tick(body.schedule, _zone(body.timezone, what), time.time(), end_time, what)
-        cron = {
-            "cron_id": str(uuid.uuid4()),
-            "assistant_id": payload["assistant_id"],
-            "thread_id": thread_id,
-            "schedule": body.schedule,
-            "end_time": end_time,
-            "next_run": following,
-            "payload": payload,
-            "metadata": body.metadata or {},
-            "enabled": body.enabled,
-            "on_run_completed": None if thread_id else body.on_run_completed or "delete",
-            "created_at": now(),
-        }
-        server.store.create_cron(cron)
-        return _public(server.store.crons(cron["cron_id"])[0])
+        stamp = now()
+        cron = CronRecord(
+            cron_id=str(uuid.uuid4()),
+            assistant_id=payload["assistant_id"],
+            thread_id=thread_id,
+            schedule=body.schedule,
+            end_time=end_time,
+            next_run=following,
+            payload=payload,
+            metadata=body.metadata or {},
+            enabled=body.enabled,
+            on_run_completed=None if thread_id else body.on_run_completed or "delete",
+            created_at=stamp,
+            updated_at=stamp,
+        )
+        server.store.crons.create(cron)
+        return _public(_found(cron.cron_id))
 
     @router.post("/runs/crons")
     def create_cron(body: CronCreate) -> dict[str, Any]:
@@ -227,35 +229,35 @@ def cron_routes(server: Server) -> APIRouter:
     def search(body: CronSearch) -> list[dict[str, Any]]:
         """The crons matching the filters, oldest first."""
         refuse_unsupported(body, "crons.search")
-        found = [_public(c) for c in server.store.crons() if _matching(server, c, body)]
+        found = [_public(c) for c in server.store.crons.all() if _matching(server, c, body)]
         return found[body.offset : body.offset + body.limit]
 
     @router.post("/runs/crons/count")
     def count(body: CronSearch) -> int:
         """How many crons match the filters."""
         refuse_unsupported(body, "crons.count")
-        return sum(1 for c in server.store.crons() if _matching(server, c, body))
+        return sum(1 for c in server.store.crons.all() if _matching(server, c, body))
 
     @router.patch("/runs/crons/{cron_id}")
     def update(cron_id: str, body: CronUpdate) -> dict[str, Any]:
         """Change a cron: its schedule (the next tick is computed again), end time, run body, or whether it runs."""
         refuse_unsupported(body, "crons.update")
         fields = _changes(server, _found(cron_id), body)
-        server.store.update_cron(cron_id, fields)
+        server.store.crons.update(cron_id, fields)
         return _public(_found(cron_id))
 
     @router.delete("/runs/crons/{cron_id}")
     def delete(cron_id: str) -> Response:
         """Stop a cron: no tick starts a run any more (the runs it started stay)."""
-        if not server.store.delete_cron(cron_id):
+        if not server.store.crons.delete(cron_id):
             _found(cron_id)
         return Response(status_code=204)
 
-    def _found(cron_id: str) -> dict[str, Any]:
-        found = server.store.crons(cron_id)
-        if not found:
+    def _found(cron_id: str) -> CronRecord:
+        found = server.store.crons.get(cron_id)
+        if found is None:
             raise ApiError(404, "cron-not-found", f"no cron {cron_id!r}", hint="crons.search() lists the crons")
-        return found[0]
+        return found
 
     return router
 
@@ -265,7 +267,7 @@ async def tick_crons(server: Server) -> None:
     while True:
         at = int(time.time())
         try:
-            due = await asyncio.to_thread(server.store.due_crons, at)
+            due = await asyncio.to_thread(server.store.crons.due, at)
         except Exception as exc:  # the database may be away for a while: keep trying
             _log.warning("cannot read the crons: %s", exc)
             due = []
@@ -273,25 +275,25 @@ async def tick_crons(server: Server) -> None:
             try:
                 await _fire(server, cron, at)
             except Exception as exc:
-                _log.warning("cron %s could not start its run: %s", cron["cron_id"], exc)
+                _log.warning("cron %s could not start its run: %s", cron.cron_id, exc)
         await asyncio.sleep(1.0 - time.time() % 1.0 + 0.001)
 
 
-async def _fire(server: Server, cron: dict[str, Any], at: int) -> None:
+async def _fire(server: Server, cron: CronRecord, at: int) -> None:
     """Start the run of `cron`'s due tick, unless another replica did; move the cron to its next tick."""
-    cron_id, due, payload = cron["cron_id"], cron["next_run"], cron["payload"]
-    if server.assistants.get(payload["assistant_id"]) is None:  # a graph another replica serves: its tick
-        return
+    cron_id, due, payload = cron.cron_id, cron.next_run, cron.payload
+    if due is None or server.assistants.get(payload["assistant_id"]) is None:  # a graph another replica serves: its
+        return  # tick (`CronRows.due` finds no cron without a next tick)
     zone = _zone(payload.get("timezone"), "cron")
-    following = _next_tick(cron["schedule"], zone, float(at), cron["end_time"], "cron")
-    body = _run_body(payload, cron_id, cron["on_run_completed"], due)
+    tick = Tick(cron_id, due, _next_tick(cron.schedule, zone, float(at), cron.end_time, "cron"))
+    body = _run_body(payload, cron_id, cron.on_run_completed, due)
     try:
-        request = await asyncio.to_thread(resolve_request, server, body, cron["thread_id"], "crons")
+        request = await asyncio.to_thread(resolve_request, server, body, cron.thread_id, "crons")
     except AgentMapError as exc:
-        if await asyncio.to_thread(server.store.skip_tick, cron_id, due, following):
+        if await asyncio.to_thread(server.store.crons.skip_tick, tick):
             _log.warning("cron %s skipped a tick: %s", cron_id, exc.message)
         return
-    reject = cron["thread_id"] is not None and request.multitask_strategy == "reject"
-    run = await server.runs.submit(request, here=False, reject_if_busy=reject, tick=(cron_id, due, following))
-    if run is None and cron["thread_id"] is None and request.thread_id is not None:
-        await asyncio.to_thread(server.store.delete_thread, request.thread_id)  # kept thread of a tick not ours
+    reject = cron.thread_id is not None and request.multitask_strategy == "reject"
+    run = await server.runs.acceptor.submit(request, here=False, reject_if_busy=reject, tick=tick)
+    if run is None and cron.thread_id is None and request.thread_id is not None:
+        await asyncio.to_thread(server.store.threads.delete, request.thread_id)  # kept thread of a tick not ours

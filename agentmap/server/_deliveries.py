@@ -1,7 +1,7 @@
 """Webhook deliveries: every replica's loop claims the deliveries due in the run store and makes them.
 
-A run's delivery is due from the transaction that ends it (`Store.finish(webhook=True)`); a replica claims due
-deliveries for a hold (`Store.claim_webhooks`), tries each once and writes when the next try is due, so a
+A run's delivery is due from the transaction that ends it (`RunRows.finish(webhook=True)`); a replica claims due
+deliveries for a hold (`DeliveryRows.claim`), tries each once and writes when the next try is due, so a
 replica that dies mid-retry loses no delivery.
 """
 
@@ -11,19 +11,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-from agentmap.server._store import Store, public_run
+from agentmap.server._records import RunRecord
+from agentmap.server._run_queue import RunQueue
 from agentmap.server._webhooks import Webhooks
 
-__all__ = ["WebhookDeliveries", "webhook_of"]
-
-
-def webhook_of(payload: dict[str, Any] | None) -> str | None:
-    """The `webhook` URL of a run's recorded request, if it has one."""
-    url = ((payload or {}).get("body") or {}).get("webhook")
-    return str(url) if url else None
+__all__ = ["WebhookDeliveries"]
 
 
 _DELIVERIES = 64
@@ -33,24 +26,28 @@ _log = logging.getLogger("agentmap.server")
 
 
 class WebhookDeliveries:
-    """The part of `RunManager` (`_workers.py`) that makes the webhook deliveries due."""
+    """The loop that makes the webhook deliveries due: of the runs ended here, and those a dead replica left."""
 
-    store: Store
-    lease: float
-    webhooks: Webhooks
-    _stopping: bool
-    _deliveries_due: asyncio.Event
-    _delivering: set[asyncio.Task[None]]
-    _store: Callable[..., Awaitable[Any]]
+    def __init__(self, queue: RunQueue, webhooks: Webhooks) -> None:
+        self._queue = queue
+        self._store = queue.store
+        self.webhooks = webhooks
+        self._due = asyncio.Event()
+        self._delivering: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
-    async def _deliveries(self) -> None:
-        """Make the webhook deliveries that are due: of the runs ended here, and those a dead replica left."""
-        hold = self.lease + self.webhooks.timeout
+    def due(self) -> None:
+        """A delivery is due now (a run ended here, or was cancelled on the queue): look at once."""
+        self._due.set()
+
+    async def run(self) -> None:
+        """Make the deliveries that are due, until `halt`."""
+        hold = self._queue.lease + self.webhooks.timeout
         while not self._stopping:
-            self._deliveries_due.clear()
+            self._due.clear()
             free = _DELIVERIES - len(self._delivering)  # a slow receiver must not pile up tries without end
             try:
-                due = await self._store(self.store.claim_webhooks, hold, free) if free > 0 else []
+                due = await self._queue.call(self._store.deliveries.claim, hold=hold, limit=free) if free > 0 else []
             except Exception as exc:  # the database may be away for a while: keep trying
                 _log.warning("cannot look for webhook deliveries: %s", exc)
                 due = []
@@ -60,28 +57,43 @@ class WebhookDeliveries:
                 task.add_done_callback(self._delivered)
             if not due or len(due) < free:  # a full batch: more may be due at once
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._deliveries_due.wait(), self.lease / 3)
+                    await asyncio.wait_for(self._due.wait(), self._queue.lease / 3)
+
+    def halt(self) -> None:
+        """Look for no more deliveries (the replica stops: those due meanwhile are made by another, or its
+        successor)."""
+        self._stopping = True
+
+    async def drain(self, grace: float) -> None:
+        """Let the tries under way end (a try cut short is made again by another replica once its hold runs out);
+        close the HTTP client."""
+        if self._delivering:
+            await asyncio.wait(list(self._delivering), timeout=max(grace, 5.0))
+        for task in list(self._delivering):
+            task.cancel()
+        await self.webhooks.close()
 
     def _delivered(self, task: asyncio.Task[None]) -> None:
         if len(self._delivering) >= _DELIVERIES:  # the loop waits for a free place: this is one
-            self._deliveries_due.set()
+            self._due.set()
         self._delivering.discard(task)
 
-    async def _deliver(self, record: dict[str, Any]) -> None:
+    async def _deliver(self, record: RunRecord) -> None:
         """One try at a run's webhook delivery; the next one is scheduled in the store (any replica makes it)."""
-        run_id = record["run_id"]
-        url = webhook_of(record["request"])
-        tries = record["webhook_tries"] + 1
+        run_id = record.run_id
+        url = record.webhook
+        tries = record.webhook_tries + 1
         try:
-            body = self.webhooks.body(public_run(record), record["result"])
+            body = self.webhooks.body(record.public(), record.result)
             ok = not url or await self.webhooks.attempt(url, body, run_id)
             wait = None if ok else self.webhooks.backoff(tries)
             if wait is None and not ok:
                 _log.warning("webhook %s of run %s not delivered after %d tries", url, run_id, tries)
-            await self._store(self.store.webhook_due, run_id, None if wait is None else time.time() + wait, tried=True)
+            when = None if wait is None else time.time() + wait
+            await self._queue.call(self._store.deliveries.due, run_id, when, tried=True)
             if wait is not None:
-                asyncio.get_running_loop().call_later(wait, self._deliveries_due.set)
-            elif record["stateless"]:
-                await self._store(self.store.delete_run, run_id)
+                asyncio.get_running_loop().call_later(wait, self._due.set)
+            elif record.stateless:
+                await self._queue.call(self._store.runs.delete, run_id)
         except Exception:  # its hold runs out and a replica tries again
             _log.exception("the webhook delivery of run %s failed", run_id)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.runtime.durable import Durability
 from agentmap.runtime.values import value_problem
-from agentmap.server._store_base import ServerThreadStatus
+from agentmap.server._records import ServerThreadStatus
 
 __all__ = [
     "THREAD_ID_RULE",

@@ -1,4 +1,4 @@
-"""The run store in PostgreSQL: what every replica of `agentmap serve` on one database shares.
+"""The run store's database in PostgreSQL: what every replica of `agentmap serve` on one database shares.
 
 Connections come from psycopg's pool. The schema is made under an advisory lock, so replicas that start at the
 same moment on an empty database wait for each other instead of deadlocking. Every change a replica must hear
@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.server._store import Store
+from agentmap.server._database import Database, Tx
 from agentmap.server._store_crons import CRON_TABLE
 
-__all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresStore"]
+__all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresDatabase"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -59,8 +59,8 @@ class _PgTx:
         return int(self._cur.rowcount)
 
 
-class PostgresStore(Store):
-    """Thread and run records and the run queue in a PostgreSQL database (`url`), shared by every replica."""
+class PostgresDatabase(Database):
+    """The store's database in PostgreSQL (`url`), shared by every replica."""
 
     def unreachable(self, exc: BaseException) -> bool:
         """A lost connection or a pool with none to give (a checkpoint write meets them too)."""
@@ -69,10 +69,10 @@ class PostgresStore(Store):
 
         return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
 
-    _claim_lock = " FOR UPDATE OF r SKIP LOCKED"
+    claim_lock = " FOR UPDATE OF r SKIP LOCKED"
     shared = True
-    _next_seq = "nextval('agentmap_runs_seq')"
-    _clock = "EXTRACT(EPOCH FROM now())::float8"  # the transaction's start (see `Store.claim`)
+    next_seq = "nextval('agentmap_runs_seq')"
+    clock = "EXTRACT(EPOCH FROM now())::float8"  # the transaction's start (see `RunRows.claim`)
 
     def __init__(self, url: str) -> None:
         import psycopg
@@ -100,22 +100,24 @@ class PostgresStore(Store):
         self._pool.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[_PgTx]:
+    def transaction(self) -> Iterator[_PgTx]:
+        """A transaction on a connection of the pool; one that changed a row wakes the other replicas."""
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             tx = _PgTx(cur)
             yield tx
             # every change of a run wakes the other replicas (sent when the transaction commits)
             if cur.statusmessage and not cur.statusmessage.startswith("SELECT"):
-                self._announce(tx, "runs")
+                self.announce(tx, "runs")
 
-    def _announce(self, tx: Any, what: str) -> None:
+    def announce(self, tx: Tx, what: str) -> None:
+        """`NOTIFY agentmap_runs` with `what`, sent when the transaction commits."""
         tx.rows("SELECT pg_notify(?, ?)", (CHANNEL, what))
 
-    def _lock_thread(self, tx: Any, thread_id: str) -> None:
+    def lock_thread(self, tx: Tx, thread_id: str) -> None:
         """Hold the thread until the transaction ends (a replica accepting a run on it waits for this one)."""
         tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (thread_id,))
 
-    def _lock_events(self, tx: Any, run_id: str) -> None:
+    def lock_events(self, tx: Tx, run_id: str) -> None:
         """Hold the numbering of the run's events (two replicas writing them across a handover take turns)."""
         tx.rows("SELECT pg_advisory_xact_lock(hashtext(?))", (f"events {run_id}",))
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError
+from agentmap.server._records import RunRecord
 from agentmap.server._run_start import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
 from agentmap.server._threads import snapshot_of
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["rebuilder"]
 
 
-def rebuilder(server: Server) -> Any:
+def rebuilder(server: Server) -> Callable[[RunRecord], RunRequest]:
     """`rebuild(record)`: the request of a run taken from the queue by a replica that did not accept it (or
     took it again after a restart), from its recorded body and its thread's checkpoint.
 
@@ -28,15 +30,15 @@ def rebuilder(server: Server) -> Any:
         ApiError: `graph-changed` when the checkpoint was written by another version of the workflow file.
     """
 
-    def rebuild(record: dict[str, Any]) -> RunRequest:
+    def rebuild(record: RunRecord) -> RunRequest:
         from agentmap.server._models import RunCreate
 
-        payload = record["request"] or {}
+        payload = record.request
         body = RunCreate.model_validate(payload.get("body") or {})
         thread_id = payload.get("thread_id")
-        assistant = server.assistant(record["graph_id"])
-        snapshot = snapshot_of(assistant, thread_id) if thread_id and not record["stateless"] else None
-        progressed = snapshot is not None and snapshot.metadata.get("run_id") == record["run_id"]
+        assistant = server.assistant(str(record.graph_id))
+        snapshot = snapshot_of(assistant, thread_id) if thread_id and not record.stateless else None
+        progressed = snapshot is not None and snapshot.metadata.get("run_id") == record.run_id
         if progressed and snapshot is not None and thread_id:
             _same_graph(assistant, snapshot.metadata, thread_id)
             body = body.model_copy(update={"input": None, "command": None})

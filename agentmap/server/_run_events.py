@@ -1,7 +1,7 @@
 """A run's events shared between replicas: written to a shared run store as they come, read by followers elsewhere.
 
 A client may follow a run (`runs.stream`, `runs.join`) on any replica: the replica executing it writes its events
-to the store (`_publish`, all written before its end, `_published`); another replica reads them from there
+to the store (`publish`, all written before its end, `published`); another replica reads them from there
 (`follow_elsewhere`) whenever the executing one announces new ones. The store numbers them as they are written,
 so two replicas writing a run's events across a handover never take the same numbers; a stream on the replica
 executing it (`follow_here`) adds the store's events written by others to its own, each once.
@@ -12,33 +12,50 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError
+from agentmap.server._run_queue import RunQueue
+from agentmap.server._run_states import UNFINISHED
 from agentmap.server._runs import Run, wanted_event
-from agentmap.server._store import UNFINISHED, Store
 
-__all__ = ["EventSharing"]
+__all__ = ["KEPT_ENDED", "EventSharing"]
+
+KEPT_ENDED = 100
+"""How many ended runs a server with no shared store keeps the events of (in memory), for `join_stream`."""
 
 _log = logging.getLogger("agentmap.server")
 
 
 class EventSharing:
-    """The part of `RunManager` (`_workers.py`) that shares a run's events with the other replicas."""
+    """A run's events for its followers on every replica: written to a shared store as they come, read from it."""
 
-    store: Store
-    runs: dict[str, Run]
-    ended: OrderedDict[str, Run]
-    _events: asyncio.Event
-    _publishers: dict[str, asyncio.Task[None]]
-    _store: Callable[..., Awaitable[Any]]
+    def __init__(self, queue: RunQueue) -> None:
+        self._queue = queue
+        self._store = queue.store
+        self._news = asyncio.Event()
+        self._publishers: dict[str, asyncio.Task[None]] = {}
+        self.ended: OrderedDict[str, Run] = OrderedDict()
+        """With no shared store, the last `KEPT_ENDED` runs of threads that ended here, for their streams."""
+
+    def heard(self) -> None:
+        """A replica announced new events of a run, or a run's end (news to its followers too)."""
+        self._news.set()
+        self._news = asyncio.Event()
+
+    def keep_ended(self, run: Run) -> None:
+        """Keep the events of a run that ended here, when no shared store keeps them (its thread's streams)."""
+        if not self._store.shared and not run.request.stateless:
+            self.ended[run.run_id] = run
+            while len(self.ended) > KEPT_ENDED:
+                self.ended.popitem(last=False)
 
     def streamed(self, run_id: str) -> Run | None:
         """The run whose events a stream here reads from memory: executing here, or, with no shared store, one of
         the last runs that ended here (None: its events are read from the store)."""
-        return self.runs.get(run_id) or self.ended.get(run_id)
+        return self._queue.runs.get(run_id) or self.ended.get(run_id)
 
     async def resume_point(self, run_id: str, last_event_id: str) -> int:
         """Where a stream that last got `last_event_id` (the `Last-Event-ID` header: `run_id.attempt.index`) goes on:
@@ -50,8 +67,8 @@ class EventSharing:
         if prefix != run_id or not all(_digits(p) for p in (attempt_text, index_text)):
             raise _bad_event_id(run_id, last_event_id)
         attempt, index = int(attempt_text), int(index_text)
-        if self.store.shared:
-            number = await self._store(self.store.event_number, run_id, attempt, index)
+        if self._store.shared:
+            number = await self._queue.call(self._store.events.number, run_id, attempt=attempt, index=index)
             if number is None:
                 raise _bad_event_id(run_id, last_event_id)
             return int(number) + 1
@@ -76,17 +93,17 @@ class EventSharing:
         replica announces new ones (an empty event with no id after `heartbeat` s of silence)."""
         index = after
         while True:
-            news = self._events
-            found = await self._store(self.store.events, run_id, index)
+            news = self._news
+            found = await self._queue.call(self._store.events.after, run_id, index)
             for number, event, data, event_id in found:
                 index = number + 1
                 if number not in seen and wanted_event(event, modes):
                     yield _id(run_id, event_id), event, data
             if found:
                 continue
-            record = await self._store(self.store.run, thread_id, run_id)
-            if record is None or record["status"] not in UNFINISHED:
-                for number, event, data, event_id in await self._store(self.store.events, run_id, index):  # the last
+            record = await self._queue.call(self._store.runs.get, thread_id, run_id)
+            if record is None or record.status not in UNFINISHED:
+                for number, event, data, event_id in await self._queue.call(self._store.events.after, run_id, index):
                     if number not in seen and wanted_event(event, modes):
                         yield _id(run_id, event_id), event, data
                 return
@@ -105,13 +122,13 @@ class EventSharing:
 
         An event's id is `run_id.attempt.index` (its index in `events` of the attempt that made it), on every
         replica: what `resume_point` reads back."""
-        shared = self.store.shared
+        shared = self._store.shared
         if shared and run.attempt > 1:
             while not run.shared and not run.done.is_set():  # the number its first event got in the store
                 await run.changed.wait()
             if run.shared:
                 first = min(run.shared)
-                for number, event, data, event_id in await self._store(self.store.events, run.run_id, 0):
+                for number, event, data, event_id in await self._queue.call(self._store.events.after, run.run_id, 0):
                     if number < first and wanted_event(event, modes):
                         yield _id(run.run_id, event_id), event, data
         async for index, event, data in run.follow_indexed(modes, heartbeat, start):
@@ -125,6 +142,11 @@ class EventSharing:
             ):
                 yield item
 
+    def publish(self, run: Run) -> None:
+        """Start writing the events of a run that starts here to a shared store (`published` waits for them)."""
+        if self._store.shared:
+            self._publishers[run.run_id] = asyncio.get_running_loop().create_task(self._publish(run))
+
     async def _publish(self, run: Run) -> None:
         """Write a run's events to a shared store as they come, for followers on other replicas (numbered by the
         store after those already there: of its earlier attempts, and late ones of a replica it was taken from)."""
@@ -134,7 +156,9 @@ class EventSharing:
             if index < len(run.events):
                 batch = [(event, dumps(data)) for event, data in run.events[index:]]
                 try:
-                    first = await self._store(self.store.add_events, run.run_id, batch, run.attempt, index)
+                    first = await self._queue.call(
+                        self._store.events.add, run.run_id, batch, attempt=run.attempt, index=index
+                    )
                     run.shared.update(range(first, first + len(batch)))
                     run.wake()  # a stream here waits for its first number (`follow_here`)
                 except Exception as exc:  # followers elsewhere miss them; the run itself goes on
@@ -145,7 +169,7 @@ class EventSharing:
                 return
             await changed.wait()
 
-    async def _published(self, run: Run) -> None:
+    async def published(self, run: Run) -> None:
         """Wait until every event of `run` is in the store (before its end is written)."""
         task = self._publishers.pop(run.run_id, None)
         if task is not None:

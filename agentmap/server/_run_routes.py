@@ -12,9 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from agentmap.server._bodies import api_router
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
+from agentmap.server._records import RunRecord
 from agentmap.server._run_start import resolve_request, start_run, stream_modes
+from agentmap.server._run_states import RunStatus
 from agentmap.server._runs import Run
-from agentmap.server._store import public_run
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -62,11 +63,13 @@ def _sse(
 ) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
         try:
-            async for event_id, event, data in server.runs.follow_here(run, modes, server.config.heartbeat, start):
+            async for event_id, event, data in server.runs.sharing.follow_here(
+                run, modes, server.config.heartbeat, start
+            ):
                 yield _sse_line(event_id, event, data)
         finally:
             if cancel_on_disconnect and not run.done.is_set():
-                server.runs.cancel(run, "the client disconnected")
+                run.cancel("the client disconnected")
 
     headers = _stream_headers(None if run.request.stateless else run.thread_id, run.run_id, _where(run))
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
@@ -76,7 +79,7 @@ def _sse_elsewhere(
     server: Server, thread_id: str, run_id: str, modes: tuple[str, ...] | None, after: int = 0
 ) -> StreamingResponse:
     async def events() -> AsyncIterator[str]:
-        async for event_id, event, data in server.runs.follow_elsewhere(
+        async for event_id, event, data in server.runs.sharing.follow_elsewhere(
             thread_id, run_id, modes, server.config.heartbeat, after
         ):
             yield _sse_line(event_id, event, data)
@@ -86,8 +89,8 @@ def _sse_elsewhere(
 
 
 async def _wait(server: Server, run: Run) -> JSONResponse:
-    """The run's result once it ended, wherever it ended (`RunManager.outcome`)."""
-    return _located(run, await server.runs.outcome(run))
+    """The run's result once it ended, wherever it ended (`RunAcceptance.outcome`)."""
+    return _located(run, await server.runs.acceptor.outcome(run))
 
 
 def _thread_run_routes(server: Server, router: APIRouter) -> None:
@@ -118,7 +121,7 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
         server.thread(thread_id)
-        found = [_live(server, r) for r in server.store.runs(thread_id)]
+        found = [_live(server, r) for r in server.store.runs.of_thread(thread_id)]
         found = [r for r in found if status is None or r["status"] == status]
         return found[offset : offset + limit]
 
@@ -137,9 +140,9 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         if action != "interrupt":
             raise ApiError(422, "not-supported", f"cancel action {action!r} is not supported by agentmap serve")
         await run_in_threadpool(_record, server, thread_id, run_id)
-        await server.runs.cancel_anywhere(run_id)
+        await server.runs.acceptor.cancel_anywhere(run_id)
         if wait:
-            await server.runs.wait_record(thread_id, run_id)
+            await server.runs.acceptor.wait_record(thread_id, run_id)
             return JSONResponse({}, status_code=200)
         return Response(status_code=202)
 
@@ -147,12 +150,12 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     async def join_run(thread_id: str, run_id: str) -> JSONResponse:
         """Wait for a run to end (on any replica) and return its result."""
         await run_in_threadpool(_record, server, thread_id, run_id)
-        run = server.runs.runs.get(run_id)
+        run = server.runs.queue.runs.get(run_id)
         if run is not None:
             return await _wait(server, run)
-        record = await server.runs.wait_record(thread_id, run_id)
-        if record is not None and record.get("result") is not None:
-            return JSONResponse(record["result"], headers={"X-Run": run_id})
+        record = await server.runs.acceptor.wait_record(thread_id, run_id)
+        if record is not None and record.result is not None:
+            return JSONResponse(record.result, headers={"X-Run": run_id})
         snapshot = await run_in_threadpool(server.snapshot, server.thread(thread_id))
         return JSONResponse(dict(snapshot.values) if snapshot is not None else {}, headers={"X-Run": run_id})
 
@@ -168,9 +171,9 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         sends as `Last-Event-ID`."""
         await run_in_threadpool(_record, server, thread_id, run_id)
         modes = stream_modes(stream_mode) if stream_mode else None
-        start = await server.runs.resume_point(run_id, last_event_id) if last_event_id else 0
-        run = server.runs.streamed(run_id)
-        if server.runs.store.shared and last_event_id:  # resumed in the store's order, on any replica
+        start = await server.runs.sharing.resume_point(run_id, last_event_id) if last_event_id else 0
+        run = server.runs.sharing.streamed(run_id)
+        if server.store.shared and last_event_id:  # resumed in the store's order, on any replica
             return _sse_elsewhere(server, thread_id, run_id, modes, start)
         if run is None:  # running on another replica (or ended): its events come from the run store, if shared
             return _sse_elsewhere(server, thread_id, run_id, modes)
@@ -203,21 +206,21 @@ def _stateless_routes(server: Server, router: APIRouter) -> None:
         requests = [
             await run_in_threadpool(resolve_request, server, b, b.thread_id, "runs.create_batch") for b in bodies
         ]
-        started = [await server.runs.submit(r, here=False) for r in requests]
+        started = [await server.runs.acceptor.submit(r, here=False) for r in requests]
         return [r.record() for r in started if r is not None]
 
 
 def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
     server.thread(thread_id)
-    record = server.store.run(thread_id, run_id)
+    record = server.store.runs.get(thread_id, run_id)
     if record is None:
         raise ApiError(404, "run-not-found", f"thread {thread_id!r} has no run {run_id!r}")
     return _live(server, record)
 
 
-def _live(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+def _live(server: Server, record: RunRecord) -> dict[str, Any]:
     """A stored run as LangGraph's server returns it (the live view of a run executing here)."""
-    run = server.runs.runs.get(record["run_id"])
-    if run is not None and run.status != "pending":
+    run = server.runs.queue.runs.get(record.run_id)
+    if run is not None and run.status != RunStatus.PENDING:
         return run.record()
-    return public_run(record)
+    return record.public()

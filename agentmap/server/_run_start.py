@@ -95,15 +95,15 @@ def _bind_thread(
         import uuid
 
         thread_id, stateless = str(uuid.uuid4()), False
-        server.store.create_thread(thread_id, {})
+        server.store.threads.create(thread_id, {})
     if thread_id is None:
         return None, stateless, None
-    record = server.store.thread(thread_id)
+    record = server.store.threads.get(thread_id)
     if record is None and body.if_not_exists == "create":
-        record = server.store.create_thread(check_thread_id(thread_id), {})
+        record = server.store.threads.create(check_thread_id(thread_id), {})
     if record is None:
         record = server.thread(thread_id)  # raises the 404
-    bound = record["metadata"].get("graph_id")
+    bound = record.metadata.get("graph_id")
     if bound is not None and bound != assistant.graph_id:
         raise ApiError(
             409,
@@ -116,7 +116,7 @@ def _bind_thread(
     return (
         thread_id,
         stateless,
-        {**record["metadata"], "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+        {**record.metadata, "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
     )
 
 
@@ -181,7 +181,7 @@ def resolve_request(
         _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
         metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
-        server.store.set_metadata(thread_id, binding)
+        server.store.threads.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
     durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
@@ -259,7 +259,7 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
         request = await run_in_threadpool(resolve_request, server, body, thread_id, what)
     reject = bool(request.thread_id) and request.multitask_strategy == "reject"
-    run = await server.runs.submit(request, here=what not in QUEUED, reject_if_busy=reject)
+    run = await server.runs.acceptor.submit(request, here=what not in QUEUED, reject_if_busy=reject)
     if run is None:
         raise ApiError(
             409,
@@ -278,13 +278,15 @@ async def _take_over(server: Server, body: RunCreate, thread_id: str) -> RunCrea
     first of them started from (their steps are left off the thread's state; a thread they began is emptied).
     """
     strategy = body.multitask_strategy
-    stopped = await server.runs.stop_thread(thread_id, f"replaced by a newer run (multitask_strategy={strategy!r})")
+    stopped = await server.runs.acceptor.stop_thread(
+        thread_id, f"replaced by a newer run (multitask_strategy={strategy!r})"
+    )
     if strategy == "interrupt" or not stopped:
         return body
     for run_id in stopped:
-        await server.runs.wait_record(thread_id, run_id)
+        await server.runs.acceptor.wait_record(thread_id, run_id)
     before = await run_in_threadpool(_checkpoint_before, server, thread_id, set(stopped))
-    await server.runs.delete_runs(stopped)
+    await server.runs.acceptor.delete_runs(stopped)
     if before is None or body.checkpoint_id or body.checkpoint:
         return body
     return body.model_copy(update={"checkpoint_id": before})

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agentmap.runtime.events import RunHooks
 from agentmap.runtime.results import total_usage
 from agentmap.server._encode import jsonable
-from agentmap.server._store_base import RunStatus, now
+from agentmap.server._records import RunRecord, now
+from agentmap.server._run_states import RunStatus
 
 if TYPE_CHECKING:
     from agentmap.runtime.events import RunInfo
@@ -66,7 +67,7 @@ class Run:
     request: RunRequest
     created_at: str = field(default_factory=now)
     updated_at: str = ""
-    status: RunStatus = "pending"
+    status: RunStatus = RunStatus.PENDING
     events: list[tuple[str, Any]] = field(default_factory=list)
     values: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -98,6 +99,22 @@ class Run:
         """The run's thread (a throwaway id for a stateless run)."""
         return self.request.thread_id or self.run_id
 
+    def accepted(self) -> RunRecord:
+        """The run's record as the store accepts it (`pending`, with what rebuilds it on any replica)."""
+        request = self.request
+        return RunRecord(
+            run_id=self.run_id,
+            thread_id=self.thread_id,
+            assistant_id=request.assistant.assistant_id,
+            created_at=self.created_at,
+            updated_at=self.created_at,
+            metadata=dict(request.metadata),
+            multitask_strategy=request.multitask_strategy,
+            graph_id=request.assistant.graph_id,
+            request=request.payload,
+            stateless=request.stateless,
+        )
+
     def record(self) -> dict[str, Any]:
         """The run as LangGraph's server returns it."""
         return {
@@ -118,6 +135,11 @@ class Run:
         if time.monotonic() >= self.held_until:
             self.lease_lost = True
         return not self.lease_lost
+
+    def cancel(self, reason: str = "cancelled by the client") -> None:
+        """Ask the run (executing on this replica, or kept here for its client) to stop after the step it is in."""
+        self.cancel_reason = reason
+        self.cancelled.set()
 
     def stopping(self) -> bool:
         """Whether the run must not start its next step here: a client asked it to stop (or it is handed over),
@@ -235,8 +257,8 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
     if "nodes" in wanted:
         _emit_node_summary(tracker, success, interrupts, emit, paused=run.paused)
     if run.cancelled.is_set() or run.lease_lost:
-        return "interrupted"
-    return "interrupted" if paused else "success"
+        return RunStatus.INTERRUPTED
+    return RunStatus.INTERRUPTED if paused else RunStatus.SUCCESS
 
 
 def _langgraph_modes(wanted: set[str]) -> list[str]:

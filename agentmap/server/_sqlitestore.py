@@ -1,4 +1,5 @@
-"""The run store in one SQLite file: one machine, any number of processes on it (their writes take turns)."""
+"""The run store's database in one SQLite file: one machine, any number of processes on it (their writes take
+turns)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._store import Store
+from agentmap.server._database import Database
 from agentmap.server._store_crons import CRON_TABLE
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteDatabase"]
 
 _SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS agentmap_threads (
@@ -41,8 +42,9 @@ _ADDED = {  # columns added since the first version of the file (an older file g
 }
 
 
-class SqliteStore(Store):
-    """The store in one SQLite file (or in memory for `path=None`): one machine, any number of processes."""
+class SqliteDatabase(Database):
+    """The store's database in one SQLite file (or in memory for `path=None`): one machine, any number of
+    processes."""
 
     def __init__(self, path: Path | None) -> None:
         self._conn = sqlite3.connect(
@@ -83,7 +85,8 @@ class SqliteStore(Store):
             self._conn.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[_SqliteTx]:
+    def transaction(self) -> Iterator[_SqliteTx]:
+        """A transaction holding SQLite's writer lock from its start (`BEGIN IMMEDIATE`)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
             try:

@@ -5,49 +5,65 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentmap.server._store_base import _UNFINISHED_OF_THREAD, StoreBase, decoded, now
+from agentmap.server._database import Database, Tx, Where
+from agentmap.server._records import ThreadRecord, now
+from agentmap.server._run_states import UNFINISHED, sql_list
 
-__all__ = ["ThreadRows"]
+__all__ = ["UNFINISHED_OF_THREAD", "ThreadRows"]
+
+UNFINISHED_OF_THREAD = f"SELECT run_id FROM agentmap_runs WHERE thread_id = ? AND status IN {sql_list(UNFINISHED)}"
+"""The runs of a thread still to end (pending or running)."""
 
 
-class ThreadRows(StoreBase):
+class ThreadRows:
     """Thread records: made, read, their metadata replaced, forgotten with their runs; busy while a run is due."""
 
-    def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def _select(self, tx: Tx, where: Where, order: str = "") -> list[ThreadRecord]:
+        """The threads `where` selects (every read of threads goes through here)."""
+        rows = tx.rows(f"SELECT * FROM agentmap_threads{where.sql}{order}", where.args)
+        return [ThreadRecord.from_row(r) for r in rows]
+
+    def create(self, thread_id: str, metadata: dict[str, Any]) -> ThreadRecord | None:
         """Add a thread; None when the id is taken."""
         stamp = now()
-        with self._tx() as tx:
+        with self._db.transaction() as tx:
             if tx.rows("SELECT thread_id FROM agentmap_threads WHERE thread_id = ?", (thread_id,)):
                 return None
             tx.count(
                 "INSERT INTO agentmap_threads VALUES (?, ?, ?, ?, 'idle')",
                 (thread_id, stamp, stamp, json.dumps(metadata)),
             )
-        return self.thread(thread_id)
+        return self.get(thread_id)
 
-    def thread(self, thread_id: str) -> dict[str, Any] | None:
+    def get(self, thread_id: str) -> ThreadRecord | None:
         """The thread record, or None."""
-        with self._tx() as tx:
-            found = tx.rows("SELECT * FROM agentmap_threads WHERE thread_id = ?", (thread_id,))
-        return decoded(found[0]) if found else None
+        with self._db.transaction() as tx:
+            found = self._select(tx, Where().also("thread_id = ?", thread_id))
+        return found[0] if found else None
 
-    def threads(self, ids: list[str] | None = None) -> list[dict[str, Any]]:
+    def all(self, ids: list[str] | None = None) -> list[ThreadRecord]:
         """Every thread, newest first (only `ids`, when given)."""
-        with self._tx() as tx:
-            rows = [decoded(r) for r in tx.rows("SELECT * FROM agentmap_threads ORDER BY created_at DESC")]
-        return [r for r in rows if r["thread_id"] in set(ids)] if ids else rows
+        with self._db.transaction() as tx:
+            found = self._select(tx, Where(), " ORDER BY created_at DESC")
+        if not ids:
+            return found
+        wanted = set(ids)
+        return [r for r in found if r.thread_id in wanted]
 
     def set_metadata(self, thread_id: str, metadata: dict[str, Any]) -> None:
         """Replace a thread's metadata."""
-        with self._tx() as tx:
+        with self._db.transaction() as tx:
             tx.count(
                 "UPDATE agentmap_threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
                 (json.dumps(metadata), now(), thread_id),
             )
 
-    def delete_thread(self, thread_id: str) -> bool:
-        """Forget a thread and its runs; False when there was none."""
-        with self._tx() as tx:
+    def delete(self, thread_id: str) -> bool:
+        """Forget a thread and its runs, their events and its crons; False when there was none."""
+        with self._db.transaction() as tx:
             tx.count(
                 "DELETE FROM agentmap_run_events WHERE run_id IN "
                 "(SELECT run_id FROM agentmap_runs WHERE thread_id = ?)",
@@ -59,5 +75,5 @@ class ThreadRows(StoreBase):
 
     def busy(self, thread_id: str) -> bool:
         """True while the thread has a run pending or running (on any replica)."""
-        with self._tx() as tx:
-            return bool(tx.rows(_UNFINISHED_OF_THREAD, (thread_id,)))
+        with self._db.transaction() as tx:
+            return bool(tx.rows(UNFINISHED_OF_THREAD, (thread_id,)))

@@ -19,6 +19,7 @@ from agentmap.server._models import (
     check_json,
     refuse_unsupported,
 )
+from agentmap.server._records import ServerThreadStatus, ThreadRecord
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -76,7 +77,7 @@ def state_json(snapshot: Any, thread_id: str) -> dict[str, Any]:
     }
 
 
-def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
+def thread_json(server: Server, record: ThreadRecord) -> dict[str, Any]:
     """A thread record with its current values and pending interrupts."""
     snapshot = server.snapshot(record)
     interrupts: dict[str, list[Any]] = {}
@@ -85,15 +86,20 @@ def thread_json(server: Server, record: dict[str, Any]) -> dict[str, Any]:
             if task.interrupts:
                 interrupts[task.id] = jsonable(task.interrupts)
     return {
-        "thread_id": record["thread_id"],
-        "created_at": record["created_at"],
-        "updated_at": record["updated_at"],
-        "metadata": record["metadata"],
-        "status": "busy" if server.store.busy(record["thread_id"]) else record["status"],
+        "thread_id": record.thread_id,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "metadata": record.metadata,
+        "status": _status(server, record),
         "values": jsonable(snapshot.values) if snapshot is not None else None,
         "interrupts": interrupts,
         "config": {},
     }
+
+
+def _status(server: Server, record: ThreadRecord) -> ServerThreadStatus:
+    """A thread's status: `busy` while a run of it is pending or running on any replica, else as the store has it."""
+    return ServerThreadStatus.BUSY if server.store.threads.busy(record.thread_id) else record.status
 
 
 def thread_routes(server: Server) -> APIRouter:
@@ -106,7 +112,7 @@ def thread_routes(server: Server) -> APIRouter:
 
 def _thread_record_routes(server: Server, router: APIRouter) -> None:
     """Threads themselves: create, search, get, delete."""
-    store = server.store
+    threads = server.store.threads
 
     @router.post("/threads")
     def create_thread(body: ThreadCreate) -> dict[str, Any]:
@@ -117,7 +123,7 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
         graph_id = metadata.get("graph_id")
         if graph_id is not None:
             metadata["graph_id"] = server.assistant(str(graph_id)).graph_id
-        record = store.create_thread(thread_id, metadata)
+        record = threads.create(thread_id, metadata)
         if record is None:
             if body.if_exists == "do_nothing":
                 return thread_json(server, server.thread(thread_id))
@@ -129,10 +135,9 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
         """Threads by metadata, ids and status, newest first."""
         refuse_unsupported(body, "threads.search")
         wanted = body.metadata or {}
-        found = [r for r in store.threads(body.ids) if all(r["metadata"].get(k) == v for k, v in wanted.items())]
-        if body.status is not None:  # "busy" is known in memory, the rest in the store
-            status = body.status
-            found = [r for r in found if ("busy" if server.store.busy(r["thread_id"]) else r["status"]) == status]
+        found = [r for r in threads.all(body.ids) if all(r.metadata.get(k) == v for k, v in wanted.items())]
+        if body.status is not None:  # "busy" is read from the runs, the rest from the thread's record
+            found = [r for r in found if _status(server, r) == body.status]
         return [thread_json(server, r) for r in found[body.offset : body.offset + body.limit]]
 
     @router.get("/threads/{thread_id}")
@@ -144,11 +149,11 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
     def delete_thread(thread_id: str) -> Response:
         """Forget a thread: its record, its runs and its checkpoints."""
         server.thread(thread_id)
-        if server.store.busy(thread_id):
+        if threads.busy(thread_id):
             raise ApiError(
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="cancel it first"
             )
-        store.delete_thread(thread_id)
+        threads.delete(thread_id)
         delete = getattr(server.checkpointer, "delete_thread", None)
         if callable(delete):
             delete(thread_id)
@@ -188,7 +193,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         """
         refuse_unsupported(body, "threads.update_state")
         record = server.thread(thread_id)
-        if server.store.busy(thread_id):
+        if server.store.threads.busy(thread_id):
             raise ApiError(
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="wait for it"
             )

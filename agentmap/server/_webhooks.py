@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError
 from agentmap.server._reach import host_matches
-from agentmap.server._store_base import now
+from agentmap.server._records import now
 
 __all__ = ["ATTEMPTS", "Webhooks", "check_webhook", "signature"]
 

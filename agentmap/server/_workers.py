@@ -1,11 +1,11 @@
 """The run queue's workers: every replica claims runs from the run store, runs them, and keeps their leases.
 
-A run is recorded `pending` when it is accepted (`submit`). Each replica's dispatcher claims the runs it may
-run (the oldest first, one per thread at a time, `--workers` at once) and starts them; a heartbeat renews the
-leases of the runs it holds every third of `--lease`, and hears of a `runs.cancel` sent to another replica. A
-replica that dies stops renewing: once the lease has run out another replica claims the run and continues it
-from its last checkpoint (a process of this machine started again takes its dead predecessor's runs at once).
-A replica that is stopped (`shutdown`) stops claiming, lets its runs finish for `--grace`, then stops the
+A run is recorded `pending` when it is accepted (`RunAcceptance.submit`). Each replica's dispatcher claims the
+runs it may run (the oldest first, one per thread at a time, `--workers` at once) and starts them; a heartbeat
+renews the leases of the runs it holds every third of `--lease`, and hears of a `runs.cancel` sent to another
+replica. A replica that dies stops renewing: once the lease has run out another replica claims the run and
+continues it from its last checkpoint (a process of this machine started again takes its dead predecessor's runs
+at once). A replica that is stopped (`stop`) stops claiming, lets its runs finish for `--grace`, then stops the
 rest after their step and hands them back to the queue, for another replica (or its successor) to continue.
 """
 
@@ -14,25 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
-import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from agentmap.errors import AgentMapError, ErrorCode
-from agentmap.server._accepting import RunAcceptance
-from agentmap.server._deliveries import WebhookDeliveries, webhook_of
+from agentmap.server._deliveries import WebhookDeliveries
+from agentmap.server._records import RunRecord, ServerThreadStatus, now, webhook_of
 from agentmap.server._run_events import EventSharing
+from agentmap.server._run_queue import RunQueue
+from agentmap.server._run_states import UNFINISHED, RunStatus
 from agentmap.server._runs import Run, RunRequest, emitter, execute
-from agentmap.server._store import UNFINISHED, Store
-from agentmap.server._store_base import RunStatus, ServerThreadStatus, now
-from agentmap.server._webhooks import Webhooks
 
-__all__ = ["KEPT_ENDED", "RunManager", "owner_alive"]
+__all__ = ["Workers"]
 
 
 _FIRST_RETRY = 0.025
@@ -40,102 +33,90 @@ _FIRST_RETRY = 0.025
 _LAST_RETRY = 1.0
 """At most this long between two looks while a run kept for this replica is unclaimed."""
 
-
-KEPT_ENDED = 100
-"""How many ended runs a server with no shared store keeps the events of (in memory), for `join_stream`."""
-
 _log = logging.getLogger("agentmap.server")
 
 
-def owner_alive(owner: str) -> bool:
-    """Whether the replica named `owner` (`host:pid:boot`) may still be running: always for another machine
-    (its lease says when it is gone); on this machine only while its pid lives."""
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False  # this process is new: an owner with this pid and another boot id died before it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
-    """Accepts runs into the store, claims and executes them, keeps their leases, and hands them over."""
+class Workers:
+    """The dispatcher (claim -> execute), the heartbeat (leases, cancels from other replicas), and the hand-over
+    of the runs still going when the replica stops."""
 
     def __init__(
         self,
-        store: Store,
+        queue: RunQueue,
+        sharing: EventSharing,
+        deliveries: WebhookDeliveries,
         *,
         graphs: Sequence[str],
-        rebuild: Callable[[dict[str, Any]], RunRequest],
-        workers: int = 16,
-        lease: float = 30.0,
-        webhooks: Webhooks | None = None,
+        rebuild: Callable[[RunRecord], RunRequest],
+        workers: int,
     ) -> None:
-        self.store = store
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.runs: dict[str, Run] = {}
-        """The runs accepted or executed here (finished ones are forgotten once their record is written)."""
-        self.ended: OrderedDict[str, Run] = OrderedDict()
-        """With no shared store, the last `KEPT_ENDED` runs of threads that ended here, for their streams."""
+        self._queue = queue
+        self._store = queue.store
+        self._sharing = sharing
+        self._deliveries = deliveries
         self._graphs = list(graphs)
         self._rebuild = rebuild
         self._workers = workers
-        self.lease = lease
-        self.webhooks = webhooks or Webhooks(None)
         self._executing: dict[str, asyncio.Task[None]] = {}
-        self._wake = asyncio.Event()
-        self._news = asyncio.Event()
-        self._events = asyncio.Event()
-        self._publishers: dict[str, asyncio.Task[None]] = {}
-        self._accepted: dict[str, Run] = {}
-        self._stopping = False
         self._handover: set[str] = set()
-        self._loops: list[asyncio.Task[None]] = []
-        self._deliveries_due = asyncio.Event()
-        self._delivering: set[asyncio.Task[None]] = set()
-        # the synchronous nodes of every run (the loop's default executor; parallel branches need a few each)
-        self.executor = ThreadPoolExecutor(max_workers=max(32, 4 * workers), thread_name_prefix="agentmap-node")
+        self._stopping = False
 
-    async def _store(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.executor, lambda: method(*args, **kwargs))
+    async def dispatch(self) -> None:
+        """Claim runs and execute them, until `stop`."""
+        queue = self._queue
+        retry = _FIRST_RETRY
+        while not self._stopping:
+            queue.claimable.clear()
+            free = self._workers - len(self._executing)
+            held_until = time.monotonic() + queue.lease  # the claim's lease starts after this, in any clock
+            try:
+                claimed = await queue.call(
+                    self._store.runs.claim, owner=queue.owner, lease=queue.lease, graphs=self._graphs, limit=free
+                )
+            except Exception as exc:  # the database may be away for a while: keep trying
+                _log.warning("cannot claim runs: %s", exc)
+                claimed = []
+            for record in claimed:
+                task = self._executing.get(record.run_id)
+                if task is not None and not task.done():  # its lease ran out while it ran here: it goes on, held again
+                    if (run := queue.runs.get(record.run_id)) is not None:
+                        run.held_until = held_until
+                    continue
+                task = asyncio.get_running_loop().create_task(self._execute(record, held_until))
+                self._executing[record.run_id] = task
+            # Woken by a run accepted or ended; leases run out without a word, so look again now and then. A run
+            # kept for this replica that the claim did not get (the heartbeat held its row just then, or an older
+            # run of its thread is still going) is looked for again soon, backing off, not a third of a lease later.
+            waiting = free > len(claimed) and any(
+                run_id not in self._executing and not run.done.is_set() for run_id, run in queue.runs.items()
+            )
+            retry = min(retry * 2, _LAST_RETRY, queue.lease / 3) if waiting else _FIRST_RETRY
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.claimable.wait(), retry if waiting else queue.lease / 3)
 
-    # lifecycle
+    async def heartbeat(self) -> None:
+        """Renew the leases of the runs held here, and hear of the cancels sent to other replicas, until cancelled."""
+        queue = self._queue
+        while True:
+            held = [r.run_id for r in queue.runs.values() if not r.done.is_set()]
+            held_until = time.monotonic() + queue.lease  # a renewal's lease starts after this, in any clock
+            try:
+                kept = await queue.call(self._store.runs.renew, owner=queue.owner, run_ids=held, lease=queue.lease)
+            except Exception as exc:  # its runs stop before their next step once `held_until` has passed
+                _log.warning("cannot renew the leases of %d run(s): %s", len(held), exc)
+                kept = None
+            if kept is not None:
+                self._check_leases(held, kept, held_until)
+            queue.news.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.news.wait(), queue.lease / 3)
 
-    async def begin(self) -> None:
-        """Start the dispatcher, the heartbeat and (PostgreSQL) the listener; take over dead local runs."""
-        released = await self._store(self.store.release_dead, owner_alive, self.owner)
-        if released:
-            _log.info("continuing %d run(s) of a server on this machine that stopped without finishing", released)
-        loop = asyncio.get_running_loop()
-        self._loops = [
-            loop.create_task(self._dispatch()),
-            loop.create_task(self._heartbeat()),
-            loop.create_task(self._deliveries()),
-        ]
-        listen = getattr(self.store, "listen", None)
-        if listen is not None:
-            self._loops.append(loop.create_task(listen(self._heard)))
-
-    def _heard(self, what: str = "runs") -> None:
-        if what != "events":
-            self._wake.set()
-            self._news.set()
-        self._events.set()  # a run's end is news to its followers too
-        self._events = asyncio.Event()
-
-    async def shutdown(self, grace: float) -> None:
+    async def stop(self, grace: float) -> None:
         """Stop claiming; let the runs finish for `grace` seconds; then stop the rest after their step and hand
         them back to the queue (the steps they finished are in their checkpoints)."""
+        queue = self._queue
         self._stopping = True
-        self._wake.set()
+        queue.claimable.set()
         running = list(self._executing.values())
         if running:
             _log.info("waiting up to %.0f s for %d run(s) to finish", grace, len(running))
@@ -143,77 +124,16 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         left = [run_id for run_id, task in self._executing.items() if not task.done()]
         for run_id in left:
             self._handover.add(run_id)
-            self.runs[run_id].cancelled.set()
+            queue.runs[run_id].cancelled.set()
         if left:
             _log.info("handing %d run(s) over to the other replicas after their current step", len(left))
             await asyncio.wait(list(self._executing.values()), timeout=max(grace, 30.0))
-        waiting = [r.run_id for r in self.runs.values() if not r.done.is_set() and r.run_id not in self._executing]
-        await self._store(self.store.release, self.owner, waiting + left)
-        for task in self._loops:
-            task.cancel()
-        if self._delivering:  # a delivery cut short is tried again by another replica once its hold runs out
-            await asyncio.wait(list(self._delivering), timeout=max(grace, 5.0))
-        for task in list(self._delivering):
-            task.cancel()
-        await self.webhooks.close()
-
-    def close(self) -> None:
-        """Stop what still runs (after `shutdown`, nothing should)."""
-        for task in self._loops:
-            task.cancel()
-        for run in self.runs.values():
-            run.cancelled.set()
-        self.executor.shutdown(wait=False, cancel_futures=True)
-
-    # claiming and running
-
-    async def _dispatch(self) -> None:
-        retry = _FIRST_RETRY
-        while not self._stopping:
-            self._wake.clear()
-            free = self._workers - len(self._executing)
-            held_until = time.monotonic() + self.lease  # the claim's lease starts after this, in any clock
-            try:
-                claimed = await self._store(self.store.claim, self.owner, self.lease, self._graphs, free)
-            except Exception as exc:  # the database may be away for a while: keep trying
-                _log.warning("cannot claim runs: %s", exc)
-                claimed = []
-            for record in claimed:
-                task = self._executing.get(record["run_id"])
-                if task is not None and not task.done():  # its lease ran out while it ran here: it goes on, held again
-                    if (run := self.runs.get(record["run_id"])) is not None:
-                        run.held_until = held_until
-                    continue
-                task = asyncio.get_running_loop().create_task(self._execute(record, held_until))
-                self._executing[record["run_id"]] = task
-            # Woken by a run accepted or ended; leases run out without a word, so look again now and then. A run
-            # kept for this replica that the claim did not get (the heartbeat held its row just then, or an older
-            # run of its thread is still going) is looked for again soon, backing off, not a third of a lease later.
-            waiting = free > len(claimed) and any(
-                run_id not in self._executing and not run.done.is_set() for run_id, run in self.runs.items()
-            )
-            retry = min(retry * 2, _LAST_RETRY, self.lease / 3) if waiting else _FIRST_RETRY
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), retry if waiting else self.lease / 3)
-
-    async def _heartbeat(self) -> None:
-        while True:
-            held = [r.run_id for r in self.runs.values() if not r.done.is_set()]
-            held_until = time.monotonic() + self.lease  # a renewal's lease starts after this, in any clock
-            try:
-                kept = await self._store(self.store.renew, self.owner, held, self.lease)
-            except Exception as exc:  # its runs stop before their next step once `held_until` has passed
-                _log.warning("cannot renew the leases of %d run(s): %s", len(held), exc)
-                kept = None
-            if kept is not None:
-                self._check_leases(held, kept, held_until)
-            self._news.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._news.wait(), self.lease / 3)
+        waiting = [r.run_id for r in queue.runs.values() if not r.done.is_set() and r.run_id not in self._executing]
+        await queue.call(self._store.runs.release, owner=queue.owner, run_ids=waiting + left)
 
     def _check_leases(self, held: list[str], kept: dict[str, str | None], held_until: float) -> None:
         for run_id in held:
-            run = self.runs.get(run_id)
+            run = self._queue.runs.get(run_id)
             if run is None or run.done.is_set():
                 continue
             if run_id in kept:
@@ -224,25 +144,26 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
                 self._handover.add(run_id)
                 run.cancelled.set()
             elif kept.get(run_id) and not run.cancelled.is_set():
-                self.cancel(run, str(kept[run_id]))
+                run.cancel(str(kept[run_id]))
 
-    async def _execute(self, record: dict[str, Any], held_until: float) -> None:
-        run_id = record["run_id"]
-        run = self.runs.get(run_id) or self._accepted.pop(run_id, None)
+    async def _execute(self, record: RunRecord, held_until: float) -> None:
+        queue = self._queue
+        run_id = record.run_id
+        run = queue.runs.get(run_id) or queue.accepted.pop(run_id, None)
         if run is not None:
-            self.runs[run_id] = run
-            run.attempt = record["attempt"]
+            queue.runs[run_id] = run
+            run.attempt = record.attempt
         try:
-            if run is None or record["attempt"] > 1:  # taken over: rebuilt from the record and its checkpoint
-                request = await self._store(self._rebuild, record)
+            if run is None or record.attempt > 1:  # taken over: rebuilt from the record and its checkpoint
+                request = await queue.call(self._rebuild, record)
                 if run is None:
-                    run = Run(run_id, request, created_at=record["created_at"], attempt=record["attempt"])
-                    self.runs[run_id] = run
+                    run = Run(run_id, request, created_at=record.created_at, attempt=record.attempt)
+                    queue.runs[run_id] = run
                 run.request = request
             run.held_until, run.lease_lost = held_until, False
-            await self._run(run, record["attempt"])
+            await self._run(run, record.attempt)
         except Exception as exc:  # the run cannot be rebuilt here (its graph changed, its thread is gone, ...)
-            if self.store.unreachable(exc):  # not the run's fault: it is taken again once the database is back
+            if self._store.unreachable(exc):  # not the run's fault: it is taken again once the database is back
                 if run is not None:
                     self._lost_database(run, exc)
                 else:
@@ -251,29 +172,35 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
             if not isinstance(exc, AgentMapError):
                 _log.exception("run %s could not be continued", run_id)
             error = {"error": type(exc).__name__, "message": str(exc), "code": getattr(exc, "code", "run-error")}
-            hook = bool(webhook_of(record["request"]))
-            await self._store(self.store.finish, self.owner, run_id, "error", {"__error__": error}, "error", None, hook)
-            self._deliveries_due.set()
+            await queue.call(
+                self._store.runs.finish,
+                run_id=run_id,
+                owner=queue.owner,
+                status=RunStatus.ERROR,
+                result={"__error__": error},
+                thread_status=ServerThreadStatus.ERROR,
+                webhook=bool(record.webhook),
+            )
+            self._deliveries.due()
             if run is not None:
                 run.error = error
                 run.push("error", error)
                 self._forget(run)
         finally:
             self._executing.pop(run_id, None)
-            self._wake.set()
+            queue.claimable.set()
 
     async def _run(self, run: Run, attempt: int) -> None:
         if run.cancelled.is_set() and run.run_id not in self._handover:
-            await self._finish(run, "interrupted")
+            await self._finish(run, RunStatus.INTERRUPTED)
             return
-        run.status = "running"
-        if self.store.shared:
-            self._publishers[run.run_id] = asyncio.get_running_loop().create_task(self._publish(run))
+        run.status = RunStatus.RUNNING
+        self._sharing.publish(run)
         run.push("metadata", {"run_id": run.run_id, "attempt": attempt})
         try:
-            status = await execute(run, emitter(run)) if run.held() else "interrupted"
+            status = await execute(run, emitter(run)) if run.held() else RunStatus.INTERRUPTED
         except Exception as exc:
-            if not self.store.unreachable(exc):
+            if not self._store.unreachable(exc):
                 status = self._failed(run, exc)
             else:  # not the run's failure: it is continued, here or elsewhere, once the database is back
                 self._lost_database(run, exc)
@@ -283,7 +210,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
                 "run %s: its lease was last renewed %.0f s ago or more; stopped before its next step and handed "
                 "back to the queue",
                 run.run_id,
-                self.lease,
+                self._queue.lease,
             )
             self._handover.add(run.run_id)
         if run.error is not None:
@@ -296,7 +223,7 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         else:
             _log.exception("run %s failed", run.run_id)
             run.error = {"error": type(exc).__name__, "message": str(exc), "code": "run-error"}
-        return "error"
+        return RunStatus.ERROR
 
     def _lost_database(self, run: Run, exc: Exception) -> None:
         """The database went away while `run` executed: its record stays `running` under a lease nobody renews,
@@ -313,56 +240,46 @@ class RunManager(RunAcceptance, EventSharing, WebhookDeliveries):
         self._forget(run)
 
     async def _finish(self, run: Run, status: RunStatus) -> None:
-        await self._published(run)
+        queue = self._queue
+        await self._sharing.published(run)
         if run.run_id in self._handover:  # stopped to be continued elsewhere: its record stays `running`
             run.moved = True
-            await self._written(self.store.release, self.owner, [run.run_id])
+            await queue.written(self._store.runs.release, owner=queue.owner, run_ids=[run.run_id])
         else:
             run.status = status
             thread_status: ServerThreadStatus | None = None
             if not run.request.stateless:
-                thread_status = "error" if status == "error" else "interrupted" if run.paused else "idle"
+                thread_status = (
+                    ServerThreadStatus.ERROR
+                    if status == RunStatus.ERROR
+                    else ServerThreadStatus.INTERRUPTED
+                    if run.paused
+                    else ServerThreadStatus.IDLE
+                )
             hook = bool(webhook_of(run.request.payload))  # ended, or paused on a question: its webhook hears of it
-            await self._written(
-                self.store.finish,
-                self.owner,
-                run.run_id,
-                status,
-                run.result(),
-                thread_status,
-                run.cancel_reason,
-                hook,
-                run.usage,
+            await queue.written(
+                self._store.runs.finish,
+                run_id=run.run_id,
+                owner=queue.owner,
+                status=status,
+                result=run.result(),
+                thread_status=thread_status,
+                cancel_reason=run.cancel_reason,
+                webhook=hook,
+                usage=run.usage,
             )
             if hook:
-                self._deliveries_due.set()
+                self._deliveries.due()
             elif run.request.stateless and run.attempt == 1:  # no thread names it: forgotten, as LangGraph's
-                await self._written(self.store.delete_run, run.run_id)  # server does (after its webhook)
+                await queue.written(self._store.runs.delete, run.run_id)  # server does (after its webhook)
             # one continued after a handover stays until the replica that accepted it, whose client may be waiting,
-            # has read its end (`RunManager.outcome`)
+            # has read its end (`RunAcceptance.outcome`)
         self._forget(run)
-
-    async def _written(self, write: Callable[..., Any], *args: Any) -> Any:
-        """`write(*args)` in the store, tried again (backing off to 5 s) while the database cannot be reached: the
-        end of a run that ran is written once the database is back (its lease is renewed meanwhile)."""
-        delay = _FIRST_RETRY
-        while True:
-            try:
-                return await self._store(write, *args)
-            except Exception as exc:
-                if not self.store.unreachable(exc):
-                    raise
-                _log.warning("cannot write to the run store yet (%s); trying again in %.1f s", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     def _forget(self, run: Run) -> None:
         run.updated_at = now()
         run.done.set()
         run.wake()
         self._handover.discard(run.run_id)  # taken again later, it is finished here, not handed back again
-        self.runs.pop(run.run_id, None)  # its record is in the store; listeners hold the object itself
-        if not self.store.shared and not run.request.stateless:  # its events are kept nowhere else
-            self.ended[run.run_id] = run
-            while len(self.ended) > KEPT_ENDED:
-                self.ended.popitem(last=False)
+        self._queue.runs.pop(run.run_id, None)  # its record is in the store; listeners hold the object itself
+        self._sharing.keep_ended(run)  # its events are kept nowhere else (no shared store)

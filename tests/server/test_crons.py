@@ -59,6 +59,17 @@ def test_crons_are_created_searched_updated_and_deleted(tmp_path: Path) -> None:
         assert client.crons.search() == []
 
 
+def test_a_crons_metadata_is_changed_by_update(tmp_path: Path) -> None:
+    """`crons.update(metadata=...)` replaces the cron's metadata (before: the store could not write it, a 500)."""
+    with serving(GRAPHS / "hello_world.csv", checkpoint=str(tmp_path / "runs.db")) as url:
+        client = sdk.get_sync_client(url=url, api_key=None)
+        cron = client.crons.create("HelloWorld", schedule="0 9 * * *", metadata={"team": "a"})
+        changed = client.crons.update(cron["cron_id"], metadata={"team": "b"})
+        assert changed["metadata"] == {"team": "b"} and changed["payload"]["metadata"] == {"team": "b"}
+        assert [c["cron_id"] for c in client.crons.search(metadata={"team": "b"})] == [cron["cron_id"]]
+        assert client.crons.search(metadata={"team": "a"}) == []
+
+
 def test_a_bad_schedule_and_an_unknown_thread_are_refused(tmp_path: Path) -> None:
     with serving(GRAPHS / "hello_world.csv", checkpoint="memory") as url:
         client = sdk.get_sync_client(url=url, api_key=None)
