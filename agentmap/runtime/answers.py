@@ -167,8 +167,10 @@ def _field(row: Any, index: int) -> str:
 
 
 def _claim_memory(saver: Any, key: Key, mine: Claims) -> Claims:
+    from agentmap.agents._saver_sql import kept_beside
+
+    table: dict[Key, Claims] = kept_beside(saver, "answers", dict)  # the in-memory saver's claims, beside it
     with _MEMORY_LOCK:
-        table: dict[Key, Claims] = saver.__dict__.setdefault("_agentmap_answers", {})
         claims = table.setdefault(key, {})
         if not any(i in claims for i in mine):
             claims.update(mine)

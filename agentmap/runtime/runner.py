@@ -118,7 +118,7 @@ class CompiledWorkflow:
         interrupts = tuple(values.pop("__interrupt__", ()))
         if isinstance(state, Mapping):
             values = {**{k: v for k, v in state.items() if k not in values}, **values}
-        success, summary = tracker._conclude()
+        success, summary = tracker.conclude()
         values["graph_success"] = success
         if interrupts:  # a node still open when the run paused is the one waiting for input
             for execution in summary:
