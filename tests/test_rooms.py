@@ -26,8 +26,12 @@ PUBLIC_RUNTIME = {
     "checkpoint",
     "items",
     "durable",
+    "revisions",
+    "changes",
+    "migration",
 }
-"""The runtime's public modules: the homes of `agentmap.__all__`, and `durable` (`Thread`, `Durability`)."""
+"""The runtime's public modules: the homes of `agentmap.__all__`, `durable` (`Thread`, `Durability`), and the
+revisions a thread runs (`revisions`, `changes`, `migration`: the server's assistant versions build on them)."""
 
 
 def _server_contract() -> dict[str, object]:
