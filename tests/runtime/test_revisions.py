@@ -176,41 +176,60 @@ def test_a_revision_whose_python_file_is_gone_is_refused_naming_it(tmp_path: Pat
     assert saver.get_tuple({"configurable": {"thread_id": "t1"}}) is not None  # nothing lost
 
 
-def test_a_stored_file_that_does_not_match_its_digest_is_corrupt_checkpoint(tmp_path: Path, side_file: Path) -> None:
-    db = tmp_path / "runs.db"
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=PG)])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A checkpoint string whose database a test can tamper with: SQLite and PostgreSQL."""
+    return str(request.getfixturevalue("postgres_url")) if request.param == "postgres" else str(tmp_path / "runs.db")
+
+
+def _sql(target: str, statement: str) -> list[tuple[Any, ...]]:
+    """Run `statement` on the database of checkpoint `target` (as someone with access to it could)."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as pg, pg.cursor() as cur:
+            cur.execute(statement.encode())
+            return list(cur.fetchall()) if cur.description else []
+    with sqlite3.connect(target) as conn:
+        return list(conn.execute(statement).fetchall())
+
+
+def test_a_stored_file_that_does_not_match_its_digest_is_corrupt_checkpoint(
+    tmp_path: Path, durable: str, side_file: Path
+) -> None:
     path = _workflow(tmp_path)
-    _paused(path, agentmap.checkpointer(str(db)))
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE agentmap_revision_files SET content = replace(content, 'Publish', 'Publisx')")
+    _paused(path, agentmap.checkpointer(durable))
+    changed = (
+        "convert_to(replace(convert_from(content, 'UTF8'), 'Publish', 'Publisx'), 'UTF8')"
+        if durable.startswith("postgresql://")
+        else "replace(content, 'Publish', 'Publisx')"
+    )
+    _sql(durable, f"UPDATE agentmap_revision_files SET content = {changed}")
     path.write_text(NEW, encoding="utf-8")
-    thread = agentmap.compile(path, checkpointer=agentmap.checkpointer(str(db))).thread("t1")
+    thread = agentmap.compile(path, checkpointer=agentmap.checkpointer(durable)).thread("t1")
     with pytest.raises(CorruptCheckpointError) as damaged:
         thread.resume("yes")
     assert "review.csv does not match its SHA-256" in damaged.value.message
     assert _ran(side_file) == ["Draft"]  # only the run before the edit
 
 
-def test_a_revision_record_changed_after_it_was_written_is_corrupt_checkpoint(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    _paused(_workflow(tmp_path), agentmap.checkpointer(str(db)))
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE agentmap_revisions SET manifest = replace(manifest, 'review.csv', 'other.csv')")
-    saver = agentmap.checkpointer(str(db))
-    (revision,) = [r[0] for r in sqlite3.connect(db).execute("SELECT revision_id FROM agentmap_revisions")]
+def test_a_revision_record_changed_after_it_was_written_is_corrupt_checkpoint(tmp_path: Path, durable: str) -> None:
+    _paused(_workflow(tmp_path), agentmap.checkpointer(durable))
+    _sql(durable, "UPDATE agentmap_revisions SET manifest = replace(manifest, 'review.csv', 'other.csv')")
+    ((revision,),) = _sql(durable, "SELECT revision_id FROM agentmap_revisions")
     with pytest.raises(CorruptCheckpointError) as damaged:
-        load_revision(saver, revision)
+        load_revision(agentmap.checkpointer(durable), revision)
     assert "does not match its id" in damaged.value.message
 
 
-def test_an_unknown_revision_id_is_refused(tmp_path: Path) -> None:
-    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+def test_an_unknown_revision_id_is_refused(tmp_path: Path, durable: str) -> None:
+    saver = agentmap.checkpointer(durable)
     _paused(_workflow(tmp_path), saver)
     for text in ("ffffff", "ab"):  # unknown; too short to name one
         with pytest.raises(ConfigError) as unknown:
             find_revision(saver, text)
         assert unknown.value.code == "unknown-revision" and text in unknown.value.message
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute("DELETE FROM agentmap_revisions")
+    _sql(durable, "DELETE FROM agentmap_revisions")
     (tmp_path / "review.csv").write_text(NEW, encoding="utf-8")
     with pytest.raises(ConfigError) as gone:
         agentmap.compile(tmp_path / "review.csv", checkpointer=saver).thread("t1").resume("yes")
