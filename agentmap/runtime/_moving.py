@@ -101,7 +101,7 @@ def write_move(
     checkpoint["channel_values"] = values
     checkpoint["channel_versions"] = versions
     checkpoint["versions_seen"] = seen
-    checkpoint["updated_channels"] = changed or None
+    checkpoint["updated_channels"] = None  # every node's triggers are looked at, not only the channels written
     record = {"source": "update", "step": step, "parents": {}, **metadata, "agentmap_moved_at": time.time()}
     result: RunnableConfig = saver.put(saved.config, checkpoint, record, new_versions)
     return result

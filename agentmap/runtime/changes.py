@@ -141,8 +141,8 @@ class Changes:
         after = normalize_type(twin.agent_type) if twin is not None else None
         if paused and before != after and target not in self.new.pausing_nodes():
             unsafe.append(
-                f"node {name!r} waits on a question, which node {target!r} of the new revision (a {after} node, "
-                f"not {before}) does not ask"
+                f"node {name!r} waits on a question, which node {target!r} of the new revision (agent type "
+                f"{after}, not {before}) does not ask"
             )
         return target
 

@@ -336,3 +336,16 @@ def test_a_thread_saved_before_revisions_resumes_on_its_file_and_moves_with_late
     moved = open_thread(saver, "t1", latest=True)
     assert moved.app.revision is not None and moved.revision() == moved.app.revision.id
     assert moved.resume("yes").success
+
+
+def test_a_thread_moved_with_defaults_alone_goes_on_at_the_node_it_waited_at(tmp_path: Path, side_file: Path) -> None:
+    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+    path = _workflow(tmp_path)
+    _paused(path, saver)
+    path.write_text(OLD.replace("Publish,tick,,,count,count", "Publish,tick,,,count|channel,count"), encoding="utf-8")
+    thread = agentmap.compile(path, checkpointer=saver).thread("t1")
+    assert thread.plan_move().lines == ("default,channel,VALUE",)
+    moved = thread.move(migration=Migration(defaults={"channel": "mail"}))
+    assert [q.value["node"] for q in moved.questions()] == ["Review"]  # waiting where it was, not finished
+    result = moved.resume("yes")
+    assert result.success and result.state["channel"] == "mail" and _ran(side_file) == ["Draft", "Publish"]
