@@ -286,7 +286,7 @@ def compile_at(
     revision, by_path = load_revision(saver, revision_id)
     base = Path(file).resolve().parent
     held = {base / path: content for path, content in by_path.items()}
-    whose = f"thread {thread_id!r} runs" if thread_id else "it is"
+    whose = f"thread {thread_id!r} runs revision" if thread_id else "revision"
     try:
         with stored(held), recording() as now:
             app = compile(Path(file), graph, options=_settings_at(revision, base, options))
@@ -296,8 +296,9 @@ def compile_at(
     for change in app.code_changes:
         what = "is gone" if change.now is None else f"changed since (sha256 {change.then} then, {change.now} now)"
         _log.warning(
-            "%s revision %s of %s: its Python file %s %s; the code as it is now runs",
-            whose.capitalize() if thread_id is None else whose,
+            "%s %s of %s: its Python file %s %s; Python code is not stored with a revision, so the code as it is "
+            "now runs",
+            whose,
             revision.short,
             Path(file).name,
             base / change.path,
@@ -346,8 +347,7 @@ def _unloadable(revision: Revision, base: Path, err: AgentMapError, whose: str) 
         else "put back what it needs"
     )
     return ConfigError(
-        f"{whose} revision {revision.short} of {base / revision.workflow}, which no longer compiles{because}: "
-        f"{err.message}",
+        f"{whose} {revision.short} of {base / revision.workflow}, which no longer compiles{because}: {err.message}",
         code=ErrorCode.REVISION_UNLOADABLE,
         hint=f"{put_back}, or move the thread to the file as it is now: agentmap resume ID --latest "
         "(agentmap diff --thread ID says whether that is safe)",

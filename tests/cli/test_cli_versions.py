@@ -171,3 +171,32 @@ def test_run_resume_answers_a_thread_on_its_revision(capsys: pytest.CaptureFixtu
     (folder / "approval.csv").write_text(EDITED, encoding="utf-8")
     code, done, err = cli(capsys, "run", "approval.csv", "--thread", "p1", "--resume", '"yes"')
     assert code == 0 and done["state"]["report"] == "Purchase of a desk approved: True", err
+
+
+ROUTED = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge,Success_Next\n"
+    'Purchase,Review,human,Approve {request}?,"{""interaction_type"": ""approval""}",request,approved,,func:route\n'
+    "Purchase,Yes,template,yes for {request},,request,report,,\n"
+    "Purchase,No,template,no for {request},,request,report,,\n"
+)
+
+
+def test_a_changed_python_file_is_named_on_resume_and_a_gone_one_stops_it(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    (folder / "approval.csv").write_text(ROUTED, encoding="utf-8")
+    (folder / "functions").mkdir()
+    router = folder / "functions" / "route.py"
+    router.write_text("def route(state, success_target=None, failure_target=None):\n    return 'Yes'\n")
+    _waiting(capsys, "p1", "p2")
+    router.write_text("def route(state, success_target=None, failure_target=None):\n    return 'No'\n")
+    code, done, err = cli(capsys, "resume", "p1", "yes")
+    assert code == 0 and done["status"] == "done", err
+    assert "functions/route.py changed since (sha256" in err and "thread 'p1' runs revision" in err
+    router.unlink()
+    (folder / "approval.csv").write_text(ROUTED.replace("func:route", "Yes"), encoding="utf-8")
+    code, _, err = cli(capsys, "resume", "p2", "yes")
+    assert code == 2 and "error[revision-unloadable]" in err and "route.py, which is gone" in err
+    code, listed, _ = cli(capsys, "threads")
+    (waiting,) = [t for t in listed["threads"] if t["thread"] == "p2"]
+    assert waiting["status"] == "unknown" and "route.py" in waiting["error"] and waiting["behind"] is True

@@ -349,3 +349,38 @@ def test_a_thread_moved_with_defaults_alone_goes_on_at_the_node_it_waited_at(tmp
     assert [q.value["node"] for q in moved.questions()] == ["Review"]  # waiting where it was, not finished
     result = moved.resume("yes")
     assert result.success and result.state["channel"] == "mail" and _ran(side_file) == ["Draft", "Publish"]
+
+
+def test_a_subgraph_file_is_part_of_the_revision_and_runs_as_stored(tmp_path: Path) -> None:
+    path = _workflow(tmp_path, durable_graphs.HEADER + "Main,Ask,approve,,,,decision,Sub\n")
+    path.write_text(path.read_text(encoding="utf-8") + "Main,Sub,graph,child.csv::Child,,name,greeting,\n")
+    child = tmp_path / "child.csv"
+    child.write_text(durable_graphs.HEADER + 'Child,Greet,template,"Hello, {name}!",,name,greeting,\n')
+    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+    app = agentmap.compile(path, checkpointer=saver, state_keys=["name"])
+    assert app.revision is not None and set(app.revision.files) == {"review.csv", "child.csv"}
+    assert app.invoke({"name": "Ada"}, {"configurable": {"thread_id": "t1"}}).interrupts
+    child.write_text(durable_graphs.HEADER + 'Child,Greet,template,"Bye, {name}.",,name,greeting,\n')
+    result = agentmap.compile(path, checkpointer=saver, state_keys=["name"]).thread("t1").resume("yes")
+    assert "Hello, Ada!" in str(result.state["greeting"])  # the child as the revision stored it
+
+
+def test_a_workbooks_other_sheets_are_part_of_its_revision(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    durable_graphs.counter(tmp_path, 1, name="unused.csv")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Review"
+    for row in OLD.splitlines():
+        sheet.append(row.split(","))
+    book.create_sheet("Notes").append(["a note about the workflow"])
+    path = tmp_path / "review.xlsx"
+    book.save(path)
+    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+    first = _paused(path, saver).revision
+    book["Notes"].append(["another note"])  # only the other sheet changes
+    book.save(path)
+    edited = agentmap.compile(path, checkpointer=saver)
+    assert first is not None and edited.revision is not None and edited.revision.id != first.id
+    thread = edited.thread("t1")
+    assert thread.behind() and thread.resume("yes").success
