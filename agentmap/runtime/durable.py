@@ -124,7 +124,9 @@ class Thread:
             CorruptCheckpointError: A stored file of the revision does not match its digest.
         """
         if self._app is None:
-            self._app = _at_revision(self.asked, self.thread_id, self.checkpoint_id)
+            from agentmap.runtime.revisions import thread_app
+
+            self._app = thread_app(self.asked, self.thread_id, self.checkpoint_id)
         return self._app
 
     @property
@@ -337,26 +339,6 @@ def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = Non
     """The state keys saved on a thread (so the keys of its first run's initial state stay in the schema)."""
     saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
     return saved_keys(saved.checkpoint.get("channel_values", {}) if saved is not None else {})
-
-
-def _at_revision(asked: CompiledWorkflow, thread_id: str, checkpoint_id: str | None) -> CompiledWorkflow:
-    """The workflow thread `thread_id` runs: `asked`, or `asked`'s graph compiled at the thread's own revision."""
-    from agentmap.runtime.revisions import compile_at
-
-    saver: Any = asked.graph.checkpointer
-    saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
-    meta = (saved.metadata or {}) if saved is not None else {}
-    revision, file = meta.get(REVISION_KEY), meta.get(FILE_KEY)
-    mine = asked.revision
-    if saved is None or not revision or not file or (mine is not None and mine.id == revision):
-        return asked
-    keys = tuple(dict.fromkeys((*asked.options.state_keys, *saved_keys(saved.checkpoint.get("channel_values", {})))))
-    key = (str(revision), keys)
-    if key not in asked.at_revisions:
-        options = asked.options.but(checkpointer=saver, state_keys=keys)
-        graph = str(meta.get(GRAPH_KEY) or asked.name)
-        asked.at_revisions[key] = compile_at(saver, str(revision), str(file), graph, options, thread_id=thread_id)
-    return asked.at_revisions[key]
 
 
 def open_thread(

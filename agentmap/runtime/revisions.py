@@ -48,6 +48,7 @@ __all__ = [
     "load_revision",
     "revision_of",
     "revisions",
+    "thread_app",
 ]
 
 REVISION_KEY = "agentmap_revision"
@@ -305,6 +306,33 @@ def compile_at(
             what,
         )
     return app
+
+
+def thread_app(asked: CompiledWorkflow, thread_id: str, checkpoint_id: str | None = None) -> CompiledWorkflow:
+    """The workflow thread `thread_id` of `asked`'s checkpointer runs (`Thread.app`): `asked` itself when the
+    thread runs `asked`'s revision or records none, else `asked`'s graph compiled at the thread's revision (with
+    `asked`'s options; kept in `asked.at_revisions`, so each revision compiles once).
+
+    Raises:
+        ConfigError: The revision is unknown (`unknown-revision`) or no longer compiles (`revision-unloadable`).
+        CorruptCheckpointError: A stored file of the revision does not match its digest.
+    """
+    from agentmap.runtime.threads import FILE_KEY, GRAPH_KEY, saved_keys, thread_config
+
+    saver: Any = asked.graph.checkpointer
+    saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
+    meta = (saved.metadata or {}) if saved is not None else {}
+    revision, file = meta.get(REVISION_KEY), meta.get(FILE_KEY)
+    mine = asked.revision
+    if saved is None or not revision or not file or (mine is not None and mine.id == revision):
+        return asked
+    keys = tuple(dict.fromkeys((*asked.options.state_keys, *saved_keys(saved.checkpoint.get("channel_values", {})))))
+    key = (str(revision), keys)
+    if key not in asked.at_revisions:
+        options = asked.options.but(checkpointer=saver, state_keys=keys)
+        graph = str(meta.get(GRAPH_KEY) or asked.name)
+        asked.at_revisions[key] = compile_at(saver, str(revision), str(file), graph, options, thread_id=thread_id)
+    return asked.at_revisions[key]
 
 
 def _settings_at(revision: Revision, base: Path, options: CompileOptions) -> CompileOptions:
