@@ -10,7 +10,10 @@ it there (`Thread.move`).
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +163,7 @@ def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> T
         migration.check(thread.app, to, where.keys or frozenset())
     verdict = compare(thread.app, to).verdict(where, migration)
     _refuse(thread.thread_id, verdict, to)
+    _claim(thread, saved, to.revision.id)
     metadata = {**run_metadata(to), MOVED_FROM_KEY: was, MIGRATION_KEY: migration.lines() if migration else []}
     nodes = dict(migration.nodes) if migration else {}
     keys = dict(migration.keys) if migration else {}
@@ -171,6 +175,54 @@ def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> T
     if where.paused:  # the node that waited asks again, as the new revision words its question
         to.invoke(None, moved.config())
     return moved
+
+
+_MOVES = "agentmap:move"  # the claims of moves, beside the answers' (another namespace: never read as an answer)
+
+
+def _claim(thread: Thread, saved: CheckpointTuple, revision: str) -> None:
+    """Claim the move of the thread from its checkpoint `saved`: of two resumes moving it at once, one moves it
+    and the other is refused (`thread-busy`). A claim whose resume died before it wrote the move (a process of this
+    machine that is gone) lets a later move go on.
+
+    Raises:
+        ConfigError: Another resume claimed the move first (`thread-busy`).
+    """
+    from agentmap.runtime.answers import claim_answers, claimants
+
+    config: Any = {"configurable": {**saved.config.get("configurable", {}), "checkpoint_ns": _MOVES}}
+    me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+    try:
+        claim_answers(thread.saver, config, {"move": revision}, thread.thread_id, me)
+    except ConfigError as err:
+        if err.code != ErrorCode.ALREADY_ANSWERED:
+            raise
+        holder = claimants(thread.saver, config, thread.thread_id).get("move", "")
+        latest = thread.saver.get_tuple(thread.config())
+        unwritten = latest is not None and latest.checkpoint["id"] == saved.checkpoint["id"]
+        if unwritten and _gone(holder):
+            return
+        raise ConfigError(
+            f"thread {thread.thread_id!r} is being moved by another resume; this one did not move it",
+            code=ErrorCode.THREAD_BUSY,
+            hint=f"`agentmap threads show {thread.thread_id}` shows where it stands; then continue it with "
+            f"agentmap resume {thread.thread_id}",
+        ) from None
+
+
+def _gone(claimant: str) -> bool:
+    """Whether the process that made a claim (`host:pid:...`) is known to have ended (on this machine)."""
+    host, _, rest = claimant.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _refuse(thread_id: str, verdict: Verdict, to: CompiledWorkflow) -> None:

@@ -384,3 +384,57 @@ def test_a_workbooks_other_sheets_are_part_of_its_revision(tmp_path: Path) -> No
     assert first is not None and edited.revision is not None and edited.revision.id != first.id
     thread = edited.thread("t1")
     assert thread.behind() and thread.resume("yes").success
+
+
+def _moves(saver: Any, thread: str) -> list[str]:
+    listed = saver.list({"configurable": {"thread_id": thread}})
+    return [c.checkpoint["id"] for c in listed if "agentmap_moved_from" in (c.metadata or {})]
+
+
+def test_two_resumes_moving_one_thread_at_once_move_it_once(tmp_path: Path) -> None:
+    import threading
+
+    db = str(tmp_path / "runs.db")
+    path = _workflow(tmp_path)
+    _paused(path, agentmap.checkpointer(db))
+    path.write_text(NEW, encoding="utf-8")
+    migration = Migration(nodes={"Review": "Check"}, defaults={"channel": "mail"})
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def move() -> None:
+        thread = agentmap.compile(path, checkpointer=agentmap.checkpointer(db)).thread("t1")
+        start.wait()
+        try:
+            thread.move(migration=migration)
+            outcomes.append("moved")
+        except ConfigError as err:
+            outcomes.append(err.code)
+
+    workers = [threading.Thread(target=move) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(outcomes) in (["moved", "thread-busy"], ["moved", "moved"])  # the second found it moved
+    assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
+
+
+def test_a_move_claimed_by_a_resume_that_died_goes_on(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from agentmap.runtime.answers import claim_answers
+
+    saver = agentmap.checkpointer(str(tmp_path / "runs.db"))
+    path = _workflow(tmp_path)
+    _paused(path, saver)
+    path.write_text(NEW, encoding="utf-8")
+    saved = saver.get_tuple({"configurable": {"thread_id": "t1"}})
+    config = {"configurable": {**saved.config["configurable"], "checkpoint_ns": "agentmap:move"}}
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    claim_answers(saver, config, {"move": "x"}, "t1", f"{socket.gethostname()}:{dead.stdout.strip()}:a")
+    thread = agentmap.compile(path, checkpointer=saver).thread("t1")
+    moved = thread.move(migration=Migration(nodes={"Review": "Check"}, defaults={"channel": "mail"}))
+    assert moved.resume("yes").success
