@@ -200,3 +200,27 @@ def test_a_changed_python_file_is_named_on_resume_and_a_gone_one_stops_it(
     code, listed, _ = cli(capsys, "threads")
     (waiting,) = [t for t in listed["threads"] if t["thread"] == "p2"]
     assert waiting["status"] == "unknown" and "route.py" in waiting["error"] and waiting["behind"] is True
+
+
+@pytest.mark.postgres
+def test_approvals_edited_while_they_wait_on_postgresql(
+    capsys: pytest.CaptureFixture[str], folder: Path, postgres_url: str
+) -> None:
+    store = ("--checkpoint", postgres_url)
+    for thread in ("p1", "p2"):
+        code, paused, err = cli(
+            capsys, "run", "approval.csv", "--thread", thread, "--state", '{"request": "a desk"}', *store
+        )
+        assert code == 0 and paused["status"] == "paused", err
+    (folder / "approval.csv").write_text(EDITED, encoding="utf-8")
+    _, listed, _ = cli(capsys, "threads", *store)
+    assert [t["behind"] for t in listed["threads"]] == [True, True]
+    code, done, err = cli(capsys, "resume", "p1", "yes", *store)
+    assert code == 0 and done["state"]["report"] == "Purchase of a desk approved: True", err
+    code, diff, _ = cli(capsys, "diff", "--thread", "p2", *store)
+    assert code == 1 and diff["threads"][0]["map"] == ["node,Review,Approval", "default,cost_center,VALUE"]
+    (folder / "move.yaml").write_text("nodes: {Review: Approval}\ndefaults: {cost_center: Facilities}\n")
+    code, done, err = cli(capsys, "resume", "p2", "yes", "--migrate", "move.yaml", *store)
+    assert code == 0 and done["state"]["report"] == "Purchase of a desk for Facilities approved: True", err
+    code, diff, _ = cli(capsys, "diff", diff["old"]["revision"][:8], diff["new"]["revision"][:8], *store)
+    assert code == 1 and diff["old"]["kind"] == "revision"
