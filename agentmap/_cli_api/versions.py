@@ -82,11 +82,11 @@ def _side(text: str, checkpoint: str | None, options: CompileOptions) -> tuple[C
     stored files; and how the diff names it."""
     from pathlib import Path
 
-    from agentmap.runtime.api import compile
+    from agentmap.runtime.api import WORKFLOW_SUFFIXES, compile
     from agentmap.spec.loader import parse_selector
 
     path, graph = parse_selector(text)
-    if Path(path).is_file():
+    if Path(path).is_file() or Path(path).suffix.lower() in WORKFLOW_SUFFIXES:  # a file (a missing one: named so)
         app = compile(text, options=options)
         return app, _named(app, str(path), "file")
     from agentmap.runtime.revisions import compile_at, find_revision

@@ -141,6 +141,8 @@ def test_diff_of_two_revisions_and_an_unknown_revision(capsys: pytest.CaptureFix
     assert any(c["kind"] == "node-renamed" for c in diff["changes"])
     code, _, err = cli(capsys, "diff", "abcdef12", new[:8])
     assert code == 2 and "error[unknown-revision]" in err and "no revision 'abcdef12'" in err
+    code, _, err = cli(capsys, "diff", "aproval.csv", new[:8])  # a file name mistyped is named as a file
+    assert code == 3 and "aproval.csv does not exist" in err and "approval.csv" in err
 
 
 def test_diff_in_a_terminal_says_it_in_words(
