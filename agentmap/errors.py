@@ -133,6 +133,12 @@ class ErrorCode(StrEnum):
     ALREADY_ANSWERED = "already-answered"
     UNSAFE_CHECKPOINT = "unsafe-checkpoint"
     CORRUPT_CHECKPOINT = "corrupt-checkpoint"
+    # revisions: what a thread runs, moving it to another (exit 2)
+    UNKNOWN_REVISION = "unknown-revision"
+    REVISION_UNLOADABLE = "revision-unloadable"
+    BAD_MIGRATION = "bad-migration"
+    NEEDS_MIGRATION = "needs-migration"
+    UNSAFE_MOVE = "unsafe-move"
     # serving (exit 2; HTTP 422 for a request)
     API_KEY_REQUIRED = "api-key-required"
     DUPLICATE_GRAPH = "duplicate-graph"

@@ -158,8 +158,9 @@ def run_workflow(
     run_input: Any = initial
     if thread is not None:
         found = app.thread(thread)
-        if resume is not None:
+        if resume is not None:  # the thread goes on at the revision it runs, whatever the file holds now
             run_input = found.run_input(resume_value)
+            app = found.app
         else:
             found.make_way(restart=restart, resume_hint=_durable.resume_hint(thread, checkpoint))
     interactive = bool(app.prompting_nodes())

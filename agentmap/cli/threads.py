@@ -40,11 +40,19 @@ def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap.cli.render import console
 
     table = Table(title=f"threads in {checkpoint or '.agentmap/runs.db'}", title_justify="left")
-    for column in ("thread", "workflow::graph", "status", "step", "updated"):
-        table.add_column(column)
+    for column in ("thread", "workflow::graph", "status", "step", "revision", "updated"):
+        table.add_column(column, no_wrap=column in ("thread", "status"))
     for t in found:
-        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), t.updated[:19].replace("T", " "))
+        updated = t.updated[:19].replace("T", " ")
+        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), _revision(t.revision, t.behind), updated)
     console().print(table if found else "no threads saved yet (agentmap run FILE --thread ID saves one)")
+
+
+def _revision(revision: str | None, behind: bool | None) -> str:
+    """A thread's revision as listings show it: its first 8 characters, `behind` when the file moved on."""
+    if revision is None:
+        return "-"
+    return revision[:8] + (" behind" if behind else "")
 
 
 def _short(target: str) -> str:
@@ -73,6 +81,8 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
             "at": s.created_at,
             "next": list(s.next),
             "checkpoint_id": s.config["configurable"].get("checkpoint_id"),
+            "revision": (s.metadata or {}).get("agentmap_revision"),
+            **_moved(s.metadata or {}),
         }
         for s in reversed(snapshots)
     ]
@@ -89,6 +99,9 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
 
     out = console()
     out.print(f"[bold]{escape(thread)}[/]: {escape(_short(info.target))}, [bold]{info.status}[/] at step {info.step}")
+    if info.revision:
+        behind = " (the file has changed since: `agentmap diff --thread ID` says what that does)" if info.behind else ""
+        out.print(f"revision: {info.revision[:12]}{escape(behind.replace('ID', thread))}")
     if info.next:
         out.print(f"next: {escape(', '.join(info.next))}")
     for question in info.questions:
@@ -97,12 +110,20 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
     if info.error:
         out.print(f"[red]error[/]: {escape(info.error)}")
     for entry in history:
+        moved = f"  moved from revision {str(entry['moved_from'] or '-')[:12]}" if "moved_from" in entry else ""
         out.print(
             f"  step {entry['step']:>3}  {str(entry['at'])[:19]}  {entry['checkpoint_id']}  "
-            f"next: {', '.join(entry['next']) or '-'}"
+            f"next: {', '.join(entry['next']) or '-'}{moved}"
         )
     if resumable:
         out.print(f"continue with: {escape(hint)}", soft_wrap=True)
+
+
+def _moved(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The record of a checkpoint that moved the thread to another revision (`resume --latest`, `--migrate`)."""
+    if "agentmap_moved_from" not in metadata:
+        return {}
+    return {"moved_from": metadata["agentmap_moved_from"], "migration": metadata.get("agentmap_migration") or []}
 
 
 def _calls(saver: Any, thread: str, json_mode: bool) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from agentmap._sources import stored
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
@@ -96,7 +97,12 @@ def _scope(
         from agentmap.runtime.threads import earlier_executions
 
         tracker.record_earlier(earlier_executions(earlier))
-    with clear_errors(config), cache_hits(app.graph, tracker), observe_run(app, tracker, config, state, hooks) as done:
+    with (
+        stored(app.held) if app.held else nullcontext(),  # at a stored revision: a subgraph file read runs is its copy
+        clear_errors(config),
+        cache_hits(app.graph, tracker),
+        observe_run(app, tracker, config, state, hooks) as done,
+    ):
         yield Run(app, state, config, tracker, done)
 
 

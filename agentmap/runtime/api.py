@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap._paths import allowed_roots
+from agentmap._sources import exists, read_bytes, recording
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
@@ -272,7 +273,17 @@ def compile(
 
 
 def _compile(source: Source, graph: str | None, given: CompileOptions) -> CompiledWorkflow:
-    """`compile` with its options in one object."""
+    """`compile` with its options in one object; what it reads is noted, its revision (`runtime.revisions`)."""
+    with recording() as reading:
+        if given.config_file is not None and exists(Path(given.config_file)):
+            read_bytes(Path(given.config_file))  # the configuration is part of the revision
+        app = _compile_read(source, graph, given)
+    app._sources = (reading, given.config_file)
+    app.options = given
+    return app
+
+
+def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> CompiledWorkflow:
     settings = given.settings
     options = _options(given.functions_dir, given.agents_dir, settings, given.registry)
     issues: list[Issue]

@@ -26,6 +26,8 @@ class CompileOptions:
 
     Attributes:
         langgraph: The keywords passed on to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
+        config_file: The configuration file `settings` came from (`from_settings` names it): part of the revision a
+            thread records (`runtime.revisions`).
 
     Picklable as long as its values are (a checkpointer *string*, a tracing exporter's name, folders, settings):
     batch ships it to worker processes and Ray workers.
@@ -42,6 +44,7 @@ class CompileOptions:
     tracing: Any = None
     fuse: bool = False
     langgraph: Mapping[str, Any] = field(default_factory=dict)
+    config_file: str | Path | None = None
 
     @classmethod
     def of(cls, caller: str, keywords: Mapping[str, Any], *, refuse: Sequence[str] = ()) -> CompileOptions:
@@ -56,7 +59,7 @@ class CompileOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> CompileOptions:
         """What the settings name (`agentmap.yaml`, `AGENTMAP_*`): folders, agent settings, success policy."""
-        return cls(**settings.compile_options(), **settings.policy_options())
+        return cls(**settings.compile_options(), **settings.policy_options(), config_file=settings.source)
 
     @classmethod
     def given(cls, caller: str, options: CompileOptions | None, keywords: Mapping[str, Any]) -> CompileOptions:
