@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from agentmap.agents._saver_sql import Execute, saver_kind, saver_sql
+from agentmap.agents._saver_sql import Execute, kept_beside, saver_kind, saver_sql
 
 __all__ = ["FILES", "TABLE", "Row", "can_store", "files", "put", "row", "rows"]
 
@@ -48,9 +48,8 @@ def _sql(saver: Any) -> Execute | None:
 
 
 def _memory(saver: Any) -> tuple[dict[str, Row], dict[str, bytes]]:
-    revisions: dict[str, Row] = saver.__dict__.setdefault("_agentmap_revisions", {})
-    contents: dict[str, bytes] = saver.__dict__.setdefault("_agentmap_revision_files", {})
-    return revisions, contents
+    """An in-memory saver's revisions and their files, kept beside it (never set on it)."""
+    return kept_beside(saver, "revisions", lambda: ({}, {}))
 
 
 def row(saver: Any, revision_id: str) -> Row | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap._sources import Reading, recording, sha256, stored
+from agentmap.agents._saver_sql import kept_beside
 from agentmap.errors import AgentMapError, ConfigError, CorruptCheckpointError, ErrorCode
 from agentmap.runtime import _revision_rows
 
@@ -161,7 +162,7 @@ def can_store(saver: Any) -> bool:
 
 def keep(saver: Any, revision: Revision, contents: Mapping[str, bytes]) -> None:
     """Store `revision` in `saver`'s database unless it is there (once per saver object: a set lookup after)."""
-    kept: set[str] = saver.__dict__.setdefault("_agentmap_kept_revisions", set())
+    kept: set[str] = kept_beside(saver, "kept revisions", set)
     if revision.id in kept:
         return
     if _revision_rows.row(saver, revision.id) is None:
