@@ -124,7 +124,9 @@ def batch(
         id_column: The column holding each row's id (default: the row number plus a hash of the row).
         rename: Column -> state key renames.
         json_cells: Parse text cells holding JSON objects or arrays.
-        redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
+        redo_failed: Rerun the rows an earlier run of this batch recorded as failed (with `checkpoint`, also a row
+            whose thread finished failing but which the output does not hold: without it, such a row takes that
+            run's result).
         checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
             running the batch again continues each unfinished row (every executor; with Ray on another machine, a
             PostgreSQL URL).
@@ -265,7 +267,7 @@ def run_batch(
     shaper = shaper or Shaper()
     executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
-    recipe = replace(recipe, options=shippable_options(recipe.options, executor))
+    recipe = replace(recipe, options=shippable_options(recipe.options, executor), redo_failed=options.redo_failed)
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
