@@ -42,6 +42,9 @@ RESULT_COLUMNS = ("success", "error", "failed_nodes", "duration_s", "tokens_in",
 Job = tuple[int, str, dict[str, Any]]
 """(row number, row id, initial state)."""
 
+_KEY_TEXT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+"""A row's cells as the text its id hashes (one encoder for every row: `json.dumps` would make one per call)."""
+
 
 @dataclass(frozen=True)
 class RowResult:
@@ -166,7 +169,7 @@ class Shaper:
                     hint="give every row an id, or leave out --id-column",
                 )
             return str(value).strip()
-        text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+        text = _KEY_TEXT.encode(row)  # json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
         return f"{number}-{hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:10]}"
 
 
