@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_helpers import shout_flow, words
+from batch_helpers import record_every_row, shout_flow, words
+from timing import until
 
 import agentmap
 from agentmap.batch import BatchResult, RowResult, parse_rate
@@ -86,6 +88,7 @@ def test_rerun_skips_done_rows_and_redo_failed_reruns_only_failures(
 
 
 def test_resume_from_a_partial_file_cut_by_a_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_every_row(monkeypatch)
     log = tmp_path / "runs.log"
     flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
     rows = words("a", "b", "c", "d")
@@ -106,7 +109,8 @@ def test_resume_from_a_partial_file_cut_by_a_kill(tmp_path: Path, monkeypatch: p
     assert [r["framed"] for r in _read_csv(out)] == ["<A>", "<B>", "<C>", "<D>"]
 
 
-def test_ctrl_c_keeps_finished_rows(tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_every_row(monkeypatch)
     flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
 
     def stop(result: RowResult) -> None:
@@ -119,6 +123,50 @@ def test_ctrl_c_keeps_finished_rows(tmp_path: Path) -> None:
     assert not out.exists() and partial_path(out).is_file()
     result = agentmap.batch(flow, words("a", "b", "c"), output=out)
     assert (result.skipped, result.successes) == (2, 1)
+
+
+_GATE = """
+import os
+import time
+
+from agentmap import BaseAgent
+
+
+class GateAgent(BaseAgent):
+    \"\"\"Returns `word`; a row with a `gate` file waits (a minute at most) until that file exists.\"\"\"
+
+    def process(self, inputs):
+        deadline = time.monotonic() + 60
+        while inputs.get("gate") and not os.path.exists(inputs["gate"]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return inputs.get("word")
+"""
+
+
+def test_rows_finished_are_written_within_the_window_while_a_slow_row_runs(tmp_path: Path) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "gate.py").write_text(_GATE, encoding="utf-8")
+    flow = tmp_path / "gate.csv"
+    flow.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Gate,gate,word|gate,said\n")
+    out, go = tmp_path / "out.csv", tmp_path / "go"
+    rows = [{"word": "a", "gate": ""}, {"word": "b", "gate": ""}, {"word": "slow", "gate": str(go)}]
+    reported: list[str] = []
+    run = threading.Thread(
+        target=lambda: agentmap.batch(flow, rows, output=out, concurrency=3, on_result=lambda r: reported.append(r.id))
+    )
+    run.start()
+    try:  # a and b finish at once; no later row comes to write b's block while the slow row waits
+        lines = until(lambda: _lines(partial_path(out)) >= 3 and _lines(partial_path(out)), 10, "b was never written")
+        assert lines == 3 and run.is_alive()  # the header, a and b: written by time alone
+    finally:
+        go.touch()
+        run.join(timeout=60)
+    assert len(reported) == 3 and [r["said"] for r in _read_csv(out)] == ["a", "b", "slow"]
+
+
+def _lines(path: Path) -> int:
+    """The whole lines of a file (0 if it does not exist yet)."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
