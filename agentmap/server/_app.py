@@ -142,6 +142,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(item_routes(server.items))
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
+    app.include_router(_agui_routes(server))
     _add_viewer(app)
     _add_errors(app)
 
@@ -173,6 +174,12 @@ def _a2a_routes(server: Server) -> APIRouter:
     from agentmap.protocols.a2a import a2a_routes  # the A2A agents (csv_specs/protocols.md); the SDK is optional
 
     return a2a_routes(server)
+
+
+def _agui_routes(server: Server) -> APIRouter:
+    from agentmap.protocols.agui import agui_routes  # each assistant an AG-UI agent (csv_specs/agui.md)
+
+    return agui_routes(server)
 
 
 def _assistant_routes(server: Server) -> APIRouter:
