@@ -155,7 +155,9 @@ def create_app(config: ServeConfig) -> FastAPI:
             hint="assistants, threads, runs, stateless runs and the store are; /openapi.json lists every endpoint",
         )
 
-    if config.cors_origins:
+    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
+    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
+    if config.cors_origins:  # outside the guard: a page of an allowed origin can read its refusals (a wrong key)
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(
@@ -165,8 +167,6 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
-    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
-    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
     return app
 
 

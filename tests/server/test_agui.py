@@ -269,6 +269,9 @@ def test_the_api_key_and_the_page_rules_cover_agui(tmp_path: Path) -> None:
     with serving(GRAPHS / "hello_world.csv", checkpoint="memory", api_key=KEY, cors_origins=(page,)) as url:
         response, _ = post(url, "HelloWorld", body("key-1", "Ada"))
         assert refusal(response)[:2] == (401, "unauthorized")
+        response, _ = post(url, "HelloWorld", body("key-1", "Ada"), headers={"X-Api-Key": "wrong", "Origin": page})
+        assert refusal(response)[:2] == (401, "unauthorized")
+        assert response.headers["access-control-allow-origin"] == page  # the page can tell a wrong key
         response, events = post(url, "HelloWorld", body("key-1", "Ada"), headers={"X-Api-Key": KEY, "Origin": page})
         assert events[-1]["type"] == "RUN_FINISHED" and response.headers["access-control-allow-origin"] == page
         other = {"X-Api-Key": KEY, "Origin": "http://elsewhere.example"}
