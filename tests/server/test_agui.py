@@ -292,3 +292,13 @@ def test_without_the_agui_extra_the_endpoint_names_it(monkeypatch: pytest.Monkey
         assert refusal(response)[:2] == (501, "missing-extra")
         assert response.json()["hint"] == 'pip install "agentmap[agui]" and restart agentmap serve'
         assert httpx.get(f"{url}/ok").json()["ok"] is True
+
+
+def test_a_body_is_read_by_the_servers_one_reader(url: str) -> None:
+    sent = {"Content-Type": "application/json"}
+    not_json = httpx.post(f"{url}/agui/HelloWorld", content=b"{nope", headers=sent)
+    assert refusal(not_json)[:2] == (400, "bad-request")
+    lone = b'{"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "\\ud800"}]}'
+    surrogate = httpx.post(f"{url}/agui/HelloWorld", content=lone, headers=sent)
+    assert refusal(surrogate)[:2] == (422, "bad-input") and "messages[0].content" in refusal(surrogate)[2]
+    assert "/agui/{key}" in httpx.get(f"{url}/openapi.json").json()["paths"]
