@@ -142,6 +142,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(item_routes(server.items))
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
+    app.include_router(_agui_routes(server))
     _add_viewer(app)
     _add_errors(app)
 
@@ -154,7 +155,9 @@ def create_app(config: ServeConfig) -> FastAPI:
             hint="assistants, threads, runs, stateless runs and the store are; /openapi.json lists every endpoint",
         )
 
-    if config.cors_origins:
+    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
+    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
+    if config.cors_origins:  # outside the guard: a page of an allowed origin can read its refusals (a wrong key)
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(
@@ -164,8 +167,6 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
-    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
-    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
     return app
 
 
@@ -173,6 +174,12 @@ def _a2a_routes(server: Server) -> APIRouter:
     from agentmap.protocols.a2a import a2a_routes  # the A2A agents (csv_specs/protocols.md); the SDK is optional
 
     return a2a_routes(server)
+
+
+def _agui_routes(server: Server) -> APIRouter:
+    from agentmap.protocols.agui import agui_routes  # each assistant an AG-UI agent (csv_specs/agui.md)
+
+    return agui_routes(server)
 
 
 def _assistant_routes(server: Server) -> APIRouter:
