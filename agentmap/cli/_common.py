@@ -25,6 +25,7 @@ __all__ = [
     "HostOption",
     "JsonOption",
     "PortOption",
+    "RecursionLimitOption",
     "StreamOption",
     "WorkflowArgument",
     "api_key_from",
@@ -84,6 +85,17 @@ NoCacheOption = Annotated[
     typer.Option(
         "--no-cache",
         help="Call the model for every request, even where an LLM node's cache holds the reply (csv_specs/llm.md).",
+    ),
+]
+RecursionLimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--recursion-limit",
+        min=1,
+        metavar="STEPS",
+        help="Stop a run after this many steps (LangGraph's recursion_limit), a bound on loops. Default: ten per "
+        "node of the graph, at least 50.",
+        show_default=False,
     ),
 ]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]

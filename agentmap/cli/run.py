@@ -29,6 +29,7 @@ from agentmap.cli._common import (
     DebugOption,
     JsonOption,
     NoCacheOption,
+    RecursionLimitOption,
     StreamOption,
     WorkflowArgument,
     json_object,
@@ -280,16 +281,7 @@ def register(app: typer.Typer) -> None:
                 "--fuse", help="Run each straight chain of nodes as one LangGraph step (same results, faster)."
             ),
         ] = False,
-        recursion_limit: Annotated[
-            int | None,
-            typer.Option(
-                "--recursion-limit",
-                min=1,
-                metavar="STEPS",
-                help="Stop a run after this many steps (LangGraph's recursion_limit; default 25): a loop's bound.",
-                show_default=False,
-            ),
-        ] = None,
+        recursion_limit: RecursionLimitOption = None,
         budget: BudgetOption = None,
         no_cache: NoCacheOption = False,
     ) -> None:

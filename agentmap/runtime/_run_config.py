@@ -116,6 +116,8 @@ def prepare_run(
 ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
     """The input and config of a run of `app` watched by `tracker`.
 
+    A config without `recursion_limit` gets the graph's own (`GraphSpec.step_limit`).
+
     Raises:
         ConfigError: The state is not a mapping, or has a key a run cannot start with (`bad-state`), or a budget
             is not a positive number.
@@ -131,6 +133,8 @@ def prepare_run(
     elif isinstance(state, Mapping) and (problem := state_problem(state)) is not None:
         raise ConfigError(f"the initial state's {problem.message()}", code=ErrorCode.BAD_STATE, hint=problem.hint)
     prepared: RunnableConfig = {**(config or {})}
+    if prepared.get("recursion_limit") is None:  # the graph's own default, not LangGraph's 10,007 steps
+        prepared["recursion_limit"] = app.spec.step_limit
     configurable = prepared.get("configurable", {})
     meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
     if not isinstance(meter, Meter):

@@ -197,7 +197,8 @@ class CompiledWorkflow:
 
         Args:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
-            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
+            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through; without a
+                `recursion_limit`, the graph's own: `spec.step_limit` (ten steps per node, at least 50).
             tracker: A tracker to record into (default: a new one with the workflow's policy).
             hooks: `RunHooks` for this run alone (a live view, an event stream): they hear its start, each node's
                 start and end, and its end, like the workflow's `observers` (see `runtime.events`); on a resumed
@@ -288,7 +289,7 @@ class CompiledWorkflow:
             with get_executor_for_config(config) as executor:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [prepare_run(self, s, config, self.new_tracker()) for s in states]
-        with clear_errors(config):
+        with clear_errors(prepared[0][1] if prepared else config):
             if self.computes_only and not kwargs:
                 finals = [self.graph.invoke(state, run_config) for state, run_config, _ in prepared]
             else:

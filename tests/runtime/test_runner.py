@@ -203,10 +203,46 @@ def test_recursion_limit_becomes_a_clear_node_error(write_csv: WriteCsv) -> None
         app.invoke({}, {"recursion_limit": 7})
     err = info.value
     assert err.code == "recursion-limit"
-    assert "recursion limit (7)" in err.message
-    assert "recursion_limit" in (err.hint or "")
+    assert "recursion limit (7 steps)" in err.message
+    assert '{"recursion_limit": 28}' in (err.hint or "")  # four times the limit it met
     with pytest.raises(NodeError, match="recursion limit"):
         list(app.stream({}, {"recursion_limit": 4}))
+
+
+class _NodeCounter(RunHooks):
+    def __init__(self) -> None:
+        self.started = 0
+
+    def node_started(self, run: Any, node: Any) -> None:
+        self.started += 1
+
+
+@pytest.mark.parametrize("size", [2, 12])
+def test_a_loop_without_an_exit_stops_after_ten_steps_per_node_and_at_least_fifty(
+    write_csv: WriteCsv, size: int
+) -> None:
+    rows = "".join(f"Loop,N{i},echo,N{(i + 1) % size}\n" for i in range(size))
+    app = agentmap.compile(write_csv("GraphName,Node,AgentType,Edge\n" + rows))
+    limit = max(50, 10 * size)  # the derivation csv_specs/cli.md documents (--recursion-limit)
+    counter = _NodeCounter()
+    with pytest.raises(NodeError) as info:
+        app.invoke({}, hooks=[counter])
+    assert counter.started == limit  # one node a step: the run stopped at the graph's limit, not LangGraph's 10,007
+    assert info.value.code == "recursion-limit" and f"recursion limit ({limit} steps)" in info.value.message
+    assert f"`--recursion-limit {4 * limit}`" in (info.value.hint or "")
+    for way in (lambda: list(app.stream({})), lambda: app.batch([{}, {}])):
+        with pytest.raises(NodeError, match=rf"recursion limit \({limit} steps\)"):
+            way()
+    with pytest.raises(NodeError, match=r"recursion limit \(3 steps\)"):
+        app.invoke({}, {"recursion_limit": 3})  # a limit given still wins
+
+
+async def test_an_async_run_has_the_same_default_limit(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv("GraphName,Node,AgentType,Edge\nLoop,A,echo,B\nLoop,B,echo,A\n"))
+    with pytest.raises(NodeError, match=r"recursion limit \(50 steps\)"):
+        await app.ainvoke({})
+    with pytest.raises(NodeError, match=r"recursion limit \(50 steps\)"):
+        _ = [chunk async for chunk in app.astream({})]
 
 
 class _Recorder(BaseCallbackHandler):
