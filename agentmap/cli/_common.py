@@ -14,7 +14,7 @@ import typer
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
-    from agentmap._cli_api import Problem, Settings
+    from agentmap._cli_api import MissingInputs, Problem, Settings
 
 __all__ = [
     "AllowHostOption",
@@ -24,9 +24,11 @@ __all__ = [
     "DebugOption",
     "HostOption",
     "JsonOption",
+    "MissingInputsOption",
     "PortOption",
     "RecursionLimitOption",
     "StreamOption",
+    "StrictOption",
     "WorkflowArgument",
     "api_key_from",
     "cannot_write",
@@ -35,6 +37,7 @@ __all__ = [
     "json_object",
     "json_value",
     "load",
+    "missing_inputs_mode",
     "split_target",
     "value_error",
 ]
@@ -87,6 +90,40 @@ NoCacheOption = Annotated[
         help="Call the model for every request, even where an LLM node's cache holds the reply (csv_specs/llm.md).",
     ),
 ]
+
+
+MissingInputsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--missing-inputs",
+        metavar="[error|warn|ignore]",
+        help="When the initial state lacks an input no node writes (and no node reading it has a Context "
+        "default): error (refuse to run, exit 2; the default), warn (say so on stderr and run, the node reading "
+        "None) or ignore.",
+        show_default=False,
+    ),
+]
+StrictOption = Annotated[
+    bool, typer.Option("--strict", help="The same as --missing-inputs error (the default).", hidden=True)
+]
+_INPUT_MODES: tuple[MissingInputs, ...] = ("error", "warn", "ignore")
+
+
+def missing_inputs_mode(value: str | None, strict: bool = False) -> MissingInputs:
+    """`--missing-inputs`'s mode: `error` when not given (or `--strict`, the older spelling); another value than
+    error, warn or ignore is a usage error."""
+    if strict or value is None:
+        return "error"
+    for mode in _INPUT_MODES:
+        if value.lower() == mode:
+            return mode
+    raise ConfigError(
+        f"--missing-inputs must be error, warn or ignore, not {value!r}",
+        code=ErrorCode.USAGE,
+        hint="--missing-inputs warn runs with a warning when the initial state lacks an input",
+    )
+
+
 RecursionLimitOption = Annotated[
     int | None,
     typer.Option(

@@ -26,6 +26,7 @@ from agentmap.cli._common import (
     WorkflowArgument,
     ensure_writable,
     load,
+    missing_inputs_mode,
 )
 from agentmap.cli._common import split_target as _split_target
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
@@ -193,8 +194,10 @@ def batch_command(
     budget: float | None = None,
     no_cache: bool = False,
     csv_formulas: str = "keep",
+    missing_inputs: str | None = None,
 ) -> int:
     """The `batch` command; returns the exit code."""
+    mode = missing_inputs_mode(missing_inputs)
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
@@ -242,6 +245,7 @@ def batch_command(
                 budget=budget,
                 cache=not no_cache,
                 csv_formulas=csv_formulas,
+                missing_inputs=mode,
                 **settings.compile_options(),
                 **settings.policy_options(),
             )
@@ -337,6 +341,17 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--lenient", help="Run input rows that do not fit the header as they stand, with a warning."),
         ] = False,
+        missing_inputs: Annotated[
+            str | None,
+            typer.Option(
+                "--missing-inputs",
+                metavar="[error|warn|ignore]",
+                help="When the input has no column for an input no node writes: error (refuse the batch before any "
+                "row runs, exit 2; the default), warn (say so once and run the rows, the nodes reading None) or "
+                "ignore.",
+                show_default=False,
+            ),
+        ] = None,
         rate_limit: Annotated[
             str | None,
             typer.Option("--rate-limit", metavar="RATE", help="LLM requests per model provider, e.g. 5/s or 300/min."),
@@ -401,5 +416,6 @@ def register(app: typer.Typer) -> None:
             budget=budget,
             no_cache=no_cache,
             csv_formulas=csv_formulas,
+            missing_inputs=missing_inputs,
         )
         raise typer.Exit(code)

@@ -102,10 +102,12 @@ def agent_for(
         state: dict[str, Any] = {keys.prompt: prompt}
         if keys.history is not None:
             state[keys.history] = [{"role": r, "content": t} for r, t in parse_chat_history(chat_history)]
-        if keys.memory is not None and memory is not None:
+        # a key the workflow reads is given even when the call has none for it: None, on purpose (a run refuses
+        # a state without an input no node writes)
+        if keys.memory is not None:
             state[keys.memory] = memory
-        if keys.config is not None and resolved is not None:
-            state[keys.config] = resolved.model_dump(mode="json")
+        if keys.config is not None:
+            state[keys.config] = resolved.model_dump(mode="json") if resolved is not None else None
         return state
 
     def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Before a run: does the initial state hold every input that no node writes?
 
-A state without such a key runs, and the node reads None (`Hello, None!`); a typo (`{"nmae": ...}`) does the
-same. `agentmap run`, `agentmap serve` and `agentmap batch` all ask `CompiledWorkflow.check_state` (on a thread,
-the thread's saved values count too) and say what it found with the same message: a warning (a batch: one for
-the whole table), or with `--strict` an error (`missing-state`).
+A state without such a key would run with the node reading None (`Hello, None!`); a typo (`{"nmae": ...}`) does
+the same. A key is not asked for when every node reading it has a `default` in its Context. Every run of a
+`CompiledWorkflow` with a new state asks `CompiledWorkflow.check_state` (on a thread, the thread's saved values
+count too), and so do `agentmap run`, `agentmap serve` and `agentmap batch` before it starts; what it found is
+an error (`missing-state`, the default) or, with `missing_inputs="warn"` (`--missing-inputs warn`), a warning
+(a batch: one for the whole table); `runtime.options.MISSING_INPUTS` lists the modes.
 """
 
 from __future__ import annotations
@@ -41,16 +43,22 @@ class MissingState:
         keys = ", ".join(repr(k) for k in self.keys)
         return f"pass {keys} in {where}, e.g. {example.replace('{}', json.dumps(self.example, default=str))}"
 
-    def error(self, where: str = "the initial state", example: str = "{}") -> ConfigError:
-        """The `missing-state` error a strict entry point raises."""
-        return ConfigError(self.message, code=ErrorCode.MISSING_STATE, hint=self.hint(where, example))
+    def error(self, where: str = "the initial state", example: str = "{}", otherwise: str = "") -> ConfigError:
+        """The `missing-state` error a run refused raises; `otherwise` names how to run anyway."""
+        hint = self.hint(where, example) + (f" ({otherwise})" if otherwise else "")
+        return ConfigError(self.message, code=ErrorCode.MISSING_STATE, hint=hint)
 
 
 def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The inputs no node writes and `state` lacks: `{key: [nodes reading it]}`, in row order."""
+    """The inputs no node writes and `state` lacks: `{key: [nodes reading it]}`, in row order.
+
+    A node with a `default` in its Context has an answer of its own for what it lacks: its inputs are not asked.
+    """
     written = {state_key(f, output=True) for node in graph.nodes for f in node.outputs}
     missing: dict[str, list[str]] = {}
     for node in graph.nodes:
+        if "default" in node.context:
+            continue
         for field in node.inputs:
             key = state_key(field, output=False)
             if key not in written and key not in SYSTEM_KEYS and key not in state:
@@ -76,8 +84,9 @@ def missing_state(graph: GraphSpec, state: Mapping[str, Any]) -> MissingState | 
         parts.append(f"{key!r}, read by node{'s' if len(readers) > 1 else ''} {nodes}{guess}")
         example[key] = example.pop(close[0]) if close else "..."
     several = len(missing) > 1
+    many = len({n for nodes in missing.values() for n in nodes}) > 1
     message = (
         f"the initial state has no {'; no '.join(parts)}; no node writes "
-        f"{'these keys' if several else 'it'}, so the node{'s' if several else ''} will read None"
+        f"{'these keys' if several else 'it'}, so the node{'s' if many else ''} would read None"
     )
     return MissingState(message, tuple(missing), example)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent
     from agentmap.runtime.durable import Thread
     from agentmap.runtime.inputs import MissingState
+    from agentmap.runtime.options import MissingInputs
     from agentmap.runtime.revisions import CodeChange, Revision
     from agentmap.spec.models import GraphSpec
 
@@ -55,6 +56,7 @@ class CompiledWorkflow:
         *,
         success_policy: SuccessPolicy | None = None,
         critical_nodes: Sequence[str] = (),
+        missing_inputs: MissingInputs = "error",
     ) -> None:
         self.spec = spec
         self.graph = graph
@@ -80,6 +82,9 @@ class CompiledWorkflow:
         """The stored files a workflow compiled at a revision reads instead of the disk's (its runs too)."""
         self.code_changes: tuple[CodeChange, ...] = ()
         """Compiled at a stored revision: its Python files that changed since (or are gone)."""
+        self.missing_inputs: MissingInputs = missing_inputs
+        """What a run with a new state lacking an input no node writes does: `error` (`missing-state`), `warn`
+        or `ignore` (see `agentmap.compile`)."""
 
     @property
     def name(self) -> str:
@@ -360,12 +365,15 @@ class CompiledWorkflow:
     ) -> MissingState | None:
         """What `state` lacks of the inputs no node writes (`runtime.inputs.missing_state`), or None.
 
-        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). `agentmap
-        run`, `serve` and `batch` all ask this, and say what it found: a warning, or with `strict` an error.
+        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). Every run
+        with a new state asks this (as `missing_inputs` says); `agentmap run`, `serve` and `batch` ask it before
+        they start, to say what it found in their own words: an error, or a warning.
 
         Raises:
             ConfigError: `strict` and a key is missing (`missing-state`).
         """
+        if all(key in state for key in self._asked):  # the common case, without building a message
+            return None
         from agentmap.runtime.inputs import missing_state
 
         found = missing_state(self.spec, state)
@@ -378,6 +386,13 @@ class CompiledWorkflow:
         if found is not None and strict:
             raise found.error()
         return found
+
+    @cached_property
+    def _asked(self) -> tuple[str, ...]:
+        """The inputs a new state must hold: those no node writes (and no node reading has a Context default)."""
+        from agentmap.runtime.inputs import missing_inputs
+
+        return tuple(missing_inputs(self.spec, {}))
 
     def thread(self, thread_id: str) -> Thread:
         """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering

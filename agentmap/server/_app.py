@@ -47,7 +47,10 @@ class Server:
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
         self.assistants = Assistants.load(
-            config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
+            # a run's input is checked once, as it is accepted (`_run_start`), as `config.missing_inputs` says
+            config.targets,
+            self.checkpointer,
+            options=config.compile_options.but(store=self.items, missing_inputs="ignore"),
         )
         self.store = open_store(config.checkpoint)
         self.runs = RunManager(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.options import CompileOptions, MissingInputs
 
 if TYPE_CHECKING:
     from agentmap.runtime.durable import Durability
@@ -47,8 +47,9 @@ class ServeConfig:
         grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: `agentmap.compile`'s options for every served graph (functions and agents folders,
             success policy, tracing, ...; the checkpointer and item store are the server's).
-        strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
-            otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
+        missing_inputs: A run whose input (with its thread's values) lacks a key some node reads and no node
+            writes: `error` refuses it (422 `missing-state` naming the key), `warn` runs it with a warning in its
+            metadata (`warnings`) and the server's log, `ignore` runs it without a word.
         webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
             run naming another is refused (422). None allowed: no run may have a webhook.
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
@@ -70,7 +71,7 @@ class ServeConfig:
     lease: float = 30.0
     grace: float = 30.0
     compile_options: CompileOptions = field(default_factory=CompileOptions)
-    strict: bool = False
+    missing_inputs: MissingInputs = "error"
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0

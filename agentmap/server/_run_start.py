@@ -173,9 +173,12 @@ def resolve_request(
     config = _run_config(body)
     run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = assistant.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
+    mode = server.config.missing_inputs
+    found = None
+    if isinstance(run_input, Mapping) and mode != "ignore":
+        found = assistant.app.check_state(run_input, thread_id=thread_id)
     if found is not None:
-        if server.config.strict:
+        if mode == "error":
             hint = found.hint("the run's input")
             raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
         _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)

@@ -282,12 +282,26 @@ def test_progress_bar_in_a_terminal(tmp_path: Path) -> None:
     assert "5/5" in result.plain and "1 failed" in result.plain and "rows/s" in result.plain
 
 
-def test_a_table_lacking_an_input_column_warns_once_on_stderr(
+def test_a_table_lacking_an_input_column_is_refused_before_any_row_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = tmp_path / "rows.csv"
     rows.write_text("ticket_id,custmer,amount\nT-1,Ada,10\nT-2,Grace,20\nT-3,Linus,30\n")
-    assert main(["batch", str(EXAMPLE), "-i", str(rows), "-o", str(tmp_path / "out.csv")]) == 0
+    assert main(["batch", str(EXAMPLE), "-i", str(rows), "-o", str(tmp_path / "out.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "error[missing-state]" in err and "the initial state has no 'customer'" in err
+    assert "did you mean 'customer'?" in err and "--missing-inputs warn" in err
+    assert not (tmp_path / "out.csv").exists()
+    assert len((tmp_path / "out.csv.partial").read_text().splitlines()) == 1  # its header: no row ran
+
+
+def test_a_table_lacking_an_input_column_warns_once_on_stderr_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("ticket_id,custmer,amount\nT-1,Ada,10\nT-2,Grace,20\nT-3,Linus,30\n")
+    out = str(tmp_path / "out.csv")
+    assert main(["batch", str(EXAMPLE), "-i", str(rows), "-o", out, "--missing-inputs", "warn"]) == 0
     err = capsys.readouterr().err
     assert err.count("warning: ") == 1, err
     assert "the initial state has no 'customer'" in err and "did you mean 'customer'?" in err

@@ -30,18 +30,28 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
 # -- an initial state without the inputs no node writes ------------------------------------------
 
 
-def test_a_typo_in_the_initial_state_is_named_with_the_key_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_typo_in_the_initial_state_is_refused_naming_the_key_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", '{"nmae": "Ada"}', "--json")
-    assert code == 0 and json.loads(out)["state"]["greeting"] == "Hello, None!"  # it still runs
-    assert "warning: the initial state has no 'name', read by node 'Greet'" in err
-    assert "did you mean 'name'?" in err and """--state '{"name": "Ada"}'""" in err
+    assert code == 2 and json.loads(out)["error"]["code"] == "missing-state"  # not `Hello, None!`, exit 0
+    assert "error[missing-state]: the initial state has no 'name', read by node 'Greet'" in err
+    assert "did you mean 'name'?" in err and """--state '{"name": "Ada"}'""" in err and "--missing-inputs warn" in err
 
 
-def test_strict_refuses_a_state_without_the_inputs(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
-    assert code == 2 and "error[missing-state]" in err and "'name'" in err
-    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
+def test_missing_inputs_warn_runs_with_a_warning_and_strict_is_still_understood(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hello = GRAPHS / "hello_world.csv"
+    code, out, err = cli(capsys, "run", hello, "--state", '{"nmae": "Ada"}', "--missing-inputs", "warn", "--json")
+    assert code == 0 and json.loads(out)["state"]["greeting"] == "Hello, None!"  # asked for: it runs
+    assert "warning: the initial state has no 'name', read by node 'Greet'" in err and "did you mean" in err
+    code, out, err = cli(capsys, "run", hello, "--state", "{}", "--missing-inputs", "ignore", "--json")
     assert code == 0 and "warning" not in err
+    code, _, err = cli(capsys, "run", hello, "--state", "{}", "--strict")  # the older spelling of the default
+    assert code == 2 and "error[missing-state]" in err and "'name'" in err
+    code, _, err = cli(capsys, "run", hello, "--json")  # the .state.json
+    assert code == 0 and "warning" not in err
+    code, _, err = cli(capsys, "run", hello, "--missing-inputs", "loud")
+    assert code == 2 and "--missing-inputs must be error, warn or ignore" in err
 
 
 @pytest.mark.parametrize("workflow", [*sorted(p.name for p in GRAPHS.glob("*.csv")), "assistant/assistant.csv"])

@@ -80,10 +80,42 @@ def test_initial_state_must_be_a_dict(app: agentmap.CompiledWorkflow) -> None:
     assert "must be a dict" in info.value.message
 
 
-def test_no_initial_state_runs_with_missing_inputs_as_none(app: agentmap.CompiledWorkflow) -> None:
-    result = app.invoke()
-    assert result.state["greeting"] == "Hello, None!"
-    assert result.failed_nodes == ["Check", "Sorry"]
+def test_a_state_without_an_input_no_node_writes_is_refused_naming_the_key(
+    app: agentmap.CompiledWorkflow, write_csv: WriteCsv, caplog: pytest.LogCaptureFixture
+) -> None:
+    for run in (lambda: app.invoke(), lambda: list(app.stream({"nmae": "Ada", "ok": "yes"})), lambda: app.batch([{}])):
+        with pytest.raises(ConfigError) as info:
+            run()
+        assert info.value.code == "missing-state" and "'name', read by node 'Greet'" in info.value.message
+    with pytest.raises(ConfigError, match="did you mean 'name'"):
+        app.invoke({"nmae": "Ada", "ok": "yes"})
+    lenient = agentmap.compile(write_csv(FLOW), missing_inputs="warn")
+    with caplog.at_level("WARNING", logger="agentmap.runtime"):
+        result = lenient.invoke()  # the older behaviour, asked for: the nodes read None
+    assert result.state["greeting"] == "Hello, None!" and result.failed_nodes == ["Check", "Sorry"]
+    assert any("the initial state has no 'name'" in r.getMessage() for r in caplog.records)
+    assert agentmap.compile(write_csv(FLOW), missing_inputs="ignore").invoke().state["greeting"] == "Hello, None!"
+    with pytest.raises(ConfigError, match="missing_inputs must be one of error, warn, ignore"):
+        agentmap.compile(write_csv(FLOW), missing_inputs="loud")  # type: ignore[arg-type]
+
+
+def test_a_node_with_a_context_default_needs_no_input_and_a_saved_thread_counts(write_csv: WriteCsv) -> None:
+    flow = write_csv(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        'G,Ask,input,"Name for {who}?","{""default"": ""Ada""}",who,name,Greet\n'
+        'G,Greet,template,"Hello, {name} and {friend}!",,name|friend,greeting,\n'
+    )
+    app = agentmap.compile(flow, checkpointer=InMemorySaver())
+    with pytest.raises(ConfigError, match="no 'friend', read by node 'Greet'") as info:
+        app.invoke({})
+    assert "'who'" not in info.value.message  # read only by a node with a default
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    assert app.invoke({"friend": "Bo"}, config).state["greeting"] == "Hello, Ada and Bo!"
+    assert app.invoke({}, config).success  # the thread's saved values hold a friend
+
+
+def test_the_graph_of_a_compiled_workflow_embedded_in_langgraph_takes_a_partial_state(app: Any) -> None:
+    assert app.graph.invoke({"ok": "yes"})["greeting"] == "Hello, None!"  # LangGraph's rules, unchecked
 
 
 async def test_ainvoke_matches_invoke(app: agentmap.CompiledWorkflow) -> None:
