@@ -102,12 +102,15 @@ def agent_for(
         state: dict[str, Any] = {keys.prompt: prompt}
         if keys.history is not None:
             state[keys.history] = [{"role": r, "content": t} for r, t in parse_chat_history(chat_history)]
-        # a key the workflow reads is given even when the call has none for it: None, on purpose (a run refuses
-        # a state without an input no node writes)
-        if keys.memory is not None:
+        if keys.memory is not None and memory is not None:
             state[keys.memory] = memory
-        if keys.config is not None:
-            state[keys.config] = resolved.model_dump(mode="json") if resolved is not None else None
+        if keys.config is not None and resolved is not None:
+            state[keys.config] = resolved.model_dump(mode="json")
+        # a run_agent call carries nothing else: the workflow's other inputs read None (the contract has no room
+        # for them), as they did before runs refused a state without them
+        unasked = app.check_state(state)
+        if unasked is not None:
+            state.update(dict.fromkeys(unasked.keys))
         return state
 
     def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:

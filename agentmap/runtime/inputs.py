@@ -11,7 +11,7 @@ an error (`missing-state`, the default) or, with `missing_inputs="warn"` (`--mis
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,9 @@ from agentmap.spec.models import GraphSpec, state_key
 from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = ["MissingState", "missing_inputs", "missing_state"]
+
+_DEFAULTS = ("default", "default_result")
+"""Context keys by which a node answers for an input it lacks."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +52,17 @@ class MissingState:
         return ConfigError(self.message, code=ErrorCode.MISSING_STATE, hint=hint)
 
 
-def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list[str]]:
+def missing_inputs(graph: GraphSpec, state: Mapping[str, Any], called: Collection[str] = ()) -> dict[str, list[str]]:
     """The inputs no node writes and `state` lacks: `{key: [nodes reading it]}`, in row order.
 
-    A node with a `default` in its Context has an answer of its own for what it lacks: its inputs are not asked.
+    A node with a default in its Context (`default`; a `branching` node's `default_result`, which decides a
+    missing value) has an answer of its own for what it lacks, and a node another node `called` by name (an
+    orchestrator's planner and workers) gets its inputs from that caller: their inputs are not asked.
     """
     written = {state_key(f, output=True) for node in graph.nodes for f in node.outputs}
     missing: dict[str, list[str]] = {}
     for node in graph.nodes:
-        if "default" in node.context:
+        if node.name in called or any(key in node.context for key in _DEFAULTS):
             continue
         for field in node.inputs:
             key = state_key(field, output=False)
@@ -68,9 +73,9 @@ def missing_inputs(graph: GraphSpec, state: Mapping[str, Any]) -> dict[str, list
     return missing
 
 
-def missing_state(graph: GraphSpec, state: Mapping[str, Any]) -> MissingState | None:
-    """What `state` lacks of the inputs no node of `graph` writes, or None when it has them all."""
-    missing = missing_inputs(graph, state)
+def missing_state(graph: GraphSpec, state: Mapping[str, Any], called: Collection[str] = ()) -> MissingState | None:
+    """What `state` lacks of the inputs no node of `graph` writes (see `missing_inputs`), or None."""
+    missing = missing_inputs(graph, state, called)
     if not missing:
         return None
     read = {state_key(f, output=False) for node in graph.nodes for f in node.inputs}

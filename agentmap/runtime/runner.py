@@ -376,23 +376,29 @@ class CompiledWorkflow:
             return None
         from agentmap.runtime.inputs import missing_state
 
-        found = missing_state(self.spec, state)
+        found = missing_state(self.spec, state, self._called)
         if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
             from agentmap.runtime.threads import thread_config
 
             saved = self.graph.get_state(thread_config(thread_id)).values  # its values, as this workflow reads them
             if saved:
-                found = missing_state(self.spec, {**saved, **state})
+                found = missing_state(self.spec, {**saved, **state}, self._called)
         if found is not None and strict:
             raise found.error()
         return found
 
     @cached_property
     def _asked(self) -> tuple[str, ...]:
-        """The inputs a new state must hold: those no node writes (and no node reading has a Context default)."""
+        """The inputs a new state must hold: those no node writes (see `runtime.inputs.missing_inputs`)."""
         from agentmap.runtime.inputs import missing_inputs
 
-        return tuple(missing_inputs(self.spec, {}))
+        return tuple(missing_inputs(self.spec, {}, self._called))
+
+    @cached_property
+    def _called(self) -> frozenset[str]:
+        """The nodes another node calls by name (an orchestrator's planner and workers): their caller gives their
+        inputs."""
+        return frozenset(n for agent in self.agents.values() for n in type(agent).referenced_nodes(agent.context))
 
     def thread(self, thread_id: str) -> Thread:
         """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering

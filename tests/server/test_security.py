@@ -81,7 +81,7 @@ def test_body_size_limit() -> None:
 
         response = client.post("/runs/wait", content=chunks(), headers={"Content-Type": "application/json"})
         assert response.status_code == 413
-        assert client.post("/runs/wait", json={"assistant_id": "HelloWorld"}).status_code == 200
+        assert client.post("/runs/wait", json={"assistant_id": "HelloWorld", "input": {"name": "A"}}).status_code == 200
 
 
 def test_request_ids_in_responses_errors_and_logs(open_api: TestClient, caplog: pytest.LogCaptureFixture) -> None:
