@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -32,6 +32,7 @@ from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._viewer import viewer_page
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["Server", "create_app"]
@@ -145,7 +146,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(item_routes(server.items))
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
-    _add_viewer(app)
+    _add_viewer(app, server)
     _add_errors(app)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
@@ -213,6 +214,11 @@ def _assistant_routes(server: Server) -> APIRouter:
         """JSON schemas of the graph's input, output and state."""
         return server.assistant(assistant_id).schemas()
 
+    @router.get("/assistants/{assistant_id}/svg")
+    def svg(assistant_id: str) -> Response:
+        """The graph drawn offline as SVG (what `agentmap export --format svg` writes; the viewer shows it)."""
+        return Response(server.assistant(assistant_id).svg(), media_type="image/svg+xml")
+
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
     def mermaid(assistant_id: str) -> str:
         """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
@@ -221,12 +227,13 @@ def _assistant_routes(server: Server) -> APIRouter:
     return router
 
 
-def _add_viewer(app: FastAPI) -> None:
+def _add_viewer(app: FastAPI, server: Server) -> None:
     static = resources.files("agentmap.server") / "static"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        return (static / "index.html").read_text(encoding="utf-8")
+    def index(graph: str | None = None) -> str:
+        """The run viewer, its first view drawn here (see `_viewer`)."""
+        return viewer_page(server, graph)
 
     app.mount("/viewer", StaticFiles(directory=str(static)), name="viewer")
 
