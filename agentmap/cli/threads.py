@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli import _durable
+from agentmap.cli import _durable, _resume
 from agentmap.cli._common import ConfigOption, JsonOption
 from agentmap.cli.render import set_json_output
 
@@ -87,6 +87,9 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         for s in reversed(snapshots)
     ]
     hint = _durable.resume_hint(thread, checkpoint)
+    waiting = list(snapshots[0].interrupts) if snapshots and info.questions else []
+    if waiting:  # the answer the node waits for, as `agentmap run` shows it (without one, resume refuses)
+        hint = f"{hint} {_resume.answer_for(waiting)}"
     resumable = info.status in ("paused", "interrupted", "failed") and bool(info.next or info.questions)
     if json_mode:
         from agentmap.cli.render import dump_json
@@ -105,8 +108,7 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
     if info.next:
         out.print(f"next: {escape(', '.join(info.next))}")
     for question in info.questions:
-        text = question.get("question", question) if isinstance(question, dict) else question
-        out.print(f"[bold yellow]?[/] {escape(str(text))}")
+        _resume.print_question(out, question)
     if info.error:
         out.print(f"[red]error[/]: {escape(info.error)}")
     for entry in history:
