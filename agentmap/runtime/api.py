@@ -176,10 +176,15 @@ def validate(
     return issues
 
 
+_SAID_AT_RUN = ("csv-dialect", "encoding", "unknown-column")
+"""The warnings a run says too (it shows no other validation warning): how a file that was not plain UTF-8 CSV was
+read, and a column it ignores (a misspelt `Promt` would leave every prompt out without a word)."""
+
+
 def _report_reading(issues: Sequence[Issue]) -> None:
-    """Say how a file that was not plain UTF-8 CSV was read (a run shows no validation warnings otherwise)."""
+    """Say the warnings of `_SAID_AT_RUN` on the `agentmap.spec` logger."""
     for issue in issues:
-        if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
+        if issue.severity == "warning" and issue.code in _SAID_AT_RUN:
             logging.getLogger("agentmap.spec").warning("%s", issue)
 
 

@@ -77,6 +77,17 @@ def test_a_semicolon_cp1252_csv_runs_with_warnings(
     assert code == 0 and "2 warnings" in out
 
 
+def test_a_misspelt_column_is_named_by_run_too_not_only_by_validate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Promt,Output_Field\nG,A,default,Hi,out\n")
+    code, out, err = cli(capsys, "run", "flow.csv", "--json")
+    assert code == 0 and json.loads(out)["state"]["out"] == "[A] DefaultAgent executed"  # the prompt was left out
+    assert "warning[unknown-column]: unknown column 'Promt' is ignored; did you mean 'Prompt'?" in err
+    assert err.count("unknown-column") == 1
+
+
 # -- a file with several graphs and no selector --------------------------------------------------
 
 
