@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -77,21 +78,24 @@ class _Quiet:
 
 
 class _Bar:
-    """A rich progress bar on stderr: rows done, failed, rows/s, ETA."""
+    """A rich progress bar on stderr: rows done, failed, rows/s, ETA.
 
-    def __init__(self) -> None:
+    The ETA is the rows left at the batch's own rate so far (rows done / time since the first row started), not
+    rich's estimate from the last few updates, which rows finishing together (a batch of concurrent rows) send
+    far too high: `ETA 0:00:03` with 368 of 400 rows left at 4 rows/s.
+
+    Args:
+        clock: Seconds, monotonic (`time.monotonic`; a test gives its own).
+        console: Where the bar is drawn (stderr by default).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, console: Any = None) -> None:
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._failed = 0
         self._cost: float | None = None
+        self._clock = clock
         self._progress = Progress(
             TextColumn("batch"),
             BarColumn(),
@@ -100,17 +104,17 @@ class _Bar:
             TextColumn("{task.fields[rate]} rows/s"),
             TextColumn("{task.fields[cost]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
+            TextColumn("ETA {task.fields[eta]}"),
+            console=console or Console(stderr=True),
             transient=False,
+            get_time=clock,
         )
         self._task: Any = None
-        self._started = time.monotonic()
+        self._started = clock()
 
     def start(self, total: int, skipped: int) -> None:
-        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-", cost="")
-        self._started = time.monotonic()
+        self._task = self._progress.add_task("rows", total=total - skipped, failed=0, rate="-", cost="", eta="-:--:--")
+        self._started = self._clock()
         self._progress.start()
 
     def advance(self, result: RowResult) -> None:
@@ -119,13 +123,22 @@ class _Bar:
         self._failed += not result.success
         if result.cost is not None:
             self._cost = (self._cost or 0.0) + result.cost
-        done = self._progress.tasks[0].completed + 1
-        rate = done / max(time.monotonic() - self._started, 1e-9)
+        task = self._progress.tasks[0]
+        done = task.completed + 1
+        rate = done / max(self._clock() - self._started, 1e-9)
+        left = max((task.total or 0) - done, 0)
         cost = money(self._cost) if self._cost is not None else ""
-        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}", cost=cost)
+        eta = _clock_time(left / rate)
+        self._progress.update(self._task, advance=1, failed=self._failed, rate=f"{rate:.1f}", cost=cost, eta=eta)
 
     def stop(self) -> None:
         self._progress.stop()
+
+
+def _clock_time(seconds: float) -> str:
+    """`H:MM:SS`, as rich writes elapsed time."""
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None:
