@@ -290,6 +290,7 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(tmp_p
         [question] = paused.structuredContent["questions"]
         assert question["node"] == "Review" and question["question"] == "Publish the post?"
         assert f'"thread_id": "{thread_id}"' in _text(paused)
+        assert "Review asks: Publish the post? Answer with the 'resume' tool" in _text(paused)  # not `post?.`
 
     async with connected(tmp_path, flows, "--checkpoint", database) as session:  # the server started again
         with pytest.raises(McpError) as caught:
