@@ -203,10 +203,15 @@ class _TraceFilter(logging.Filter):
 
 
 def configure_logging(level: str) -> None:
-    """Send the `agentmap` loggers to stderr at `level` (a name from the settings); trace lines only at TRACE."""
+    """Send the `agentmap` loggers to stderr at `level` (a name from the settings); trace lines only at TRACE.
+
+    They go there only: not also up to the root logger, where a library's `logging.basicConfig()` would print each
+    line a second time (the MCP SDK calls `logging.debug` when a client's stream closes, which installs one).
+    """
     logger = logging.getLogger("agentmap")
     number = _LEVELS.get(level.upper(), logging.WARNING)
     logger.setLevel(number)
+    logger.propagate = False
     handler = next((h for h in logger.handlers if isinstance(h, _StderrHandler)), None)
     if handler is None:
         handler = _StderrHandler()
