@@ -204,3 +204,24 @@ def test_a_compile_keyword_batch_does_not_take_is_refused_by_name(tmp_path: Path
 def test_compile_keywords_reach_every_row_typed(tmp_path: Path) -> None:
     result = agentmap.batch(shout_flow(tmp_path), words("x", "y"), interrupt_before=["Frame"], fuse=False)
     assert result.success and [r.outputs.get("framed") for r in result.rows] == [None, None]  # paused before Frame
+
+
+def test_a_row_whose_router_raised_names_the_node_in_failed_nodes(tmp_path: Path) -> None:
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "pick.py").write_text(
+        "def pick(state, success, failure):\n    return {'boom': 1}[state['word']]\n", encoding="utf-8"
+    )
+    flow = tmp_path / "route.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "R,Check,echo,word,checked,func:pick\n"
+        "R,Done,echo,checked,done,\n",
+        encoding="utf-8",
+    )
+    result = agentmap.batch(flow, [{"word": "boom"}, {"word": "calm"}], output=tmp_path / "out.csv")
+    failed = next(r for r in result.rows if r.row == 2)
+    assert failed.error is not None and "router func:pick of node 'Check' raised KeyError" in failed.error
+    assert failed.failed_nodes == ("Check",)  # before: empty
+    with (tmp_path / "out.csv").open(encoding="utf-8") as table:
+        rows = list(csv.DictReader(table))
+    assert rows[1]["failed_nodes"] == "Check"
