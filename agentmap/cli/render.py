@@ -32,6 +32,7 @@ __all__ = [
     "print_error",
     "print_issues",
     "set_json_output",
+    "shown_path",
     "summary_table",
     "use_color",
 ]
@@ -90,6 +91,17 @@ def console(*, stderr: bool = False) -> Console:
 
 _UNBOUNDED = 100_000
 """The width of a console that is not a terminal: wider than any line AgentMap prints."""
+
+
+def shown_path(path: str) -> str:
+    """A workflow's path as the commands show it: relative to the working folder when it lies under it (so `run`
+    and `resume`, whose thread remembers the absolute path, show the same), else as it is."""
+    from pathlib import Path
+
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 def dump_json(document: Any, stream: IO[str] | None = None) -> None:

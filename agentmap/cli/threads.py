@@ -10,7 +10,7 @@ import typer
 
 from agentmap.cli import _durable, _resume
 from agentmap.cli._common import ConfigOption, JsonOption
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import set_json_output, shown_path
 
 if TYPE_CHECKING:
     from agentmap import CompileOptions
@@ -44,7 +44,9 @@ def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
         table.add_column(column, no_wrap=column in ("thread", "status"))
     for t in found:
         updated = t.updated[:19].replace("T", " ")
-        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), _revision(t.revision, t.behind), updated)
+        table.add_row(
+            t.thread_id, shown_path(t.target), t.status, str(t.step), _revision(t.revision, t.behind), updated
+        )
     console().print(table if found else "no threads saved yet (agentmap run FILE --thread ID saves one)")
 
 
@@ -53,16 +55,6 @@ def _revision(revision: str | None, behind: bool | None) -> str:
     if revision is None:
         return "-"
     return revision[:8] + (" behind" if behind else "")
-
-
-def _short(target: str) -> str:
-    """A workflow path relative to the working folder when it lies under it."""
-    from pathlib import Path
-
-    try:
-        return str(Path(target).relative_to(Path.cwd()))
-    except ValueError:
-        return target
 
 
 def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None, calls: bool = False) -> None:
@@ -101,7 +93,9 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
     from agentmap.cli.render import console
 
     out = console()
-    out.print(f"[bold]{escape(thread)}[/]: {escape(_short(info.target))}, [bold]{info.status}[/] at step {info.step}")
+    out.print(
+        f"[bold]{escape(thread)}[/]: {escape(shown_path(info.target))}, [bold]{info.status}[/] at step {info.step}"
+    )
     if info.revision:
         behind = " (the file has changed since: `agentmap diff --thread ID` says what that does)" if info.behind else ""
         out.print(f"revision: {info.revision[:12]}{escape(behind.replace('ID', thread))}")

@@ -95,8 +95,8 @@ Pick,Say,template,You chose {colour}.,,colour,said,
 
 
 def test_a_paused_nodes_hint_shows_a_plain_answer_and_its_number_is_accepted(tmp_path: Path) -> None:
-    flow = write(tmp_path / "pick.csv", PICK)
-    paused = agentmap("run", flow, "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
+    write(tmp_path / "pick.csv", PICK)
+    paused = agentmap("run", "pick.csv", "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
     assert paused.code == 0, paused.err
     hint = json.loads(paused.out)["resume"]
     assert hint == "agentmap resume c1 --checkpoint runs.db red"  # the first option as typed: no JSON quoting
@@ -105,6 +105,8 @@ def test_a_paused_nodes_hint_shows_a_plain_answer_and_its_number_is_accepted(tmp
     done = agentmap("resume", "c1", "2", "--checkpoint", "runs.db", cwd=tmp_path)  # as the hint offers
     assert done.code == 0, done.err
     assert json.loads(done.out)["state"]["said"] == "You chose green."
+    # the thread remembers the file's absolute path; both documents show it as run was given it
+    assert json.loads(paused.out)["file"] == json.loads(done.out)["file"] == "pick.csv"
 
 
 def test_threads_show_offers_the_command_that_answers_a_paused_thread(tmp_path: Path) -> None:
