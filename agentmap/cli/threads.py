@@ -157,6 +157,7 @@ def register(app: typer.Typer) -> None:
         help="The saved runs (threads) of a checkpoint: `agentmap threads`, `agentmap threads show ID`.",
         invoke_without_command=True,
         no_args_is_help=False,
+        subcommand_metavar="[show THREAD]",  # not `COMMAND [ARGS]...`: without one, the threads are listed
     )
 
     @group.callback()

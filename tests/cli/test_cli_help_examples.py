@@ -53,6 +53,8 @@ def test_help_shows_placeholders_and_choices_not_python_types() -> None:
     resume = agentmap("resume", "--help").out
     assert "Usage: agentmap resume [OPTIONS] THREAD [ANSWER]" in resume
     assert "--durability [sync|async|exit]" in resume and "--checkpoint FILE|URL" in resume
+    threads = agentmap("threads", "--help").out  # `agentmap threads` alone lists them: no COMMAND is needed
+    assert "Usage: agentmap threads [OPTIONS] [show THREAD]" in threads and "COMMAND [ARGS]" not in threads
     export = agentmap("export", "--help").out
     assert "--format [mermaid|json|svg|png|dot|python]" in export and "--allow-root DIR" in export
     for path in EXAMPLES:
