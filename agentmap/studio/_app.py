@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, InstanceOf
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.options import CompileOptions
 from agentmap.server import Guard, Reach, new_token
-from agentmap.spec.columns import map_headers
+from agentmap.spec.columns import COLUMNS, map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
 from agentmap.studio._runs import ServedFile
@@ -224,6 +224,7 @@ def _sheet(document: Editable, rows: Sequence[tuple[int | None, list[str]]], opt
             for index, cells in rows
         ],
         "columns": [canonical.get(i, "") for i in range(len(header))],
+        "known_columns": list(COLUMNS),  # what "Add column" offers
         "agent_types": sorted(registry.names()),
         **_checked(document, rows, options),
     }
