@@ -41,7 +41,7 @@ def serve_command(
     host: str = "127.0.0.1",
     port: int = 8123,
     api_key_env: str | None = None,
-    checkpoint: str = ".agentmap/runs.db",
+    checkpoint: str | None = None,
     cors_origins: list[str] | None = None,
     allowed_hosts: list[str] | None = None,
     max_body: int = 1_048_576,
@@ -98,7 +98,6 @@ def serve_command(
     options = CompileOptions.from_settings(settings).but(tracing=tracing)
     serve_config = ServeConfig(
         targets=tuple(targets),
-        checkpoint=checkpoint,
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
         allowed_hosts=tuple(allowed_hosts),
@@ -115,6 +114,10 @@ def serve_command(
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
     )
+    if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
+        from dataclasses import replace
+
+        serve_config = replace(serve_config, checkpoint=checkpoint)
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
     finally:
@@ -199,14 +202,16 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8123,
         api_key_env: ApiKeyEnvOption = None,
         checkpoint: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--checkpoint",
                 metavar="FILE|URL|memory",
                 help="Where threads, runs and the run queue are kept: a SQLite file, a postgresql:// URL "
-                "(shared by every replica), or `memory`.",
+                "(shared by every replica), or `memory` (default: .agentmap/runs.db, or runs.db in "
+                "$AGENTMAP_STATE_DIR).",
+                show_default=False,
             ),
-        ] = ".agentmap/runs.db",
+        ] = None,
         cors_origin: Annotated[
             list[str] | None,
             typer.Option(

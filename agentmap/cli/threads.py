@@ -27,7 +27,7 @@ def _options(config: Path | None) -> CompileOptions:
 
 def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap import ThreadInfo, threads
-    from agentmap._cli_api import checkpoint_exists
+    from agentmap._cli_api import checkpoint_exists, checkpoint_target
 
     found: list[ThreadInfo] = threads(checkpoint, options=_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
@@ -39,7 +39,7 @@ def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
 
     from agentmap.cli.render import console
 
-    table = Table(title=f"threads in {checkpoint or '.agentmap/runs.db'}", title_justify="left")
+    table = Table(title=f"threads in {checkpoint_target(checkpoint, create=False)}", title_justify="left")
     for column in ("thread", "workflow::graph", "status", "step", "revision", "updated"):
         table.add_column(column, no_wrap=column in ("thread", "status"))
     for t in found:

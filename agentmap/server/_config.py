@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentmap.runtime.checkpoint import state_file
 from agentmap.runtime.options import CompileOptions, MissingInputs
 
 if TYPE_CHECKING:
@@ -19,8 +20,8 @@ class ServeConfig:
 
     Attributes:
         targets: Workflow files (`file.csv`, `file.csv::Graph`) and folders of them; one assistant per graph.
-        checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
-            runtime's checkpointers accept.
+        checkpoint: Where threads are kept: a SQLite file (default `runs.db` in `$AGENTMAP_STATE_DIR`, else in
+            `.agentmap/`), `memory`, or what the runtime's checkpointers accept.
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured); their pages may
             also write (POST, PUT, PATCH, DELETE), which a page of any other origin may not.
@@ -58,7 +59,7 @@ class ServeConfig:
     """
 
     targets: tuple[str, ...]
-    checkpoint: str = ".agentmap/runs.db"
+    checkpoint: str = field(default_factory=lambda: str(state_file("runs.db")))
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, InstanceOf
 
+from agentmap._paths import state_file
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.options import CompileOptions
 from agentmap.server import Guard, Reach, new_token
@@ -40,7 +41,8 @@ class StudioConfig(BaseModel):
         max_body: The largest request body accepted, in bytes (5 MiB).
         options: The workflow's compile options (`functions_dir`, `agents_dir`, `settings`), for checks, drawings
             and runs.
-        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
+        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`;
+            default `studio.db` in `$AGENTMAP_STATE_DIR`, else in `.agentmap/`).
         graph: The graph the page shows first (`flows.xlsx::Graph`: the sheet of that name, else that graph's tab).
     """
 
@@ -50,7 +52,7 @@ class StudioConfig(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
     max_body: int = Field(default=5_242_880, ge=1)  # 5 MiB
     options: InstanceOf[CompileOptions] = Field(default_factory=CompileOptions)
-    checkpoint: str = ".agentmap/studio.db"
+    checkpoint: str = Field(default_factory=lambda: str(state_file("studio.db")))
     graph: str | None = None
 
 

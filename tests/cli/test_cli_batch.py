@@ -16,6 +16,7 @@ from pathlib import Path
 import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap_tty
+from components import clean_env
 
 from agentmap.cli import main
 
@@ -133,7 +134,7 @@ def _slow_batch(folder: Path) -> tuple[list[str], dict[str, str]]:
     (folder / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Nap,nap,n,double\n")
     (folder / "rows.csv").write_text("n\n" + "".join(f"{i}\n" for i in range(200)), encoding="utf-8")
     command = [sys.executable, "-m", "agentmap", "batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     return [*command, "--concurrency", "4", "--json"], env
 
 
@@ -264,7 +265,7 @@ def test_a_row_that_calls_os_exit_stops_the_batch_with_exit_5(tmp_path: Path, ex
     (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Q,quit,n,double\n")
     (tmp_path / "rows.csv").write_text("n\n1\n2\n3\n4\n", encoding="utf-8")
     args = ["batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--executor", executor, "--concurrency", "1"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     code, _, err = forked.run(*args, cwd=tmp_path, env={**env, "QUIT": "yes"})
     assert code == 5, err
     assert "error[row-exited]: row 3 called os._exit(9)" in err and "Traceback" not in err

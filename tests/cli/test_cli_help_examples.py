@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shlex
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 import typer
 from cli_helpers import GRAPHS, agentmap
+from components import clean_env
 from timing import scaled, until
 
 from agentmap.cli.app import EXAMPLES, build_app
@@ -99,7 +99,7 @@ def test_every_serving_example_serves_as_printed(
         assert re.search(r"# needs .*PostgreSQL", example), f"{example}: say it needs a PostgreSQL server"
         url = request.getfixturevalue("postgres_url")
         words = [url if word.startswith("postgresql://") else word for word in words]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     {"serve": _serves, "studio": _studio_serves, "mcp": _mcp_serves}[path](tmp_path, words, env)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from unittest.mock import ANY
 import httpx
 import pytest
 import served
+from components import clean_env
 from timing import scaled
 
 mcp = pytest.importorskip("mcp")
@@ -47,7 +47,7 @@ class Served(served.Served):
     its environment, with `env`)."""
 
     def __init__(self, folder: Path, *extra: str, targets: tuple[str, ...] = (), env: Mapping[str, str] = {}) -> None:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        environ = clean_env()
         environ.update({"MCP_TEST_KEY": KEY, **env})
         targets = targets or (str(ROOT / "graphs" / "hello_world.csv"), "flows.csv")
         super().__init__(*targets, *extra, cwd=folder, env=environ)
@@ -313,9 +313,8 @@ async def test_every_request_is_logged_once_after_an_mcp_session(tmp_path: Path)
     port = served.free_port()
     command = [sys.executable, "-m", "agentmap", "serve", str(ROOT / "graphs" / "hello_world.csv"), "flows.csv"]
     with open(tmp_path / "server.err", "w+", encoding="utf-8") as err:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
         proc = subprocess.Popen(
-            [*command, "--port", str(port), "--checkpoint", "memory"], cwd=tmp_path, env=environ, stderr=err
+            [*command, "--port", str(port), "--checkpoint", "memory"], cwd=tmp_path, env=clean_env(), stderr=err
         )
         url = f"http://127.0.0.1:{port}"
         try:

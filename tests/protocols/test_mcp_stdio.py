@@ -4,7 +4,6 @@ listed and called, progress, a failing run, bad calls, and a pause answered by e
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import clean_env
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
@@ -51,7 +51,7 @@ async def connected(
     tmp_path: Path, *args: str | Path, elicit: Elicit = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[ClientSession]:
     """A client session with `agentmap mcp ARGS`, started as an MCP client starts a server."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}, **(env or {})}
+    env = clean_env(env)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "agentmap", "mcp", *map(str, args)], cwd=tmp_path, env=env
     )
