@@ -297,10 +297,26 @@ class CorruptCheckpointError(ConfigError):
 
 
 class NodeError(AgentMapError, RuntimeError):
-    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next)."""
+    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next).
+
+    Attributes:
+        node: The node where it happened (the one whose router raised, ...), when there is one.
+    """
 
     default_code = ErrorCode.NODE_ERROR
     exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        location: Location | None = None,
+        hint: str | None = None,
+        node: str | None = None,
+    ) -> None:
+        self.node = node
+        super().__init__(message, code=code, location=location, hint=hint)
 
 
 class WorkflowValidationError(AgentMapError, ValueError):

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from agentmap.interface.scores import EvalReport
     from agentmap.llm.decision_log import SQLiteDecisionLog
     from agentmap.runtime.durable import Durability, Thread
+    from agentmap.runtime.options import MissingInputs
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.values import Problem
     from agentmap.server import ServeConfig
@@ -145,6 +146,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "EvalDiff",
     "EvalReport",
     "EvalRunSummary",
+    "MissingInputs",
     "Problem",
     "RowResult",
     "Settings",
@@ -166,6 +168,7 @@ _NAMES = {
     "EvalDiff": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.scores",
     "EvalRunSummary": "agentmap.interface.eval_runner",
+    "MissingInputs": "agentmap.runtime.options",
     "Problem": "agentmap.runtime.values",
     "RowResult": "agentmap.batch.rows",
     "Settings": "agentmap.config",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
-from agentmap.batch._input_scan import Finished, RowSource, check_columns, scan
+from agentmap.batch._input_scan import Finished, RowSource, check_columns, row_options, scan
 from agentmap.batch._recording import Recorder
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
@@ -129,8 +129,8 @@ def batch(
         progress: Told the counts and each result (the command line's progress bar).
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
-        on_warning: Told each such warning once, and the one warning of a table whose columns lack an input no
-            node writes (default: `warnings.warn`).
+        on_warning: Told each such warning once, and (with `missing_inputs="warn"`) the one warning of a table
+            whose columns lack an input no node writes (default: `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
@@ -140,9 +140,12 @@ def batch(
             before it, as a spreadsheet shows text (csv_specs/batch.md, "Formulas in a CSV output").
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
+            `missing_inputs`: a table without a column for an input no node writes is refused before any row
+            runs (`"error"`, the default), warned of once (`"warn"`), or run as it is (`"ignore"`).
 
     Raises:
-        ConfigError: Bad options, or input that cannot be read (its file and row are named).
+        ConfigError: Bad options, input that cannot be read (its file and row are named), or a table lacking an
+            input no node writes (`missing-state`).
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
         BatchInterrupted: Ctrl-C; what finished is kept.
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
@@ -252,14 +255,17 @@ def run_batch(
 ) -> BatchResult:
     """The batch itself (see `batch`): `rows.read()` is the one pass over the input (`scan`).
 
-    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`):
-    `warn` is told of those it lacks, once for the whole batch. A row is reported done (`progress`, `on_result`)
-    once it is recorded in the `.partial` file, when there is one (`Recorder`).
+    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`): a
+    column missing stops the batch before any row runs (`missing-state`), or with the compile option
+    `missing_inputs="warn"` `warn` is told of it, once for the whole batch. A row is reported done (`progress`,
+    `on_result`) once it is recorded in the `.partial` file, when there is one (`Recorder`).
     """
     shaper = shaper or Shaper()
     executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
     recipe = replace(recipe, options=shippable_options(recipe.options, executor), redo_failed=options.redo_failed)
+    mode = recipe.options.missing_inputs
+    recipe = replace(recipe, options=row_options(recipe.options))
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
@@ -270,7 +276,7 @@ def run_batch(
     )
     finished = Finished(partial.load() if partial is not None else {}, options.redo_failed)
     with scan(rows, shaper, source_name, finished) as scanned:
-        check_columns(runner.app, [shaper.renames.get(c, c) for c in scanned.columns], source_name, warn)
+        check_columns(runner.app, [shaper.renames.get(c, c) for c in scanned.columns], source_name, warn, mode)
         result = BatchResult(
             total=scanned.total,
             skipped=scanned.skipped,

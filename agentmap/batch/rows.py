@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.journal import digest
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
-from agentmap.errors import AgentMapError, ConfigError, ErrorCode
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError
 from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -359,9 +359,12 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
 
 
 def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
-    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`)."""
+    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`); the node it
+    names (a `NodeError`'s: the node whose router raised) is its failed node."""
     over = getattr(exc, "code", None) == "budget-exceeded"
-    return RowResult(job[0], job[1], {}, False, _one_line(exc), (), duration, over_budget=over)
+    node = exc.node if isinstance(exc, NodeError) else None
+    failed = (node,) if node else ()
+    return RowResult(job[0], job[1], {}, False, _one_line(exc), failed, duration, over_budget=over)
 
 
 def _one_line(error: Any) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -32,6 +32,7 @@ from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._viewer import viewer_page
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["Server", "create_app"]
@@ -47,7 +48,10 @@ class Server:
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
         self.assistants = Assistants.load(
-            config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
+            # a run's input is checked once, as it is accepted (`_run_start`), as `config.missing_inputs` says
+            config.targets,
+            self.checkpointer,
+            options=config.compile_options.but(store=self.items, missing_inputs="ignore"),
         )
         self.store = open_store(config.checkpoint)
         self.runs = RunManager(
@@ -143,7 +147,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
     app.include_router(_agui_routes(server))
-    _add_viewer(app)
+    _add_viewer(app, server)
     _add_errors(app)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
@@ -217,6 +221,11 @@ def _assistant_routes(server: Server) -> APIRouter:
         """JSON schemas of the graph's input, output and state."""
         return server.assistant(assistant_id).schemas()
 
+    @router.get("/assistants/{assistant_id}/svg")
+    def svg(assistant_id: str) -> Response:
+        """The graph drawn offline as SVG (what `agentmap export --format svg` writes; the viewer shows it)."""
+        return Response(server.assistant(assistant_id).svg(), media_type="image/svg+xml")
+
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
     def mermaid(assistant_id: str) -> str:
         """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
@@ -225,12 +234,13 @@ def _assistant_routes(server: Server) -> APIRouter:
     return router
 
 
-def _add_viewer(app: FastAPI) -> None:
+def _add_viewer(app: FastAPI, server: Server) -> None:
     static = resources.files("agentmap.server") / "static"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        return (static / "index.html").read_text(encoding="utf-8")
+    def index(graph: str | None = None) -> str:
+        """The run viewer, its first view drawn here (see `_viewer`)."""
+        return viewer_page(server, graph)
 
     app.mount("/viewer", StaticFiles(directory=str(static)), name="viewer")
 

@@ -32,7 +32,7 @@ from agentmap.server._models import (
     refuse_unsupported,
 )
 from agentmap.server._records import CronChanges, CronRecord, Tick, now
-from agentmap.server._run_start import breakpoints, resolve_request
+from agentmap.server._run_start import breakpoints, check_inputs, resolve_request
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what:
     if thread_id is not None:
         server.thread(thread_id)
     breakpoints(body, assistant, thread_id is None and body.on_completion != "keep", what)
+    check_inputs(server, assistant, body.input or {}, thread_id, what, "cron")  # refused now, not at every tick
 
 
 def _matching(server: Server, cron: CronRecord, body: CronSearch) -> bool:
@@ -194,9 +195,9 @@ def cron_routes(server: Server) -> APIRouter:
         refuse_unsupported(body, what)
         payload = body.model_dump(mode="json", exclude_none=True)
         payload["assistant_id"] = server.assistant(body.assistant_id).assistant_id
-        _check(server, payload, thread_id, what)
         end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
         following = _next_tick(body.schedule, _zone(body.timezone, what), time.time(), end_time, what)
+        _check(server, payload, thread_id, what)
         stamp = now()
         cron = CronRecord(
             cron_id=str(uuid.uuid4()),
