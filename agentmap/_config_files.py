@@ -42,6 +42,8 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
     elif suffix in (".yaml", ".yml"):
         try:
             import yaml
+
+            from agentmap._yaml import load
         except ImportError:
             raise ConfigError(
                 f"reading {path} needs PyYAML",
@@ -49,7 +51,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
                 hint='pip install "agentmap[yaml]", or write agentmap.toml instead',
             ) from None
         try:
-            data = yaml.safe_load(text)
+            data = load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(
                 f"{path} is not valid YAML: {_yaml_problem(exc)}",

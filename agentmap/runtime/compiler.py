@@ -24,7 +24,7 @@ from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.registry import normalize_type
 from agentmap.agents.runner import arun_node, input_keys, run_node, tracker_in
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
-from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
+from agentmap.runtime.functions import RouterFn
 from agentmap.runtime.fusion import ChainRun, Link, exits_early, plan_chains
 from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
@@ -269,7 +269,7 @@ def build_state_graph(
     for node in graph.nodes:
         for _, targets in node.next_cells():
             if isinstance(targets, FuncRef) and targets not in routers:
-                routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+                routers[targets] = options.router(graph, targets)
 
     routes: dict[str, Route | None] = {}
     retries: dict[str, RetrySettings | None] = {}

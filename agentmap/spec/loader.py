@@ -126,6 +126,7 @@ def _read_rows(
         if not (named_by_sheet and p.code == "missing-column" and p.column == "GraphName")
     ]
     issues += _reading_notes(table.notes, file, table.header_line)
+    issues += table.issues
     if any(i.code == "missing-column" for i in issues):
         return issues
 

@@ -161,6 +161,10 @@ VALIDATION_CODES = {
     "empty-file",
     "config-assumed",
     "endless-loop",
+    "unclosed-quote",
+    "rows-in-quoted-cell",
+    "check-skipped",
+    "file-too-big",
 }
 
 
