@@ -101,6 +101,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_FUNCTION = "unknown-function"
     BAD_ROUTER = "bad-router"
     FUNCTION_NOT_ALLOWED = "function-not-allowed"
+    CODE_OUTSIDE_ROOTS = "code-outside-roots"
     CONFIG_ASSUMED = "config-assumed"
     UNCLOSED_QUOTE = "unclosed-quote"
     ROWS_IN_QUOTED_CELL = "rows-in-quoted-cell"

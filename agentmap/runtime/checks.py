@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentmap._paths import CodeFolder, allowed_roots
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.findings import ConfigWarning, EnvironmentProblem
 from agentmap.agents.registry import AgentRegistry
@@ -47,6 +48,7 @@ class BuildOptions:
     registry: AgentRegistry = default_registry
     walk: Walk = field(default_factory=Walk, compare=False, repr=False)
     _overlays: dict[Path, AgentRegistry] = field(default_factory=dict, compare=False, repr=False)
+    _code: dict[tuple[str, str], CodeFolder] = field(default_factory=dict, compare=False, repr=False)
     _files: dict[str, tuple[Path, AgentRegistry | None]] = field(default_factory=dict, compare=False, repr=False)
     """Per workflow file: its path, and the agent types its graphs see (found once, not once per graph)."""
 
@@ -68,13 +70,25 @@ class BuildOptions:
         """The functions folder for `graph`."""
         return self.functions_dir or self.base_dir(graph) / "functions"
 
+    def code_folder(self, graph: GraphSpec, kind: str) -> CodeFolder:
+        """Where the files of `graph`'s `functions` or `custom_agents` folder may lead (`_paths.CodeFolder`)."""
+        named = self.functions_dir if kind == "functions" else self.agents_dir
+        base = self.base_dir(graph)
+        key = (str(named or base), kind)
+        if key not in self._code:
+            folder = named or base / kind
+            self._code[key] = CodeFolder.of(folder, base, allowed_roots(self.settings), named=named is not None)
+        return self._code[key]
+
     def router(self, graph: GraphSpec, ref: FuncRef) -> RouterFn:
         """The `func:` router `ref` of `graph`, from its functions folder or an allowed module.
 
         Raises:
             AgentNotFoundError: As `load_router`.
         """
-        return load_router(ref, self.functions_for(graph), allowed_modules(self.settings))
+        return load_router(
+            ref, self.functions_for(graph), allowed_modules(self.settings), self.code_folder(graph, "functions").refusal
+        )
 
     def agent_types(self, graph: GraphSpec) -> AgentRegistry:
         """The types `graph` sees: the registry's plus its custom agents folder's, for this compile only (a
@@ -85,7 +99,8 @@ class BuildOptions:
             return known
         folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
         if folder not in self._overlays:
-            self._overlays[folder] = self.registry.with_folder(folder)
+            refusal = self.code_folder(graph, "custom_agents").refusal
+            self._overlays[folder] = self.registry.with_folder(folder, refusal)
         if file is not None and graph.file:
             self._files[graph.file] = (file, self._overlays[folder])
         return self._overlays[folder]
@@ -104,6 +119,7 @@ def _check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         known_type=lambda name: registry.get(name) is not None,
         unknown_type_message=registry.unknown_message,
         unknown_type_fix=registry.register_hint,
+        unknown_type_code=registry.unknown_code,
         calls=lambda node: _called_nodes(registry, node),
     )
     environment = _environment(graph, options)

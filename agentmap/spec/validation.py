@@ -63,6 +63,7 @@ def check_graph(
     unknown_type_message: Callable[[str], str],
     unknown_type_fix: Callable[[str], str],
     calls: Callable[[NodeSpec], Iterable[str]] = lambda node: (),
+    unknown_type_code: Callable[[str], str] = lambda name: "unknown-agent-type",
 ) -> list[Issue]:
     """Every finding for one graph, errors and warnings, in row order.
 
@@ -73,9 +74,11 @@ def check_graph(
         unknown_type_fix: How to make a type known.
         calls: The nodes a node calls by name rather than by an edge (an orchestrator's workers);
             they count as reachable from it.
+        unknown_type_code: The code of the finding for an unknown type (`code-outside-roots` when the file that
+            would declare it was refused).
     """
     checker = _Checker(graph)
-    checker.names_and_types(known_type, unknown_type_message, unknown_type_fix)
+    checker.names_and_types(known_type, unknown_type_message, unknown_type_fix, unknown_type_code)
     checker.routing()
     checker.parallel_writes()
     checker.reachability(calls)
@@ -109,6 +112,7 @@ class _Checker:
         known_type: Callable[[str], bool],
         unknown_type_message: Callable[[str], str],
         unknown_type_fix: Callable[[str], str],
+        unknown_type_code: Callable[[str], str] = lambda name: "unknown-agent-type",
     ) -> None:
         seen: dict[str, NodeSpec] = {}
         for node in self.graph.nodes:
@@ -133,7 +137,7 @@ class _Checker:
                 self.add(
                     node,
                     "AgentType",
-                    "unknown-agent-type",
+                    unknown_type_code(node.agent_type),
                     unknown_type_message(node.agent_type),
                     unknown_type_fix(node.agent_type),
                 )

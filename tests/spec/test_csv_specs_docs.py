@@ -163,6 +163,7 @@ VALIDATION_CODES = {
     "endless-loop",
     "unclosed-quote",
     "rows-in-quoted-cell",
+    "code-outside-roots",
     "check-skipped",
     "file-too-big",
 }

@@ -64,7 +64,7 @@ def test_a_chain_of_graphs_calling_each_other_is_read_once_not_once_per_caller(
 
     monkeypatch.setattr("agentmap.spec.loader.read_tables", counted)  # what `read_workflow` reads files with
     assert agentmap.validate(path) == []
-    assert len(reads) == 1  # before: 1,831 reads (each graph node walked the rest of the chain, re-reading the file)
+    assert len(reads) == 1  # before: 1,771 reads (each graph node walked the rest of the chain, re-reading the file)
 
 
 def test_a_cycle_through_the_chain_is_still_found_at_each_graph_node_reaching_it(tmp_path: Path) -> None:
