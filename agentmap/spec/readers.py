@@ -350,7 +350,8 @@ def _read_xlsx(path: Path) -> list[Table]:
 
 def sheet_extent(path: Path, sheet: str) -> tuple[int, int]:
     """The rows and columns of sheet `sheet` of workbook `path` down to its last cell holding a value or a formula
-    (the size a sheet declares, or a cell emptied far away, is no grid to show), read within the same bounds.
+    (the size a sheet declares, or a cell emptied far away, is no grid to show), read within the same bounds, the
+    grid they make spanning at most `XLSX_SPAN` cells.
 
     Raises:
         WorkflowFileError: The workbook cannot be read, or is beyond a bound (`file-too-big`).
@@ -359,6 +360,15 @@ def sheet_extent(path: Path, sheet: str) -> tuple[int, int]:
     for title, numbered in _sheets(path, data_only=False):
         if title == sheet and numbered:
             rows, cols = numbered[-1][0], max(len(cells) for _, cells in numbered)
+    if rows * cols > XLSX_SPAN:  # as a grid, every row as wide as the widest
+        corner = f"{column_letter(cols - 1)}{rows}"
+        raise WorkflowFileError(
+            f"{sheet_location(str(path), sheet, rows, corner)}: the sheet is refused: its cells reach row {rows:,} and "
+            f"column {column_letter(cols - 1)}, a grid of {rows * cols:,} cells, more than the {XLSX_SPAN:,} a sheet "
+            "may span",
+            code=ErrorCode.FILE_TOO_BIG,
+            hint="delete the cells far below or beside the table, or save the workflow as CSV (UTF-8)",
+        )
     return rows, cols
 
 
@@ -424,14 +434,18 @@ def _sheet_rows(path: Path, sheet: Any, counts: list[int]) -> Iterator[tuple[int
     span of the workbook so far (`XLSX_VALUES`, `XLSX_SPAN`)."""
     if hasattr(sheet, "reset_dimensions"):  # the size a sheet declares may be anything: read its cells
         sheet.reset_dimensions()
-    for number, row in enumerate(sheet.iter_rows(values_only=True), start=1):
+    number = 0
+    for row in sheet.iter_rows(values_only=True):
+        number += 1
         counts[1] += 1 + len(row)
+        if not row:  # a row the sheet does not have, between two it has (up to a million of them): nothing to do
+            continue
         if counts[1] > XLSX_SPAN:
             raise _too_many(path, sheet.title, number, f"its rows span more than {XLSX_SPAN:,} cells", len(row))
-        values = [value for value in row if value is not None]
+        values = sum(value is not None for value in row)
         if not values:
             continue
-        counts[0] += len(values)
+        counts[0] += values
         if counts[0] > XLSX_VALUES:
             raise _too_many(path, sheet.title, number, f"it holds more than {XLSX_VALUES:,} cells with a value", 0)
         cells = ["" if value is None else str(value) for value in row]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from workbooks import far_cell_workbook, hand_workbook, text_cell
 
 import agentmap
 from agentmap.spec import readers
@@ -153,53 +153,11 @@ def test_deeply_nested_yaml_is_refused_with_its_line(tmp_path: Path) -> None:
     assert issue.code == "not-text" and "nest more than 100 deep" in issue.message and "line 3" in issue.message
 
 
-def _workbook(path: Path, dimension: str, rows: str, shared: str = "") -> Path:
-    """A one-sheet .xlsx written by hand, so that the sheet holds exactly what the case needs."""
-    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-    rels = "http://schemas.openxmlformats.org/package/2006/relationships"
-    office = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    types = "http://schemas.openxmlformats.org/package/2006/content-types"
-    sheet_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"
-    book_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
-    parts = {
-        "[Content_Types].xml": f'<Types xmlns="{types}"><Default Extension="rels" ContentType="application/vnd.'
-        'openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
-        f'<Override PartName="/xl/workbook.xml" ContentType="{book_type}"/>'
-        f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{sheet_type}"/></Types>',
-        "_rels/.rels": f'<Relationships xmlns="{rels}"><Relationship Id="rId1" Type="{office}/officeDocument" '
-        'Target="xl/workbook.xml"/></Relationships>',
-        "xl/workbook.xml": f'<workbook xmlns="{main}" xmlns:r="{office}"><sheets><sheet name="Flow" sheetId="1" '
-        'r:id="rId1"/></sheets></workbook>',
-        "xl/_rels/workbook.xml.rels": f'<Relationships xmlns="{rels}"><Relationship Id="rId1" Type="{office}/'
-        'worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
-        "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{main}"><dimension ref="{dimension}"/><sheetData>{rows}'
-        "</sheetData></worksheet>",
-    }
-    if shared:
-        parts["xl/sharedStrings.xml"] = f'<sst xmlns="{main}"><si><t>{shared}</t></si></sst>'
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as book:
-        for name, text in parts.items():
-            book.writestr(name, text)
-    return path
-
-
-def _text(ref: str, value: str) -> str:
-    return f'<c r="{ref}" t="inlineStr"><is><t>{value}</t></is></c>'
-
-
-def far_cell_workbook(path: Path, far: str) -> Path:
-    """Two rows of a graph, and one more cell at XFD1048576 (`far`: its XML), the sheet declaring A1:XFD1048576."""
-    header = _text("A1", "GraphName") + _text("B1", "Node") + _text("C1", "AgentType")
-    row = _text("A2", "G") + _text("B2", "A") + _text("C2", "echo")
-    rows = f'<row r="1">{header}</row><row r="2">{row}</row><row r="1048576">{far}</row>'
-    return _workbook(path, "A1:XFD1048576", rows)
-
-
 @pytest.mark.parametrize(
     ("far", "codes"),
     [
-        ('<c r="XFD1048576" s="1"/>', []),  # a cell emptied far away: Excel keeps its style
-        (_text("XFD1048576", "x"), ["missing-graph-name"]),  # a value there: a row without a graph
+        ('<c r="XFD1048576"/>', []),  # a cell emptied far away: the cell stays in the file
+        (text_cell("XFD1048576", "x"), ["missing-graph-name"]),  # a value there: a row without a graph
     ],
     ids=["emptied", "value"],
 )
@@ -215,9 +173,9 @@ def test_a_workbook_is_read_by_its_cells_not_the_size_it_declares(tmp_path: Path
 def test_a_workbook_of_too_many_cells_is_refused_where_reading_stopped(tmp_path: Path) -> None:
     pytest.importorskip("openpyxl")
     rows = "".join(
-        f'<row r="{r}">' + "".join(_text(f"{c}{r}", "x") for c in "ABCDEFGHIJ") + "</row>" for r in range(1, 10_002)
+        f'<row r="{r}">' + "".join(text_cell(f"{c}{r}", "x") for c in "ABCDEFGHIJ") + "</row>" for r in range(1, 10_002)
     )
-    path = _workbook(tmp_path / "cells.xlsx", "A1:J10001", rows)
+    path = hand_workbook(tmp_path / "cells.xlsx", "A1:J10001", rows)
     [issue] = agentmap.validate(path)
     assert issue.code == "file-too-big"
     assert issue.message.startswith(f"{path}[Flow]!10001:10001: the workbook is refused here: it holds more than")
@@ -225,7 +183,9 @@ def test_a_workbook_of_too_many_cells_is_refused_where_reading_stopped(tmp_path:
 
 def test_a_workbook_that_unpacks_to_gigabytes_is_refused_before_it_is_read(tmp_path: Path) -> None:
     pytest.importorskip("openpyxl")
-    path = _workbook(tmp_path / "zip.xlsx", "A1:A1", f'<row r="1">{_text("A1", "Node")}</row>', shared="x" * 50 * MB)
+    path = hand_workbook(
+        tmp_path / "zip.xlsx", "A1:A1", f'<row r="1">{text_cell("A1", "Node")}</row>', shared="x" * 50 * MB
+    )
     assert path.stat().st_size < MB
     found: list[agentmap.Issue] = []
     assert _peak(lambda: found.extend(agentmap.validate(path))) < 20 * MB
