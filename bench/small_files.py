@@ -82,8 +82,8 @@ def long_chain_reversed(path: Path) -> Path:
 
 
 def wide_fan_out(path: Path) -> Path:
-    """One node going to thousands of nodes at once (`a|b|c|...`), each writing its own key."""
-    count = MB // 40
+    """One node going to 18,000 nodes at once (`a|b|c|...`, a cell within the 131,072 characters read)."""
+    count = 18_000
     targets = "|".join(f"b{i}" for i in range(count))
     rows = [HEADER, f"G,start,echo,,x,y,,{targets}"]
     rows += [f"G,b{i},echo,,y,o{i},," for i in range(count)]
@@ -114,23 +114,30 @@ def many_graphs(path: Path) -> Path:
 
 
 def long_cells(path: Path) -> Path:
-    """A few rows whose Prompt cells hold 300 KB each."""
-    text = "word " * 60_000
-    rows = [HEADER] + [f"G,n{i},template,{text},,out{i},,{f'n{i + 1}' if i < 2 else ''}" for i in range(3)]
+    """Rows whose Prompt cells hold 100 KB each (the longest cell read is 131,072 characters)."""
+    text = "word " * 20_000
+    rows = [HEADER] + [f"G,n{i},template,{text},,out{i},,{f'n{i + 1}' if i < 8 else ''}" for i in range(9)]
     return _rows_within(path, rows)
 
 
 def deep_context(path: Path) -> Path:
-    """A Context cell of JSON nested as deep as 1 MB allows: `{"a": [[[[...]]]]}`."""
-    depth = (MB - 200) // 2
+    """A Context cell of JSON nested as deep as one cell allows: `{"a": [[[[...]]]]}`, 60,000 levels."""
+    depth = min(60_000, (MB - 200) // 2)
     cell = '{""a"": ' + "[" * depth + "]" * depth + "}"
     return _rows_within(path, [HEADER, f'G,n,echo,,,,"{cell}",'])
 
 
 def many_pipes(path: Path) -> Path:
-    """Cells of nothing but `|`: Input_Fields, Output_Field and Edge of 300 KB each."""
-    pipes = "|" * 300_000
+    """Cells of nothing but `|`: Input_Fields, Output_Field and Edge of 130,000 each."""
+    pipes = "|" * 130_000
     return _rows_within(path, [HEADER, f"G,n,echo,,{pipes},{pipes},,{pipes}"])
+
+
+def quoted_rows(path: Path) -> Path:
+    """Ordinary rows, each second one's last cell a quoted cell of three lines that each read as a row."""
+    row = "Flow{g},s{i},template,Hello {{k}},k,k,,"
+    hidden = 'Flow{g},q{i},echo,,k,k,,"x\n' + "\n".join(["Flow,h,echo,p,i,o,c,e"] * 2) + '"'
+    return _fill(path, HEADER, lambda i: (hidden if i % 2 else row).format(g=i // 20, i=i))
 
 
 def unclosed_quote(path: Path) -> Path:
@@ -155,13 +162,26 @@ def xlsx_far_cell(path: Path) -> Path:
 
 
 def xlsx_many_cells(path: Path) -> Path:
-    """A workbook within 1 MB (compressed) holding millions of real cells."""
+    """A workbook within 1 MB (compressed) of 160,000 real cells, each holding a value."""
     cell = '<c r="{ref}" t="inlineStr"><is><t>x</t></is></c>'
     rows = "".join(
         f'<row r="{r}">' + "".join(cell.format(ref=f"{chr(65 + c)}{r}") for c in range(20)) + "</row>"
-        for r in range(1, 200_001)
+        for r in range(1, 8_001)
     )
-    return _workbook(path, "A1:T200000", rows)
+    return _workbook(path, "A1:T8000", rows)
+
+
+def xlsx_unpacked(path: Path) -> Path:
+    """A workbook within 1 MB whose shared string unpacks to 200 MB."""
+    return _workbook(path, "A1:A1", '<row r="1"><c r="A1" t="s"><v>0</v></c></row>', shared="x" * 200 * MB)
+
+
+def xlsx_far_rows(path: Path) -> Path:
+    """A workbook whose rows each have an emptied cell at column XFD (each row read 16,384 cells wide)."""
+    rows = "".join(
+        f'<row r="{r}"><c r="A{r}" t="inlineStr"><is><t>x</t></is></c><c r="XFD{r}"/></row>' for r in range(1, 20_001)
+    )
+    return _workbook(path, "A1:XFD20000", rows)
 
 
 def yaml_bomb(path: Path) -> Path:
@@ -191,7 +211,7 @@ def _rows_within(path: Path, rows: list[str]) -> Path:
     return path
 
 
-def _workbook(path: Path, dimension: str, rows: str) -> Path:
+def _workbook(path: Path, dimension: str, rows: str, shared: str = "") -> Path:
     """A minimal .xlsx (one sheet) written by hand, so the sheet says exactly what the case needs."""
     parts = {
         "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/'
@@ -213,6 +233,11 @@ def _workbook(path: Path, dimension: str, rows: str) -> Path:
         f'openxmlformats.org/spreadsheetml/2006/main"><dimension ref="{dimension}"/><sheetData>{rows}</sheetData>'
         "</worksheet>",
     }
+    if shared:
+        parts["xl/sharedStrings.xml"] = (
+            '<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/'
+            f'main"><si><t>{shared}</t></si></sst>'
+        )
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as book:
         for name, text in parts.items():
             book.writestr(name, text)
@@ -230,9 +255,12 @@ CASES: dict[str, tuple[str, Callable[[Path], Path]]] = {
     "long-cells": ("long.csv", long_cells),
     "deep-context": ("deep.csv", deep_context),
     "many-pipes": ("pipes.csv", many_pipes),
+    "quoted-rows": ("quoted.csv", quoted_rows),
     "unclosed-quote": ("quote.csv", unclosed_quote),
     "xlsx-far-cell": ("far.xlsx", xlsx_far_cell),
     "xlsx-many-cells": ("cells.xlsx", xlsx_many_cells),
+    "xlsx-unpacked": ("zip.xlsx", xlsx_unpacked),
+    "xlsx-far-rows": ("rows.xlsx", xlsx_far_rows),
     "yaml-bomb": ("bomb.yaml", yaml_bomb),
     "yaml-deep": ("deep.yaml", yaml_deep),
 }

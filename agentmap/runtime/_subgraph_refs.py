@@ -154,6 +154,7 @@ class Walk:
     _verdicts: dict[_Key, str | None] = field(default_factory=dict)
     _resolved: dict[Path, Path] = field(default_factory=dict)
     _selected: dict[tuple[Path, str | None], tuple[_Key, GraphSpec] | Exception] = field(default_factory=dict)
+    _reading: tuple[Mapping[str, Any], tuple[Path, ...], Path | None] | None = None
 
     def remember(self, path: Path, workflow: Workflow, settings: Mapping[str, Any]) -> None:
         """`workflow` is what `path` reads as under `settings` (the file being validated, already read)."""
@@ -228,18 +229,18 @@ class Walk:
 
     def _workflow(self, path: Path, settings: Mapping[str, Any]) -> Workflow:
         from agentmap.spec.loader import read_workflow
-        from agentmap.spec.prompts import prompts_folder
 
         key = self._file_key(path, settings)
         if key not in self._files:
-            roots, prompts = allowed_roots(settings), prompts_folder(settings)
-            self._files[key] = read_workflow(path, roots=roots, prompts_dir=prompts)[0]
+            self._files[key] = read_workflow(path, roots=key[1], prompts_dir=key[2])[0]
         return self._files[key]
 
     def _file_key(self, path: Path, settings: Mapping[str, Any]) -> tuple[Path, tuple[Path, ...], Path | None]:
         from agentmap.spec.prompts import prompts_folder
 
-        return self._resolve(path), tuple(allowed_roots(settings)), prompts_folder(settings)
+        if self._reading is None or self._reading[0] is not settings:  # one validation, one settings: found once
+            self._reading = (settings, tuple(allowed_roots(settings)), prompts_folder(settings))
+        return self._resolve(path), self._reading[1], self._reading[2]
 
     def _resolve(self, path: Path) -> Path:
         if path not in self._resolved:

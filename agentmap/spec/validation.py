@@ -298,6 +298,8 @@ class _Checker:
             if node is not entry:
                 wanted = {state_key(f, output=False) for f in node.inputs} - provided
                 reads.setdefault(node.name, set()).update(wanted)
+        if not any(reads.values()):  # nothing to look for (a graph of one node, say)
+            return
         unset = unwritten(list(self.nodes), successors, writes, reads)
         for node in self.graph.nodes:
             if node is entry:
