@@ -2,12 +2,14 @@
 
 Each file is at most 1 MB (csv_specs/security.md, "No small file exhausts the machine": every such file
 validates in at most 2 s or is refused with a located error). The yardstick is a plain 1 MB file of ordinary
-rows, measured in the same run: each case prints its time as min / median / max over the repeats, the ratio of
-its median to the plain file's, the peak memory the validation allocated (tracemalloc, a run of its own) and
-what validate said (the finding codes, or the error code of a refused file). It asserts nothing: the figures
-are for reading (tests/spec/test_small_files.py holds the checks that can fail).
+rows, validated in the same process as each case, in pairs alternating with it (a busy machine slows both sides of
+a pair alike): each case prints its seconds and the plain file's as min / median / max over the pairs, the ratio
+of each pair, the peak memory the case's validation allocated (tracemalloc, a run of its own) and what validate
+said (the finding codes, or the error code of a refused file). It asserts nothing: the figures are for reading
+(tests/spec/test_small_files.py holds the checks that can fail).
 
-Every case runs in a process of its own, with a deadline (a case still running is printed as such).
+Every case runs in a process of its own (after one validation of each file, so imports are not timed), with a
+deadline (a case still running is printed as such).
 
 Run: `python bench/small_files.py [--repeats N] [--deadline S] [--only NAME ...]`.
 """
@@ -266,28 +268,41 @@ CASES: dict[str, tuple[str, Callable[[Path], Path]]] = {
 }
 
 
-def measure(path: Path, repeats: int) -> dict[str, object]:
-    """In this process: `repeats` timed validations, then one under tracemalloc for the peak."""
+def measure(path: Path, plain_path: Path, repeats: int) -> dict[str, object]:
+    """In this process: one validation of each file (imports, warm-up), then `repeats` pairs of timed validations of
+    the plain file and the case in alternating order (a busy machine slows both sides of a pair alike), then one of
+    the case under tracemalloc for its peak."""
     import tracemalloc
 
     import agentmap
 
-    times, said = [], ""
-    for _ in range(repeats):
+    def timed(file: Path) -> tuple[float, list[agentmap.Issue]]:
         start = time.perf_counter()
-        issues = agentmap.validate(path)
-        times.append(time.perf_counter() - start)
+        issues = agentmap.validate(file)
+        return time.perf_counter() - start, issues
+
+    timed(plain_path)
+    timed(path)
+    plain, times, said = [], [], ""
+    for repeat in range(repeats):
+        if repeat % 2:
+            seconds, issues = timed(path)
+            plain.append(timed(plain_path)[0])
+        else:
+            plain.append(timed(plain_path)[0])
+            seconds, issues = timed(path)
+        times.append(seconds)
         codes = sorted({f"{i.severity}[{i.code}]" for i in issues})
         said = ", ".join(codes[:4]) + (", ..." if len(codes) > 4 else "") or "valid"
     tracemalloc.start()
     agentmap.validate(path)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return {"times": times, "peak": peak, "said": said}
+    return {"times": times, "plain": plain, "peak": peak, "said": said}
 
 
-def run_case(name: str, path: Path, repeats: int, deadline: float) -> dict[str, object]:
-    command = [sys.executable, __file__, "--measure", str(path), "--repeats", str(repeats)]
+def run_case(path: Path, plain: Path, repeats: int, deadline: float) -> dict[str, object]:
+    command = [sys.executable, __file__, "--measure", str(path), "--plain", str(plain), "--repeats", str(repeats)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=deadline, check=False)
     except subprocess.TimeoutExpired:
@@ -301,35 +316,42 @@ def run_case(name: str, path: Path, repeats: int, deadline: float) -> dict[str, 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=5, help="timed validations per case (default 5)")
-    parser.add_argument("--deadline", type=float, default=120.0, help="seconds a case may run (default 120)")
-    parser.add_argument("--only", nargs="*", default=None, help="only these cases (the plain file always runs)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed pairs per case (default 5)")
+    parser.add_argument("--deadline", type=float, default=300.0, help="seconds a case may run (default 300)")
+    parser.add_argument("--only", nargs="*", default=None, help="only these cases")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--plain", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.repeats)))
+        print(json.dumps(measure(args.measure, args.plain, args.repeats)))
         return 0
     folder = Path(tempfile.mkdtemp(prefix="agentmap-small-files-"))
-    names = ["plain", *(n for n in CASES if n != "plain" and (args.only is None or n in args.only))]
-    print(f"agentmap.validate on files of at most 1 MB; time min / median / max of {args.repeats}, in {folder}")
-    print(f"{'case':<22} {'size':>9} {'seconds (min / median / max)':>30} {'x plain':>8} {'peak MB':>8}  said")
-    base: float | None = None
+    plain = CASES["plain"][1](folder / CASES["plain"][0])
+    names = [n for n in CASES if args.only is None or n in args.only]
+    print(f"agentmap.validate on files of at most 1 MB, each case in a process of its own, {args.repeats} pairs of")
+    print("timings alternating it with the plain 1 MB file of ordinary rows; min / median / max; in", folder)
+    print(f"{'case':<20} {'size':>9} {'seconds':>24} {'plain, same run':>24} {'x plain':>20} {'peak MB':>7}  said")
     for name in names:
         file_name, make = CASES[name]
-        path = make(folder / file_name)
+        path = plain if name == "plain" else make(folder / file_name)
         size = path.stat().st_size
-        result = run_case(name, path, args.repeats, args.deadline)
+        result = run_case(path, plain, args.repeats, args.deadline)
         if "error" in result:
-            print(f"{name:<22} {size:>9,} {result['error']}")
+            print(f"{name:<20} {size:>9,} {result['error']}")
             continue
         times = [float(t) for t in result["times"]]  # type: ignore[attr-defined]
-        median = statistics.median(times)
-        base = median if name == "plain" else base
-        ratio = f"{median / base:8.2f}" if base else f"{'':>8}"
-        figures = f"{min(times):8.3f} / {median:8.3f} / {max(times):8.3f}"
+        bases = [float(t) for t in result["plain"]]  # type: ignore[attr-defined]
+        ratios = [t / b for t, b in zip(times, bases, strict=True)]
         peak = int(result["peak"]) / MB  # type: ignore[call-overload]
-        print(f"{name:<22} {size:>9,} {figures:>30} {ratio} {peak:8.1f}  {result['said']}")
+        print(
+            f"{name:<20} {size:>9,} {_spread(times, '.2f'):>24} {_spread(bases, '.2f'):>24} "
+            f"{_spread(ratios, '.2f'):>20} {peak:7.1f}  {result['said']}"
+        )
     return 0
+
+
+def _spread(values: list[float], spec: str) -> str:
+    return " / ".join(format(v, spec) for v in (min(values), statistics.median(values), max(values)))
 
 
 if __name__ == "__main__":
