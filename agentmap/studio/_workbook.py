@@ -127,7 +127,8 @@ class SheetDocument:
         }
         shown = values
         if formulas:  # the values Excel computed for them, as `agentmap run` reads the sheet
-            shown = [list(row) for row in _workbook(data, path, data_only=True)[sheet].iter_rows(**bounds)]
+            computed = _workbook(data, path, data_only=True)[sheet]
+            shown = [list(row) for row in computed.iter_rows(**bounds, values_only=True)]
         width = max((len(row) for row in values), default=0)
         records = []
         for row in shown:

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from studio_helpers import studio_client
 from workbooks import far_cell_workbook, hand_workbook, text_cell
 
 from agentmap.spec import readers
-from agentmap.studio import StudioConfig, create_studio_app
+from agentmap.studio import StudioConfig
 
 MB = 1_000_000
 
@@ -23,7 +24,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     far_cell_workbook(tmp_path / "emptied.xlsx", '<c r="XFD1048576"/>')
     far_cell_workbook(tmp_path / "value.xlsx", text_cell("XFD1048576", "x"))
     hand_workbook(tmp_path / "zip.xlsx", "A1:A1", f'<row r="1">{text_cell("A1", "Node")}</row>', shared="x" * 50 * MB)
-    with TestClient(create_studio_app(StudioConfig(target=tmp_path))) as test_client:
+    with studio_client(StudioConfig(target=tmp_path)) as test_client:
         yield test_client
 
 
@@ -65,7 +66,7 @@ def test_checking_a_chain_of_graphs_reads_the_sheet_a_bounded_number_of_times(
         return real(file)
 
     monkeypatch.setattr("agentmap.spec.loader.read_tables", counted)  # every read of a workflow file
-    with TestClient(create_studio_app(StudioConfig(target=tmp_path))) as client:
+    with studio_client(StudioConfig(target=tmp_path)) as client:
         opened = client.get("/studio/api/open", params={"file": "chain.csv"}).json()
         reads.clear()
         checked = client.post("/studio/api/check", json={"file": "chain.csv", "rows": opened["rows"]})
