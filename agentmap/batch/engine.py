@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -221,8 +222,6 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
 
 def _on_this_machine(address: str) -> bool:
     """Whether a `--ray-address` names a Ray on this machine (`auto`, `local`, localhost or this host's name)."""
-    import socket
-
     host = address.removeprefix("ray://")
     host = host[: host.rindex("]") + 1] if host.startswith("[") else host.partition(":")[0]
     return host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname()

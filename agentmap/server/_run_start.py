@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -92,8 +93,6 @@ def _bind_thread(
     """
     stateless = thread_id is None
     if stateless and body.on_completion == "keep":
-        import uuid
-
         thread_id, stateless = str(uuid.uuid4()), False
         server.store.threads.create(thread_id, {})
     if thread_id is None:
@@ -160,8 +159,6 @@ def resolve_request(
     `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over
     (whose webhook was checked when it was accepted, maybe by another replica: it is called as recorded).
     """
-    import uuid
-
     if claimant is None and body.webhook is not None:
         check_webhook(body.webhook, server.config.webhook_hosts)
     claimant = claimant or uuid.uuid4().hex

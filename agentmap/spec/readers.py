@@ -12,6 +12,7 @@ import contextvars
 import csv
 import difflib
 import io
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -518,8 +519,6 @@ def _read_yaml(path: Path) -> Table:
 
 
 def _yaml_cell(value: Any) -> str:
-    import json
-
     if value is None:
         return ""
     if isinstance(value, dict):
