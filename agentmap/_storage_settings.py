@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap._yaml import load
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["LAYOUTS", "absolute_storage_paths", "read_storage_file"]
@@ -102,8 +103,6 @@ def read_storage_file(path: Path) -> dict[str, Any]:
         ConfigError: The file cannot be read or holds something else than a mapping.
     """
     import yaml
-
-    from agentmap._yaml import load
 
     try:
         loaded = load(path.read_text(encoding="utf-8-sig"))

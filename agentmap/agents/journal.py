@@ -32,6 +32,7 @@ from agentmap.agents._journal_rows import TABLE, CallKey, JournalRow, JournalRow
 from agentmap.agents._journal_seal import check_task, opened, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
+from agentmap.agents.questions import AnswerError, question
 
 __all__ = [
     "TABLE",
@@ -303,8 +304,6 @@ def _ask(name: str, request: Any, where: _Where) -> Any:
     """Pause the run with the in-doubt question; the checked answer (`retry`, `fail` or `{"done": RESULT}`)."""
     from langgraph.types import interrupt
 
-    from agentmap.agents.questions import question
-
     arguments = request.get("arguments") if isinstance(request, Mapping) else request
     shown = json.dumps(arguments, ensure_ascii=False, default=str)
     text = (
@@ -322,7 +321,6 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
     Raises:
         AnswerError: For anything else.
     """
-    from agentmap.agents.questions import AnswerError
 
     word = answer.strip().lower() if isinstance(answer, str) else answer
     if word == "done":

@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
 
 from agentmap.errors import ErrorCode, NodeError
+from agentmap.runtime.fusion import STREAM_MARK
 
 __all__ = ["clear_errors", "node_updates", "recursion_error", "run_until"]
 
@@ -41,7 +42,6 @@ def run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]
 def node_updates(chunks: Any, fused: Mapping[str, list[str]]) -> Iterator[Any]:
     """`updates` chunks as an unfused graph streams them: a fused chain's per-node custom chunks stand in for
     its one combined update (`Command` routing included, which LangGraph reports as the node's update)."""
-    from agentmap.runtime.fusion import STREAM_MARK
 
     for mode, chunk in chunks:
         if mode == "custom":

@@ -27,6 +27,7 @@ from agentmap.runtime._nodes import AgentNode, AsyncAgentNode, AsyncFusedNode, F
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
 from agentmap.runtime.functions import RouterFn
 from agentmap.runtime.fusion import exits_early, plan_chains
+from agentmap.runtime.node_cache import policy_for
 from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
@@ -125,7 +126,6 @@ def _cache_policy(agent: BaseAgent, node: NodeSpec) -> CachePolicy[Any] | None:
     type that gives `cache` its own meaning (`own_cache`: the LLM response cache) or a node that may pause."""
     if "cache" not in node.context or type(agent).own_cache or agent.may_pause(node.context):
         return None
-    from agentmap.runtime.node_cache import policy_for
 
     return policy_for(node, input_keys(agent) if _reads_only_inputs(agent) else None)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError, ErrorCode, Location
+from agentmap.errors import ConfigError, ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -104,7 +104,6 @@ def read_migration(path: str | Path) -> Migration:
         ConfigError: It is not a map: a bad header, an unknown kind, a line without its two values, a node or key
             named twice (`bad-migration`, located).
     """
-    from agentmap.errors import WorkflowFileError
 
     file = Path(path)
     try:
