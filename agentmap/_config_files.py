@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap._sources import read_bytes
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["LEGACY_NAMES", "merge", "read_file"]
@@ -28,7 +29,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
     """
     suffix = path.suffix.lower()
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_bytes(path).decode("utf-8-sig")  # a stored revision's copy, when a thread resumes on one
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     data: Any

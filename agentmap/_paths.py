@@ -1,8 +1,11 @@
-"""Paths a workflow file names, confined to the folders its runner allows.
+"""Paths a workflow file names, confined to the folders its runner allows; and where AgentMap keeps its own files.
 
 Every path a CSV cell names (a `file:` prompt, a subgraph file, a tool file, a storage file) goes through
 `confine`: it resolves against the workflow's folder, and must then lie under that folder or one of the
 extra allowed roots (configured by the person who runs the workflow, never by the file itself).
+
+AgentMap's own files (saved runs, the decision log, the node and LLM caches, the server's and the studio's
+databases) are `state_file(name)`: in `$AGENTMAP_STATE_DIR`, else in `.agentmap/` of the working folder.
 """
 
 from __future__ import annotations
@@ -14,17 +17,32 @@ from typing import Any
 
 __all__ = [
     "ROOTS_VARIABLE",
+    "STATE_VARIABLE",
     "LinkedRootError",
     "OutsideRootsError",
     "allowed_roots",
     "confine",
     "declared_folder",
     "is_under",
+    "state_file",
     "widen_hint",
 ]
 
 ROOTS_VARIABLE = "AGENTMAP_ALLOWED_ROOTS"
 """The environment variable of extra allowed roots, separated by `os.pathsep` (`:` on Linux and macOS)."""
+
+STATE_VARIABLE = "AGENTMAP_STATE_DIR"
+"""The environment variable naming the folder AgentMap keeps its own files in (default `.agentmap`)."""
+
+
+def state_file(name: str, base: str | Path | None = None) -> Path:
+    """The file `name` of AgentMap's own (`runs.db`, `decisions.db`, ...): in `$AGENTMAP_STATE_DIR` when it is set,
+    else in `.agentmap/` under `base` (the working folder when None, the path then relative to it). The folder
+    is not made here."""
+    configured = os.environ.get(STATE_VARIABLE)
+    if configured:
+        return Path(configured).expanduser() / name
+    return Path(base) / ".agentmap" / name if base is not None else Path(".agentmap") / name
 
 
 class OutsideRootsError(ValueError):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from pydantic import ValidationError as PydanticValidationError
 
 from agentmap._config_files import LEGACY_NAMES, merge, read_file
+from agentmap._sources import exists
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = [
@@ -327,7 +328,7 @@ def load_settings(
     path: Path | None
     if named is not None:
         path = Path(named).expanduser()
-        if not path.is_file():
+        if not exists(path):  # on disk, or held by the stored revision a thread resumes on
             what = "is a directory" if path.is_dir() else "does not exist"
             via = "--config" if config else f"{ENV_PREFIX}CONFIG"
             raise ConfigError(

@@ -133,6 +133,12 @@ class ErrorCode(StrEnum):
     ALREADY_ANSWERED = "already-answered"
     UNSAFE_CHECKPOINT = "unsafe-checkpoint"
     CORRUPT_CHECKPOINT = "corrupt-checkpoint"
+    # revisions: what a thread runs, moving it to another (exit 2)
+    UNKNOWN_REVISION = "unknown-revision"
+    REVISION_UNLOADABLE = "revision-unloadable"
+    BAD_MIGRATION = "bad-migration"
+    NEEDS_MIGRATION = "needs-migration"
+    UNSAFE_MOVE = "unsafe-move"
     # serving (exit 2; HTTP 422 for a request)
     API_KEY_REQUIRED = "api-key-required"
     DUPLICATE_GRAPH = "duplicate-graph"
@@ -291,10 +297,26 @@ class CorruptCheckpointError(ConfigError):
 
 
 class NodeError(AgentMapError, RuntimeError):
-    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next)."""
+    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next).
+
+    Attributes:
+        node: The node where it happened (the one whose router raised, ...), when there is one.
+    """
 
     default_code = ErrorCode.NODE_ERROR
     exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        location: Location | None = None,
+        hint: str | None = None,
+        node: str | None = None,
+    ) -> None:
+        self.node = node
+        super().__init__(message, code=code, location=location, hint=hint)
 
 
 class WorkflowValidationError(AgentMapError, ValueError):

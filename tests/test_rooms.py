@@ -27,9 +27,13 @@ PUBLIC_RUNTIME = {
     "items",
     "durable",
     "values",
+    "revisions",
+    "changes",
+    "migration",
 }
-"""The runtime's public modules: the homes of `agentmap.__all__`, `durable` (`Thread`, `Durability`) and `values`
-(the one reader of a JSON value from outside: the server's request bodies, the command line's options)."""
+"""The runtime's public modules: the homes of `agentmap.__all__`, `durable` (`Thread`, `Durability`), `values`
+(the one reader of a JSON value from outside: the server's request bodies, the command line's options), and the
+revisions a thread runs (`revisions`, `changes`, `migration`: the server's assistant versions build on them)."""
 
 
 def _server_contract() -> dict[str, object]:

@@ -2,12 +2,12 @@
 
 `agentmap.cli` imports only `agentmap` (the public API), `agentmap.errors` and this package; the import-linter
 contracts in pyproject.toml check it. Each submodule holds the operations of one command group (`settings`,
-`graphs`, `threads`, `values`, `conversation`, `evaluation`, `logs`, `batch`, `servers`), re-exported here in `__all__`,
-grouped the same way. Each function says which command needs it and for what; it imports its room when called,
-so `agentmap --help` imports no runtime. The few classes a command builds or catches are lazily re-exported at
-the end (`_NAMES`, with the variable naming the active agent); types a command only annotates with are under
-`TYPE_CHECKING`. Everything here is internal: it may change between releases without notice, and other code
-should not import it. Prefer adding to the public API when a user could want it too.
+`graphs`, `threads`, `values`, `versions`, `conversation`, `evaluation`, `logs`, `batch`, `servers`), re-exported
+here in `__all__`, grouped the same way. Each function says which command needs it and for what; it imports its room
+when called, so `agentmap --help` imports no runtime. The few classes a command builds or catches are lazily
+re-exported at the end (`_NAMES`, with the variable naming the active agent); types a command only annotates with
+are under `TYPE_CHECKING`. Everything here is internal: it may change between releases without notice, and other
+code should not import it. Prefer adding to the public API when a user could want it too.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from agentmap._cli_api.threads import (
     typed_answer,
 )
 from agentmap._cli_api.values import read_json_value, state_key_problem, value_problem
+from agentmap._cli_api.versions import diff_workflows, read_migration
 from agentmap._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
     from agentmap.interface.eval_runner import EvalRunSummary
     from agentmap.interface.scores import EvalReport
     from agentmap.llm.decision_log import SQLiteDecisionLog
-    from agentmap.runtime.durable import Durability
+    from agentmap.runtime.durable import Durability, Thread
+    from agentmap.runtime.options import MissingInputs
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.values import Problem
     from agentmap.server import ServeConfig
@@ -92,6 +94,9 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "read_json_value",
     "value_problem",
     "state_key_problem",
+    # diff, resume --migrate: what an edit does to waiting threads, migration maps (`versions`)
+    "diff_workflows",
+    "read_migration",
     # chat, ask, eval run, serve: a workflow as a conversational agent (`conversation`)
     "active_agent_target",
     "load_active_agent",
@@ -142,10 +147,12 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "EvalDiff",
     "EvalReport",
     "EvalRunSummary",
+    "MissingInputs",
     "Problem",
     "RowResult",
     "Settings",
     "Targets",
+    "Thread",
 ]
 
 _NAMES = {
@@ -162,10 +169,12 @@ _NAMES = {
     "EvalDiff": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.scores",
     "EvalRunSummary": "agentmap.interface.eval_runner",
+    "MissingInputs": "agentmap.runtime.options",
     "Problem": "agentmap.runtime.values",
     "RowResult": "agentmap.batch.rows",
     "Settings": "agentmap.config",
     "Targets": "agentmap.spec.models",
+    "Thread": "agentmap.runtime.durable",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _NAMES)

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
     from agentmap.agents.journal import Entry
     from agentmap.runtime.durable import Thread
+    from agentmap.runtime.migration import Migration
     from agentmap.runtime.options import CompileOptions
     from agentmap.runtime.threads import ThreadInfo
 
@@ -41,13 +42,29 @@ def checkpoint_target(checkpoint: str | None, *, create: bool = True) -> str:
 
 
 def open_thread(
-    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, force: bool = False, options: CompileOptions
+    saver: Any,
+    thread_id: str,
+    *,
+    checkpoint_id: str | None = None,
+    force: bool = False,
+    latest: bool = False,
+    migration: Migration | None = None,
+    options: CompileOptions,
 ) -> Thread:
-    """resume: a saved thread from its checkpoint alone, the workflow recompiled from the file it names (at
-    `checkpoint_id`, `--from-checkpoint`; `force` past a run still marked running)."""
+    """resume: a saved thread from its checkpoint alone, its workflow compiled at the revision it runs (at
+    `checkpoint_id`, `--from-checkpoint`; `force` a thread saved before revisions on its changed file), or moved to
+    the file as it is now (`--latest`, `--migrate MAP`)."""
     from agentmap.runtime.durable import open_thread
 
-    return open_thread(saver, thread_id, checkpoint_id=checkpoint_id, force=force, options=options)
+    return open_thread(
+        saver,
+        thread_id,
+        checkpoint_id=checkpoint_id,
+        force=force,
+        latest=latest,
+        migration=migration,
+        options=options,
+    )
 
 
 def saved_state_keys(saver: Any, thread_id: str, checkpoint_id: str | None = None) -> tuple[str, ...]:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentmap._pysource import parse_module
+
 __all__ = ["FolderIndex", "compact"]
 
 
@@ -62,7 +64,7 @@ class FolderIndex:
 def _names(path: Path) -> set[str]:
     """Class names and registered type names of a Python file (none when it does not parse)."""
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = parse_module(path.read_bytes(), str(path))
     except (SyntaxError, ValueError, OSError):
         return set()  # importing it reports the error, if a workflow names the file
     names: set[str] = set()

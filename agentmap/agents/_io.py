@@ -21,13 +21,16 @@ class IOMapping:
     def __init__(self, input_fields: Sequence[str], output_field: str) -> None:
         self.input_fields = list(input_fields)
         self.output_field = output_field
-        self._inputs = tuple(parse_input_field(f) for f in self.input_fields)
-        self._outputs = tuple(parse_output_field(k) for k in (output_field or "").split("|") if k.strip())
+        self.reads: tuple[tuple[str, str], ...] = tuple(parse_input_field(f) for f in self.input_fields)
+        """`(state key, parameter)` of each input field, in order."""
+        fields = (output_field or "").split("|")
+        self.writes: tuple[tuple[str, str | None], ...] = tuple(parse_output_field(k) for k in fields if k.strip())
+        """`(state key, result key or None)` of each output field, in order."""
 
     def inputs(self, state: Any) -> dict[str, Any]:
         """`{param: value}` for each input field, read from a dict state or any object state."""
         if type(state) is dict or isinstance(state, Mapping):  # a dict (what LangGraph hands a node) first
-            return {param: state.get(key) for key, param in self._inputs}
+            return {param: state.get(key) for key, param in self.reads}
         return StateAdapter.get_inputs(state, self.input_fields)
 
     def update(self, output: Any) -> dict[str, Any]:
@@ -37,7 +40,7 @@ class IOMapping:
             TypeError: Several output fields, and `output` is not a dict.
             KeyError: Several output fields, and `output` lacks one of their keys.
         """
-        outputs = self._outputs
+        outputs = self.writes
         if not outputs or output is None:
             return {}
         if len(outputs) == 1 and outputs[0][1] is None:

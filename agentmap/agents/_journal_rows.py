@@ -1,31 +1,39 @@
-"""The call journal's rows: where they are kept (a table of the checkpoint's database, or on an in-memory saver),
-how each is sealed with a checksum of its key, status, request digest and response, and how many each task wrote
-(`agentmap_journal_heads`, kept by a trigger): an entry changed or deleted is `corrupt-checkpoint`, never a call
-made again (`journal.py` decides what a row means for a call).
+"""The call journal's rows: where they are kept, one class per store behind `JournalRows` (a table of the
+checkpoint's database, SQLite or PostgreSQL, or the process's memory beside an in-memory saver), each row a
+`JournalRow`, and how many entries each task wrote (`agentmap_journal_heads`, kept by a trigger). `rows_of(saver)`
+picks a saver's store once. Whether a row read back is what was written is `_journal_seal.py`; what a row means
+for a call, `journal.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
-from agentmap.agents._node_calls import NODE
-from agentmap.agents._saver_sql import postgres_trigger, saver_kind, saver_sql
-from agentmap.errors import CorruptCheckpointError
+from agentmap.agents._checkpoint_saves import Key
+from agentmap.agents._saver_sql import (
+    Execute,
+    kept_beside,
+    postgres_sql,
+    postgres_trigger,
+    saver_kind,
+    sqlite_sql,
+)
 
 __all__ = [
     "HEADS",
     "REPLAYS",
     "TABLE",
-    "check_task",
+    "CallKey",
+    "JournalRow",
+    "JournalRows",
+    "MemoryRows",
+    "PostgresRows",
+    "SqliteRows",
+    "TaskRows",
     "create_statements",
-    "intact",
-    "opened",
     "rows_of",
-    "seal",
-    "unsealed",
 ]
 
 TABLE = "agentmap_journal"
@@ -82,6 +90,99 @@ def create_statements(kind: str) -> tuple[str, ...]:
     return _CREATE[kind]
 
 
+class CallKey(NamedTuple):
+    """Where a call is journaled: LangGraph gives a task resumed from the same checkpoint the same id, and a node
+    makes its calls in the same order, so a call has the same key in the run that crashed and in its resume."""
+
+    thread_id: str
+    checkpoint_ns: str
+    step: int
+    node: str
+    task_id: str
+    call_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRow:
+    """One entry of the journal as it is stored. Read back, its fields are what the store holds (a row changed on
+    disk may hold anything): `_journal_seal.intact` says whether it is what was written."""
+
+    key: CallKey
+    kind: str
+    """`model` or `tool`."""
+    name: str
+    digest: str
+    """sha256 of the request (journal.digest)."""
+    status: str
+    """`started`, `finished` or `failed`."""
+    response: str | None
+    """The response column: the response as JSON, sealed with its checksum (`_journal_seal.seal`)."""
+    started_at: float
+    finished_at: float | None = None
+    duration_ms: float | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The row's columns, in the table's order."""
+        call = (self.kind, self.name, self.digest, self.status, self.response)
+        return (*self.key, *call, self.started_at, self.finished_at, self.duration_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRows:
+    """A task's entries, found by its task id or by the rest of their key (one damaged key column still matches),
+    and how many entries the task wrote (None: not counted, as for entries journaled before the count was kept)."""
+
+    rows: tuple[JournalRow, ...]
+    written: int | None
+
+
+class JournalRows(Protocol):
+    """Where one checkpoint saver's journal entries are kept (`rows_of(saver)`)."""
+
+    def get(self, key: CallKey) -> JournalRow | None:
+        """The entry of call `key` as stored; None when the call was never journaled."""
+        ...
+
+    def put(self, row: JournalRow) -> None:
+        """Write `row` in place of the entry of its key, if any (a call started, then finished or failed)."""
+        ...
+
+    def replayed(self, key: CallKey, at: float) -> None:
+        """Count that a resume answered call `key` from its entry at `at` (`time.time()`)."""
+        ...
+
+    def saved(self, checkpoint: Key) -> bool:
+        """Whether LangGraph's checkpoint (thread, namespace, id) is in the saver's store."""
+        ...
+
+    def task_rows(self, key: CallKey) -> TaskRows:
+        """The entries of the task that makes call `key` (see `TaskRows`); none from a store whose rows nobody
+        can change (the process's memory)."""
+        ...
+
+    def entries(self, thread_id: str) -> list[tuple[JournalRow, int]]:
+        """The entries of thread `thread_id`, oldest call first (by start, then call index), each with how many
+        times a resume answered its call from it."""
+        ...
+
+
+_COLUMNS = (
+    "thread_id",
+    "checkpoint_ns",
+    "step",
+    "node",
+    "task_id",
+    "call_index",
+    "kind",
+    "name",
+    "digest",
+    "status",
+    "response",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+)
+_J = ", ".join(f"j.{c}" for c in _COLUMNS)
 _REPLAYED = f"INSERT INTO {REPLAYS} VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = (
     f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
@@ -90,154 +191,122 @@ _PUT = (
     "duration_ms = excluded.duration_ms"
 )
 _GET = (
-    f"SELECT status, digest, response FROM {TABLE} WHERE thread_id = ? AND checkpoint_ns = ? AND step = ? "
-    "AND node = ? AND task_id = ? AND call_index = ?"
+    f"SELECT {_J} FROM {TABLE} j WHERE j.thread_id = ? AND j.checkpoint_ns = ? AND j.step = ? AND j.node = ? "
+    "AND j.task_id = ? AND j.call_index = ?"
 )
-_NEAR = (  # a task's entries, found by its task id or by the rest of its key: one damaged key column still matches;
-    # and how many entries the task wrote (a row of NULLs but that when it has none)
-    "SELECT j.thread_id, j.checkpoint_ns, j.step, j.node, j.task_id, j.call_index, j.status, j.digest, j.response, "
-    f"h.entries FROM (SELECT 1 AS one) o LEFT JOIN {HEADS} h ON h.thread_id = ? AND h.checkpoint_ns = ? "
-    f"AND h.task_id = ? LEFT JOIN {TABLE} j ON j.task_id = ? "
+_NEAR = (  # and how many entries the task wrote: a row of NULLs but that when it has none
+    f"SELECT {_J}, h.entries FROM (SELECT 1 AS one) o LEFT JOIN {HEADS} h ON h.thread_id = ? "
+    f"AND h.checkpoint_ns = ? AND h.task_id = ? LEFT JOIN {TABLE} j ON j.task_id = ? "
     "OR (j.thread_id = ? AND j.checkpoint_ns = ? AND j.step = ? AND j.node = ?)"
 )
 _LIST = (
-    "SELECT step, node, call_index, kind, name, status, duration_ms, started_at, task_id, response, "
-    f"(SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id AND r.checkpoint_ns = j.checkpoint_ns "
-    "AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id AND r.call_index = j.call_index) "
-    f"FROM {TABLE} j WHERE thread_id = ? ORDER BY started_at, call_index"
+    f"SELECT {_J}, (SELECT count(*) FROM {REPLAYS} r WHERE r.thread_id = j.thread_id "
+    "AND r.checkpoint_ns = j.checkpoint_ns AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id "
+    f"AND r.call_index = j.call_index) FROM {TABLE} j WHERE j.thread_id = ? ORDER BY j.started_at, j.call_index"
 )
 _SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
-_MEMORY_LOCK = threading.Lock()
 
 
-def rows_of(saver: Any) -> Callable[..., Any] | None:
-    """How `saver` keeps the journal's rows (`f(saver, op, key, values)`), or None: a saver of another kind."""
-    kind = saver_kind(saver)
-    if kind in ("sqlite", "postgres"):
-        return _in_database
-    return _memory if kind == "memory" else None
+def _row(columns: Any) -> JournalRow:
+    return JournalRow(CallKey(*columns[:6]), *columns[6:14])
 
 
-_SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
-_SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
-_STATUSES = ("started", "finished", "failed")
+class _InDatabase:
+    """The journal's tables in the checkpoint's own database, through the saver's connection and lock."""
+
+    def __init__(self, execute: Execute) -> None:
+        self._execute = execute
+
+    def get(self, key: CallKey) -> JournalRow | None:
+        found = self._execute(_GET, key)
+        return _row(found[0]) if found else None
+
+    def put(self, row: JournalRow) -> None:
+        self._execute(_PUT, row.values())
+
+    def replayed(self, key: CallKey, at: float) -> None:
+        self._execute(_REPLAYED, (*key, at))
+
+    def saved(self, checkpoint: Key) -> bool:
+        thread, _, checkpoint_id = checkpoint
+        return bool(self._execute(_SAVED, (thread, checkpoint_id)))
+
+    def task_rows(self, key: CallKey) -> TaskRows:
+        thread, ns, step, node, task, _ = key
+        found = self._execute(_NEAR, (thread, ns, task, task, thread, ns, step, node))
+        written = found[0][-1] if found else None
+        return TaskRows(tuple(_row(r) for r in found if r[0] is not None), written)
+
+    def entries(self, thread_id: str) -> list[tuple[JournalRow, int]]:
+        return [(_row(r), int(r[-1])) for r in self._execute(_LIST, (thread_id,))]
 
 
-def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:
-    fields = (*(str(k) for k in key or ()), status, request_digest, text or "")
-    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).hexdigest()
+def _made(saver: Any) -> dict[Any, bool]:
+    """Which tables were made in `saver`'s database (by the statements that make them): `saver_sql`'s marks."""
+    return kept_beside(saver, "made", dict)
 
 
-def seal(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str:
-    """The response column: a checksum of the entry's key (thread, namespace, step, node, task, call index),
-    status, request digest and response, then the response."""
-    return f"{_SEAL}{_checksum(key, status, request_digest, text)}:{text or ''}"
+class SqliteRows(_InDatabase):
+    """The journal of a `SqliteSaver` (and AgentMap's subclass of it): tables of its SQLite file."""
+
+    def __init__(self, saver: Any) -> None:
+        super().__init__(sqlite_sql(saver.conn, saver.lock, _made(saver), _CREATE["sqlite"]))
 
 
-def unsealed(text: str | None) -> str | None:
-    """The response inside a response column, unchecked (for listing)."""
-    if text is None or not text.startswith((_SEAL, _SEAL_V2)):
-        return text
-    return text[len(_SEAL) + 33 :] or None
+class PostgresRows(_InDatabase):
+    """The journal of a `PostgresSaver` (and AgentMap's subclass of it): tables of its database."""
+
+    def __init__(self, saver: Any) -> None:
+        super().__init__(postgres_sql(saver.conn, saver.lock, _made(saver), _CREATE["postgres"]))
 
 
-def intact(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> bool:
-    """Whether an entry read back is what was written (an entry written before checksums is taken as it is)."""
-    if status not in _STATUSES:
-        return False
-    if text is None or not text.startswith((_SEAL, _SEAL_V2)):  # written before checksums
-        return True
-    inner = unsealed(text)
-    version = None if text.startswith(_SEAL_V2) else key
-    return text == f"{text[:3]}{_checksum(version, status, request_digest, inner)}:{inner or ''}"
+class MemoryRows:
+    """The journal of an `InMemorySaver`: kept in the process beside it, gone with it (and with the process)."""
+
+    def __init__(self, saver: Any) -> None:
+        self._storage = saver.storage  # LangGraph's checkpoints: thread -> namespace -> checkpoint id -> ...
+        self._lock = threading.Lock()
+        self._rows: dict[CallKey, JournalRow] = {}
+        self._replays: dict[CallKey, int] = {}
+
+    def get(self, key: CallKey) -> JournalRow | None:
+        with self._lock:
+            return self._rows.get(key)
+
+    def put(self, row: JournalRow) -> None:
+        with self._lock:
+            self._rows[row.key] = row
+
+    def replayed(self, key: CallKey, at: float) -> None:
+        with self._lock:
+            self._replays[key] = self._replays.get(key, 0) + 1
+
+    def saved(self, checkpoint: Key) -> bool:
+        thread, _, checkpoint_id = checkpoint
+        return any(checkpoint_id in saved for saved in list(self._storage.get(thread, {}).values()))
+
+    def task_rows(self, key: CallKey) -> TaskRows:
+        return TaskRows((), None)  # nothing in memory is damaged on disk
+
+    def entries(self, thread_id: str) -> list[tuple[JournalRow, int]]:
+        with self._lock:
+            found = [(row, self._replays.get(key, 0)) for key, row in self._rows.items() if key[0] == thread_id]
+        return sorted(found, key=lambda entry: (entry[0].started_at, entry[0].key.call_index))
 
 
-def _run_sql(execute: Callable[[str, tuple[Any, ...]], Any], op: str, key: tuple[Any, ...], values: Any) -> Any:
-    if op == "get":
-        rows = execute(_GET, key)
-        return rows[0] if rows else None
-    if op == "put":
-        return execute(_PUT, (*key, *values))
-    if op == "replayed":
-        return execute(_REPLAYED, (*key, *values))
-    if op == "saved":  # whether LangGraph's checkpoint (thread, namespace, id) is in the store
-        return bool(execute(_SAVED, (key[0], key[2])))
-    if op == "near":  # key: task, thread, namespace, step, node
-        return execute(_NEAR, (key[1], key[2], key[0], *key))
-    return execute(_LIST, key)
+_STORES: dict[str, type[SqliteRows | PostgresRows | MemoryRows]] = {
+    "sqlite": SqliteRows,
+    "postgres": PostgresRows,
+    "memory": MemoryRows,
+}
 
 
-def _in_database(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    execute = saver_sql(saver, _CREATE[saver_kind(saver) or "sqlite"])
-    assert execute is not None
-    return _run_sql(execute, op, key, values)
-
-
-def _memory(saver: Any, op: str, key: tuple[Any, ...], values: Any = None) -> Any:
-    if op == "saved":
-        thread, _, checkpoint_id = key
-        return any(checkpoint_id in saved for saved in list(saver.storage.get(thread, {}).values()))
-    with _MEMORY_LOCK:
-        table: dict[tuple[Any, ...], list[Any]] = saver.__dict__.setdefault("_agentmap_journal_rows", {})
-        if op == "get":
-            row = table.get(key)
-            return None if row is None else (row[3], row[2], row[4])
-        replays: dict[tuple[Any, ...], int] = saver.__dict__.setdefault("_agentmap_journal_replays", {})
-        if op == "put":
-            table[key] = list(values)  # kind, name, digest, status, response, started_at, finished_at, duration
-        elif op == "replayed":
-            replays[key] = replays.get(key, 0) + 1
-        elif op == "list":
-            rows = [(k[2], k[3], k[5], r[0], r[1], r[3], r[7], r[5], k[4], r[4], replays.get(k, 0))
-                    for k, r in table.items() if k[0] == key[0]]  # fmt: skip
-            return sorted(rows, key=lambda r: (r[7], r[2]))
-        return []  # `near`: nothing in memory is damaged on disk
-
-
-def opened(key: tuple[Any, ...], status: str, request_digest: str, text: str | None) -> str | None:
-    """The response of the entry `key` read back, its checksum checked.
-
-    Raises:
-        CorruptCheckpointError: The entry is not what was written (its status, request digest or response
-            changed on disk): it is never replayed, and the call is never made again on its account.
-    """
-    if not intact(key, status, request_digest, text):
-        raise _damaged(key)
-    return unsealed(text)
-
-
-def check_task(saver: Any, rows: Callable[..., Any], key: tuple[Any, ...]) -> None:
-    """At a node's first call the journal has no entry for (`key`), check its task's entries: one whose key was
-    damaged on disk (its thread, step, node, task or call index) is not found by its key, and one deleted is not
-    found at all (fewer entries than the task wrote): the call it recorded would be made again without a word.
-
-    Raises:
-        CorruptCheckpointError: An entry of the task does not match its checksum, or is missing.
-    """
-    node = NODE.get()
-    if node is None or node.checked:
-        return
-    node.checked = True
-    thread, ns, step, name, task, _ = key
-    found = rows(saver, "near", (task, thread, ns, step, name))
-    present = [row for row in found if row[0] is not None]
-    for row in present:
-        if not intact(tuple(row[:6]), *row[6:9]):
-            raise _damaged(key)
-    written = found[0][9] if found and len(found[0]) > 9 else None
-    if written is not None and len(present) < written:
-        raise _damaged(key, f"holds {len(present)} of the {written} entries it wrote (deleted)")
-
-
-def _damaged(key: tuple[Any, ...], what: str = "") -> CorruptCheckpointError:
-    thread, _, step, node, _, index = key
-    found = (
-        f"the call journal of node {node!r} (step {step}) {what}; no call was made again"
-        if what
-        else f"the call journal's entry for call {index} of node {node!r} (step {step}) is damaged; it was not replayed"
-    )
-    return CorruptCheckpointError(
-        f"thread {thread!r}: {found}",
-        hint=f"`agentmap threads show {thread}` lists the thread's checkpoints: continue from the one before that "
-        f"step with agentmap resume {thread} --from-checkpoint ID",
-    )
+def rows_of(saver: Any) -> JournalRows | None:
+    """Where `saver` keeps the journal's rows (made the first time, then the same for as long as the saver
+    lives), or None: no saver, or a saver of another kind (an async-only one, say), which keeps no journal."""
+    if saver is None:
+        return None
+    store = _STORES.get(saver_kind(saver) or "")
+    if store is None:
+        return None
+    return kept_beside(saver, "journal", lambda: store(saver))

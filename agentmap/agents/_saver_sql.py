@@ -1,6 +1,7 @@
 """SQL in a checkpoint's own database: the tables AgentMap keeps beside LangGraph's checkpoints (the call
 journal, the LLM response cache) are read and written through the saver's connection and lock, each statement in
-its own transaction, the table made on first use.
+its own transaction, the table made on first use. What AgentMap keeps for a saver in the process (that a table
+was made, the in-memory saver's journal and answers) is `kept_beside` it, never set on the saver.
 
 ```python
 execute = saver_sql(saver, "CREATE TABLE IF NOT EXISTS t (...)")   # None for a saver of another kind
@@ -11,10 +12,21 @@ rows = execute("SELECT a FROM t WHERE b = ?", ("x",))              # `?` placeho
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Create", "Execute", "postgres_trigger", "saver_kind", "saver_sql", "sqlite_sql"]
+__all__ = [
+    "Create",
+    "Execute",
+    "kept_beside",
+    "postgres_sql",
+    "postgres_trigger",
+    "saver_kind",
+    "saver_sql",
+    "sqlite_sql",
+]
 
 Execute = Callable[[str, tuple[Any, ...]], list[Any]]
 Create = str | tuple[str, ...]
@@ -37,6 +49,30 @@ def postgres_trigger(name: str, table: str, body: str) -> str:
     )
 
 
+T = TypeVar("T")
+_BESIDE: dict[int, dict[str, Any]] = {}  # id(saver) -> what is kept for it, dropped when the saver is
+_BESIDE_LOCK = threading.RLock()  # what `make` makes may keep something beside the saver too
+
+
+def kept_beside(saver: Any, what: str, make: Callable[[], T]) -> T:
+    """What is kept for `saver` under the name `what` (`make()` the first time), for as long as the saver lives:
+    no attribute is set on the saver (LangGraph's, or a user's), and a saver that is gone takes it along.
+
+    What is kept must not refer to the saver (it would then live as long as the process).
+    """
+    kept = _BESIDE.get(id(saver))
+    if kept is not None and what in kept:
+        return kept[what]  # type: ignore[no-any-return]
+    with _BESIDE_LOCK:
+        kept = _BESIDE.get(id(saver))
+        if kept is None:
+            kept = _BESIDE[id(saver)] = {}
+            weakref.finalize(saver, _BESIDE.pop, id(saver), None)  # before its id can be another object's
+        if what not in kept:
+            kept[what] = make()
+        return kept[what]  # type: ignore[no-any-return]
+
+
 def saver_kind(saver: Any) -> str | None:
     """`sqlite`, `postgres` or `memory` for LangGraph's savers of those kinds (and AgentMap's subclasses)."""
     names = {c.__name__ for c in type(saver).__mro__}
@@ -50,9 +86,9 @@ def saver_sql(saver: Any, create: Create) -> Execute | None:
     """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` run once first; None for others."""
     kind = saver_kind(saver)
     if kind == "sqlite":
-        return sqlite_sql(saver.conn, saver.lock, saver.__dict__, create)
+        return sqlite_sql(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
     if kind == "postgres":
-        return _postgres_sql(saver, create)
+        return postgres_sql(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
     return None
 
 
@@ -76,19 +112,21 @@ def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[Any, A
     return execute
 
 
-def _postgres_sql(saver: Any, create: Create) -> Execute:
+def postgres_sql(pool: Any, lock: Any, marks: MutableMapping[Any, Any], create: Create) -> Execute:
+    """SQL on a PostgreSQL connection or pool (a `PostgresSaver`'s `conn`) shared under `lock`; `marks`
+    remembers that `create` ran."""
     import psycopg
     from langgraph.checkpoint.postgres import _internal
 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
-        with saver.lock, _internal.get_connection(saver.conn) as conn:
-            if not saver.__dict__.get(create):
+        with lock, _internal.get_connection(pool) as conn:
+            if not marks.get(create):
                 try:
                     for statement in _statements(create):
                         conn.execute(statement)
                 except psycopg.errors.UniqueViolation:  # made by another process at the same moment
                     conn.rollback()
-                saver.__dict__[create] = True
+                marks[create] = True
             with conn.transaction(), conn.cursor() as cur:
                 cur.execute(sql.replace("?", "%s"), params)
                 rows = cur.fetchall() if cur.description else []

@@ -322,6 +322,16 @@ class BaseAgent:
         """Alias for `run()` to maintain compatibility with LangGraph."""
         return self.run(state)
 
+    def input_mapping(self) -> tuple[tuple[str, str], ...]:
+        """`(state key, parameter)` for each Input_Fields entry, in order: `process` finds `state[key]` as
+        `inputs[parameter]` (`key`, `key:parameter` or `parameter=key`)."""
+        return self._io.reads
+
+    def output_mapping(self) -> tuple[tuple[str, str | None], ...]:
+        """`(state key, result key)` for each Output_Field entry, in order: the output (or its `result key`, for
+        `key=result_key` and several fields) is written to `state key`; the result key is None for a plain `key`."""
+        return self._io.writes
+
     def state_keys(self) -> list[str]:
         """State keys this agent writes besides its output fields (a memory key, say).
 

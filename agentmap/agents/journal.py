@@ -13,7 +13,7 @@ the same in the run that crashed and in the one that resumes it.
   doubt*: the run pauses with a question (`done`, `retry` or `fail`, or `{"done": RESULT}`).
 
 Nothing is journaled without a checkpointer (no thread), nor outside a node. SQLite and PostgreSQL savers keep
-the table; the in-memory saver keeps it on itself.
+the table; the in-memory saver's entries are kept beside it in the process (`_journal_rows.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 
 from agentmap._langgraph import CHECKPOINTER_KEY, TASK_ID_KEY, current_config
 from agentmap.agents._checkpoint_saves import Key, await_saved, step_checkpoint, wait_saved
-from agentmap.agents._journal_rows import TABLE, check_task, opened, rows_of, seal, unsealed
+from agentmap.agents._journal_rows import TABLE, CallKey, JournalRow, JournalRows, rows_of
+from agentmap.agents._journal_seal import check_task, opened, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
 
@@ -97,10 +98,10 @@ class Entry:
 
 @dataclass(frozen=True)
 class _Where:
-    saver: Any
-    kind: Callable[..., Any]
-    key: tuple[str, str, int, str, str, int]
+    rows: JournalRows
+    key: CallKey
     checkpoint: Key | None  # the checkpoint the node's step started from: saved before a call is made
+    announced: bool  # whether the saver announces its saves (agents/_checkpoint_saves.py)
 
 
 def _where() -> _Where | None:
@@ -113,17 +114,17 @@ def _where() -> _Where | None:
     saver = configurable.get(CHECKPOINTER_KEY)
     task_id = configurable.get(TASK_ID_KEY)
     thread = configurable.get("thread_id")
-    kind = rows_of(saver)
-    if kind is None and saver is not None:
+    rows = rows_of(saver)
+    if rows is None and saver is not None:
         _say_unjournaled(saver)
-    if kind is None or not task_id or thread is None:
+    if rows is None or not task_id or thread is None:
         return None
     step = (config.get("metadata") or {}).get("langgraph_step", -1)
     index = node.calls
     node.calls += 1
     ns = str(configurable.get("checkpoint_ns") or "")
-    key = (str(thread), ns, int(step), node.name, str(task_id), index)
-    return _Where(saver, kind, key, step_checkpoint(configurable))
+    key = CallKey(str(thread), ns, int(step), node.name, str(task_id), index)
+    return _Where(rows, key, step_checkpoint(configurable), bool(getattr(saver, "announces_saves", False)))
 
 
 _UNJOURNALED: set[type] = set()
@@ -249,18 +250,18 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
     if where is None:
         return _Call(None)
     meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
-    found = where.kind(where.saver, "get", where.key)
+    found = where.rows.get(where.key)
     if found is None:
-        check_task(where.saver, where.kind, where.key)
+        check_task(where.rows, where.key)
     else:
-        status, seen, response = found
-        response = opened(where.key, status, seen, response)
-        if seen != meta[2]:
-            _logger.info("%s call %s of node %s: the request changed since it was journaled; calling again",
-                         kind, name, where.key[3])  # fmt: skip
+        status = found.status
+        response = opened(found)
+        if found.digest != meta[2]:
+            changed = "%s call %s of node %s: the request changed since it was journaled; calling again"
+            _logger.info(changed, kind, name, where.key.node)
         elif status == "finished":
             value = decode(json.loads(response) if response is not None else None)
-            where.kind(where.saver, "replayed", where.key, (time.time(),))
+            where.rows.replayed(where.key, time.time())
             return _Replay(value)
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
@@ -279,10 +280,13 @@ def _store_check(where: _Where) -> tuple[Callable[[], bool], bool]:
     saves (agents/_checkpoint_saves.py: once found saved, a checkpoint is remembered, so the node's later calls,
     and those it makes at the same time, cost a look-up)."""
 
-    def in_store() -> bool:
-        return bool(where.kind(where.saver, "saved", where.checkpoint))
+    checkpoint = where.checkpoint
+    assert checkpoint is not None
 
-    return in_store, bool(getattr(where.saver, "announces_saves", False))
+    def in_store() -> bool:
+        return where.rows.saved(checkpoint)
+
+    return in_store, where.announced
 
 
 def _put(
@@ -292,7 +296,7 @@ def _put(
     text = seal(where.key, status, meta[2], text)
     finished = None if duration_ms is None else time.time()
     duration = None if duration_ms is None else round(duration_ms, 3)
-    where.kind(where.saver, "put", where.key, (*meta, status, text, at, finished, duration))
+    where.rows.put(JournalRow(where.key, *meta, status, text, at, finished, duration))
 
 
 def _ask(name: str, request: Any, where: _Where) -> Any:
@@ -308,7 +312,7 @@ def _ask(name: str, request: Any, where: _Where) -> Any:
         "never reported back): answer done (it did; --data '{\"done\": RESULT}' gives its result), retry (call "
         "it again) or fail (it did not; the call fails)"
     )
-    payload = question(where.key[3], "journal", text, options=list(_ANSWERS), tool=name, arguments=arguments)
+    payload = question(where.key.node, "journal", text, options=list(_ANSWERS), tool=name, arguments=arguments)
     return unwrap_answer(payload, interrupt(payload))
 
 
@@ -337,12 +341,25 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
     """The journal of `thread_id` in `saver`'s database, oldest call first (empty without one)."""
-    kind = rows_of(saver)
-    if kind is None:
-        return []
-    rows = kind(saver, "list", (thread_id,))
-    return [Entry(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), str(r[5]), r[6], r[7], str(r[8]),
-                  replays=int(r[10]), **_usage(r[9])) for r in rows]  # fmt: skip
+    rows = rows_of(saver)
+    return [] if rows is None else [_entry(row, replays) for row, replays in rows.entries(thread_id)]
+
+
+def _entry(row: JournalRow, replays: int) -> Entry:
+    key = row.key
+    return Entry(
+        int(key.step),
+        str(key.node),
+        int(key.call_index),
+        str(row.kind),
+        str(row.name),
+        str(row.status),
+        row.duration_ms,
+        row.started_at,
+        str(key.task_id),
+        replays=replays,
+        **_usage(row.response),
+    )
 
 
 def _usage(response: Any) -> dict[str, Any]:

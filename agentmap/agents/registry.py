@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentmap._sources import note_code
 from agentmap.agents._folder import FolderIndex
 from agentmap.agents.base import BaseAgent
 from agentmap.errors import AgentNotFoundError
@@ -295,8 +296,10 @@ def module_name(path: Path, *, prefix: str) -> str:
 
 
 def import_file(path: Path, *, prefix: str) -> Any:
-    """Import a Python file as a module named after its path (imported once per process)."""
+    """Import a Python file as a module named after its path (imported once per process; noted by its digest in
+    the revision of a compile that imports it, `agentmap._sources`)."""
     path = path.resolve()
+    note_code(path)
     name = module_name(path, prefix=prefix)
     if name in sys.modules:
         return sys.modules[name]

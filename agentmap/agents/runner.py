@@ -28,4 +28,4 @@ __all__ = [
 
 def input_keys(agent: BaseAgent) -> tuple[str, ...]:
     """The state keys `agent` reads (its Input_Fields without their renames), each once, in order."""
-    return tuple(dict.fromkeys(key for key, _ in agent._io._inputs))
+    return tuple(dict.fromkeys(key for key, _ in agent.input_mapping()))

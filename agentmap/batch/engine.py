@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
-from agentmap.batch._input_scan import Finished, RowSource, check_columns, scan
+from agentmap.batch._input_scan import Finished, RowSource, check_columns, row_options, scan
+from agentmap.batch._recording import Recorder
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
@@ -54,28 +55,16 @@ def parse_rate(text: str | float) -> float:
 def _row_source(rows: Any, sheet: str | None, warn: Warn | None) -> tuple[RowSource, str]:
     if isinstance(rows, str | Path):
         path = Path(rows)
-        return (lambda: read_rows(path, sheet=sheet, warn=warn)), str(path)
+        return RowSource(lambda: read_rows(path, sheet=sheet, warn=warn)), str(path)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         records = rows.to_dict("records")
-        return (lambda: iter(records)), "the DataFrame"
+        return RowSource(lambda: iter(records), held=records), "the DataFrame"
     listed = rows if isinstance(rows, Sequence) else list(rows)
-    return (lambda: iter(listed)), "the rows"
+    return RowSource(lambda: iter(listed), held=listed), "the rows"
 
 
 def _warn(message: str) -> None:
     warnings.warn(message, UserWarning, stacklevel=2)
-
-
-def _once(warn: Warn) -> Warn:
-    """`warn`, told each message once (the input is read more than once)."""
-    told: set[str] = set()
-
-    def once(message: str) -> None:
-        if message not in told:
-            told.add(message)
-            warn(message)
-
-    return once
 
 
 def batch(
@@ -109,8 +98,9 @@ def batch(
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
 
     A failing row never stops the batch: its error is in its `RowResult`. With `output`, finished rows are
-    appended to `<output>.partial` as they finish and the output table is written in input order at the
-    end; calling again with the same output skips rows already done (`redo_failed` reruns the failures).
+    appended to `<output>.partial` as they finish (in blocks: each within 0.2 s, csv_specs/batch.md "Resuming")
+    and the output table is written in input order at the end; calling again with the same output skips rows
+    already done (`redo_failed` reruns the failures).
 
     Args:
         source: The workflow file (`flow.csv` or `flow.csv::Graph`).
@@ -119,12 +109,15 @@ def batch(
         executor: `thread` (default), `async`, `process` or `ray`.
         concurrency: Rows in flight at once with the thread and async executors.
         workers: Processes or Ray workers (default: the CPUs available).
-        on_result: Called with each `RowResult` as its row finishes (in the calling thread).
+        on_result: Called with each `RowResult` as its row finishes (in the calling thread; with `output`, once the
+            row is written to the `.partial` file).
         outputs: The state keys to report (default: every key the workflow's nodes write).
         id_column: The column holding each row's id (default: the row number plus a hash of the row).
         rename: Column -> state key renames.
         json_cells: Parse text cells holding JSON objects or arrays.
-        redo_failed: Rerun the rows an earlier run of this batch recorded as failed.
+        redo_failed: Rerun the rows an earlier run of this batch recorded as failed (with `checkpoint`, also a row
+            whose thread finished failing but which the output does not hold: without it, such a row takes that
+            run's result).
         checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
             running the batch again continues each unfinished row (every executor; with Ray on another machine, a
             PostgreSQL URL).
@@ -136,8 +129,8 @@ def batch(
         progress: Told the counts and each result (the command line's progress bar).
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
-        on_warning: Told each such warning once, and the one warning of a table whose columns lack an input no
-            node writes (default: `warnings.warn`).
+        on_warning: Told each such warning once, and (with `missing_inputs="warn"`) the one warning of a table
+            whose columns lack an input no node writes (default: `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
@@ -147,9 +140,12 @@ def batch(
             before it, as a spreadsheet shows text (csv_specs/batch.md, "Formulas in a CSV output").
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
+            `missing_inputs`: a table without a column for an input no node writes is refused before any row
+            runs (`"error"`, the default), warned of once (`"warn"`), or run as it is (`"ignore"`).
 
     Raises:
-        ConfigError: Bad options, or input that cannot be read (its file and row are named).
+        ConfigError: Bad options, input that cannot be read (its file and row are named), or a table lacking an
+            input no node writes (`missing-state`).
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
         BatchInterrupted: Ctrl-C; what finished is kept.
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
@@ -181,7 +177,7 @@ def batch(
         store,
         no_cache=not cache,
     )
-    row_source, name = _row_source(rows, sheet, _once(on_warning or _warn) if lenient else None)
+    row_source, name = _row_source(rows, sheet, (on_warning or _warn) if lenient else None)
     return run_batch(
         recipe,
         row_source,
@@ -257,15 +253,19 @@ def run_batch(
     progress: Progress | None = None,
     warn: Warn = _warn,
 ) -> BatchResult:
-    """The batch itself (see `batch`): `rows()` is called again for each pass over the input.
+    """The batch itself (see `batch`): `rows.read()` is the one pass over the input (`scan`).
 
-    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`):
-    `warn` is told of those it lacks, once for the whole batch.
+    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`): a
+    column missing stops the batch before any row runs (`missing-state`), or with the compile option
+    `missing_inputs="warn"` `warn` is told of it, once for the whole batch. A row is reported done (`progress`,
+    `on_result`) once it is recorded in the `.partial` file, when there is one (`Recorder`).
     """
     shaper = shaper or Shaper()
     executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
-    recipe = replace(recipe, options=shippable_options(recipe.options, executor))
+    recipe = replace(recipe, options=shippable_options(recipe.options, executor), redo_failed=options.redo_failed)
+    mode = recipe.options.missing_inputs
+    recipe = replace(recipe, options=row_options(recipe.options))
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
@@ -274,68 +274,62 @@ def run_batch(
         if output is not None
         else None
     )
-    done = partial.load() if partial is not None else {}
+    finished = Finished(partial.load() if partial is not None else {}, options.redo_failed)
+    with scan(rows, shaper, source_name, finished) as scanned:
+        check_columns(runner.app, [shaper.renames.get(c, c) for c in scanned.columns], source_name, warn, mode)
+        result = BatchResult(
+            total=scanned.total,
+            skipped=scanned.skipped,
+            failed_before=len(finished.failed),
+            output=output,
+            graph=runner.app.name,
+        )
+        recorder = Recorder(result, partial, {} if keep_rows else None, progress, on_result)
+        runner.meter = Meter(float(budget)) if budget is not None else None
 
-    finished = Finished(done, options.redo_failed)
-    columns, total, skipped = scan(rows, shaper, source_name, finished)
-    check_columns(runner.app, [shaper.renames.get(c, c) for c in columns], source_name, warn)
-    result = BatchResult(
-        total=total, skipped=skipped, failed_before=len(finished.failed), output=output, graph=runner.app.name
-    )
-    kept: dict[int, Mapping[str, Any]] = {}
+        def jobs() -> Iterator[Job]:
+            for number, key, row in scanned.rows():
+                if finished(key):
+                    continue
+                if _spent(result, budget):
+                    return
+                if recorder.kept is not None:
+                    recorder.kept[number] = row
+                yield number, key, shaper.state(row, f"{source_name}, row {number}")
 
-    runner.meter = Meter(float(budget)) if budget is not None else None
-
-    def jobs() -> Iterator[Job]:
-        for number, row in enumerate(rows(), start=1):
-            where = f"{source_name}, row {number}"
-            key = shaper.key(number, row, where)
-            if finished(key):
-                continue
-            if _spent(result, budget):
-                return
-            if keep_rows:
-                kept[number] = row
-            yield number, key, shaper.state(row, where)
-
-    _start_progress(progress, total, skipped)
-    span = BatchSpan(runner.app, source_name, executor, total, skipped)
-    runner.recipe = recipe = replace(recipe, run_metadata=span.metadata)
-    stream = execute(
-        recipe,
-        jobs(),
-        executor=executor,
-        concurrency=options.concurrency,
-        workers=options.workers,
-        chunk_size=options.chunk_size,
-        ray_address=options.ray_address,
-        runner=runner if executor in ("thread", "async") else None,
-    )
-    try:
-        for row_result in stream:
-            row_result = _record(row_result, result, partial, kept if keep_rows else None)
+        _start_progress(progress, scanned.total, scanned.skipped)
+        span = BatchSpan(runner.app, source_name, executor, scanned.total, scanned.skipped)
+        runner.recipe = recipe = replace(recipe, run_metadata=span.metadata)
+        stream = execute(
+            recipe,
+            jobs(),
+            executor=executor,
+            concurrency=options.concurrency,
+            workers=options.workers,
+            chunk_size=options.chunk_size,
+            ray_address=options.ray_address,
+            runner=runner if executor in ("thread", "async") else None,
+        )
+        try:
+            for row_result in stream:
+                recorder.take(row_result)
+            recorder.finish()
+        except KeyboardInterrupt:
+            result.interrupted = True
+            result.duration_s = time.perf_counter() - started
+            raise BatchInterrupted(result) from None
+        finally:
+            if hasattr(stream, "close"):
+                stream.close()
+            recorder.stop()  # every row counted is on disk before anyone sees the counts
             if progress is not None:
-                progress.advance(row_result)
-            if on_result is not None:
-                on_result(row_result)
-    except KeyboardInterrupt:
-        result.interrupted = True
-        result.duration_s = time.perf_counter() - started
-        raise BatchInterrupted(result) from None
-    finally:
-        if hasattr(stream, "close"):
-            stream.close()
+                progress.stop()
+            span.finish(result.successes, result.failures, result.interrupted)
+        result.rows.sort(key=lambda r: r.row)
+        _stop_over_budget(result, runner.meter, output, started)
         if partial is not None:
-            partial.close()
-        if progress is not None:
-            progress.stop()
-        span.finish(result.successes, result.failures, result.interrupted)
-    result.rows.sort(key=lambda r: r.row)
-    _stop_over_budget(result, runner.meter, output, started)
-    if partial is not None:
-        keyed = ((shaper.key(n, row, source_name), dict(row)) for n, row in enumerate(rows(), start=1))
-        partial.finish(keyed, columns, warn)
-        result.formula_cells = len(partial.formula_cells)
+            partial.finish(((key, dict(row)) for _, key, row in scanned.rows()), scanned.columns, warn)
+            result.formula_cells = len(partial.formula_cells)
     result.duration_s = time.perf_counter() - started
     return result
 
@@ -357,31 +351,3 @@ def _stop_over_budget(result: BatchResult, meter: Meter | None, output: Path | N
 def _start_progress(progress: Progress | None, total: int, skipped: int) -> None:
     if progress is not None:
         progress.start(total, skipped)
-
-
-def _record(
-    row_result: RowResult, result: BatchResult, partial: PartialFile | None, kept: dict[int, Mapping[str, Any]] | None
-) -> RowResult:
-    """Count one finished row, append it to the partial file, and keep it (with its input) when rows are kept.
-
-    Returns:
-        The row's result, with its input row when rows are kept.
-    """
-    if row_result.over_budget:  # not done: a run of the batch with a higher budget runs it
-        result.over_budget = True
-        return row_result
-    if partial is not None:
-        partial.append(row_result)
-    if kept is not None:
-        row_result = replace(row_result, inputs=dict(kept.pop(row_result.row, {})))
-        result.rows.append(row_result)
-    if row_result.success:
-        result.successes += 1
-    else:
-        result.failures += 1
-    result.tokens_in += row_result.tokens_in
-    result.tokens_out += row_result.tokens_out
-    result.tokens_cached += row_result.tokens_cached
-    if row_result.cost is not None:
-        result.cost = (result.cost or 0.0) + row_result.cost
-    return row_result

@@ -125,18 +125,20 @@ def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterat
             yield _run(runner, job)
         return
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="agentmap-batch")
-    pending: set[Future[RowResult]] = set()
+    finished: queue.SimpleQueue[Future[RowResult]] = queue.SimpleQueue()  # each row's future, as it finishes
+    pending = 0
     try:
         for job in jobs:
-            pending.add(pool.submit(_run, runner, job))
-            if len(pending) >= 2 * concurrency:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
+            pool.submit(_run, runner, job).add_done_callback(finished.put)
+            pending += 1
+            if pending >= 2 * concurrency:
+                future = finished.get()
+                pending -= 1
                 yield future.result()
+        while pending:
+            future = finished.get()
+            pending -= 1
+            yield future.result()
     finally:
         # On Ctrl-C, rows not started are dropped; rows running finish in the background, unrecorded.
         pool.shutdown(wait=not pending, cancel_futures=True)

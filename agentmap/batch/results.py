@@ -20,7 +20,7 @@ class Progress(Protocol):
         """Called once, before the first row: rows in the input, and how many were done before."""
 
     def advance(self, result: RowResult) -> None:
-        """Called as each row finishes."""
+        """Called as each row finishes (once it is written to the `.partial` file, when the batch has one)."""
 
     def stop(self) -> None:
         """Called once at the end (also after Ctrl-C)."""

@@ -1,11 +1,16 @@
 """Resume bookkeeping: the `.partial` file beside a batch's output.
 
-Each finished row is appended to `<output>.partial` as one JSON line, flushed at once, so a batch killed
-at any moment (Ctrl-C, `kill -9`, a lost machine) keeps every row it finished. Running the batch again
-reads the file and skips those rows. When every row is done, the output table is written from the file in
-input order (the last record of a row wins, so a row is never in the output twice) and the file is removed.
-Running a finished batch again reads the finished output instead, so it skips every row; it reads the cells as
-they were written (an escaped `'=1+2` stays `'=1+2`, and escaping it again changes nothing), so the output is
+Each finished row is appended to `<output>.partial` as one JSON line. Lines are written in blocks (`BlockWriter`):
+a row's line is written, flushed and synced with the rows that finished with it, at most `BLOCK_SECONDS` after the
+row finished (and once `BLOCK_ROWS` rows wait), and at once when the batch ends, stops on Ctrl-C or on an error.
+A row is reported done (the progress, `on_result`) only once its line is written. So a batch killed at any moment
+(`kill -9`, a lost machine) keeps every row it reported and loses at most the rows of that last fraction of a second,
+which running it again runs again (and, with `--checkpoint`, takes from their finished threads).
+
+Running the batch again reads the file and skips those rows. When every row is done, the output table is written
+from the file in input order (the last record of a row wins, so a row is never in the output twice) and the file is
+removed. Running a finished batch again reads the finished output instead, so it skips every row; it reads the cells
+as they were written (an escaped `'=1+2` stays `'=1+2`, and escaping it again changes nothing), so the output is
 written again the same.
 """
 
@@ -18,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentmap.batch._blocks import BlockWriter
 from agentmap.batch.rows import RESULT_COLUMNS, RowResult
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.batch.writers import open_writer
@@ -26,6 +32,9 @@ from agentmap.errors import ConfigError, ErrorCode
 __all__ = ["PartialFile", "partial_path"]
 
 _FORMAT = "agentmap-batch/1"
+
+_RECORD = json.JSONEncoder(ensure_ascii=False, default=str)
+"""A row's record as its line (one encoder for every row: `json.dumps` would make one per call)."""
 
 
 def partial_path(output: Path) -> Path:
@@ -51,37 +60,57 @@ class PartialFile:
         self.formulas = formulas
         self.formula_cells: list[tuple[int, str, str]] = []
         """After `finish`: the cells of a CSV output a spreadsheet would run (`TableWriter.formula_cells`)."""
-        self._handle: Any = None
+        self._blocks: BlockWriter[RowResult] = BlockWriter(self.path)
+        self._offsets: dict[str, int] = {}  # row id -> where its last record starts
+        self._end = 0  # the file's size once every line given is written
 
     def load(self) -> dict[str, bool]:
         """Read what earlier runs finished: row id -> success (the last record of a row wins).
 
-        Starts the file (from the finished output table, when there is one) if it does not exist, and cuts
-        off a last line a killed process left half-written.
+        Starts the file (from the finished output table, when there is one) if it does not exist, or if a kill cut
+        its first line short as it was started, and cuts off a last line a killed process left half-written.
 
         Raises:
             ConfigError: The file belongs to another graph, or is not a batch's partial file.
         """
         if not self.path.exists():
             self._start()
+        read = self._read()
+        if read is None:  # its header cut short: nothing else is in it
+            self._start()
+            read = self._read()
+        done, whole = read or ({}, 0)
+        if whole < self.path.stat().st_size:
+            os.truncate(self.path, whole)
+        self._end = whole
+        return done
+
+    def _read(self) -> tuple[dict[str, bool], int] | None:
+        """The rows recorded (row id -> success; where each record starts is noted) and where the whole lines end,
+        or None when the file has no whole first line."""
         done: dict[str, bool] = {}
-        good_end = 0
+        self._offsets = {}
+        whole = 0
+        header = False
         with self.path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # a line cut short by a kill; everything after it is rewritten
                 try:
                     record = json.loads(line)
                 except ValueError:
                     record = None
-                if not line.endswith(b"\n") or not isinstance(record, dict):
-                    break  # a line cut short by a kill; everything after it is rewritten
-                if number == 1:
-                    self._check_header(record)
+                if not header:
+                    self._check_header(record if isinstance(record, dict) else {})
+                    header = True
+                elif not isinstance(record, dict):
+                    break
                 else:
-                    done[str(record["row_id"])] = bool(record.get("success"))
-                good_end += len(line)
-        if good_end < self.path.stat().st_size:
-            os.truncate(self.path, good_end)
-        return done
+                    key = str(record["row_id"])
+                    done[key] = bool(record.get("success"))
+                    self._offsets[key] = whole
+                whole += len(line)
+        return (done, whole) if header else None
 
     def _check_header(self, header: Mapping[str, Any]) -> None:
         if header.get("format") != _FORMAT:
@@ -124,28 +153,21 @@ class PartialFile:
                 }
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
-    def append(self, result: RowResult) -> None:
-        """Record one finished row (written and flushed before this returns)."""
-        if self._handle is None:
-            self._handle = self.path.open("a", encoding="utf-8")
-        self._handle.write(json.dumps(result.record(), ensure_ascii=False, default=str) + "\n")
-        self._handle.flush()
+    def append(self, result: RowResult) -> list[RowResult]:
+        """Record one finished row: its line is written with its block (see the module's docstring).
 
-    def close(self) -> None:
-        """Close the file (it stays on disk)."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        Returns:
+            The rows now written to the file that were not returned before (this one, or not yet), in the order
+            they were given: what may be reported done.
+        """
+        line = (_RECORD.encode(result.record()) + "\n").encode()
+        self._offsets[result.id] = self._end
+        self._end += len(line)
+        return self._blocks.add(line, result)
 
-    def _offsets(self) -> dict[str, int]:
-        offsets: dict[str, int] = {}
-        position = 0
-        with self.path.open("rb") as handle:
-            for number, line in enumerate(handle):
-                if number:
-                    offsets[json.loads(line)["row_id"]] = position
-                position += len(line)
-        return offsets
+    def close(self) -> list[RowResult]:
+        """Write the rows still waiting; the file stays on disk. Returns the rows not returned before."""
+        return self._blocks.close()
 
     def finish(self, rows: Iterable[tuple[str, dict[str, Any]]], columns: Sequence[str], warn: Warn) -> int:
         """Write the output table in input order from the recorded rows, then remove this file.
@@ -160,7 +182,7 @@ class PartialFile:
             The number of rows written.
         """
         self.close()
-        offsets = self._offsets()
+        offsets = self._offsets
         header = [*columns, *(o for o in self.outputs if o not in columns), *RESULT_COLUMNS]
         writer = open_writer(self.output, header, formulas=self.formulas)
         written = 0
@@ -171,7 +193,8 @@ class PartialFile:
                     if position is None:
                         continue
                     source.seek(position)
-                    writer.write(RowResult.from_record(json.loads(source.readline()), inputs).columns())
+                    record = json.loads(source.readline().decode())
+                    writer.write(RowResult.from_record(record, inputs).columns())
                     written += 1
         except BaseException:
             writer.abort()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.journal import digest
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
-from agentmap.errors import AgentMapError, ConfigError, ErrorCode
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError
 from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ RESULT_COLUMNS = (
 
 Job = tuple[int, str, dict[str, Any]]
 """(row number, row id, initial state)."""
+
+_KEY_TEXT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+"""A row's cells as the text its id hashes (one encoder for every row: `json.dumps` would make one per call)."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ class Shaper:
                     hint="give every row an id, or leave out --id-column",
                 )
             return str(value).strip()
-        text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+        text = _KEY_TEXT.encode(row)  # json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
         return f"{number}-{hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:10]}"
 
 
@@ -209,6 +212,8 @@ class WorkflowRecipe:
         state_keys: Extra state keys to keep in the schema.
         run_metadata: Metadata every row's run gets in its LangGraph config (the batch span to trace under).
         no_cache: Every row's model calls go to the model, not to the LLM response cache (`--no-cache`).
+        redo_failed: A checkpointed row whose thread finished with a failure starts over (`--redo-failed`);
+            without it, such a row takes that run's result (the batch was stopped before it recorded the row).
     """
 
     source: str
@@ -218,6 +223,7 @@ class WorkflowRecipe:
     state_keys: Sequence[str] = ()
     run_metadata: Mapping[str, Any] = field(default_factory=dict)
     no_cache: bool = False
+    redo_failed: bool = False
 
     def compile(self) -> CompiledWorkflow:
         """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
@@ -231,7 +237,7 @@ _ROW_DIGEST = "agentmap_row_digest"  # the run metadata (and so every checkpoint
 
 
 def _continue(
-    snapshot: StateSnapshot | None, state: Mapping[str, Any], cells: str, workflow: str | None
+    snapshot: StateSnapshot | None, state: Mapping[str, Any], cells: str, workflow: str | None, redo_failed: bool
 ) -> Mapping[str, Any] | None:
     """What a checkpointed row runs with: None (continue its thread) when an earlier run of the same row (the same
     cells) left it there, else the row's state (a new row, or one whose cells changed under the same id: it starts
@@ -240,9 +246,11 @@ def _continue(
 
     - unfinished (killed, failed or paused): continued, so LangGraph reruns only the node cut short and the call
       journal replays its answered calls;
-    - finished, succeeded, by this workflow file: continued too, which runs nothing and returns that run's result
-      (the batch stopped before it recorded the row): a finished row is never paid for twice;
-    - finished and failed (what `--redo-failed` runs again), or by another version of the workflow: started over.
+    - finished by this workflow file, succeeded or failed: continued too, which runs nothing and returns that run's
+      result (the batch stopped before it recorded the row, e.g. a kill within its `.partial` file's loss window):
+      a finished row is never run or paid for twice;
+    - finished and failed under `--redo-failed` (what it runs again), or by another version of the workflow:
+      started over.
     """
     from agentmap.runtime.threads import DIGEST_KEY, snapshot_status, unfinished
 
@@ -250,8 +258,10 @@ def _continue(
         return state
     if unfinished(snapshot):
         return None
-    same = workflow is not None and snapshot.metadata.get(DIGEST_KEY) == workflow
-    return None if same and snapshot_status(snapshot) == "done" else state
+    if workflow is None or snapshot.metadata.get(DIGEST_KEY) != workflow:
+        return state
+    status = snapshot_status(snapshot)
+    return None if status == "done" or (status == "failed" and not redo_failed) else state
 
 
 def _cells(state: Mapping[str, Any], checkpointed: bool) -> str:
@@ -277,7 +287,7 @@ class RowRunner:
         started = time.perf_counter()
         try:
             snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
-            result = self.app.invoke(_continue(snapshot, state, cells, self.app.file_digest), config)
+            result = self.app.invoke(self._start(snapshot, state, cells), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
@@ -290,10 +300,14 @@ class RowRunner:
         started = time.perf_counter()
         try:
             snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
-            result = await self.app.ainvoke(_continue(snapshot, state, cells, self.app.file_digest), config)
+            result = await self.app.ainvoke(self._start(snapshot, state, cells), config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started)
+
+    def _start(self, snapshot: StateSnapshot | None, state: dict[str, Any], cells: str) -> Mapping[str, Any] | None:
+        """What the row's run starts from: its state, or None to continue its thread (`_continue`)."""
+        return _continue(snapshot, state, cells, self.app.file_digest, self.recipe.redo_failed)
 
     def _config(self, number: int, key: str, cells: str) -> Any:
         """The row's LangGraph config: its number and id as run metadata (span attributes, LangSmith metadata),
@@ -345,9 +359,12 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
 
 
 def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
-    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`)."""
+    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`); the node it
+    names (a `NodeError`'s: the node whose router raised) is its failed node."""
     over = getattr(exc, "code", None) == "budget-exceeded"
-    return RowResult(job[0], job[1], {}, False, _one_line(exc), (), duration, over_budget=over)
+    node = exc.node if isinstance(exc, NodeError) else None
+    failed = (node,) if node else ()
+    return RowResult(job[0], job[1], {}, False, _one_line(exc), failed, duration, over_budget=over)
 
 
 def _one_line(error: Any) -> str:

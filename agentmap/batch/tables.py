@@ -66,7 +66,13 @@ def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None)
         ConfigError: The file is not a readable table of its format (the message names file and line).
     """
     kind = table_format(path, "input table")
-    if not path.is_file():
+    if path.is_fifo() and kind in ("parquet", "excel"):
+        raise ConfigError(
+            f"input table {path} is a pipe, and a {path.suffix} table is read from a file",
+            code=ErrorCode.UNSUPPORTED_FORMAT,
+            hint="write the table to a file first, or send .csv or .jsonl rows through the pipe",
+        )
+    if not path.is_file() and not path.is_fifo():  # a named pipe of CSV or JSON Lines: the batch reads it once
         raise WorkflowFileError(
             f"input table {path} {'is a directory' if path.is_dir() else 'does not exist'}",
             code=ErrorCode.INPUT_NOT_FOUND,

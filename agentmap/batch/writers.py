@@ -41,16 +41,20 @@ def check_formulas(mode: str) -> None:
         )
 
 
+_JSON_CELL = json.JSONEncoder(ensure_ascii=False, default=str)
+"""Lists and dicts as cell text: `json.dumps(value, ensure_ascii=False, default=str)`, one encoder for every cell."""
+
+
 def cell_text(value: Any) -> str:
     """A value as one CSV cell: text as is, numbers as written, true/false, JSON for lists and dicts."""
-    if value is None:
-        return ""
     if isinstance(value, str):
         return value
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple | dict | set):
-        return json.dumps(list(value) if isinstance(value, set) else value, ensure_ascii=False, default=str)
+        return _JSON_CELL.encode(list(value) if isinstance(value, set) else value)
     return str(value)
 
 

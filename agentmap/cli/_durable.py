@@ -11,7 +11,7 @@ from agentmap.cli._common import json_value, value_error
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
-    from agentmap._cli_api import Durability
+    from agentmap._cli_api import Durability, Thread
 
 __all__ = [
     "CheckpointOption",
@@ -20,6 +20,7 @@ __all__ = [
     "durability_mode",
     "need_store",
     "parse_answer",
+    "print_moved",
     "resume_hint",
 ]
 
@@ -105,3 +106,39 @@ def resume_hint(thread: str, checkpoint: str | None) -> str:
     """The command that resumes `thread` (naming the checkpoint only when it is not the default)."""
     where = f" --checkpoint {shlex.quote(checkpoint)}" if checkpoint else ""
     return f"agentmap resume {shlex.quote(thread)}{where}"
+
+
+def print_moved(thread: Thread, checkpoint: str | None, json_mode: bool) -> None:
+    """resume --latest / --migrate without an answer: the thread moved, and the question it asks again."""
+    from agentmap._cli_api import example_answer
+
+    questions = [i.value for i in thread.questions()]
+    revision = thread.app.revision
+    hint = resume_hint(thread.thread_id, checkpoint)
+    resume_with = f"{hint} {example_answer(questions[0])}" if len(questions) == 1 else f"{hint} --data JSON"
+    if json_mode:
+        from agentmap.cli.render import dump_json
+
+        dump_json(
+            {
+                "thread": thread.thread_id,
+                "status": "paused",
+                "moved": True,
+                "revision": revision.id if revision else None,
+                "interrupts": questions,
+                "resume": resume_with,
+            }
+        )
+        return
+    from rich.markup import escape
+
+    from agentmap.cli.render import console
+
+    out = console()
+    out.print(f"thread {escape(thread.thread_id)} moved to revision {revision.short if revision else '?'}; it asks:")
+    for value in questions:
+        question = value.get("question", value) if isinstance(value, dict) else value
+        node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
+        out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
+    out.print("Resume with your answer:")
+    out.print(f"  {escape(resume_with)}", soft_wrap=True)

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "agentmap.cli.evaluation": ("eval",),
     "agentmap.cli.resume": ("resume",),
     "agentmap.cli.threads": ("threads",),
+    "agentmap.cli.diff": ("diff",),
     "agentmap.cli.serve": ("serve",),
     "agentmap.cli.mcp": ("mcp",),
     "agentmap.cli.studio": ("studio",),
@@ -52,12 +53,16 @@ for a group): a command imports only its own module."""
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
-    1: "the workflow ran and its success policy failed (batch: some rows failed; eval: a run failed or got worse)",
+    1: (
+        "the workflow ran and its success policy failed (batch: some rows failed; eval: a run failed or got worse; "
+        "diff: a waiting thread needs a migration map)"
+    ),
     2: "usage or configuration error",
     3: "workflow file, state file or graph not found (or not a workflow file)",
     4: "validation errors",
     5: "an agent or runtime error",
     6: "the run's budget (--budget) was reached",
+    7: "agentmap diff: moving a waiting thread would be unsafe",
     130: "interrupted (Ctrl-C)",
     143: "stopped by SIGTERM (a run with a thread is saved: agentmap resume THREAD)",
 }
@@ -95,6 +100,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "threads": ("agentmap threads",),
     "threads show": ("agentmap threads show r1",),
+    "diff": ("agentmap diff graphs/approval.csv graphs/approval.csv",),
     "serve": (
         "agentmap serve graphs/ --port 8123",
         "agentmap serve graphs/ --checkpoint postgresql://app:secret@db/agentmap   # needs that PostgreSQL server",
@@ -149,10 +155,12 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 
 def run_cli(args: Sequence[str]) -> int:
-    """Run the typer app on `args`; render errors; return the exit code."""
+    """Run the typer app on `args`; render errors; return the exit code. AgentMap's loggers are as they were
+    afterwards (a command gives them its handler, level and propagation)."""
+    from agentmap.cli._process import loggers_kept
     from agentmap.cli.render import command_scope
 
-    with command_scope():
+    with command_scope(), loggers_kept():
         return _run_command(args)
 
 

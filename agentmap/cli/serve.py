@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,12 +20,17 @@ from agentmap.cli._common import (
     DebugOption,
     HostOption,
     PortOption,
+    StrictOption,
     api_key_from,
     load,
+    missing_inputs_mode,
 )
 from agentmap.cli._durable import durability_mode
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError, ErrorCode
+
+if TYPE_CHECKING:
+    from agentmap._cli_api import MissingInputs
 
 __all__ = ["register", "serve_command"]
 
@@ -36,7 +41,7 @@ def serve_command(
     host: str = "127.0.0.1",
     port: int = 8123,
     api_key_env: str | None = None,
-    checkpoint: str = ".agentmap/runs.db",
+    checkpoint: str | None = None,
     cors_origins: list[str] | None = None,
     allowed_hosts: list[str] | None = None,
     max_body: int = 1_048_576,
@@ -50,7 +55,7 @@ def serve_command(
     debug: bool = False,
     trace: str | None = None,
     trace_content: bool = False,
-    strict: bool = False,
+    missing_inputs: MissingInputs = "error",
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
     webhook_timeout: str = "10s",
@@ -98,7 +103,6 @@ def serve_command(
     options = CompileOptions.from_settings(settings).but(tracing=tracing)
     serve_config = ServeConfig(
         targets=tuple(targets),
-        checkpoint=checkpoint,
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
         allowed_hosts=tuple(allowed_hosts),
@@ -110,12 +114,16 @@ def serve_command(
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),
         compile_options=options,
-        strict=strict,
+        missing_inputs=missing_inputs,
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
         **users,
     )
+    if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
+        from dataclasses import replace
+
+        serve_config = replace(serve_config, checkpoint=checkpoint)
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
     finally:
@@ -216,14 +224,16 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8123,
         api_key_env: ApiKeyEnvOption = None,
         checkpoint: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--checkpoint",
                 metavar="FILE|URL|memory",
                 help="Where threads, runs and the run queue are kept: a SQLite file, a postgresql:// URL "
-                "(shared by every replica), or `memory`.",
+                "(shared by every replica), or `memory` (default: .agentmap/runs.db, or runs.db in "
+                "$AGENTMAP_STATE_DIR).",
+                show_default=False,
             ),
-        ] = ".agentmap/runs.db",
+        ] = None,
         cors_origin: Annotated[
             list[str] | None,
             typer.Option(
@@ -280,14 +290,18 @@ def register(app: typer.Typer) -> None:
                 help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
             ),
         ] = "30s",
-        strict: Annotated[
-            bool,
+        missing_inputs: Annotated[
+            str | None,
             typer.Option(
-                "--strict",
-                help="Refuse a run (422) whose input lacks a key some node reads and no node writes, instead of "
-                "running it with a warning.",
+                "--missing-inputs",
+                metavar="[error|warn|ignore]",
+                help="A run whose input (with its thread's values) lacks a key some node reads and no node writes: "
+                "error (refuse it, 422 missing-state; the default), warn (run it, a warning in its metadata and the "
+                "log) or ignore.",
+                show_default=False,
             ),
-        ] = False,
+        ] = None,
+        strict: StrictOption = False,
         webhook_host: Annotated[
             list[str] | None,
             typer.Option(
@@ -374,7 +388,7 @@ def register(app: typer.Typer) -> None:
             debug=debug,
             trace=trace,
             trace_content=trace_content,
-            strict=strict,
+            missing_inputs=missing_inputs_mode(missing_inputs, strict),
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
             webhook_timeout=webhook_timeout,

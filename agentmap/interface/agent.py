@@ -106,6 +106,11 @@ def agent_for(
             state[keys.memory] = memory
         if keys.config is not None and resolved is not None:
             state[keys.config] = resolved.model_dump(mode="json")
+        # a run_agent call carries nothing else: the workflow's other inputs read None (the contract has no room
+        # for them), as they did before runs refused a state without them
+        unasked = app.check_state(state)
+        if unasked is not None:
+            state.update(dict.fromkeys(unasked.keys))
         return state
 
     def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:

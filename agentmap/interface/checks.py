@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentmap._pysource import parse_expression
+
 __all__ = [
     "MATCH_MODES",
     "ExpressionError",
@@ -62,7 +64,7 @@ def parse_condition(text: str) -> ast.expr:
     if len(text) > _MAX_LENGTH:
         raise ExpressionError(f"the condition is longer than {_MAX_LENGTH} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval").body
+        tree = parse_expression(text.strip())
     except SyntaxError as exc:
         raise ExpressionError(f"not a condition: {exc.msg}") from None
     _allowed(tree, 0)
@@ -276,7 +278,7 @@ def parse_trajectory(text: str) -> tuple[Step, ...]:
         if not rest.endswith(")") or not name.strip():
             raise ExpressionError(f"{item!r}: write a tool call as tool(arg=value, ...)")
         try:
-            call = ast.parse(f"f({rest[:-1]})", mode="eval").body
+            call = parse_expression(f"f({rest[:-1]})")
         except SyntaxError as exc:
             raise ExpressionError(f"{item!r}: {exc.msg}") from None
         assert isinstance(call, ast.Call)

@@ -113,10 +113,10 @@ def _branching(node: NodeSpec, agent: BaseAgent) -> list[str]:
 def _inlined(agent: BaseAgent) -> bool:
     """Whether the module writes the node's agent out exactly: a built-in that only computes, one output
     field, and templates that `str.format` fills in as AgentMap's `safe_format` does."""
-    outputs = agent._io._outputs
+    outputs = agent.output_mapping()
     if type(agent) not in _INLINED or len(outputs) > 1 or any(src is not None for _, src in outputs):
         return False
-    params = {param for _, param in agent._io._inputs}
+    params = {param for _, param in agent.input_mapping()}
     if isinstance(agent, builtins.SummaryAgent):
         item = agent.context.get("format", "{key}: {value}")
         if not isinstance(item, str) or not _plain(item, {"key", "value"}):
@@ -257,8 +257,8 @@ def _nodes(
     _, deferred = plan_joins(graph)
     lines = []
     for node in graph.nodes:
-        inputs = {key: param for key, param in agents[node.name]._io._inputs}
-        outputs = agents[node.name]._io._outputs
+        inputs = dict(agents[node.name].input_mapping())
+        outputs = agents[node.name].output_mapping()
         output = outputs[0][0] if outputs else None
         route = _route(node, routers)
         defer = ", defer=True" if node.name in deferred else ""

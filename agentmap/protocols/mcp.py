@@ -314,8 +314,9 @@ def _paused(
         {"id": i.id, **(i.value if isinstance(i.value, Mapping) else {"question": i.value})} for i in interrupts
     ]
     asked = "; ".join(f"{q.get('node', '?')} asks: {q.get('question', '')}" for q in questions)
+    stop = "" if asked.endswith((".", "?", "!")) else "."  # a question keeps its own mark: not `?.`
     text = (
-        f"graph {assistant.graph_id!r} paused: {asked}. Answer with the {RESUME_TOOL!r} tool: "
+        f"graph {assistant.graph_id!r} paused: {asked}{stop} Answer with the {RESUME_TOOL!r} tool: "
         f'{{"thread_id": "{thread_id}", "answer": ...}}'
     )
     content = {"status": "paused", "thread_id": thread_id, "questions": jsonable(questions), "state": jsonable(final)}

@@ -21,7 +21,7 @@ from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
 
-__all__ = ["TABLE", "claim_answers", "refuse_if_answered", "taken_answers"]
+__all__ = ["TABLE", "claim_answers", "claimants", "refuse_if_answered", "taken_answers"]
 
 TABLE = "agentmap_answers"
 _CREATE = (
@@ -82,6 +82,11 @@ def refuse_if_answered(saver: Any, answer: Any, thread_id: str) -> None:
 def taken_answers(saver: Any, config: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
     """The answers (interrupt id -> answer) claimed for the pause saved at `config` (empty when none was)."""
     return {i: json.loads(text) for i, (text, _) in _claims(saver, config, thread_id, {}).items()}
+
+
+def claimants(saver: Any, config: Mapping[str, Any], thread_id: str) -> dict[str, str]:
+    """Who claimed each answer (interrupt id -> claimant) of the pause saved at `config`."""
+    return {i: who for i, (_, who) in _claims(saver, config, thread_id, {}).items()}
 
 
 def _text(answer: Any) -> str:
@@ -167,8 +172,10 @@ def _field(row: Any, index: int) -> str:
 
 
 def _claim_memory(saver: Any, key: Key, mine: Claims) -> Claims:
+    from agentmap.agents._saver_sql import kept_beside
+
+    table: dict[Key, Claims] = kept_beside(saver, "answers", dict)  # the in-memory saver's claims, beside it
     with _MEMORY_LOCK:
-        table: dict[Key, Claims] = saver.__dict__.setdefault("_agentmap_answers", {})
         claims = table.setdefault(key, {})
         if not any(i in claims for i in mine):
             claims.update(mine)

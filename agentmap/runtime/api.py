@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap._paths import allowed_roots
+from agentmap._sources import exists, read_bytes, recording
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.checks import BuildOptions, check
-from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
@@ -175,10 +176,15 @@ def validate(
     return issues
 
 
+_SAID_AT_RUN = ("csv-dialect", "encoding", "unknown-column")
+"""The warnings a run says too (it shows no other validation warning): how a file that was not plain UTF-8 CSV was
+read, and a column it ignores (a misspelt `Promt` would leave every prompt out without a word)."""
+
+
 def _report_reading(issues: Sequence[Issue]) -> None:
-    """Say how a file that was not plain UTF-8 CSV was read (a run shows no validation warnings otherwise)."""
+    """Say the warnings of `_SAID_AT_RUN` on the `agentmap.spec` logger."""
     for issue in issues:
-        if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
+        if issue.severity == "warning" and issue.code in _SAID_AT_RUN:
             logging.getLogger("agentmap.spec").warning("%s", issue)
 
 
@@ -219,6 +225,7 @@ def compile(
     state_keys: Sequence[str] = (),
     tracing: Any = None,
     fuse: bool = False,
+    missing_inputs: MissingInputs = "error",
     options: CompileOptions | None = None,
     **compile_kwargs: Any,
 ) -> CompiledWorkflow:
@@ -244,6 +251,12 @@ def compile(
         fuse: Run every straight chain of nodes that cannot pause, fan out or route by a function as one
             LangGraph step: the same results, summary and stream (one update per node) in fewer steps
             (csv_specs/format.md#chain-fusion). Nodes named by `interrupt_before`/`interrupt_after` stay alone.
+        missing_inputs: What a run does when its initial state lacks an input no node writes (and no node reading
+            it has a Context `default`): `"error"` (the default) refuses it with `ConfigError` `missing-state`
+            naming the key (and a look-alike key the state has); `"warn"` logs a warning (logger
+            `agentmap.runtime`) and runs, the node reading None; `"ignore"` runs without a word. Only runs of
+            the `CompiledWorkflow` are checked: its `.graph`, embedded in your own LangGraph app, takes whatever
+            state LangGraph hands it.
         options: All of the above as one `CompileOptions` object, instead of the keywords.
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
@@ -252,17 +265,18 @@ def compile(
         ConfigError: A checkpointer string names nothing known, or a file that cannot be opened.
     """
     given = CompileOptions(
-        checkpointer,
-        success_policy,
-        critical_nodes,
-        functions_dir,
-        agents_dir,
-        settings,
-        registry,
-        state_keys,
-        tracing,
-        fuse,
-        compile_kwargs,
+        checkpointer=checkpointer,
+        success_policy=success_policy,
+        critical_nodes=critical_nodes,
+        functions_dir=functions_dir,
+        agents_dir=agents_dir,
+        settings=settings,
+        registry=registry,
+        state_keys=state_keys,
+        tracing=tracing,
+        fuse=fuse,
+        missing_inputs=missing_inputs,
+        langgraph=compile_kwargs,
     )
     if options is None:
         options = given
@@ -272,7 +286,17 @@ def compile(
 
 
 def _compile(source: Source, graph: str | None, given: CompileOptions) -> CompiledWorkflow:
-    """`compile` with its options in one object."""
+    """`compile` with its options in one object; what it reads is noted, its revision (`runtime.revisions`)."""
+    with recording() as reading:
+        if given.config_file is not None and exists(Path(given.config_file)):
+            read_bytes(Path(given.config_file))  # the configuration is part of the revision
+        app = _compile_read(source, graph, given)
+    app._sources = (reading, given.config_file)
+    app.options = given
+    return app
+
+
+def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> CompiledWorkflow:
     settings = given.settings
     options = _options(given.functions_dir, given.agents_dir, settings, given.registry)
     issues: list[Issue]
@@ -307,7 +331,12 @@ def _compile(source: Source, graph: str | None, given: CompileOptions) -> Compil
         compile_kwargs["cache"] = node_cache()
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     app = CompiledWorkflow(
-        spec, compiled, agents, success_policy=given.success_policy, critical_nodes=given.critical_nodes
+        spec,
+        compiled,
+        agents,
+        success_policy=given.success_policy,
+        critical_nodes=given.critical_nodes,
+        missing_inputs=check_mode(given.missing_inputs),
     )
     tracing = given.tracing
     if tracing is not None and tracing is not False:

@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap._paths import state_file
 from agentmap.agents._checkpoint_saves import settle
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._integrity import CorruptCheckpointError
@@ -45,10 +46,12 @@ __all__ = [
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
+    "state_file",
 ]
 
 DEFAULT_CHECKPOINT = ".agentmap/runs.db"
-"""Where `agentmap run --thread` saves runs unless `--checkpoint` or `AGENTMAP_CHECKPOINT` says otherwise."""
+"""Where `agentmap run --thread` saves runs unless `--checkpoint`, `AGENTMAP_CHECKPOINT` or `AGENTMAP_STATE_DIR`
+says otherwise (`state_file("runs.db")`)."""
 
 _SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _POSTGRES = ("postgresql://", "postgres://")
@@ -67,14 +70,15 @@ def sqlite_path(value: str) -> Path | None:
 
 
 def checkpoint_target(value: str | None, *, create: bool = True) -> str:
-    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db` (folder made
-    unless `create` is false)."""
+    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `runs.db` of AgentMap's own folder
+    (`state_file`: `$AGENTMAP_STATE_DIR`, else `.agentmap/`; made unless `create` is false)."""
     chosen = value or os.environ.get("AGENTMAP_CHECKPOINT") or ""
     if chosen:
         return chosen
+    default = state_file("runs.db")
     if create:
-        Path(DEFAULT_CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
-    return DEFAULT_CHECKPOINT
+        default.parent.mkdir(parents=True, exist_ok=True)
+    return str(default)
 
 
 def checkpoint_exists(value: str | None) -> bool:

@@ -11,6 +11,10 @@ so a paused run is answered by one rule everywhere (csv_specs/cli.md "agentmap r
   (`already-answered`);
 - no answer continues an interrupted or failed thread from its last saved step; an answer to a thread that asks
   nothing is `not-paused`, a finished thread `nothing-to-resume`.
+
+A thread runs the revision it started on (`runtime.revisions`): `Thread.app` is the workflow compiled from the
+files the thread's first run read, whatever the workflow file holds now, and `Thread.move` moves it to another
+revision on purpose (the file as it is now, with a migration map when the edit renamed what it needs).
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentmap.errors import ConfigError, CorruptCheckpointError, ErrorCode, WorkflowFileError
+from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.threads import (
     DIGEST_KEY,
     FILE_KEY,
     GRAPH_KEY,
+    REVISION_KEY,
     file_digest,
     saved_keys,
     snapshot_status,
@@ -37,6 +42,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.types import Interrupt, StateSnapshot
 
+    from agentmap.runtime.changes import Verdict
+    from agentmap.runtime.migration import Migration
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
@@ -85,7 +92,7 @@ class Thread:
     """One saved thread of a compiled workflow (which must have a checkpointer).
 
     Attributes:
-        app: The workflow whose runs the thread holds.
+        asked: The workflow the thread was asked of (`CompiledWorkflow.thread`): new runs on it use this.
         thread_id: The thread's id.
         checkpoint_id: The saved checkpoint it continues from (None: its latest).
     """
@@ -97,17 +104,46 @@ class Thread:
                 code=ErrorCode.USAGE,
                 hint='compile it with a checkpointer: agentmap.compile(path, checkpointer="runs.db")',
             )
-        self.app = app
+        self.asked = app
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
+        self._app: CompiledWorkflow | None = None
 
     def __repr__(self) -> str:
-        return f"<Thread {self.thread_id!r} of {self.app.name!r}>"
+        return f"<Thread {self.thread_id!r} of {self.asked.name!r}>"
+
+    @property
+    def app(self) -> CompiledWorkflow:
+        """The workflow the thread runs: compiled at the revision it started on (or was moved to), whatever the
+        file holds now; `asked` itself when that is its revision, or the thread records none (nothing saved yet, a
+        thread saved before revisions were recorded, a saver that keeps none).
+
+        Raises:
+            ConfigError: The revision is not in the database (`unknown-revision`) or no longer compiles
+                (`revision-unloadable`).
+            CorruptCheckpointError: A stored file of the revision does not match its digest.
+        """
+        if self._app is None:
+            from agentmap.runtime.revisions import thread_app
+
+            self._app = thread_app(self.asked, self.thread_id, self.checkpoint_id)
+        return self._app
 
     @property
     def saver(self) -> Any:
         """The checkpointer holding the thread."""
-        return self.app.graph.checkpointer
+        return self.asked.graph.checkpointer
+
+    def revision(self) -> str | None:
+        """The id of the revision the thread runs (its latest checkpoint's), or None when it records none."""
+        saved = self.saver.get_tuple(self.config())
+        value = (saved.metadata or {}).get(REVISION_KEY) if saved is not None else None
+        return str(value) if value else None
+
+    def behind(self) -> bool:
+        """Whether the thread runs another revision than `asked` (the workflow file as compiled now)."""
+        mine, now = self.revision(), self.asked.revision
+        return mine is not None and now is not None and mine != now.id
 
     def config(self, config: RunnableConfig | None = None) -> RunnableConfig:
         """`config` (LangGraph's) pointed at this thread and its checkpoint."""
@@ -118,8 +154,11 @@ class Thread:
         return self.app.graph.get_state(self.config())
 
     async def asnapshot(self) -> StateSnapshot:
-        """The async twin of `snapshot`."""
-        return await self.app.graph.aget_state(self.config())
+        """The async twin of `snapshot` (the thread's revision compiled in a worker thread, the first time)."""
+        import asyncio
+
+        app = self._app if self._app is not None else await asyncio.to_thread(lambda: self.app)
+        return await app.graph.aget_state(self.config())
 
     def exists(self) -> bool:
         """Whether the checkpoint holds anything of this thread."""
@@ -149,7 +188,7 @@ class Thread:
         Raises:
             ConfigError: The thread has no such checkpoint (`unknown-thread`).
         """
-        forked = Thread(self.app, self.thread_id, checkpoint_id)
+        forked = Thread(self.asked, self.thread_id, checkpoint_id)
         if self.saver.get_tuple(forked.config()) is None:
             raise ConfigError(
                 f"thread {self.thread_id!r} has no checkpoint {checkpoint_id!r}",
@@ -229,6 +268,34 @@ class Thread:
         """The async twin of `resume`."""
         return await self.app.ainvoke(await self.arun_input(answer), self.config(config), **kwargs)
 
+    def plan_move(self, to: CompiledWorkflow | None = None, migration: Migration | None = None) -> Verdict:
+        """What moving the thread to `to` (default `asked`) would do: `safe`, `needs-migration` (with the lines of a
+        migration map that would do it) or `unsafe` (why), given `migration` (see `runtime.changes`).
+
+        Raises:
+            ConfigError: The thread has finished, or `migration` names a node or key that does not exist
+                (`bad-migration`).
+        """
+        from agentmap.runtime._moving import plan
+
+        return plan(self, to if to is not None else self.asked, migration)
+
+    def move(self, to: CompiledWorkflow | None = None, migration: Migration | None = None) -> Thread:
+        """Move the thread to the revision of `to` (default `asked`: the workflow file as compiled now), keeping
+        its history: one checkpoint records the move (the revision it moved from, the map's lines), renaming what
+        `migration` renames and giving its defaults; a node that was waiting for an answer asks again at the new
+        revision. Returns the thread at its new revision (itself when it runs that revision already).
+
+        Raises:
+            ConfigError: Moving is not safe (`unsafe-move`, naming why) or needs a migration map it was not given
+                (`needs-migration`, naming the lines that would do it); the map names a node or key that does not
+                exist (`bad-migration`); the thread is running elsewhere (`thread-busy`) or has finished
+                (`nothing-to-resume`); `to` was not compiled from a file (`usage`).
+        """
+        from agentmap.runtime._moving import move
+
+        return move(self, to if to is not None else self.asked, migration)
+
     def make_way(self, *, restart: bool, resume_hint: str) -> None:
         """Make way for a new run on this thread: nothing saved, or finished, is fine; an unfinished thread is
         refused, or with `restart` dropped.
@@ -240,8 +307,9 @@ class Thread:
         """
         try:
             snapshot = self.snapshot()
-        except CorruptCheckpointError:
-            if not restart:
+        except ConfigError as err:  # damaged, or its revision is gone or no longer compiles
+            lost = (ErrorCode.CORRUPT_CHECKPOINT, ErrorCode.UNKNOWN_REVISION, ErrorCode.REVISION_UNLOADABLE)
+            if not restart or err.code not in lost:
                 raise
             self.saver.delete_thread(self.thread_id)  # started over: what is damaged or missing goes with it
             return
@@ -279,27 +347,70 @@ def open_thread(
     *,
     checkpoint_id: str | None = None,
     force: bool = False,
+    latest: bool = False,
+    migration: Migration | None = None,
     options: CompileOptions | None = None,
     **compile_options: Any,
 ) -> Thread:
-    """Thread `thread_id` of `saver`, its workflow compiled from the file and graph its checkpoints name.
+    """Thread `thread_id` of `saver`, its workflow compiled from the file and graph its checkpoints name: at the
+    revision the thread runs (whatever the file holds now), or moved to the file as it is now (`latest`, or with
+    `migration`).
 
     Args:
         saver: The checkpointer holding the thread.
         thread_id: The thread.
         checkpoint_id: Continue from this saved checkpoint instead of the latest (`Thread.fork`).
-        force: Open it even though the workflow file changed since the thread started.
+        force: A thread saved before revisions were recorded: open it on the file as it is now even though the
+            file changed since it started (prefer `latest`, which records the move).
+        latest: Move the thread to the workflow file as it is now (`Thread.move`), when that is safe.
+        migration: Move it with this migration map (`runtime.migration`).
         options: `compile`'s options as one `CompileOptions`, instead of the keywords.
         **compile_options: For `compile` (`agents_dir`, success policy, ...).
 
     Raises:
-        ConfigError: No such thread or checkpoint, or one not started by AgentMap (`unknown-thread`); a changed
-            workflow file (`workflow-changed`).
-        WorkflowFileError: The workflow file is gone (`file-not-found`).
+        ConfigError: No such thread or checkpoint, or one not started by AgentMap (`unknown-thread`); a thread
+            saved before revisions whose file changed (`workflow-changed`); its revision unknown or unloadable; a
+            move refused (see `Thread.move`).
+        CorruptCheckpointError: The thread's checkpoints or its stored revision are damaged.
+        WorkflowFileError: The workflow file is gone and the thread records no revision, or is to be moved to it
+            (`file-not-found`).
     """
     from agentmap.runtime.api import compile
+    from agentmap.runtime.revisions import compile_at
 
     given = CompileOptions.given("open_thread", options, compile_options)
+    saved = _saved(saver, thread_id, checkpoint_id)
+    meta = saved.metadata or {}
+    file, graph, revision = str(meta[FILE_KEY]), meta.get(GRAPH_KEY), meta.get(REVISION_KEY)
+    keys = saved_keys(saved.checkpoint.get("channel_values", {}))
+    moving = latest or migration is not None
+    if revision and not moving:  # its own revision, from the stored files
+        options = given.but(state_keys=keys, checkpointer=saver)
+        app = compile_at(saver, str(revision), file, graph, options, thread_id=thread_id)
+        return _opened(Thread(app, thread_id), app, checkpoint_id)
+    if not Path(file).is_file():
+        raise WorkflowFileError(
+            f"thread {thread_id!r} runs {file}, which no longer exists",
+            code=ErrorCode.FILE_NOT_FOUND,
+            hint="put the workflow file back where it was, or start a new run",
+        )
+    if not revision and not moving and meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
+        raise ConfigError(
+            f"{file} has changed since thread {thread_id!r} started, and the thread was saved before revisions were "
+            "recorded, so its own version is not kept; its saved steps may not fit the new graph",
+            code=ErrorCode.WORKFLOW_CHANGED,
+            hint=f"`agentmap diff --thread {thread_id}` says what the edit does to it; move it to the file as it is "
+            f"now with `agentmap resume {thread_id} --latest` (or --migrate MAP), or start a new run with --restart",
+        )
+    now = compile(file, graph, options=given.but(state_keys=keys, checkpointer=saver))
+    thread = Thread(now, thread_id)
+    if not moving:
+        return _opened(thread, now, checkpoint_id)
+    return (thread.fork(checkpoint_id) if checkpoint_id else thread).move(now, migration)
+
+
+def _saved(saver: Any, thread_id: str, checkpoint_id: str | None) -> Any:
+    """The thread's checkpoint (its latest, or `checkpoint_id`), which must name its workflow file."""
     saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
     if saved is None and checkpoint_id:
         raise ConfigError(
@@ -313,27 +424,19 @@ def open_thread(
             code=ErrorCode.UNKNOWN_THREAD,
             hint="`agentmap threads` lists the threads it holds (pass the --checkpoint the run used)",
         )
-    meta = saved.metadata or {}
-    file, graph = meta.get(FILE_KEY), meta.get(GRAPH_KEY)
-    if not file:
+    if not (saved.metadata or {}).get(FILE_KEY):
         raise ConfigError(
             f"thread {thread_id!r} was not started by `agentmap run`, so it does not name its workflow file",
             code=ErrorCode.UNKNOWN_THREAD,
             hint="resume it from Python: agentmap.compile(FILE, checkpointer=...).resume(thread_id)",
         )
-    if not Path(file).is_file():
-        raise WorkflowFileError(
-            f"thread {thread_id!r} runs {file}, which no longer exists",
-            code=ErrorCode.FILE_NOT_FOUND,
-            hint="put the workflow file back where it was, or start a new run",
-        )
-    if meta.get(DIGEST_KEY) and file_digest(file) != meta[DIGEST_KEY] and not force:
-        raise ConfigError(
-            f"{file} has changed since thread {thread_id!r} started; its saved steps may not fit the new graph",
-            code=ErrorCode.WORKFLOW_CHANGED,
-            hint=f"resume anyway with `agentmap resume {thread_id} --force`, or start a new run with --restart",
-        )
-    keys = saved_keys(saved.checkpoint.get("channel_values", {}))
-    app = compile(file, graph, options=given.but(state_keys=keys, checkpointer=saver))
-    thread = Thread(app, thread_id)
-    return thread.fork(checkpoint_id) if checkpoint_id else thread
+    return saved
+
+
+def _opened(thread: Thread, app: CompiledWorkflow, checkpoint_id: str | None) -> Thread:
+    thread._app = app
+    if not checkpoint_id:
+        return thread
+    forked = thread.fork(checkpoint_id)
+    forked._app = app
+    return forked

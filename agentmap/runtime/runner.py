@@ -21,15 +21,19 @@ from langgraph.types import Command
 from agentmap.runtime._run_config import aopen_run, on_thread, open_run, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.events import RunHooks, flush_observers, observers_for
+from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.results import RunResult
 from agentmap.runtime.tracking import ExecutionTracker, SuccessPolicy, resolve_policy
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
+    from agentmap._sources import Reading
     from agentmap.agents.base import BaseAgent
     from agentmap.runtime.durable import Thread
     from agentmap.runtime.inputs import MissingState
+    from agentmap.runtime.options import MissingInputs
+    from agentmap.runtime.revisions import CodeChange, Revision
     from agentmap.spec.models import GraphSpec
 
 __all__ = ["CompiledWorkflow"]
@@ -52,6 +56,7 @@ class CompiledWorkflow:
         *,
         success_policy: SuccessPolicy | None = None,
         critical_nodes: Sequence[str] = (),
+        missing_inputs: MissingInputs = "error",
     ) -> None:
         self.spec = spec
         self.graph = graph
@@ -67,6 +72,19 @@ class CompiledWorkflow:
         self.computes_only = all(getattr(node.runnable, "inline", False) for node in graph.builder.nodes.values())
         """Every node is a built-in agent that only computes (no I/O, no waiting, no retry, no `func:` router)."""
         self._verdict = resolve_policy(success_policy, critical_nodes)  # a bad policy fails now, not at a run
+        self.options = CompileOptions()
+        """The options it was compiled with (`compile` sets them): a thread's revision is compiled with them too."""
+        self.at_revisions: dict[tuple[str, tuple[str, ...]], CompiledWorkflow] = {}
+        """This graph compiled at the revisions its threads run (`Thread.app`), by revision and saved keys."""
+        self._sources: tuple[Reading, str | Path | None] | None = None  # what `compile` read, and the config file
+        self._pinned: Revision | None = None
+        self.held: Mapping[Path, bytes] | None = None
+        """The stored files a workflow compiled at a revision reads instead of the disk's (its runs too)."""
+        self.code_changes: tuple[CodeChange, ...] = ()
+        """Compiled at a stored revision: its Python files that changed since (or are gone)."""
+        self.missing_inputs: MissingInputs = missing_inputs
+        """What a run with a new state lacking an input no node writes does: `error` (`missing-state`), `warn`
+        or `ignore` (see `agentmap.compile`)."""
 
     @property
     def name(self) -> str:
@@ -106,19 +124,63 @@ class CompiledWorkflow:
         # the policy, resolved once per workflow
         return ExecutionTracker(self._verdict, handled=self.spec.handled_failures)
 
-    @cached_property
+    @property
     def file_digest(self) -> str | None:
-        """The SHA-256 of the workflow file as it was when first asked (threads record it)."""
+        """The SHA-256 of the workflow file as it was compiled (threads record it): the bytes `compile` read, or
+        those of the stored revision it was compiled at."""
+        revision = self.revision
+        if revision is not None:
+            return revision.files.get(revision.workflow)
+        return self._disk_digest
+
+    @cached_property
+    def _disk_digest(self) -> str | None:
         from agentmap.runtime.threads import file_digest
 
         return file_digest(self.spec.file) if self.spec.file else None
+
+    @cached_property
+    def _revision_parts(self) -> tuple[Revision, dict[str, bytes]] | None:
+        from agentmap.runtime.revisions import revision_of
+
+        if self._sources is None or not self.spec.file:
+            return None
+        reading, config_file = self._sources
+        return revision_of(self.spec.file, reading, config_file)
+
+    @property
+    def revision(self) -> Revision | None:
+        """The revision this workflow was compiled from (`runtime.revisions`): its files as `compile` read them, or
+        the stored revision it was compiled at; None for a workflow not compiled from a file."""
+        if self._pinned is not None:
+            return self._pinned
+        parts = self._revision_parts
+        return parts[0] if parts is not None else None
+
+    def _pin(self, revision: Revision, held: Mapping[Path, bytes], changes: tuple[CodeChange, ...]) -> None:
+        """Mark this workflow as compiled at the stored `revision` (`revisions.compile_at`)."""
+        self._pinned = revision
+        self.held = dict(held)
+        self.code_changes = changes
+
+    def keep_revision(self) -> str | None:
+        """Store this workflow's revision in its checkpointer's database (once per database); its id, or None when
+        there is none to keep (no file, or a saver that keeps no revisions)."""
+        from agentmap.runtime.revisions import can_store, keep
+
+        revision, saver = self.revision, self.graph.checkpointer
+        if revision is None or not can_store(saver):
+            return None
+        if self._pinned is None and self._revision_parts is not None:
+            keep(saver, revision, self._revision_parts[1])
+        return revision.id
 
     def _result(self, state: Any, final: Any, tracker: ExecutionTracker, stopped: bool = False) -> RunResult:
         values: dict[str, Any] = dict(final) if isinstance(final, Mapping) else {}
         interrupts = tuple(values.pop("__interrupt__", ()))
         if isinstance(state, Mapping):
             values = {**{k: v for k, v in state.items() if k not in values}, **values}
-        success, summary = tracker._conclude()
+        success, summary = tracker.conclude()
         values["graph_success"] = success
         if interrupts:  # a node still open when the run paused is the one waiting for input
             for execution in summary:
@@ -140,7 +202,8 @@ class CompiledWorkflow:
 
         Args:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
-            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
+            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through; without a
+                `recursion_limit`, the graph's own: `spec.step_limit` (ten steps per node, at least 50).
             tracker: A tracker to record into (default: a new one with the workflow's policy).
             hooks: `RunHooks` for this run alone (a live view, an event stream): they hear its start, each node's
                 start and end, and its end, like the workflow's `observers` (see `runtime.events`); on a resumed
@@ -231,7 +294,7 @@ class CompiledWorkflow:
             with get_executor_for_config(config) as executor:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [prepare_run(self, s, config, self.new_tracker()) for s in states]
-        with clear_errors(config):
+        with clear_errors(prepared[0][1] if prepared else config):
             if self.computes_only and not kwargs:
                 finals = [self.graph.invoke(state, run_config) for state, run_config, _ in prepared]
             else:
@@ -302,22 +365,40 @@ class CompiledWorkflow:
     ) -> MissingState | None:
         """What `state` lacks of the inputs no node writes (`runtime.inputs.missing_state`), or None.
 
-        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). `agentmap
-        run`, `serve` and `batch` all ask this, and say what it found: a warning, or with `strict` an error.
+        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). Every run
+        with a new state asks this (as `missing_inputs` says); `agentmap run`, `serve` and `batch` ask it before
+        they start, to say what it found in their own words: an error, or a warning.
 
         Raises:
             ConfigError: `strict` and a key is missing (`missing-state`).
         """
+        if all(key in state for key in self._asked):  # the common case, without building a message
+            return None
         from agentmap.runtime.inputs import missing_state
 
-        found = missing_state(self.spec, state)
+        found = missing_state(self.spec, state, self._called)
         if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
-            saved = self.thread(thread_id).snapshot().values
+            from agentmap.runtime.threads import thread_config
+
+            saved = self.graph.get_state(thread_config(thread_id)).values  # its values, as this workflow reads them
             if saved:
-                found = missing_state(self.spec, {**saved, **state})
+                found = missing_state(self.spec, {**saved, **state}, self._called)
         if found is not None and strict:
             raise found.error()
         return found
+
+    @cached_property
+    def _asked(self) -> tuple[str, ...]:
+        """The inputs a new state must hold: those no node writes (see `runtime.inputs.missing_inputs`)."""
+        from agentmap.runtime.inputs import missing_inputs
+
+        return tuple(missing_inputs(self.spec, {}, self._called))
+
+    @cached_property
+    def _called(self) -> frozenset[str]:
+        """The nodes another node calls by name (an orchestrator's planner and workers): their caller gives their
+        inputs."""
+        return frozenset(n for agent in self.agents.values() for n in type(agent).referenced_nodes(agent.context))
 
     def thread(self, thread_id: str) -> Thread:
         """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering

@@ -59,6 +59,7 @@ GRAPH_KEY = "agentmap_graph"
 DIGEST_KEY = "agentmap_digest"
 PID_KEY = "agentmap_pid"
 HOST_KEY = "agentmap_host"
+REVISION_KEY = "agentmap_revision"  # `runtime.revisions.REVISION_KEY`
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class ThreadInfo:
         next: The nodes that run next.
         questions: What the paused nodes ask (the values they passed to `interrupt()`).
         error: The error of a node that raised, if any.
+        revision: The id of the revision the thread runs (`runtime.revisions`; None when it records none).
+        behind: Whether that is not the revision of the workflow file as it is now (None: unknown).
     """
 
     thread_id: str
@@ -88,6 +91,8 @@ class ThreadInfo:
     next: tuple[str, ...] = ()
     questions: tuple[Any, ...] = field(default_factory=tuple)
     error: str | None = None
+    revision: str | None = None
+    behind: bool | None = None
 
     @property
     def target(self) -> str:
@@ -105,6 +110,8 @@ class ThreadInfo:
             "updated": self.updated,
             "next": list(self.next),
             "questions": list(self.questions),
+            "revision": self.revision,
+            "behind": self.behind,
             **({"error": self.error} if self.error else {}),
         }
 
@@ -118,13 +125,17 @@ def file_digest(path: str | Path) -> str | None:
 
 
 def run_metadata(app: CompiledWorkflow) -> dict[str, Any]:
-    """The metadata a run of `app` writes into every checkpoint (file, graph, digest, process)."""
+    """The metadata a run of `app` writes into every checkpoint (file, graph, digest, revision, process); its
+    revision is stored in the checkpoint's database first (`CompiledWorkflow.keep_revision`)."""
     meta: dict[str, Any] = {GRAPH_KEY: app.name, PID_KEY: os.getpid(), HOST_KEY: socket.gethostname()}
     if app.spec.file:
         meta[FILE_KEY] = str(Path(app.spec.file).resolve())
         digest = app.file_digest
         if digest:
             meta[DIGEST_KEY] = digest
+        revision = app.keep_revision()
+        if revision is not None:
+            meta[REVISION_KEY] = revision
     return meta
 
 
@@ -194,9 +205,10 @@ def snapshot_status(snapshot: StateSnapshot) -> ThreadStatus:
     return "failed" if values.get("graph_success") is False else "done"
 
 
-def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
+def _info(thread_id: str, snapshot: StateSnapshot, now: str | None = None) -> ThreadInfo:
     meta: dict[str, Any] = dict(snapshot.metadata or {})
     error = next((repr(t.error) for t in snapshot.tasks if t.error is not None), None)
+    revision = meta.get(REVISION_KEY)
     return ThreadInfo(
         thread_id=thread_id,
         workflow=meta.get(FILE_KEY),
@@ -208,6 +220,8 @@ def _info(thread_id: str, snapshot: StateSnapshot) -> ThreadInfo:
         next=tuple(snapshot.next),
         questions=tuple(i.value for i in snapshot.interrupts),
         error=error,
+        revision=revision,
+        behind=None if revision is None or now is None else revision != now,
     )
 
 
@@ -256,28 +270,67 @@ def threads(
         key = (str(meta.get(FILE_KEY)), str(meta.get(GRAPH_KEY)))
         if key not in apps:
             apps[key] = _compile_for(saver, key, item.checkpoint.get("channel_values", {}), given)
-        app = apps[key]
-        if app is not None:
-            found.append(_info(thread_id, app.graph.get_state(thread_config(thread_id))))
-            continue
-        found.append(
-            ThreadInfo(
-                thread_id=thread_id,
-                workflow=meta.get(FILE_KEY),
-                graph=meta.get(GRAPH_KEY),
-                status="unknown",
-                step=int(meta.get("step", -1)),
-                updated=str(item.checkpoint.get("ts", "")),
-                digest=meta.get(DIGEST_KEY),
-            )
-        )
+        found.append(_listed(saver, thread_id, item, apps[key], given))
     return found
+
+
+def _at_own_revision(
+    saver: Any, thread_id: str, item: Any, now: CompiledWorkflow | None, options: CompileOptions
+) -> CompiledWorkflow | None:
+    """The workflow thread `thread_id` (latest checkpoint `item`) runs: at its own revision (also when its file is
+    gone or no longer compiles), else the file as it is now (`now`); None when neither compiles.
+
+    Raises:
+        AgentMapError: Its revision cannot be compiled (`unknown-revision`, `revision-unloadable`, ...).
+    """
+    if now is not None:
+        return now.thread(thread_id).app
+    meta: dict[str, Any] = dict(item.metadata or {})
+    revision, file = meta.get(REVISION_KEY), meta.get(FILE_KEY)
+    if not revision or not file:
+        return None
+    from agentmap.runtime.revisions import compile_at
+
+    keys = saved_keys(item.checkpoint.get("channel_values", {}))
+    graph = meta.get(GRAPH_KEY)
+    return compile_at(saver, str(revision), file, graph, options.but(checkpointer=saver, state_keys=keys))
+
+
+def _listed(saver: Any, thread_id: str, item: Any, now: CompiledWorkflow | None, options: CompileOptions) -> ThreadInfo:
+    """Where thread `thread_id` (latest checkpoint `item`) stands, told by the workflow at its own revision."""
+    from agentmap.errors import AgentMapError, ErrorCode
+
+    meta: dict[str, Any] = dict(item.metadata or {})
+    current = now.revision.id if now is not None and now.revision is not None else None
+    problem = None
+    try:
+        at = _at_own_revision(saver, thread_id, item, now, options)
+        if at is not None:
+            return _info(thread_id, at.graph.get_state(thread_config(thread_id)), current)
+    except AgentMapError as err:  # its revision no longer compiles: say so, and list the others
+        if err.code == ErrorCode.CORRUPT_CHECKPOINT:
+            raise
+        problem = err.message
+    revision = meta.get(REVISION_KEY)
+    return ThreadInfo(
+        thread_id=thread_id,
+        workflow=meta.get(FILE_KEY),
+        graph=meta.get(GRAPH_KEY),
+        status="unknown",
+        step=int(meta.get("step", -1)),
+        updated=str(item.checkpoint.get("ts", "")),
+        digest=meta.get(DIGEST_KEY),
+        error=problem,
+        revision=revision,
+        behind=None if revision is None or current is None else revision != current,
+    )
 
 
 def thread_history(
     saver: Any, thread_id: str, *, options: CompileOptions | None = None, **compile_options: Any
 ) -> tuple[ThreadInfo, list[StateSnapshot]]:
-    """Where thread `thread_id` stands, and its saved states, newest first (empty when its file is gone).
+    """Where thread `thread_id` stands, and its saved states, newest first (empty when its workflow compiles
+    neither at its revision nor from its file).
 
     `options` or `compile_options` compile its workflow, as in `threads`.
 
@@ -285,6 +338,8 @@ def thread_history(
         ConfigError: The checkpoint has no such thread (`unknown-thread`), or had one whose checkpoints are gone
             (`corrupt-checkpoint`).
     """
+    from agentmap.errors import AgentMapError
+
     given = CompileOptions.given("thread_history", options, compile_options)
     info = next((t for t in threads(saver, options=given) if t.thread_id == thread_id), None)
     if info is None:
@@ -292,7 +347,11 @@ def thread_history(
         raise _unknown(thread_id)
     saved = saver.get_tuple(thread_config(thread_id))
     values = saved.checkpoint.get("channel_values", {})
-    app = _compile_for(saver, (str(info.workflow), str(info.graph)), values, given)
+    now = _compile_for(saver, (str(info.workflow), str(info.graph)), values, given)
+    try:
+        app = _at_own_revision(saver, thread_id, saved, now, given)
+    except AgentMapError:
+        app = None
     return info, list(app.graph.get_state_history(thread_config(thread_id))) if app is not None else []
 
 

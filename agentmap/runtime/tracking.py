@@ -216,8 +216,8 @@ class ExecutionTracker:
         self.graph_success = bool(self._policy(summary))
         return self.graph_success
 
-    def _conclude(self) -> tuple[bool, list[NodeExecution]]:
-        """`update_graph_success()` and `summary` of a finished run, from one copy of the executions."""
+    def conclude(self) -> tuple[bool, list[NodeExecution]]:
+        """What a finished run reports: `update_graph_success()` and `summary`, from one copy of the executions."""
         with self._lock:
             summary = list(self._executions)
         self.graph_success = bool(self._policy(summary))

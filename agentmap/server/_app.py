@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -35,6 +35,7 @@ from agentmap.server._security import Guard, error_body, server_public
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
 from agentmap.server._users import Caller, CallerOf, Users
+from agentmap.server._viewer import viewer_page
 from agentmap.server._webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -54,7 +55,10 @@ class Server:
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
         self.assistants = Assistants.load(
-            config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
+            # a run's input is checked once, as it is accepted (`_run_start`), as `config.missing_inputs` says
+            config.targets,
+            self.checkpointer,
+            options=config.compile_options.but(store=self.items, missing_inputs="ignore"),
         )
         self.store = open_store(config.checkpoint)
         self.audit = Audit(config.audit, content=config.audit_content, store=self.store) if config.audit else None
@@ -153,7 +157,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.include_router(item_routes(server.items))
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
-    _add_viewer(app)
+    app.include_router(_agui_routes(server))
+    _add_viewer(app, server)
     _add_errors(app)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
@@ -169,7 +174,12 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.add_middleware(
         Users, authorization=server.auth, audit=server.audit, public=server_public, routes=app.router.routes
     )
-    if config.cors_origins:
+    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
+    # with --auth the Authorization header is the user's: the API key comes as X-Api-Key only
+    app.add_middleware(
+        Guard, api_key=config.api_key, max_body=config.max_body, reach=reach, bearer_key=server.auth is None
+    )
+    if config.cors_origins:  # outside the guard: a page of an allowed origin can read its refusals (a wrong key)
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(
@@ -179,11 +189,6 @@ def create_app(config: ServeConfig) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Content-Location", "X-Request-Id", "Mcp-Session-Id"],  # the last for /mcp in a browser
         )
-    reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
-    # with --auth the Authorization header is the user's: the API key comes as X-Api-Key only
-    app.add_middleware(
-        Guard, api_key=config.api_key, max_body=config.max_body, reach=reach, bearer_key=server.auth is None
-    )
     return app
 
 
@@ -191,6 +196,12 @@ def _a2a_routes(server: Server) -> APIRouter:
     from agentmap.protocols.a2a import a2a_routes  # the A2A agents (csv_specs/protocols.md); the SDK is optional
 
     return a2a_routes(server)
+
+
+def _agui_routes(server: Server) -> APIRouter:
+    from agentmap.protocols.agui import agui_routes  # each assistant an AG-UI agent (csv_specs/agui.md)
+
+    return agui_routes(server)
 
 
 def _assistant_routes(server: Server) -> APIRouter:
@@ -245,6 +256,11 @@ def _assistant_routes(server: Server) -> APIRouter:
         """JSON schemas of the graph's input, output and state."""
         return readable(assistant_id, caller).schemas()
 
+    @router.get("/assistants/{assistant_id}/svg")
+    def svg(assistant_id: str, caller: CallerOf) -> Response:
+        """The graph drawn offline as SVG (what `agentmap export --format svg` writes; the viewer shows it)."""
+        return Response(readable(assistant_id, caller).svg(), media_type="image/svg+xml")
+
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
     def mermaid(assistant_id: str, caller: CallerOf) -> str:
         """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
@@ -253,12 +269,13 @@ def _assistant_routes(server: Server) -> APIRouter:
     return router
 
 
-def _add_viewer(app: FastAPI) -> None:
+def _add_viewer(app: FastAPI, server: Server) -> None:
     static = resources.files("agentmap.server") / "static"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        return (static / "index.html").read_text(encoding="utf-8")
+    def index(graph: str | None = None) -> str:
+        """The run viewer, its first view drawn here (see `_viewer`)."""
+        return viewer_page(server, graph)
 
     app.mount("/viewer", StaticFiles(directory=str(static)), name="viewer")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.checkpoint import state_file
+from agentmap.runtime.options import CompileOptions, MissingInputs
 
 if TYPE_CHECKING:
     from agentmap.runtime.durable import Durability
@@ -20,8 +21,8 @@ class ServeConfig:
 
     Attributes:
         targets: Workflow files (`file.csv`, `file.csv::Graph`) and folders of them; one assistant per graph.
-        checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
-            runtime's checkpointers accept.
+        checkpoint: Where threads are kept: a SQLite file (default `runs.db` in `$AGENTMAP_STATE_DIR`, else in
+            `.agentmap/`), `memory`, or what the runtime's checkpointers accept.
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured); their pages may
             also write (POST, PUT, PATCH, DELETE), which a page of any other origin may not.
@@ -48,8 +49,9 @@ class ServeConfig:
         grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: `agentmap.compile`'s options for every served graph (functions and agents folders,
             success policy, tracing, ...; the checkpointer and item store are the server's).
-        strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
-            otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
+        missing_inputs: A run whose input (with its thread's values) lacks a key some node reads and no node
+            writes: `error` refuses it (422 `missing-state` naming the key), `warn` runs it with a warning in its
+            metadata (`warnings`) and the server's log, `ignore` runs it without a word.
         webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
             run naming another is refused (422). None allowed: no run may have a webhook.
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
@@ -65,7 +67,7 @@ class ServeConfig:
     """
 
     targets: tuple[str, ...]
-    checkpoint: str = ".agentmap/runs.db"
+    checkpoint: str = field(default_factory=lambda: str(state_file("runs.db")))
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -78,7 +80,7 @@ class ServeConfig:
     lease: float = 30.0
     grace: float = 30.0
     compile_options: CompileOptions = field(default_factory=CompileOptions)
-    strict: bool = False
+    missing_inputs: MissingInputs = "error"
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0

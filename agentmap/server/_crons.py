@@ -34,7 +34,7 @@ from agentmap.server._models import (
 )
 from agentmap.server._quota import QuotaExceeded
 from agentmap.server._records import CronChanges, CronRecord, Tick, now
-from agentmap.server._run_start import breakpoints, resolve_request
+from agentmap.server._run_start import breakpoints, check_inputs, resolve_request
 from agentmap.server._users import Caller, CallerOf
 from agentmap.server._webhooks import check_webhook
 
@@ -150,6 +150,7 @@ def _check(
     if thread_id is not None:
         server.thread(thread_id, visible)
     breakpoints(body, assistant, thread_id is None and body.on_completion != "keep", what)
+    check_inputs(server, assistant, body.input or {}, thread_id, what, "cron")  # refused now, not at every tick
 
 
 def _matching(server: Server, cron: CronRecord, body: CronSearch) -> bool:
@@ -226,10 +227,10 @@ def cron_routes(server: Server) -> APIRouter:
         metadata = dict(value.get("metadata") or {})  # as the handler left it: the cron's, and its runs'
         check_json(metadata, "metadata")
         payload["metadata"] = metadata
+        following = _next_tick(body.schedule, _zone(body.timezone, what), time.time(), end_time, what)
         _check(server, payload, thread_id, what, _thread_of_cron(caller, thread_id, payload["assistant_id"]))
         if caller.user is not None:
             payload["user"] = caller.user.to_json()  # each tick runs as the cron's creator
-        following = _next_tick(body.schedule, _zone(body.timezone, what), time.time(), end_time, what)
         stamp = now()
         cron = CronRecord(
             cron_id=cron_id,

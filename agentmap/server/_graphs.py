@@ -111,6 +111,7 @@ class Assistant:
     assistant_id: str = field(init=False)
     prefix: str = field(default="", repr=False)
     """Qualifies `graph_id` when two served graphs share a name: the file's path under its served folder."""
+    _svg: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.assistant_id = str(uuid.uuid5(_NAMESPACE, self.graph_id))
@@ -160,6 +161,12 @@ class Assistant:
     def mermaid(self) -> str:
         """The graph as Mermaid text, as `agentmap export --format mermaid` writes it."""
         return self.app.draw_mermaid()
+
+    def svg(self) -> str:
+        """The graph drawn offline as SVG, as `agentmap export --format svg` writes it (drawn once)."""
+        if self._svg is None:
+            self._svg = self.app.draw()
+        return self._svg
 
     def check_input(self, value: Any, where: str = "input") -> dict[str, Any]:
         """`value` as a run's input (`where` names it), or `InputError` naming the key that does not fit and the keys

@@ -34,6 +34,7 @@ __all__ = [
     "Admitted",
     "admit_run",
     "breakpoints",
+    "check_inputs",
     "resolve_request",
     "start_run",
     "stream_modes",
@@ -206,20 +207,18 @@ def resolve_request(
     config = _run_config(body, caller, assistant)
     run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = assistant.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
-    if found is not None:
-        if server.config.strict:
-            hint = found.hint("the run's input")
-            raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
-        _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
-        metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
+    stops = breakpoints(body, assistant, stateless, what)  # the request's own mistakes first, then its input's
+    warning = check_inputs(server, assistant, run_input, thread_id, what)
+    if warning is not None:
+        _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", warning)
+        metadata["warnings"] = [*metadata.get("warnings", ()), warning]
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.threads.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
     durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
-    kwargs.update(breakpoints(body, assistant, stateless, what))
+    kwargs.update(stops)
     return RunRequest(
         assistant=assistant,
         thread_id=thread_id,
@@ -281,6 +280,27 @@ def breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: st
                 )
         found[key] = names if names == "*" else list(names)
     return found
+
+
+def check_inputs(
+    server: Server, assistant: Assistant, run_input: Any, thread_id: str | None, what: str, where: str = "run"
+) -> str | None:
+    """What `--missing-inputs` says of a run input without an input no node writes (on a thread, its saved values
+    count as given): refused (`error`), or the warning to record (`warn`); None when there is nothing to say.
+
+    Raises:
+        ApiError: 422 `missing-state` naming the keys, in `error` mode.
+    """
+    mode = server.config.missing_inputs
+    if not isinstance(run_input, Mapping) or mode == "ignore":
+        return None
+    found = assistant.app.check_state(run_input, thread_id=thread_id)
+    if found is None:
+        return None
+    if mode == "error":
+        hint = found.hint(f"the {where}'s input")
+        raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
+    return found.message
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,6 @@ conditions of the query itself (`Database.matching`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agentmap.server._audit import AuditRows
 from agentmap.server._database import Database
 from agentmap.server._store_crons import CronRows, DeliveryRows
@@ -60,7 +58,7 @@ class Store:
 def open_store(checkpoint: str) -> Store:
     """The run store beside the checkpointer `checkpoint` names: the same PostgreSQL database, the SQLite file
     itself (its own tables), or memory."""
-    from agentmap.runtime.checkpoint import is_postgres, sqlite_path
+    from agentmap.runtime.checkpoint import is_postgres, sqlite_path, state_file
 
     value = checkpoint.strip()
     if is_postgres(value):
@@ -71,6 +69,6 @@ def open_store(checkpoint: str) -> Store:
 
     if value.lower() == "memory":
         return Store(SqliteDatabase(None))
-    path = sqlite_path(value) or Path(".agentmap/serve.db")
+    path = sqlite_path(value) or state_file("serve.db")
     path.parent.mkdir(parents=True, exist_ok=True)
     return Store(SqliteDatabase(path))

@@ -249,7 +249,7 @@ def _described(scope: Scope) -> dict[str, Any]:
     """What the audit log keeps of a request: where it came from, what it asked, its id, and by which protocol."""
     client = scope.get("client")
     path = str(scope["path"])
-    via = "mcp" if path.startswith("/mcp") else "a2a" if path.startswith("/a2a/") else "http"
+    via = next((name for name in ("mcp", "a2a", "agui") if path == f"/{name}" or path.startswith(f"/{name}/")), "http")
     return {
         "address": client[0] if client else None,
         "method": scope["method"],

@@ -28,11 +28,12 @@ from typing import Any
 __all__ = ["as_text", "escape_formula", "formula_like"]
 
 _FORMULA = re.compile(r"[\t\r]*(?:=.|[+\-@]\S*?[A-Za-z_][\w.]*[(|])", re.DOTALL)
+_FIRST = frozenset("\t\r=+-@")  # what `_FORMULA` can start with: most text is told apart by its first character
 
 
 def formula_like(text: str) -> bool:
     """Whether a spreadsheet opening a CSV file holding `text` in a cell would run it (see the module's rule)."""
-    return _FORMULA.match(text) is not None
+    return text[:1] in _FIRST and _FORMULA.match(text) is not None
 
 
 def escape_formula(text: str) -> str:

@@ -11,7 +11,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow", "sheet_location", "state_key"]
+__all__ = [
+    "MIN_STEPS",
+    "STEPS_PER_NODE",
+    "FuncRef",
+    "GraphSpec",
+    "Issue",
+    "NodeSpec",
+    "Targets",
+    "Workflow",
+    "sheet_location",
+    "state_key",
+]
+
+STEPS_PER_NODE = 10
+"""A run's default recursion limit, per node of its graph (`GraphSpec.step_limit`)."""
+MIN_STEPS = 50
+"""The least default recursion limit, for the smallest graphs (`GraphSpec.step_limit`)."""
 
 
 def sheet_location(file: str | None, sheet: str, row: int | None, cell: str | None) -> str:
@@ -131,6 +147,15 @@ class GraphSpec(BaseModel):
     def entry(self) -> str:
         """The entry point: the first node."""
         return self.nodes[0].name
+
+    @cached_property
+    def step_limit(self) -> int:
+        """The most steps a run of this graph takes when its config sets no `recursion_limit`.
+
+        `STEPS_PER_NODE` per node, at least `MIN_STEPS` (csv_specs/cli.md, `--recursion-limit`): room for every
+        node to run ten times over, while a loop with no way out stops within a second.
+        """
+        return max(MIN_STEPS, STEPS_PER_NODE * len(self.nodes))
 
     @cached_property
     def by_name(self) -> dict[str, NodeSpec]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap._paths import OutsideRootsError, confine, widen_hint
+from agentmap._sources import exists, read_bytes
 from agentmap.spec.cells import CellError
 
 __all__ = ["REGISTRY_NAME", "prompts_folder", "resolve_prompt"]
@@ -61,7 +62,7 @@ def _read_file(text: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Pa
     for base in bases:
         try:
             path = confine(text, base, extra)
-            found = path.is_file()
+            found = exists(path)
         except OutsideRootsError as err:
             raise CellError(
                 "path-outside-roots",
@@ -73,7 +74,7 @@ def _read_file(text: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Pa
             raise CellError("bad-prompt-file", f"prompt file {text!r} cannot be used: {exc}", "fix the path") from None
         if found:
             try:
-                return path.read_text(encoding="utf-8")
+                return read_bytes(path).decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise CellError(
                     "bad-prompt-file", f"cannot read prompt file {path}: {exc}", "save the file as UTF-8 text"
@@ -89,7 +90,7 @@ def _read_file(text: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Pa
 
 def _from_registry(name: str, base_dir: Path, roots: Sequence[Path], prompts_dir: Path | None) -> str:
     folder = prompts_dir if prompts_dir is not None else base_dir / "prompts"
-    if not (base_dir / folder / REGISTRY_NAME).is_file():
+    if not exists(base_dir / folder / REGISTRY_NAME):
         raise CellError(
             "unknown-prompt",
             f"prompt:{name} names the prompt registry, but there is no {REGISTRY_NAME} in {base_dir / folder}",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentmap._sources import is_stored, read_bytes
 from agentmap.errors import ErrorCode, WorkflowFileError
 
 __all__ = [
@@ -106,7 +107,10 @@ def column_letter(position: int) -> str:
 
 
 def check_file(path: Path) -> None:
-    """Raise `WorkflowFileError` unless `path` is an existing file of a supported format."""
+    """Raise `WorkflowFileError` unless `path` is an existing file of a supported format (or one a stored revision
+    holds, `agentmap._sources`)."""
+    if is_stored(path) and path.suffix.lower() in SUFFIXES:
+        return
     if path.is_dir():
         raise WorkflowFileError(
             f"{path} is a directory, not a workflow file",
@@ -160,10 +164,7 @@ def _split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Tabl
 
 
 def _read_csv(path: Path, *, delimiter: str) -> Table:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code=ErrorCode.UNREADABLE) from None
+    data = _file_bytes(path)
     if b"\x00" in data[:4096]:
         raise WorkflowFileError(
             f"{path} is a binary file, not CSV text",
@@ -173,6 +174,14 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
     notes: list[tuple[str, str, str]] = []
     text = _decode(path, data, notes)
     return csv_table(path, text, delimiter=delimiter, notes=notes)
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The bytes of workflow file `path` (a stored revision's, else the disk's: `agentmap._sources`)."""
+    try:
+        return read_bytes(path)
+    except OSError as exc:
+        raise WorkflowFileError(f"cannot read {path}: {exc.strerror}", code=ErrorCode.UNREADABLE) from None
 
 
 def csv_table(path: Path, text: str, *, delimiter: str = ",", notes: list[tuple[str, str, str]] | None = None) -> Table:
@@ -252,8 +261,9 @@ def _read_xlsx(path: Path) -> list[Table]:
             code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
+    data = _file_bytes(path)
     try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except Exception as exc:
         raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
     tables = []
@@ -292,7 +302,7 @@ def _read_yaml(path: Path) -> Table:
             hint='pip install "agentmap[yaml]"',
         ) from None
     try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        data: Any = yaml.safe_load(_file_bytes(path).decode("utf-8-sig"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code=ErrorCode.NOT_TEXT) from None
     records: list[dict[str, Any]] = []

@@ -221,7 +221,8 @@ class _Checker:
                         column,
                         "endless-loop",
                         f"{column} of {node.name!r} goes back to {back[0]!r}, closing a loop with no way out: no "
-                        "node of it can end the graph, so a run repeats it until the recursion limit stops it",
+                        "node of it can end the graph, so a run repeats it until the recursion limit stops it "
+                        f"({self.graph.step_limit} steps for this graph; `--recursion-limit STEPS` sets it)",
                         "give a node of the loop a way out (a Success_Next or Failure_Next that leaves it, or an "
                         "empty next cell that ends the graph)",
                         warning=True,

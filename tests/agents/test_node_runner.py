@@ -15,7 +15,8 @@ from agentmap.agents.runner import arun_node, fail_node, input_keys, run_node, t
 from agentmap.runtime.tracking import ExecutionTracker
 
 LOG = logging.getLogger("tests.agents.runner")
-RUNTIME = Path(__file__).parents[2] / "agentmap" / "runtime"
+PACKAGE = Path(__file__).parents[2] / "agentmap"
+RUNTIME = PACKAGE / "runtime"
 
 
 def test_run_node_records_on_the_tracker_it_is_given() -> None:
@@ -62,8 +63,10 @@ def test_the_tracker_travels_in_the_config() -> None:
 
 
 def _private_agent_calls(path: Path) -> list[str]:
-    """`x._run(...)`, `x._io`, ...: BaseAgent internals named in a module."""
+    """`x._run(...)`, `x._io`, `tracker._conclude()`...: BaseAgent's (and its tracker's) internals named in a
+    module."""
     private = {"_run", "_arun", "_start", "_succeed", "_fail", "_io", "_tracker_for_this_run", "_given_tracker"}
+    private |= {"_conclude"}
     return [
         f"{path.name}:{node.lineno} .{node.attr}"
         for node in ast.walk(ast.parse(path.read_text()))
@@ -74,8 +77,12 @@ def _private_agent_calls(path: Path) -> list[str]:
 
 
 def test_the_runtime_runs_agents_through_the_runner_only() -> None:
-    found = [hit for path in sorted(RUNTIME.glob("*.py")) for hit in _private_agent_calls(path)]
-    assert found == [], "the runtime calls BaseAgent internals; use agentmap.agents.runner"
+    """No module outside `agents/` reaches into an agent (nor into a tracker): the runtime goes through
+    `agentmap.agents.runner`, and the rest through public methods (`input_mapping()`, `conclude()`)."""
+    outside = [path for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0] != "agents"]
+    assert RUNTIME / "runner.py" in outside and PACKAGE / "observe" / "eject.py" in outside
+    found = [hit for path in outside for hit in _private_agent_calls(path)]
+    assert found == [], "BaseAgent internals named outside agents/; use agentmap.agents.runner or a public method"
 
 
 def test_the_runtime_reads_no_private_config_key() -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from agentmap.batch import _blocks
+
 AGENT = '''
 import os
 import time
@@ -45,3 +49,12 @@ def shout_flow(folder: Path) -> Path:
 def words(*items: str, delay: float = 0.0) -> list[dict[str, object]]:
     """Rows `{"word": ..., "delay": ...}`."""
     return [{"word": w, "delay": delay} for w in items]
+
+
+def record_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have each batch write every finished row to its `.partial` file as it finishes, none held back for a block.
+
+    A row is reported done (`on_result`) only once written; a test that stops a batch from `on_result` after its
+    n-th row, and expects the rows after it not to have run, needs each row written (and reported) at once.
+    """
+    monkeypatch.setattr(_blocks, "BLOCK_SECONDS", 0.0)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_helpers import shout_flow, words
+from batch_helpers import record_every_row, shout_flow, words
+from timing import until
 
 import agentmap
 from agentmap.batch import BatchResult, RowResult, parse_rate
@@ -86,6 +88,7 @@ def test_rerun_skips_done_rows_and_redo_failed_reruns_only_failures(
 
 
 def test_resume_from_a_partial_file_cut_by_a_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_every_row(monkeypatch)
     log = tmp_path / "runs.log"
     flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
     rows = words("a", "b", "c", "d")
@@ -106,7 +109,8 @@ def test_resume_from_a_partial_file_cut_by_a_kill(tmp_path: Path, monkeypatch: p
     assert [r["framed"] for r in _read_csv(out)] == ["<A>", "<B>", "<C>", "<D>"]
 
 
-def test_ctrl_c_keeps_finished_rows(tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_every_row(monkeypatch)
     flow, out = shout_flow(tmp_path), tmp_path / "out.csv"
 
     def stop(result: RowResult) -> None:
@@ -119,6 +123,50 @@ def test_ctrl_c_keeps_finished_rows(tmp_path: Path) -> None:
     assert not out.exists() and partial_path(out).is_file()
     result = agentmap.batch(flow, words("a", "b", "c"), output=out)
     assert (result.skipped, result.successes) == (2, 1)
+
+
+_GATE = """
+import os
+import time
+
+from agentmap import BaseAgent
+
+
+class GateAgent(BaseAgent):
+    \"\"\"Returns `word`; a row with a `gate` file waits (a minute at most) until that file exists.\"\"\"
+
+    def process(self, inputs):
+        deadline = time.monotonic() + 60
+        while inputs.get("gate") and not os.path.exists(inputs["gate"]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return inputs.get("word")
+"""
+
+
+def test_rows_finished_are_written_within_the_window_while_a_slow_row_runs(tmp_path: Path) -> None:
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "gate.py").write_text(_GATE, encoding="utf-8")
+    flow = tmp_path / "gate.csv"
+    flow.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nG,Gate,gate,word|gate,said\n")
+    out, go = tmp_path / "out.csv", tmp_path / "go"
+    rows = [{"word": "a", "gate": ""}, {"word": "b", "gate": ""}, {"word": "slow", "gate": str(go)}]
+    reported: list[str] = []
+    run = threading.Thread(
+        target=lambda: agentmap.batch(flow, rows, output=out, concurrency=3, on_result=lambda r: reported.append(r.id))
+    )
+    run.start()
+    try:  # a and b finish at once; no later row comes to write b's block while the slow row waits
+        lines = until(lambda: _lines(partial_path(out)) >= 3 and _lines(partial_path(out)), 10, "b was never written")
+        assert lines == 3 and run.is_alive()  # the header, a and b: written by time alone
+    finally:
+        go.touch()
+        run.join(timeout=60)
+    assert len(reported) == 3 and [r["said"] for r in _read_csv(out)] == ["a", "b", "slow"]
+
+
+def _lines(path: Path) -> int:
+    """The whole lines of a file (0 if it does not exist yet)."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def test_input_mistakes_name_file_and_row(tmp_path: Path) -> None:
@@ -160,12 +208,29 @@ def test_parse_rate() -> None:
             parse_rate(bad)
 
 
+def test_a_table_lacking_an_input_column_is_refused_and_a_row_lacking_a_key_fails(tmp_path: Path) -> None:
+    """The runtime's check of the initial state (the one `run` and `serve` make): the table's columns before any
+    row runs, and a row of its own (JSON Lines rows need not share their keys) when it runs."""
+    flow = shout_flow(tmp_path)
+    ran: list[object] = []
+    with pytest.raises(ConfigError) as info:
+        agentmap.batch(flow, [{"wrod": w, "delay": 0} for w in ("a", "b")], on_result=ran.append)
+    assert info.value.code == "missing-state" and ran == []
+    assert "the rows: the initial state has no 'word', read by node 'Loud'" in info.value.message
+    assert "did you mean 'word'?" in info.value.message
+    rows = [{"word": "a", "delay": 0}, {"delay": 0}]
+    result = agentmap.batch(flow, rows)
+    assert result.successes == 1 and result.failures == 1
+    failed = next(r for r in result.rows if not r.success)
+    assert failed.error is not None and "the initial state has no 'word'" in failed.error
+
+
 def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path: Path) -> None:
-    """The runtime's check of the initial state (the one `run` and `serve` make), said once per batch."""
+    """With missing_inputs="warn", the check is said once per batch and the rows run."""
     flow = shout_flow(tmp_path)
     told: list[str] = []
     rows = [{"wrod": w} for w in ("a", "b", "c")]
-    result = agentmap.batch(flow, rows, on_warning=told.append)
+    result = agentmap.batch(flow, rows, on_warning=told.append, missing_inputs="warn")
     assert result.successes == 3
     assert len(told) == 1, told
     assert (
@@ -173,7 +238,7 @@ def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path
     )
     assert "no 'delay'" in told[0] and "fix: pass 'word', 'delay' in a column of the input" in told[0]
     told.clear()
-    agentmap.batch(flow, words("a", "b"), on_warning=told.append)
+    agentmap.batch(flow, words("a", "b"), on_warning=told.append, missing_inputs="warn")
     assert told == []
 
 
@@ -187,3 +252,24 @@ def test_a_compile_keyword_batch_does_not_take_is_refused_by_name(tmp_path: Path
 def test_compile_keywords_reach_every_row_typed(tmp_path: Path) -> None:
     result = agentmap.batch(shout_flow(tmp_path), words("x", "y"), interrupt_before=["Frame"], fuse=False)
     assert result.success and [r.outputs.get("framed") for r in result.rows] == [None, None]  # paused before Frame
+
+
+def test_a_row_whose_router_raised_names_the_node_in_failed_nodes(tmp_path: Path) -> None:
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "pick.py").write_text(
+        "def pick(state, success, failure):\n    return {'boom': 1}[state['word']]\n", encoding="utf-8"
+    )
+    flow = tmp_path / "route.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "R,Check,echo,word,checked,func:pick\n"
+        "R,Done,echo,checked,done,\n",
+        encoding="utf-8",
+    )
+    result = agentmap.batch(flow, [{"word": "boom"}, {"word": "calm"}], output=tmp_path / "out.csv")
+    failed = next(r for r in result.rows if r.row == 2)
+    assert failed.error is not None and "router func:pick of node 'Check' raised KeyError" in failed.error
+    assert failed.failed_nodes == ("Check",)  # before: empty
+    with (tmp_path / "out.csv").open(encoding="utf-8") as table:
+        rows = list(csv.DictReader(table))
+    assert rows[1]["failed_nodes"] == "Check"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batch_helpers import record_every_row
 
 import agentmap
 from agentmap.cli import main
@@ -76,8 +77,9 @@ def test_a_csv_output_keeps_the_models_text_and_warns_of_each_cell_a_spreadsheet
 
 
 def test_escape_writes_them_as_text_a_spreadsheet_shows_and_a_resumed_batch_escapes_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    record_every_row(monkeypatch)
     flow, out = _flow(tmp_path), tmp_path / "results.csv"
     seen: list[str] = []
 

@@ -161,10 +161,12 @@ def test_a_finished_row_the_output_never_recorded_takes_its_threads_result_witho
     assert sorted(_effects(tmp_path)) == ["charge 1", "charge 2"]  # the rows run side by side
     (tmp_path / "out.csv").unlink()  # the rows finished, but the batch was stopped before it recorded them
     assert agentmap(*batch, cwd=tmp_path).code == 1
-    assert sorted(_effects(tmp_path)) == ["charge 1", "charge 2", "charge 2"]  # r1 charged once; failed r2 started over
+    assert sorted(_effects(tmp_path)) == ["charge 1", "charge 2"]  # each row took its thread's result: no charge
     rows = {r["row_id"]: r for r in csv.DictReader((tmp_path / "out.csv").open())}
     assert (rows["r1"]["success"], rows["r1"]["result"]) == ("true", "charged 1")
     assert rows["r2"]["success"] == "false" and "declined" in rows["r2"]["error"]
+    assert agentmap(*batch, "--redo-failed", cwd=tmp_path).code == 1  # asked for: the failed r2 starts over
+    assert sorted(_effects(tmp_path)) == ["charge 1", "charge 2", "charge 2"]
     flow.write_text(flow.read_text().replace('""charge_card""}', '""charge_card"", ""tool_timeout"": 20}'))
     (tmp_path / "out.csv").unlink()  # another version of the workflow: its rows run anew
     assert agentmap(*batch, cwd=tmp_path).code == 1
