@@ -2,7 +2,7 @@
 or deleted what, when, from which address.
 
 One entry per decision a request asked for (`_users.Caller.decide`): its time, the caller's identity and address, the
-request (method, path, id, status of its answer, `via` http, mcp or a2a), what was done (`event`, LangGraph's
+request (method, path, id, status of its answer, `via` http, mcp, a2a or agui), what was done (`event`, LangGraph's
 `resource` and `action`, whether the auth handlers `allowed` it) and the ids it named (thread, run, cron, assistant,
 store namespace and key); the inputs themselves (a run's input or answer, a stored value) only with
 `--audit-content`. Entries are written by a thread of their own, so no request waits for the disk or the database;

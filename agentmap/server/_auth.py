@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from typing import Any, Literal
 
+from agentmap.errors import ErrorCode
 from agentmap.server._encode import jsonable
 from agentmap.server._filters import BadFilter, Filter
 from agentmap.server._models import ApiError, ProtocolCode
@@ -215,7 +216,9 @@ class Authorization:
         if result is None or result is True:
             return None
         if result is False:
-            raise ApiError(403, "forbidden", f"{resource}.{action} is not allowed for this user", hint=_FORBIDDEN)
+            raise ApiError(
+                403, ErrorCode.FORBIDDEN, f"{resource}.{action} is not allowed for this user", hint=_FORBIDDEN
+            )
         if not isinstance(result, Mapping):
             raise self._failed(handler, f"it returned a {type(result).__name__}, not a filter, True, False or None")
         try:
@@ -229,15 +232,21 @@ class Authorization:
         from langgraph_sdk.auth.exceptions import HTTPException
 
         if isinstance(exc, HTTPException):
-            code: ProtocolCode = (
-                "unauthorized" if exc.status_code == 401 else "forbidden" if exc.status_code == 403 else "http-error"
+            code: ErrorCode | ProtocolCode = (
+                "unauthorized"
+                if exc.status_code == 401
+                else ErrorCode.FORBIDDEN
+                if exc.status_code == 403
+                else "http-error"
             )
             hint = _FORBIDDEN if exc.status_code == 403 else _SIGN_IN if exc.status_code == 401 else None
             return ApiError(exc.status_code, code, str(exc.detail), hint=hint, headers=exc.headers)
         if isinstance(exc, AssertionError):
             if asserted == 401:
                 return ApiError(401, "unauthorized", str(exc) or "not authenticated", hint=_SIGN_IN)
-            return ApiError(403, "forbidden", str(exc) or f"{what} is not allowed for this user", hint=_FORBIDDEN)
+            return ApiError(
+                403, ErrorCode.FORBIDDEN, str(exc) or f"{what} is not allowed for this user", hint=_FORBIDDEN
+            )
         return self._failed(handler, f"it raised {type(exc).__name__}{_raised_at(exc)}")
 
     def _failed(self, handler: Any, why: str) -> ApiError:
@@ -245,7 +254,7 @@ class Authorization:
         _log.error("the auth handler %s of %s failed: %s; the request was refused (500)", name, self.source, why)
         return ApiError(
             500,
-            "auth-failed",
+            ErrorCode.AUTH_FAILED,
             "the server's auth handler failed, so the request was refused",
             hint="the server's log names the handler; the request id finds the line",
         )

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from pydantic import Field, field_validator
 
+from agentmap.errors import ErrorCode
 from agentmap.server._bodies import api_router
 from agentmap.server._models import ApiError, _Body, check_json
 from agentmap.server._users import CallerOf
@@ -84,7 +85,7 @@ def _namespace(value: dict[str, Any], key: str = "namespace") -> tuple[str, ...]
         return tuple(found)
     raise ApiError(
         500,
-        "auth-failed",
+        ErrorCode.AUTH_FAILED,
         f"the server's store handler left the {key} as {type(found).__name__}, not a list of texts",
         hint="an @auth.on.store handler sets value['namespace'] to a tuple of texts",
     )

@@ -84,7 +84,7 @@ class QuotaExceeded(ApiError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(
             429,
-            "quota-exceeded",
+            ErrorCode.QUOTA_EXCEEDED,
             message,
             hint=f"try again in {retry_after} s; the server's --quota sets what each user may run",
             headers={"Retry-After": str(retry_after)},

@@ -154,7 +154,7 @@ class Guard:
         size = sum(len(name) + len(value) for name, value in scope.get("headers", ()))
         if size > MAX_HEADERS:
             return 413, error_body(
-                "headers-too-large",
+                ErrorCode.HEADERS_TOO_LARGE,
                 f"the request's headers take {size} bytes, more than the server accepts ({MAX_HEADERS})",
                 hint="send a shorter token or cookie",
             )
