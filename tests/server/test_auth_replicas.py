@@ -92,7 +92,6 @@ def _tried(bob: Any, thread: str, run_id: str, kept: str, cron_id: str) -> dict[
         "runs.get": _refused(lambda: bob.runs.get(thread, run_id)),
         "runs.cancel": _refused(lambda: bob.runs.cancel(thread, run_id)),
         "runs.join": _refused(lambda: bob.runs.join(thread, run_id)),
-        "runs.delete": _refused(lambda: bob.runs.delete(thread, run_id)),
         "interrupt": _refused(
             lambda: bob.runs.create(thread, "Publish", input={"draft": "b"}, multitask_strategy="interrupt")
         ),
