@@ -43,6 +43,8 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
     elif suffix in (".yaml", ".yml"):
         try:
             import yaml
+
+            from agentmap._yaml import load
         except ImportError:
             raise ConfigError(
                 f"reading {path} needs PyYAML",
@@ -50,7 +52,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
                 hint='pip install "agentmap[yaml]", or write agentmap.toml instead',
             ) from None
         try:
-            data = yaml.safe_load(text)
+            data = load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(
                 f"{path} is not valid YAML: {_yaml_problem(exc)}",

@@ -103,8 +103,10 @@ def read_storage_file(path: Path) -> dict[str, Any]:
     """
     import yaml
 
+    from agentmap._yaml import load
+
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        loaded = load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read the storage config {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     if loaded is None:

@@ -58,6 +58,7 @@ class ErrorCode(StrEnum):
     NOT_TEXT = "not-text"
     UNREADABLE = "unreadable"
     MISSING_EXTRA = "missing-extra"
+    FILE_TOO_BIG = "file-too-big"
     STATE_FILE_NOT_FOUND = "state-file-not-found"
     NO_LOGS = "no-logs"
     AGENT_NOT_FOUND = "agent-not-found"
@@ -101,7 +102,11 @@ class ErrorCode(StrEnum):
     UNKNOWN_FUNCTION = "unknown-function"
     BAD_ROUTER = "bad-router"
     FUNCTION_NOT_ALLOWED = "function-not-allowed"
+    CODE_OUTSIDE_ROOTS = "code-outside-roots"
     CONFIG_ASSUMED = "config-assumed"
+    UNCLOSED_QUOTE = "unclosed-quote"
+    ROWS_IN_QUOTED_CELL = "rows-in-quoted-cell"
+    CHECK_SKIPPED = "check-skipped"
     # configuration and usage (exit 2)
     BAD_CONFIG = "bad-config"
     CONFIG_NOT_FOUND = "config-not-found"
@@ -349,6 +354,7 @@ FILE_ERROR_CODES: Mapping[str, type[AgentMapError]] = MappingProxyType(
             WorkflowFileError,
         ),
         "missing-extra": WorkflowFileError,
+        "file-too-big": WorkflowFileError,
         "graph-not-found": GraphNotFoundError,
         "graph-not-selected": GraphNotFoundError,
     }

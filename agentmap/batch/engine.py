@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,10 +53,10 @@ def parse_rate(text: str | float) -> float:
     return value
 
 
-def _row_source(rows: Any, sheet: str | None, warn: Warn | None) -> tuple[RowSource, str]:
+def _row_source(rows: Any, sheet: str | None, warn: Warn | None, note: Warn) -> tuple[RowSource, str]:
     if isinstance(rows, str | Path):
         path = Path(rows)
-        return RowSource(lambda: read_rows(path, sheet=sheet, warn=warn)), str(path)
+        return RowSource(lambda: read_rows(path, sheet=sheet, warn=warn, note=note)), str(path)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         records = rows.to_dict("records")
         return RowSource(lambda: iter(records), held=records), "the DataFrame"
@@ -129,8 +130,9 @@ def batch(
         progress: Told the counts and each result (the command line's progress bar).
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
-        on_warning: Told each such warning once, and (with `missing_inputs="warn"`) the one warning of a table
-            whose columns lack an input no node writes (default: `warnings.warn`).
+        on_warning: Told each such warning once, (with `missing_inputs="warn"`) the one warning of a table whose
+            columns lack an input no node writes, and each quoted CSV cell whose lines each read as a row (default:
+            `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
@@ -177,7 +179,8 @@ def batch(
         store,
         no_cache=not cache,
     )
-    row_source, name = _row_source(rows, sheet, (on_warning or _warn) if lenient else None)
+    told = on_warning or _warn
+    row_source, name = _row_source(rows, sheet, told if lenient else None, told)
     return run_batch(
         recipe,
         row_source,
@@ -219,8 +222,6 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
 
 def _on_this_machine(address: str) -> bool:
     """Whether a `--ray-address` names a Ray on this machine (`auto`, `local`, localhost or this host's name)."""
-    import socket
-
     host = address.removeprefix("ray://")
     host = host[: host.rindex("]") + 1] if host.startswith("[") else host.partition(":")[0]
     return host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,8 +59,6 @@ def answer_for(interrupts: Sequence[Any]) -> str:
 
     if len(interrupts) == 1:
         return example_for(getattr(interrupts[0], "value", interrupts[0]))
-    import json
-    import shlex
 
     return shlex.quote(json.dumps({getattr(i, "id", "?"): "your answer" for i in interrupts}))
 

@@ -8,6 +8,7 @@ otherwise; `--json` prints a summary on stdout. Exit 0 when every row succeeded,
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -214,8 +215,6 @@ def batch_command(
     settings = load(config, debug)
     tracing = tracing_for(settings, trace, trace_content)  # OpenTelemetry is imported only when tracing is on
     if not debug:  # a failing row's error is in its output row; one log line per failure would bury the progress
-        import logging
-
         logging.getLogger("agentmap").setLevel(logging.CRITICAL)
     path, graph = _split_target(target, settings)
     if output.resolve() == input_path.resolve():

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -96,8 +97,6 @@ _UNBOUNDED = 100_000
 def shown_path(path: str) -> str:
     """A workflow's path as the commands show it: relative to the working folder when it lies under it (so `run`
     and `resume`, whose thread remembers the absolute path, show the same), else as it is."""
-    from pathlib import Path
-
     try:
         return str(Path(path).relative_to(Path.cwd()))
     except ValueError:

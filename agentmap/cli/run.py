@@ -16,6 +16,7 @@ and Ctrl-C stop it (exit 143 / 130), print the same command, and keep every comp
 # No `from __future__ import annotations`: typer reads the options' annotations at every start, and each one
 # written as a string costs it a compile (about 4 ms of CPU of every `agentmap run`).
 import sys
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -204,8 +205,6 @@ def _open_thread(
 
     saver = checkpointer(checkpoint)
     if thread is None:
-        import uuid
-
         thread = uuid.uuid4().hex[:12]
     return saver, thread, {"configurable": {"thread_id": thread}}
 

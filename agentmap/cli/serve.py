@@ -7,7 +7,10 @@ on the command line would show in the process list).
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -89,7 +92,6 @@ def serve_command(
     webhook_secret = _webhook_secret(webhook_secret_env or settings.serve.webhook_secret_env)
     webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
     allowed_hosts = [*(allowed_hosts or ()), *settings.serve.allowed_hosts]
-    import logging
 
     from agentmap._cli_api import ServeConfig, require_key, serve
 
@@ -121,8 +123,6 @@ def serve_command(
         **users,
     )
     if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
-        from dataclasses import replace
-
         serve_config = replace(serve_config, checkpoint=checkpoint)
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -157,7 +157,6 @@ def _webhook_secret(env: str | None) -> str | None:
     """
     if env is None:
         return None
-    import os
 
     secret = os.environ.get(env, "").strip()
     if not secret:

@@ -7,6 +7,7 @@ needs an API key, read from the environment variable `--api-key-env` names, as f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -92,7 +93,6 @@ def _token(env: str | None) -> str | None:
     """
     if env is None:
         return None
-    import os
 
     token = os.environ.get(env, "").strip()
     if not token:

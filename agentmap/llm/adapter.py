@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -332,8 +333,6 @@ def _dump(reply: AIMessage, measured: Mapping[str, Any]) -> Any:
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:
     """`reply` as the one (so the last) chunk a streaming model would have sent (same id, text, tool calls,
     usage)."""
-    import json
-
     from langchain_core.messages import AIMessageChunk
     from langchain_core.messages.tool import tool_call_chunk
 

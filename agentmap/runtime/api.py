@@ -22,6 +22,7 @@ from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.readers import SUFFIXES as WORKFLOW_SUFFIXES  # the file suffixes `load` reads
+from agentmap.spec.validation import listed, nearest
 
 if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
     from langchain_core.runnables import RunnableConfig
@@ -49,11 +50,16 @@ def _options(
     )
 
 
-def _read(source: str | Path | Workflow, settings: Mapping[str, Any] | None = None) -> tuple[Workflow, list[Issue]]:
+def _read(source: str | Path | Workflow, options: BuildOptions) -> tuple[Workflow, list[Issue]]:
+    """The workflow `source` reads as, remembered by the options' walk (a graph node calling a graph of the same
+    file does not read it again)."""
     if isinstance(source, Workflow):
         return source, []
     path, _ = parse_selector(source)
-    return read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
+    settings = options.settings
+    workflow, issues = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
+    options.walk.remember(path, workflow, settings)
+    return workflow, issues
 
 
 def load(
@@ -74,10 +80,10 @@ def load(
         WorkflowFileError: The file is missing or unreadable.
         WorkflowValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
-    workflow, issues = _read(source, settings)
+    options = _options(functions_dir, agents_dir, settings, registry)
+    workflow, issues = _read(source, options)
     if not strict:
         return workflow
-    options = _options(functions_dir, agents_dir, settings, registry)
     for graph in workflow.graphs:
         issues += check(graph, options)
     if any(i.severity == "error" for i in issues):
@@ -92,7 +98,10 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         GraphNotFoundError: No such graph, or several graphs and no name; the message lists them.
     """
     where = source or workflow.file or "the workflow"
-    names = ", ".join(workflow.graph_names) or "none"
+    graph = workflow.get(name) if name is not None else None
+    if graph is not None:
+        return graph
+    names = listed(workflow.graph_names) or "none"
     if name is None:
         if len(workflow.graphs) == 1:
             return workflow.graphs[0]
@@ -101,20 +110,16 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
             return top[0]
         file = workflow.file or where
         runnable = [spec.name for spec in top] or list(workflow.graph_names)
-        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable)
+        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable[:12])
+        commands += f"\n  ... and {len(runnable) - 12:,} more" if len(runnable) > 12 else ""
         raise GraphNotFoundError(
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
             code=ErrorCode.GRAPH_NOT_SELECTED,
             hint=f"append ::GraphName to the path; run one of them with:{commands}" if workflow.graphs else None,
         )
-    graph = workflow.get(name)
-    if graph is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, workflow.graph_names, n=1)
-        guess = f"; did you mean {close[0]!r}?" if close else ""
-        raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
-    return graph
+    close = nearest(name, workflow.graph_names)
+    guess = f"; did you mean {close!r}?" if close else ""
+    raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
 
 
 def _uncalled(workflow: Workflow) -> list[GraphSpec]:
@@ -161,9 +166,9 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        workflow, issues = _read(source, settings)
-        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         options = _options(functions_dir, agents_dir, settings, registry)
+        workflow, issues = _read(source, options)
+        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
         if selected:  # the file's findings about this graph (and those it calls), or about no graph
             names = {g.name for g in graphs}
@@ -303,7 +308,7 @@ def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> C
     if isinstance(source, GraphSpec):
         spec, issues = source, []
     else:
-        workflow, issues = _read(source, settings)
+        workflow, issues = _read(source, options)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         if not workflow.graphs and any(i.severity == "error" for i in issues):
             raise WorkflowValidationError(issues, source=str(workflow.file))  # nothing readable to select from

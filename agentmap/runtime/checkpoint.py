@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib.util
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -146,8 +149,6 @@ async def async_checkpointer(value: str | None = None) -> AsyncIterator[Any]:
     runtime keeps beside checkpoints: the call journal, checksums and the answer claim (`csv_specs/llm.md`,
     `csv_specs/human.md`), as every saver AgentMap makes does.
     """
-    import sqlite3
-
     saver = await asyncio.to_thread(checkpointer, value)
     try:
         yield saver
@@ -223,8 +224,6 @@ def _checked_path(path: Path) -> Path:
 
 
 def _need(module: str, extra: str) -> None:
-    import importlib.util
-
     if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
         raise ConfigError(
             f"this checkpoint needs the {extra} checkpointer ({module}), which is not installed",
@@ -248,8 +247,6 @@ def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit:
     Raises:
         ConfigError: The file cannot be opened or set up (`what` names it: checkpoint file, store).
     """
-    import sqlite3
-
     _checked_path(path)
     try:
         if autocommit:  # a store that commits itself, in WAL mode beside the checkpoints
@@ -282,8 +279,6 @@ _SETUP_LOCK = 0x41474D43  # "AGMC": the advisory lock held while the checkpoint 
 def _take_turns(conn: Any) -> None:
     """Hold the setup lock, asking again until it is free: a process blocked in `pg_advisory_lock` would hold
     a snapshot that the holder's `CREATE INDEX CONCURRENTLY` waits for, and neither would ever go on."""
-    import time
-
     while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)).fetchone()["got"]:
         time.sleep(0.05)
 

@@ -25,7 +25,7 @@ from agentmap.agents.registry import normalize_type
 from agentmap.agents.runner import input_keys
 from agentmap.runtime._nodes import AgentNode, AsyncAgentNode, AsyncFusedNode, FusedNode, computes_only
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
-from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
+from agentmap.runtime.functions import RouterFn
 from agentmap.runtime.fusion import exits_early, plan_chains
 from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
@@ -251,7 +251,7 @@ def load_routers(graph: GraphSpec, options: BuildOptions) -> dict[FuncRef, Route
     for node in graph.nodes:
         for _, targets in node.next_cells():
             if isinstance(targets, FuncRef) and targets not in routers:
-                routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+                routers[targets] = options.router(graph, targets)
     return routers
 
 

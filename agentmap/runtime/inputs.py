@@ -11,6 +11,7 @@ an error (`missing-state`, the default) or, with `missing_inputs="warn"` (`--mis
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +42,6 @@ class MissingState:
 
     def hint(self, where: str = "the initial state", example: str = "{}") -> str:
         """`pass 'key' in <where>, e.g. <example>`, the example state as JSON put into `example`'s `{}`."""
-        import json
-
         keys = ", ".join(repr(k) for k in self.keys)
         return f"pass {keys} in {where}, e.g. {example.replace('{}', json.dumps(self.example, default=str))}"
 

@@ -19,6 +19,7 @@ sends a thread waiting at the old node on at the new one; a `key` line moves a s
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 from collections.abc import Mapping
@@ -80,8 +81,6 @@ class Migration:
             raise self._error(kind, entry, name, column, f"{what} {name!r} is not in {where}", sorted(known))
 
     def _error(self, kind: str, entry: str, name: str, column: str, message: str, choices: list[str]) -> ConfigError:
-        import difflib
-
         close = difflib.get_close_matches(name, choices, n=1)
         guess = f"did you mean {close[0]!r}? " if close else ""
         line = self.where.get((kind, entry))

@@ -134,6 +134,8 @@ def _yaml_mapping(text: str, json_error: json.JSONDecodeError, notes: list[CellE
     why = f"{json_error.msg} at character {json_error.pos + 1}"
     try:
         import yaml
+
+        from agentmap._yaml import load
     except ImportError:
         raise CellError(
             "bad-context",
@@ -141,7 +143,7 @@ def _yaml_mapping(text: str, json_error: json.JSONDecodeError, notes: list[CellE
             'pip install "agentmap[yaml]", or quote the keys: {"key": "value"}',
         ) from None
     try:
-        value = yaml.safe_load(text)
+        value = load(text)
         named = isinstance(value, dict) and all(isinstance(k, str) and _KEY.match(k) for k in value)
         if not named or ":" not in text:
             raise yaml.YAMLError("its keys are not names")

@@ -117,9 +117,14 @@ class NodeSpec(BaseModel):
         ]
         return [(column, targets) for column, targets in cells if targets is not None]
 
-    def successors(self) -> set[str]:
+    def successors(self) -> frozenset[str]:
         """Every node this node may go to directly (router targets are unknown statically)."""
-        return {name for _, t in self.next_cells() if isinstance(t, tuple) for name in t}
+        return self.next_nodes
+
+    @cached_property
+    def next_nodes(self) -> frozenset[str]:
+        """`successors()`, found once (the checks of a graph follow each node's next nodes many times)."""
+        return frozenset(name for _, t in self.next_cells() if isinstance(t, tuple) for name in t)
 
 
 class GraphSpec(BaseModel):
@@ -227,11 +232,18 @@ class Workflow(BaseModel):
 
     def get(self, name: str) -> GraphSpec | None:
         """The graph called `name` (exact, then case-insensitive), or None."""
+        exact, folded = self._by_name
+        return exact.get(name) or folded.get(name.casefold())
+
+    @cached_property
+    def _by_name(self) -> tuple[dict[str, GraphSpec], dict[str, GraphSpec]]:
+        """The graphs by name, and by case-folded name (the first of each), so that a lookup is not a search."""
+        exact: dict[str, GraphSpec] = {}
+        folded: dict[str, GraphSpec] = {}
         for graph in self.graphs:
-            if graph.name == name:
-                return graph
-        folded = name.casefold()
-        return next((g for g in self.graphs if g.name.casefold() == folded), None)
+            exact.setdefault(graph.name, graph)
+            folded.setdefault(graph.name.casefold(), graph)
+        return exact, folded
 
 
 class Issue(BaseModel):

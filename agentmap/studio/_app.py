@@ -130,7 +130,7 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     @app.exception_handler(AgentMapError)
     async def agentmap_error(_: Request, err: AgentMapError) -> JSONResponse:
         status = 409 if isinstance(err, FileChangedError) else 404 if isinstance(err, WorkflowFileError) else 422
-        status = 422 if isinstance(err, FormulaCellsError) else status
+        status = 422 if isinstance(err, FormulaCellsError) or err.code == "file-too-big" else status
         status = 401 if err.code == "api-key-required" else status
         return JSONResponse({"code": err.code, "message": err.message, "hint": err.hint}, status_code=status)
 

@@ -162,6 +162,11 @@ VALIDATION_CODES = {
     "empty-file",
     "config-assumed",
     "endless-loop",
+    "unclosed-quote",
+    "rows-in-quoted-cell",
+    "code-outside-roots",
+    "check-skipped",
+    "file-too-big",
 }
 
 
