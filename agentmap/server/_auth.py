@@ -17,6 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from typing import Any, Literal
 
+from langgraph_sdk.auth.exceptions import HTTPException
+from langgraph_sdk.auth.types import AuthContext
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+
 from agentmap.errors import ErrorCode
 from agentmap.server._encode import jsonable
 from agentmap.server._filters import BadFilter, Filter
@@ -166,8 +172,6 @@ class Authorization:
         Raises:
             ApiError: The handler refused (its status), or failed (500, named in the log).
         """
-        from starlette.concurrency import run_in_threadpool
-
         handler = self._authenticate
         arguments = {name: _argument(name, scope, path_params) for name in self._wants}
         try:
@@ -206,8 +210,6 @@ class Authorization:
         handler = self.handler(resource, action)
         if handler is None:
             return None
-        from langgraph_sdk.auth.types import AuthContext
-
         context = AuthContext(user=user, permissions=user.permissions, resource=resource, action=action)
         try:
             result = await handler(ctx=context, value=value)
@@ -229,8 +231,6 @@ class Authorization:
     def _refusal(self, handler: Any, exc: Exception, asserted: int, what: str = "authenticate") -> ApiError:
         """What a handler's exception answers: its `HTTPException`'s status, `asserted` for an `AssertionError`, else
         a 500 (the log names the handler and the exception's type, not its message: it may quote the request)."""
-        from langgraph_sdk.auth.exceptions import HTTPException
-
         if isinstance(exc, HTTPException):
             code: ErrorCode | ProtocolCode = (
                 "unauthorized"
@@ -297,9 +297,6 @@ def _parameters(handler: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def _argument(name: str, scope: Scope, path_params: Callable[[], dict[str, str]]) -> Any:
-    from starlette.datastructures import QueryParams
-    from starlette.requests import Request
-
     if name == "request":
         return Request(scope)
     if name == "headers":

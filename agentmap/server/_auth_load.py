@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langgraph_sdk import Auth
+
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._auth import Authorization, BadHandler
 
@@ -85,8 +87,6 @@ def _import_file(path: Path, spec: str) -> Any:
 
 
 def _authorization(module: Any, name: str, where: str, spec: str) -> Authorization:
-    from langgraph_sdk import Auth
-
     found = getattr(module, name, None)
     if found is None:
         raise _bad(f"{where} has no {name!r}", "name the Auth object: --auth FILE.py:NAME")

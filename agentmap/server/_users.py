@@ -18,7 +18,9 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio.from_thread
 from fastapi import Depends, Request
+from starlette.routing import Match
 
 from agentmap.server._models import ApiError
 from agentmap.server._security import error_body
@@ -109,8 +111,6 @@ class Caller:
             if self.audit is not None:
                 self._record(resource, action, value, allowed=True)
             return None
-        import anyio.from_thread
-
         return anyio.from_thread.run(self.decide, resource, action, value)
 
     def started(self, status: int) -> None:
@@ -236,8 +236,6 @@ class Users:
                 caller.started(500)
 
     def _path_params(self, scope: Scope) -> dict[str, str]:
-        from starlette.routing import Match
-
         for route in self._routes:
             match, child = route.matches(scope)
             if match == Match.FULL:
