@@ -155,6 +155,11 @@ class ErrorCode(StrEnum):
     FORBIDDEN_ORIGIN = "forbidden-origin"
     NOT_JSON = "not-json"
     TOKEN_REQUIRED = "token-required"
+    # the users of `agentmap serve --auth` (HTTP 403, 429, 413, 500)
+    FORBIDDEN = "forbidden"
+    QUOTA_EXCEEDED = "quota-exceeded"
+    HEADERS_TOO_LARGE = "headers-too-large"
+    AUTH_FAILED = "auth-failed"
     # the studio (HTTP 409, 422)
     FILE_CHANGED = "file-changed"
     FORMULA_CELLS = "formula-cells"

@@ -39,7 +39,7 @@ from agentmap._cli_api.evaluation import (
 )
 from agentmap._cli_api.graphs import eject, normalize_type, picture, select_graph
 from agentmap._cli_api.logs import configured_log_path, dumps
-from agentmap._cli_api.servers import require_key, serve, serve_stdio, studio
+from agentmap._cli_api.servers import quota, require_key, serve, serve_stdio, studio
 from agentmap._cli_api.settings import is_trace, load_settings
 from agentmap._cli_api.threads import (
     checkpoint_exists,
@@ -129,6 +129,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "flush_traces",
     # serve, studio, mcp (`servers`)
     "require_key",
+    "quota",
     "serve",
     "studio",
     "serve_stdio",

@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -62,6 +62,10 @@ def serve_command(
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
     webhook_timeout: str = "10s",
+    auth: str | None = None,
+    quota: str | None = None,
+    audit: str | None = None,
+    audit_content: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -91,7 +95,8 @@ def serve_command(
 
     from agentmap._cli_api import ServeConfig, require_key, serve
 
-    require_key(host, api_key)  # before anything starts
+    users = _users(settings, auth, quota, audit, audit_content)
+    require_key(host, api_key, auth=users["auth"] is not None)  # before anything starts
     if not debug:  # one access line per request, with its request id
         logging.getLogger("agentmap.server").setLevel(logging.INFO)
 
@@ -115,6 +120,7 @@ def serve_command(
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
+        **users,
     )
     if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
         serve_config = replace(serve_config, checkpoint=checkpoint)
@@ -125,6 +131,22 @@ def serve_command(
             from agentmap._cli_api import flush_traces
 
             flush_traces()
+
+
+def _users(
+    settings: Any, auth: str | None, quota: str | None, audit: str | None, audit_content: bool
+) -> dict[str, Any]:
+    """The server's users: its auth handlers, the quota of each identity and the audit log (`ServeConfig`'s fields),
+    from the options, else the settings' `serve` section (its paths resolved against the config file's folder)."""
+    from agentmap._cli_api import quota as read_quota
+
+    quota_text = quota or settings.serve.quota
+    return {
+        "auth": auth or settings.serve.auth,
+        "quota": read_quota(quota_text) if quota_text else None,
+        "audit": audit or settings.serve.audit,
+        "audit_content": audit_content or settings.serve.audit_content,
+    }
 
 
 def _webhook_secret(env: str | None) -> str | None:
@@ -306,6 +328,40 @@ def register(app: typer.Typer) -> None:
                 help="How long a webhook try waits for an answer before it is tried again.",
             ),
         ] = "10s",
+        auth: Annotated[
+            str | None,
+            typer.Option(
+                "--auth",
+                metavar="FILE.py:NAME",
+                help="A langgraph_sdk.Auth object whose handlers say who calls and what each user may do "
+                "(auth.py:my_auth, module:name, or a langgraph.json naming one in auth.path).",
+                show_default=False,
+            ),
+        ] = None,
+        quota: Annotated[
+            str | None,
+            typer.Option(
+                "--quota",
+                metavar="runs=N/PERIOD,concurrent=N",
+                help="What each identity may run: runs started per period (s, min, h, day) and runs at once; over "
+                "it, 429 with Retry-After.",
+                show_default=False,
+            ),
+        ] = None,
+        audit: Annotated[
+            str | None,
+            typer.Option(
+                "--audit",
+                metavar="FILE|table",
+                help="Keep an audit log (who created, read, answered, cancelled or deleted what, when, from where): "
+                "a JSON-lines file, or `table` (agentmap_audit in the run store's database).",
+                show_default=False,
+            ),
+        ] = None,
+        audit_content: Annotated[
+            bool,
+            typer.Option("--audit-content", help="Let audit entries carry the inputs (a run's input, a stored value)."),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -335,4 +391,8 @@ def register(app: typer.Typer) -> None:
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
             webhook_timeout=webhook_timeout,
+            auth=auth,
+            quota=quota,
+            audit=audit,
+            audit_content=audit_content,
         )

@@ -39,6 +39,7 @@ def studio_command(
     max_body: int = 5_242_880,
     config: Path | None = None,
     debug: bool = False,
+    auth: str | None = None,
 ) -> None:
     """Check the options, then serve the studio until Ctrl-C, printing its address once it listens.
 
@@ -74,6 +75,7 @@ def studio_command(
         graph=graph or None,
         allowed_hosts=tuple(allowed_hosts or ()),
         max_body=max_body,
+        auth=auth or settings.serve.auth,
         **({"token": token} if token else {}),  # else a new one for this start
     )
 
@@ -134,6 +136,16 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes (5 MiB).")
         ] = 5_242_880,
+        auth: Annotated[
+            str | None,
+            typer.Option(
+                "--auth",
+                metavar="FILE.py:NAME",
+                help="The auth handlers runs from the page go through, as `agentmap serve --auth` (the page sends "
+                "the Authorization value entered in it).",
+                show_default=False,
+            ),
+        ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -148,4 +160,5 @@ def register(app: typer.Typer) -> None:
             max_body=max_body,
             config=config,
             debug=debug,
+            auth=auth,
         )

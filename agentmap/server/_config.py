@@ -10,6 +10,7 @@ from agentmap.runtime.options import CompileOptions, MissingInputs
 
 if TYPE_CHECKING:
     from agentmap.runtime.durable import Durability
+    from agentmap.server._quota import Quota
 
 __all__ = ["ServeConfig"]
 
@@ -56,6 +57,13 @@ class ServeConfig:
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
         webhook_timeout: Seconds a webhook try waits for an answer before it counts as failed; a try of a
             replica that died is made again by another once `lease` plus this has run out.
+        auth: A `langgraph_sdk.Auth` object to ask who calls and what they may do: `auth.py:my_auth`,
+            `module:name`, or a `langgraph.json` naming one in `auth.path` (csv_specs/serve.md, "Users and
+            permissions"); None: no user. With it, the API key (if any) is read from `X-Api-Key` only.
+        quota: What each identity may run (`Quota.parse("runs=60/min,concurrent=5")`); None: no limit.
+        audit: Where the audit log goes: a JSON-lines file, or `table` (the run store's `agentmap_audit`); None:
+            no log.
+        audit_content: Whether audit entries carry the inputs (a run's input or answer, a stored value).
     """
 
     targets: tuple[str, ...]
@@ -76,3 +84,7 @@ class ServeConfig:
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0
+    auth: str | None = None
+    quota: Quota | None = None
+    audit: str | None = None
+    audit_content: bool = False

@@ -11,6 +11,7 @@ import difflib
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -19,13 +20,29 @@ from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
+from agentmap.server._users import Caller
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._filters import Filter
     from agentmap.server._graphs import Assistant
 
-__all__ = ["QUEUED", "breakpoints", "check_inputs", "resolve_request", "start_run", "stream_modes"]
+__all__ = [
+    "AUTH_KEYS",
+    "QUEUED",
+    "Admitted",
+    "admit_run",
+    "breakpoints",
+    "check_inputs",
+    "resolve_request",
+    "start_run",
+    "stream_modes",
+]
+
+AUTH_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
+"""The `configurable` keys a run's user travels under, as LangGraph's server sets them: the server's alone (a
+client's are dropped, so no request can claim to be another user)."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -85,23 +102,27 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
 
 
 def _bind_thread(
-    server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None
+    server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None, visible: Filter | None
 ) -> tuple[str | None, bool, dict[str, Any] | None]:
     """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and the binding to save.
 
-    The binding (the thread's metadata naming its graph) is saved only once the run is known to be good.
+    A thread the run makes (`on_completion="keep"`, `if_not_exists="create"`) gets the run's metadata, as
+    LangGraph's server gives it (so its owner, stamped by an auth handler, finds it again); another user's thread
+    (one the user's filter `visible` hides) is not found. The binding (the thread's metadata naming its graph) is
+    saved only once the run is known to be good.
     """
     stateless = thread_id is None
+    made = dict(body.metadata or {})
     if stateless and body.on_completion == "keep":
         thread_id, stateless = str(uuid.uuid4()), False
-        server.store.threads.create(thread_id, {})
+        server.store.threads.create(thread_id, made)
     if thread_id is None:
         return None, stateless, None
-    record = server.store.threads.get(thread_id)
+    record = server.store.threads.get(thread_id, visible)
     if record is None and body.if_not_exists == "create":
-        record = server.store.threads.create(check_thread_id(thread_id), {})
+        record = server.store.threads.create(check_thread_id(thread_id), made)
     if record is None:
-        record = server.thread(thread_id)  # raises the 404
+        record = server.thread(thread_id, visible)  # raises the 404
     bound = record.metadata.get("graph_id")
     if bound is not None and bound != assistant.graph_id:
         raise ApiError(
@@ -119,13 +140,20 @@ def _bind_thread(
     )
 
 
-def _run_config(body: RunCreate) -> dict[str, Any]:
-    """The run's LangGraph config: the body's, with the checkpoint to start from."""
+def _run_config(body: RunCreate, caller: Caller, assistant: Assistant) -> dict[str, Any]:
+    """The run's LangGraph config: the body's, with the checkpoint to start from, and the user as LangGraph's server
+    gives it to a graph (`langgraph_auth_user`, its id and permissions; with the assistant and graph ids, which
+    LangGraph's `get_runtime().server_info` reads)."""
     config = dict(body.config or {})
-    configurable = dict(config.get("configurable") or {})
+    configurable = {k: v for k, v in (config.get("configurable") or {}).items() if k not in AUTH_KEYS}
     checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
+    user = caller.user
+    if user is not None:
+        configurable.update(zip(AUTH_KEYS, (user, user.identity, user.permissions), strict=True))
+        configurable.setdefault("assistant_id", assistant.assistant_id)
+        configurable.setdefault("graph_id", assistant.graph_id)
     config["configurable"] = configurable
     return config
 
@@ -152,12 +180,21 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
 
 
 def resolve_request(
-    server: Server, body: RunCreate, thread_id: str | None, what: str, claimant: str | None = None
+    server: Server,
+    body: RunCreate,
+    thread_id: str | None,
+    what: str,
+    *,
+    caller: Caller,
+    visible: Filter | None = None,
+    claimant: str | None = None,
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over
-    (whose webhook was checked when it was accepted, maybe by another replica: it is called as recorded).
+    `caller` is who runs it (its user goes into the run's config and record; its auth handlers were asked already,
+    `admit_run`, whose filter `visible` hides the threads of others). `claimant` names who claims a resume's answer:
+    a new run's own, or the one recorded with a run taken over (whose webhook was checked when it was accepted,
+    maybe by another replica: it is called as recorded).
     """
     if claimant is None and body.webhook is not None:
         check_webhook(body.webhook, server.config.webhook_hosts)
@@ -166,8 +203,8 @@ def resolve_request(
     for name in ("input", "command", "config", "metadata"):
         check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
-    thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
-    config = _run_config(body)
+    thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id, visible)
+    config = _run_config(body, caller, assistant)
     run_input = _run_input(body, assistant, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
     stops = breakpoints(body, assistant, stateless, what)  # the request's own mistakes first, then its input's
@@ -197,7 +234,9 @@ def resolve_request(
             "thread_id": thread_id,
             "what": what,
             "claimant": claimant,
+            **({"user": caller.user.to_json()} if caller.user is not None else {}),
         },
+        user_id=caller.identity,
     )
 
 
@@ -264,18 +303,71 @@ def check_inputs(
     return found.message
 
 
-async def start_run(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A run request the caller's auth handlers let through: the body as they left it (its metadata edited), the
+    filter of the threads the caller sees, and the run's id (the one the handler was shown)."""
+
+    body: RunCreate
+    visible: Filter | None
+    run_id: str
+
+
+async def admit_run(server: Server, body: RunCreate, thread_id: str | None, caller: Caller) -> Admitted:
+    """Ask the caller's `threads.create_run` handler about a run (the value LangGraph gives it: the thread, the
+    assistant, the run's id, status, metadata, multitask strategy, `if_not_exists`, and its `kwargs`); what it left.
+
+    Raises:
+        ApiError: The handler refused (403, its status) or failed (500); for a run that makes way for itself
+            (`interrupt`, `rollback`), 404 when the thread is another user's.
+    """
+    run_id = str(uuid.uuid4())
+    value: dict[str, Any] = {
+        "thread_id": thread_id,
+        "assistant_id": body.assistant_id,
+        "run_id": run_id,
+        "status": "pending",
+        "metadata": dict(body.metadata or {}),
+        "prevent_insert_if_inflight": body.multitask_strategy == "reject",
+        "multitask_strategy": body.multitask_strategy or "enqueue",
+        "if_not_exists": body.if_not_exists or "reject",
+        "after_seconds": 0,
+        "kwargs": body.model_dump(include={"input", "command", "config", "stream_mode", "webhook"}, exclude_none=True),
+    }
+    visible = await caller.decide("threads", "create_run", value)
+    metadata = value.get("metadata")
+    if isinstance(metadata, Mapping) and metadata != (body.metadata or {}):
+        body = body.model_copy(update={"metadata": dict(metadata)})  # what the handler stamped is the run's
+    if thread_id is not None and visible is not None and body.multitask_strategy in ("interrupt", "rollback"):
+        await run_in_threadpool(server.thread, thread_id, visible)  # no other user's runs are stopped: a 404
+    return Admitted(body, visible, run_id)
+
+
+async def start_run(server: Server, body: RunCreate, thread_id: str | None, what: str, caller: Caller) -> Run:
+    """Start a run for `caller` (`_users.Caller`: its auth handlers asked, its user in the run): what the run routes,
+    `/mcp`, `/a2a` and the AG-UI endpoint call.
+
+    Raises:
+        ApiError: The request does not fit (422), the thread is not found or another user's (404), busy for
+            `reject` (409), refused by the auth handlers (403, their status, 500), or over the caller's quota (429).
+    """
+    admitted = await admit_run(server, body, thread_id, caller)
+    body = admitted.body
     if thread_id is not None and body.multitask_strategy in ("interrupt", "rollback"):
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
     if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
         on_loop = server.assistant(body.assistant_id).app.check_state(body.input) is None
     if on_loop:
-        request = resolve_request(server, body, thread_id, what)
+        request = resolve_request(server, body, thread_id, what, caller=caller, visible=admitted.visible)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
-        request = await run_in_threadpool(resolve_request, server, body, thread_id, what)
+        request = await run_in_threadpool(
+            lambda: resolve_request(server, body, thread_id, what, caller=caller, visible=admitted.visible)
+        )
     reject = bool(request.thread_id) and request.multitask_strategy == "reject"
-    run = await server.runs.acceptor.submit(request, here=what not in QUEUED, reject_if_busy=reject)
+    run = await server.runs.acceptor.submit(
+        request, here=what not in QUEUED, reject_if_busy=reject, run_id=admitted.run_id
+    )
     if run is None:
         raise ApiError(
             409,

@@ -56,7 +56,10 @@ class RunRequest:
     multitask_strategy: str = "enqueue"
     stateless: bool = False
     payload: dict[str, Any] = field(default_factory=dict)
-    """What rebuilds the request on any replica (the request body, its thread and route), kept in the store."""
+    """What rebuilds the request on any replica (the request body, its thread and route, its user), kept in the
+    store."""
+    user_id: str | None = None
+    """The identity of the user who started it (`--auth`), or None."""
 
 
 @dataclass
@@ -113,6 +116,7 @@ class Run:
             graph_id=request.assistant.graph_id,
             request=request.payload,
             stateless=request.stateless,
+            user_id=request.user_id,
         )
 
     def record(self) -> dict[str, Any]:

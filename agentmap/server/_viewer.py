@@ -4,7 +4,8 @@
 selected graph (`?graph=ID`, else the first) drawn as the offline SVG `agentmap export --format svg` writes
 (`CompiledWorkflow.draw`), and one field per input key. `viewer.js` adds the live parts: runs, the nodes lit
 as they run, answers to paused nodes, other graphs drawn from `GET /assistants/{id}/svg`. A server with an API
-key serves the page empty, as before: the page is public, the workflows are not.
+key or users (`--auth`) serves the page empty, as before: the page is public, the workflows are not (the script
+fills it once the key or the user's Authorization is entered, as `assistants.read` lets that user see them).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ _SYSTEM_KEYS = ("last_action_success", "graph_success", "errors")
 
 
 def viewer_page(server: Server, graph: str | None) -> str:
-    """The viewer's HTML: `graph` (or the first served graph) drawn with its form, unless the server has a key."""
+    """The viewer's HTML: `graph` (or the first served graph) drawn with its form, unless the server has a key or
+    users (`--auth`)."""
     page = (resources.files("agentmap.server") / "static" / "index.html").read_text(encoding="utf-8")
     assistants = server.assistants.all
     shown = (
         None
-        if server.config.api_key
+        if server.config.api_key or server.auth is not None
         else next(
             (a for a in assistants if graph in (a.graph_id, a.assistant_id)), assistants[0] if assistants else None
         )

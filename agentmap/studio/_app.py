@@ -44,6 +44,8 @@ class StudioConfig(BaseModel):
         checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`;
             default `studio.db` in `$AGENTMAP_STATE_DIR`, else in `.agentmap/`).
         graph: The graph the page shows first (`flows.xlsx::Graph`: the sheet of that name, else that graph's tab).
+        auth: The auth handlers runs from the page go through (`agentmap serve --auth`'s); the page sends the
+            Authorization value entered in it.
     """
 
     target: Path
@@ -54,6 +56,7 @@ class StudioConfig(BaseModel):
     options: InstanceOf[CompileOptions] = Field(default_factory=CompileOptions)
     checkpoint: str = Field(default_factory=lambda: str(state_file("studio.db")))
     graph: str | None = None
+    auth: str | None = None
 
 
 class Row(BaseModel):
@@ -92,7 +95,12 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     files = Files(config.target)
     files.remove_stale_temporaries()  # of saves killed half-way (a studio stopped with kill -9, a crash)
     served = ServedFile(
-        config.checkpoint, config.api_key, config.options, hosts=config.allowed_hosts, max_body=config.max_body
+        config.checkpoint,
+        config.api_key,
+        config.options,
+        hosts=config.allowed_hosts,
+        max_body=config.max_body,
+        auth=config.auth,
     )
 
     @asynccontextmanager

@@ -4,6 +4,7 @@ drawn as SVG and its form's fields are in the HTML the server sends. In process 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from server_helpers import GRAPHS
@@ -38,3 +39,22 @@ def test_the_address_names_the_graph_drawn(viewer: TestClient) -> None:
     assert 'data-node="Weather"' in page and '<input name="city">' in page
     assert '<a href="/?graph=Briefing" data-graph="Briefing" aria-current="true">' in page
     assert 'data-node="Weather"' in viewer.get("/assistants/Briefing/svg").text
+
+
+def test_a_server_with_users_draws_no_workflow_for_anyone(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph_sdk")
+    (tmp_path / "auth.py").write_text(
+        "from langgraph_sdk import Auth\nauth = Auth()\n\n\n@auth.authenticate\nasync def who(authorization):\n"
+        "    assert authorization == 'Bearer t0ken'\n    return 'ada'\n",
+        encoding="utf-8",
+    )
+    config = ServeConfig(
+        targets=(str(GRAPHS / "hello_world.csv"),), checkpoint="memory", auth=f"{tmp_path}/auth.py:auth"
+    )
+    with TestClient(create_app(config)) as client:
+        page = client.get("/")
+        assert page.status_code == 200 and "Choose a workflow" in page.text  # the page is public
+        assert "HelloWorld" not in page.text and "<svg" not in page.text  # the workflows are not
+        assert client.get("/assistants/HelloWorld/svg").status_code == 401
+        drawn = client.get("/assistants/HelloWorld/svg", headers={"Authorization": "Bearer t0ken"})
+        assert drawn.status_code == 200 and "<svg" in drawn.text

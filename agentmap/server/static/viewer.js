@@ -11,6 +11,8 @@ function headers(extra) {
   const h = Object.assign({}, extra || {});
   const key = $("api-key").value.trim();
   if (key) h["X-Api-Key"] = key;
+  const who = $("authorization").value.trim();  // the user, for a server with auth handlers (--auth)
+  if (who) h["Authorization"] = who;
   return h;
 }
 
@@ -230,13 +232,16 @@ $("question").addEventListener("submit", async (ev) => {
 });
 
 $("api-key").value = sessionStorage.getItem("agentmap-api-key") || "";
+$("authorization").value = sessionStorage.getItem("agentmap-authorization") || "";
 let loadedWith = null;
 function reload() {
-  const key = $("api-key").value;
+  const key = $("api-key").value + "\n" + $("authorization").value;
   if (key === loadedWith) return; // a change event without a new key must not wipe the form
   loadedWith = key;
-  sessionStorage.setItem("agentmap-api-key", key);
+  sessionStorage.setItem("agentmap-api-key", $("api-key").value);
+  sessionStorage.setItem("agentmap-authorization", $("authorization").value);
   loadGraphs();
 }
 $("api-key").addEventListener("change", reload);
+$("authorization").addEventListener("change", reload);
 reload();

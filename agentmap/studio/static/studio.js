@@ -37,6 +37,8 @@ function credentials(headers) {
   headers["X-AgentMap-Token"] = TOKEN;
   const key = $("api-key").value.trim();
   if (key) headers["X-Api-Key"] = key;
+  const who = $("authorization").value.trim();  // the user runs go through (agentmap studio --auth)
+  if (who) headers["Authorization"] = who;
   return headers;
 }
 
@@ -1027,6 +1029,8 @@ $("dismiss-button").addEventListener("click", hideChanged);
 $("file-select").addEventListener("change", (e) => openFile(e.target.value));
 $("api-key").value = sessionStorage.getItem("agentmap-studio-key") || "";
 $("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap-studio-key", $("api-key").value); start(); });
+$("authorization").value = sessionStorage.getItem("agentmap-studio-authorization") || "";
+$("authorization").addEventListener("change", () => sessionStorage.setItem("agentmap-studio-authorization", $("authorization").value));
 document.addEventListener("keydown", (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); save(false); }
 });
