@@ -108,13 +108,13 @@ class Jobs:
             return set()
         while True:
             self._poll()
+            self._recover()  # a job whose sending failed for a while (the provider down): sent again
+            self._place()  # the calls of jobs that expired or were cancelled
             queued = {call.key.thread_id for call in queued_calls(self.saver)}
             ready = waiting - queued
             self._progress()
             if ready or not self.store.jobs("open", "submitting"):
-                self._place()  # calls of expired jobs, and any the journal holds unplaced
-                if ready or not self.store.jobs("open", "submitting"):
-                    return ready
+                return ready
             time.sleep(self.options.poll)
 
     # -- placing calls ------------------------------------------------------------------------

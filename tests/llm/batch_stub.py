@@ -14,12 +14,15 @@ when the job is first polled. `plans` says what each new job does, in order (def
 file; Anthropic: results `expired`); `hold`: stays `in_progress`; `("fail", k)`: request k answered with an error;
 `malformed`: a result line that is not JSON added; `stray`: a result line whose custom_id is no request's added.
 `billed` counts each request answered (what the provider bills); `custom_ids` every custom id submitted.
+`hold_create` (an event), when set on the OpenAI server, makes it take a new job, set `created`, then hold its
+answer until the event is set: a client killed meanwhile never heard of a job the provider has.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler
@@ -82,6 +85,8 @@ class OpenAIBatchStub(_Jobs, OpenAIStub):
 
     def __init__(self) -> None:
         self._init_jobs()
+        self.hold_create: threading.Event | None = None
+        self.created = threading.Event()
         super().__init__()
 
     def _batch(self, job_id: str) -> dict[str, Any]:
@@ -137,6 +142,9 @@ class OpenAIBatchStub(_Jobs, OpenAIStub):
                     job = stub._new_job(requests, body.get("metadata") or {})
                     job_id = f"batch_{job['number']}"
                     stub.jobs[job_id] = job
+                    stub.created.set()
+                    if stub.hold_create is not None:
+                        stub.hold_create.wait(30)
                     return self._json(200, {"id": job_id, "object": "batch", "status": "validating",
                                             "metadata": job["metadata"]})  # fmt: skip
                 match = re.search(r"/batches/([^/]+)/cancel$", path)
