@@ -288,8 +288,10 @@ def _plan(
             return _Replay(value)
         elif status == "queued" and batching:
             _wait(where, name)
-        elif status == "failed" and batching == "on":
-            _batch_failed(where, name, response)
+        elif status == "failed" and batching and _batch_error(response) is not None:
+            if batching == "on":
+                _batch_failed(where, name, _batch_error(response))
+            return _Call(where, meta, idempotent)  # --llm-batch-retry sync: made again as a normal call
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
@@ -318,15 +320,16 @@ def _wait(where: _Where, name: str) -> None:
     interrupt(question(where.key.node, WAIT_KIND, text, call_index=where.key.call_index))
 
 
-def _batch_failed(where: _Where, name: str, response: str | None) -> None:
-    """Fail the node whose model call the provider's batch job answered with an error (journaled `failed` by the
-    batch, with why under `agentmap_batch_error`); a call that failed otherwise is made again as usual."""
+def _batch_error(response: str | None) -> Any:
+    """Why a provider batch job did not answer a call (a `failed` entry the batch wrote), or None."""
     try:
-        error = json.loads(response).get(ERROR_KEY) if response else None
+        return json.loads(response).get(ERROR_KEY) if response else None
     except (ValueError, AttributeError):
-        error = None
-    if error is None:
-        return
+        return None
+
+
+def _batch_failed(where: _Where, name: str, error: Any) -> None:
+    """Fail the node whose model call the provider's batch job answered with an error."""
     raise BatchCallFailed(
         f"node {where.key.node!r}, model call {where.key.call_index} ({name}): {error}",
         hint="run the batch again with --redo-failed, or add --llm-batch-retry sync to make such calls as normal calls",

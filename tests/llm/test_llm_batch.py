@@ -123,6 +123,9 @@ def test_retry_sync_makes_a_failed_request_as_a_normal_call(tmp_path: Path, keys
         stub.plans.append(("fail", 0))
         flow = _workflow(tmp_path, {"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
         result = _run(flow, _rows(2), tmp_path / "out.csv", llm_batch=True, llm_batch_retry="sync")
+        chat = len(stub.requests) - stub.billed  # requests to /chat/completions, not through a job
+        assert len(stub.jobs) == 2  # A's calls, then B's: the failed call was not sent in a job again
+        assert chat == 1  # it was made as a normal call
     assert result.failures == 0 and result.successes == 2
 
 
