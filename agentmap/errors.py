@@ -179,6 +179,7 @@ class ErrorCode(StrEnum):
     LLM_ERROR = "llm-error"
     LLM_RATE_LIMIT = "llm-rate-limit"
     LLM_TIMEOUT = "llm-timeout"
+    LLM_BATCH_FAILED = "llm-batch-failed"
     ORCHESTRATION_FAILED = "orchestration-failed"
     WORKER_DIED = "worker-died"
     ROW_EXITED = "row-exited"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentmap.agents.costs import BudgetExceeded
+from agentmap.batch._llm_rounds import LLMBatchReport
 from agentmap.batch.rows import RowResult
 
 __all__ = ["BatchInterrupted", "BatchOverBudget", "BatchResult", "Progress"]
@@ -47,6 +48,8 @@ class BatchResult:
         tokens_cached: Of their input tokens, those read from the provider's prompt cache.
         cost: What they cost in USD, at the prices paid (None: no call had a price).
         over_budget: The budget stopped the batch (`BatchOverBudget`).
+        llm: With `--llm-batch`: what the provider batch jobs did, and the rows still waiting (`waiting_rows`:
+            run the same command again to collect them).
         formula_cells: Cells of the CSV output that a spreadsheet would run as formulas (`=HYPERLINK(...)` from
             a model): written as they are, with a warning, or escaped (`csv_formulas="escape"`).
     """
@@ -67,6 +70,7 @@ class BatchResult:
     cost: float | None = None
     over_budget: bool = False
     formula_cells: int = 0
+    llm: LLMBatchReport | None = None
 
     @property
     def success(self) -> bool:
@@ -106,6 +110,7 @@ class BatchResult:
             "tokens_cached": self.tokens_cached,
             "cost": None if self.cost is None else round(self.cost, 8),
             "formula_cells": self.formula_cells,
+            **({"llm_batch": dict(self.llm.__dict__)} if self.llm is not None else {}),
         }
 
 

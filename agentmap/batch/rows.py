@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.journal import digest
+from agentmap.agents.llm_batch import MODE_KEY, WAIT_KIND
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError
 from agentmap.runtime.options import CompileOptions
@@ -75,6 +76,8 @@ class RowResult:
         cost: What the row's model calls cost in USD, at the prices paid (None: no call had a price).
         over_budget: The batch's budget stopped the row before a model call: it is not recorded, so running
             the batch again (with a higher budget) runs it.
+        waiting: With `--llm-batch`, the row waits for a provider batch job to answer its model call: it is not
+            recorded, and continues once the answer is in.
     """
 
     row: int
@@ -90,6 +93,7 @@ class RowResult:
     tokens_cached: int = 0
     cost: float | None = None
     over_budget: bool = False
+    waiting: bool = False
 
     def record(self) -> dict[str, Any]:
         """The row as a JSON-friendly record (what the `.partial` file holds)."""
@@ -214,6 +218,8 @@ class WorkflowRecipe:
         no_cache: Every row's model calls go to the model, not to the LLM response cache (`--no-cache`).
         redo_failed: A checkpointed row whose thread finished with a failure starts over (`--redo-failed`);
             without it, such a row takes that run's result (the batch was stopped before it recorded the row).
+        llm_batch: `on` or `sync`: the rows' model calls go through provider batch jobs (`--llm-batch`, and
+            `--llm-batch-retry sync`); None: they are made as usual.
     """
 
     source: str
@@ -224,6 +230,7 @@ class WorkflowRecipe:
     run_metadata: Mapping[str, Any] = field(default_factory=dict)
     no_cache: bool = False
     redo_failed: bool = False
+    llm_batch: str | None = None
 
     def compile(self) -> CompiledWorkflow:
         """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
@@ -320,17 +327,21 @@ class RowRunner:
             config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         if self.recipe.no_cache:
             config["configurable"] = {**config.get("configurable", {}), "no_cache": True}
+        if self.recipe.llm_batch:
+            config["configurable"] = {**config.get("configurable", {}), MODE_KEY: self.recipe.llm_batch}
         return config
 
     def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
         error: str | None = None
+        if result.interrupts and all(_waits(i) for i in result.interrupts):
+            return RowResult(job[0], job[1], {}, False, None, (), duration, waiting=True)
         if result.interrupts:
             error = _paused(job[1], result.interrupts, self.recipe.checkpoint)
         elif not result.success:
             error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
         outputs = {name: result.state.get(name) for name in self.outputs}
         success = result.success and not result.interrupts
-        usage = result.usage
+        usage = self._journaled_usage(job[1]) if self.recipe.llm_batch else result.usage
         return RowResult(
             job[0],
             job[1],
@@ -344,6 +355,28 @@ class RowRunner:
             tokens_cached=int(usage.get("cached_tokens", 0)),
             cost=usage.get("cost"),
         )
+
+    def _journaled_usage(self, thread: str) -> dict[str, Any]:
+        """The tokens and cost of a row's model calls as its thread's call journal holds them, each call once:
+        with `--llm-batch` a row runs in rounds, each of which sees only its own calls."""
+        from agentmap.agents.journal import journal_entries
+
+        usage: dict[str, Any] = {}
+        for entry in journal_entries(self.app.graph.checkpointer, thread):
+            if entry.kind != "model" or entry.status != "finished":
+                continue
+            usage["input_tokens"] = usage.get("input_tokens", 0) + (entry.input_tokens or 0)
+            usage["output_tokens"] = usage.get("output_tokens", 0) + (entry.output_tokens or 0)
+            usage["cached_tokens"] = usage.get("cached_tokens", 0) + (entry.cached_tokens or 0)
+            if entry.cost is not None:
+                usage["cost"] = round(usage.get("cost", 0.0) + entry.cost, 8)
+        return usage
+
+
+def _waits(interrupt: Any) -> bool:
+    """Whether a run's pause is a model call waiting for a provider batch job (not a question for a person)."""
+    value = getattr(interrupt, "value", interrupt)
+    return isinstance(value, Mapping) and value.get("kind") == WAIT_KIND
 
 
 def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:

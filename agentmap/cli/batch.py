@@ -209,6 +209,7 @@ def batch_command(
     no_cache: bool = False,
     csv_formulas: str = "keep",
     missing_inputs: str | None = None,
+    llm_batch: dict[str, Any] | None = None,
 ) -> int:
     """The `batch` command; returns the exit code."""
     mode = missing_inputs_mode(missing_inputs)
@@ -258,6 +259,7 @@ def batch_command(
                 cache=not no_cache,
                 csv_formulas=csv_formulas,
                 missing_inputs=mode,
+                **_llm_keywords(llm_batch),
                 **settings.compile_options(),
                 **settings.policy_options(),
             )
@@ -282,6 +284,11 @@ def batch_command(
         _stop_workers()
         code = 0 if result.success else 1
         _report(result, json_output, {**extra, "exit_code": code})
+        if result.llm is not None and result.llm.waiting_rows:
+            sys.stderr.write(
+                f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs; collect them with the "
+                "same command (without --detach)\n"
+            )
         failed = result.failures + result.failed_before
         if failed:
             earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
@@ -290,6 +297,18 @@ def batch_command(
                 "rerun them with --redo-failed\n"
             )
         return code
+
+
+def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:
+    """`agentmap.batch`'s `--llm-batch` keywords, its progress lines printed on stderr."""
+    if not options or not options.get("llm_batch"):
+        return {"detach": True} if options and options.get("detach") else {}
+
+    def tell(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    return {**options, "on_llm_progress": tell}
 
 
 def register(app: typer.Typer) -> None:
@@ -393,6 +412,34 @@ def register(app: typer.Typer) -> None:
                 "them as they are, with a warning, or escape them with a ' before them.",
             ),
         ] = "keep",
+        llm_batch: Annotated[
+            bool,
+            typer.Option(
+                "--llm-batch",
+                help="Send the rows' OpenAI and Anthropic model calls as provider batch jobs, at the batch price; "
+                "rows wait for their answers, round by round (csv_specs/batch.md).",
+            ),
+        ] = False,
+        llm_batch_retry: Annotated[
+            str,
+            typer.Option(
+                "--llm-batch-retry",
+                metavar="[fail|sync]",
+                help="A request the provider failed: the row's error, or made again as a normal call.",
+            ),
+        ] = "fail",
+        llm_batch_timeout: Annotated[
+            float,
+            typer.Option("--llm-batch-timeout", metavar="SECONDS", help="Cancel a job unfinished after this long."),
+        ] = 24 * 3600.0,
+        llm_batch_poll: Annotated[
+            float,
+            typer.Option("--llm-batch-poll", metavar="SECONDS", help="Seconds between two looks at the open jobs."),
+        ] = 30.0,
+        detach: Annotated[
+            bool,
+            typer.Option("--detach", help="With --llm-batch: exit once the jobs are submitted; run again to collect."),
+        ] = False,
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
         for name, value in (("--input", input_path), ("--output", output)):
@@ -429,5 +476,12 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             csv_formulas=csv_formulas,
             missing_inputs=missing_inputs,
+            llm_batch={
+                "llm_batch": llm_batch,
+                "llm_batch_retry": llm_batch_retry,
+                "llm_batch_timeout": llm_batch_timeout,
+                "llm_batch_poll": llm_batch_poll,
+                "detach": detach,
+            },
         )
         raise typer.Exit(code)
