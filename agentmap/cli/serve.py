@@ -54,6 +54,7 @@ def serve_command(
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
     webhook_timeout: str = "10s",
+    reload: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -109,6 +110,7 @@ def serve_command(
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
+        reload=1.0 if reload else None,
     )
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
@@ -293,6 +295,14 @@ def register(app: typer.Typer) -> None:
                 help="How long a webhook try waits for an answer before it is tried again.",
             ),
         ] = "10s",
+        reload: Annotated[
+            bool,
+            typer.Option(
+                "--reload",
+                help="Look at the served files every second: a changed one becomes a new version of its "
+                "assistants, which new threads take; threads of earlier versions finish on theirs.",
+            ),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -322,4 +332,5 @@ def register(app: typer.Typer) -> None:
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
             webhook_timeout=webhook_timeout,
+            reload=reload,
         )

@@ -32,6 +32,7 @@ from agentmap.server._run_routes import run_routes
 from agentmap.server._security import Guard, error_body
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._versions import Versions, version_routes
 from agentmap.server._webhooks import Webhooks
 
 __all__ = ["Server", "create_app"]
@@ -50,6 +51,10 @@ class Server:
             config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
         )
         self.store = open_store(config.checkpoint)
+        self.versions = Versions(self.store)
+        """The assistants' versions: which one a run takes, reloading a changed file."""
+        for assistant in self.assistants.all:
+            self.versions.serve(assistant)
         self.runs = RunManager(
             self.store,
             graphs=[a.graph_id for a in self.assistants.all],
@@ -63,8 +68,9 @@ class Server:
         """Stop the runs, send the spans their tracer still holds, and close the files."""
         self.runs.close()
         for assistant in self.assistants.all:
-            assistant.app.flush()
-            assistant.stateless.flush()
+            for view in (assistant, *assistant.views()):
+                view.app.flush()
+                view.stateless.flush()
         self.store.close()
         items = getattr(self.items, "conn", None)
         if isinstance(items, sqlite3.Connection):  # a SQLite file's own connection (not a shared pool)
@@ -93,9 +99,15 @@ class Server:
         graph_id = record.metadata.get("graph_id")
         return self.assistants.get(str(graph_id)) if graph_id is not None else None
 
+    def thread_view(self, record: ThreadRecord, checkpoint_id: str | None = None) -> Assistant | None:
+        """The assistant at the revision a thread runs (at `checkpoint_id`: that checkpoint's), whatever its file
+        holds now (None before its first run)."""
+        assistant = self.thread_assistant(record)
+        return self.versions.of_thread(assistant, record.thread_id, checkpoint_id) if assistant is not None else None
+
     def snapshot(self, record: ThreadRecord, checkpoint_id: str | None = None) -> Any:
-        """The graph state of a thread (None before its first run)."""
-        return snapshot_of(self.thread_assistant(record), record.thread_id, checkpoint_id)
+        """The graph state of a thread (None before its first run), read by the graph of its own revision."""
+        return snapshot_of(self.thread_view(record, checkpoint_id), record.thread_id, checkpoint_id)
 
 
 def create_app(config: ServeConfig) -> FastAPI:
@@ -120,9 +132,15 @@ def create_app(config: ServeConfig) -> FastAPI:
             _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         ticker = asyncio.get_running_loop().create_task(tick_crons(server))
+        watcher = None
+        if config.reload is not None:  # a changed file becomes a new version without a restart
+            watching = server.versions.watch(server.assistants.all, config.reload)
+            watcher = asyncio.get_running_loop().create_task(watching)
         async with mcp.run():
             yield
         ticker.cancel()
+        if watcher is not None:
+            watcher.cancel()
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
         server.close()  # the files close
 
@@ -136,6 +154,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     )
     app.state.server = server
     app.include_router(_assistant_routes(server))
+    app.include_router(version_routes(server))
     app.include_router(thread_routes(server))
     app.include_router(cron_routes(server))
     app.include_router(run_routes(server))
@@ -193,34 +212,37 @@ def _assistant_routes(server: Server) -> APIRouter:
 
     @router.post("/assistants/search")
     def search(body: AssistantSearch) -> list[dict[str, Any]]:
-        """The assistants (one per graph), by graph id or name."""
+        """The assistants (one per graph, at its latest version), by graph id or name."""
         refuse_unsupported(body, "assistants.search")
         found = server.assistants.search(body.graph_id, body.name)
         wanted = body.metadata or {}
-        documents = [a.to_json() for a in found]
+        documents = [server.versions.latest(a).to_json() for a in found]
         documents = [d for d in documents if all(d["metadata"].get(k) == v for k, v in wanted.items())]
         return documents[body.offset : body.offset + body.limit]
 
+    def latest(assistant_id: str) -> Assistant:
+        return server.versions.latest(server.assistant(assistant_id))
+
     @router.get("/assistants/{assistant_id}")
     def get(assistant_id: str) -> dict[str, Any]:
-        """One assistant, by assistant id or graph id."""
-        return server.assistant(assistant_id).to_json()
+        """One assistant at its latest version, by assistant id or graph id."""
+        return latest(assistant_id).to_json()
 
     @router.get("/assistants/{assistant_id}/graph")
     def graph(assistant_id: str, xray: int | bool = False) -> dict[str, Any]:
-        """The graph's nodes and edges, as LangGraph draws them."""
-        drawn: dict[str, Any] = server.assistant(assistant_id).app.graph.get_graph(xray=xray).to_json()
+        """The graph's nodes and edges at its latest version, as LangGraph draws them."""
+        drawn: dict[str, Any] = latest(assistant_id).app.graph.get_graph(xray=xray).to_json()
         return drawn
 
     @router.get("/assistants/{assistant_id}/schemas")
     def schemas(assistant_id: str) -> dict[str, Any]:
-        """JSON schemas of the graph's input, output and state."""
-        return server.assistant(assistant_id).schemas()
+        """JSON schemas of the graph's input, output and state at its latest version."""
+        return latest(assistant_id).schemas()
 
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
     def mermaid(assistant_id: str) -> str:
-        """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
-        return server.assistant(assistant_id).mermaid()
+        """The graph at its latest version as Mermaid text (what `agentmap export --format mermaid` writes)."""
+        return latest(assistant_id).mermaid()
 
     return router
 

@@ -54,6 +54,8 @@ class ServeConfig:
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
         webhook_timeout: Seconds a webhook try waits for an answer before it counts as failed; a try of a
             replica that died is made again by another once `lease` plus this has run out.
+        reload: Seconds between looks at the served files (`agentmap serve --reload`): a changed one becomes a
+            new version of its assistants, the latest, without a restart. None: only `POST /assistants/reload`.
     """
 
     targets: tuple[str, ...]
@@ -74,3 +76,4 @@ class ServeConfig:
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0
+    reload: float | None = None

@@ -17,6 +17,7 @@ from typing import Any
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._database import Database, Tx
 from agentmap.server._store_crons import CRON_TABLE
+from agentmap.server._store_versions import VERSION_TABLES
 
 __all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresDatabase"]
 
@@ -43,6 +44,7 @@ _SCHEMA = [
     "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS attempt INTEGER",  # an event's id: attempt.idx
     "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS idx INTEGER",
     CRON_TABLE,
+    *VERSION_TABLES,
 ]
 
 

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
+from agentmap.server._records import ThreadRecord
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
 from agentmap.server._webhooks import check_webhook
@@ -85,10 +86,11 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
 
 def _bind_thread(
     server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None
-) -> tuple[str | None, bool, dict[str, Any] | None]:
-    """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and the binding to save.
+) -> tuple[str | None, bool, ThreadRecord | None]:
+    """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and its record.
 
-    The binding (the thread's metadata naming its graph) is saved only once the run is known to be good.
+    A thread bound to another graph is refused; the binding itself (`_bound`) is saved only once the run is known to
+    be good.
     """
     stateless = thread_id is None
     if stateless and body.on_completion == "keep":
@@ -111,13 +113,15 @@ def _bind_thread(
             f"thread {thread_id!r} runs graph {bound!r}, not {assistant.graph_id!r}",
             hint="create a new thread for this assistant",
         )
-    if bound is not None:
-        return thread_id, stateless, None
-    return (
-        thread_id,
-        stateless,
-        {**record.metadata, "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
-    )
+    return thread_id, stateless, record
+
+
+def _bound(record: ThreadRecord, view: Assistant) -> dict[str, Any] | None:
+    """The thread's metadata naming its graph and the version it runs, when that is news (None: nothing to save)."""
+    wanted = {"graph_id": view.graph_id, "assistant_id": view.assistant_id, "assistant_version": view.version}
+    if all(record.metadata.get(k) == v for k, v in wanted.items()):
+        return None
+    return {**record.metadata, **wanted}
 
 
 def _run_config(body: RunCreate) -> dict[str, Any]:
@@ -153,12 +157,19 @@ def _run_input(body: RunCreate, assistant: Assistant, thread_id: str | None, wha
 
 
 def resolve_request(
-    server: Server, body: RunCreate, thread_id: str | None, what: str, claimant: str | None = None
+    server: Server,
+    body: RunCreate,
+    thread_id: str | None,
+    what: str,
+    claimant: str | None = None,
+    revision: str | None = None,
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a run taken over
-    (whose webhook was checked when it was accepted, maybe by another replica: it is called as recorded).
+    The run takes the revision its thread runs, or for a new thread (or none) the assistant's latest version
+    (`_versions.py`), which it is recorded with. `claimant` names who claims a resume's answer: a new run's own, or
+    the one recorded with a run taken over (whose webhook was checked when it was accepted, maybe by another
+    replica: it is called as recorded), and `revision` the revision that run was accepted with.
     """
     import uuid
 
@@ -169,26 +180,31 @@ def resolve_request(
     for name in ("input", "command", "config", "metadata"):
         check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
-    thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id)
+    thread_id, stateless, record = _bind_thread(server, body, assistant, thread_id)
+    ran = record is not None and record.metadata.get("graph_id") is not None  # else no run of ours saved a step
+    view = server.versions.for_run(assistant, thread_id if ran else None, revision)
     config = _run_config(body)
-    run_input = _run_input(body, assistant, thread_id, what, claimant)
+    run_input = _run_input(body, view, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = assistant.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
+    found = view.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
     if found is not None:
         if server.config.strict:
             hint = found.hint("the run's input")
             raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
-        _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", found.message)
+        _log.warning("%s of %s on %s: %s", what, view.graph_id, thread_id or "no thread", found.message)
         metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
+    if view.version is not None:
+        metadata["assistant_version"] = view.version
+    binding = _bound(record, view) if record is not None and thread_id is not None else None
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.threads.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
     durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
-    kwargs.update(breakpoints(body, assistant, stateless, what))
+    kwargs.update(breakpoints(body, view, stateless, what))
     return RunRequest(
-        assistant=assistant,
+        assistant=view,
         thread_id=thread_id,
         input=run_input,
         stream_modes=stream_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
@@ -202,6 +218,7 @@ def resolve_request(
             "thread_id": thread_id,
             "what": what,
             "claimant": claimant,
+            "revision": view.revision,
         },
     )
 
@@ -252,8 +269,14 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     if thread_id is not None and body.multitask_strategy in ("interrupt", "rollback"):
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
-    if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
-        on_loop = server.assistant(body.assistant_id).app.check_state(body.input) is None
+    assistant = server.assistant(body.assistant_id)
+    if on_loop and thread_id is not None:  # unless it reads the thread's checkpoint (its revision, its values)
+        record = server.store.threads.get(thread_id)
+        on_loop = record is None or record.metadata.get("graph_id") is None  # a thread that never ran
+    if on_loop and thread_id is not None and isinstance(body.input, Mapping):
+        on_loop = assistant.app.check_state(body.input) is None
+    if on_loop:  # nor compiles a version this replica has not compiled yet
+        on_loop = server.versions.latest_compiled(assistant)
     if on_loop:
         request = resolve_request(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
@@ -295,7 +318,7 @@ async def _take_over(server: Server, body: RunCreate, thread_id: str) -> RunCrea
 def _checkpoint_before(server: Server, thread_id: str, runs: set[str]) -> str | None:
     """The checkpoint the first of `runs` started from; None (the checkpoints deleted) when they began the thread."""
     record = server.thread(thread_id)
-    assistant = server.thread_assistant(record)
+    assistant = server.thread_view(record)
     if assistant is None:
         return None
     graph = assistant.app.graph

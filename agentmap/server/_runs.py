@@ -228,9 +228,16 @@ def emitter(run: Run) -> Callable[[str, Any], None]:
 
 
 async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
-    """Run the graph on the event loop; return the run's final status."""
+    """Run the graph on the event loop; return the run's final status.
+
+    A run on a thread runs the revision the thread runs (`Thread.app`: its request's, unless the thread was moved
+    meanwhile), compiled from its stored files in a worker thread when this replica has not compiled it yet.
+    """
     request = run.request
-    app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
+    app: CompiledWorkflow = request.assistant.stateless
+    if not request.stateless:
+        thread = request.assistant.app.thread(run.thread_id)
+        app = await asyncio.to_thread(lambda: thread.app)
     wanted = set(request.stream_modes)
 
     tracker = app.new_tracker()

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentmap.server._database import Database
 from agentmap.server._store_crons import CRON_TABLE
+from agentmap.server._store_versions import VERSION_TABLES
 
 __all__ = ["SqliteDatabase"]
 
@@ -58,6 +59,8 @@ class SqliteDatabase(Database):
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SQLITE_SCHEMA)
             self._conn.execute(CRON_TABLE)
+            for statement in VERSION_TABLES:
+                self._conn.execute(statement)
             self._migrate()
 
     def _migrate(self) -> None:

@@ -7,7 +7,8 @@ other replicas, the crons and the webhook deliveries due.
 `Store` is made of parts, one per kind of row, each holding the SQL of its kind and sharing the store's
 `Database` (how a transaction is made: `_sqlitestore.SqliteDatabase` serialises writers with `BEGIN IMMEDIATE`,
 `_pgstore.PostgresDatabase` with row locks, `FOR UPDATE ... SKIP LOCKED`): `runs` (`_store_runs.py`, the queue),
-`events` (`_store_events.py`), `threads` (`_store_threads.py`), `crons` and `deliveries` (`_store_crons.py`). The
+`events` (`_store_events.py`), `threads` (`_store_threads.py`), `crons` and `deliveries` (`_store_crons.py`),
+`versions` (`_store_versions.py`, the assistants' versions). The
 routes, the protocols and the studio call their methods; none of them writes SQL. What they take and give are
 the records of `_records.py`.
 """
@@ -21,6 +22,7 @@ from agentmap.server._store_crons import CronRows, DeliveryRows
 from agentmap.server._store_events import RunEventRows
 from agentmap.server._store_runs import RunRows
 from agentmap.server._store_threads import ThreadRows
+from agentmap.server._store_versions import VersionRows
 
 __all__ = ["Store", "open_store"]
 
@@ -37,6 +39,8 @@ class Store:
         self.crons = CronRows(db)
         self.deliveries = DeliveryRows(db)
         """The webhook deliveries due on the runs' rows."""
+        self.versions = VersionRows(db)
+        """The assistants' versions, and the one new runs take."""
 
     @property
     def shared(self) -> bool:

@@ -198,7 +198,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="wait for it"
             )
         checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
-        assistant = server.thread_assistant(record)
+        assistant = server.thread_view(record, checkpoint_id)  # the graph of the revision that checkpoint ran
         snapshot = snapshot_of(assistant, thread_id, checkpoint_id)
         if assistant is None or snapshot is None:
             raise ApiError(404, "checkpoint-not-found", f"thread {thread_id!r} has no state yet", hint="run it first")
@@ -228,7 +228,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         """The thread's states, newest first."""
         refuse_unsupported(body, "threads.get_history")
         record = server.thread(thread_id)
-        assistant = server.thread_assistant(record)
+        assistant = server.thread_view(record)
         if assistant is None:
             return []
         before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
@@ -250,7 +250,8 @@ def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
 
 
 def snapshot_of(assistant: Assistant | None, thread_id: str, checkpoint_id: str | None = None) -> Any:
-    """The graph's state snapshot for a thread (None when the thread has no graph or no checkpoint)."""
+    """The graph's state snapshot for a thread (None when the thread has no graph or no checkpoint); `assistant`
+    is the graph at the revision the thread runs (`Server.thread_view`)."""
     if assistant is None:
         return None
     snapshot = assistant.app.graph.get_state(_config(thread_id, checkpoint_id))  # type: ignore[arg-type]

@@ -1,0 +1,175 @@
+"""Assistant versions through LangGraph's own client: a served file edited while its threads wait becomes a new
+version of its assistant (reloaded by `POST /assistants/reload` or `--reload`, no restart), each waiting thread
+finishes on the revision it started on, new threads take the new one, `get_versions` lists them and
+`set_latest` chooses the one new threads take."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_helpers import serving
+from timing import until
+
+sdk = pytest.importorskip("langgraph_sdk")
+from langgraph_sdk.errors import NotFoundError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+APPROVE = '"{""interaction_type"": ""approval""}"'
+HEADER = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+A = HEADER + (
+    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
+    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
+    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
+)
+B = HEADER + (  # Review renamed Approval, Notify removed, Report reads a new input no node writes
+    f"Purchase,Approval,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
+    "Purchase,Report,template,Purchase of {request} for {cost_center} approved: {approved},,"
+    "request|approved|cost_center,report,\n"
+)
+NODES_A = {"Review", "Report", "Notify"}
+
+
+@pytest.fixture
+def approval(tmp_path: Path) -> Path:
+    path = tmp_path / "approval.csv"
+    path.write_text(A, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def client(approval: Path) -> Iterator[Any]:
+    with serving(approval, checkpoint=str(approval.parent / "runs.db")) as url, sdk.get_sync_client(url=url) as c:
+        yield c
+
+
+def _paused(client: Any, request: str) -> str:
+    thread = client.threads.create()["thread_id"]
+    paused = client.runs.wait(thread, "Purchase", input={"request": request})
+    assert [i["value"]["node"] for i in paused["__interrupt__"]] == ["Review"], paused
+    return str(thread)
+
+
+def _reload(client: Any) -> dict[str, Any]:
+    done: dict[str, Any] = client.http.post("/assistants/reload", json={})
+    return done
+
+
+def _answered(client: Any, thread: str) -> tuple[dict[str, Any], set[str]]:
+    """Answer the thread's question yes: its final values and the nodes its run ran."""
+    parts = list(client.runs.stream(thread, "Purchase", command={"resume": "yes"}, stream_mode=["values", "nodes"]))
+    ran = {p.data["node"] for p in parts if p.event == "nodes" and p.data["status"] == "succeeded"}
+    values = [p.data for p in parts if p.event == "values"][-1]
+    return values, ran
+
+
+def test_a_waiting_thread_finishes_on_its_version_and_new_threads_take_the_reloaded_file(
+    client: Any, approval: Path
+) -> None:
+    first = client.assistants.get("Purchase")
+    assert first["version"] == 1 and len(first["metadata"]["revision"]) == 64
+    waiting = [_paused(client, f"item {i}") for i in range(3)]
+
+    approval.write_text(B, encoding="utf-8")
+    (done,) = _reload(client)["assistants"]
+    assert done["changed"] is True and done["version"] == 2 and done["revision"] != first["metadata"]["revision"]
+    versions = client.assistants.get_versions("Purchase")
+    assert [v["version"] for v in versions] == [2, 1]
+    assert versions[1]["metadata"]["revision"] == first["metadata"]["revision"]
+    assert client.assistants.get_versions("Purchase", metadata={"revision": done["revision"]})[0]["version"] == 2
+    latest = client.assistants.get("Purchase")
+    assert latest["version"] == 2 and "cost_center" in latest["metadata"]["input_keys"]
+    assert "Approval" in {n["id"] for n in client.assistants.get_graph("Purchase")["nodes"]}
+
+    for i, thread in enumerate(waiting):  # each finishes on revision A, whose nodes the file no longer has
+        assert client.threads.get_state(thread)["next"] == ["Review"]
+        values, ran = _answered(client, thread)
+        assert values["report"] == f"Purchase of item {i} approved: True"
+        assert values["note"] == f"Told the team about item {i}"
+        assert ran <= NODES_A and "Report" in ran, ran
+        (run,) = [r for r in client.runs.list(thread) if r["status"] == "success"]
+        assert run["metadata"]["assistant_version"] == 1
+        assert client.threads.get(thread)["metadata"]["assistant_version"] == 1
+
+    fresh = client.threads.create()["thread_id"]  # a new thread takes B
+    paused = client.runs.wait(fresh, "Purchase", input={"request": "a desk", "cost_center": "Facilities"})
+    assert [i["value"]["node"] for i in paused["__interrupt__"]] == ["Approval"]
+    assert client.threads.get(fresh)["metadata"]["assistant_version"] == 2
+    assert client.runs.list(fresh)[0]["metadata"]["assistant_version"] == 2
+    final = client.runs.wait(fresh, "Purchase", command={"resume": "yes"})
+    assert final["report"] == "Purchase of a desk for Facilities approved: True" and "note" not in final
+
+    stateless = client.runs.wait(None, "Purchase", input={"request": "a pen", "cost_center": "IT"})
+    assert stateless["errors"][0].startswith("Error in Approval:")  # B's node (a run without a thread cannot pause)
+    (again,) = _reload(client)["assistants"]  # nothing changed: no new version
+    assert again["changed"] is False and again["version"] == 2
+    assert [v["version"] for v in client.assistants.get_versions("Purchase")] == [2, 1]
+
+
+def test_set_latest_chooses_the_version_new_threads_take_and_a_restart_keeps_it(approval: Path) -> None:
+    database = str(approval.parent / "runs.db")
+    with serving(approval, checkpoint=database) as url, sdk.get_sync_client(url=url) as client:
+        approval.write_text(B, encoding="utf-8")
+        _reload(client)
+        on_b = client.threads.create()["thread_id"]
+        client.runs.wait(on_b, "Purchase", input={"request": "a desk", "cost_center": "F"})
+
+        chosen = client.assistants.set_latest("Purchase", 1)  # back to A, though the file holds B
+        assert chosen["version"] == 1 and "cost_center" not in chosen["metadata"]["input_keys"]
+        assert client.assistants.get("Purchase")["version"] == 1
+        _paused(client, "a lamp")  # a new thread takes A again
+        final = client.runs.wait(on_b, "Purchase", command={"resume": "yes"})  # the thread of B stays on B
+        assert final["report"] == "Purchase of a desk for F approved: True"
+
+        with pytest.raises(NotFoundError) as unknown:
+            client.assistants.set_latest("Purchase", 9)
+        body = unknown.value.response.json()
+        assert body["code"] == "version-not-found" and "has no version 9" in body["message"]
+        assert "its versions: 2, 1" in body["hint"]
+        assert client.assistants.get("Purchase")["version"] == 1
+
+    with serving(approval, checkpoint=database) as url, sdk.get_sync_client(url=url) as client:
+        assert client.assistants.get("Purchase")["version"] == 1  # a restart serving B does not undo the choice
+        assert [v["version"] for v in client.assistants.get_versions("Purchase")] == [2, 1]
+
+
+def test_a_file_that_no_longer_compiles_is_not_reloaded_and_the_server_goes_on(client: Any, approval: Path) -> None:
+    thread = _paused(client, "a chair")
+    approval.write_text(A.replace(",Notify\n", ",Notfy\n"), encoding="utf-8")  # an edge to no node
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        _reload(client)
+    answer = refused.value.response
+    assert answer.status_code == 422
+    assert "assistant 'Purchase' was not reloaded" in answer.json()["message"]
+    assert "approval.csv does not compile" in answer.json()["message"]
+    assert "the server goes on with the version it had" in answer.json()["hint"]
+    assert client.assistants.get("Purchase")["version"] == 1
+    values, _ = _answered(client, thread)
+    assert values["note"] == "Told the team about a chair"
+
+
+def test_serve_reload_makes_a_changed_file_or_prompt_a_new_version(tmp_path: Path) -> None:
+    (tmp_path / "ask.txt").write_text("Approve {request}?", encoding="utf-8")
+    path = tmp_path / "approval.csv"
+    path.write_text(A.replace("Approve the purchase of {request}?", "file:ask.txt"), encoding="utf-8")
+    with (
+        serving(path, checkpoint=str(tmp_path / "runs.db"), reload=0.05) as url,
+        sdk.get_sync_client(url=url) as client,
+    ):
+        thread = _paused(client, "a bike")
+        (tmp_path / "ask.txt").write_text("Do we buy {request}?", encoding="utf-8")  # a prompt file the file names
+        until(lambda: client.assistants.get("Purchase")["version"] == 2, 20, "the changed prompt was not reloaded")
+        fresh = client.threads.create()["thread_id"]
+        asked = client.runs.wait(fresh, "Purchase", input={"request": "a car"})
+        assert asked["__interrupt__"][0]["value"]["question"] == "Do we buy a car?"
+        state = client.threads.get_state(thread)  # the waiting thread's question is as its revision worded it
+        assert state["interrupts"][0]["value"]["question"] == "Approve a bike?"
+
+        path.write_text(B, encoding="utf-8")
+        until(lambda: client.assistants.get("Purchase")["version"] == 3, 20, "the changed file was not reloaded")
+        values, ran = _answered(client, thread)
+        assert values["note"] == "Told the team about a bike" and ran <= NODES_A
