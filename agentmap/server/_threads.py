@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Response
 
-from agentmap.errors import ErrorCode
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._bodies import api_router
 from agentmap.server._encode import jsonable
 from agentmap.server._models import (
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
 __all__ = ["thread_json", "thread_routes"]
+
+_log = logging.getLogger("agentmap.server")
 
 
 def _checkpoint(config: Any) -> dict[str, Any] | None:
@@ -78,8 +81,13 @@ def state_json(snapshot: Any, thread_id: str) -> dict[str, Any]:
 
 
 def thread_json(server: Server, record: ThreadRecord) -> dict[str, Any]:
-    """A thread record with its current values and pending interrupts."""
-    snapshot = server.snapshot(record)
+    """A thread record with its current values and pending interrupts (none shown when the revision it runs cannot
+    be read: the thread is still listed, and `threads.get_state` or a run on it says why)."""
+    try:
+        snapshot = server.snapshot(record)
+    except ConfigError as err:  # its revision unknown to the database, damaged, or no longer compiling
+        _log.warning("%s", err.message)
+        snapshot = None
     interrupts: dict[str, list[Any]] = {}
     if snapshot is not None:
         for task in snapshot.tasks:

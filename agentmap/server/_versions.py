@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
 
-from agentmap.errors import AgentMapError, ErrorCode
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 from agentmap.runtime.durable import Thread
 from agentmap.server._bodies import api_router
 from agentmap.server._graphs import Assistant, compile_graph
@@ -99,7 +99,7 @@ class Versions:
         """The assistant at the revision thread `thread_id` runs (at `checkpoint_id`: the one that checkpoint
         names); its latest version for a thread that has not run, or that records no revision."""
         revision = Thread(assistant.app, thread_id, checkpoint_id).revision()
-        return self.at(assistant, revision) if revision else self.latest(assistant)
+        return self._thread_at(assistant, thread_id, revision) if revision else self.latest(assistant)
 
     def for_run(self, assistant: Assistant, thread_id: str | None, recorded: str | None = None) -> Assistant:
         """The assistant a run executes: its thread's revision once the thread has run, else the revision the
@@ -107,8 +107,16 @@ class Versions:
         if thread_id is not None:
             revision = Thread(assistant.app, thread_id).revision()
             if revision:
-                return self.at(assistant, revision)
+                return self._thread_at(assistant, thread_id, revision)
         return self.at(assistant, recorded) if recorded else self.latest(assistant)
+
+    def _thread_at(self, assistant: Assistant, thread_id: str, revision: str) -> Assistant:
+        """`at(revision)` for thread `thread_id`, whose id a refusal names (its revision unknown to the database,
+        damaged, or no longer compiling: nothing runs, the thread keeps waiting)."""
+        try:
+            return self.at(assistant, revision)
+        except ConfigError as err:
+            raise type(err)(f"thread {thread_id!r}: {err.message}", code=ErrorCode(err.code), hint=err.hint) from None
 
     def all(self, assistant: Assistant) -> list[VersionRecord]:
         """Every version of the assistant, newest first."""

@@ -5,6 +5,7 @@ finishes on the revision it started on, new threads take the new one, `get_versi
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,45 @@ def test_serve_reload_makes_a_changed_file_or_prompt_a_new_version(tmp_path: Pat
         until(lambda: client.assistants.get("Purchase")["version"] == 3, 20, "the changed file was not reloaded")
         values, ran = _answered(client, thread)
         assert values["note"] == "Told the team about a bike" and ran <= NODES_A
+
+
+@pytest.mark.parametrize(
+    ("damage", "code", "said"),
+    [
+        (
+            "UPDATE agentmap_revision_files SET content = replace(content, 'Notify', 'Notifx')",
+            "corrupt-checkpoint",
+            "approval.csv does not match its SHA-256",
+        ),
+        ("DELETE FROM agentmap_revisions", "unknown-revision", "holds no revision"),
+    ],
+)
+def test_a_thread_whose_stored_revision_is_damaged_or_gone_is_refused_and_keeps_waiting(
+    approval: Path, damage: str, code: str, said: str
+) -> None:
+    database = approval.parent / "runs.db"
+    with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
+        thread = _paused(client, "a sofa")
+    approval.write_text(B, encoding="utf-8")  # this server compiles A only from the database
+    with sqlite3.connect(database) as conn:
+        conn.execute(damage)
+    with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            client.runs.wait(thread, "Purchase", command={"resume": "yes"})
+        body = refused.value.response.json()
+        assert refused.value.response.status_code == 422 and body["code"] == code, body
+        assert said in body["message"] and thread in body["message"], body
+        assert body["hint"]
+        assert client.threads.get(thread)["status"] == "interrupted"  # nothing ran, nothing lost
+        assert [t["thread_id"] for t in client.threads.search()] == [thread]  # still listed
+        assert [r["status"] for r in client.runs.list(thread)] == ["interrupted"]
+        with pytest.raises(httpx.HTTPStatusError) as unread:  # its state is read by its revision's graph only
+            client.threads.get_state(thread)
+        assert unread.value.response.json()["code"] == code
+    with sqlite3.connect(database) as conn:  # the database restored (here: the revision written again)
+        conn.execute("DELETE FROM agentmap_revisions")
+        conn.execute("DELETE FROM agentmap_revision_files")
+    approval.write_text(A, encoding="utf-8")
+    with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
+        values, _ = _answered(client, thread)
+        assert values["note"] == "Told the team about a sofa"
