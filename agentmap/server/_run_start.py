@@ -19,6 +19,7 @@ from agentmap.server._models import ApiError, RunCreate, check_json, check_threa
 from agentmap.server._records import ThreadRecord
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
+from agentmap.server._versions import VERSION_FIELD, asked_version
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
@@ -124,10 +125,53 @@ def _bound(record: ThreadRecord, view: Assistant) -> dict[str, Any] | None:
     return {**record.metadata, **wanted}
 
 
+def _may_move(body: RunCreate, chosen: Assistant, thread_id: str) -> None:
+    """Let a run naming another version than its thread's go on from the thread's checkpoint (its latest, or the
+    one it forks from) on that version, when moving the thread there is safe (`runtime.changes`): a thread that
+    finished starts its next run on it; one that waits goes on there only when nothing it holds or waits at is
+    gone or renamed. A pause is answered on the version that asked.
+
+    Raises:
+        ApiError: 409 `unsafe-move` or `needs-migration` (with the reasons and the lines of the map that would move
+            it: `agentmap resume ID --migrate MAP`).
+    """
+    from agentmap.runtime.durable import Thread
+
+    version = f"version {chosen.version}"
+    if body.command is not None:
+        raise ApiError(
+            409,
+            ErrorCode.UNSAFE_MOVE,
+            f"{VERSION_FIELD}: thread {thread_id!r} waits on a question of another version than {version}; its answer "
+            "goes to the version that asked",
+            hint="answer without assistant_version (the thread finishes on its version), or move the thread first "
+            f"(agentmap resume {thread_id} --latest)",
+        )
+    checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+    thread = Thread(chosen.app, thread_id, checkpoint_id)
+    if not thread.snapshot().next:
+        return  # it finished: its next run starts over on the version named, with the state it holds
+    verdict = thread.plan_move()
+    if verdict.verdict == "safe":
+        return
+    code = ErrorCode.UNSAFE_MOVE if verdict.verdict == "unsafe" else ErrorCode.NEEDS_MIGRATION
+    lines = "; ".join(verdict.lines)
+    raise ApiError(
+        409,
+        code,
+        f"{VERSION_FIELD}: thread {thread_id!r} cannot go on at {version} ({verdict.verdict}): "
+        + "; ".join(verdict.reasons),
+        hint=f"let it finish on its own version (no assistant_version), or move it with agentmap resume {thread_id} "
+        + (f"--migrate MAP, MAP holding: kind,old,new; {lines}" if lines else "--restart"),
+    )
+
+
 def _run_config(body: RunCreate) -> dict[str, Any]:
-    """The run's LangGraph config: the body's, with the checkpoint to start from."""
+    """The run's LangGraph config: the body's, with the checkpoint to start from (the version it names is the
+    server's to read, not the graph's)."""
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
+    configurable.pop("assistant_version", None)
     checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
@@ -183,6 +227,12 @@ def resolve_request(
     thread_id, stateless, record = _bind_thread(server, body, assistant, thread_id)
     ran = record is not None and record.metadata.get("graph_id") is not None  # else no run of ours saved a step
     view = server.versions.for_run(assistant, thread_id if ran else None, revision)
+    asked = asked_version(body.config)
+    if asked is not None:  # the run names its version: it runs that one
+        chosen = server.versions.named(assistant, asked)
+        if ran and thread_id is not None and chosen.revision != view.revision:
+            _may_move(body, chosen, thread_id)
+        view = chosen
     config = _run_config(body)
     run_input = _run_input(body, view, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
@@ -213,6 +263,7 @@ def resolve_request(
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
+        pinned=asked is not None,
         payload={
             "body": body.model_dump(mode="json", exclude_none=True),
             "thread_id": thread_id,
@@ -276,7 +327,7 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     if on_loop and thread_id is not None and isinstance(body.input, Mapping):
         on_loop = assistant.app.check_state(body.input) is None
     if on_loop:  # nor compiles a version this replica has not compiled yet
-        on_loop = server.versions.latest_compiled(assistant)
+        on_loop = asked_version(body.config) is None and server.versions.latest_compiled(assistant)
     if on_loop:
         request = resolve_request(server, body, thread_id, what)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock

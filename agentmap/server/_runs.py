@@ -57,6 +57,9 @@ class RunRequest:
     stateless: bool = False
     payload: dict[str, Any] = field(default_factory=dict)
     """What rebuilds the request on any replica (the request body, its thread and route), kept in the store."""
+    pinned: bool = False
+    """The request named its version (`config.configurable.assistant_version`): the run runs `assistant`, not the
+    revision its thread's checkpoint names."""
 
 
 @dataclass
@@ -235,7 +238,9 @@ async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
     """
     request = run.request
     app: CompiledWorkflow = request.assistant.stateless
-    if not request.stateless:
+    if not request.stateless and request.pinned:
+        app = request.assistant.app
+    elif not request.stateless:
         thread = request.assistant.app.thread(run.thread_id)
         app = await asyncio.to_thread(lambda: thread.app)
     wanted = set(request.stream_modes)

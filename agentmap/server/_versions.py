@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,13 @@ if TYPE_CHECKING:
     from agentmap.server._app import Server
     from agentmap.server._store import Store
 
-__all__ = ["Reloaded", "Versions", "version_routes"]
+__all__ = ["VERSION_FIELD", "Reloaded", "Versions", "asked_version", "version_routes"]
 
 _log = logging.getLogger("agentmap.server")
+
+VERSION_FIELD = "config.configurable.assistant_version"
+"""Where a run names the version it runs (a number, or "latest"): `runs.create(..., config={"configurable":
+{"assistant_version": 2}})`."""
 
 Reloaded = dict[str, Any]
 """What `reload` says of one assistant: `assistant_id`, `graph_id`, `version`, `revision`, `changed`."""
@@ -129,19 +134,36 @@ class Versions:
             ApiError: 404 `version-not-found` when the assistant has no such version.
             ConfigError: Its revision no longer compiles (`revision-unloadable`); nothing changed.
         """
+        record = self._numbered_as(assistant, version, "version")
+        view = assistant.at(record.revision)  # refused here, before new runs would fail on it
+        chosen = self._store.versions.set_latest(assistant.assistant_id, version) or record
+        _log.info("assistant %s: version %d is the latest (set by a client)", assistant.graph_id, version)
+        return self._named(view, chosen)
+
+    def named(self, assistant: Assistant, version: int | str) -> Assistant:
+        """The assistant at the version a run names (`config.configurable.assistant_version`: a number, or
+        "latest").
+
+        Raises:
+            ApiError: 404 `version-not-found` naming the field, when the assistant has no such version.
+        """
+        if version == "latest":
+            return self.latest(assistant)
+        record = self._numbered_as(assistant, int(version), VERSION_FIELD)
+        return self._named(assistant.at(record.revision), record)
+
+    def _numbered_as(self, assistant: Assistant, version: int, field: str) -> VersionRecord:
+        """Version `version` of the assistant, or a 404 naming the request's `field` and the versions there are."""
         record = self._store.versions.get(assistant.assistant_id, version)
         if record is None:
             known = ", ".join(str(v.version) for v in self.all(assistant))
             raise ApiError(
                 404,
                 "version-not-found",
-                f"version: assistant {assistant.graph_id!r} has no version {version}",
+                f"{field}: assistant {assistant.graph_id!r} has no version {version}",
                 hint=f"its versions: {known} (assistants.get_versions lists them)",
             )
-        view = assistant.at(record.revision)  # refused here, before new runs would fail on it
-        chosen = self._store.versions.set_latest(assistant.assistant_id, version) or record
-        _log.info("assistant %s: version %d is the latest (set by a client)", assistant.graph_id, version)
-        return self._named(view, chosen)
+        return record
 
     def reload(self, assistants: list[Assistant]) -> tuple[list[Reloaded], list[tuple[Assistant, AgentMapError]]]:
         """Compile each assistant's file again; a changed one is numbered (a new version, or the one it was
@@ -196,6 +218,23 @@ class Versions:
     def _named(view: Assistant, record: VersionRecord) -> Assistant:
         view.version, view.created_at = record.version, record.created_at
         return view
+
+
+def asked_version(config: Mapping[str, Any] | None) -> int | str | None:
+    """The version a run's `config` names (`VERSION_FIELD`), or None.
+
+    Raises:
+        ApiError: 422 `bad-request` naming the field, for a value that is no version number nor "latest".
+    """
+    asked = ((config or {}).get("configurable") or {}).get("assistant_version")
+    if asked is None or asked == "latest" or (isinstance(asked, int) and not isinstance(asked, bool) and asked >= 1):
+        return asked
+    raise ApiError(
+        422,
+        "bad-request",
+        f"{VERSION_FIELD}: {str(asked)[:40]!r} is no version",
+        hint='give a version number (assistants.get_versions lists them) or "latest"',
+    )
 
 
 def _recompiled(assistant: Assistant) -> Assistant:

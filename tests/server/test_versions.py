@@ -216,3 +216,75 @@ def test_a_thread_whose_stored_revision_is_damaged_or_gone_is_refused_and_keeps_
     with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
         values, _ = _answered(client, thread)
         assert values["note"] == "Told the team about a sofa"
+
+
+def test_a_run_naming_a_version_runs_it_and_a_fork_goes_on_at_it_only_when_that_is_safe(
+    client: Any, approval: Path
+) -> None:
+    waiting = _paused(client, "a shelf")
+    done = client.threads.create()["thread_id"]
+    client.runs.wait(done, "Purchase", input={"request": "a mug"}, durability="sync")
+    client.runs.wait(done, "Purchase", command={"resume": "yes"}, durability="sync")
+    approval.write_text(A.replace("Told the team about", "Wrote to the team about"), encoding="utf-8")
+    assert _reload(client)["assistants"][0]["version"] == 2
+
+    on_one = client.threads.create()["thread_id"]  # a new thread runs the version named, not the latest
+    pinned = {"configurable": {"assistant_version": 1}}
+    client.runs.wait(on_one, "Purchase", input={"request": "a rug"}, config=pinned)
+    assert client.threads.get(on_one)["metadata"]["assistant_version"] == 1
+    final = client.runs.wait(on_one, "Purchase", command={"resume": "yes"})
+    assert final["note"] == "Told the team about a rug"
+
+    history = client.threads.get_history(done, limit=20)  # a fork of a finished thread, at the latest version
+    before_report = next(h for h in history if h["next"] == ["Report"])["checkpoint"]["checkpoint_id"]
+    latest = {"configurable": {"assistant_version": "latest"}}
+    forked = client.runs.wait(done, "Purchase", input=None, checkpoint_id=before_report, config=latest)
+    assert forked["note"] == "Wrote to the team about a mug", forked
+    (run, *_) = client.runs.list(done)
+    assert run["metadata"]["assistant_version"] == 2
+
+    with pytest.raises(httpx.HTTPStatusError) as answered:  # a question is answered by the version that asked it
+        client.runs.wait(waiting, "Purchase", command={"resume": "yes"}, config=latest)
+    assert answered.value.response.status_code == 409 and answered.value.response.json()["code"] == "unsafe-move"
+    assert client.threads.get_state(waiting)["next"] == ["Review"]
+
+
+def test_a_fork_at_a_version_its_thread_cannot_go_on_at_is_refused_with_the_map_that_would_move_it(
+    client: Any, approval: Path
+) -> None:
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, "Purchase", input={"request": "a lamp"}, durability="sync")
+    client.runs.wait(thread, "Purchase", command={"resume": "yes"}, durability="sync")
+    approval.write_text(B, encoding="utf-8")
+    _reload(client)
+    at_report = next(h for h in client.threads.get_history(thread, limit=20) if h["next"] == ["Report"])
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.runs.wait(
+            thread,
+            "Purchase",
+            input=None,
+            checkpoint_id=at_report["checkpoint"]["checkpoint_id"],
+            config={"configurable": {"assistant_version": 2}},
+        )
+    body = refused.value.response.json()
+    assert refused.value.response.status_code == 409 and body["code"] == "needs-migration", body
+    assert "'cost_center'" in body["message"] and "default,cost_center,VALUE" in body["hint"]
+    assert [r["status"] for r in client.runs.list(thread)] == ["success", "interrupted"]  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("version", "status", "code", "said"),
+    [(7, 404, "version-not-found", "has no version 7"), ("two", 422, "bad-request", "'two' is no version")],
+)
+def test_a_run_naming_a_version_the_assistant_lacks_is_refused_naming_the_field(
+    client: Any, version: object, status: int, code: str, said: str
+) -> None:
+    thread = client.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.runs.wait(
+            thread, "Purchase", input={"request": "a pen"}, config={"configurable": {"assistant_version": version}}
+        )
+    body = refused.value.response.json()
+    assert refused.value.response.status_code == status and body["code"] == code, body
+    assert body["message"].startswith("config.configurable.assistant_version: ") and said in body["message"]
+    assert client.runs.list(thread) == []

@@ -922,7 +922,8 @@ async function fork(checkpointId) {
     } catch (err) { runStatus(err.message, "error"); return; }
   }
   resetRun();
-  await go({ input: null, checkpoint_id: from });
+  // the saved file's version, not the one the thread ran (the server refuses a fork that version cannot go on from)
+  await go({ input: null, checkpoint_id: from, config: { configurable: { assistant_version: "latest" } } });
 }
 
 async function listThreads() {
