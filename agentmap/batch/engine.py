@@ -93,6 +93,7 @@ def batch(
     budget: float | None = None,
     cache: bool = True,
     csv_formulas: str = "keep",
+    latest: bool = False,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -120,7 +121,8 @@ def batch(
             run's result).
         checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
             running the batch again continues each unfinished row (every executor; with Ray on another machine, a
-            PostgreSQL URL).
+            PostgreSQL URL), on the revision of the workflow it started on, whatever the file holds now (new rows
+            run the file as it is: `BatchResult.earlier` counts the rows continued on earlier revisions).
         rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
         chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: The Ray cluster to use (default: start a local one).
@@ -138,6 +140,9 @@ def batch(
         csv_formulas: A value of a CSV output that a spreadsheet would run as a formula (`=HYPERLINK(...)`):
             `keep` writes it as it is and warns of its cells (`on_warning`), `escape` writes it with a `'`
             before it, as a spreadsheet shows text (csv_specs/batch.md, "Formulas in a CSV output").
+        latest: With `checkpoint`, an unfinished row started on an earlier revision is moved to the file as it is
+            now before it goes on, when that is safe (`agentmap resume --latest`); one whose move is not safe fails
+            saying why (its thread untouched).
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
 
@@ -149,6 +154,13 @@ def batch(
     """
     executor = executor_named(executor)
     check_formulas(csv_formulas)
+    if latest and checkpoint is None:
+        raise ConfigError(
+            "latest moves the threads of unfinished rows to the file as it is now, and rows have threads only with "
+            "a checkpoint",
+            code=ErrorCode.USAGE,
+            hint="give --checkpoint (the one the earlier run used), or leave out --latest",
+        )
     store = _row_store(checkpoint, executor, ray_address)
     # Chain fusion (the same rows, fewer LangGraph steps) unless the caller says, or each row is a checkpointed
     # thread (a fused chain would be saved as one step); the checkpointer and state keys are the recipe's.
@@ -173,6 +185,7 @@ def batch(
         list(outputs) if outputs is not None else None,
         store,
         no_cache=not cache,
+        latest=latest,
     )
     row_source, name = _row_source(rows, sheet, (on_warning or _warn) if lenient else None)
     return run_batch(
@@ -277,6 +290,7 @@ def run_batch(
             failed_before=len(finished.failed),
             output=output,
             graph=runner.app.name,
+            revision=runner.app.revision.id if runner.app.revision is not None else None,
         )
         recorder = Recorder(result, partial, {} if keep_rows else None, progress, on_result)
         runner.meter = Meter(float(budget)) if budget is not None else None
