@@ -19,7 +19,6 @@ from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.protocols._tools import check_arguments, input_schema
 from agentmap.protocols.a2a_messages import input_keys
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
-from agentmap.server._threads import snapshot_of
 
 if TYPE_CHECKING:
     from ag_ui.core import RunAgentInput
@@ -85,7 +84,8 @@ def plan_run(server: Server, assistant: Assistant, request: RunAgentInput) -> Pl
 
 def _snapshot(server: Server, assistant: Assistant, thread_id: str) -> Any:
     """The thread's state (None for a thread not made yet, or bound to another graph: the run's start refuses that
-    one), read through `server.thread`, as the thread routes read it."""
+    one), read through `server.snapshot`, as the thread routes read it: by the graph of the revision the thread
+    runs, whatever its file holds now."""
     try:
         record = server.thread(thread_id)
     except ApiError as err:
@@ -94,7 +94,7 @@ def _snapshot(server: Server, assistant: Assistant, thread_id: str) -> Any:
         raise
     if record.metadata.get("graph_id") not in (None, assistant.graph_id):
         return None
-    return snapshot_of(assistant, thread_id)
+    return server.snapshot(record)
 
 
 def _answer(request: RunAgentInput) -> tuple[str, Any] | None:
