@@ -43,6 +43,8 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
     elif suffix in (".yaml", ".yml"):
         try:
             import yaml
+
+            from agentmap._yaml import load
         except ImportError:
             raise ConfigError(
                 f"reading {path} needs PyYAML",
@@ -50,7 +52,7 @@ def read_file(path: Path, known: list[str]) -> dict[str, Any]:
                 hint='pip install "agentmap[yaml]", or write agentmap.toml instead',
             ) from None
         try:
-            data = yaml.safe_load(text)
+            data = load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(
                 f"{path} is not valid YAML: {_yaml_problem(exc)}",
@@ -145,6 +147,9 @@ def _resolve_paths(data: dict[str, Any], base: Path, source: Path) -> dict[str, 
         }
         if isinstance(paths.get("allowed_roots"), list):
             data["paths"]["allowed_roots"] = [resolve(r) for r in paths["allowed_roots"]]
+    serve = data.get("serve")
+    if isinstance(serve, Mapping):
+        data["serve"] = _serve_paths(serve, resolve)
     tools = data.get("tools")
     if isinstance(tools, Mapping) and isinstance(tools.get("roots"), list):
         data["tools"] = {**tools, "roots": [resolve(r) for r in tools["roots"]]}
@@ -160,6 +165,23 @@ def _resolve_paths(data: dict[str, Any], base: Path, source: Path) -> dict[str, 
 
         data["storage"] = absolute_storage_paths(data["storage"], base, source)
     return data
+
+
+def _serve_paths(serve: Mapping[str, Any], resolve: Any) -> dict[str, Any]:
+    """`serve.auth` (its file: `auth.py:my_auth`, or a langgraph.json) and `serve.audit` (a file, not `table`)
+    resolved against the config file's folder; a module (`package.auth:auth`) is left as it is."""
+    found = dict(serve)
+    auth = found.get("auth")
+    if isinstance(auth, str) and auth.strip():
+        where, sep, name = auth.strip().rpartition(":")
+        if auth.strip().lower().endswith(".json"):
+            found["auth"] = resolve(auth.strip())
+        elif sep and ("/" in where or "\\" in where or where.endswith(".py")):
+            found["auth"] = f"{resolve(where)}:{name}"
+    audit = found.get("audit")
+    if isinstance(audit, str) and audit.strip() and audit.strip() != "table":
+        found["audit"] = resolve(audit.strip())
+    return found
 
 
 def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmap._yaml import load
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["LAYOUTS", "absolute_storage_paths", "read_storage_file"]
@@ -104,7 +105,7 @@ def read_storage_file(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        loaded = load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read the storage config {path}: {exc}", code=ErrorCode.BAD_CONFIG) from None
     if loaded is None:

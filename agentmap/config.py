@@ -190,6 +190,11 @@ class ServeSettings(BaseModel):
             itself never goes in the file); `--webhook-secret-env` wins.
         allowed_hosts: Host names requests may name besides the machine's own (`*.example.com` for its
             subdomains, `*` for any), besides those given with `--allow-host`; see csv_specs/security.md.
+        auth: The `langgraph_sdk.Auth` object asked who calls and what they may do (`auth.py:my_auth`, a file
+            relative to the config file; `--auth` wins); see csv_specs/serve.md, "Users and permissions".
+        quota: What each identity may run (`runs=60/min,concurrent=5`; `--quota` wins).
+        audit: The audit log: a JSON-lines file (relative to the config file), or `table` (`--audit` wins).
+        audit_content: Whether audit entries carry the inputs.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -197,6 +202,10 @@ class ServeSettings(BaseModel):
     webhook_hosts: list[str] = Field(default_factory=list)
     webhook_secret_env: str | None = None
     allowed_hosts: list[str] = Field(default_factory=list)
+    auth: str | None = None
+    quota: str | None = None
+    audit: str | None = None
+    audit_content: bool = False
 
 
 class Settings(BaseModel):
@@ -217,7 +226,8 @@ class Settings(BaseModel):
         storage: Storage folders, shaped like the existing AgentMap's `agentmap_config_storage.yaml`
             (`core.base_directory`, `csv.default_directory`, `csv.collections`, ...; csv_specs/storage.md).
         tracing: OpenTelemetry tracing (`exporter`, `content`).
-        serve: `agentmap serve`'s webhook hosts and signing key variable.
+        serve: `agentmap serve`'s webhook hosts and signing key variable, hosts, auth handlers, quota and audit
+            log.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -58,6 +58,7 @@ class ErrorCode(StrEnum):
     NOT_TEXT = "not-text"
     UNREADABLE = "unreadable"
     MISSING_EXTRA = "missing-extra"
+    FILE_TOO_BIG = "file-too-big"
     STATE_FILE_NOT_FOUND = "state-file-not-found"
     NO_LOGS = "no-logs"
     AGENT_NOT_FOUND = "agent-not-found"
@@ -101,7 +102,11 @@ class ErrorCode(StrEnum):
     UNKNOWN_FUNCTION = "unknown-function"
     BAD_ROUTER = "bad-router"
     FUNCTION_NOT_ALLOWED = "function-not-allowed"
+    CODE_OUTSIDE_ROOTS = "code-outside-roots"
     CONFIG_ASSUMED = "config-assumed"
+    UNCLOSED_QUOTE = "unclosed-quote"
+    ROWS_IN_QUOTED_CELL = "rows-in-quoted-cell"
+    CHECK_SKIPPED = "check-skipped"
     # configuration and usage (exit 2)
     BAD_CONFIG = "bad-config"
     CONFIG_NOT_FOUND = "config-not-found"
@@ -150,6 +155,11 @@ class ErrorCode(StrEnum):
     FORBIDDEN_ORIGIN = "forbidden-origin"
     NOT_JSON = "not-json"
     TOKEN_REQUIRED = "token-required"
+    # the users of `agentmap serve --auth` (HTTP 403, 429, 413, 500)
+    FORBIDDEN = "forbidden"
+    QUOTA_EXCEEDED = "quota-exceeded"
+    HEADERS_TOO_LARGE = "headers-too-large"
+    AUTH_FAILED = "auth-failed"
     # the studio (HTTP 409, 422)
     FILE_CHANGED = "file-changed"
     FORMULA_CELLS = "formula-cells"
@@ -169,6 +179,7 @@ class ErrorCode(StrEnum):
     LLM_ERROR = "llm-error"
     LLM_RATE_LIMIT = "llm-rate-limit"
     LLM_TIMEOUT = "llm-timeout"
+    LLM_BATCH_FAILED = "llm-batch-failed"
     ORCHESTRATION_FAILED = "orchestration-failed"
     WORKER_DIED = "worker-died"
     ROW_EXITED = "row-exited"
@@ -297,10 +308,26 @@ class CorruptCheckpointError(ConfigError):
 
 
 class NodeError(AgentMapError, RuntimeError):
-    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next)."""
+    """A node could not run at all (as opposed to an agent failing, which routes to Failure_Next).
+
+    Attributes:
+        node: The node where it happened (the one whose router raised, ...), when there is one.
+    """
 
     default_code = ErrorCode.NODE_ERROR
     exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        location: Location | None = None,
+        hint: str | None = None,
+        node: str | None = None,
+    ) -> None:
+        self.node = node
+        super().__init__(message, code=code, location=location, hint=hint)
 
 
 class WorkflowValidationError(AgentMapError, ValueError):
@@ -328,6 +355,7 @@ FILE_ERROR_CODES: Mapping[str, type[AgentMapError]] = MappingProxyType(
             WorkflowFileError,
         ),
         "missing-extra": WorkflowFileError,
+        "file-too-big": WorkflowFileError,
         "graph-not-found": GraphNotFoundError,
         "graph-not-selected": GraphNotFoundError,
     }

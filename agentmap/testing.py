@@ -13,6 +13,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from agentmap.agents.base import BaseAgent
+from agentmap.agents.protocol import as_protocol
 from agentmap.contracts.io import AgentRequest, AgentResponse, RequestMetadata, ResponseStatus, validate_response
 
 __all__ = ["assert_agent_io_compliance"]
@@ -33,8 +35,6 @@ async def assert_agent_io_compliance(agent: Any, request: AgentRequest | None = 
     Raises:
         AssertionError: Saying which rule the agent broke.
     """
-    from agentmap.agents.base import BaseAgent
-    from agentmap.agents.protocol import as_protocol
 
     protocol = as_protocol(agent) if isinstance(agent, BaseAgent) else agent
     process = getattr(protocol, "process", None)

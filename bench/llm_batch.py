@@ -11,7 +11,17 @@
    turns on which goes first; the figures are the same every round (tokens, not time), and the round's seconds
    are printed beside them.
 
-Run: `python bench/llm_batch.py [--rows N] [--concurrency N] [--repeat N]`.
+2. Provider batch jobs (target <= 0.55x, equal outputs; the batch's own CPU <= 2 ms per call): `--rows2` rows
+   (default 1,000) of a two-LLM-node workflow (`openai:gpt-4o-mini`, node B asking on node A's answer) against
+   the local OpenAI test server with its Files and Batches endpoints (tests/llm/batch_stub.py), run in another
+   process so its work is not counted. Each round runs, alternating their order: the batch as usual (`sync`),
+   the same with `--checkpoint` (`sync+ckpt`: what `--llm-batch` keeps per row too), and with `--llm-batch`
+   (poll 0.05 s). Cost: the rows' `cost` summed at the default price table (gpt-4o-mini $0.15/$0.60 per
+   million, batch $0.075/$0.30); outputs compared cell by cell. CPU: `time.process_time()` of this process
+   around each batch; the batch's own CPU per call is (llm-batch - sync+ckpt) / calls: the journal's queued
+   entries, grouping, the JSONL files, polling, the answers written and replayed.
+
+Run: `python bench/llm_batch.py [--rows N] [--concurrency N] [--repeat N] [--rows2 N] [--repeat2 N]`.
 """
 
 from __future__ import annotations
@@ -92,14 +102,113 @@ def prompt_caching(rows: int, concurrency: int, repeat: int) -> None:
     print(f"   cost with caching / without: {min(ratios):.3f}x to {max(ratios):.3f}x (target <= 0.7x: {verdict})")
 
 
+def _serve(conn: Any, rows: int) -> None:
+    """In a child process: the OpenAI batch test server, answering every request by echoing its last message."""
+    from batch_stub import OpenAIBatchStub
+    from openai_stub import text
+
+    def echo(body: dict[str, Any]) -> Any:
+        return text(f"<{str(body['messages'][-1]['content']).upper()}>", usage=(100, 10))
+
+    with OpenAIBatchStub() as stub:
+        stub.script(*([echo] * (8 * rows)))
+        conn.send(stub.base_url)
+        conn.recv()  # until the parent is done
+
+
+def _two_nodes(folder: Path, base_url: str, rows: int) -> tuple[Path, Path]:
+    context = json.dumps({"model": "openai:gpt-4o-mini", "base_url": base_url, "max_retries": 0})
+    flow = folder / "two.csv"
+    with flow.open("w", newline="") as handle:
+        csv.writer(handle).writerows([
+            ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"],
+            ["g", "A", "llm", "say {topic}", context, "topic", "a", "B"],
+            ["g", "B", "llm", "again {a}", context, "a", "b", ""],
+        ])  # fmt: skip
+    table = folder / "rows2.csv"
+    table.write_text("id,topic\n" + "".join(f"r{n},topic {n}\n" for n in range(rows)))
+    return flow, table
+
+
+def _round(rows: int, concurrency: int, order: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Each kind of batch once, in `order`, on a fresh test server in another process."""
+    import multiprocessing
+
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.get_context("fork").Process(target=_serve, args=(child, rows * 3), daemon=True)
+    server.start()
+    base_url = parent.recv()
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            flow, table = _two_nodes(folder, base_url, rows)
+            for kind in order:
+                out = folder / f"{kind}.csv"
+                extra: dict[str, Any] = {}
+                if kind == "sync+ckpt":
+                    extra = {"checkpoint": folder / "ckpt.db"}
+                elif kind == "llm-batch":
+                    extra = {"llm_batch": True, "llm_batch_poll": 0.05, "on_llm_progress": lambda _: None}
+                cpu, wall = time.process_time(), time.perf_counter()
+                result = agentmap.batch(flow, table, output=out, concurrency=concurrency, keep_rows=False,
+                                        id_column="id", **extra)  # fmt: skip
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                assert result.successes == rows, f"{kind}: {result.failures} rows failed"
+                with out.open(newline="") as handle:
+                    cells = [(r["a"], r["b"]) for r in csv.DictReader(handle)]
+                found[kind] = {"cost": result.cost or 0.0, "cpu": cpu, "wall": wall, "cells": cells}
+    finally:
+        parent.send("stop")
+        server.join(10)
+    return found
+
+
+def provider_jobs(rows: int, concurrency: int, repeat: int) -> None:
+    """Figure 2: cost and CPU of --llm-batch against the same batch without it."""
+    import statistics
+
+    print(f"2. provider batch jobs: {rows} rows x 2 LLM nodes, concurrency {concurrency}, {repeat} rounds")
+    ratios, own = [], []
+    kinds = ("sync", "sync+ckpt", "llm-batch")
+    _round(10, concurrency, kinds)  # warm-up: imports and first compiles, not measured
+    for n in range(repeat):
+        found = _round(rows, concurrency, kinds if n % 2 == 0 else kinds[::-1])
+        sync, ckpt, jobs = (found[k] for k in kinds)
+        equal = sync["cells"] == jobs["cells"] == ckpt["cells"]
+        ratios.append(jobs["cost"] / sync["cost"])
+        own.append((jobs["cpu"] - ckpt["cpu"]) / (2 * rows) * 1000)
+        print(
+            f"   round {n + 1}: sync ${sync['cost']:.4f} ({sync['cpu']:.1f}s CPU, {sync['wall']:.1f}s), sync+ckpt "
+            f"{ckpt['cpu']:.1f}s CPU, llm-batch ${jobs['cost']:.4f} ({jobs['cpu']:.1f}s CPU, {jobs['wall']:.1f}s): "
+            f"cost {ratios[-1]:.3f}x, outputs equal: {equal}, the batch's own CPU {own[-1]:.2f} ms per call"
+        )
+        assert equal, "the outputs differ"
+    verdict = "met" if max(ratios) <= 0.55 else "NOT met"
+    print(f"   cost with --llm-batch / without: {min(ratios):.3f}x to {max(ratios):.3f}x (target <= 0.55x: {verdict})")
+    mid = statistics.median(own)
+    verdict = "met" if max(own) <= 2.0 else "NOT met"
+    print(
+        f"   the batch's own CPU per call: min {min(own):.2f}, median {mid:.2f}, max {max(own):.2f} ms "
+        f"(target <= 2 ms: {verdict})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--rows2", type=int, default=1000)
+    parser.add_argument("--repeat2", type=int, default=3)
+    parser.add_argument("--only", choices=("caching", "jobs"), default=None)
     args = parser.parse_args()
     os.environ["ANTHROPIC_API_KEY"] = "sk-ant-bench"  # the local test server takes any key; no real one is sent
-    prompt_caching(args.rows, args.concurrency, args.repeat)
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
+    if args.only != "jobs":
+        prompt_caching(args.rows, args.concurrency, args.repeat)
+    if args.only != "caching":
+        provider_jobs(args.rows2, args.concurrency, args.repeat2)
 
 
 if __name__ == "__main__":

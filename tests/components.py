@@ -9,11 +9,22 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-__all__ = ["find_executable", "npm_installed", "require"]
+__all__ = ["clean_env", "find_executable", "npm_installed", "require"]
+
+STATE_VARIABLE = "AGENTMAP_STATE_DIR"
+"""Where AgentMap keeps its own files: each test's own folder (tests/conftest.py), never the checkout's `.agentmap/`."""
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process a test starts: this one's without the `AGENTMAP_*` settings a developer's shell
+    may hold, but with the test's own `AGENTMAP_STATE_DIR`; then `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_") or k == STATE_VARIABLE}
+    return {**env, **(extra or {})}
 
 
 def require(available: bool, reason: str) -> None:

@@ -1,9 +1,15 @@
-"""Shared fixtures (workflow files in a test's temporary folder, PostgreSQL, replicas) and the suite's two tiers.
+"""Shared fixtures (workflow files in a test's temporary folder, PostgreSQL, replicas), the suite's two tiers, and
+AgentMap's own files kept out of the checkout.
 
 The fast tier (`pytest -n auto`, the README's command) is every test that starts no database, Ray, browser or
 process it kills or signals; the component tier (`pytest -n auto --tier component`) is the rest. A test is in the
 component tier when it carries one of `COMPONENT_MARKERS`, uses a PostgreSQL fixture or runs with a `postgres`
 parameter; such tests get the `component` mark, so `-m component` selects them too.
+
+AgentMap keeps its own files (saved runs, the decision log, the caches) in `$AGENTMAP_STATE_DIR`, else in
+`.agentmap/` of the working folder, which for many tests is the checkout: every test gets its own state folder
+under its `tmp_path` (the fixtures and servers a module or session shares, one for the session), and the session
+fails when the checkout's `.agentmap/` was written during it (`agentmap logs` there shows only its owner's runs).
 """
 
 from __future__ import annotations
@@ -81,6 +87,55 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return cores + min(cores, 4)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKOUT_STATE = ROOT / ".agentmap"
+"""AgentMap's state folder in the checkout: tests never write there."""
+_STATE = "AGENTMAP_STATE_DIR"
+_CHECKOUT_KEY = pytest.StashKey[dict[str, tuple[int, int]]]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """AgentMap's own files of what a session or module shares (servers, compiled apps) in a folder of the session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(_STATE, str(tmp_path_factory.mktemp("agentmap-state")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's AgentMap files in `tmp_path/.agentmap` (where a test working in `tmp_path` finds them anyway)."""
+    monkeypatch.setenv(_STATE, str(tmp_path / ".agentmap"))
+
+
+def files_of(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file under `folder` with its size and modification time (nothing when it does not exist)."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) keeps the record
+        session.config.stash[_CHECKOUT_KEY] = files_of(CHECKOUT_STATE)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when a test wrote into the checkout's `.agentmap/` (a command run with the checkout as its
+    working folder and without the test's `AGENTMAP_STATE_DIR`: a helper that dropped it from the environment)."""
+    before = session.config.stash.get(_CHECKOUT_KEY, None)
+    if before is None:
+        return
+    after = files_of(CHECKOUT_STATE)
+    written = sorted(name for name in after if after[name] != before.get(name))
+    if written:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"tests wrote into the checkout's {CHECKOUT_STATE}: {', '.join(written)} (see tests/conftest.py)"
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {message}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from agentmap._cli_api.evaluation import (
 )
 from agentmap._cli_api.graphs import eject, normalize_type, picture, select_graph
 from agentmap._cli_api.logs import configured_log_path, dumps
-from agentmap._cli_api.servers import require_key, serve, serve_stdio, studio
+from agentmap._cli_api.servers import quota, require_key, serve, serve_stdio, studio
 from agentmap._cli_api.settings import is_trace, load_settings
 from agentmap._cli_api.threads import (
     checkpoint_exists,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from agentmap.interface.scores import EvalReport
     from agentmap.llm.decision_log import SQLiteDecisionLog
     from agentmap.runtime.durable import Durability, Thread
+    from agentmap.runtime.options import MissingInputs
     from agentmap.runtime.streaming import TokenWriter
     from agentmap.runtime.values import Problem
     from agentmap.server import ServeConfig
@@ -128,6 +129,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "flush_traces",
     # serve, studio, mcp (`servers`)
     "require_key",
+    "quota",
     "serve",
     "studio",
     "serve_stdio",
@@ -145,6 +147,7 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "EvalDiff",
     "EvalReport",
     "EvalRunSummary",
+    "MissingInputs",
     "Problem",
     "RowResult",
     "Settings",
@@ -166,6 +169,7 @@ _NAMES = {
     "EvalDiff": "agentmap.interface.compare",
     "EvalReport": "agentmap.interface.scores",
     "EvalRunSummary": "agentmap.interface.eval_runner",
+    "MissingInputs": "agentmap.runtime.options",
     "Problem": "agentmap.runtime.values",
     "RowResult": "agentmap.batch.rows",
     "Settings": "agentmap.config",

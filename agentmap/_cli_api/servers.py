@@ -9,15 +9,24 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentmap.runtime.options import CompileOptions
     from agentmap.server import ServeConfig
+    from agentmap.server._quota import Quota
 
-__all__ = ["require_key", "serve", "serve_stdio", "studio"]
+__all__ = ["quota", "require_key", "serve", "serve_stdio", "studio"]
 
 
-def require_key(host: str, api_key: str | None) -> None:
-    """serve, studio: refuse to listen beyond this machine without an API key (before anything starts)."""
+def require_key(host: str, api_key: str | None, *, auth: bool = False) -> None:
+    """serve, studio: refuse to listen beyond this machine without an API key or auth handlers (`--auth`), before
+    anything starts."""
     from agentmap.server import require_key
 
-    require_key(host, api_key)
+    require_key(host, api_key, auth=auth)
+
+
+def quota(text: str) -> Quota:
+    """serve: `--quota runs=60/min,concurrent=5` (or `serve.quota`) read, a mistake a usage error naming the part."""
+    from agentmap.server._quota import Quota
+
+    return Quota.parse(text)
 
 
 def serve(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8123, log_level: str = "info") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ def _saver(checkpoint: str | None) -> Any:
 def _side(text: str, checkpoint: str | None, options: CompileOptions) -> tuple[CompiledWorkflow, dict[str, Any]]:
     """A workflow file (`file::Graph`) compiled as it is, or a revision id of the checkpoint compiled from its
     stored files; and how the diff names it."""
-    from pathlib import Path
-
     from agentmap.runtime.api import WORKFLOW_SUFFIXES, compile
     from agentmap.spec.loader import parse_selector
 

@@ -7,6 +7,7 @@ safe for any value; an agent raising `SystemExit` or
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +50,5 @@ def log_text(value: Any, limit: int = 2000) -> str:
     try:
         text = str(value)
     except RecursionError:
-        import reprlib
-
         text = reprlib.repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

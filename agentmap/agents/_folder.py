@@ -34,6 +34,8 @@ class FolderIndex:
 
     folder: Path
     normalize: Callable[[str], str]
+    refusal: Callable[[Path], str | None] = lambda path: None
+    """Why a file may not be imported (a link out of where code may come from): then it is not read either."""
     files: dict[str, list[Path]] = field(default_factory=dict)
     declared: set[str] = field(default_factory=set)
     """Type keys named by a class or a registration (for "did you mean"; file names are not types)."""
@@ -47,9 +49,12 @@ class FolderIndex:
         for path in sorted(self.folder.glob("*.py")) if self.folder.is_dir() else []:
             if path.name.startswith("_"):
                 continue
-            mtime = path.stat().st_mtime_ns
-            known = self._parsed.get(path)
-            parsed[path] = known if known is not None and known[0] == mtime else (mtime, _names(path))
+            if self.refusal(path) is not None:  # listed by its name only, so a node naming it hears why
+                parsed[path] = (0, set())
+            else:
+                mtime = path.stat().st_mtime_ns
+                known = self._parsed.get(path)
+                parsed[path] = known if known is not None and known[0] == mtime else (mtime, _names(path))
             names = parsed[path][1]
             declared.update(self.normalize(n) for n in names)
             for key in {compact(self.normalize(n)) for n in {path.stem, *names}}:

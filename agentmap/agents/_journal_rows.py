@@ -165,6 +165,10 @@ class JournalRows(Protocol):
         times a resume answered its call from it."""
         ...
 
+    def queued(self) -> list[JournalRow]:
+        """Every entry `queued` for a provider batch job (`llm_batch.py`), oldest first."""
+        ...
+
 
 _COLUMNS = (
     "thread_id",
@@ -204,6 +208,7 @@ _LIST = (
     "AND r.checkpoint_ns = j.checkpoint_ns AND r.step = j.step AND r.node = j.node AND r.task_id = j.task_id "
     f"AND r.call_index = j.call_index) FROM {TABLE} j WHERE j.thread_id = ? ORDER BY j.started_at, j.call_index"
 )
+_QUEUED = f"SELECT {_J} FROM {TABLE} j WHERE j.status = 'queued' ORDER BY j.started_at, j.call_index"
 _SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
 
 
@@ -239,6 +244,9 @@ class _InDatabase:
 
     def entries(self, thread_id: str) -> list[tuple[JournalRow, int]]:
         return [(_row(r), int(r[-1])) for r in self._execute(_LIST, (thread_id,))]
+
+    def queued(self) -> list[JournalRow]:
+        return [_row(r) for r in self._execute(_QUEUED, ())]
 
 
 def _made(saver: Any) -> dict[Any, bool]:
@@ -292,6 +300,11 @@ class MemoryRows:
         with self._lock:
             found = [(row, self._replays.get(key, 0)) for key, row in self._rows.items() if key[0] == thread_id]
         return sorted(found, key=lambda entry: (entry[0].started_at, entry[0].key.call_index))
+
+    def queued(self) -> list[JournalRow]:
+        with self._lock:
+            found = [row for row in self._rows.values() if row.status == "queued"]
+        return sorted(found, key=lambda row: (row.started_at, row.key.call_index))
 
 
 _STORES: dict[str, type[SqliteRows | PostgresRows | MemoryRows]] = {

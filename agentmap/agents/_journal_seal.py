@@ -16,7 +16,7 @@ __all__ = ["check_task", "intact", "opened", "seal", "unsealed"]
 
 _SEAL = "b3:"  # no JSON text starts so: a response written before checksums is read as it is
 _SEAL_V2 = "b2:"  # the checksum of entries written before it covered the key
-_STATUSES = ("started", "finished", "failed")
+_STATUSES = ("started", "queued", "finished", "failed")
 
 
 def _checksum(key: tuple[Any, ...] | None, status: str, request_digest: str, text: str | None) -> str:

@@ -19,6 +19,9 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from agentmap.agents.registry import registry
+from agentmap.agents.state import StateAdapter
+
 __all__ = ["LEGACY_MODULES", "LegacyInit", "install", "retired_type"]
 
 _RETIRED = {
@@ -114,7 +117,6 @@ class LegacyInit:
     @property
     def state_adapter_service(self) -> Any:
         """The state adapter (old agents call `get_value` / `set_value` on it)."""
-        from agentmap.agents.state import StateAdapter
 
         return StateAdapter
 
@@ -136,7 +138,6 @@ _SERVICE_GONE = (
 
 
 def _legacy_class(module: str, old_name: str, type_key: str) -> type:
-    from agentmap.agents.registry import registry
 
     real = registry.get(type_key)
     if real is None:

@@ -27,6 +27,8 @@ from agentmap.agents._run_context import run_tracker
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentmap.agents.llm_batch import ModelBatching
+
 __all__ = [
     "TRACE",
     "AgentEnvironment",
@@ -227,6 +229,11 @@ class BaseAgent:
         `interrupt()`.
         """
         return False
+
+    def model_batching(self) -> ModelBatching | None:
+        """Whether this node's model calls can go through a provider batch job (`agentmap batch --llm-batch`):
+        None for a node that calls no model (the default); a node whose model has no batch API says why."""
+        return None
 
     @classmethod
     def reads_only_inputs(cls) -> bool:

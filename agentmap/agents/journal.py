@@ -11,6 +11,9 @@ the same in the run that crashed and in the one that resumes it.
 - finished or started with another digest (the prompt or the code changed): called again, and logged why;
 - started, never finished: a model call (idempotent) is made again; a tool that is not idempotent is *in
   doubt*: the run pauses with a question (`done`, `retry` or `fail`, or `{"done": RESULT}`).
+- queued (`agentmap batch --llm-batch`, `llm_batch.py`): a model call waiting for a provider batch job; the run
+  pauses again until the batch writes its answer (`finished`) or its error (`failed`: the row's error, or with
+  `--llm-batch-retry sync` a call made as usual). A run that does not batch makes a queued call as usual.
 
 Nothing is journaled without a checkpointer (no thread), nor outside a node. SQLite and PostgreSQL savers keep
 the table; the in-memory saver's entries are kept beside it in the process (`_journal_rows.py`).
@@ -32,15 +35,20 @@ from agentmap.agents._journal_rows import TABLE, CallKey, JournalRow, JournalRow
 from agentmap.agents._journal_seal import check_task, opened, seal, unsealed
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
+from agentmap.agents.llm_batch import ANSWER_KEY, ERROR_KEY, WAIT_KIND, BatchCallFailed, Queued, mode_of
+from agentmap.agents.questions import AnswerError, question
 
 __all__ = [
     "TABLE",
     "Entry",
     "InDoubt",
+    "QueuedCall",
+    "answer_queued",
     "begin_node",
     "journal_entries",
     "journaled",
     "journaled_sync",
+    "queued_calls",
     "tool",
     "unwrap_answer",
 ]
@@ -102,6 +110,7 @@ class _Where:
     key: CallKey
     checkpoint: Key | None  # the checkpoint the node's step started from: saved before a call is made
     announced: bool  # whether the saver announces its saves (agents/_checkpoint_saves.py)
+    batching: str | None = None  # `on` or `sync` when the run sends its model calls in provider batch jobs
 
 
 def _where() -> _Where | None:
@@ -124,7 +133,8 @@ def _where() -> _Where | None:
     node.calls += 1
     ns = str(configurable.get("checkpoint_ns") or "")
     key = CallKey(str(thread), ns, int(step), node.name, str(task_id), index)
-    return _Where(rows, key, step_checkpoint(configurable), bool(getattr(saver, "announces_saves", False)))
+    announced = bool(getattr(saver, "announces_saves", False))
+    return _Where(rows, key, step_checkpoint(configurable), announced, mode_of(configurable))
 
 
 _UNJOURNALED: set[type] = set()
@@ -160,17 +170,21 @@ async def journaled(
     failed: Callable[[T], bool] = lambda _: False,
     unsure: Callable[[T], bool] = lambda _: False,
     done: Callable[[Any], T] | None = None,
+    queue: Callable[[], Queued | None] | None = None,
 ) -> T:
     """Make `call` through the journal (see the module docstring); `request` is what its digest is made of.
 
     `encode` turns the response into JSON values, `decode` back. A response `failed` says is a failure is journaled
     `failed` (made again on a rerun); one `unsure` says may yet take effect (a tool that timed out, still running)
     stays `started` unless idempotent (a rerun asks); `done` makes an in-doubt call's response from a person's result.
+    `queue` gives the call as a provider's batch API takes it (None: it has none): in a run that batches its model
+    calls, a call with no answer yet is journaled `queued` and the run waits (`llm_batch.py`).
 
     Raises:
         InDoubt: A person answered `fail` to the question about this call.
+        BatchCallFailed: The provider's batch job did not answer the call (and failed requests are not retried).
     """
-    plan = _plan(kind, name, request, idempotent, (encode, decode, done))
+    plan = _plan(kind, name, request, idempotent, (encode, decode, done), queue)
     if not isinstance(plan, _Call):
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
@@ -197,9 +211,10 @@ def journaled_sync(
     encode: Callable[[T], Any],
     decode: Callable[[Any], T],
     idempotent: bool,
+    queue: Callable[[], Queued | None] | None = None,
 ) -> T:
     """The synchronous twin of `journaled`."""
-    plan = _plan(kind, name, request, idempotent, (encode, decode, None))
+    plan = _plan(kind, name, request, idempotent, (encode, decode, None), queue)
     if not isinstance(plan, _Call):
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
@@ -243,13 +258,22 @@ class _Call:
         _put(self.where, self.meta, status, response, self.started_at, (time.perf_counter() - self.started) * 1000)
 
 
-def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[Any, Any, Any]) -> _Replay | _Call:
-    """Replay the journaled response, or say how to make the call (asking first when it is in doubt)."""
+def _plan(
+    kind: str,
+    name: str,
+    request: Any,
+    idempotent: bool,
+    codecs: tuple[Any, Any, Any],
+    queue: Callable[[], Queued | None] | None = None,
+) -> _Replay | _Call:
+    """Replay the journaled response, or say how to make the call (asking first when it is in doubt; queueing it
+    for a provider batch job when the run batches its model calls)."""
     encode, decode, done = codecs
     where = _where()
     if where is None:
         return _Call(None)
     meta = (kind, name, digest({"kind": kind, "name": name, "request": request}))
+    batching = where.batching if queue is not None else None
     found = where.rows.get(where.key)
     if found is None:
         check_task(where.rows, where.key)
@@ -263,6 +287,12 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
             value = decode(json.loads(response) if response is not None else None)
             where.rows.replayed(where.key, time.time())
             return _Replay(value)
+        elif status == "queued" and batching:
+            _wait(where, name)
+        elif status == "failed" and batching and _batch_error(response) is not None:
+            if batching == "on":
+                _batch_failed(where, name, _batch_error(response))
+            return _Call(where, meta, idempotent)  # --llm-batch-retry sync: made again as a normal call
         elif status == "started" and not idempotent:
             answer = _ask(name, request, where)
             if isinstance(answer, dict):
@@ -272,7 +302,39 @@ def _plan(kind: str, name: str, request: Any, idempotent: bool, codecs: tuple[An
             if answer == "fail":
                 _put(where, meta, "failed", None, time.time(), 0.0)
                 raise InDoubt(f"{kind} {name!r} was answered `fail`: it did not take effect and is not made again")
+    if batching and queue is not None:
+        queued = queue()
+        if queued is not None:
+            _put(where, meta, "queued", queued.to_dict(), time.time(), None)
+            _wait(where, name)
     return _Call(where, meta, idempotent)
+
+
+def _wait(where: _Where, name: str) -> None:
+    """Pause the run while its model call waits for a provider batch job (a question of kind `llm-batch`, which
+    the batch reads as waiting, never asks a person)."""
+    from langgraph.types import interrupt
+
+    from agentmap.agents.questions import question
+
+    text = f"model call {where.key.call_index} of node {where.key.node!r} ({name}) waits for a provider batch job"
+    interrupt(question(where.key.node, WAIT_KIND, text, call_index=where.key.call_index))
+
+
+def _batch_error(response: str | None) -> Any:
+    """Why a provider batch job did not answer a call (a `failed` entry the batch wrote), or None."""
+    try:
+        return json.loads(response).get(ERROR_KEY) if response else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def _batch_failed(where: _Where, name: str, error: Any) -> None:
+    """Fail the node whose model call the provider's batch job answered with an error."""
+    raise BatchCallFailed(
+        f"node {where.key.node!r}, model call {where.key.call_index} ({name}): {error}",
+        hint="run the batch again with --redo-failed, or add --llm-batch-retry sync to make such calls as normal calls",
+    )
 
 
 def _store_check(where: _Where) -> tuple[Callable[[], bool], bool]:
@@ -303,8 +365,6 @@ def _ask(name: str, request: Any, where: _Where) -> Any:
     """Pause the run with the in-doubt question; the checked answer (`retry`, `fail` or `{"done": RESULT}`)."""
     from langgraph.types import interrupt
 
-    from agentmap.agents.questions import question
-
     arguments = request.get("arguments") if isinstance(request, Mapping) else request
     shown = json.dumps(arguments, ensure_ascii=False, default=str)
     text = (
@@ -322,7 +382,6 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
     Raises:
         AnswerError: For anything else.
     """
-    from agentmap.agents.questions import AnswerError
 
     word = answer.strip().lower() if isinstance(answer, str) else answer
     if word == "done":
@@ -337,6 +396,55 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
         hint="answer done, retry or fail (or --data '{\"done\": RESULT}' to give the result of a call that took "
         "effect)",
     )
+
+
+@dataclass(frozen=True)
+class QueuedCall:
+    """A model call journaled `queued` for a provider batch job: where it is, and the request to send."""
+
+    key: CallKey
+    digest: str
+    name: str
+    request: Queued | None
+    """None: the entry holds no request the batch can read (damaged): the batch fails its row."""
+
+
+def queued_calls(saver: Any) -> list[QueuedCall]:
+    """Every call of `saver`'s journal waiting for a provider batch job, oldest first.
+
+    Raises:
+        CorruptCheckpointError: An entry is not what was written.
+    """
+    rows = rows_of(saver)
+    if rows is None:
+        return []
+    found = []
+    for row in rows.queued():
+        text = opened(row)
+        found.append(QueuedCall(row.key, row.digest, row.name, Queued.from_dict(json.loads(text) if text else None)))
+    return found
+
+
+def answer_queued(
+    saver: Any, call: QueuedCall, *, answer: Any = None, usage: Any = None, error: str | None = None
+) -> bool:
+    """Write a provider batch job's `answer` (its body, with the call's `usage`: tokens and cost at the batch
+    price) to the entry of `call` as `finished`, or its `error` as `failed`: the row's run reads it when it
+    continues. Nothing is written (False) unless the entry is still the
+    queued call it was (a call answered twice, or made meanwhile as a normal call, keeps its first answer)."""
+    rows = rows_of(saver)
+    if rows is None:
+        return False
+    found = rows.get(call.key)
+    if found is None or found.status != "queued" or found.digest != call.digest:
+        return False
+    where = _Where(rows, call.key, None, False)
+    meta = ("model", call.name, call.digest)
+    if error is not None:
+        _put(where, meta, "failed", {ERROR_KEY: error}, found.started_at, 0.0)
+    else:
+        _put(where, meta, "finished", {ANSWER_KEY: answer, "usage": usage or {}}, found.started_at, 0.0)
+    return True
 
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:

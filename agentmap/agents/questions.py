@@ -20,6 +20,8 @@ answer typed as text is read by `typed_answer`, the command line's rule.
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -132,8 +134,6 @@ def example_answer(payload: Any) -> str:
     `yes` for an approval, the first option of a choice, the default where the question has one, else
     `'your answer'`: never JSON, which the command line does not need for any of these.
     """
-    import shlex
-
     if not is_question(payload):
         return shlex.quote("your answer")
     interaction = payload.get("interaction", "any")
@@ -153,8 +153,6 @@ def typed_answer(text: str) -> Any:
     """An answer typed as text (`agentmap resume ID ANSWER`, a form's text field, an A2A text part, the studio's
     answer box): the words as typed (`yes`, `2`, `Paris`, `true` stay text), or the JSON object, list or string
     it is when it starts like one (`{`, `[`, `"`) and parses."""
-    import json
-
     if not text.lstrip().startswith(("{", "[", '"')):
         return text
     try:

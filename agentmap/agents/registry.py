@@ -157,15 +157,21 @@ class AgentRegistry:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
-    def with_folder(self, folder: Path) -> AgentRegistry:
+    def unknown_code(self, name: str) -> str:
+        """The code of the finding for the unknown type `name`: `code-outside-roots` when its file was refused."""
+        return "unknown-agent-type"
+
+    def with_folder(self, folder: Path, refusal: Callable[[Path], str | None] | None = None) -> AgentRegistry:
         """This registry's types plus those of a custom agents folder, for one compile.
 
         The folder's files are imported only when a type they declare is looked up, and the types they
         register (by class or by `@agentmap.agent`) stay in the returned view: this registry never sees
         them, so another compile, with another folder or none, does not either. The folder's types come
-        after this registry's registered types and before its entry points.
+        after this registry's registered types and before its entry points. A file `refusal` gives a reason for
+        (a symbolic link out of where code may come from, `agentmap._paths.CodeFolder`) is neither read nor
+        imported: a type it would declare is unknown, with that reason.
         """
-        return _FolderOverlay(self, folder)
+        return _FolderOverlay(self, folder, refusal)
 
     def load_entry_points(self) -> None:
         """Register the agent types installed packages declare in the `agentmap.agents` group."""
@@ -208,13 +214,15 @@ class _FolderOverlay(AgentRegistry):
     looked in first, then the parent's.
     """
 
-    def __init__(self, base: AgentRegistry, folder: Path) -> None:
+    def __init__(self, base: AgentRegistry, folder: Path, refusal: Callable[[Path], str | None] | None) -> None:
         super().__init__()
         self._base = base
         self._root: AgentRegistry = base._root if isinstance(base, _FolderOverlay) else base
-        self._index = FolderIndex(folder.resolve(), normalize_type)
+        self._refusal = refusal or (lambda path: None)
+        self._index = FolderIndex(folder if refusal else folder.resolve(), normalize_type, self._refusal)
         self._index.refresh()
         self._failed: dict[Path, str | None] = {}  # a file imported (None) or why it did not import
+        self._refused: set[str] = set()  # type keys whose file was refused
 
     def get(self, name: str) -> AgentClass | None:
         key = normalize_type(name)
@@ -222,6 +230,15 @@ class _FolderOverlay(AgentRegistry):
         if found is None:
             with self._loading:
                 for path in self._index.candidates(key):
+                    refused = self._refusal(path)
+                    if refused is not None:
+                        self._refused.add(key)
+                        self._broken[key] = (
+                            f"it would come from {path}: {refused}",
+                            "keep custom agents in real files of the workflow's folder, or allow where the link leads "
+                            "(csv_specs/security.md)",
+                        )
+                        break
                     if path not in self._failed:
                         self._failed[path] = self._import(path)
                     found = self._types.get(key)
@@ -230,6 +247,10 @@ class _FolderOverlay(AgentRegistry):
                     if self._failed[path] is not None:
                         self._broken[key] = self._broken_file(path, self._failed[path] or "")
         return found or self._base.get(key)
+
+    def unknown_code(self, name: str) -> str:
+        key = normalize_type(name)
+        return "code-outside-roots" if key in self._refused else self._base.unknown_code(name)
 
     def _why_broken(self, key: str) -> tuple[str, str] | None:
         return self._broken.get(key) or self._base._why_broken(key)

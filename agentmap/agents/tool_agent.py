@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
+from agentmap.agents.tool_sources import check_tool_config
+from agentmap.agents.tool_sources import split_names as split
 
 if TYPE_CHECKING:
     from agentmap.agents.tools import LocalToolExecutor
@@ -33,7 +35,6 @@ __all__ = ["ToolAgent", "ToolCallFailed"]
 def _names(value: Any) -> list[str]:
     """`"a|b"` or a list -> names (see `agentmap.agents.tool_sources.split_names`)."""
     # Imported here: agentmap.agents.tools imports this module to register the `tool` type.
-    from agentmap.agents.tool_sources import split_names as split
 
     return split(value)
 
@@ -114,7 +115,6 @@ class ToolAgent(BaseAgent):
         if not _names(context.get("tool_source")) and not (environment.base_dir / "tools").is_dir():
             problems.append("a tool node needs a Tool_Source (a .py file or folder, module:<name>, or an mcp: server)")
             return problems
-        from agentmap.agents.tool_sources import check_tool_config
 
         available = list(_described(context))
         if name and available and name not in available:

@@ -187,7 +187,15 @@ def load_python_tools(source: str, environment: AgentEnvironment) -> list[BaseTo
     path = _resolve_path(source, environment)
     files = [path] if path.is_file() else sorted(p for p in path.glob("*.py") if not p.name.startswith("_"))
     tools: list[BaseTool] = []
+    area = [*allowed_tool_roots(environment), path]
     for file in files:
+        if not is_under(file.resolve(), area):  # a file of the folder that is a link out of it (and the roots)
+            raise ConfigError(
+                f"tool file '{file}' is a symbolic link to {file.resolve()}, outside the allowed tool folders "
+                f"({', '.join(map(str, area))}), so it is not imported: allow its folder with "
+                f"`--allow-root {file.resolve().parent}` (or tools.roots; see csv_specs/security.md)",
+                code=ErrorCode.TOOL_PATH_REFUSED,
+            )
         try:
             module = import_file(file, prefix="agentmap_tools")
         except Exception as exc:

@@ -25,6 +25,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentmap.agents.journal import InDoubt, journaled
 from agentmap.contracts.tools import ToolResult
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "USER_ID_PARAM", "LocalToolExecutor", "as_tool"]
@@ -153,7 +154,6 @@ class LocalToolExecutor:
         Returns:
             `ToolResult(success=True, data=<return value>)`, or a failure with an `error_code`.
         """
-        from agentmap.agents.journal import InDoubt, journaled
 
         if idempotent is None:
             idempotent = self.is_idempotent(tool_name)

@@ -16,8 +16,9 @@ from typing import IO, Any
 from agentmap.batch.rows import RESULT_COLUMNS, Shaper
 from agentmap.batch.tables import Warn
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.options import CompileOptions
 
-__all__ = ["Finished", "RowSource", "ScannedInput", "check_columns", "scan"]
+__all__ = ["Finished", "RowSource", "ScannedInput", "check_columns", "row_options", "scan"]
 
 Keyed = tuple[int, str, Mapping[str, Any]]
 """(row number, row id, the row as read)."""
@@ -54,11 +55,30 @@ class Finished:
         return True
 
 
-def check_columns(app: Any, keys: list[str], name: str, warn: Warn) -> None:
-    """Warn once for the batch when its table lacks an input no node writes (`CompiledWorkflow.check_state`)."""
-    found = app.check_state(dict.fromkeys(keys, "..."))
-    if found is not None:
-        warn(f"{name}: {found.message}; fix: {found.hint('a column of the input')}")
+def check_columns(app: Any, keys: list[str], name: str, warn: Warn, mode: str = "error") -> None:
+    """Refuse the batch (`mode` error) or warn once for it (`mode` warn) when its table lacks an input no node
+    writes (`CompiledWorkflow.check_state`).
+
+    Raises:
+        ConfigError: `missing-state`, before any row runs, when `mode` is error and a column is missing.
+    """
+    found = None if mode == "ignore" else app.check_state(dict.fromkeys(keys, "..."))
+    if found is None:
+        return
+    if mode == "error":
+        raise ConfigError(
+            f"{name}: {found.message}",
+            code=ErrorCode.MISSING_STATE,
+            hint=f"{found.hint('a column of the input')} (missing_inputs='warn', `--missing-inputs warn`, runs the "
+            "rows anyway, the nodes reading None)",
+        )
+    warn(f"{name}: {found.message}; fix: {found.hint('a column of the input')}")
+
+
+def row_options(options: CompileOptions) -> CompileOptions:
+    """The options each row compiles with: with `missing_inputs="warn"` the table is warned of once
+    (`check_columns`), so a row itself says nothing."""
+    return options.but(missing_inputs="ignore") if options.missing_inputs == "warn" else options
 
 
 class ScannedInput:

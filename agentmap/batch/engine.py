@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import socket
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -11,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
-from agentmap.batch._input_scan import Finished, RowSource, check_columns, scan
+from agentmap.batch._input_scan import Finished, RowSource, check_columns, row_options, scan
+from agentmap.batch._llm_rounds import LLMBatchOptions, LLMBatchReport, Tell
 from agentmap.batch._recording import Recorder
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
@@ -24,7 +27,9 @@ from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime.checkpoint import is_postgres
 from agentmap.runtime.options import CompileOptions
 
-__all__ = ["BatchOptions", "batch", "parse_rate", "run_batch"]
+__all__ = ["BatchOptions", "LLMBatchOptions", "batch", "parse_rate", "run_batch"]
+
+_logger = logging.getLogger("agentmap.batch")
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$", re.IGNORECASE)
 
@@ -52,10 +57,10 @@ def parse_rate(text: str | float) -> float:
     return value
 
 
-def _row_source(rows: Any, sheet: str | None, warn: Warn | None) -> tuple[RowSource, str]:
+def _row_source(rows: Any, sheet: str | None, warn: Warn | None, note: Warn) -> tuple[RowSource, str]:
     if isinstance(rows, str | Path):
         path = Path(rows)
-        return RowSource(lambda: read_rows(path, sheet=sheet, warn=warn)), str(path)
+        return RowSource(lambda: read_rows(path, sheet=sheet, warn=warn, note=note)), str(path)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         records = rows.to_dict("records")
         return RowSource(lambda: iter(records), held=records), "the DataFrame"
@@ -94,6 +99,12 @@ def batch(
     cache: bool = True,
     csv_formulas: str = "keep",
     latest: bool = False,
+    llm_batch: bool = False,
+    llm_batch_retry: str = "fail",
+    llm_batch_timeout: float = 24 * 3600.0,
+    llm_batch_poll: float = 30.0,
+    detach: bool = False,
+    on_llm_progress: Callable[[str], None] | None = None,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -131,8 +142,9 @@ def batch(
         progress: Told the counts and each result (the command line's progress bar).
         lenient: Run rows of an input table that do not fit its header (too few or too many cells, a quote left
             open) as they stand, with a warning each, instead of refusing the table.
-        on_warning: Told each such warning once, and the one warning of a table whose columns lack an input no
-            node writes (default: `warnings.warn`).
+        on_warning: Told each such warning once, (with `missing_inputs="warn"`) the one warning of a table whose
+            columns lack an input no node writes, and each quoted CSV cell whose lines each read as a row (default:
+            `warnings.warn`).
         budget: What this call may spend on model calls, in USD: rows start only while the batch has spent less,
             and a model call that would pass it is not made (csv_specs/batch.md, "Cost and budget").
         cache: False: every model call goes to the model, even where an LLM node's cache holds the reply
@@ -143,17 +155,40 @@ def batch(
         latest: With `checkpoint`, an unfinished row started on an earlier revision is moved to the file as it is
             now before it goes on, when that is safe (`agentmap resume --latest`); one whose move is not safe fails
             saying why (its thread untouched).
+        llm_batch: Send the rows' model calls (OpenAI and Anthropic models) as provider batch jobs, at the
+            providers' batch price: each row runs to its next model call and waits for its job's answer
+            (csv_specs/batch.md, "Provider batch jobs"). The jobs are kept in the `checkpoint` store (default:
+            `<output>.llm-batch.db`), so calling again with the same arguments collects them.
+        llm_batch_retry: `fail`: a request the provider failed is its row's error; `sync`: made again as a normal
+            call.
+        llm_batch_timeout: Seconds a job may stay unfinished; then it is cancelled and its rows fail.
+        llm_batch_poll: Seconds between two looks at the open jobs.
+        detach: Return once every queued call is in a job (`BatchResult.llm.waiting_rows` rows wait); call again
+            to collect.
+        on_llm_progress: Told each progress line of the provider jobs (default: the `agentmap.batch` logger).
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
+            `missing_inputs`: a table without a column for an input no node writes is refused before any row
+            runs (`"error"`, the default), warned of once (`"warn"`), or run as it is (`"ignore"`).
 
     Raises:
-        ConfigError: Bad options, or input that cannot be read (its file and row are named).
+        ConfigError: Bad options, input that cannot be read (its file and row are named), or a table lacking an
+            input no node writes (`missing-state`).
         WorkflowFileError, GraphNotFoundError, ValidationError: The workflow cannot be compiled.
         BatchInterrupted: Ctrl-C; what finished is kept.
         BatchOverBudget: The budget was reached; what finished is kept, the rest runs when called again.
     """
     executor = executor_named(executor)
     check_formulas(csv_formulas)
+    llm_options = _llm_options(llm_batch, llm_batch_retry, llm_batch_timeout, llm_batch_poll, detach)
+    if llm_options is not None and checkpoint is None:
+        if output is None:
+            raise ConfigError(
+                "--llm-batch keeps its provider jobs and each row's calls in a checkpoint store",
+                code=ErrorCode.USAGE,
+                hint="give an output table (-o) or --checkpoint FILE.db",
+            )
+        checkpoint = f"{output}.llm-batch.db"
     if latest and checkpoint is None:
         raise ConfigError(
             "latest moves the threads of unfinished rows to the file as it is now, and rows have threads only with "
@@ -187,7 +222,8 @@ def batch(
         no_cache=not cache,
         latest=latest,
     )
-    row_source, name = _row_source(rows, sheet, (on_warning or _warn) if lenient else None)
+    told = on_warning or _warn
+    row_source, name = _row_source(rows, sheet, told if lenient else None, told)
     return run_batch(
         recipe,
         row_source,
@@ -196,11 +232,37 @@ def batch(
         output=Path(output) if output is not None else None,
         shaper=Shaper(dict(rename or {}), json_cells, id_column),
         options=BatchOptions(
-            executor, concurrency, workers, chunk_size, ray_address, redo_failed, keep_rows, budget, csv_formulas
+            executor,
+            concurrency,
+            workers,
+            chunk_size,
+            ray_address,
+            redo_failed,
+            keep_rows,
+            budget,
+            csv_formulas,
+            llm_options,
         ),
         on_result=on_result,
         progress=progress,
+        tell=on_llm_progress,
     )
+
+
+def _llm_options(on: bool, retry: str, timeout: float, poll: float, detach: bool) -> LLMBatchOptions | None:
+    """The `--llm-batch` options, checked (None without `--llm-batch`)."""
+    if not on:
+        if detach:
+            raise ConfigError("--detach goes with --llm-batch", code=ErrorCode.USAGE, hint="add --llm-batch")
+        return None
+    if retry not in ("fail", "sync"):
+        raise ConfigError(
+            f"--llm-batch-retry {retry!r}: use fail or sync", code=ErrorCode.USAGE, hint="--llm-batch-retry sync"
+        )
+    for name, value in (("--llm-batch-timeout", timeout), ("--llm-batch-poll", poll)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}", code=ErrorCode.USAGE)
+    return LLMBatchOptions(retry, float(timeout), float(poll), detach)
 
 
 _THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1", "[::1]")
@@ -229,8 +291,6 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
 
 def _on_this_machine(address: str) -> bool:
     """Whether a `--ray-address` names a Ray on this machine (`auto`, `local`, localhost or this host's name)."""
-    import socket
-
     host = address.removeprefix("ray://")
     host = host[: host.rindex("]") + 1] if host.startswith("[") else host.partition(":")[0]
     return host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname()
@@ -249,6 +309,7 @@ class BatchOptions:
     keep_rows: bool = True
     budget: float | None = None
     csv_formulas: str = "keep"
+    llm: LLMBatchOptions | None = None
 
 
 def run_batch(
@@ -262,17 +323,24 @@ def run_batch(
     on_result: Callable[[RowResult], None] | None = None,
     progress: Progress | None = None,
     warn: Warn = _warn,
+    tell: Tell | None = None,
 ) -> BatchResult:
     """The batch itself (see `batch`): `rows.read()` is the one pass over the input (`scan`).
 
-    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`):
-    `warn` is told of those it lacks, once for the whole batch. A row is reported done (`progress`, `on_result`)
-    once it is recorded in the `.partial` file, when there is one (`Recorder`).
+    The table's columns are checked once against the inputs no node writes (`CompiledWorkflow.check_state`): a
+    column missing stops the batch before any row runs (`missing-state`), or with the compile option
+    `missing_inputs="warn"` `warn` is told of it, once for the whole batch. A row is reported done (`progress`,
+    `on_result`) once it is recorded in the `.partial` file, when there is one (`Recorder`).
     """
     shaper = shaper or Shaper()
+    tell = tell or _logger.info
     executor, keep_rows, budget = options.executor, options.keep_rows, options.budget
     started = time.perf_counter()
     recipe = replace(recipe, options=shippable_options(recipe.options, executor), redo_failed=options.redo_failed)
+    mode = recipe.options.missing_inputs
+    recipe = replace(recipe, options=row_options(recipe.options))
+    if options.llm is not None:
+        recipe = replace(recipe, llm_batch="sync" if options.llm.retry == "sync" else "on")
     runner = RowRunner(recipe)  # compiles here, so a bad workflow stops the batch before any row runs
     if recipe.outputs is None:
         recipe = replace(recipe, outputs=output_fields(runner.app))
@@ -283,7 +351,7 @@ def run_batch(
     )
     finished = Finished(partial.load() if partial is not None else {}, options.redo_failed)
     with scan(rows, shaper, source_name, finished) as scanned:
-        check_columns(runner.app, [shaper.renames.get(c, c) for c in scanned.columns], source_name, warn)
+        check_columns(runner.app, [shaper.renames.get(c, c) for c in scanned.columns], source_name, warn, mode)
         result = BatchResult(
             total=scanned.total,
             skipped=scanned.skipped,
@@ -308,38 +376,102 @@ def run_batch(
         _start_progress(progress, scanned.total, scanned.skipped)
         span = BatchSpan(runner.app, source_name, executor, scanned.total, scanned.skipped)
         runner.recipe = recipe = replace(recipe, run_metadata=span.metadata)
-        stream = execute(
-            recipe,
-            jobs(),
-            executor=executor,
-            concurrency=options.concurrency,
-            workers=options.workers,
-            chunk_size=options.chunk_size,
-            ray_address=options.ray_address,
-            runner=runner if executor in ("thread", "async") else None,
-        )
+        llm = options.llm
+        if llm is not None:
+            _say_synchronous(runner.app, tell)
+        rounds = _Rounds(recipe, options, runner if executor in ("thread", "async") else None)
         try:
-            for row_result in stream:
-                recorder.take(row_result)
+            if llm is None:
+                rounds.run(jobs(), recorder)
+            else:
+                result.llm = _llm_rounds(rounds, jobs(), recorder, runner, llm, tell)
             recorder.finish()
         except KeyboardInterrupt:
             result.interrupted = True
             result.duration_s = time.perf_counter() - started
             raise BatchInterrupted(result) from None
         finally:
-            if hasattr(stream, "close"):
-                stream.close()
+            rounds.close()
             recorder.stop()  # every row counted is on disk before anyone sees the counts
             if progress is not None:
                 progress.stop()
             span.finish(result.successes, result.failures, result.interrupted)
         result.rows.sort(key=lambda r: r.row)
         _stop_over_budget(result, runner.meter, output, started)
-        if partial is not None:
+        if partial is not None and not (result.llm is not None and result.llm.waiting_rows):
             partial.finish(((key, dict(row)) for _, key, row in scanned.rows()), scanned.columns, warn)
             result.formula_cells = len(partial.formula_cells)
     result.duration_s = time.perf_counter() - started
     return result
+
+
+class _Rounds:
+    """Runs rows through the executor, a round at a time (one round without `--llm-batch`)."""
+
+    def __init__(self, recipe: WorkflowRecipe, options: BatchOptions, runner: RowRunner | None) -> None:
+        self.recipe, self.options, self.runner = recipe, options, runner
+        self._stream: Any = None
+
+    def run(self, jobs: Iterable[Job], recorder: Recorder) -> dict[str, Job]:
+        """Run `jobs`; record each finished row; the rows that wait for a provider batch job, by id."""
+        held: dict[str, Job] = {}
+        waiting: dict[str, Job] = {}
+
+        def tracked() -> Iterator[Job]:
+            for job in jobs:
+                held[job[1]] = job
+                yield job
+
+        options = self.options
+        self._stream = execute(
+            self.recipe,
+            tracked(),
+            executor=options.executor,
+            concurrency=options.concurrency,
+            workers=options.workers,
+            chunk_size=options.chunk_size,
+            ray_address=options.ray_address,
+            runner=self.runner,
+        )
+        for row_result in self._stream:
+            job = held.pop(row_result.id, None)
+            if row_result.waiting and job is not None:
+                waiting[row_result.id] = job
+            else:
+                recorder.take(row_result)
+        self._stream = None
+        return waiting
+
+    def close(self) -> None:
+        if self._stream is not None and hasattr(self._stream, "close"):
+            self._stream.close()
+
+
+def _llm_rounds(
+    rounds: _Rounds, jobs: Iterable[Job], recorder: Recorder, runner: RowRunner, llm: LLMBatchOptions, tell: Tell
+) -> LLMBatchReport:
+    """Run the rows round by round: each to its next model call, then the provider jobs, then on
+    (`batch/_llm_rounds.py`)."""
+    from agentmap.batch._llm_rounds import Jobs
+
+    provider_jobs = Jobs(runner.app.graph.checkpointer, llm, tell)
+    waiting = rounds.run(jobs, recorder)
+    while waiting:
+        ready = provider_jobs.settle(waiting)
+        if provider_jobs.report.detached:
+            break
+        going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
+        waiting.update(rounds.run(going, recorder))
+    provider_jobs.report.waiting_rows = len(waiting)
+    return provider_jobs.report
+
+
+def _say_synchronous(app: Any, tell: Tell) -> None:
+    """Before any row runs: the nodes whose model calls go through no provider batch job, and why."""
+    for name, agent in app.agents.items():
+        batching = agent.model_batching()
+        if batching is not None and batching.provider is None:
+            tell(f"llm-batch: node {name!r} ({batching.model}) runs synchronously: {batching.why}")
 
 
 def _spent(result: BatchResult, budget: float | None) -> bool:

@@ -12,6 +12,8 @@ import contextlib
 import os
 import queue
 import select
+import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -89,8 +91,6 @@ def execute(
 
 def default_workers() -> int:
     """The CPUs this process may use."""
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -208,8 +208,6 @@ _RUNNER: RowRunner | None = None
 
 def _start_worker(recipe: WorkflowRecipe, batch_pid: int) -> None:
     """Process pool initializer: compile once; leave Ctrl-C to the parent, which stops the pool."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with(batch_pid)
     global _RUNNER
@@ -247,8 +245,6 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     (a pool's workers are joined by the pool itself). The helpers' `_stop` methods are the standard library's
     own way to stop them: each closes its pipe and reaps the process. Nothing to do if no batch used processes.
     """
-    import sys
-
     if "multiprocessing.forkserver" not in sys.modules:
         return
     from multiprocessing import forkserver, resource_tracker
@@ -279,8 +275,6 @@ def _stop_children(server: int, timeout: float) -> None:
     process), but after the command had exited. Linux only (the server's children are read from /proc, waited for
     on pidfds); elsewhere nothing to do.
     """
-    import signal
-
     try:
         pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
     except (OSError, ValueError):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentmap.agents.costs import BudgetExceeded
+from agentmap.batch._llm_rounds import LLMBatchReport
 from agentmap.batch.rows import RowResult
 
 __all__ = ["BatchInterrupted", "BatchOverBudget", "BatchResult", "Progress"]
@@ -47,6 +48,8 @@ class BatchResult:
         tokens_cached: Of their input tokens, those read from the provider's prompt cache.
         cost: What they cost in USD, at the prices paid (None: no call had a price).
         over_budget: The budget stopped the batch (`BatchOverBudget`).
+        llm: With `--llm-batch`: what the provider batch jobs did, and the rows still waiting (`waiting_rows`:
+            run the same command again to collect them).
         formula_cells: Cells of the CSV output that a spreadsheet would run as formulas (`=HYPERLINK(...)` from
             a model): written as they are, with a warning, or escaped (`csv_formulas="escape"`).
         revision: The revision of the workflow file as it is now (`runtime.revisions`), which new rows run.
@@ -74,6 +77,7 @@ class BatchResult:
     revision: str | None = None
     earlier: dict[str, int] = field(default_factory=dict)
     moved: int = 0
+    llm: LLMBatchReport | None = None
 
     @property
     def success(self) -> bool:
@@ -116,6 +120,7 @@ class BatchResult:
             "revision": self.revision,
             "on_earlier_revisions": dict(self.earlier),
             "moved_to_revision": self.moved,
+            **({"llm_batch": dict(self.llm.__dict__)} if self.llm is not None else {}),
         }
 
     def count_revision(self, row: RowResult) -> None:

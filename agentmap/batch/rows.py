@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
 from agentmap.agents.journal import digest
+from agentmap.agents.llm_batch import MODE_KEY, WAIT_KIND
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
-from agentmap.errors import AgentMapError, ConfigError, ErrorCode
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError
 from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class RowResult:
         revision: The id of the revision of the workflow the row ran (`runtime.revisions`): a row continuing its
             thread runs the one it started on, unless moved (None: none recorded).
         moved: The row's thread was moved to the workflow file as it is now before it went on (`latest`).
+        waiting: With `--llm-batch`, the row waits for a provider batch job to answer its model call: it is not
+            recorded, and continues once the answer is in.
     """
 
     row: int
@@ -96,6 +99,7 @@ class RowResult:
     over_budget: bool = False
     revision: str | None = None
     moved: bool = False
+    waiting: bool = False
 
     def record(self) -> dict[str, Any]:
         """The row as a JSON-friendly record (what the `.partial` file holds)."""
@@ -223,6 +227,8 @@ class WorkflowRecipe:
         latest: A row continuing its thread is moved to the workflow file as it is now first (`--latest`), when
             that is safe (`Thread.move`; else the row fails saying why); without it, it goes on at the revision it
             started on.
+        llm_batch: `on` or `sync`: the rows' model calls go through provider batch jobs (`--llm-batch`, and
+            `--llm-batch-retry sync`); None: they are made as usual.
     """
 
     source: str
@@ -234,6 +240,7 @@ class WorkflowRecipe:
     no_cache: bool = False
     redo_failed: bool = False
     latest: bool = False
+    llm_batch: str | None = None
 
     def compile(self) -> CompiledWorkflow:
         """Compile the workflow: in the parent, in each worker process and in each Ray worker process, once."""
@@ -351,19 +358,23 @@ class RowRunner:
             config["configurable"] = {**config.get("configurable", {}), METER_KEY: self.meter}
         if self.recipe.no_cache:
             config["configurable"] = {**config.get("configurable", {}), "no_cache": True}
+        if self.recipe.llm_batch:
+            config["configurable"] = {**config.get("configurable", {}), MODE_KEY: self.recipe.llm_batch}
         return config
 
     def _finish(
         self, job: Job, result: RunResult, duration: float, app: CompiledWorkflow, moved: bool = False
     ) -> RowResult:
         error: str | None = None
+        if result.interrupts and all(_waits(i) for i in result.interrupts):
+            return RowResult(job[0], job[1], {}, False, None, (), duration, waiting=True)
         if result.interrupts:
             error = _paused(job[1], result.interrupts, self.recipe.checkpoint)
         elif not result.success:
             error = _one_line(result.errors[0]) if result.errors else "the success policy failed"
         outputs = {name: result.state.get(name) for name in self.outputs}
         success = result.success and not result.interrupts
-        usage = result.usage
+        usage = self._journaled_usage(job[1]) if self.recipe.llm_batch else result.usage
         return RowResult(
             job[0],
             job[1],
@@ -380,6 +391,28 @@ class RowRunner:
             moved=moved,
         )
 
+    def _journaled_usage(self, thread: str) -> dict[str, Any]:
+        """The tokens and cost of a row's model calls as its thread's call journal holds them, each call once:
+        with `--llm-batch` a row runs in rounds, each of which sees only its own calls."""
+        from agentmap.agents.journal import journal_entries
+
+        usage: dict[str, Any] = {}
+        for entry in journal_entries(self.app.graph.checkpointer, thread):
+            if entry.kind != "model" or entry.status != "finished":
+                continue
+            usage["input_tokens"] = usage.get("input_tokens", 0) + (entry.input_tokens or 0)
+            usage["output_tokens"] = usage.get("output_tokens", 0) + (entry.output_tokens or 0)
+            usage["cached_tokens"] = usage.get("cached_tokens", 0) + (entry.cached_tokens or 0)
+            if entry.cost is not None:
+                usage["cost"] = round(usage.get("cost", 0.0) + entry.cost, 8)
+        return usage
+
+
+def _waits(interrupt: Any) -> bool:
+    """Whether a run's pause is a model call waiting for a provider batch job (not a question for a person)."""
+    value = getattr(interrupt, "value", interrupt)
+    return isinstance(value, Mapping) and value.get("kind") == WAIT_KIND
+
 
 def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
     """The error of a row that paused for input: with checkpoints, its question and how to answer it."""
@@ -394,9 +427,12 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
 
 
 def _failed(job: Job, exc: Exception, duration: float) -> RowResult:
-    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`)."""
+    """The result of a row whose run raised (a row stopped by the batch's budget is `over_budget`); the node it
+    names (a `NodeError`'s: the node whose router raised) is its failed node."""
     over = getattr(exc, "code", None) == "budget-exceeded"
-    return RowResult(job[0], job[1], {}, False, _one_line(exc), (), duration, over_budget=over)
+    node = exc.node if isinstance(exc, NodeError) else None
+    failed = (node,) if node else ()
+    return RowResult(job[0], job[1], {}, False, _one_line(exc), failed, duration, over_budget=over)
 
 
 def _one_line(error: Any) -> str:

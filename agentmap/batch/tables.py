@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+from agentmap.spec.quoting import QUOTE_FIX, Record, Records, hidden_rows, open_quote, spanned_column
 
 __all__ = ["FORMATS", "ROW_GROUP", "Warn", "missing_extra", "read_rows", "table_format"]
 
@@ -52,7 +53,9 @@ Warn = Callable[[str], None]
 """Told of a row that the reader reads as it stands instead of refusing it (`--lenient`)."""
 
 
-def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None) -> Iterator[dict[str, Any]]:
+def read_rows(
+    path: Path, *, sheet: str | None = None, warn: Warn | None = None, note: Warn | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield the data rows of an input table, one dict per row, in order.
 
     Args:
@@ -60,6 +63,8 @@ def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None)
         sheet: The Excel sheet (default: the first).
         warn: Lenient reading: a row that does not fit the header (too few or too many cells, a quote left
             open) is passed to `warn` as a message and read as it stands. Without it, such a row is an error.
+        note: Told of a row read as it stands that may not be what the table meant, however it is read: a quoted
+            CSV cell whose lines each read as a row of the header's width (`rows-in-quoted-cell`).
 
     Raises:
         WorkflowFileError: The file does not exist (exit code 3).
@@ -79,7 +84,7 @@ def read_rows(path: Path, *, sheet: str | None = None, warn: Warn | None = None)
             hint="name a .csv, .jsonl, .parquet or .xlsx file of rows",
         )
     if kind == "csv":
-        return _read_csv(path, warn)
+        return _read_csv(path, warn, note)
     if kind == "jsonl":
         return _read_jsonl(path)
     if kind == "parquet":
@@ -97,33 +102,32 @@ def _problem(warn: Warn | None, message: str, hint: str) -> None:
     warn(f"{message} (--lenient: the row runs as it stands)")
 
 
-def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:
+def _read_csv(path: Path, warn: Warn | None, note: Warn | None) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8-sig", newline="") as handle:
         # Strict: a quote left open to the end of the file, or text after a closing quote, is an error (also when
         # lenient: no reading of such a file as rows is better than another).
-        reader = csv.reader(handle, strict=True)
-        start = 1
+        records = Records(handle, strict=True)
+        rows = iter(records)
         try:
-            header = next(reader, None)
+            header = next(rows, None)
             if header is None:
                 return
-            names = [h.strip() for h in header]
+            names = [h.strip() for h in header.cells]
             _check_header(path, names)
-            while True:
-                start = reader.line_num + 1
-                cells = next(reader, None)
-                if cells is None:
-                    return
-                if not any(c.strip() for c in cells):
+            for record in rows:
+                if not any(c.strip() for c in record.cells):
                     continue
-                _check_cells(path, start, cells, len(names), warn)
+                _check_cells(path, record, len(names), warn, note)
+                cells = record.cells
                 yield {name: cells[i] if i < len(cells) else "" for i, name in enumerate(names)}
         except csv.Error as exc:
-            what = "a quote opened in this row is never closed" if "end of data" in str(exc) else exc
+            unfinished = records.unfinished()
+            opened = open_quote(unfinished) if "end of data" in str(exc) else None
+            what = f"the quote opened in column {opened[1] + 1} on line {opened[0]} is never closed" if opened else exc
             raise ConfigError(
-                f"{path}:{start}: not valid CSV in the row starting on this line: {what}",
+                f"{path}:{unfinished.line}: not valid CSV in the row starting on this line: {what}",
                 code=ErrorCode.BAD_INPUT,
-                hint='close every quote you open; a quote inside a cell is doubled in a quoted cell: "say ""hi"""',
+                hint=QUOTE_FIX,
             ) from None
         except UnicodeDecodeError:
             raise ConfigError(
@@ -131,14 +135,21 @@ def _read_csv(path: Path, warn: Warn | None) -> Iterator[dict[str, Any]]:
             ) from None
 
 
-def _check_cells(path: Path, line: int, cells: list[str], width: int, warn: Warn | None) -> None:
-    """A row of the header's width, with no quote that ran on over whole rows."""
-    swallowed = _swallowed(cells, width)
-    if swallowed is not None:
-        column, offset = swallowed
+def _check_cells(path: Path, record: Record, width: int, warn: Warn | None, note: Warn | None) -> None:
+    """A row of the header's width, with no quote that ran on over whole rows (`agentmap.spec.quoting`).
+
+    Lines of a quoted cell that read as rows of the header's width are taken for rows a quote left open swallowed
+    when the cell is the row's last (the swallowed text then ends the row, so the row still has the header's width)
+    or when the row does not have the header's width anyway: refused (or warned of, leniently). Otherwise, when
+    every line after the row's first reads so, the row is read as it stands and `note` is told.
+    """
+    cells, line = record.cells, record.line
+    rows = hidden_rows(record, width)
+    column = spanned_column(record)
+    if rows and column is not None and (column == len(cells) - 1 or len(cells) != width):
         _problem(
             warn,
-            f"{path}:{line}: the quote opened in column {column} of this row is still open on line {line + offset}, "
+            f"{path}:{line}: the quote opened in column {column + 1} of this row is still open on line {rows[0]}, "
             "which reads as a row of its own: the lines in between would be one cell",
             f"close the quote on line {line}; a cell meant to span lines must not hold lines that look like rows, "
             + _LENIENT,
@@ -156,26 +167,13 @@ def _check_cells(path: Path, line: int, cells: list[str], width: int, warn: Warn
             f"{width}",
             f"add the missing cells (an empty cell is nothing between two commas), {_LENIENT} (missing cells empty)",
         )
-
-
-def _swallowed(cells: list[str], width: int) -> tuple[int, int] | None:
-    """Where a quote left open ran on over a whole row: the cell's column and the line offset of that row.
-
-    A quoted cell may span lines. One of its later lines that reads as a row of the header's width is taken
-    for a row the quote swallowed when the cell is the row's last (the swallowed text then ends the row, so the
-    row still has the header's width) or when the row does not have the header's width anyway. A table of one
-    column has no such sign.
-    """
-    if width < 2:
-        return None
-    for column, cell in enumerate(cells, start=1):
-        if column != len(cells) and len(cells) == width:
-            continue
-        lines = cell.splitlines()
-        for offset, text in enumerate(lines[1:], start=1):
-            if len(next(csv.reader([text]), [])) == width:
-                return column, offset
-    return None
+    elif rows and len(rows) == len(record.lines) - 1 and note is not None:
+        lines = f"line {rows[0]}" if len(rows) == 1 else f"lines {rows[0]} to {rows[-1]}"
+        note(
+            f"{path}:{line}: the quoted cell in column {(column or 0) + 1} of this row runs on over {lines}, each of "
+            f"which reads as a row of {width} cells: they are read as part of that cell, not as rows "
+            f"(rows-in-quoted-cell); if they are rows, close the quote where the cell ends on line {line}"
+        )
 
 
 def _check_header(path: Path, names: Sequence[str]) -> None:

@@ -30,10 +30,11 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
 
         sys.stdout.write(f"agentmap {__version__}\n")
         return 0
-    from agentmap.cli._process import collector_off, loggers_kept
+    from agentmap.cli._process import collector_off
 
-    # `run` turns the collector back on (after `gc.freeze()`) before the graph runs; both are put back after.
-    with collector_off(exiting=exiting), loggers_kept():
+    # `run` turns the collector back on (after `gc.freeze()`) before the graph runs; it is put back after (and
+    # run_cli puts AgentMap's loggers back)
+    with collector_off(exiting=exiting):
         from agentmap.cli.app import run_cli
 
         return run_cli(args)

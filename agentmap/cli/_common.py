@@ -14,7 +14,7 @@ import typer
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
-    from agentmap._cli_api import Problem, Settings
+    from agentmap._cli_api import MissingInputs, Problem, Settings
 
 __all__ = [
     "AllowHostOption",
@@ -24,8 +24,11 @@ __all__ = [
     "DebugOption",
     "HostOption",
     "JsonOption",
+    "MissingInputsOption",
     "PortOption",
+    "RecursionLimitOption",
     "StreamOption",
+    "StrictOption",
     "WorkflowArgument",
     "api_key_from",
     "cannot_write",
@@ -34,6 +37,7 @@ __all__ = [
     "json_object",
     "json_value",
     "load",
+    "missing_inputs_mode",
     "split_target",
     "value_error",
 ]
@@ -84,6 +88,51 @@ NoCacheOption = Annotated[
     typer.Option(
         "--no-cache",
         help="Call the model for every request, even where an LLM node's cache holds the reply (csv_specs/llm.md).",
+    ),
+]
+
+
+MissingInputsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--missing-inputs",
+        metavar="[error|warn|ignore]",
+        help="When the initial state lacks an input no node writes (and no node reading it has a Context "
+        "default): error (refuse to run, exit 2; the default), warn (say so on stderr and run, the node reading "
+        "None) or ignore.",
+        show_default=False,
+    ),
+]
+StrictOption = Annotated[
+    bool, typer.Option("--strict", help="The same as --missing-inputs error (the default).", hidden=True)
+]
+_INPUT_MODES: tuple[MissingInputs, ...] = ("error", "warn", "ignore")
+
+
+def missing_inputs_mode(value: str | None, strict: bool = False) -> MissingInputs:
+    """`--missing-inputs`'s mode: `error` when not given (or `--strict`, the older spelling); another value than
+    error, warn or ignore is a usage error."""
+    if strict or value is None:
+        return "error"
+    for mode in _INPUT_MODES:
+        if value.lower() == mode:
+            return mode
+    raise ConfigError(
+        f"--missing-inputs must be error, warn or ignore, not {value!r}",
+        code=ErrorCode.USAGE,
+        hint="--missing-inputs warn runs with a warning when the initial state lacks an input",
+    )
+
+
+RecursionLimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--recursion-limit",
+        min=1,
+        metavar="STEPS",
+        help="Stop a run after this many steps (LangGraph's recursion_limit), a bound on loops. Default: ten per "
+        "node of the graph, at least 50.",
+        show_default=False,
     ),
 ]
 HostOption = Annotated[str, typer.Option("--host", help="Address to listen on.")]
@@ -154,10 +203,15 @@ class _TraceFilter(logging.Filter):
 
 
 def configure_logging(level: str) -> None:
-    """Send the `agentmap` loggers to stderr at `level` (a name from the settings); trace lines only at TRACE."""
+    """Send the `agentmap` loggers to stderr at `level` (a name from the settings); trace lines only at TRACE.
+
+    They go there only: not also up to the root logger, where a library's `logging.basicConfig()` would print each
+    line a second time (the MCP SDK calls `logging.debug` when a client's stream closes, which installs one).
+    """
     logger = logging.getLogger("agentmap")
     number = _LEVELS.get(level.upper(), logging.WARNING)
     logger.setLevel(number)
+    logger.propagate = False
     handler = next((h for h in logger.handlers if isinstance(h, _StderrHandler)), None)
     if handler is None:
         handler = _StderrHandler()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.cli import _durable, _resume
 from agentmap.cli._process import collect_from_here, signal_handlers
+from agentmap.cli.render import shown_path
 from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def execute(
         status = "paused" if result.interrupts else "done" if result.success else "failed"
         document: dict[str, Any] = {
             "graph": app.name,
-            "file": app.spec.file,
+            "file": app.spec.file and shown_path(app.spec.file),
             "status": status,
             "exit_code": code,
             **result.to_dict(),
@@ -218,7 +219,7 @@ def _verdict(result: RunResult, policy: str) -> str:
 def _title(app: CompiledWorkflow) -> str:
     from rich.markup import escape
 
-    return f"{escape(app.name)} ({escape(str(app.spec.file))})"
+    return f"{escape(app.name)} ({escape(shown_path(str(app.spec.file)))})"
 
 
 def _print_human(
@@ -268,7 +269,7 @@ def _report_interrupt(
         dump_json(
             {
                 "graph": app.name,
-                "file": app.spec.file,
+                "file": app.spec.file and shown_path(app.spec.file),
                 "status": "interrupted",
                 "success": False,
                 "interrupted": True,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANSWER_EXAMPLE",
+    "answer_for",
     "check_persistence",
     "example_answer",
     "print_pause",
+    "print_question",
     "questions",
 ]
 
@@ -44,19 +49,35 @@ def check_persistence(thread: str | None, resume: str | None, state: str | None,
 
 def example_answer(result: RunResult) -> str:
     """The answer a paused run's hint shows: as a person would type it for one question, JSON for several."""
+    return answer_for(result.interrupts)
+
+
+def answer_for(interrupts: Sequence[Any]) -> str:
+    """The answer to show after `agentmap resume ID` for these waiting interrupts (LangGraph's `Interrupt`s):
+    as a person would type it for one question, a JSON object by interrupt id for several."""
     from agentmap._cli_api import example_answer as example_for
 
-    asked = questions(result)
-    if len(asked) == 1:
-        return example_for(asked[0])
-    import json
-    import shlex
+    if len(interrupts) == 1:
+        return example_for(getattr(interrupts[0], "value", interrupts[0]))
 
-    return shlex.quote(json.dumps({getattr(i, "id", "?"): "your answer" for i in result.interrupts}))
+    return shlex.quote(json.dumps({getattr(i, "id", "?"): "your answer" for i in interrupts}))
 
 
 def questions(result: RunResult) -> list[Any]:
     return [getattr(i, "value", i) for i in result.interrupts]
+
+
+def print_question(out: Any, value: Any) -> None:
+    """A paused node's question on the terminal: `? node: question`, then a choice's options, numbered (an answer
+    may be the option or its number)."""
+    from rich.markup import escape
+
+    question = value.get("question", value) if isinstance(value, dict) else value
+    node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
+    out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
+    options = value.get("options") if isinstance(value, dict) else None
+    for number, option in enumerate(options if isinstance(options, list) else (), start=1):
+        out.print(f"    {number}. {escape(str(option))}", highlight=False)
 
 
 def print_pause(result: RunResult, thread: str | None, resume_with: str) -> None:
@@ -66,9 +87,7 @@ def print_pause(result: RunResult, thread: str | None, resume_with: str) -> None
 
     out = console()
     for value in questions(result):
-        question = value.get("question", value) if isinstance(value, dict) else value
-        node = f"{value['node']}: " if isinstance(value, dict) and "node" in value else ""
-        out.print(f"[bold yellow]?[/] {escape(node)}{escape(str(question))}")
+        print_question(out, value)
     if result.interrupts:
         out.print("Resume with your answer:")
         out.print(f"  {escape(resume_with)}", soft_wrap=True)

@@ -1,7 +1,7 @@
-"""Before a run: warn (or, with `--strict`, refuse) when the initial state lacks inputs no node writes.
+"""Before a run: refuse (or, with `--missing-inputs warn`, warn) when the initial state lacks inputs no node writes.
 
-The check is the runtime's (`CompiledWorkflow.check_state`), the one `agentmap serve` and `batch` make too; this
-module says it on stderr.
+The check is the runtime's (`CompiledWorkflow.check_state`), the one every run, `agentmap serve` and `batch` make
+too; this module says it in the command's words, with a `--state` example, before the run starts.
 """
 
 from __future__ import annotations
@@ -18,18 +18,22 @@ __all__ = ["check_initial_state"]
 _EXAMPLE = "--state '{}'"
 
 
-def check_initial_state(app: CompiledWorkflow, state: Mapping[str, Any], *, strict: bool) -> None:
-    """Warn on stderr (or raise, when `strict`) when `state` lacks inputs that no node of `app` writes.
+def check_initial_state(
+    app: CompiledWorkflow, state: Mapping[str, Any], *, mode: str, thread: str | None = None
+) -> None:
+    """Raise (`mode` error) or warn on stderr (`mode` warn) when `state` lacks inputs no node of `app` writes.
+
+    On `thread`, the values it saved count as given.
 
     Raises:
-        ConfigError: With code `missing-state` (exit 2), when `strict` and a key is missing.
+        ConfigError: With code `missing-state` (exit 2), when `mode` is error and a key is missing.
     """
-    found = app.check_state(state)
+    if mode == "ignore":
+        return
+    found = app.check_state(state, thread_id=thread)
     if found is None:
         return
-    if strict:
-        raise found.error(example=_EXAMPLE)
-    sys.stderr.write(
-        f"warning: {found.message}\n    fix: {found.hint(example=_EXAMPLE)} (--strict makes this an error)\n"
-    )
+    if mode == "error":
+        raise found.error(example=_EXAMPLE, otherwise="--missing-inputs warn runs anyway, the node reading None")
+    sys.stderr.write(f"warning: {found.message}\n    fix: {found.hint(example=_EXAMPLE)}\n")
     sys.stderr.flush()

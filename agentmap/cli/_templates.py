@@ -19,7 +19,7 @@ logging:
 
 _WORKFLOW = """\
 GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge,Description
-Starter,Greet,greeter,"Hello, {name}!","{""default_name"": ""world""}",name,greeting,func:choose_next,Greets someone
+Starter,Greet,greeter,"Hello, {name}!","{""default"": ""world""}",name,greeting,func:choose_next,Greets someone
 Starter,Welcome,template,{greeting} Welcome back.,,greeting,message,,Runs when the state has a name
 Starter,Invite,template,{greeting} Put a name in the state next time.,,greeting,message,,Runs when it has none
 """
@@ -40,11 +40,12 @@ import agentmap
 
 @agentmap.agent("greeter")
 class GreeterAgent(agentmap.BaseAgent):
-    """Formats the Prompt with the `name` input, falling back to Context `default_name`."""
+    """Formats the Prompt with the `name` input, falling back to Context `default` (with which a run needs no
+    `name` in its initial state)."""
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Return the greeting (raising an exception here would fail the node)."""
-        name = inputs.get("name") or self.context.get("default_name", "world")
+        name = inputs.get("name") or self.context.get("default", "world")
         return self.prompt.replace("{name}", str(name))
 '''
 

@@ -155,10 +155,12 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 
 def run_cli(args: Sequence[str]) -> int:
-    """Run the typer app on `args`; render errors; return the exit code."""
+    """Run the typer app on `args`; render errors; return the exit code. AgentMap's loggers are as they were
+    afterwards (a command gives them its handler, level and propagation)."""
+    from agentmap.cli._process import loggers_kept
     from agentmap.cli.render import command_scope
 
-    with command_scope():
+    with command_scope(), loggers_kept():
         return _run_command(args)
 
 

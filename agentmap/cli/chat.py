@@ -11,6 +11,7 @@ with `--json` the agent's whole output (`content`, `response_time_secs`, `traces
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -136,8 +137,6 @@ def run_interruptible(
     starts with it off). `on_sigint` is the SIGINT handler meanwhile; a KeyboardInterrupt it raises that
     the coroutine does not catch is the interrupt.
     """
-    import asyncio
-
     collect_from_here()
     loop = asyncio.new_event_loop()
     try:

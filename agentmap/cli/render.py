@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "print_error",
     "print_issues",
     "set_json_output",
+    "shown_path",
     "summary_table",
     "use_color",
 ]
@@ -75,10 +77,30 @@ def _style(text: str, code: str, stream: IO[str]) -> str:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A rich console on stdout (or stderr); rich itself honours `NO_COLOR` and non-terminals."""
+    """A rich console on stdout (or stderr); rich itself honours `NO_COLOR` and non-terminals.
+
+    A pipe or a file has no width: there, tables take the width their cells need and lines are not wrapped (rich
+    would otherwise fit everything to 80 columns, cutting cells short with `…`).
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    out = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not out.is_terminal:
+        out.width = _UNBOUNDED
+    return out
+
+
+_UNBOUNDED = 100_000
+"""The width of a console that is not a terminal: wider than any line AgentMap prints."""
+
+
+def shown_path(path: str) -> str:
+    """A workflow's path as the commands show it: relative to the working folder when it lies under it (so `run`
+    and `resume`, whose thread remembers the absolute path, show the same), else as it is."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 def dump_json(document: Any, stream: IO[str] | None = None) -> None:

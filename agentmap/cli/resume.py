@@ -16,7 +16,16 @@ from typing import Annotated
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import BudgetOption, ConfigOption, DebugOption, JsonOption, NoCacheOption, StreamOption, load
+from agentmap.cli._common import (
+    BudgetOption,
+    ConfigOption,
+    DebugOption,
+    JsonOption,
+    NoCacheOption,
+    RecursionLimitOption,
+    StreamOption,
+    load,
+)
 from agentmap.cli.render import set_json_output
 
 __all__ = ["register", "resume_thread"]
@@ -39,6 +48,7 @@ def resume_thread(
     stream: bool | None = None,
     budget: float | None = None,
     no_cache: bool = False,
+    recursion_limit: int | None = None,
 ) -> int:
     """The `resume` command: returns the exit code, as `agentmap run` does."""
     json_mode = json_output or not sys.stdout.isatty()
@@ -66,10 +76,13 @@ def resume_thread(
     if (latest or migration is not None) and value is None and found.questions():
         _durable.print_moved(found, checkpoint, json_mode)  # moved, and asking again: the answer comes next
         return 0
+    run_config = dict(found.config())
+    if recursion_limit is not None:
+        run_config["recursion_limit"] = recursion_limit
     return execute(
         found.app,
         found.run_input(value),
-        dict(found.config()),
+        run_config,
         json_mode=json_mode,
         policy=settings.execution.success_policy,
         checkpoint=checkpoint,
@@ -141,6 +154,7 @@ def register(app: typer.Typer) -> None:
         debug: DebugOption = False,
         budget: BudgetOption = None,
         no_cache: NoCacheOption = False,
+        recursion_limit: RecursionLimitOption = None,
     ) -> None:
         """Continue a saved run: after a crash or a stop, or with the answer a paused node waits for."""
         raise typer.Exit(
@@ -160,5 +174,6 @@ def register(app: typer.Typer) -> None:
                 stream=stream,
                 budget=budget,
                 no_cache=no_cache,
+                recursion_limit=recursion_limit,
             )
         )

@@ -16,8 +16,9 @@ and Ctrl-C stop it (exit 143 / 130), print the same command, and keep every comp
 # No `from __future__ import annotations`: typer reads the options' annotations at every start, and each one
 # written as a string costs it a compile (about 4 ms of CPU of every `agentmap run`).
 import sys
+import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,11 +29,15 @@ from agentmap.cli._common import (
     ConfigOption,
     DebugOption,
     JsonOption,
+    MissingInputsOption,
     NoCacheOption,
+    RecursionLimitOption,
     StreamOption,
+    StrictOption,
     WorkflowArgument,
     json_object,
     load,
+    missing_inputs_mode,
     split_target,
     value_error,
 )
@@ -40,6 +45,9 @@ from agentmap.cli._execute import execute
 from agentmap.cli._observe import TraceContentOption, TraceOption, check_picture, tracing_for
 from agentmap.cli.render import set_json_output
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+
+if TYPE_CHECKING:
+    from agentmap._cli_api import MissingInputs
 
 __all__ = ["read_state", "register", "run_workflow"]
 
@@ -105,7 +113,7 @@ def run_workflow(
     restart: bool = False,
     durability: str | None = None,
     allow_roots: list[Path] | None = None,
-    strict: bool = False,
+    missing_inputs: "MissingInputs" = "error",
     full: bool = False,
     fuse: bool = False,
     trace: str | None = None,
@@ -139,6 +147,7 @@ def run_workflow(
         state_keys=keys,
         fuse=fuse,
         store=item_store(checkpoint, lazy=True),  # opened only if a node uses it (store_reader, ...)
+        missing_inputs="ignore",  # checked below, in the command's words (check_initial_state)
     )
     if draw is not None:
         _check_draw(draw)
@@ -154,7 +163,7 @@ def run_workflow(
     if resume is None:
         from agentmap.cli._state_check import check_initial_state
 
-        check_initial_state(app, initial, strict=strict)
+        check_initial_state(app, initial, mode=missing_inputs, thread=None if restart else thread)
     run_input: Any = initial
     if thread is not None:
         found = app.thread(thread)
@@ -196,8 +205,6 @@ def _open_thread(
 
     saver = checkpointer(checkpoint)
     if thread is None:
-        import uuid
-
         thread = uuid.uuid4().hex[:12]
     return saver, thread, {"configurable": {"thread_id": thread}}
 
@@ -265,12 +272,8 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         debug: DebugOption = False,
         allow_root: AllowRootOption = None,
-        strict: Annotated[
-            bool,
-            typer.Option(
-                "--strict", help="Refuse to run (exit 2) when the initial state lacks an input no node writes."
-            ),
-        ] = False,
+        missing_inputs: MissingInputsOption = None,
+        strict: StrictOption = False,
         full: Annotated[
             bool, typer.Option("--full", help="Show the whole final state (long values are cut by default).")
         ] = False,
@@ -280,16 +283,7 @@ def register(app: typer.Typer) -> None:
                 "--fuse", help="Run each straight chain of nodes as one LangGraph step (same results, faster)."
             ),
         ] = False,
-        recursion_limit: Annotated[
-            int | None,
-            typer.Option(
-                "--recursion-limit",
-                min=1,
-                metavar="STEPS",
-                help="Stop a run after this many steps (LangGraph's recursion_limit; default 25): a loop's bound.",
-                show_default=False,
-            ),
-        ] = None,
+        recursion_limit: RecursionLimitOption = None,
         budget: BudgetOption = None,
         no_cache: NoCacheOption = False,
     ) -> None:
@@ -307,7 +301,7 @@ def register(app: typer.Typer) -> None:
             restart=restart,
             durability=durability,
             allow_roots=allow_root,
-            strict=strict,
+            missing_inputs=missing_inputs_mode(missing_inputs, strict),
             full=full,
             fuse=fuse,
             trace=trace,

@@ -7,9 +7,12 @@ on the command line would show in the process list).
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,12 +23,17 @@ from agentmap.cli._common import (
     DebugOption,
     HostOption,
     PortOption,
+    StrictOption,
     api_key_from,
     load,
+    missing_inputs_mode,
 )
 from agentmap.cli._durable import durability_mode
 from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.errors import ConfigError, ErrorCode
+
+if TYPE_CHECKING:
+    from agentmap._cli_api import MissingInputs
 
 __all__ = ["register", "serve_command"]
 
@@ -36,7 +44,7 @@ def serve_command(
     host: str = "127.0.0.1",
     port: int = 8123,
     api_key_env: str | None = None,
-    checkpoint: str = ".agentmap/runs.db",
+    checkpoint: str | None = None,
     cors_origins: list[str] | None = None,
     allowed_hosts: list[str] | None = None,
     max_body: int = 1_048_576,
@@ -50,11 +58,15 @@ def serve_command(
     debug: bool = False,
     trace: str | None = None,
     trace_content: bool = False,
-    strict: bool = False,
+    missing_inputs: MissingInputs = "error",
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
     webhook_timeout: str = "10s",
     reload: bool = False,
+    auth: str | None = None,
+    quota: str | None = None,
+    audit: str | None = None,
+    audit_content: bool = False,
 ) -> None:
     """Check the options, compile every workflow, and serve until Ctrl-C.
 
@@ -81,11 +93,11 @@ def serve_command(
     webhook_secret = _webhook_secret(webhook_secret_env or settings.serve.webhook_secret_env)
     webhook_hosts = [*(webhook_hosts or ()), *settings.serve.webhook_hosts]
     allowed_hosts = [*(allowed_hosts or ()), *settings.serve.allowed_hosts]
-    import logging
 
     from agentmap._cli_api import ServeConfig, require_key, serve
 
-    require_key(host, api_key)  # before anything starts
+    users = _users(settings, auth, quota, audit, audit_content)
+    require_key(host, api_key, auth=users["auth"] is not None)  # before anything starts
     if not debug:  # one access line per request, with its request id
         logging.getLogger("agentmap.server").setLevel(logging.INFO)
 
@@ -94,7 +106,6 @@ def serve_command(
     options = CompileOptions.from_settings(settings).but(tracing=tracing)
     serve_config = ServeConfig(
         targets=tuple(targets),
-        checkpoint=checkpoint,
         api_key=api_key,
         cors_origins=tuple(cors_origins or ()),
         allowed_hosts=tuple(allowed_hosts),
@@ -106,12 +117,15 @@ def serve_command(
         lease=seconds(lease, "--lease"),
         grace=seconds(grace, "--grace"),
         compile_options=options,
-        strict=strict,
+        missing_inputs=missing_inputs,
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
         reload=1.0 if reload else None,
+        **users,
     )
+    if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
+        serve_config = replace(serve_config, checkpoint=checkpoint)
     try:
         serve(serve_config, host=host, port=port, log_level="debug" if debug else "info")
     finally:
@@ -119,6 +133,22 @@ def serve_command(
             from agentmap._cli_api import flush_traces
 
             flush_traces()
+
+
+def _users(
+    settings: Any, auth: str | None, quota: str | None, audit: str | None, audit_content: bool
+) -> dict[str, Any]:
+    """The server's users: its auth handlers, the quota of each identity and the audit log (`ServeConfig`'s fields),
+    from the options, else the settings' `serve` section (its paths resolved against the config file's folder)."""
+    from agentmap._cli_api import quota as read_quota
+
+    quota_text = quota or settings.serve.quota
+    return {
+        "auth": auth or settings.serve.auth,
+        "quota": read_quota(quota_text) if quota_text else None,
+        "audit": audit or settings.serve.audit,
+        "audit_content": audit_content or settings.serve.audit_content,
+    }
 
 
 def _webhook_secret(env: str | None) -> str | None:
@@ -129,7 +159,6 @@ def _webhook_secret(env: str | None) -> str | None:
     """
     if env is None:
         return None
-    import os
 
     secret = os.environ.get(env, "").strip()
     if not secret:
@@ -196,14 +225,16 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8123,
         api_key_env: ApiKeyEnvOption = None,
         checkpoint: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--checkpoint",
                 metavar="FILE|URL|memory",
                 help="Where threads, runs and the run queue are kept: a SQLite file, a postgresql:// URL "
-                "(shared by every replica), or `memory`.",
+                "(shared by every replica), or `memory` (default: .agentmap/runs.db, or runs.db in "
+                "$AGENTMAP_STATE_DIR).",
+                show_default=False,
             ),
-        ] = ".agentmap/runs.db",
+        ] = None,
         cors_origin: Annotated[
             list[str] | None,
             typer.Option(
@@ -260,14 +291,18 @@ def register(app: typer.Typer) -> None:
                 help="On SIGTERM, how long runs may finish before the rest are handed to the other replicas.",
             ),
         ] = "30s",
-        strict: Annotated[
-            bool,
+        missing_inputs: Annotated[
+            str | None,
             typer.Option(
-                "--strict",
-                help="Refuse a run (422) whose input lacks a key some node reads and no node writes, instead of "
-                "running it with a warning.",
+                "--missing-inputs",
+                metavar="[error|warn|ignore]",
+                help="A run whose input (with its thread's values) lacks a key some node reads and no node writes: "
+                "error (refuse it, 422 missing-state; the default), warn (run it, a warning in its metadata and the "
+                "log) or ignore.",
+                show_default=False,
             ),
-        ] = False,
+        ] = None,
+        strict: StrictOption = False,
         webhook_host: Annotated[
             list[str] | None,
             typer.Option(
@@ -303,6 +338,40 @@ def register(app: typer.Typer) -> None:
                 "assistants, which new threads take; threads of earlier versions finish on theirs.",
             ),
         ] = False,
+        auth: Annotated[
+            str | None,
+            typer.Option(
+                "--auth",
+                metavar="FILE.py:NAME",
+                help="A langgraph_sdk.Auth object whose handlers say who calls and what each user may do "
+                "(auth.py:my_auth, module:name, or a langgraph.json naming one in auth.path).",
+                show_default=False,
+            ),
+        ] = None,
+        quota: Annotated[
+            str | None,
+            typer.Option(
+                "--quota",
+                metavar="runs=N/PERIOD,concurrent=N",
+                help="What each identity may run: runs started per period (s, min, h, day) and runs at once; over "
+                "it, 429 with Retry-After.",
+                show_default=False,
+            ),
+        ] = None,
+        audit: Annotated[
+            str | None,
+            typer.Option(
+                "--audit",
+                metavar="FILE|table",
+                help="Keep an audit log (who created, read, answered, cancelled or deleted what, when, from where): "
+                "a JSON-lines file, or `table` (agentmap_audit in the run store's database).",
+                show_default=False,
+            ),
+        ] = None,
+        audit_content: Annotated[
+            bool,
+            typer.Option("--audit-content", help="Let audit entries carry the inputs (a run's input, a stored value)."),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         config: ConfigOption = None,
@@ -328,9 +397,13 @@ def register(app: typer.Typer) -> None:
             debug=debug,
             trace=trace,
             trace_content=trace_content,
-            strict=strict,
+            missing_inputs=missing_inputs_mode(missing_inputs, strict),
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
             webhook_timeout=webhook_timeout,
             reload=reload,
+            auth=auth,
+            quota=quota,
+            audit=audit,
+            audit_content=audit_content,
         )

@@ -7,6 +7,7 @@ needs an API key, read from the environment variable `--api-key-env` names, as f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -38,6 +39,7 @@ def studio_command(
     max_body: int = 5_242_880,
     config: Path | None = None,
     debug: bool = False,
+    auth: str | None = None,
 ) -> None:
     """Check the options, then serve the studio until Ctrl-C, printing its address once it listens.
 
@@ -73,6 +75,7 @@ def studio_command(
         graph=graph or None,
         allowed_hosts=tuple(allowed_hosts or ()),
         max_body=max_body,
+        auth=auth or settings.serve.auth,
         **({"token": token} if token else {}),  # else a new one for this start
     )
 
@@ -90,7 +93,6 @@ def _token(env: str | None) -> str | None:
     """
     if env is None:
         return None
-    import os
 
     token = os.environ.get(env, "").strip()
     if not token:
@@ -134,6 +136,16 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[
             int, typer.Option("--max-body", help="Largest request body accepted, in bytes (5 MiB).")
         ] = 5_242_880,
+        auth: Annotated[
+            str | None,
+            typer.Option(
+                "--auth",
+                metavar="FILE.py:NAME",
+                help="The auth handlers runs from the page go through, as `agentmap serve --auth` (the page sends "
+                "the Authorization value entered in it).",
+                show_default=False,
+            ),
+        ] = None,
         config: ConfigOption = None,
         debug: DebugOption = False,
     ) -> None:
@@ -148,4 +160,5 @@ def register(app: typer.Typer) -> None:
             max_body=max_body,
             config=config,
             debug=debug,
+            auth=auth,
         )

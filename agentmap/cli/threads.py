@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentmap.cli import _durable
+from agentmap.cli import _durable, _resume
 from agentmap.cli._common import ConfigOption, JsonOption
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import set_json_output, shown_path
 
 if TYPE_CHECKING:
     from agentmap import CompileOptions
@@ -27,7 +27,7 @@ def _options(config: Path | None) -> CompileOptions:
 
 def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
     from agentmap import ThreadInfo, threads
-    from agentmap._cli_api import checkpoint_exists
+    from agentmap._cli_api import checkpoint_exists, checkpoint_target
 
     found: list[ThreadInfo] = threads(checkpoint, options=_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
@@ -39,12 +39,14 @@ def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
 
     from agentmap.cli.render import console
 
-    table = Table(title=f"threads in {checkpoint or '.agentmap/runs.db'}", title_justify="left")
+    table = Table(title=f"threads in {checkpoint_target(checkpoint, create=False)}", title_justify="left")
     for column in ("thread", "workflow::graph", "status", "step", "revision", "updated"):
         table.add_column(column, no_wrap=column in ("thread", "status"))
     for t in found:
         updated = t.updated[:19].replace("T", " ")
-        table.add_row(t.thread_id, _short(t.target), t.status, str(t.step), _revision(t.revision, t.behind), updated)
+        table.add_row(
+            t.thread_id, shown_path(t.target), t.status, str(t.step), _revision(t.revision, t.behind), updated
+        )
     console().print(table if found else "no threads saved yet (agentmap run FILE --thread ID saves one)")
 
 
@@ -53,16 +55,6 @@ def _revision(revision: str | None, behind: bool | None) -> str:
     if revision is None:
         return "-"
     return revision[:8] + (" behind" if behind else "")
-
-
-def _short(target: str) -> str:
-    """A workflow path relative to the working folder when it lies under it."""
-    from pathlib import Path
-
-    try:
-        return str(Path(target).relative_to(Path.cwd()))
-    except ValueError:
-        return target
 
 
 def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | None, calls: bool = False) -> None:
@@ -87,6 +79,9 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         for s in reversed(snapshots)
     ]
     hint = _durable.resume_hint(thread, checkpoint)
+    waiting = list(snapshots[0].interrupts) if snapshots and info.questions else []
+    if waiting:  # the answer the node waits for, as `agentmap run` shows it (without one, resume refuses)
+        hint = f"{hint} {_resume.answer_for(waiting)}"
     resumable = info.status in ("paused", "interrupted", "failed") and bool(info.next or info.questions)
     if json_mode:
         from agentmap.cli.render import dump_json
@@ -98,15 +93,16 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
     from agentmap.cli.render import console
 
     out = console()
-    out.print(f"[bold]{escape(thread)}[/]: {escape(_short(info.target))}, [bold]{info.status}[/] at step {info.step}")
+    out.print(
+        f"[bold]{escape(thread)}[/]: {escape(shown_path(info.target))}, [bold]{info.status}[/] at step {info.step}"
+    )
     if info.revision:
         behind = " (the file has changed since: `agentmap diff --thread ID` says what that does)" if info.behind else ""
         out.print(f"revision: {info.revision[:12]}{escape(behind.replace('ID', thread))}")
     if info.next:
         out.print(f"next: {escape(', '.join(info.next))}")
     for question in info.questions:
-        text = question.get("question", question) if isinstance(question, dict) else question
-        out.print(f"[bold yellow]?[/] {escape(str(text))}")
+        _resume.print_question(out, question)
     if info.error:
         out.print(f"[red]error[/]: {escape(info.error)}")
     for entry in history:
@@ -161,6 +157,7 @@ def register(app: typer.Typer) -> None:
         help="The saved runs (threads) of a checkpoint: `agentmap threads`, `agentmap threads show ID`.",
         invoke_without_command=True,
         no_args_is_help=False,
+        subcommand_metavar="[show THREAD]",  # not `COMMAND [ARGS]...`: without one, the threads are listed
     )
 
     @group.callback()

@@ -32,6 +32,7 @@ from agentmap.interface.agent_calls import SYNC_TWIN
 from agentmap.interface.agent_config import resolve_agent_config
 from agentmap.interface.history import parse_chat_history
 from agentmap.interface.tracing import ToolTraceCollector, unique_tool_names
+from agentmap.runtime.api import compile, load_graph
 from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -106,6 +107,11 @@ def agent_for(
             state[keys.memory] = memory
         if keys.config is not None and resolved is not None:
             state[keys.config] = resolved.model_dump(mode="json")
+        # a run_agent call carries nothing else: the workflow's other inputs read None (the contract has no room
+        # for them), as they did before runs refused a state without them
+        unasked = app.check_state(state)
+        if unasked is not None:
+            state.update(dict.fromkeys(unasked.keys))
         return state
 
     def output(result: RunResult, collector: ToolTraceCollector, started: float) -> dict[str, Any]:
@@ -297,13 +303,11 @@ class _Keys:
 
 
 def _load_spec(workflow: str | os.PathLike[str], options: CompileOptions) -> GraphSpec:
-    from agentmap.runtime.api import load_graph
 
     return load_graph(str(workflow), **options.reading())
 
 
 def _compile(workflow: str | os.PathLike[str], keys: _Keys, options: CompileOptions) -> CompiledWorkflow:
-    from agentmap.runtime.api import compile
 
     return compile(str(workflow), options=options.but(state_keys=[*options.state_keys, *keys.state_keys()]))
 

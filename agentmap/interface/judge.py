@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError, Location
 from agentmap.interface.scores import Finding, Judge, JudgeScore
+from agentmap.llm.adapter import LLMAdapter, LLMError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -179,7 +180,6 @@ class _LLMJudge:
         timeout: float | None,
         parse_retries: int,
     ) -> None:
-        from agentmap.llm.adapter import LLMAdapter
 
         self.model_name = name
         self.rubric = rubric
@@ -206,8 +206,6 @@ class _LLMJudge:
     def judge(self, turns: Sequence[tuple[str, str]], extra: str = "") -> JudgeScore:
         """Ask the model for a verdict on `turns`; a failure becomes a `JudgeScore` with an `error`."""
         from langchain_core.messages import HumanMessage
-
-        from agentmap.llm.adapter import LLMError
 
         messages = self.messages(turns, extra)
         asks_left = self.parse_retries

@@ -7,6 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 from agentmap.interface.scores import EvalReport, RunScore, ScenarioScore
 
 if TYPE_CHECKING:
@@ -166,7 +167,6 @@ def _run_row(run: RunScore, judged: bool) -> str:
 
 def _conversation(logs_dir: str, run: RunScore) -> str:
     """One run's conversation, each reply beside the findings about its turn (read back from the log)."""
-    from agentmap.interface.logs import LogFormatError, parse_conversation_texts
 
     esc = html.escape
     try:

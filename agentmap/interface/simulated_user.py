@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from agentmap.interface.checks import check_state
+from agentmap.llm.adapter import LLMAdapter
+from agentmap.llm.models import build_model, model_spec
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -125,7 +127,6 @@ class _LLMUser:
     """A chat model playing the persona; its reply `DONE` ends the conversation."""
 
     def __init__(self, user: SimulatedUser, model: Any) -> None:
-        from agentmap.llm.adapter import LLMAdapter
 
         self.user = user
         self._adapter = LLMAdapter(model)
@@ -155,7 +156,6 @@ def make_player(user: SimulatedUser, default_model: str | None, settings: Mappin
     Raises:
         ConfigError: When the model cannot be built (unknown provider, missing extra or API key).
     """
-    from agentmap.llm.models import build_model, model_spec
 
     spec = model_spec(user.user_model or default_model or "offline", settings=settings)
     if spec.provider == "offline":

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
-from agentmap.llm import _prompt_cache, cache
+from agentmap.agents.llm_batch import ANSWER_KEY, ModelBatching, Queued
+from agentmap.llm import _batch_calls, _prompt_cache, cache
 from agentmap.llm._llm_errors import LLMError, LLMRateLimitError, LLMTimeoutError, to_llm_error
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ class LLMAdapter:
         static_prefix: The text every call of this node begins its first message with (its Prompt up to the first
             placeholder): marked for the provider's prompt cache where the provider asks for marks (Anthropic).
         prompt_cache: False: mark nothing (Context / `llm.prompt_cache: false`).
+        key_env: The environment variable holding the model's API key, named to a provider batch job's client
+            (`agentmap batch --llm-batch`); None: the provider's usual one.
 
     Example:
         >>> adapter = LLMAdapter(ChatOpenAI(model="gpt-4o-mini"), temperature=0.0, timeout_seconds=30)
@@ -84,6 +88,7 @@ class LLMAdapter:
         cache_ttl: float | None = None,
         static_prefix: str = "",
         prompt_cache: bool = True,
+        key_env: str | None = None,
     ) -> None:
         from agentmap.llm.offline import OfflineChatModel
 
@@ -97,6 +102,7 @@ class LLMAdapter:
         self.cache_ttl = cache_ttl
         self.static_prefix = static_prefix
         self.marks_cache = prompt_cache and _prompt_cache.marks_blocks(model)
+        self.key_env = key_env
         self._held = 0  # prompt tokens the provider's cache held after the last call: the budget's estimate
         fields = getattr(type(model), "model_fields", {})
         self._takes_temperature = "temperature" in fields
@@ -176,9 +182,10 @@ class LLMAdapter:
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
 
         request = self._request(messages, runnable, options)
-        replayed = self._replayed(messages)
+        replayed = self._replayed(messages, measured=measured)
+        queue = self._queue(messages, runnable, options)
         reply = await journaled("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
-                                decode=replayed, idempotent=True)  # fmt: skip
+                                decode=replayed, idempotent=True, queue=queue)  # fmt: skip
         if not measured:
             costs.replayed()
         return reply
@@ -212,11 +219,46 @@ class LLMAdapter:
             return self._keep(request, self._measure(self._as_ai_message(reply), measured))
 
         request = self._request(messages, runnable, options)
-        replayed = self._replayed(messages)
+        replayed = self._replayed(messages, measured=measured)
+        queue = self._queue(messages, runnable, options)
         reply = journaled_sync("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
-                               decode=replayed, idempotent=True)  # fmt: skip
+                               decode=replayed, idempotent=True, queue=queue)  # fmt: skip
         if not measured:
             costs.replayed()
+        return reply
+
+    @property
+    def batching(self) -> ModelBatching:
+        """Whether this model's calls can go through a provider batch job (`agentmap batch --llm-batch`)."""
+        return _batch_calls.batching_of(self.model, self.model_name)
+
+    def _queue(
+        self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]
+    ) -> Callable[[], Queued | None]:
+        """How the call journal gets this call as the provider's batch API takes it (asked only when the run
+        batches its model calls and the call has no answer yet)."""
+
+        def queued() -> Queued | None:
+            self._check_budget(messages)
+            sent, target = self._as_sent(messages, runnable)
+            return _batch_calls.queued_call(self.model, sent, target, options, self.key_env, self.price)
+
+        return queued
+
+    def _batch_answer(self, value: Mapping[str, Any], measured: dict[str, Any]) -> AIMessage:
+        """The reply a provider batch job answered (the journal's `finished` entry the batch wrote), counted as a
+        call made, at the batch price, in the node run that reads it."""
+        try:
+            reply = _batch_calls.answer_of(self.model, value[ANSWER_KEY])
+        except Exception as exc:  # the provider's body, as the batch wrote it: anything a reader may raise
+            raise LLMError(
+                f"model {self.model_name!r}: the provider batch job's answer could not be read ({exc})",
+                model=self.model_name,
+            ) from exc
+        usage = costs.Usage.of(reply)
+        price = None if self.price is None else self.price.in_batch()
+        cost = costs.record(self.model_name, usage, price)
+        measured.update(dataclasses.asdict(usage), cost=cost, batch=True)
         return reply
 
     def _cached(self, messages: Sequence[BaseMessage], request: Any, measured: dict[str, Any]) -> AIMessage | None:
@@ -239,14 +281,19 @@ class LLMAdapter:
             cache.store(self.model_name, request, messages_to_dict([reply])[0], self.cache_ttl)
         return reply
 
-    def _replayed(self, messages: Sequence[BaseMessage], *, hit: bool = False) -> Callable[[Any], AIMessage]:
+    def _replayed(
+        self, messages: Sequence[BaseMessage], *, hit: bool = False, measured: dict[str, Any] | None = None
+    ) -> Callable[[Any], AIMessage]:
         """Decode a reply the call journal replays (or, `hit`, the LLM response cache answers: without its
         tokens) and tell the run's callbacks of it as a model call that streamed it in one chunk: a
         `stream_mode="messages"` client, `agentmap run` and the server's message events show a replayed reply as
         they show one the model sent; a cache hit's model span says `agentmap.cache_hit`."""
 
         def decode(value: Any) -> AIMessage:
-            reply = _load(value)
+            if measured is not None and isinstance(value, Mapping) and ANSWER_KEY in value:
+                reply = self._batch_answer(value, measured)
+            else:
+                reply = _load(value)
             if hit:
                 reply.usage_metadata = None
             from langchain_core.callbacks import CallbackManager
@@ -332,8 +379,6 @@ def _dump(reply: AIMessage, measured: Mapping[str, Any]) -> Any:
 def _as_chunk(reply: AIMessage) -> AIMessageChunk:
     """`reply` as the one (so the last) chunk a streaming model would have sent (same id, text, tool calls,
     usage)."""
-    import json
-
     from langchain_core.messages import AIMessageChunk
     from langchain_core.messages.tool import tool_call_chunk
 

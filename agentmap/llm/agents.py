@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from agentmap.agents import costs
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
+from agentmap.agents.llm_batch import PROVIDERS, ModelBatching
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -160,8 +161,17 @@ class LLMAgent(BaseAgent):
                 self.environment.settings,
                 timeout=self.spec.timeout,
                 static=static_prefix(self.prompt or ""),
+                key_env=self.spec.api_key_env,
             )
         return self._adapter
+
+    def model_batching(self) -> ModelBatching | None:
+        """Whether the node's model calls can go through a provider batch job: the OpenAI and Anthropic
+        providers' can; other providers' run synchronously."""
+        spec = self.spec
+        if spec.provider in PROVIDERS:
+            return ModelBatching(spec.provider, spec.model)
+        return ModelBatching(None, spec.name, f"the {spec.provider} provider has no batch API")
 
     # -- the work ------------------------------------------------------------------------------
 
@@ -310,6 +320,7 @@ def node_adapter(
     *,
     timeout: float | None = None,
     static: str = "",
+    key_env: str | None = None,
 ) -> LLMAdapter:
     """A node's model wrapped for calls, with the price table and budget (`llm.prices`, `llm.budget`), the
     LLM response cache (Context `cache`, else `llm.cache`) and the provider's prompt cache (`static`: the text the
@@ -327,6 +338,7 @@ def node_adapter(
         cache_ttl=cache.ttl_of(context.get("cache"), llm.get("cache")),
         static_prefix=static,
         prompt_cache=marks is not False,
+        key_env=key_env,
     )
 
 

@@ -3,7 +3,8 @@
 An LLM node with Context `{"cache": {"ttl": 3600}}` (or every LLM node, with `llm.cache: {ttl: 3600}` in the
 config) answers a request it has seen (same model, messages, tools and options: the request the call journal
 digests) from the cache instead of the provider. The cache is the table `agentmap_llm_cache` of the run's
-checkpoint database (SQLite or PostgreSQL), or of `.agentmap/llm_cache.db` in the working folder when the run
+checkpoint database (SQLite or PostgreSQL), or of `.agentmap/llm_cache.db` in the working folder (in
+`$AGENTMAP_STATE_DIR` when set) when the run
 has another checkpointer or none. Only replies are stored, never errors; `--no-cache` (`configurable["no_cache"]`)
 turns it off for a run.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap._langgraph import CHECKPOINTER_KEY, current_config
+from agentmap._paths import state_file
 from agentmap.agents._saver_sql import Execute, saver_sql, sqlite_sql
 from agentmap.agents.journal import digest
 from agentmap.runtime.node_cache import cache_problem
@@ -39,7 +41,7 @@ _PUT = (
     "response = excluded.response, stored_at = excluded.stored_at, expires_at = excluded.expires_at"
 )
 _PURGE = f"DELETE FROM {TABLE} WHERE expires_at <= ?"
-_FILES: dict[str, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
+_FILES: dict[Path, tuple[sqlite3.Connection, threading.Lock, dict[str, Any]]] = {}
 _FILES_LOCK = threading.Lock()
 _logger = logging.getLogger("agentmap.llm_cache")
 
@@ -90,14 +92,14 @@ def _place() -> Execute | None:
 
 
 def _default_file() -> Execute:
-    """`.agentmap/llm_cache.db` in the working folder, one connection per folder."""
-    folder = os.getcwd()
+    """`llm_cache.db` of AgentMap's own folder (`$AGENTMAP_STATE_DIR`, else `.agentmap/` of the working folder),
+    one connection per file."""
+    path = state_file("llm_cache.db", os.getcwd())
     with _FILES_LOCK:
-        if folder not in _FILES:
-            path = Path(folder) / DEFAULT_FILE
+        if path not in _FILES:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
-            _FILES[folder] = (conn, threading.Lock(), {})
-        conn, lock, marks = _FILES[folder]
+            _FILES[path] = (conn, threading.Lock(), {})
+        conn, lock, marks = _FILES[path]
     return sqlite_sql(conn, lock, marks, _CREATE)

@@ -5,7 +5,8 @@ the outcome afterwards; each tool call adds a row to `tool_invocations`. Read th
 `SQLiteDecisionLog.list_decisions` / `get_tool_invocations` (`agentmap logs` prints them).
 
 The database is a plain SQLite file: an explicit path, the `llm.decision_log` setting,
-`$AGENTMAP_DECISION_LOG`, by default `.agentmap/decisions.db` under the working directory.
+`$AGENTMAP_DECISION_LOG`, by default `decisions.db` in `$AGENTMAP_STATE_DIR`, else in `.agentmap/` under the working
+directory.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from agentmap._paths import state_file
 
 __all__ = [
     "DecisionLogService",
@@ -156,11 +159,12 @@ class DecisionRecord:
 
 
 def default_log_path(base_dir: str | Path | None = None) -> Path:
-    """Where the decision log lives: `$AGENTMAP_DECISION_LOG`, else `<base_dir or cwd>/.agentmap/decisions.db`."""
+    """Where the decision log lives: `$AGENTMAP_DECISION_LOG`, else `decisions.db` of AgentMap's own folder:
+    `$AGENTMAP_STATE_DIR`, else `<base_dir or cwd>/.agentmap/`."""
     configured = os.environ.get(ENV_VAR)
     if configured:
         return Path(configured).expanduser()
-    return Path(base_dir or Path.cwd()) / ".agentmap" / "decisions.db"
+    return state_file("decisions.db", base_dir or Path.cwd())
 
 
 def configured_log_path(settings: Mapping[str, Any] | None = None) -> Path | None:

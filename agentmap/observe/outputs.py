@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.observe.draw import _COLOURS, _duration, _mark_run, _model, draw_run, to_png
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ def save(svg: str, path: str | Path | None) -> str:
     """
     if path is None:
         return svg
-    from agentmap.errors import ConfigError, ErrorCode
 
     target = Path(path)
     try:

@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode, TraceFlags
 
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.observe._exporters import HINT, provider_for
+from agentmap.observe._exporters import HINT, flush_providers, provider_for
 from agentmap.observe._genai import HANDLER, GenAIHandler, as_json
 from agentmap.runtime.events import RunHooks, RunInfo
 
@@ -387,7 +387,6 @@ def installed_provider_observer() -> Tracing | None:
 def flush_traces() -> None:
     """Send every span this process still buffers: those of `--trace`/`tracing=` exporters and of the installed
     TracerProvider. Call it before a process ends without running its exit hooks (`os._exit`, a worker)."""
-    from agentmap.observe._exporters import flush_providers
 
     flush_providers()
     installed = installed_provider_observer()

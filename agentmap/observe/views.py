@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap.observe.draw import draw_graph, draw_run
+from agentmap.observe.outputs import run_bundle, save
+from agentmap.observe.tracing import installed_provider_observer, resolve_tracing
+
 if TYPE_CHECKING:
     from agentmap.runtime.events import RunHooks
     from agentmap.runtime.results import RunResult
@@ -19,34 +23,26 @@ __all__ = ["VIEWS"]
 
 class _Views:
     def draw_graph(self, app: CompiledWorkflow, path: str | Path | None) -> str:
-        from agentmap.observe.draw import draw_graph
-        from agentmap.observe.outputs import save
 
         return save(draw_graph(app), path)
 
     def draw_run(self, app: CompiledWorkflow, result: RunResult, path: str | Path | None) -> str:
-        from agentmap.observe.draw import draw_run
-        from agentmap.observe.outputs import save
 
         return save(draw_run(app, result), path)
 
     def graph_bundle(self, app: CompiledWorkflow) -> dict[str, Any]:
-        from agentmap.observe.draw import draw_graph
 
         return {"image/svg+xml": draw_graph(app), "text/vnd.mermaid": app.draw_mermaid(), "text/plain": repr(app)}
 
     def run_bundle(self, result: RunResult) -> dict[str, Any]:
-        from agentmap.observe.outputs import run_bundle
 
         return run_bundle(result)
 
     def tracing(self, value: Any) -> RunHooks | None:
-        from agentmap.observe.tracing import resolve_tracing  # the otel extra: ImportError without it
 
         return resolve_tracing(value)
 
     def installed_provider(self) -> RunHooks | None:
-        from agentmap.observe.tracing import installed_provider_observer
 
         return installed_provider_observer()
 

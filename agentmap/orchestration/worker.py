@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.protocol import error_for_exception
+from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
 from agentmap.contracts.io import (
     AgentRequest,
     AgentResponse,
@@ -126,7 +127,6 @@ class WorkerAgent:
     @classmethod
     def from_node(cls, node: BaseAgent) -> WorkerAgent:
         """Build the worker of a `worker` node: its tools come from Tool_Source / Available_Tools."""
-        from agentmap.agents.tool_sources import build_tool_executor
 
         async def load() -> ToolExecutor:
             return await build_tool_executor(node.context, node.environment)
@@ -139,7 +139,6 @@ class WorkerAgent:
         cls, prompt: str, context: Mapping[str, Any], environment: AgentEnvironment
     ) -> list[ConfigProblem]:
         """Report a worker with no tools, or tools that cannot be loaded."""
-        from agentmap.agents.tool_sources import check_tool_config, split_names
 
         if not split_names(context.get("tool_source")) and not split_names(context.get("available_tools")):
             return ["a worker needs a Tool_Source (a Python file, module or MCP server) or Available_Tools"]

@@ -17,6 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from agentmap.agents.state import parse_input_field
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 from agentmap.spec.types import declared_types
@@ -75,8 +77,6 @@ def input_schema(assistant: Assistant) -> dict[str, Any]:
 def _model_types(agent: object, inputs: Sequence[str], defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON Schema of each state key a node reads as a field of its agent's `input_model` (the model's nested
     definitions added to `defs`, which its fields refer to as `#/$defs/...`)."""
-    from pydantic import BaseModel
-
     model = getattr(type(agent), "input_model", None)
     if model is None:
         return {}

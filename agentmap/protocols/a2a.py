@@ -7,7 +7,9 @@ the agent behind it: a message's `contextId` is a thread, a task is a run on the
 (`server/_run_start.py`), a pause is `input-required` (the next message of the task answers it), the final
 state an artifact. A task that pauses or ends is also written to the server's item store, so with
 `--checkpoint` a paused task outlives a restart. The SDK is imported only when the server starts with it
-installed (`agentmap[a2a]`). Full story: csv_specs/a2a.md.
+installed (`agentmap[a2a]`). With `--auth`, a task is a run of its caller (its user in the run, the caller's
+`threads.create_run` handler asked), and a task whose context is another user's thread is not found. Full story:
+csv_specs/a2a.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agentmap.protocols._tools import describe, reply
 from agentmap.protocols.a2a_messages import answer_of, check_answer_fits, check_params, input_keys, run_input
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 from agentmap.server._run_start import start_run
+from agentmap.server._users import Caller, caller_in
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -45,6 +48,8 @@ _INPUT = "agentmap.a2a.input"
 """A new task's input, checked by the handler before the SDK records the task, in the request's call context."""
 _STREAMED = "agentmap.a2a.streamed"
 """Set in a request's call context when the client streams (`message/stream`)."""
+_CALLER = "agentmap.a2a.caller"
+"""The request's `Caller` (`_users.py`), in its call context."""
 _DEPTH = 32
 """The deepest nesting of a message read (the message's own object counted): the SDK makes a data part a protobuf
 Struct, two or three protobuf levels a JSON level within protobuf's 100, so a data part of objects nested more than
@@ -72,8 +77,15 @@ def a2a_routes(server: Server) -> APIRouter:
 
     @router.get("/a2a/{key}" + _CARD)
     async def card(key: str, request: Request) -> Response:
-        """The agent card of one assistant, its endpoint on the address the client used."""
-        return agent(key).card_response(str(request.base_url).rstrip("/") + f"/a2a/{key}")
+        """The agent card of one assistant, its endpoint on the address the client used (if the caller's
+        `assistants.read` handler lets them see the assistant)."""
+        served = agent(key)
+        visible = await caller_in(request.scope).decide(
+            "assistants", "read", {"assistant_id": served.assistant.assistant_id}
+        )
+        if visible is not None and not visible.matches(served.assistant.to_json()["metadata"]):
+            raise ApiError(404, "assistant-not-found", f"no assistant {key!r}")
+        return served.card_response(str(request.base_url).rstrip("/") + f"/a2a/{key}")
 
     @router.post("/a2a/{key}")
     async def rpc(key: str, request: Request) -> Response:
@@ -99,13 +111,15 @@ class _Agent:
 
         self.assistant = assistant
         self.card = _card(assistant, "http://localhost/a2a/" + assistant.graph_id, server.config.api_key is not None)
-        tasks = _task_store(server.items, assistant.graph_id)
+        tasks = _task_store(server, assistant.graph_id)
         handler = _handler(assistant, tasks)(
             agent_executor=_executor(server, assistant),
             task_store=tasks,
             agent_card=self.card,
         )
-        self.dispatcher = JsonRpcDispatcher(request_handler=handler, enable_v0_3_compat=True)
+        self.dispatcher = JsonRpcDispatcher(
+            request_handler=handler, context_builder=_contexts(), enable_v0_3_compat=True
+        )
 
     def card_response(self, url: str) -> Response:
         from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -116,6 +130,36 @@ class _Agent:
         for interface in card.supported_interfaces:
             interface.url = url
         return Response(json.dumps(agent_card_to_dict(card)), media_type="application/json")
+
+
+def _contexts() -> Any:
+    """The SDK's call contexts, with the request's `Caller`, and its user named by identity (the SDK keeps the tasks
+    it holds in memory apart by that name)."""
+    from a2a.auth.user import User
+    from a2a.server.routes.common import DefaultServerCallContextBuilder
+
+    class Named(User):
+        def __init__(self, identity: str) -> None:
+            self.identity = identity
+
+        @property
+        def is_authenticated(self) -> bool:
+            return True
+
+        @property
+        def user_name(self) -> str:
+            return self.identity
+
+    class Builder(DefaultServerCallContextBuilder):
+        def build(self, request: Request) -> Any:
+            context = super().build(request)
+            caller = caller_in(request.scope)
+            context.state[_CALLER] = caller
+            if caller.identity is not None:
+                context.user = Named(caller.identity)
+            return context
+
+    return Builder()
 
 
 def _handler(assistant: Assistant, tasks: Any) -> Any:
@@ -228,8 +272,9 @@ def _executor(server: Server, assistant: Assistant) -> Any:
                 body = RunCreate(
                     assistant_id=assistant.assistant_id, input=state, if_not_exists="create", stream_mode=["nodes"]
                 )
+            caller = context.call_context.state.get(_CALLER) if context.call_context else None
             try:
-                run = await start_run(server, body, thread_id, "A2A message")
+                run = await start_run(server, body, thread_id, "A2A message", caller or Caller())
             except AgentMapError as err:
                 raise InvalidParamsError(f"{err.message} ({err.hint})" if err.hint else err.message) from None
             updater = TaskUpdater(event_queue, task_id, thread_id)
@@ -299,12 +344,14 @@ async def _finish(assistant: Assistant, run: Run, result: dict[str, Any], summar
         await updater.failed(updater.new_agent_message([_text(text)]))
 
 
-def _task_store(items: Any, graph_id: str) -> Any:
+def _task_store(server: Server, graph_id: str) -> Any:
     """The SDK's in-memory task store for the tasks that run or wait; a task that pauses or ends is also written
     to the item store, which alone keeps it once it has ended (memory holds only live tasks, and an ended one
     until its write is done: the reply does not wait for it) and which is read for a task not in memory (an
     ended one, or any after a restart). A task still running when the server stops
-    is not kept: its run is continued by the run queue and its thread holds the result."""
+    is not kept: its run is continued by the run queue and its thread holds the result. With `--auth`, a task
+    whose thread (its context) the caller's `threads.read` filter hides is not found."""
+    items = server.items
     from a2a.server.context import ServerCallContext
     from a2a.server.tasks import InMemoryTaskStore
     from a2a.types.a2a_pb2 import Task, TaskState
@@ -340,13 +387,27 @@ def _task_store(items: Any, graph_id: str) -> Any:
         async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
             found: Task | None = await super().get(task_id, context)
             if found is not None or _INPUT in context.state:  # a message without a task id: a new task
-                return found
+                return found if found is None or await self._seen(found, context) else None
             item = await run_in_threadpool(items.get, namespace, task_id)
             if item is None:
                 return None
             task: Task = Task.FromString(base64.b64decode(item.value["task"]))
+            if not await self._seen(task, context):
+                return None
             if task.status.state in live:
                 await super().save(task, context)
             return task
+
+        async def _seen(self, task: Task, context: ServerCallContext) -> bool:
+            """Whether the caller may see the task: its context is a thread their `threads.read` filter shows."""
+            caller = context.state.get(_CALLER)
+            if not isinstance(caller, Caller) or caller.authorization is None:
+                return True
+            try:
+                visible = await caller.decide("threads", "read", {"thread_id": task.context_id})
+            except ApiError:
+                return False
+            found = await run_in_threadpool(server.store.threads.get, task.context_id, visible)
+            return found is not None
 
     return Tasks()

@@ -8,6 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from agentmap.errors import AgentMapError
 from agentmap.protocols import _tools
 from agentmap.protocols._tools import check_arguments, input_schema
@@ -29,7 +31,6 @@ def check_params(request: Mapping[str, Any]) -> None:
     """
     import a2a.server.routes.jsonrpc_dispatcher  # noqa: F401 (imports the 0.3 adapter without an import cycle)
     from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
-    from pydantic import ValidationError
 
     from agentmap.protocols._jsonrpc import INVALID_PARAMS, Refused
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from langgraph.types import Interrupt
 
     from agentmap.server._app import Server
+    from agentmap.server._filters import Filter
     from agentmap.server._graphs import Assistant
 
 __all__ = ["MODES", "Plan", "plan_run"]
@@ -44,9 +45,9 @@ class Plan:
     """The paused thread's state, when no answer was given."""
 
 
-def plan_run(server: Server, assistant: Assistant, request: RunAgentInput) -> Plan:
+def plan_run(server: Server, assistant: Assistant, request: RunAgentInput, visible: Filter | None = None) -> Plan:
     """The run a request asks for, checked against the graph and the thread (reads the thread's checkpoint: call it
-    in a worker thread).
+    in a worker thread); a thread the caller's filter `visible` hides (another user's, `--auth`) is read as none.
 
     Raises:
         ApiError: 422 for a field that does not fit (the thread id, the input, an answer), naming it.
@@ -56,7 +57,7 @@ def plan_run(server: Server, assistant: Assistant, request: RunAgentInput) -> Pl
         shown = thread_id[:40].encode("utf-8", "backslashreplace").decode()
         raise ApiError(422, "bad-request", f"threadId {shown!r} is refused: {THREAD_ID_RULE}", hint="e.g. a UUID")
     given = _answer(request)
-    snapshot = _snapshot(server, assistant, thread_id)
+    snapshot = _snapshot(server, assistant, thread_id, visible)
     pending: tuple[Interrupt, ...] = tuple(snapshot.interrupts) if snapshot is not None else ()
     metadata = {"agui_run_id": request.run_id}
     if given is not None:
@@ -82,12 +83,12 @@ def plan_run(server: Server, assistant: Assistant, request: RunAgentInput) -> Pl
     )
 
 
-def _snapshot(server: Server, assistant: Assistant, thread_id: str) -> Any:
-    """The thread's state (None for a thread not made yet, or bound to another graph: the run's start refuses that
-    one), read through `server.snapshot`, as the thread routes read it: by the graph of the revision the thread
-    runs, whatever its file holds now."""
+def _snapshot(server: Server, assistant: Assistant, thread_id: str, visible: Filter | None) -> Any:
+    """The thread's state (None for a thread not made yet, bound to another graph, or hidden by the caller's filter
+    `visible`: the run's start refuses those), read through `server.snapshot`, as the thread routes read it: by the
+    graph of the revision the thread runs, whatever its file holds now."""
     try:
-        record = server.thread(thread_id)
+        record = server.thread(thread_id, visible)
     except ApiError as err:
         if err.status == 404:
             return None

@@ -121,6 +121,8 @@ class McpGraphs:
         thread_id = arguments.get("thread_id")
         if not isinstance(thread_id, str) or not thread_id:
             raise invalid_params(f"tool {RESUME_TOOL!r}: missing required argument 'thread_id' (a text)")
+        if not await self.runs.visible(thread_id, server.request_context):  # another user's: as if there were none
+            raise invalid_params(_unknown_thread(thread_id))
         assistant = self._owner(thread_id)
         answer = arguments.get("answer")  # as the client sent it: `check_answer` decides what it means
         try:
@@ -157,9 +159,11 @@ class McpGraphs:
             file = str(Path(str(a.app.spec.file)).resolve())
             if a.graph_id in self.pausing and meta.get(GRAPH_KEY) == a.app.name and meta.get(FILE_KEY) == file:
                 return a
-        raise invalid_params(
-            f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned"
-        )
+        raise invalid_params(_unknown_thread(thread_id))
+
+
+def _unknown_thread(thread_id: str) -> str:
+    return f"tool {RESUME_TOOL!r}: unknown thread {thread_id!r}; give the thread id a paused run returned"
 
 
 def _answers_over_mcp(assistant: Assistant) -> bool:
@@ -198,7 +202,10 @@ class Leg:
 
 class Runs(Protocol):
     """Where a tool call's run runs: `start` a graph's run, `answer` a paused one (an answer that does not fit, or
-    a thread with nothing to resume, raises `invalid_params`); each reports a node as it finishes."""
+    a thread with nothing to resume, raises `invalid_params`); each reports a node as it finishes. `visible` says
+    whether the caller (the request of `ctx`, the SDK's request context) may see a thread at all."""
+
+    async def visible(self, thread_id: str, ctx: Any) -> bool: ...
 
     async def start(
         self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
@@ -208,7 +215,10 @@ class Runs(Protocol):
 
 
 class LocalRuns:
-    """Runs in this process, through the graph's `astream` (`agentmap mcp`)."""
+    """Runs in this process, through the graph's `astream` (`agentmap mcp`: one client, every thread its own)."""
+
+    async def visible(self, thread_id: str, ctx: Any) -> bool:
+        return True
 
     async def start(
         self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
@@ -307,8 +317,9 @@ def _paused(
         {"id": i.id, **(i.value if isinstance(i.value, Mapping) else {"question": i.value})} for i in interrupts
     ]
     asked = "; ".join(f"{q.get('node', '?')} asks: {q.get('question', '')}" for q in questions)
+    stop = "" if asked.endswith((".", "?", "!")) else "."  # a question keeps its own mark: not `?.`
     text = (
-        f"graph {assistant.graph_id!r} paused: {asked}. Answer with the {RESUME_TOOL!r} tool: "
+        f"graph {assistant.graph_id!r} paused: {asked}{stop} Answer with the {RESUME_TOOL!r} tool: "
         f'{{"thread_id": "{thread_id}", "answer": ...}}'
     )
     content = {"status": "paused", "thread_id": thread_id, "questions": jsonable(questions), "state": jsonable(final)}

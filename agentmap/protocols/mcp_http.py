@@ -3,7 +3,9 @@
 The same tools (`McpGraphs`, `build_server`) over the server's own assistants and checkpointer: a pause asks
 the client through elicitation when it can, else returns the question and a thread id for the `resume` tool;
 with a SQLite or PostgreSQL `--checkpoint`, a paused run can be answered after a restart. The server's API key
-rule covers `/mcp` like every route (its middleware stands in front of the whole application).
+rule covers `/mcp` like every route (its middleware stands in front of the whole application), and so do its auth
+handlers (`--auth`): a tool call is a run of its caller (`threads.create_run`, its user in the run), the `resume`
+tool sees only the caller's threads, and an MCP session is its first caller's alone.
 
 ```python
 endpoint = McpEndpoint(server)          # in create_app: app.router.routes.append(endpoint.route())
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError
 from agentmap.server._security import error_body
+from agentmap.server._users import Caller, caller_in
 
 if TYPE_CHECKING:
     from agentmap.protocols.mcp import Leg, _Progress
@@ -50,6 +53,8 @@ class McpEndpoint:
         self.tools: list[str] = []
         self.refusal: dict[str, Any] | None = None
         self.origins = frozenset(server.config.cors_origins)
+        self.sessions: dict[str, str | None] | None = {} if server.auth is not None else None
+        """With `--auth`: the identity of each MCP session's first caller (the only one it answers)."""
         try:
             from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         except ImportError:
@@ -102,6 +107,12 @@ class McpEndpoint:
             await _send_json(send, 403, refusal, scope)
             return
         if self.manager is not None:
+            session = dict(scope.get("headers", ())).get(b"mcp-session-id", b"").decode("latin-1")
+            identity = caller_in(scope).identity
+            if self.sessions is not None and session in self.sessions and self.sessions[session] != identity:
+                refusal = error_body("forbidden", "this MCP session belongs to another user", hint=_NEW_SESSION)
+                await _send_json(send, 403, refusal, scope)
+                return
             if scope["method"] == "POST":  # the message checked before the SDK reads it; refused: answered here
                 checked = await self._checked(scope, receive, send)
                 if checked is None:
@@ -112,6 +123,8 @@ class McpEndpoint:
             async def tracked(message: MutableMapping[str, Any]) -> None:
                 ended[0] = ended[0] or message["type"] == "http.response.start"
                 ended[1] = message["type"] == "http.response.body" and not message.get("more_body", False)
+                if message["type"] == "http.response.start" and self.sessions is not None:
+                    self._own(message, identity)
                 await send(message)
 
             await self.manager.handle_request(scope, receive, tracked)
@@ -120,6 +133,15 @@ class McpEndpoint:
             return
         assert self.refusal is not None
         await _send_json(send, 404, self.refusal, scope)
+
+    def _own(self, start: MutableMapping[str, Any], identity: str | None) -> None:
+        """Keep the identity of the caller a new session was made for (the SDK names it in the answer's headers)."""
+        assert self.sessions is not None
+        made = dict(start.get("headers", ())).get(b"mcp-session-id")
+        if made is not None and made.decode("latin-1") not in self.sessions:
+            if len(self.sessions) >= 10_000:  # the oldest sessions are long gone (the SDK keeps none that long)
+                del self.sessions[next(iter(self.sessions))]
+            self.sessions[made.decode("latin-1")] = identity
 
     @staticmethod
     async def _checked(scope: Scope, receive: Receive, send: Send) -> Receive | None:
@@ -153,6 +175,9 @@ class McpEndpoint:
         return replay
 
 
+_NEW_SESSION = "start a session of your own (initialize without an Mcp-Session-Id header)"
+
+
 async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope, *, rpc: bool = False) -> None:
     """An error document, with the request id the server's middleware gave the request (not in a JSON-RPC
     message: `rpc`)."""
@@ -166,10 +191,31 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], scope: Scope
 class _QueuedRuns:
     """A tool call's run as a run of the server's queue (`_run_start.start_run`, as `runs.wait` and A2A): its
     thread shows `interrupted` while it waits for an answer, `runs.list` lists it, and a run a replica accepted
-    is continued by another when that one stops. The client's cancellation cancels the run after its step."""
+    is continued by another when that one stops. The client's cancellation cancels the run after its step. Each
+    run is its caller's (the user the server's auth handlers gave the HTTP request carrying the call)."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
+
+    def _caller(self, ctx: Any) -> Caller:
+        """The caller of the HTTP request that carried the SDK request of `ctx`."""
+        from agentmap.protocols.mcp import invalid_params
+
+        request = getattr(ctx, "request", None)
+        if request is None and self.server.auth is not None:  # never: a call comes in a POST
+            raise invalid_params("the call came without an HTTP request, so the server cannot tell who sent it")
+        return caller_in(request.scope) if request is not None else Caller()
+
+    async def visible(self, thread_id: str, ctx: Any) -> bool:
+        from starlette.concurrency import run_in_threadpool
+
+        from agentmap.protocols.mcp import invalid_params
+
+        try:
+            visible = await self._caller(ctx).decide("threads", "read", {"thread_id": thread_id})
+        except AgentMapError as err:
+            raise invalid_params(err) from None
+        return await run_in_threadpool(self.server.store.threads.get, thread_id, visible) is not None
 
     async def start(
         self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
@@ -201,8 +247,8 @@ class _QueuedRuns:
         from agentmap.server._run_start import start_run
 
         try:
-            run = await start_run(self.server, body, thread_id, "MCP tool call")
-        except AgentMapError as err:  # an answer that does not fit, a thread with nothing to resume
+            run = await start_run(self.server, body, thread_id, "MCP tool call", self._caller(progress.ctx))
+        except AgentMapError as err:  # an answer that does not fit, a thread with nothing to resume, refused
             raise invalid_params(err) from None
         try:
             if progress.token is not None:

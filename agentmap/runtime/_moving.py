@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ConfigError, ErrorCode
+from agentmap.runtime.answers import claim_answers, claimants
 from agentmap.runtime.changes import Position, Verdict, compare
+from agentmap.runtime.durable import Thread
 from agentmap.runtime.revisions import MIGRATION_KEY, MOVED_FROM_KEY
 from agentmap.runtime.threads import REVISION_KEY, run_metadata, snapshot_status, unfinished
 from agentmap.spec.validation import SYSTEM_KEYS
@@ -158,7 +160,6 @@ def _forked(thread: Thread) -> bool:
 
 def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> Thread:
     """`Thread.move`."""
-    from agentmap.runtime.durable import Thread
 
     if to.revision is None:
         raise ConfigError(
@@ -200,7 +201,6 @@ def _claim(thread: Thread, saved: CheckpointTuple, revision: str) -> None:
     Raises:
         ConfigError: Another resume claimed the move first (`thread-busy`).
     """
-    from agentmap.runtime.answers import claim_answers, claimants
 
     config: Any = {"configurable": {**saved.config.get("configurable", {}), "checkpoint_ns": _MOVES}}
     me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"

@@ -5,6 +5,7 @@ budget, and what a continued thread's journaled model calls cost already), the n
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from agentmap.runtime.tracking import ExecutionTracker
 
 __all__ = ["Run", "aopen_run", "on_thread", "open_run", "prepare_run"]
+
+_log = logging.getLogger("agentmap.runtime")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +119,12 @@ def prepare_run(
 ) -> tuple[Any, RunnableConfig, ExecutionTracker]:
     """The input and config of a run of `app` watched by `tracker`.
 
+    A config without `recursion_limit` gets the graph's own (`GraphSpec.step_limit`).
+
     Raises:
-        ConfigError: The state is not a mapping, or has a key a run cannot start with (`bad-state`), or a budget
-            is not a positive number.
+        ConfigError: The state is not a mapping, or has a key a run cannot start with (`bad-state`), lacks an
+            input no node writes (`missing-state`, as `app.missing_inputs` says), or a budget is not a positive
+            number.
     """
     if state is None:
         state = None if on_thread(app, config) else {}  # None on a saved thread: LangGraph continues it
@@ -130,7 +136,11 @@ def prepare_run(
         )
     elif isinstance(state, Mapping) and (problem := state_problem(state)) is not None:
         raise ConfigError(f"the initial state's {problem.message()}", code=ErrorCode.BAD_STATE, hint=problem.hint)
+    if isinstance(state, Mapping) and app.missing_inputs != "ignore":
+        _check_inputs(app, state, config)
     prepared: RunnableConfig = {**(config or {})}
+    if prepared.get("recursion_limit") is None:  # the graph's own default, not LangGraph's 10,007 steps
+        prepared["recursion_limit"] = app.spec.step_limit
     configurable = prepared.get("configurable", {})
     meter = configurable.get(METER_KEY)  # a batch's rows in one process share theirs
     if not isinstance(meter, Meter):
@@ -144,6 +154,17 @@ def prepare_run(
 
         prepared["metadata"] = {**run_metadata(app), **prepared.get("metadata", {})}
     return state, prepared, tracker
+
+
+def _check_inputs(app: CompiledWorkflow, state: Mapping[str, Any], config: RunnableConfig | None) -> None:
+    """Refuse (or warn of) a new state without an input no node writes, as `app.missing_inputs` says."""
+    thread = config["configurable"]["thread_id"] if on_thread(app, config) and config else None
+    found = app.check_state(state, thread_id=None if thread is None else str(thread))
+    if found is None:
+        return
+    if app.missing_inputs == "error":
+        raise found.error(otherwise='compile(..., missing_inputs="warn") runs anyway, the node reading None')
+    _log.warning("%s: %s", app.name, found.message)
 
 
 def _meter(app: CompiledWorkflow, budget: Any, continued: RunnableConfig | None) -> Meter:

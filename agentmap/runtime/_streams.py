@@ -12,8 +12,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
 
 from agentmap.errors import ErrorCode, NodeError
+from agentmap.runtime.fusion import STREAM_MARK
 
-__all__ = ["clear_errors", "node_updates", "run_until"]
+__all__ = ["clear_errors", "node_updates", "recursion_error", "run_until"]
 
 
 def run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]:
@@ -41,7 +42,6 @@ def run_until(chunks: Any, stop: threading.Event) -> tuple[dict[str, Any], bool]
 def node_updates(chunks: Any, fused: Mapping[str, list[str]]) -> Iterator[Any]:
     """`updates` chunks as an unfused graph streams them: a fused chain's per-node custom chunks stand in for
     its one combined update (`Command` routing included, which LangGraph reports as the node's update)."""
-    from agentmap.runtime.fusion import STREAM_MARK
 
     for mode, chunk in chunks:
         if mode == "custom":
@@ -67,17 +67,22 @@ def clear_errors(config: RunnableConfig | None) -> Iterator[None]:
             with running_here(str(thread)):
                 yield
     except GraphRecursionError as exc:
-        limit = (config or {}).get("recursion_limit")
-        raise NodeError(
-            f"the run stopped after reaching the recursion limit{f' ({limit})' if limit else ''}: a loop in the "
-            "graph never reaches a node without a next node",
-            code=ErrorCode.RECURSION_LIMIT,
-            hint="check the loop's exit condition, or raise the limit: `agentmap run ... --recursion-limit 500`, "
-            'or config={"recursion_limit": 500} in Python',
-        ) from exc
+        raise recursion_error((config or {}).get("recursion_limit")) from exc
     except InvalidUpdateError as exc:
         raise NodeError(
             f"two nodes running at the same time wrote the same state key: {exc}".split("\nFor trouble")[0],
             code=ErrorCode.PARALLEL_WRITE,
             hint="give each parallel branch its own Output_Field and combine them after the branches join",
         ) from exc
+
+
+def recursion_error(limit: int | None) -> NodeError:
+    """The `recursion-limit` error of a run stopped after `limit` steps; its hint offers four times as many."""
+    raised = 4 * limit if limit else 500
+    return NodeError(
+        f"the run stopped after reaching the recursion limit{f' ({limit} steps)' if limit else ''}: a loop in "
+        "the graph never reaches a node without a next node",
+        code=ErrorCode.RECURSION_LIMIT,
+        hint=f"check the loop's exit condition, or raise the limit: `--recursion-limit {raised}` on the command "
+        f'line (run, resume), config={{"recursion_limit": {raised}}} in Python or in a served run\'s request',
+    )

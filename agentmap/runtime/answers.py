@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from agentmap.agents._saver_sql import kept_beside, saver_kind
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["TABLE", "claim_answers", "claimants", "refuse_if_answered", "taken_answers"]
@@ -106,7 +107,6 @@ def _claims(saver: Any, config: Mapping[str, Any], thread_id: str, mine: Claims)
 
 def _kind(saver: Any) -> Any:
     """How to claim in `saver`'s database; None for a saver of another kind (an async-only one, say)."""
-    from agentmap.agents._saver_sql import saver_kind
 
     return {"sqlite": _claim_sqlite, "postgres": _claim_postgres, "memory": _claim_memory}.get(saver_kind(saver) or "")
 
@@ -172,7 +172,6 @@ def _field(row: Any, index: int) -> str:
 
 
 def _claim_memory(saver: Any, key: Key, mine: Claims) -> Claims:
-    from agentmap.agents._saver_sql import kept_beside
 
     table: dict[Key, Claims] = kept_beside(saver, "answers", dict)  # the in-memory saver's claims, beside it
     with _MEMORY_LOCK:

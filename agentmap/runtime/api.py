@@ -17,11 +17,12 @@ from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime.checks import BuildOptions, check
-from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
 from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.readers import SUFFIXES as WORKFLOW_SUFFIXES  # the file suffixes `load` reads
+from agentmap.spec.validation import listed, nearest
 
 if TYPE_CHECKING:  # LangGraph is imported by `compile`, not by `validate`
     from langchain_core.runnables import RunnableConfig
@@ -49,11 +50,16 @@ def _options(
     )
 
 
-def _read(source: str | Path | Workflow, settings: Mapping[str, Any] | None = None) -> tuple[Workflow, list[Issue]]:
+def _read(source: str | Path | Workflow, options: BuildOptions) -> tuple[Workflow, list[Issue]]:
+    """The workflow `source` reads as, remembered by the options' walk (a graph node calling a graph of the same
+    file does not read it again)."""
     if isinstance(source, Workflow):
         return source, []
     path, _ = parse_selector(source)
-    return read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
+    settings = options.settings
+    workflow, issues = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
+    options.walk.remember(path, workflow, settings)
+    return workflow, issues
 
 
 def load(
@@ -74,10 +80,10 @@ def load(
         WorkflowFileError: The file is missing or unreadable.
         WorkflowValidationError: Any graph has an error (`.issues` lists every finding); only when `strict`.
     """
-    workflow, issues = _read(source, settings)
+    options = _options(functions_dir, agents_dir, settings, registry)
+    workflow, issues = _read(source, options)
     if not strict:
         return workflow
-    options = _options(functions_dir, agents_dir, settings, registry)
     for graph in workflow.graphs:
         issues += check(graph, options)
     if any(i.severity == "error" for i in issues):
@@ -92,7 +98,10 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
         GraphNotFoundError: No such graph, or several graphs and no name; the message lists them.
     """
     where = source or workflow.file or "the workflow"
-    names = ", ".join(workflow.graph_names) or "none"
+    graph = workflow.get(name) if name is not None else None
+    if graph is not None:
+        return graph
+    names = listed(workflow.graph_names) or "none"
     if name is None:
         if len(workflow.graphs) == 1:
             return workflow.graphs[0]
@@ -101,20 +110,16 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
             return top[0]
         file = workflow.file or where
         runnable = [spec.name for spec in top] or list(workflow.graph_names)
-        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable)
+        commands = "".join(f"\n  agentmap run {file}::{each}" for each in runnable[:12])
+        commands += f"\n  ... and {len(runnable) - 12:,} more" if len(runnable) > 12 else ""
         raise GraphNotFoundError(
             f"{where} holds {len(workflow.graphs)} graphs ({names}); say which to use",
             code=ErrorCode.GRAPH_NOT_SELECTED,
             hint=f"append ::GraphName to the path; run one of them with:{commands}" if workflow.graphs else None,
         )
-    graph = workflow.get(name)
-    if graph is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, workflow.graph_names, n=1)
-        guess = f"; did you mean {close[0]!r}?" if close else ""
-        raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
-    return graph
+    close = nearest(name, workflow.graph_names)
+    guess = f"; did you mean {close!r}?" if close else ""
+    raise GraphNotFoundError(f"{where} has no graph {name!r}{guess} (graphs there: {names})")
 
 
 def _uncalled(workflow: Workflow) -> list[GraphSpec]:
@@ -161,9 +166,9 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        workflow, issues = _read(source, settings)
-        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         options = _options(functions_dir, agents_dir, settings, registry)
+        workflow, issues = _read(source, options)
+        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
         if selected:  # the file's findings about this graph (and those it calls), or about no graph
             names = {g.name for g in graphs}
@@ -176,10 +181,15 @@ def validate(
     return issues
 
 
+_SAID_AT_RUN = ("csv-dialect", "encoding", "unknown-column")
+"""The warnings a run says too (it shows no other validation warning): how a file that was not plain UTF-8 CSV was
+read, and a column it ignores (a misspelt `Promt` would leave every prompt out without a word)."""
+
+
 def _report_reading(issues: Sequence[Issue]) -> None:
-    """Say how a file that was not plain UTF-8 CSV was read (a run shows no validation warnings otherwise)."""
+    """Say the warnings of `_SAID_AT_RUN` on the `agentmap.spec` logger."""
     for issue in issues:
-        if issue.severity == "warning" and issue.code in ("csv-dialect", "encoding"):
+        if issue.severity == "warning" and issue.code in _SAID_AT_RUN:
             logging.getLogger("agentmap.spec").warning("%s", issue)
 
 
@@ -220,6 +230,7 @@ def compile(
     state_keys: Sequence[str] = (),
     tracing: Any = None,
     fuse: bool = False,
+    missing_inputs: MissingInputs = "error",
     options: CompileOptions | None = None,
     **compile_kwargs: Any,
 ) -> CompiledWorkflow:
@@ -245,6 +256,12 @@ def compile(
         fuse: Run every straight chain of nodes that cannot pause, fan out or route by a function as one
             LangGraph step: the same results, summary and stream (one update per node) in fewer steps
             (csv_specs/format.md#chain-fusion). Nodes named by `interrupt_before`/`interrupt_after` stay alone.
+        missing_inputs: What a run does when its initial state lacks an input no node writes (and no node reading
+            it has a Context `default`): `"error"` (the default) refuses it with `ConfigError` `missing-state`
+            naming the key (and a look-alike key the state has); `"warn"` logs a warning (logger
+            `agentmap.runtime`) and runs, the node reading None; `"ignore"` runs without a word. Only runs of
+            the `CompiledWorkflow` are checked: its `.graph`, embedded in your own LangGraph app, takes whatever
+            state LangGraph hands it.
         options: All of the above as one `CompileOptions` object, instead of the keywords.
         **compile_kwargs: Passed to `StateGraph.compile` (`interrupt_before`, `store`, `debug`, ...).
 
@@ -253,17 +270,18 @@ def compile(
         ConfigError: A checkpointer string names nothing known, or a file that cannot be opened.
     """
     given = CompileOptions(
-        checkpointer,
-        success_policy,
-        critical_nodes,
-        functions_dir,
-        agents_dir,
-        settings,
-        registry,
-        state_keys,
-        tracing,
-        fuse,
-        compile_kwargs,
+        checkpointer=checkpointer,
+        success_policy=success_policy,
+        critical_nodes=critical_nodes,
+        functions_dir=functions_dir,
+        agents_dir=agents_dir,
+        settings=settings,
+        registry=registry,
+        state_keys=state_keys,
+        tracing=tracing,
+        fuse=fuse,
+        missing_inputs=missing_inputs,
+        langgraph=compile_kwargs,
     )
     if options is None:
         options = given
@@ -290,7 +308,7 @@ def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> C
     if isinstance(source, GraphSpec):
         spec, issues = source, []
     else:
-        workflow, issues = _read(source, settings)
+        workflow, issues = _read(source, options)
         selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
         if not workflow.graphs and any(i.severity == "error" for i in issues):
             raise WorkflowValidationError(issues, source=str(workflow.file))  # nothing readable to select from
@@ -318,7 +336,12 @@ def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> C
         compile_kwargs["cache"] = node_cache()
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     app = CompiledWorkflow(
-        spec, compiled, agents, success_policy=given.success_policy, critical_nodes=given.critical_nodes
+        spec,
+        compiled,
+        agents,
+        success_policy=given.success_policy,
+        critical_nodes=given.critical_nodes,
+        missing_inputs=check_mode(given.missing_inputs),
     )
     tracing = given.tracing
     if tracing is not None and tracing is not False:

@@ -202,7 +202,7 @@ class Changes:
 
 
 def _targets_of(node: NodeSpec) -> set[str]:
-    return node.successors()
+    return set(node.successors())
 
 
 def _to_run(spec: GraphSpec, start: Iterable[str]) -> set[str]:

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib.util
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentmap._paths import state_file
 from agentmap.agents._checkpoint_saves import settle
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._integrity import CorruptCheckpointError
@@ -45,10 +49,12 @@ __all__ = [
     "resolve_checkpointer",
     "safe_serializer",
     "sqlite_path",
+    "state_file",
 ]
 
 DEFAULT_CHECKPOINT = ".agentmap/runs.db"
-"""Where `agentmap run --thread` saves runs unless `--checkpoint` or `AGENTMAP_CHECKPOINT` says otherwise."""
+"""Where `agentmap run --thread` saves runs unless `--checkpoint`, `AGENTMAP_CHECKPOINT` or `AGENTMAP_STATE_DIR`
+says otherwise (`state_file("runs.db")`)."""
 
 _SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _POSTGRES = ("postgresql://", "postgres://")
@@ -67,14 +73,15 @@ def sqlite_path(value: str) -> Path | None:
 
 
 def checkpoint_target(value: str | None, *, create: bool = True) -> str:
-    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `.agentmap/runs.db` (folder made
-    unless `create` is false)."""
+    """The checkpoint to use: `value`, else `AGENTMAP_CHECKPOINT`, else `runs.db` of AgentMap's own folder
+    (`state_file`: `$AGENTMAP_STATE_DIR`, else `.agentmap/`; made unless `create` is false)."""
     chosen = value or os.environ.get("AGENTMAP_CHECKPOINT") or ""
     if chosen:
         return chosen
+    default = state_file("runs.db")
     if create:
-        Path(DEFAULT_CHECKPOINT).parent.mkdir(parents=True, exist_ok=True)
-    return DEFAULT_CHECKPOINT
+        default.parent.mkdir(parents=True, exist_ok=True)
+    return str(default)
 
 
 def checkpoint_exists(value: str | None) -> bool:
@@ -142,8 +149,6 @@ async def async_checkpointer(value: str | None = None) -> AsyncIterator[Any]:
     runtime keeps beside checkpoints: the call journal, checksums and the answer claim (`csv_specs/llm.md`,
     `csv_specs/human.md`), as every saver AgentMap makes does.
     """
-    import sqlite3
-
     saver = await asyncio.to_thread(checkpointer, value)
     try:
         yield saver
@@ -219,8 +224,6 @@ def _checked_path(path: Path) -> Path:
 
 
 def _need(module: str, extra: str) -> None:
-    import importlib.util
-
     if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
         raise ConfigError(
             f"this checkpoint needs the {extra} checkpointer ({module}), which is not installed",
@@ -244,8 +247,6 @@ def _on_sqlite(path: Path, what: str, make: Callable[[Any], Any], *, autocommit:
     Raises:
         ConfigError: The file cannot be opened or set up (`what` names it: checkpoint file, store).
     """
-    import sqlite3
-
     _checked_path(path)
     try:
         if autocommit:  # a store that commits itself, in WAL mode beside the checkpoints
@@ -278,8 +279,6 @@ _SETUP_LOCK = 0x41474D43  # "AGMC": the advisory lock held while the checkpoint 
 def _take_turns(conn: Any) -> None:
     """Hold the setup lock, asking again until it is free: a process blocked in `pg_advisory_lock` would hold
     a snapshot that the holder's `CREATE INDEX CONCURRENTLY` waits for, and neither would ever go on."""
-    import time
-
     while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)).fetchone()["got"]:
         time.sleep(0.05)
 

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentmap._paths import CodeFolder, allowed_roots
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.findings import ConfigWarning, EnvironmentProblem
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError
 from agentmap.runtime import node_cache
-from agentmap.runtime.functions import allowed_modules, load_router
+from agentmap.runtime._subgraph_refs import Walk, walking
+from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
 from agentmap.runtime.retry import context_problem
 from agentmap.runtime.tracking import ExecutionTracker
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
@@ -36,39 +38,88 @@ class BuildOptions:
         agents_dir: A custom agents folder (default: `custom_agents/` beside the workflow).
         settings: Global settings handed to agents through `AgentEnvironment.settings`.
         registry: The agent registry (the default one unless testing).
+        walk: What the checks of graph nodes learn of the graphs they call, shared by every graph checked with
+            these options (one validation walks each called graph once).
     """
 
     functions_dir: Path | None = None
     agents_dir: Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     registry: AgentRegistry = default_registry
+    walk: Walk = field(default_factory=Walk, compare=False, repr=False)
     _overlays: dict[Path, AgentRegistry] = field(default_factory=dict, compare=False, repr=False)
+    _code: dict[tuple[str, str], CodeFolder] = field(default_factory=dict, compare=False, repr=False)
+    _files: dict[str, tuple[Path, AgentRegistry | None]] = field(default_factory=dict, compare=False, repr=False)
+    """Per workflow file: its path, and the agent types its graphs see (found once, not once per graph)."""
+
+    def workflow_file(self, graph: GraphSpec) -> Path | None:
+        """The file `graph` came from, if any."""
+        if not graph.file:
+            return None
+        known = self._files.get(graph.file)
+        if known is None:
+            known = self._files[graph.file] = (Path(graph.file), None)
+        return known[0]
 
     def base_dir(self, graph: GraphSpec) -> Path:
         """The folder relative paths resolve against: the workflow file's folder."""
-        return Path(graph.file).parent if graph.file else Path.cwd()
+        file = self.workflow_file(graph)
+        return file.parent if file is not None else Path.cwd()
 
     def functions_for(self, graph: GraphSpec) -> Path:
         """The functions folder for `graph`."""
         return self.functions_dir or self.base_dir(graph) / "functions"
 
+    def code_folder(self, graph: GraphSpec, kind: str) -> CodeFolder:
+        """Where the files of `graph`'s `functions` or `custom_agents` folder may lead (`_paths.CodeFolder`)."""
+        named = self.functions_dir if kind == "functions" else self.agents_dir
+        base = self.base_dir(graph)
+        key = (str(named or base), kind)
+        if key not in self._code:
+            folder = named or base / kind
+            self._code[key] = CodeFolder.of(folder, base, allowed_roots(self.settings), named=named is not None)
+        return self._code[key]
+
+    def router(self, graph: GraphSpec, ref: FuncRef) -> RouterFn:
+        """The `func:` router `ref` of `graph`, from its functions folder or an allowed module.
+
+        Raises:
+            AgentNotFoundError: As `load_router`.
+        """
+        return load_router(
+            ref, self.functions_for(graph), allowed_modules(self.settings), self.code_folder(graph, "functions").refusal
+        )
+
     def agent_types(self, graph: GraphSpec) -> AgentRegistry:
         """The types `graph` sees: the registry's plus its custom agents folder's, for this compile only (a
         folder file is imported when a node names a type it declares)."""
+        file = self.workflow_file(graph)
+        known = self._files[graph.file][1] if file is not None and graph.file else None
+        if known is not None:
+            return known
         folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
         if folder not in self._overlays:
-            self._overlays[folder] = self.registry.with_folder(folder)
+            refusal = self.code_folder(graph, "custom_agents").refusal
+            self._overlays[folder] = self.registry.with_folder(folder, refusal)
+        if file is not None and graph.file:
+            self._files[graph.file] = (file, self._overlays[folder])
         return self._overlays[folder]
 
 
 def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
     """Every finding for `graph`: the spec checks plus what needs agents and routers resolved."""
+    with walking(options.walk):
+        return _check(graph, options)
+
+
+def _check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
     registry = options.agent_types(graph)
     issues = check_graph(
         graph,
         known_type=lambda name: registry.get(name) is not None,
         unknown_type_message=registry.unknown_message,
         unknown_type_fix=registry.register_hint,
+        unknown_type_code=registry.unknown_code,
         calls=lambda node: _called_nodes(registry, node),
     )
     environment = _environment(graph, options)
@@ -76,7 +127,7 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         for column, targets in node.next_cells():
             if isinstance(targets, FuncRef):
                 try:
-                    load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+                    options.router(graph, targets)
                 except AgentMapError as err:
                     issues.append(_issue(graph, node, column, err.code, err.message, err.hint or ""))
         retry_problem = context_problem(node.context)
@@ -175,7 +226,7 @@ def _environment(
 ) -> AgentEnvironment:
     return AgentEnvironment(
         base_dir=options.base_dir(graph),
-        workflow_file=Path(graph.file) if graph.file else None,
+        workflow_file=options.workflow_file(graph),
         graph_name=graph.name,
         settings=options.settings,
         agents=agents if agents is not None else {},

@@ -25,8 +25,9 @@ from agentmap.agents.registry import normalize_type
 from agentmap.agents.runner import input_keys
 from agentmap.runtime._nodes import AgentNode, AsyncAgentNode, AsyncFusedNode, FusedNode, computes_only
 from agentmap.runtime.checks import BuildOptions, _context, _environment, check
-from agentmap.runtime.functions import RouterFn, allowed_modules, load_router
+from agentmap.runtime.functions import RouterFn
 from agentmap.runtime.fusion import exits_early, plan_chains
+from agentmap.runtime.node_cache import policy_for
 from agentmap.runtime.retry import RetrySettings, settings_for
 from agentmap.runtime.routing import Route, plan_joins
 from agentmap.spec.cells import state_key
@@ -125,7 +126,6 @@ def _cache_policy(agent: BaseAgent, node: NodeSpec) -> CachePolicy[Any] | None:
     type that gives `cache` its own meaning (`own_cache`: the LLM response cache) or a node that may pause."""
     if "cache" not in node.context or type(agent).own_cache or agent.may_pause(node.context):
         return None
-    from agentmap.runtime.node_cache import policy_for
 
     return policy_for(node, input_keys(agent) if _reads_only_inputs(agent) else None)
 
@@ -251,7 +251,7 @@ def load_routers(graph: GraphSpec, options: BuildOptions) -> dict[FuncRef, Route
     for node in graph.nodes:
         for _, targets in node.next_cells():
             if isinstance(targets, FuncRef) and targets not in routers:
-                routers[targets] = load_router(targets, options.functions_for(graph), allowed_modules(options.settings))
+                routers[targets] = options.router(graph, targets)
     return routers
 
 

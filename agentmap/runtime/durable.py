@@ -19,6 +19,7 @@ revision on purpose (the file as it is now, with a migration map when the edit r
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -155,8 +156,6 @@ class Thread:
 
     async def asnapshot(self) -> StateSnapshot:
         """The async twin of `snapshot` (the thread's revision compiled in a worker thread, the first time)."""
-        import asyncio
-
         app = self._app if self._app is not None else await asyncio.to_thread(lambda: self.app)
         return await app.graph.aget_state(self.config())
 
@@ -252,8 +251,6 @@ class Thread:
 
     async def arun_input(self, answer: Any = None, *, claimant: str | None = None) -> Any:
         """The async twin of `run_input` (the claim, SQL on the checkpoint's database, runs in a worker thread)."""
-        import asyncio
-
         snapshot = await self.asnapshot()
         return await asyncio.to_thread(self.run_input, answer, claimant=claimant, snapshot=snapshot)
 

@@ -17,7 +17,12 @@ __all__ = ["RouterFn", "allowed_modules", "load_router"]
 RouterFn = Callable[..., Any]
 
 
-def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str] = ()) -> RouterFn:
+def load_router(
+    ref: FuncRef,
+    functions_dir: Path,
+    allowed_modules: Sequence[str] = (),
+    refusal: Callable[[Path], str | None] | None = None,
+) -> RouterFn:
     """Find the function a `func:` reference names.
 
     `func:name` looks for `name.py` defining `name` in `functions_dir`, then for any `.py` file there
@@ -25,11 +30,16 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
     is one of `allowed_modules` (or inside one of those packages): a workflow file cannot call any other
     importable function (`func:os:system`).
 
+    A file of the functions folder that `refusal` gives a reason for (a symbolic link out of where code may come
+    from, `agentmap._paths.CodeFolder`) is not imported.
+
     Raises:
-        AgentNotFoundError: With code `unknown-function`, saying where it looked, or `function-not-allowed`.
+        AgentNotFoundError: With code `unknown-function`, saying where it looked, `function-not-allowed`, or
+            `code-outside-roots`.
     """
+    refused = refusal or (lambda path: None)
     if ref.module and (functions_dir / f"{ref.module}.py").is_file():
-        found = getattr(_import_function_file(functions_dir / f"{ref.module}.py", ref), ref.name, None)
+        found = getattr(_import_function_file(functions_dir / f"{ref.module}.py", ref, refused), ref.name, None)
         where = f"{functions_dir / (ref.module + '.py')}"
     elif ref.module:
         if not any(ref.module == m or ref.module.startswith(f"{m}.") for m in allowed_modules):
@@ -59,7 +69,7 @@ def load_router(ref: FuncRef, functions_dir: Path, allowed_modules: Sequence[str
             candidates += sorted(p for p in functions_dir.glob("*.py") if p != candidates[0])
         for path in candidates:
             if path.is_file() and not path.name.startswith("_"):
-                module = _import_function_file(path, ref)
+                module = _import_function_file(path, ref, refused)
                 found = getattr(module, ref.name, None)
                 if found is not None:
                     break
@@ -102,7 +112,15 @@ def _check_signature(found: Any, ref: FuncRef, where: str) -> None:
         ) from None
 
 
-def _import_function_file(path: Path, ref: FuncRef) -> Any:
+def _import_function_file(path: Path, ref: FuncRef, refusal: Callable[[Path], str | None]) -> Any:
+    refused = refusal(path)
+    if refused is not None:
+        raise AgentNotFoundError(
+            f"{ref} is looked for in {path}, which is not imported: {refused}",
+            code=ErrorCode.CODE_OUTSIDE_ROOTS,
+            hint="keep routers in real files of the workflow's folder, or allow where the link leads "
+            "(csv_specs/security.md)",
+        )
     try:
         return import_file(path, prefix="agentmap_functions")
     except Exception as exc:  # a broken file must be reported at the cell, not crash validate

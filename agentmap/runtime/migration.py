@@ -19,6 +19,7 @@ sends a thread waiting at the old node on at the new one; a `key` line moves a s
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentmap.errors import ConfigError, ErrorCode, Location
+from agentmap.errors import ConfigError, ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -80,8 +81,6 @@ class Migration:
             raise self._error(kind, entry, name, column, f"{what} {name!r} is not in {where}", sorted(known))
 
     def _error(self, kind: str, entry: str, name: str, column: str, message: str, choices: list[str]) -> ConfigError:
-        import difflib
-
         close = difflib.get_close_matches(name, choices, n=1)
         guess = f"did you mean {close[0]!r}? " if close else ""
         line = self.where.get((kind, entry))
@@ -105,7 +104,6 @@ def read_migration(path: str | Path) -> Migration:
         ConfigError: It is not a map: a bad header, an unknown kind, a line without its two values, a node or key
             named twice (`bad-migration`, located).
     """
-    from agentmap.errors import WorkflowFileError
 
     file = Path(path)
     try:

@@ -3,11 +3,11 @@
 A node whose Context has `{"cache": {"ttl": 3600}}` gets a LangGraph `CachePolicy`: a later run that gives it
 the same inputs (the state keys it reads) takes its recorded update instead of running it. The key is the
 node's row (type, Prompt, Context, fields) and its inputs, so a changed row never answers from an old entry.
-The entries live in `.agentmap/node_cache.db` under the working folder (LangGraph's SQLite cache, read with the
-checkpoints' allow-list serializer), so they outlive the process. A failed node's update is never kept;
-`--no-cache` (`configurable["no_cache"]`) turns the cache off for a run. Node types that call a model give
-`cache` their own meaning (the LLM response cache: csv_specs/llm.md) and do not get a policy. csv_specs/format.md
-documents the key.
+The entries live in `.agentmap/node_cache.db` under the working folder (in `$AGENTMAP_STATE_DIR` when set;
+LangGraph's SQLite cache, read with the checkpoints' allow-list serializer), so they outlive the process. A
+failed node's update is never kept; `--no-cache` (`configurable["no_cache"]`) turns the cache off for a run.
+Node types that call a model give `cache` their own meaning (the LLM response cache: csv_specs/llm.md) and do
+not get a policy. csv_specs/format.md documents the key.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from agentmap._paths import state_file
 
 if TYPE_CHECKING:
     from langgraph.cache.base import BaseCache
@@ -34,7 +36,7 @@ DEFAULT_FILE = Path(".agentmap") / "node_cache.db"
 
 OnHit = Callable[[str, Any], None]
 _ON_HIT: contextvars.ContextVar[OnHit | None] = contextvars.ContextVar("agentmap_node_cache_hit", default=None)
-_CACHES: dict[str, BaseCache[Any]] = {}
+_CACHES: dict[Path, BaseCache[Any]] = {}
 _LOCK = threading.Lock()
 
 
@@ -89,18 +91,14 @@ def policy_for(node: NodeSpec, reads: Sequence[str] | None) -> CachePolicy[Any] 
 
 
 def node_cache() -> BaseCache[Any]:
-    """The node cache of the working folder (`.agentmap/node_cache.db`), one per folder and process."""
-    folder = os.getcwd()
+    """The node cache (`node_cache.db` of AgentMap's own folder: `$AGENTMAP_STATE_DIR`, else `.agentmap/` of the
+    working folder), one per file and process."""
+    path = state_file("node_cache.db", os.getcwd())
     with _LOCK:
-        if folder not in _CACHES:
-            _CACHES[folder] = _cache_class()(path=str(_file(Path(folder))))
-        return _CACHES[folder]
-
-
-def _file(folder: Path) -> Path:
-    path = folder / DEFAULT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+        if path not in _CACHES:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _CACHES[path] = _cache_class()(path=str(path))
+        return _CACHES[path]
 
 
 def _cache_class() -> Callable[..., BaseCache[Any]]:

@@ -10,14 +10,36 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from agentmap.agents.registry import AgentRegistry
     from agentmap.config import Settings
     from agentmap.runtime.tracking import SuccessPolicy
 
-__all__ = ["CompileOptions"]
+__all__ = ["MISSING_INPUTS", "CompileOptions", "MissingInputs", "check_mode"]
+
+MissingInputs = Literal["error", "warn", "ignore"]
+"""What a run does when its initial state lacks an input no node writes: refuse it (`missing-state`), log a
+warning and run (the node reads None), or run without a word (the caller checked, or means it)."""
+MISSING_INPUTS: tuple[str, ...] = get_args(MissingInputs)
+
+
+def check_mode(mode: Any) -> MissingInputs:
+    """`mode` as a `MissingInputs` value.
+
+    Raises:
+        ConfigError: `mode` is not one of `MISSING_INPUTS` (`bad-config`).
+    """
+    if mode not in MISSING_INPUTS:
+        raise ConfigError(
+            f"missing_inputs must be one of {', '.join(MISSING_INPUTS)}, not {mode!r}",
+            code=ErrorCode.BAD_CONFIG,
+            hint='missing_inputs="warn" runs with a warning',
+        )
+    return cast(MissingInputs, mode)
 
 
 @dataclass(frozen=True)
@@ -43,6 +65,7 @@ class CompileOptions:
     state_keys: Sequence[str] = ()
     tracing: Any = None
     fuse: bool = False
+    missing_inputs: MissingInputs = "error"
     langgraph: Mapping[str, Any] = field(default_factory=dict)
     config_file: str | Path | None = None
 

@@ -18,6 +18,7 @@ runs out (Python cannot stop a thread; what it does afterwards is not recorded),
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -200,7 +201,6 @@ def _attempt(config: RunnableConfig | None) -> int:
 def _bounded(agent: BaseAgent, state: Any, call: Callable[[], Any], timeout: float | None, last: bool) -> Any:
     if timeout is None:
         return call()
-    import contextvars
 
     from agentmap._langgraph import set_current_config
     from agentmap.agents.runner import run_config, run_tracker, with_tracker  # the run's tracker, as nodes see it

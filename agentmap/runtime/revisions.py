@@ -30,8 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap._sources import Reading, recording, sha256, stored
 from agentmap.agents._saver_sql import kept_beside
+from agentmap.config import load_settings
 from agentmap.errors import AgentMapError, ConfigError, CorruptCheckpointError, ErrorCode
 from agentmap.runtime import _revision_rows
+from agentmap.runtime.api import compile
+from agentmap.runtime.threads import FILE_KEY, GRAPH_KEY, saved_keys, thread_config
 
 if TYPE_CHECKING:
     from agentmap.runtime.options import CompileOptions
@@ -283,7 +286,6 @@ def compile_at(
             imports being gone, say (`revision-unloadable`).
         CorruptCheckpointError: A stored file does not match its digest.
     """
-    from agentmap.runtime.api import compile
 
     revision, by_path = load_revision(saver, revision_id)
     base = Path(file).resolve().parent
@@ -318,7 +320,6 @@ def thread_app(asked: CompiledWorkflow, thread_id: str, checkpoint_id: str | Non
         ConfigError: The revision is unknown (`unknown-revision`) or no longer compiles (`revision-unloadable`).
         CorruptCheckpointError: A stored file of the revision does not match its digest.
     """
-    from agentmap.runtime.threads import FILE_KEY, GRAPH_KEY, saved_keys, thread_config
 
     saver: Any = asked.graph.checkpointer
     saved = saver.get_tuple(thread_config(thread_id, checkpoint_id=checkpoint_id))
@@ -340,7 +341,6 @@ def _settings_at(revision: Revision, base: Path, options: CompileOptions) -> Com
     """`options` with the settings of the revision's configuration file (read from its stored copy)."""
     if revision.config is None:
         return options
-    from agentmap.config import load_settings
 
     settings = load_settings(base / revision.config)
     return options.but(

@@ -151,6 +151,7 @@ class Route:
                 code=ErrorCode.ROUTER_ERROR,
                 location=self._location(column),
                 hint=f"fix the function {ref.name!r} (run again with --debug to see the traceback)",
+                node=self.node.name,
             ) from exc
         names = [result] if isinstance(result, str) or result is None else list(result)
         targets: list[str] = []
@@ -165,6 +166,7 @@ class Route:
                         f"graph {self.graph.name!r} (nodes: {', '.join(self.graph.by_name)})",
                         code=ErrorCode.BAD_ROUTE,
                         location=self._location(column),
+                        node=self.node.name,
                         hint="return a node name, a list of names for a fan-out, or None to end the graph",
                     )
                 targets.append(part.strip())

@@ -18,12 +18,19 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from agentmap.agents.builtins import InputAgent
+from agentmap.agents.pausing import pauses_run
 from agentmap.runtime._run_config import aopen_run, on_thread, open_run, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
+from agentmap.runtime.durable import Thread
 from agentmap.runtime.events import RunHooks, flush_observers, observers_for
+from agentmap.runtime.inputs import missing_inputs, missing_state
 from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.results import RunResult
+from agentmap.runtime.revisions import can_store, keep, revision_of
+from agentmap.runtime.threads import file_digest
 from agentmap.runtime.tracking import ExecutionTracker, SuccessPolicy, resolve_policy
+from agentmap.runtime.views import views
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
     from agentmap.agents.base import BaseAgent
     from agentmap.runtime.durable import Thread
     from agentmap.runtime.inputs import MissingState
+    from agentmap.runtime.options import MissingInputs
     from agentmap.runtime.revisions import CodeChange, Revision
     from agentmap.spec.models import GraphSpec
 
@@ -55,6 +63,7 @@ class CompiledWorkflow:
         *,
         success_policy: SuccessPolicy | None = None,
         critical_nodes: Sequence[str] = (),
+        missing_inputs: MissingInputs = "error",
     ) -> None:
         self.spec = spec
         self.graph = graph
@@ -80,6 +89,9 @@ class CompiledWorkflow:
         """The stored files a workflow compiled at a revision reads instead of the disk's (its runs too)."""
         self.code_changes: tuple[CodeChange, ...] = ()
         """Compiled at a stored revision: its Python files that changed since (or are gone)."""
+        self.missing_inputs: MissingInputs = missing_inputs
+        """What a run with a new state lacking an input no node writes does: `error` (`missing-state`), `warn`
+        or `ignore` (see `agentmap.compile`)."""
 
     @property
     def name(self) -> str:
@@ -102,13 +114,11 @@ class CompiledWorkflow:
 
         A run holding one needs a checkpointer to be resumed.
         """
-        from agentmap.agents.pausing import pauses_run
 
         return [name for name, agent in self.agents.items() if pauses_run(type(agent), agent.context)]
 
     def prompting_nodes(self) -> list[str]:
         """`input` nodes that ask on the terminal (or read piped stdin) rather than pausing the run."""
-        from agentmap.agents.builtins import InputAgent
 
         pausing = set(self.pausing_nodes())
         return [name for name, agent in self.agents.items() if isinstance(agent, InputAgent) and name not in pausing]
@@ -130,13 +140,11 @@ class CompiledWorkflow:
 
     @cached_property
     def _disk_digest(self) -> str | None:
-        from agentmap.runtime.threads import file_digest
 
         return file_digest(self.spec.file) if self.spec.file else None
 
     @cached_property
     def _revision_parts(self) -> tuple[Revision, dict[str, bytes]] | None:
-        from agentmap.runtime.revisions import revision_of
 
         if self._sources is None or not self.spec.file:
             return None
@@ -161,7 +169,6 @@ class CompiledWorkflow:
     def keep_revision(self) -> str | None:
         """Store this workflow's revision in its checkpointer's database (once per database); its id, or None when
         there is none to keep (no file, or a saver that keeps no revisions)."""
-        from agentmap.runtime.revisions import can_store, keep
 
         revision, saver = self.revision, self.graph.checkpointer
         if revision is None or not can_store(saver):
@@ -197,7 +204,8 @@ class CompiledWorkflow:
 
         Args:
             state: The initial state, or a `Command(resume=...)` to resume a paused thread.
-            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through.
+            config: LangGraph config (`thread_id`, `recursion_limit`, `callbacks`, ...), passed through; without a
+                `recursion_limit`, the graph's own: `spec.step_limit` (ten steps per node, at least 50).
             tracker: A tracker to record into (default: a new one with the workflow's policy).
             hooks: `RunHooks` for this run alone (a live view, an event stream): they hear its start, each node's
                 start and end, and its end, like the workflow's `observers` (see `runtime.events`); on a resumed
@@ -288,7 +296,7 @@ class CompiledWorkflow:
             with get_executor_for_config(config) as executor:
                 return list(executor.map(lambda s: self.invoke(s, config, **kwargs), states))
         prepared = [prepare_run(self, s, config, self.new_tracker()) for s in states]
-        with clear_errors(config):
+        with clear_errors(prepared[0][1] if prepared else config):
             if self.computes_only and not kwargs:
                 finals = [self.graph.invoke(state, run_config) for state, run_config, _ in prepared]
             else:
@@ -359,24 +367,38 @@ class CompiledWorkflow:
     ) -> MissingState | None:
         """What `state` lacks of the inputs no node writes (`runtime.inputs.missing_state`), or None.
 
-        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). `agentmap
-        run`, `serve` and `batch` all ask this, and say what it found: a warning, or with `strict` an error.
+        On thread `thread_id` the values it saved count as given (read only when `state` lacks a key). Every run
+        with a new state asks this (as `missing_inputs` says); `agentmap run`, `serve` and `batch` ask it before
+        they start, to say what it found in their own words: an error, or a warning.
 
         Raises:
             ConfigError: `strict` and a key is missing (`missing-state`).
         """
-        from agentmap.runtime.inputs import missing_state
+        if all(key in state for key in self._asked):  # the common case, without building a message
+            return None
 
-        found = missing_state(self.spec, state)
+        found = missing_state(self.spec, state, self._called)
         if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
             from agentmap.runtime.threads import thread_config
 
             saved = self.graph.get_state(thread_config(thread_id)).values  # its values, as this workflow reads them
             if saved:
-                found = missing_state(self.spec, {**saved, **state})
+                found = missing_state(self.spec, {**saved, **state}, self._called)
         if found is not None and strict:
             raise found.error()
         return found
+
+    @cached_property
+    def _asked(self) -> tuple[str, ...]:
+        """The inputs a new state must hold: those no node writes (see `runtime.inputs.missing_inputs`)."""
+
+        return tuple(missing_inputs(self.spec, {}, self._called))
+
+    @cached_property
+    def _called(self) -> frozenset[str]:
+        """The nodes another node calls by name (an orchestrator's planner and workers): their caller gives their
+        inputs."""
+        return frozenset(n for agent in self.agents.values() for n in type(agent).referenced_nodes(agent.context))
 
     def thread(self, thread_id: str) -> Thread:
         """Thread `thread_id` of this workflow's checkpointer: its status, the questions it waits on, answering
@@ -385,7 +407,6 @@ class CompiledWorkflow:
         Raises:
             ConfigError: The workflow was compiled without a checkpointer (`usage`).
         """
-        from agentmap.runtime.durable import Thread
 
         return Thread(self, thread_id)
 
@@ -395,12 +416,10 @@ class CompiledWorkflow:
 
     def draw(self, path: str | Path | None = None) -> str:
         """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
-        from agentmap.runtime.views import views
 
         return views().draw_graph(self, path)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: SVG (offline) plus `text/vnd.mermaid` for JupyterLab's Mermaid renderer."""
-        from agentmap.runtime.views import views
 
         return views().graph_bundle(self)

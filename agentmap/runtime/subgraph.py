@@ -15,14 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentmap._paths import allowed_roots
 from agentmap.agents.base import AgentEnvironment, BaseAgent
-from agentmap.agents.registry import agent, normalize_type
+from agentmap.agents.registry import agent
 from agentmap.errors import AgentMapError
-from agentmap.runtime._subgraph_refs import reference, resolve
+from agentmap.runtime._subgraph_refs import current_walk, reference, resolve
 from agentmap.runtime.runner import CompiledWorkflow
-from agentmap.spec.loader import read_workflow
-from agentmap.spec.prompts import prompts_folder
 from agentmap.spec.validation import SYSTEM_KEYS
 
 __all__ = ["GraphAgent"]
@@ -57,7 +54,9 @@ class GraphAgent(BaseAgent):
             ref = reference(context, prompt)
             if ref.state_key is None:
                 path, graph = _reference(ref.text, environment)
-                _check_cycle(path, graph, {(environment.workflow_file, environment.graph_name)}, environment)
+                caller = (environment.workflow_file, environment.graph_name)
+                problem = current_walk().problem(path, graph, caller, environment.settings)
+                return [problem] if problem is not None else []
         except (ValueError, AgentMapError) as exc:
             return [str(exc)]
         return []
@@ -121,28 +120,3 @@ class GraphAgent(BaseAgent):
                 + "; ".join(result.errors)
             )
         return {k: v for k, v in result.state.items() if k not in SYSTEM_KEYS}
-
-
-def _check_cycle(
-    path: Path, graph: str | None, seen: set[tuple[Path | None, str]], environment: AgentEnvironment
-) -> None:
-    from agentmap.runtime.api import select_graph
-
-    settings = environment.settings
-    workflow, _ = read_workflow(path, roots=allowed_roots(settings), prompts_dir=prompts_folder(settings))
-    spec = select_graph(workflow, graph)
-    key = (path.resolve(), spec.name)
-    if any(s[0] is not None and (Path(s[0]).resolve(), s[1]) == key for s in seen):
-        raise ValueError(f"graph {spec.name!r} of {path.name} contains itself through graph nodes (a cycle)")
-    seen = seen | {key}
-    child_env = AgentEnvironment(base_dir=path.parent, workflow_file=path, graph_name=spec.name, settings=settings)
-    for node in spec.nodes:
-        if normalize_type(node.agent_type) == "graph":
-            try:
-                ref = reference(node.context, node.prompt)
-                if ref.state_key is not None:
-                    continue
-                child_path, child_graph = _reference(ref.text, child_env)
-            except ValueError:
-                continue
-            _check_cycle(child_path, child_graph, seen, environment)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -383,8 +384,6 @@ def earlier_executions(history: Iterable[StateSnapshot]) -> list[NodeExecution]:
     as its next tasks ran between it and the following checkpoint; the last checkpoint's tasks have not run
     yet (the run continues with them). Times are those of the checkpoints, so a duration covers the step.
     """
-    from datetime import datetime
-
     from agentmap.runtime.tracking import NodeExecution
 
     chronological = list(history)[::-1]

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from agentmap.server._deliveries import WebhookDeliveries
+from agentmap.server._quota import Quota
 from agentmap.server._records import RunRecord, Tick
 from agentmap.server._run_queue import RunQueue
 from agentmap.server._run_states import UNFINISHED
@@ -21,26 +22,37 @@ __all__ = ["RunAcceptance"]
 class RunAcceptance:
     """Records runs as `pending`, cancels them anywhere and waits for their end (the routes' side of the queue)."""
 
-    def __init__(self, queue: RunQueue, deliveries: WebhookDeliveries) -> None:
+    def __init__(self, queue: RunQueue, deliveries: WebhookDeliveries, quota: Quota | None = None) -> None:
         self._queue = queue
         self._store = queue.store
         self._deliveries = deliveries
+        self._quota = quota
 
     async def busy(self, thread_id: str) -> bool:
         """True while the thread has a run pending or running on any replica."""
         return await self._queue.call(self._store.threads.busy, thread_id)
 
     async def submit(
-        self, request: RunRequest, *, here: bool, reject_if_busy: bool = False, tick: Tick | None = None
+        self,
+        request: RunRequest,
+        *,
+        here: bool,
+        reject_if_busy: bool = False,
+        tick: Tick | None = None,
+        run_id: str | None = None,
     ) -> Run | None:
         """Record a new run (`pending`) and wake the dispatcher; None when `reject_if_busy` and the thread is busy,
         or when the run is a cron's `tick` (`RunRows.accept`) that another replica took.
 
         `here`: a client waits on the run's events in this process (`runs.wait`, `runs.stream`), so this replica
-        keeps it (another takes it only if this one dies).
+        keeps it (another takes it only if this one dies). `run_id`: the id its auth handler was shown (a new one
+        when None).
+
+        Raises:
+            QuotaExceeded: The run is over its user's quota (`--quota`).
         """
         queue = self._queue
-        run = Run(str(uuid.uuid4()), request)
+        run = Run(run_id or str(uuid.uuid4()), request)
         # Known before it is written: the dispatcher may claim the run the moment its record is committed (woken
         # by the database's notice), before this coroutine goes on; it must execute this object, the one the
         # client follows, not a copy rebuilt from the record.
@@ -55,6 +67,7 @@ class RunAcceptance:
                 owner=queue.owner if here else None,
                 lease=queue.lease,
                 tick=tick,
+                quota=self._quota,
             )
         finally:
             if not accepted:  # refused, or the database failed: there is no run to execute

@@ -8,16 +8,18 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.runtime.items import item_store
+from agentmap.server._audit import Audit
+from agentmap.server._auth_load import load_auth
 from agentmap.server._bodies import api_router
 from agentmap.server._config import ServeConfig
 from agentmap.server._crons import cron_routes, tick_crons
@@ -29,11 +31,16 @@ from agentmap.server._rebuild import rebuilder
 from agentmap.server._records import ThreadRecord
 from agentmap.server._run_manager import RunManager
 from agentmap.server._run_routes import run_routes
-from agentmap.server._security import Guard, error_body
+from agentmap.server._security import Guard, error_body, server_public
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
+from agentmap.server._users import Caller, CallerOf, Users
 from agentmap.server._versions import Versions, version_routes
+from agentmap.server._viewer import viewer_page
 from agentmap.server._webhooks import Webhooks
+
+if TYPE_CHECKING:
+    from agentmap.server._filters import Filter
 
 __all__ = ["Server", "create_app"]
 
@@ -45,16 +52,21 @@ class Server:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
+        self.auth = load_auth(config.auth) if config.auth else None  # a bad auth file fails before any compile
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
         self.assistants = Assistants.load(
-            config.targets, self.checkpointer, options=config.compile_options.but(store=self.items)
+            # a run's input is checked once, as it is accepted (`_run_start`), as `config.missing_inputs` says
+            config.targets,
+            self.checkpointer,
+            options=config.compile_options.but(store=self.items, missing_inputs="ignore"),
         )
         self.store = open_store(config.checkpoint)
         self.versions = Versions(self.store)
         """The assistants' versions: which one a run takes, reloading a changed file."""
         for assistant in self.assistants.all:
             self.versions.serve(assistant)
+        self.audit = Audit(config.audit, content=config.audit_content, store=self.store) if config.audit else None
         self.runs = RunManager(
             self.store,
             graphs=[a.graph_id for a in self.assistants.all],
@@ -62,6 +74,7 @@ class Server:
             workers=config.workers,
             lease=config.lease,
             webhooks=Webhooks(config.webhook_secret, timeout=config.webhook_timeout),
+            quota=config.quota,
         )
 
     def close(self) -> None:
@@ -71,6 +84,8 @@ class Server:
             for view in (assistant, *assistant.views()):
                 view.app.flush()
                 view.stateless.flush()
+        if self.audit is not None:
+            self.audit.close()  # what is queued is written before the store closes
         self.store.close()
         items = getattr(self.items, "conn", None)
         if isinstance(items, sqlite3.Connection):  # a SQLite file's own connection (not a shared pool)
@@ -87,9 +102,9 @@ class Server:
             raise ApiError(404, "assistant-not-found", f"no assistant {key!r}", hint=f"graphs served: {names}")
         return found
 
-    def thread(self, thread_id: str) -> ThreadRecord:
-        """The thread record, or a 404."""
-        record = self.store.threads.get(thread_id)
+    def thread(self, thread_id: str, visible: Filter | None = None) -> ThreadRecord:
+        """The thread record, or a 404 (also for a thread the user's filter `visible` hides: another user's)."""
+        record = self.store.threads.get(thread_id, visible)
         if record is None:
             raise ApiError(404, "thread-not-found", f"no thread {thread_id!r}", hint="create one with threads.create()")
         return record
@@ -162,7 +177,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.router.routes.append(mcp.route())
     app.include_router(_a2a_routes(server))
     app.include_router(_agui_routes(server))
-    _add_viewer(app)
+    _add_viewer(app, server)
     _add_errors(app)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
@@ -174,8 +189,15 @@ def create_app(config: ServeConfig) -> FastAPI:
             hint="assistants, threads, runs, stateless runs and the store are; /openapi.json lists every endpoint",
         )
 
+    # inside the Guard: the hosts, the key and the size limits come first; then who calls (--auth), the audit log
+    app.add_middleware(
+        Users, authorization=server.auth, audit=server.audit, public=server_public, routes=app.router.routes
+    )
     reach = Reach(hosts=config.allowed_hosts, origins=config.cors_origins)
-    app.add_middleware(Guard, api_key=config.api_key, max_body=config.max_body, reach=reach)
+    # with --auth the Authorization header is the user's: the API key comes as X-Api-Key only
+    app.add_middleware(
+        Guard, api_key=config.api_key, max_body=config.max_body, reach=reach, bearer_key=server.auth is None
+    )
     if config.cors_origins:  # outside the guard: a page of an allowed origin can read its refusals (a wrong key)
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -211,48 +233,70 @@ def _assistant_routes(server: Server) -> APIRouter:
         return {"ok": True, "assistants": len(server.assistants.all)}
 
     @router.post("/assistants/search")
-    def search(body: AssistantSearch) -> list[dict[str, Any]]:
+    def search(body: AssistantSearch, caller: CallerOf) -> list[dict[str, Any]]:
         """The assistants (one per graph, at its latest version), by graph id or name."""
         refuse_unsupported(body, "assistants.search")
+        value: dict[str, Any] = {
+            "graph_id": body.graph_id,
+            "metadata": dict(body.metadata or {}),
+            "limit": body.limit,
+            "offset": body.offset,
+        }
+        visible = caller.decide_now("assistants", "search", value)
         found = server.assistants.search(body.graph_id, body.name)
-        wanted = body.metadata or {}
+        wanted = value.get("metadata") or {}  # as the handler left it (LangGraph's server searches by it)
         documents = [server.versions.latest(a).to_json() for a in found]
         documents = [d for d in documents if all(d["metadata"].get(k) == v for k, v in wanted.items())]
+        if visible is not None:
+            documents = [d for d in documents if visible.matches(d["metadata"])]
         return documents[body.offset : body.offset + body.limit]
 
-    def latest(assistant_id: str) -> Assistant:
-        return server.versions.latest(server.assistant(assistant_id))
+    def readable(assistant_id: str, caller: Caller) -> Assistant:
+        """The assistant at its latest version, if the caller's `assistants.read` handler lets them see it (else the
+        404 of none)."""
+        found = server.versions.latest(server.assistant(assistant_id))
+        visible = caller.decide_now("assistants", "read", {"assistant_id": found.assistant_id, "metadata": {}})
+        if visible is not None and not visible.matches(found.to_json()["metadata"]):
+            raise ApiError(404, "assistant-not-found", f"no assistant {assistant_id!r}")
+        return found
 
     @router.get("/assistants/{assistant_id}")
-    def get(assistant_id: str) -> dict[str, Any]:
+    def get(assistant_id: str, caller: CallerOf) -> dict[str, Any]:
         """One assistant at its latest version, by assistant id or graph id."""
-        return latest(assistant_id).to_json()
+        return readable(assistant_id, caller).to_json()
 
     @router.get("/assistants/{assistant_id}/graph")
-    def graph(assistant_id: str, xray: int | bool = False) -> dict[str, Any]:
+    def graph(assistant_id: str, caller: CallerOf, xray: int | bool = False) -> dict[str, Any]:
         """The graph's nodes and edges at its latest version, as LangGraph draws them."""
-        drawn: dict[str, Any] = latest(assistant_id).app.graph.get_graph(xray=xray).to_json()
+        drawn: dict[str, Any] = readable(assistant_id, caller).app.graph.get_graph(xray=xray).to_json()
         return drawn
 
     @router.get("/assistants/{assistant_id}/schemas")
-    def schemas(assistant_id: str) -> dict[str, Any]:
+    def schemas(assistant_id: str, caller: CallerOf) -> dict[str, Any]:
         """JSON schemas of the graph's input, output and state at its latest version."""
-        return latest(assistant_id).schemas()
+        return readable(assistant_id, caller).schemas()
+
+    @router.get("/assistants/{assistant_id}/svg")
+    def svg(assistant_id: str, caller: CallerOf) -> Response:
+        """The graph at its latest version drawn offline as SVG (what `agentmap export --format svg` writes; the
+        viewer shows it)."""
+        return Response(readable(assistant_id, caller).svg(), media_type="image/svg+xml")
 
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
-    def mermaid(assistant_id: str) -> str:
+    def mermaid(assistant_id: str, caller: CallerOf) -> str:
         """The graph at its latest version as Mermaid text (what `agentmap export --format mermaid` writes)."""
-        return latest(assistant_id).mermaid()
+        return readable(assistant_id, caller).mermaid()
 
     return router
 
 
-def _add_viewer(app: FastAPI) -> None:
+def _add_viewer(app: FastAPI, server: Server) -> None:
     static = resources.files("agentmap.server") / "static"
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        return (static / "index.html").read_text(encoding="utf-8")
+    def index(graph: str | None = None) -> str:
+        """The run viewer, its first view drawn here (see `_viewer`)."""
+        return viewer_page(server, graph)
 
     app.mount("/viewer", StaticFiles(directory=str(static)), name="viewer")
 
@@ -287,7 +331,8 @@ def _add_errors(app: FastAPI) -> None:
 
     @app.exception_handler(AgentMapError)
     async def agentmap_error(request: Request, err: AgentMapError) -> JSONResponse:
-        return answer(request, _status(err), err.code, err.message, err.hint or "")
+        headers = err.headers if isinstance(err, ApiError) else None
+        return answer(request, _status(err), err.code, err.message, err.hint or "", headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, err: RequestValidationError) -> JSONResponse:

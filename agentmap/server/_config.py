@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agentmap.runtime.options import CompileOptions
+from agentmap.runtime.checkpoint import state_file
+from agentmap.runtime.options import CompileOptions, MissingInputs
 
 if TYPE_CHECKING:
     from agentmap.runtime.durable import Durability
+    from agentmap.server._quota import Quota
 
 __all__ = ["ServeConfig"]
 
@@ -19,8 +21,8 @@ class ServeConfig:
 
     Attributes:
         targets: Workflow files (`file.csv`, `file.csv::Graph`) and folders of them; one assistant per graph.
-        checkpoint: Where threads are kept: a SQLite file (default `.agentmap/runs.db`), `memory`, or what the
-            runtime's checkpointers accept.
+        checkpoint: Where threads are kept: a SQLite file (default `runs.db` in `$AGENTMAP_STATE_DIR`, else in
+            `.agentmap/`), `memory`, or what the runtime's checkpointers accept.
         api_key: The key clients must send (`X-Api-Key` or `Authorization: Bearer`); None: no key asked.
         cors_origins: Origins allowed to call the API from a browser (none unless configured); their pages may
             also write (POST, PUT, PATCH, DELETE), which a page of any other origin may not.
@@ -47,8 +49,9 @@ class ServeConfig:
         grace: Seconds a stopping replica lets its runs finish before it hands the rest over to the others.
         compile_options: `agentmap.compile`'s options for every served graph (functions and agents folders,
             success policy, tracing, ...; the checkpointer and item store are the server's).
-        strict: Refuse (422 `missing-state`) a run whose input lacks a key some node reads and no node writes;
-            otherwise the run goes ahead with a warning in its metadata (`warnings`) and the server's log.
+        missing_inputs: A run whose input (with its thread's values) lacks a key some node reads and no node
+            writes: `error` refuses it (422 `missing-state` naming the key), `warn` runs it with a warning in its
+            metadata (`warnings`) and the server's log, `ignore` runs it without a word.
         webhook_hosts: The hosts a run's `webhook` URL may name (`host`, or `*.domain` for its subdomains); a
             run naming another is refused (422). None allowed: no run may have a webhook.
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
@@ -56,10 +59,17 @@ class ServeConfig:
             replica that died is made again by another once `lease` plus this has run out.
         reload: Seconds between looks at the served files (`agentmap serve --reload`): a changed one becomes a
             new version of its assistants, the latest, without a restart. None: only `POST /assistants/reload`.
+        auth: A `langgraph_sdk.Auth` object to ask who calls and what they may do: `auth.py:my_auth`,
+            `module:name`, or a `langgraph.json` naming one in `auth.path` (csv_specs/serve.md, "Users and
+            permissions"); None: no user. With it, the API key (if any) is read from `X-Api-Key` only.
+        quota: What each identity may run (`Quota.parse("runs=60/min,concurrent=5")`); None: no limit.
+        audit: Where the audit log goes: a JSON-lines file, or `table` (the run store's `agentmap_audit`); None:
+            no log.
+        audit_content: Whether audit entries carry the inputs (a run's input or answer, a stored value).
     """
 
     targets: tuple[str, ...]
-    checkpoint: str = ".agentmap/runs.db"
+    checkpoint: str = field(default_factory=lambda: str(state_file("runs.db")))
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -72,8 +82,12 @@ class ServeConfig:
     lease: float = 30.0
     grace: float = 30.0
     compile_options: CompileOptions = field(default_factory=CompileOptions)
-    strict: bool = False
+    missing_inputs: MissingInputs = "error"
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0
     reload: float | None = None
+    auth: str | None = None
+    quota: Quota | None = None
+    audit: str | None = None
+    audit_content: bool = False

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from fastapi import APIRouter, Response
 
 from agentmap.errors import AgentMapError, ErrorCode
+from agentmap.server._auth import AuthUser
 from agentmap.server._bodies import api_router
 from agentmap.server._models import (
     ApiError,
@@ -31,12 +32,15 @@ from agentmap.server._models import (
     check_json,
     refuse_unsupported,
 )
+from agentmap.server._quota import QuotaExceeded
 from agentmap.server._records import CronChanges, CronRecord, Tick, now
-from agentmap.server._run_start import breakpoints, resolve_request
+from agentmap.server._run_start import breakpoints, check_inputs, resolve_request
+from agentmap.server._users import Caller, CallerOf
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._filters import Filter
 
 __all__ = ["cron_routes", "tick_crons"]
 
@@ -97,8 +101,9 @@ def _next_tick(schedule: str, zone: Any, after: float, end_time: str | None, wha
 
 
 def _public(cron: CronRecord) -> dict[str, Any]:
-    """A stored cron as LangGraph's server returns it."""
+    """A stored cron as LangGraph's server returns it (its user's identity, not the user it keeps for its runs)."""
     following = cron.next_run
+    payload = {k: v for k, v in cron.payload.items() if k != "user"}
     return {
         "cron_id": cron.cron_id,
         "assistant_id": cron.assistant_id,
@@ -109,8 +114,8 @@ def _public(cron: CronRecord) -> dict[str, Any]:
         "timezone": cron.payload.get("timezone"),
         "created_at": cron.created_at,
         "updated_at": cron.updated_at,
-        "payload": cron.payload,
-        "user_id": None,
+        "payload": payload,
+        "user_id": (cron.payload.get("user") or {}).get("identity"),
         "next_run_date": datetime.fromtimestamp(following, UTC).isoformat() if following is not None else None,
         "metadata": cron.metadata,
         "enabled": cron.enabled,
@@ -129,8 +134,11 @@ def _run_body(
     return RunCreate(assistant_id=payload["assistant_id"], **fields)
 
 
-def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what: str) -> None:
-    """Refuse, when the cron is made, a run body its ticks could not start."""
+def _check(
+    server: Server, payload: dict[str, Any], thread_id: str | None, what: str, visible: Filter | None = None
+) -> None:
+    """Refuse, when the cron is made, a run body its ticks could not start (on a thread the caller's filter
+    `visible` lets them run on)."""
     body = _run_body(payload, None, payload.get("on_run_completed"))
     refuse_unsupported(body, what)
     for name in ("input", "config", "metadata"):
@@ -140,8 +148,9 @@ def _check(server: Server, payload: dict[str, Any], thread_id: str | None, what:
     assistant = server.assistant(body.assistant_id)
     assistant.check_input(body.input)
     if thread_id is not None:
-        server.thread(thread_id)
+        server.thread(thread_id, visible)
     breakpoints(body, assistant, thread_id is None and body.on_completion != "keep", what)
+    check_inputs(server, assistant, body.input or {}, thread_id, what, "cron")  # refused now, not at every tick
 
 
 def _matching(server: Server, cron: CronRecord, body: CronSearch) -> bool:
@@ -185,28 +194,53 @@ def _changes(server: Server, cron: CronRecord, body: CronUpdate) -> CronChanges:
     return fields
 
 
+def _thread_of_cron(caller: Caller, thread_id: str | None, assistant_id: str) -> Filter | None:
+    """The filter of the threads the caller may start runs on (`threads.create_run`, as each tick does), when the
+    cron runs on a thread."""
+    if thread_id is None:
+        return None
+    value = {"thread_id": thread_id, "assistant_id": assistant_id, "metadata": {}, "status": "pending"}
+    return caller.decide_now("threads", "create_run", value)
+
+
 def cron_routes(server: Server) -> APIRouter:
-    """The cron routes."""
+    """The cron routes (each asks the caller's `crons` handlers; a cron keeps its creator's user for its runs)."""
     router = api_router(tags=["crons"])
 
-    def create(body: CronCreate, thread_id: str | None) -> dict[str, Any]:
+    def create(body: CronCreate, thread_id: str | None, caller: Caller) -> dict[str, Any]:
         what = "crons.create" if thread_id is None else "crons.create_for_thread"
         refuse_unsupported(body, what)
         payload = body.model_dump(mode="json", exclude_none=True)
         payload["assistant_id"] = server.assistant(body.assistant_id).assistant_id
-        _check(server, payload, thread_id, what)
+        cron_id = str(uuid.uuid4())
         end_time = body.end_time.astimezone(UTC).isoformat() if body.end_time else None
+        value: dict[str, Any] = {
+            "payload": payload,
+            "schedule": body.schedule,
+            "cron_id": cron_id,
+            "thread_id": thread_id,
+            "user_id": caller.identity,
+            "end_time": end_time,
+            "metadata": dict(body.metadata or {}),
+        }
+        caller.decide_now("crons", "create", value)
+        metadata = dict(value.get("metadata") or {})  # as the handler left it: the cron's, and its runs'
+        check_json(metadata, "metadata")
+        payload["metadata"] = metadata
         following = _next_tick(body.schedule, _zone(body.timezone, what), time.time(), end_time, what)
+        _check(server, payload, thread_id, what, _thread_of_cron(caller, thread_id, payload["assistant_id"]))
+        if caller.user is not None:
+            payload["user"] = caller.user.to_json()  # each tick runs as the cron's creator
         stamp = now()
         cron = CronRecord(
-            cron_id=str(uuid.uuid4()),
+            cron_id=cron_id,
             assistant_id=payload["assistant_id"],
             thread_id=thread_id,
             schedule=body.schedule,
             end_time=end_time,
             next_run=following,
             payload=payload,
-            metadata=body.metadata or {},
+            metadata=metadata,
             enabled=body.enabled,
             on_run_completed=None if thread_id else body.on_run_completed or "delete",
             created_at=stamp,
@@ -216,45 +250,59 @@ def cron_routes(server: Server) -> APIRouter:
         return _public(_found(cron.cron_id))
 
     @router.post("/runs/crons")
-    def create_cron(body: CronCreate) -> dict[str, Any]:
+    def create_cron(body: CronCreate, caller: CallerOf) -> dict[str, Any]:
         """A cron whose ticks start stateless runs (a new thread each, kept with `on_run_completed='keep'`)."""
-        return create(body, None)
+        return create(body, None, caller)
 
     @router.post("/threads/{thread_id}/runs/crons")
-    def create_thread_cron(thread_id: str, body: CronCreate) -> dict[str, Any]:
+    def create_thread_cron(thread_id: str, body: CronCreate, caller: CallerOf) -> dict[str, Any]:
         """A cron whose ticks start runs on the thread."""
-        return create(body, thread_id)
+        return create(body, thread_id, caller)
+
+    def searched(body: CronSearch, caller: Caller, what: str) -> list[CronRecord]:
+        refuse_unsupported(body, what)
+        value = {
+            "assistant_id": body.assistant_id,
+            "thread_id": body.thread_id,
+            "limit": body.limit,
+            "offset": body.offset,
+            "metadata": dict(body.metadata or {}),
+        }
+        visible = caller.decide_now("crons", "search", value)
+        wanted = body.model_copy(update={"metadata": value.get("metadata") or None})  # as the handler left it
+        return [c for c in server.store.crons.all(visible) if _matching(server, c, wanted)]
 
     @router.post("/runs/crons/search")
-    def search(body: CronSearch) -> list[dict[str, Any]]:
+    def search(body: CronSearch, caller: CallerOf) -> list[dict[str, Any]]:
         """The crons matching the filters, oldest first."""
-        refuse_unsupported(body, "crons.search")
-        found = [_public(c) for c in server.store.crons.all() if _matching(server, c, body)]
+        found = [_public(c) for c in searched(body, caller, "crons.search")]
         return found[body.offset : body.offset + body.limit]
 
     @router.post("/runs/crons/count")
-    def count(body: CronSearch) -> int:
+    def count(body: CronSearch, caller: CallerOf) -> int:
         """How many crons match the filters."""
-        refuse_unsupported(body, "crons.count")
-        return sum(1 for c in server.store.crons.all() if _matching(server, c, body))
+        return len(searched(body, caller, "crons.count"))
 
     @router.patch("/runs/crons/{cron_id}")
-    def update(cron_id: str, body: CronUpdate) -> dict[str, Any]:
+    def update(cron_id: str, body: CronUpdate, caller: CallerOf) -> dict[str, Any]:
         """Change a cron: its schedule (the next tick is computed again), end time, run body, or whether it runs."""
         refuse_unsupported(body, "crons.update")
-        fields = _changes(server, _found(cron_id), body)
+        changes = body.model_dump(mode="json", exclude_unset=True)
+        value = {"cron_id": cron_id, "payload": changes, "schedule": body.schedule}
+        visible = caller.decide_now("crons", "update", value)
+        fields = _changes(server, _found(cron_id, visible), body)
         server.store.crons.update(cron_id, fields)
         return _public(_found(cron_id))
 
     @router.delete("/runs/crons/{cron_id}")
-    def delete(cron_id: str) -> Response:
+    def delete(cron_id: str, caller: CallerOf) -> Response:
         """Stop a cron: no tick starts a run any more (the runs it started stay)."""
-        if not server.store.crons.delete(cron_id):
-            _found(cron_id)
+        _found(cron_id, caller.decide_now("crons", "delete", {"cron_id": cron_id}))
+        server.store.crons.delete(cron_id)
         return Response(status_code=204)
 
-    def _found(cron_id: str) -> CronRecord:
-        found = server.store.crons.get(cron_id)
+    def _found(cron_id: str, visible: Filter | None = None) -> CronRecord:
+        found = server.store.crons.get(cron_id, visible)
         if found is None:
             raise ApiError(404, "cron-not-found", f"no cron {cron_id!r}", hint="crons.search() lists the crons")
         return found
@@ -287,13 +335,20 @@ async def _fire(server: Server, cron: CronRecord, at: int) -> None:
     zone = _zone(payload.get("timezone"), "cron")
     tick = Tick(cron_id, due, _next_tick(cron.schedule, zone, float(at), cron.end_time, "cron"))
     body = _run_body(payload, cron_id, cron.on_run_completed, due)
+    user = payload.get("user")
+    caller = Caller(AuthUser(user)) if isinstance(user, dict) else Caller()  # its creator, whose handlers said yes
     try:
-        request = await asyncio.to_thread(resolve_request, server, body, cron.thread_id, "crons")
-    except AgentMapError as exc:
+        request = await asyncio.to_thread(lambda: resolve_request(server, body, cron.thread_id, "crons", caller=caller))
+    except AgentMapError as exc:  # the run does not fit any more
         if await asyncio.to_thread(server.store.crons.skip_tick, tick):
             _log.warning("cron %s skipped a tick: %s", cron_id, exc.message)
         return
     reject = cron.thread_id is not None and request.multitask_strategy == "reject"
-    run = await server.runs.acceptor.submit(request, here=False, reject_if_busy=reject, tick=tick)
+    try:
+        run = await server.runs.acceptor.submit(request, here=False, reject_if_busy=reject, tick=tick)
+    except QuotaExceeded as exc:  # its user's quota is spent: the tick passes without a run
+        run = None
+        if await asyncio.to_thread(server.store.crons.skip_tick, tick):
+            _log.warning("cron %s skipped a tick: %s", cron_id, exc.message)
     if run is None and cron.thread_id is None and request.thread_id is not None:
-        await asyncio.to_thread(server.store.threads.delete, request.thread_id)  # kept thread of a tick not ours
+        await asyncio.to_thread(server.store.threads.delete, request.thread_id)  # kept thread of a tick not run

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentmap.server._filters import Filter
 
 __all__ = ["Database", "Tx", "Where"]
 
@@ -40,6 +43,10 @@ class Where:
     def also(self, condition: str, *args: Any) -> Where:
         """These conditions and `condition` (its `?` placeholders taking `args`)."""
         return Where((*self.conditions, condition), (*self.args, *args))
+
+    def both(self, other: Where) -> Where:
+        """These conditions and `other`'s."""
+        return Where((*self.conditions, *other.conditions), (*self.args, *other.args))
 
     @property
     def sql(self) -> str:
@@ -69,6 +76,11 @@ class Database:
         back when it raises."""
         raise NotImplementedError
         yield  # pragma: no cover
+
+    def matching(self, column: str, wanted: Filter) -> Where:
+        """The conditions that a row's JSON `column` (its metadata) passes a user's filter (`_filters.Filter`): the
+        SQL of each database's JSON functions; a row whose column is no JSON passes none."""
+        raise NotImplementedError
 
     def lock_thread(self, tx: Tx, thread_id: str) -> None:
         """Hold `thread_id` against other writers until the transaction ends (SQLite's writer lock already does)."""

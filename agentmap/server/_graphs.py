@@ -122,6 +122,7 @@ class Assistant:
     """When its version was first served (the server's start, until it is numbered)."""
     _views: dict[str, Assistant] = field(default_factory=dict, repr=False, compare=False)
     _compiling: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _svg: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.assistant_id = str(uuid.uuid5(_NAMESPACE, self.graph_id))
@@ -228,6 +229,12 @@ class Assistant:
     def mermaid(self) -> str:
         """The graph as Mermaid text, as `agentmap export --format mermaid` writes it."""
         return self.app.draw_mermaid()
+
+    def svg(self) -> str:
+        """The graph drawn offline as SVG, as `agentmap export --format svg` writes it (drawn once)."""
+        if self._svg is None:
+            self._svg = self.app.draw()
+        return self._svg
 
     def check_input(self, value: Any, where: str = "input") -> dict[str, Any]:
         """`value` as a run's input (`where` names it), or `InputError` naming the key that does not fit and the keys

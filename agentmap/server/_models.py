@@ -6,6 +6,7 @@ Fields the SDK may send but this server does not offer are listed per body: a re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -60,12 +61,22 @@ ProtocolCode = Literal[
 
 
 class ApiError(AgentMapError):
-    """An error with its HTTP status (404 unknown assistant, 409 busy thread, 422 not supported, ...)."""
+    """An error with its HTTP status (404 unknown assistant, 409 busy thread, 422 not supported, ...) and the
+    headers its answer carries (`Retry-After` of a quota, an auth handler's own)."""
 
-    def __init__(self, status: int, code: ErrorCode | ProtocolCode, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: ErrorCode | ProtocolCode,
+        message: str,
+        *,
+        hint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.code = ErrorCode.coerce(code)
         self.status = status
+        self.headers = dict(headers) if headers else None
 
 
 class _Body(BaseModel):

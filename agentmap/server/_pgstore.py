@@ -9,13 +9,17 @@ that makes it; `listen` wakes the replica's queue and the clients waiting on a r
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.server._database import Database, Tx
+from agentmap.server._audit import AUDIT_TABLE
+from agentmap.server._database import Database, Tx, Where
+from agentmap.server._filters import Filter
+from agentmap.server._quota import QUOTA_TABLE
 from agentmap.server._store_crons import CRON_TABLE
 from agentmap.server._store_versions import VERSION_TABLES
 
@@ -45,6 +49,14 @@ _SCHEMA = [
     "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS idx INTEGER",
     CRON_TABLE,
     *VERSION_TABLES,
+    "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS user_id TEXT",  # who started it: what quotas count by
+    "CREATE INDEX IF NOT EXISTS agentmap_runs_user ON agentmap_runs (user_id, status)",
+    *AUDIT_TABLE,
+    *QUOTA_TABLE,
+    # a JSON column read as jsonb, or NULL when jsonb refuses it (a NUL character, a lone surrogate): one such row
+    # cannot fail every filtered query (`matching`)
+    "CREATE OR REPLACE FUNCTION agentmap_jsonb(value text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE STRICT "
+    "PARALLEL SAFE AS $$ BEGIN RETURN value::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$",
 ]
 
 
@@ -100,6 +112,25 @@ class PostgresDatabase(Database):
     def close(self) -> None:
         """Close the pool."""
         self._pool.close()
+
+    def matching(self, column: str, wanted: Filter) -> Where:
+        """Each term a `jsonb` comparison of the column's key (jsonb's equality: `"1"` is no `1`, `1` is `1.0`);
+        `$contains` is jsonb's containment of the values in an array."""
+        where = Where()
+        for term in wanted.terms:
+            if term.op == "eq":
+                where = where.also(
+                    f"agentmap_jsonb({column}) -> ?::text = agentmap_jsonb(?)", term.key, json.dumps(term.values[0])
+                )
+            else:
+                where = where.also(
+                    f"jsonb_typeof(agentmap_jsonb({column}) -> ?::text) = 'array' "
+                    f"AND agentmap_jsonb({column}) -> ?::text @> agentmap_jsonb(?)",
+                    term.key,
+                    term.key,
+                    json.dumps(list(term.values)),
+                )
+        return where
 
     @contextmanager
     def transaction(self) -> Iterator[_PgTx]:

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import ErrorCode
 from agentmap.runtime.revisions import REVISION_KEY
+from agentmap.server._auth import AuthUser
 from agentmap.server._models import ApiError
 from agentmap.server._records import RunRecord
 from agentmap.server._run_start import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
 from agentmap.server._threads import snapshot_of
+from agentmap.server._users import Caller
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
@@ -25,9 +27,10 @@ def rebuilder(server: Server) -> Callable[[RunRecord], RunRequest]:
     took it again after a restart), from its recorded body and its thread's checkpoint.
 
     A run whose thread's last checkpoint it wrote itself continues from there (no input: the finished nodes
-    do not run again); one that never checkpointed starts again from its input (or its answer). Either runs the
-    revision its thread runs, or the one it was accepted with, read from the checkpointer's database when this
-    replica serves another version of the file.
+    do not run again); one that never checkpointed starts again from its input (or its answer). It runs as the
+    user who started it (recorded with it), whose auth handlers are not asked again, and the revision its thread
+    runs, or the one it was accepted with, read from the checkpointer's database when this replica serves another
+    version of the file.
 
     Raises:
         ApiError: `graph-changed` when the checkpoint, saved before revisions were recorded, was written by
@@ -52,9 +55,17 @@ def rebuilder(server: Server) -> Callable[[RunRecord], RunRequest]:
                 _same_graph(view, snapshot.metadata, thread_id)
             body = body.model_copy(update={"input": None, "command": None})
         what = str(payload.get("what") or "runs.create")
+        user = payload.get("user")
+        caller = Caller(AuthUser(user)) if isinstance(user, dict) else Caller()  # its handlers said yes already
         # its answer is claimed already
         request = resolve_request(
-            server, body, thread_id, what, payload.get("claimant"), str(recorded) if recorded else None
+            server,
+            body,
+            thread_id,
+            what,
+            caller=caller,
+            claimant=payload.get("claimant"),
+            revision=str(recorded) if recorded else None,
         )
         if progressed:
             request.input = None

@@ -70,6 +70,8 @@ class RunRecord:
     request: dict[str, Any] = field(default_factory=dict)
     """What rebuilds the run on any replica: its request body, thread, route and claimant (`RunRequest.payload`)."""
     stateless: bool = False
+    user_id: str | None = None
+    """The identity of the user who started it (`--auth`; "" without): what quotas count by."""
     seq: int = 0
     """Its place on the queue (runs of a thread are claimed in this order)."""
     owner: str | None = None
@@ -101,6 +103,7 @@ class RunRecord:
             graph_id=row["graph_id"],
             request=column(row, "request") or {},
             stateless=bool(row["stateless"]),
+            user_id=row["user_id"],
             seq=int(row["seq"] or 0),
             owner=row["owner"],
             lease_until=float(row["lease_until"] or 0),

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from agentmap.server._accepting import RunAcceptance
 from agentmap.server._deliveries import WebhookDeliveries
+from agentmap.server._quota import Quota
 from agentmap.server._records import RunRecord
 from agentmap.server._run_events import EventSharing
 from agentmap.server._run_queue import RunQueue, owner_alive
@@ -44,11 +45,12 @@ class RunManager:
         workers: int = 16,
         lease: float = 30.0,
         webhooks: Webhooks | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.queue = RunQueue(store, lease=lease, workers=workers)
         self.sharing = EventSharing(self.queue)
         self.deliveries = WebhookDeliveries(self.queue, webhooks or Webhooks(None))
-        self.acceptor = RunAcceptance(self.queue, self.deliveries)
+        self.acceptor = RunAcceptance(self.queue, self.deliveries, quota)
         self.workers = Workers(
             self.queue, self.sharing, self.deliveries, graphs=graphs, rebuild=rebuild, workers=workers
         )

@@ -13,12 +13,14 @@ from agentmap.server._bodies import api_router
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._records import RunRecord
-from agentmap.server._run_start import resolve_request, start_run, stream_modes
+from agentmap.server._run_start import Admitted, admit_run, resolve_request, start_run, stream_modes
 from agentmap.server._run_states import RunStatus
-from agentmap.server._runs import Run
+from agentmap.server._runs import Run, RunRequest
+from agentmap.server._users import CallerOf
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._filters import Filter
 
 __all__ = ["run_routes"]
 
@@ -97,20 +99,20 @@ def _thread_run_routes(server: Server, router: APIRouter) -> None:
     """Starting runs on a thread: create, wait, stream."""
 
     @router.post("/threads/{thread_id}/runs")
-    async def create_run(thread_id: str, body: RunCreate) -> JSONResponse:
+    async def create_run(thread_id: str, body: RunCreate, caller: CallerOf) -> JSONResponse:
         """Start a run in the background; returns the run (follow it with join or join_stream)."""
-        run = await start_run(server, body, thread_id, "runs.create")
+        run = await start_run(server, body, thread_id, "runs.create", caller)
         return _located(run, run.record())
 
     @router.post("/threads/{thread_id}/runs/wait")
-    async def wait_run(thread_id: str, body: RunCreate) -> JSONResponse:
+    async def wait_run(thread_id: str, body: RunCreate, caller: CallerOf) -> JSONResponse:
         """Run and return the final values (with `__interrupt__` when it paused, `__error__` when it failed)."""
-        return await _wait(server, await start_run(server, body, thread_id, "runs.wait"))
+        return await _wait(server, await start_run(server, body, thread_id, "runs.wait", caller))
 
     @router.post("/threads/{thread_id}/runs/stream")
-    async def stream_run(thread_id: str, body: RunCreate) -> StreamingResponse:
+    async def stream_run(thread_id: str, body: RunCreate, caller: CallerOf) -> StreamingResponse:
         """Run and stream its events over SSE."""
-        run = await start_run(server, body, thread_id, "runs.stream")
+        run = await start_run(server, body, thread_id, "runs.stream", caller)
         return _sse(server, run, None, body.on_disconnect == "cancel")
 
 
@@ -118,20 +120,31 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     """A thread's runs once started: list, get, cancel, join, join_stream."""
 
     @router.get("/threads/{thread_id}/runs")
-    def list_runs(thread_id: str, limit: int = 10, offset: int = 0, status: str | None = None) -> list[dict[str, Any]]:
+    def list_runs(
+        thread_id: str,
+        caller: CallerOf,
+        limit: int = 10,
+        offset: int = 0,
+        status: str | None = None,
+    ) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
-        server.thread(thread_id)
-        found = [_live(server, r) for r in server.store.runs.of_thread(thread_id)]
+        value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}, "status": status}
+        visible = caller.decide_now("threads", "search", value)  # LangGraph scopes runs to their thread
+        server.thread(thread_id, visible)
+        found = [_live(server, r) for r in server.store.runs.of_thread(thread_id, visible)]
         found = [r for r in found if status is None or r["status"] == status]
         return found[offset : offset + limit]
 
     @router.get("/threads/{thread_id}/runs/{run_id}")
-    def get_run(thread_id: str, run_id: str) -> dict[str, Any]:
+    def get_run(thread_id: str, run_id: str, caller: CallerOf) -> dict[str, Any]:
         """One run."""
-        return _record(server, thread_id, run_id)
+        visible = caller.decide_now("threads", "read", {"thread_id": thread_id, "run_id": run_id})
+        return _record(server, thread_id, run_id, visible)
 
     @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
-    async def cancel_run(thread_id: str, run_id: str, wait: int = 0, action: str = "interrupt") -> Response:
+    async def cancel_run(
+        thread_id: str, run_id: str, caller: CallerOf, wait: int = 0, action: str = "interrupt"
+    ) -> Response:
         """Stop a run after the step it is in, on whichever replica runs it (`action=rollback` is not supported).
 
         With `wait=1` the answer comes once the run has stopped, with an empty JSON body as LangGraph's server
@@ -139,7 +152,9 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         """
         if action != "interrupt":
             raise ApiError(422, "not-supported", f"cancel action {action!r} is not supported by agentmap serve")
-        await run_in_threadpool(_record, server, thread_id, run_id)
+        value = {"thread_id": thread_id, "run_id": run_id, "action": action}
+        visible = await caller.decide("threads", "update", value)
+        await run_in_threadpool(_record, server, thread_id, run_id, visible)
         await server.runs.acceptor.cancel_anywhere(run_id)
         if wait:
             await server.runs.acceptor.wait_record(thread_id, run_id)
@@ -147,9 +162,10 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
         return Response(status_code=202)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join")
-    async def join_run(thread_id: str, run_id: str) -> JSONResponse:
+    async def join_run(thread_id: str, run_id: str, caller: CallerOf) -> JSONResponse:
         """Wait for a run to end (on any replica) and return its result."""
-        await run_in_threadpool(_record, server, thread_id, run_id)
+        visible = await caller.decide("threads", "read", {"thread_id": thread_id, "run_id": run_id})
+        await run_in_threadpool(_record, server, thread_id, run_id, visible)
         run = server.runs.queue.runs.get(run_id)
         if run is not None:
             return await _wait(server, run)
@@ -163,13 +179,15 @@ def _run_lookup_routes(server: Server, router: APIRouter) -> None:
     async def join_stream(
         thread_id: str,
         run_id: str,
+        caller: CallerOf,
         stream_mode: list[str] | None = None,
         cancel_on_disconnect: bool = False,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
         """Stream a run's events until it ends: from its start, or after the event whose id a reconnecting client
         sends as `Last-Event-ID`."""
-        await run_in_threadpool(_record, server, thread_id, run_id)
+        visible = await caller.decide("threads", "read", {"thread_id": thread_id, "run_id": run_id})
+        await run_in_threadpool(_record, server, thread_id, run_id, visible)
         modes = stream_modes(stream_mode) if stream_mode else None
         start = await server.runs.sharing.resume_point(run_id, last_event_id) if last_event_id else 0
         run = server.runs.sharing.streamed(run_id)
@@ -184,35 +202,43 @@ def _stateless_routes(server: Server, router: APIRouter) -> None:
     """Runs without a thread: create, wait, stream, batch."""
 
     @router.post("/runs")
-    async def create_stateless(body: RunCreate) -> JSONResponse:
+    async def create_stateless(body: RunCreate, caller: CallerOf) -> JSONResponse:
         """Start a run without a thread, in the background."""
-        run = await start_run(server, body, None, "runs.create")
+        run = await start_run(server, body, None, "runs.create", caller)
         return _located(run, run.record())
 
     @router.post("/runs/wait")
-    async def wait_stateless(body: RunCreate) -> JSONResponse:
+    async def wait_stateless(body: RunCreate, caller: CallerOf) -> JSONResponse:
         """Run without a thread and return the final values."""
-        return await _wait(server, await start_run(server, body, None, "runs.wait"))
+        return await _wait(server, await start_run(server, body, None, "runs.wait", caller))
 
     @router.post("/runs/stream")
-    async def stream_stateless(body: RunCreate) -> StreamingResponse:
+    async def stream_stateless(body: RunCreate, caller: CallerOf) -> StreamingResponse:
         """Run without a thread and stream its events over SSE."""
-        run = await start_run(server, body, None, "runs.stream")
+        run = await start_run(server, body, None, "runs.stream", caller)
         return _sse(server, run, None, body.on_disconnect == "cancel")
 
     @router.post("/runs/batch")
-    async def batch(bodies: list[RunCreate]) -> list[dict[str, Any]]:
+    async def batch(bodies: list[RunCreate], caller: CallerOf) -> list[dict[str, Any]]:
         """Start several runs without threads; returns the runs."""
-        requests = [
-            await run_in_threadpool(resolve_request, server, b, b.thread_id, "runs.create_batch") for b in bodies
+        admitted = [await admit_run(server, b, b.thread_id, caller) for b in bodies]
+
+        def resolved(run: Admitted) -> RunRequest:
+            return resolve_request(
+                server, run.body, run.body.thread_id, "runs.create_batch", caller=caller, visible=run.visible
+            )
+
+        requests = [await run_in_threadpool(resolved, a) for a in admitted]
+        started = [
+            await server.runs.acceptor.submit(r, here=False, run_id=a.run_id)
+            for r, a in zip(requests, admitted, strict=True)
         ]
-        started = [await server.runs.acceptor.submit(r, here=False) for r in requests]
         return [r.record() for r in started if r is not None]
 
 
-def _record(server: Server, thread_id: str, run_id: str) -> dict[str, Any]:
-    server.thread(thread_id)
-    record = server.store.runs.get(thread_id, run_id)
+def _record(server: Server, thread_id: str, run_id: str, visible: Filter | None) -> dict[str, Any]:
+    server.thread(thread_id, visible)
+    record = server.store.runs.get(thread_id, run_id, visible)
     if record is None:
         raise ApiError(404, "run-not-found", f"thread {thread_id!r} has no run {run_id!r}")
     return _live(server, record)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import logging
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -19,14 +21,30 @@ from agentmap.server._models import ApiError, RunCreate, check_json, check_threa
 from agentmap.server._records import ThreadRecord
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
+from agentmap.server._users import Caller
 from agentmap.server._versions import VERSION_FIELD, asked_version
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._filters import Filter
     from agentmap.server._graphs import Assistant
 
-__all__ = ["QUEUED", "breakpoints", "resolve_request", "start_run", "stream_modes"]
+__all__ = [
+    "AUTH_KEYS",
+    "QUEUED",
+    "Admitted",
+    "admit_run",
+    "breakpoints",
+    "check_inputs",
+    "resolve_request",
+    "start_run",
+    "stream_modes",
+]
+
+AUTH_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
+"""The `configurable` keys a run's user travels under, as LangGraph's server sets them: the server's alone (a
+client's are dropped, so no request can claim to be another user)."""
 
 _log = logging.getLogger("agentmap.server")
 
@@ -86,26 +104,27 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
 
 
 def _bind_thread(
-    server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None
+    server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None, visible: Filter | None
 ) -> tuple[str | None, bool, ThreadRecord | None]:
     """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and its record.
 
-    A thread bound to another graph is refused; the binding itself (`_bound`) is saved only once the run is known to
-    be good.
+    A thread the run makes (`on_completion="keep"`, `if_not_exists="create"`) gets the run's metadata, as
+    LangGraph's server gives it (so its owner, stamped by an auth handler, finds it again); another user's thread
+    (one the user's filter `visible` hides) is not found; a thread bound to another graph is refused. The binding
+    (`_bound`: the thread's metadata naming its graph and version) is saved only once the run is known to be good.
     """
     stateless = thread_id is None
+    made = dict(body.metadata or {})
     if stateless and body.on_completion == "keep":
-        import uuid
-
         thread_id, stateless = str(uuid.uuid4()), False
-        server.store.threads.create(thread_id, {})
+        server.store.threads.create(thread_id, made)
     if thread_id is None:
         return None, stateless, None
-    record = server.store.threads.get(thread_id)
+    record = server.store.threads.get(thread_id, visible)
     if record is None and body.if_not_exists == "create":
-        record = server.store.threads.create(check_thread_id(thread_id), {})
+        record = server.store.threads.create(check_thread_id(thread_id), made)
     if record is None:
-        record = server.thread(thread_id)  # raises the 404
+        record = server.thread(thread_id, visible)  # raises the 404
     bound = record.metadata.get("graph_id")
     if bound is not None and bound != assistant.graph_id:
         raise ApiError(
@@ -166,15 +185,22 @@ def _may_move(body: RunCreate, chosen: Assistant, thread_id: str) -> None:
     )
 
 
-def _run_config(body: RunCreate) -> dict[str, Any]:
-    """The run's LangGraph config: the body's, with the checkpoint to start from (the version it names is the
-    server's to read, not the graph's)."""
+def _run_config(body: RunCreate, caller: Caller, assistant: Assistant) -> dict[str, Any]:
+    """The run's LangGraph config: the body's, with the checkpoint to start from, and the user as LangGraph's server
+    gives it to a graph (`langgraph_auth_user`, its id and permissions; with the assistant and graph ids, which
+    LangGraph's `get_runtime().server_info` reads). The version the body names is the server's to read, not the
+    graph's."""
     config = dict(body.config or {})
-    configurable = dict(config.get("configurable") or {})
+    configurable = {k: v for k, v in (config.get("configurable") or {}).items() if k not in AUTH_KEYS}
     configurable.pop("assistant_version", None)
     checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
+    user = caller.user
+    if user is not None:
+        configurable.update(zip(AUTH_KEYS, (user, user.identity, user.permissions), strict=True))
+        configurable.setdefault("assistant_id", assistant.assistant_id)
+        configurable.setdefault("graph_id", assistant.graph_id)
     config["configurable"] = configurable
     return config
 
@@ -205,18 +231,21 @@ def resolve_request(
     body: RunCreate,
     thread_id: str | None,
     what: str,
+    *,
+    caller: Caller,
+    visible: Filter | None = None,
     claimant: str | None = None,
     revision: str | None = None,
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    The run takes the revision its thread runs, or for a new thread (or none) the assistant's latest version
-    (`_versions.py`), which it is recorded with. `claimant` names who claims a resume's answer: a new run's own, or
-    the one recorded with a run taken over (whose webhook was checked when it was accepted, maybe by another
-    replica: it is called as recorded), and `revision` the revision that run was accepted with.
+    The run takes the revision its thread runs, the version it names, or for a new thread (or none) the assistant's
+    latest version (`_versions.py`), which it is recorded with. `caller` is who runs it (its user goes into the
+    run's config and record; its auth handlers were asked already, `admit_run`, whose filter `visible` hides the
+    threads of others). `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a
+    run taken over (whose webhook was checked when it was accepted, maybe by another replica: it is called as
+    recorded), and `revision` the revision that run was accepted with.
     """
-    import uuid
-
     if claimant is None and body.webhook is not None:
         check_webhook(body.webhook, server.config.webhook_hosts)
     claimant = claimant or uuid.uuid4().hex
@@ -224,7 +253,7 @@ def resolve_request(
     for name in ("input", "command", "config", "metadata"):
         check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
-    thread_id, stateless, record = _bind_thread(server, body, assistant, thread_id)
+    thread_id, stateless, record = _bind_thread(server, body, assistant, thread_id, visible)
     ran = record is not None and record.metadata.get("graph_id") is not None  # else no run of ours saved a step
     view = server.versions.for_run(assistant, thread_id if ran else None, revision)
     asked = asked_version(body.config)
@@ -233,16 +262,14 @@ def resolve_request(
         if ran and thread_id is not None and chosen.revision != view.revision:
             _may_move(body, chosen, thread_id)
         view = chosen
-    config = _run_config(body)
+    config = _run_config(body, caller, view)
     run_input = _run_input(body, view, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    found = view.app.check_state(run_input, thread_id=thread_id) if isinstance(run_input, Mapping) else None
-    if found is not None:
-        if server.config.strict:
-            hint = found.hint("the run's input")
-            raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
-        _log.warning("%s of %s on %s: %s", what, view.graph_id, thread_id or "no thread", found.message)
-        metadata["warnings"] = [*metadata.get("warnings", ()), found.message]
+    stops = breakpoints(body, view, stateless, what)  # the request's own mistakes first, then its input's
+    warning = check_inputs(server, view, run_input, thread_id, what)
+    if warning is not None:
+        _log.warning("%s of %s on %s: %s", what, view.graph_id, thread_id or "no thread", warning)
+        metadata["warnings"] = [*metadata.get("warnings", ()), warning]
     if view.version is not None:
         metadata["assistant_version"] = view.version
     binding = _bound(record, view) if record is not None and thread_id is not None else None
@@ -252,7 +279,7 @@ def resolve_request(
     durability = body.durability or server.config.durability
     if durability is not None and not stateless:  # a stateless run writes no checkpoint
         kwargs["durability"] = durability
-    kwargs.update(breakpoints(body, view, stateless, what))
+    kwargs.update(stops)
     return RunRequest(
         assistant=view,
         thread_id=thread_id,
@@ -270,7 +297,9 @@ def resolve_request(
             "what": what,
             "claimant": claimant,
             "revision": view.revision,
+            **({"user": caller.user.to_json()} if caller.user is not None else {}),
         },
+        user_id=caller.identity,
     )
 
 
@@ -316,7 +345,77 @@ def breakpoints(body: RunCreate, assistant: Assistant, stateless: bool, what: st
     return found
 
 
-async def start_run(server: Server, body: RunCreate, thread_id: str | None, what: str) -> Run:
+def check_inputs(
+    server: Server, assistant: Assistant, run_input: Any, thread_id: str | None, what: str, where: str = "run"
+) -> str | None:
+    """What `--missing-inputs` says of a run input without an input no node writes (on a thread, its saved values
+    count as given): refused (`error`), or the warning to record (`warn`); None when there is nothing to say.
+
+    Raises:
+        ApiError: 422 `missing-state` naming the keys, in `error` mode.
+    """
+    mode = server.config.missing_inputs
+    if not isinstance(run_input, Mapping) or mode == "ignore":
+        return None
+    found = assistant.app.check_state(run_input, thread_id=thread_id)
+    if found is None:
+        return None
+    if mode == "error":
+        hint = found.hint(f"the {where}'s input")
+        raise ApiError(422, ErrorCode.MISSING_STATE, f"{what}: {found.message}", hint=hint)
+    return found.message
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A run request the caller's auth handlers let through: the body as they left it (its metadata edited), the
+    filter of the threads the caller sees, and the run's id (the one the handler was shown)."""
+
+    body: RunCreate
+    visible: Filter | None
+    run_id: str
+
+
+async def admit_run(server: Server, body: RunCreate, thread_id: str | None, caller: Caller) -> Admitted:
+    """Ask the caller's `threads.create_run` handler about a run (the value LangGraph gives it: the thread, the
+    assistant, the run's id, status, metadata, multitask strategy, `if_not_exists`, and its `kwargs`); what it left.
+
+    Raises:
+        ApiError: The handler refused (403, its status) or failed (500); for a run that makes way for itself
+            (`interrupt`, `rollback`), 404 when the thread is another user's.
+    """
+    run_id = str(uuid.uuid4())
+    value: dict[str, Any] = {
+        "thread_id": thread_id,
+        "assistant_id": body.assistant_id,
+        "run_id": run_id,
+        "status": "pending",
+        "metadata": dict(body.metadata or {}),
+        "prevent_insert_if_inflight": body.multitask_strategy == "reject",
+        "multitask_strategy": body.multitask_strategy or "enqueue",
+        "if_not_exists": body.if_not_exists or "reject",
+        "after_seconds": 0,
+        "kwargs": body.model_dump(include={"input", "command", "config", "stream_mode", "webhook"}, exclude_none=True),
+    }
+    visible = await caller.decide("threads", "create_run", value)
+    metadata = value.get("metadata")
+    if isinstance(metadata, Mapping) and metadata != (body.metadata or {}):
+        body = body.model_copy(update={"metadata": dict(metadata)})  # what the handler stamped is the run's
+    if thread_id is not None and visible is not None and body.multitask_strategy in ("interrupt", "rollback"):
+        await run_in_threadpool(server.thread, thread_id, visible)  # no other user's runs are stopped: a 404
+    return Admitted(body, visible, run_id)
+
+
+async def start_run(server: Server, body: RunCreate, thread_id: str | None, what: str, caller: Caller) -> Run:
+    """Start a run for `caller` (`_users.Caller`: its auth handlers asked, its user in the run): what the run routes,
+    `/mcp`, `/a2a` and the AG-UI endpoint call.
+
+    Raises:
+        ApiError: The request does not fit (422), the thread is not found or another user's (404), busy for
+            `reject` (409), refused by the auth handlers (403, their status, 500), or over the caller's quota (429).
+    """
+    admitted = await admit_run(server, body, thread_id, caller)
+    body = admitted.body
     if thread_id is not None and body.multitask_strategy in ("interrupt", "rollback"):
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
@@ -329,11 +428,15 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     if on_loop:  # nor compiles a version this replica has not compiled yet
         on_loop = asked_version(body.config) is None and server.versions.latest_compiled(assistant)
     if on_loop:
-        request = resolve_request(server, body, thread_id, what)
+        request = resolve_request(server, body, thread_id, what, caller=caller, visible=admitted.visible)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
-        request = await run_in_threadpool(resolve_request, server, body, thread_id, what)
+        request = await run_in_threadpool(
+            lambda: resolve_request(server, body, thread_id, what, caller=caller, visible=admitted.visible)
+        )
     reject = bool(request.thread_id) and request.multitask_strategy == "reject"
-    run = await server.runs.acceptor.submit(request, here=what not in QUEUED, reject_if_busy=reject)
+    run = await server.runs.acceptor.submit(
+        request, here=what not in QUEUED, reject_if_busy=reject, run_id=admitted.run_id
+    )
     if run is None:
         raise ApiError(
             409,

@@ -60,6 +60,10 @@ class RunRequest:
     pinned: bool = False
     """The request named its version (`config.configurable.assistant_version`): the run runs `assistant`, not the
     revision its thread's checkpoint names."""
+    """What rebuilds the request on any replica (the request body, its thread and route, its user), kept in the
+    store."""
+    user_id: str | None = None
+    """The identity of the user who started it (`--auth`), or None."""
 
 
 @dataclass
@@ -116,6 +120,7 @@ class Run:
             graph_id=request.assistant.graph_id,
             request=request.payload,
             stateless=request.stateless,
+            user_id=request.user_id,
         )
 
     def record(self) -> dict[str, Any]:

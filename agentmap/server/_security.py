@@ -1,5 +1,6 @@
 """What stands in front of every route: request ids and access logs, who may reach the server from a web page
-(`Host`, `Origin`, JSON bodies, a per-launch token: `_reach.py`), the API key, the body size limit.
+(`Host`, `Origin`, JSON bodies, a per-launch token: `_reach.py`), the API key, the size limits of the headers and
+the body.
 
 One plain ASGI middleware, so streamed responses pass through untouched; the studio stands behind it too. Errors
 are JSON documents with AgentMap's error codes: `{"code", "message", "detail", "hint", "request_id"}` (`message`
@@ -19,7 +20,16 @@ from typing import Any
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._reach import Reach, is_loopback
 
-__all__ = ["PUBLIC_PATHS", "Guard", "error_body", "is_loopback", "require_key", "server_public", "too_large"]
+__all__ = [
+    "MAX_HEADERS",
+    "PUBLIC_PATHS",
+    "Guard",
+    "error_body",
+    "is_loopback",
+    "require_key",
+    "server_public",
+    "too_large",
+]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -28,6 +38,10 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_HEADERS = 65_536
+"""The most bytes a request's headers may take (names and values): beyond, 413 before anything reads them (a 1 MB
+token sent to an auth handler, say)."""
 
 PUBLIC_PATHS = ("/", "/health", "/ok", "/docs", "/openapi.json", "/favicon.ico")
 """Paths served without the API key: the viewer's page and files, the health check, the API's description."""
@@ -38,19 +52,21 @@ def server_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path.startswith("/viewer/")
 
 
-def require_key(host: str, api_key: str | None) -> None:
-    """Refuse to listen beyond this machine without an API key.
+def require_key(host: str, api_key: str | None, *, auth: bool = False) -> None:
+    """Refuse to listen beyond this machine without an API key (or auth handlers, `auth`, which ask every request
+    who sends it).
 
     Raises:
-        ConfigError: `host` is not loopback and no key is set.
+        ConfigError: `host` is not loopback and neither is set.
     """
-    if not api_key and not is_loopback(host):
+    if not api_key and not auth and not is_loopback(host):
         raise ConfigError(
             f"agentmap serve refuses to listen on {host} without an API key: anyone who reaches the port could "
             "run your workflows",
             code=ErrorCode.API_KEY_REQUIRED,
             hint="set a key in an environment variable and name it: AGENTMAP_API_KEY=... agentmap serve ... "
-            "--api-key-env AGENTMAP_API_KEY (or listen on 127.0.0.1)",
+            "--api-key-env AGENTMAP_API_KEY, or give auth handlers with --auth auth.py:my_auth (or listen on "
+            "127.0.0.1)",
         )
 
 
@@ -74,6 +90,8 @@ class Guard:
         max_body: The largest request body accepted, in bytes.
         reach: The hosts a request may name, the origins that may write, the token (see `_reach.py`).
         public: Whether a path is served without the token and the key (the page and its files).
+        bearer_key: Whether the key may come as `Authorization: Bearer KEY` (not when auth handlers read that
+            header: `agentmap serve --auth`).
     """
 
     def __init__(
@@ -84,12 +102,14 @@ class Guard:
         max_body: int,
         reach: Reach | None = None,
         public: Callable[[str], bool] = server_public,
+        bearer_key: bool = True,
     ) -> None:
         self.app = app
         self._key = api_key.encode() if api_key else None
         self._max = max_body
         self._reach = reach or Reach()
         self._public = public
+        self._bearer = bearer_key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -131,6 +151,13 @@ class Guard:
             )
 
     def _refuse(self, scope: Scope, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
+        size = sum(len(name) + len(value) for name, value in scope.get("headers", ()))
+        if size > MAX_HEADERS:
+            return 413, error_body(
+                ErrorCode.HEADERS_TOO_LARGE,
+                f"the request's headers take {size} bytes, more than the server accepts ({MAX_HEADERS})",
+                hint="send a shorter token or cookie",
+            )
         refused = self._reach.refusal(scope["method"], headers, scope.get("server"))
         if refused is not None:
             return refused[0], error_body(refused[1], refused[2], hint=refused[3])
@@ -145,14 +172,14 @@ class Guard:
             return refused[0], error_body(refused[1], refused[2], hint=refused[3])
         if self._key is None:
             return None
-        given = headers.get("x-api-key") or _bearer(headers.get("authorization", ""))
+        given = headers.get("x-api-key") or (_bearer(headers.get("authorization", "")) if self._bearer else "")
         if given and hmac.compare_digest(given.encode(), self._key):
             return None
         return 401, error_body(
             "unauthorized",
             "missing or wrong API key" if given else "this server needs an API key",
-            hint="send it as the X-Api-Key header (langgraph-sdk: get_client(url=..., api_key=...)) "
-            "or as Authorization: Bearer KEY",
+            hint="send it as the X-Api-Key header (langgraph-sdk: get_client(url=..., api_key=...))"
+            + (" or as Authorization: Bearer KEY" if self._bearer else ""),
         )
 
     async def _buffered(self, receive: Receive) -> Receive | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._reach import hosts_for
-from agentmap.server._security import require_key
+from agentmap.server._security import MAX_HEADERS, require_key
 
 __all__ = ["background", "serve"]
 
@@ -34,7 +34,7 @@ def _uvicorn() -> Any:
 
 def _server(config: Any, host: str, port: int, log_level: str) -> Any:
     uvicorn = _uvicorn()
-    require_key(host, config.api_key)
+    require_key(host, config.api_key, auth=config.auth is not None)
     from agentmap.server._app import create_app
     from agentmap.server._connections import http_protocol
 
@@ -53,6 +53,9 @@ def _server(config: Any, host: str, port: int, log_level: str) -> Any:
         http=http_protocol(config.header_timeout),
         limit_concurrency=config.max_connections,
         timeout_keep_alive=5,
+        # h11 (without httptools) would refuse headers over 16 KiB itself, in plain text: up to 1 MiB reach the Guard,
+        # which answers 413 beyond MAX_HEADERS
+        h11_max_incomplete_event_size=1_048_576 + MAX_HEADERS,
     )
     return uvicorn.Server(settings)
 

@@ -10,7 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentmap.server._database import Database
+from agentmap.server._audit import AUDIT_TABLE
+from agentmap.server._database import Database, Where
+from agentmap.server._filters import Filter, Value
+from agentmap.server._quota import QUOTA_TABLE
 from agentmap.server._store_crons import CRON_TABLE
 from agentmap.server._store_versions import VERSION_TABLES
 
@@ -40,6 +43,7 @@ _ADDED = {  # columns added since the first version of the file (an older file g
     "stateless": "INTEGER DEFAULT 0",
     "webhook_due": "REAL",
     "webhook_tries": "INTEGER DEFAULT 0",
+    "user_id": "TEXT",
 }
 
 
@@ -59,7 +63,7 @@ class SqliteDatabase(Database):
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SQLITE_SCHEMA)
             self._conn.execute(CRON_TABLE)
-            for statement in VERSION_TABLES:
+            for statement in (*VERSION_TABLES, *AUDIT_TABLE, *QUOTA_TABLE):
                 self._conn.execute(statement)
             self._migrate()
 
@@ -76,6 +80,7 @@ class SqliteDatabase(Database):
         self._conn.execute("UPDATE agentmap_runs SET seq = rowid WHERE seq IS NULL")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_thread ON agentmap_runs (thread_id, seq)")
         self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_queue ON agentmap_runs (status, seq)")
+        self._conn.execute("CREATE INDEX IF NOT EXISTS agentmap_runs_user ON agentmap_runs (user_id, status)")
         self._conn.execute(  # the deliveries due: a handful of rows among every run ever made
             "CREATE INDEX IF NOT EXISTS agentmap_runs_webhook ON agentmap_runs (webhook_due) "
             "WHERE webhook_due IS NOT NULL"
@@ -86,6 +91,33 @@ class SqliteDatabase(Database):
         """Close the file."""
         with self._lock:
             self._conn.close()
+
+    def matching(self, column: str, wanted: Filter) -> Where:
+        """Each term a `json_each` over the column (a row whose column is no JSON reads as `{}`): any key, however
+        it is spelt, and a value of the same JSON type."""
+        where = Where()
+        document = f"(CASE WHEN json_valid({column}) THEN {column} ELSE '{{}}' END)"
+        for term in wanted.terms:
+            if term.op == "eq":
+                same, args = _same("m", term.values[0])
+                where = where.also(
+                    f"EXISTS (SELECT 1 FROM json_each({document}) m WHERE m.key = ? AND {same})", term.key, *args
+                )
+                continue
+            held = []
+            args = []
+            for value in term.values:
+                same, more = _same("e", value)
+                held.append(f"EXISTS (SELECT 1 FROM json_each(m.value) e WHERE {same})")
+                args += more
+            where = where.also(
+                f"EXISTS (SELECT 1 FROM json_each({document}) m WHERE m.key = ? AND m.type = 'array'"
+                + "".join(f" AND {h}" for h in held)
+                + ")",
+                term.key,
+                *args,
+            )
+        return where
 
     @contextmanager
     def transaction(self) -> Iterator[_SqliteTx]:
@@ -98,6 +130,17 @@ class SqliteDatabase(Database):
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+
+def _same(alias: str, value: Value) -> tuple[str, list[Value]]:
+    """The condition that `json_each` row `alias` holds `value`, with its arguments."""
+    if value is None:
+        return f"{alias}.type = 'null'", []
+    if isinstance(value, bool):
+        return f"{alias}.type = '{'true' if value else 'false'}'", []
+    if isinstance(value, int | float):
+        return f"{alias}.type IN ('integer', 'real') AND {alias}.value = ?", [value]
+    return f"{alias}.type = 'text' AND {alias}.value = ?", [value]
 
 
 class _SqliteTx:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.server._database import Database, Tx, Where
 from agentmap.server._records import CronChanges, CronRecord, RunRecord, Tick, now
+
+if TYPE_CHECKING:
+    from agentmap.server._filters import Filter
 
 __all__ = ["CRON_TABLE", "CronRows", "DeliveryRows", "take_tick"]
 
@@ -55,8 +58,11 @@ class CronRows:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def _select(self, tx: Tx, where: Where, order: str = "") -> list[CronRecord]:
-        """The crons `where` selects (every read of crons goes through here)."""
+    def _select(self, tx: Tx, where: Where, visible: Filter | None, order: str = "") -> list[CronRecord]:
+        """The crons `where` selects that pass the user's filter `visible` (every read of crons goes through
+        here)."""
+        if visible is not None:
+            where = where.both(self._db.matching("agentmap_crons.metadata", visible))
         rows = tx.rows(f"SELECT * FROM agentmap_crons{where.sql}{order}", where.args)
         return [CronRecord.from_row(r) for r in rows]
 
@@ -81,15 +87,15 @@ class CronRows:
                 ),
             )
 
-    def all(self) -> list[CronRecord]:
-        """Every cron, oldest first."""
+    def all(self, visible: Filter | None = None) -> list[CronRecord]:
+        """Every cron that passes the user's filter `visible`, oldest first."""
         with self._db.transaction() as tx:
-            return self._select(tx, Where(), " ORDER BY created_at, cron_id")
+            return self._select(tx, Where(), visible, " ORDER BY created_at, cron_id")
 
-    def get(self, cron_id: str) -> CronRecord | None:
-        """One cron, or None."""
+    def get(self, cron_id: str, visible: Filter | None = None) -> CronRecord | None:
+        """One cron (if it passes the user's filter `visible`), or None."""
         with self._db.transaction() as tx:
-            found = self._select(tx, Where().also("cron_id = ?", cron_id))
+            found = self._select(tx, Where().also("cron_id = ?", cron_id), visible)
         return found[0] if found else None
 
     def update(self, cron_id: str, changes: CronChanges) -> bool:
@@ -113,7 +119,7 @@ class CronRows:
         """The enabled crons whose next tick is at or before `at` (epoch seconds)."""
         with self._db.transaction() as tx:
             where = Where().also("enabled = 1").also("next_run IS NOT NULL").also("next_run <= ?", at)
-            return self._select(tx, where, " ORDER BY next_run")
+            return self._select(tx, where, None, " ORDER BY next_run")
 
     def skip_tick(self, tick: Tick) -> bool:
         """Move a cron from tick `tick.due` to `tick.following` without a run (it cannot make one); False when

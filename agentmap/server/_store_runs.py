@@ -15,19 +15,23 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.server._database import Database, Tx, Where
+from agentmap.server._quota import Quota, take_quota
 from agentmap.server._records import Owner, RunRecord, ServerThreadStatus, Tick, column, now
 from agentmap.server._run_states import UNFINISHED, RunStatus, check_move, moved_from, sql_list
 from agentmap.server._store_crons import take_tick
 from agentmap.server._store_threads import UNFINISHED_OF_THREAD
 
+if TYPE_CHECKING:
+    from agentmap.server._filters import Filter
+
 __all__ = ["RunRows"]
 
 _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, multitask_strategy, "
-    "seq, graph_id, request, owner, lease_until, attempt, result, cancel, stateless"
+    "seq, graph_id, request, owner, lease_until, attempt, result, cancel, stateless, user_id"
 )
 _UNFINISHED = sql_list(UNFINISHED)
 _CLAIMABLE = sql_list(moved_from(RunStatus.RUNNING, "claim"))
@@ -45,8 +49,14 @@ class RunRows:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def _select(self, tx: Tx, where: Where, order: str = "") -> list[RunRecord]:
-        """The runs `where` selects, as clients read them (every such read of runs goes through here)."""
+    def _select(self, tx: Tx, where: Where, visible: Filter | None, order: str = "") -> list[RunRecord]:
+        """The runs `where` selects, as clients read them: of a thread that passes the user's filter `visible`, as
+        LangGraph scopes runs to their thread (every such read of runs goes through here)."""
+        if visible is not None:
+            threads = self._db.matching("agentmap_threads.metadata", visible)
+            where = where.both(
+                Where((f"thread_id IN (SELECT thread_id FROM agentmap_threads{threads.sql})",), threads.args)
+            )
         rows = tx.rows(f"SELECT * FROM agentmap_runs{where.sql}{order}", where.args)
         return [RunRecord.from_row(r) for r in rows]
 
@@ -58,6 +68,7 @@ class RunRows:
         owner: Owner | None = None,
         lease: float = 30.0,
         tick: Tick | None = None,
+        quota: Quota | None = None,
     ) -> bool:
         """Record a new run as `pending`, with `run.request` (what rebuilds it on any replica).
 
@@ -71,6 +82,10 @@ class RunRows:
                 runs out.
             tick: The run is a cron's tick; it is accepted only by the replica that moves the cron from
                 `tick.due` to `tick.following` (one transaction), so each tick makes one run across replicas.
+            quota: What its user (`run.user_id`) may run; counted in this transaction, every replica's runs too.
+
+        Raises:
+            QuotaExceeded: The run is over its user's quota (nothing is written).
         """
         check_move(None, run.status, "accept")
         with self._db.transaction() as tx:
@@ -80,9 +95,11 @@ class RunRows:
                 self._db.lock_thread(tx, run.thread_id)
                 if reject_if_busy and tx.rows(UNFINISHED_OF_THREAD, (run.thread_id,)):
                     return False
+            if quota is not None:
+                take_quota(tx, self._db, quota, run.user_id or "")
             tx.count(
                 f"INSERT INTO agentmap_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, '{run.status.value}', ?, ?, "
-                f"{self._db.next_seq}, ?, ?, ?, COALESCE({self._db.clock} + ?, 0), 0, NULL, NULL, ?)",
+                f"{self._db.next_seq}, ?, ?, ?, COALESCE({self._db.clock} + ?, 0), 0, NULL, NULL, ?, ?)",
                 # held for `owner` `lease` seconds from now in the database's clock (none: 0)
                 (
                     run.run_id,
@@ -97,6 +114,7 @@ class RunRows:
                     owner,
                     lease if owner else None,
                     1 if run.stateless else 0,
+                    run.user_id or "",
                 ),
             )
         return True
@@ -252,15 +270,15 @@ class RunRows:
                 > 0
             )
 
-    def of_thread(self, thread_id: str) -> list[RunRecord]:
-        """The runs of a thread, newest first."""
+    def of_thread(self, thread_id: str, visible: Filter | None = None) -> list[RunRecord]:
+        """The runs of a thread (if it passes the user's filter `visible`), newest first."""
         with self._db.transaction() as tx:
-            return self._select(tx, Where().also("thread_id = ?", thread_id), " ORDER BY seq DESC")
+            return self._select(tx, Where().also("thread_id = ?", thread_id), visible, " ORDER BY seq DESC")
 
-    def get(self, thread_id: str | None, run_id: str) -> RunRecord | None:
-        """One run (of a thread, when given), or None."""
+    def get(self, thread_id: str | None, run_id: str, visible: Filter | None = None) -> RunRecord | None:
+        """One run (of a thread, when given; whose thread passes the user's filter `visible`), or None."""
         with self._db.transaction() as tx:
-            found = self._select(tx, Where().also("run_id = ?", run_id))
+            found = self._select(tx, Where().also("run_id = ?", run_id), visible)
         if not found or (thread_id is not None and found[0].thread_id != thread_id):
             return None
         return found[0]

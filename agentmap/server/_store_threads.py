@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmap.server._database import Database, Tx, Where
 from agentmap.server._records import ThreadRecord, now
 from agentmap.server._run_states import UNFINISHED, sql_list
+
+if TYPE_CHECKING:
+    from agentmap.server._filters import Filter
 
 __all__ = ["UNFINISHED_OF_THREAD", "ThreadRows"]
 
@@ -21,8 +24,11 @@ class ThreadRows:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def _select(self, tx: Tx, where: Where, order: str = "") -> list[ThreadRecord]:
-        """The threads `where` selects (every read of threads goes through here)."""
+    def _select(self, tx: Tx, where: Where, visible: Filter | None, order: str = "") -> list[ThreadRecord]:
+        """The threads `where` selects that pass the user's filter `visible` (every read of threads goes through
+        here)."""
+        if visible is not None:
+            where = where.both(self._db.matching("agentmap_threads.metadata", visible))
         rows = tx.rows(f"SELECT * FROM agentmap_threads{where.sql}{order}", where.args)
         return [ThreadRecord.from_row(r) for r in rows]
 
@@ -38,16 +44,16 @@ class ThreadRows:
             )
         return self.get(thread_id)
 
-    def get(self, thread_id: str) -> ThreadRecord | None:
-        """The thread record, or None."""
+    def get(self, thread_id: str, visible: Filter | None = None) -> ThreadRecord | None:
+        """The thread record (if it passes the user's filter `visible`), or None."""
         with self._db.transaction() as tx:
-            found = self._select(tx, Where().also("thread_id = ?", thread_id))
+            found = self._select(tx, Where().also("thread_id = ?", thread_id), visible)
         return found[0] if found else None
 
-    def all(self, ids: list[str] | None = None) -> list[ThreadRecord]:
-        """Every thread, newest first (only `ids`, when given)."""
+    def all(self, ids: list[str] | None = None, visible: Filter | None = None) -> list[ThreadRecord]:
+        """Every thread that passes the user's filter `visible`, newest first (only `ids`, when given)."""
         with self._db.transaction() as tx:
-            found = self._select(tx, Where(), " ORDER BY created_at DESC")
+            found = self._select(tx, Where(), visible, " ORDER BY created_at DESC")
         if not ids:
             return found
         wanted = set(ids)

@@ -21,12 +21,14 @@ from agentmap.server._models import (
     refuse_unsupported,
 )
 from agentmap.server._records import ServerThreadStatus, ThreadRecord
+from agentmap.server._users import Caller, CallerOf
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._auth import Action
     from agentmap.server._graphs import Assistant
 
-__all__ = ["thread_json", "thread_routes"]
+__all__ = ["readable", "thread_json", "thread_routes"]
 
 _log = logging.getLogger("agentmap.server")
 
@@ -118,45 +120,68 @@ def thread_routes(server: Server) -> APIRouter:
     return router
 
 
+def readable(server: Server, caller: Caller, thread_id: str, action: Action = "read") -> ThreadRecord:
+    """The thread, if the caller's `threads` handler of `action` lets them see it (else the 404 of none), from a
+    route's worker thread."""
+    return server.thread(thread_id, caller.decide_now("threads", action, {"thread_id": thread_id}))
+
+
 def _thread_record_routes(server: Server, router: APIRouter) -> None:
     """Threads themselves: create, search, get, delete."""
     threads = server.store.threads
 
     @router.post("/threads")
-    def create_thread(body: ThreadCreate) -> dict[str, Any]:
-        """Create a thread (`if_exists: do_nothing` returns the existing one)."""
+    def create_thread(body: ThreadCreate, caller: CallerOf) -> dict[str, Any]:
+        """Create a thread (`if_exists: do_nothing` returns the existing one, if the caller may read it)."""
         refuse_unsupported(body, "threads.create")
         thread_id = body.thread_id or str(uuid.uuid4())
-        metadata = dict(body.metadata or {})
+        value: dict[str, Any] = {
+            "thread_id": thread_id,
+            "metadata": dict(body.metadata or {}),
+            "if_exists": body.if_exists or "raise",
+        }
+        visible = caller.decide_now("threads", "create", value)
+        metadata = dict(value.get("metadata") or {})  # as the handler left it: an owner it stamped is kept
+        check_json(metadata, "metadata")
         graph_id = metadata.get("graph_id")
         if graph_id is not None:
             metadata["graph_id"] = server.assistant(str(graph_id)).graph_id
         record = threads.create(thread_id, metadata)
         if record is None:
-            if body.if_exists == "do_nothing":
-                return thread_json(server, server.thread(thread_id))
+            existing = threads.get(thread_id, visible) if body.if_exists == "do_nothing" else None
+            if existing is not None:
+                return thread_json(server, existing)
             raise ApiError(409, "thread-exists", f"thread {thread_id!r} already exists", hint='if_exists="do_nothing"')
         return thread_json(server, record)
 
     @router.post("/threads/search")
-    def search_threads(body: ThreadSearch) -> list[dict[str, Any]]:
-        """Threads by metadata, ids and status, newest first."""
+    def search_threads(body: ThreadSearch, caller: CallerOf) -> list[dict[str, Any]]:
+        """Threads by metadata, ids and status, newest first (those the caller's filter lets them see)."""
         refuse_unsupported(body, "threads.search")
-        wanted = body.metadata or {}
-        found = [r for r in threads.all(body.ids) if all(r.metadata.get(k) == v for k, v in wanted.items())]
+        value: dict[str, Any] = {
+            "metadata": dict(body.metadata or {}),
+            "values": None,
+            "status": body.status,
+            "limit": body.limit,
+            "offset": body.offset,
+            "ids": body.ids,
+        }
+        visible = caller.decide_now("threads", "search", value)
+        wanted = value.get("metadata") or {}  # as the handler left it (LangGraph's server searches by it)
+        found = [r for r in threads.all(body.ids, visible) if all(r.metadata.get(k) == v for k, v in wanted.items())]
         if body.status is not None:  # "busy" is read from the runs, the rest from the thread's record
             found = [r for r in found if _status(server, r) == body.status]
         return [thread_json(server, r) for r in found[body.offset : body.offset + body.limit]]
 
     @router.get("/threads/{thread_id}")
-    def get_thread(thread_id: str) -> dict[str, Any]:
+    def get_thread(thread_id: str, caller: CallerOf) -> dict[str, Any]:
         """One thread, with its values and pending interrupts."""
-        return thread_json(server, server.thread(thread_id))
+        return thread_json(server, readable(server, caller, thread_id))
 
     @router.delete("/threads/{thread_id}", status_code=204)
-    def delete_thread(thread_id: str) -> Response:
+    def delete_thread(thread_id: str, caller: CallerOf) -> Response:
         """Forget a thread: its record, its runs and its checkpoints."""
-        server.thread(thread_id)
+        readable(server, caller, thread_id, "delete")
         if threads.busy(thread_id):
             raise ApiError(
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="cancel it first"
@@ -171,28 +196,28 @@ def _thread_record_routes(server: Server, router: APIRouter) -> None:
 def _thread_state_routes(server: Server, router: APIRouter) -> None:
     """A thread's state: latest, at a checkpoint, and its history."""
 
-    def _state(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        record = server.thread(thread_id)
+    def _state(thread_id: str, caller: Caller, checkpoint_id: str | None = None) -> dict[str, Any]:
+        record = readable(server, caller, thread_id)
         return state_json(server.snapshot(record, checkpoint_id), thread_id)
 
     @router.get("/threads/{thread_id}/state")
-    def get_state(thread_id: str, subgraphs: bool = False) -> dict[str, Any]:
+    def get_state(thread_id: str, caller: CallerOf, subgraphs: bool = False) -> dict[str, Any]:
         """The thread's latest state: values, next nodes, pending interrupts, checkpoint."""
-        return _state(thread_id)
+        return _state(thread_id, caller)
 
     @router.get("/threads/{thread_id}/state/{checkpoint_id}")
-    def get_state_at(thread_id: str, checkpoint_id: str, subgraphs: bool = False) -> dict[str, Any]:
+    def get_state_at(thread_id: str, checkpoint_id: str, caller: CallerOf, subgraphs: bool = False) -> dict[str, Any]:
         """The thread's state at one checkpoint."""
-        return _state(thread_id, checkpoint_id)
+        return _state(thread_id, caller, checkpoint_id)
 
     @router.post("/threads/{thread_id}/state/checkpoint")
-    def get_state_at_checkpoint(thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def get_state_at_checkpoint(thread_id: str, body: dict[str, Any], caller: CallerOf) -> dict[str, Any]:
         """The thread's state at the checkpoint named in the body."""
         checkpoint = body.get("checkpoint") or {}
-        return _state(thread_id, checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
+        return _state(thread_id, caller, checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
 
     @router.post("/threads/{thread_id}/state")
-    def update_state(thread_id: str, body: StateUpdate) -> dict[str, Any]:
+    def update_state(thread_id: str, body: StateUpdate, caller: CallerOf) -> dict[str, Any]:
         """Write `values` into the thread's state at its latest checkpoint (or the one named): a new checkpoint.
 
         A run from it (its `checkpoint_id`, no input) goes on with the changed state: LangGraph's fork. An AgentMap
@@ -200,7 +225,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         it was made from: the fork runs what would have run there.
         """
         refuse_unsupported(body, "threads.update_state")
-        record = server.thread(thread_id)
+        record = readable(server, caller, thread_id, "update")
         if server.store.threads.busy(thread_id):
             raise ApiError(
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="wait for it"
@@ -232,10 +257,10 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         return {"checkpoint": _checkpoint(made)}
 
     @router.post("/threads/{thread_id}/history")
-    def get_history(thread_id: str, body: HistoryRequest) -> list[dict[str, Any]]:
+    def get_history(thread_id: str, body: HistoryRequest, caller: CallerOf) -> list[dict[str, Any]]:
         """The thread's states, newest first."""
         refuse_unsupported(body, "threads.get_history")
-        record = server.thread(thread_id)
+        record = readable(server, caller, thread_id)
         assistant = server.thread_view(record)
         if assistant is None:
             return []

@@ -30,9 +30,11 @@ from agentmap.server._bodies import api_router
 from agentmap.server._graphs import Assistant, compile_graph
 from agentmap.server._models import ApiError, LatestVersion, VersionSearch, refuse_unsupported
 from agentmap.server._records import VersionRecord
+from agentmap.server._users import Caller, CallerOf
 
 if TYPE_CHECKING:
     from agentmap.server._app import Server
+    from agentmap.server._auth import Action
     from agentmap.server._store import Store
 
 __all__ = ["VERSION_FIELD", "Reloaded", "Versions", "asked_version", "version_routes"]
@@ -262,18 +264,35 @@ def _stamps(assistants: list[Assistant]) -> dict[str, tuple[tuple[str, int, int]
 
 
 def version_routes(server: Server) -> APIRouter:
-    """`assistants.get_versions`, `assistants.set_latest`, and `POST /assistants/reload`."""
+    """`assistants.get_versions`, `assistants.set_latest`, and `POST /assistants/reload`; with `--auth`, each asks
+    the caller's `assistants` handlers (`read` to list the versions, `update` to choose one or reload), as LangGraph's
+    server does."""
     router = api_router(tags=["assistants"])
 
+    def allowed(assistant: Assistant, caller: Caller, action: Action, **value: Any) -> bool:
+        """Whether the caller's handler lets them do `action` to the assistant (a refusal raises its 403)."""
+        visible = caller.decide_now(
+            "assistants", action, {"assistant_id": assistant.assistant_id, "metadata": {}, **value}
+        )
+        return visible is None or visible.matches(assistant.metadata())
+
+    def assistant_for(assistant_id: str, caller: Caller, action: Action, **value: Any) -> Assistant:
+        found = server.assistant(assistant_id)
+        if not allowed(found, caller, action, **value):
+            raise ApiError(404, "assistant-not-found", f"no assistant {assistant_id!r}")
+        return found
+
     @router.post("/assistants/reload")
-    def reload() -> dict[str, Any]:
-        """Compile the served files again: a changed one becomes a new version of its assistants, the latest.
+    def reload(caller: CallerOf) -> dict[str, Any]:
+        """Compile the served files again: a changed one becomes a new version of its assistants, the latest (those
+        the caller may update).
 
         Raises:
             ApiError: 422 naming the first file that no longer compiles (the others are reloaded; its assistants
                 keep their versions).
         """
-        done, failed = server.versions.reload(server.assistants.all)
+        mine = [a for a in server.assistants.all if allowed(a, caller, "update")]
+        done, failed = server.versions.reload(mine)
         if failed:
             assistant, err = failed[0]
             raise ApiError(
@@ -287,18 +306,19 @@ def version_routes(server: Server) -> APIRouter:
         return {"assistants": done}
 
     @router.post("/assistants/{assistant_id}/versions")
-    def versions(assistant_id: str, body: VersionSearch) -> list[dict[str, Any]]:
+    def versions(assistant_id: str, body: VersionSearch, caller: CallerOf) -> list[dict[str, Any]]:
         """The assistant's versions (each revision of its workflow served), newest first."""
         refuse_unsupported(body, "assistants.get_versions")
         wanted = body.metadata or {}
-        found = [_version_json(v) for v in server.versions.all(server.assistant(assistant_id))]
+        found = [_version_json(v) for v in server.versions.all(assistant_for(assistant_id, caller, "read"))]
         found = [v for v in found if all(v["metadata"].get(k) == w for k, w in wanted.items())]
         return found[body.offset : body.offset + body.limit]
 
     @router.post("/assistants/{assistant_id}/latest")
-    def set_latest(assistant_id: str, body: LatestVersion) -> dict[str, Any]:
+    def set_latest(assistant_id: str, body: LatestVersion, caller: CallerOf) -> dict[str, Any]:
         """Make a version the one new threads and stateless runs take; the assistant at it."""
-        return server.versions.set_latest(server.assistant(assistant_id), body.version).to_json()
+        assistant = assistant_for(assistant_id, caller, "update", version=body.version)
+        return server.versions.set_latest(assistant, body.version).to_json()
 
     return router
 

@@ -134,6 +134,8 @@ def _yaml_mapping(text: str, json_error: json.JSONDecodeError, notes: list[CellE
     why = f"{json_error.msg} at character {json_error.pos + 1}"
     try:
         import yaml
+
+        from agentmap._yaml import load
     except ImportError:
         raise CellError(
             "bad-context",
@@ -141,7 +143,7 @@ def _yaml_mapping(text: str, json_error: json.JSONDecodeError, notes: list[CellE
             'pip install "agentmap[yaml]", or quote the keys: {"key": "value"}',
         ) from None
     try:
-        value = yaml.safe_load(text)
+        value = load(text)
         named = isinstance(value, dict) and all(isinstance(k, str) and _KEY.match(k) for k in value)
         if not named or ":" not in text:
             raise yaml.YAMLError("its keys are not names")
@@ -157,14 +159,26 @@ def _yaml_mapping(text: str, json_error: json.JSONDecodeError, notes: list[CellE
             "or move plain text to the Description column",
         ) from None
     if notes is not None:
+        what = _unquoted(text, value)
         notes.append(
             CellError(
                 "context-unquoted-keys",
-                f"Context {_clip(text)} has unquoted keys; it was read as a YAML flow mapping",
-                "quote the keys to make it JSON: " + _clip(json.dumps(value, default=str), 100),
+                f"Context {_clip(text)} has unquoted {what}; it was read as a YAML flow mapping",
+                f"quote the {what} to make it JSON: " + _clip(json.dumps(value, default=str), 100),
             )
         )
     return value
+
+
+def _unquoted(text: str, value: dict[str, Any]) -> str:
+    """What a YAML flow mapping leaves unquoted that JSON quotes: `keys`, `text values`, or both."""
+
+    def quoted(word: str, after: str = "") -> bool:
+        return re.search(f"[\"']{re.escape(word)}[\"']{after}", text) is not None
+
+    keys = any(not quoted(k, r"\s*:") for k in value)
+    values = any(isinstance(v, str) and not quoted(v) for v in value.values())
+    return "keys and text values" if keys and values else "text values" if values else "keys"
 
 
 def _python_literal(text: str) -> Any:

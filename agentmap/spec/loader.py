@@ -46,7 +46,7 @@ def read_workflow(
     tables = read_tables(path)  # rows not yet saved in place of the file's: see `readers.unsaved_tables`
     file = str(path)
     graphs: dict[str, list[NodeSpec]] = {}
-    shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]] = {}
+    shapes: dict[str, tuple[dict[str, str], Table, dict[str, str]]] = {}
     issues: list[Issue] = []
     for sheet in tables:
         if len(tables) > 1 and sheet.sheet is not None and "Node" not in map_headers(sheet.headers).index:
@@ -81,11 +81,14 @@ def _skipped(table: Table, file: str) -> Issue:
 
 
 def _graph(
-    name: str, nodes: list[NodeSpec], file: str, shape: tuple[dict[str, str], Table, dict[str, int]]
+    name: str, nodes: list[NodeSpec], file: str, shape: tuple[dict[str, str], Table, dict[str, str]]
 ) -> GraphSpec:
-    written, table, index = shape
-    letters = {column: column_letter(position) for column, position in index.items()} if table.sheet else {}
-    return GraphSpec(name=name, nodes=tuple(nodes), file=file, columns=written, sheet=table.sheet, letters=letters)
+    """The graph of `nodes` (made as they were: already checked), sharing its table's column maps with the other
+    graphs of the table (a file of 40,000 one-row graphs is not 40,000 copies of them)."""
+    written, table, letters = shape
+    return GraphSpec.model_construct(
+        name=name, nodes=tuple(nodes), file=file, columns=written, sheet=table.sheet, letters=letters
+    )
 
 
 def _read_rows(
@@ -95,7 +98,7 @@ def _read_rows(
     roots: Sequence[Path],
     prompts_dir: Path | None,
     graphs: dict[str, list[NodeSpec]],
-    shapes: dict[str, tuple[dict[str, str], Table, dict[str, int]]],
+    shapes: dict[str, tuple[dict[str, str], Table, dict[str, str]]],
 ) -> list[Issue]:
     """Read one table's rows into `graphs` (and each new graph's headers into `shapes`); the problems found.
 
@@ -128,11 +131,14 @@ def _read_rows(
     ]
     issues += _reading_notes(table.notes, file, table.header_line)
     issues += _formula_cells(table, file)
+    issues += table.issues
     if any(i.code == "missing-column" for i in issues):
         return issues
 
     index = headers.index
     written = headers.written
+    letters = {column: column_letter(position) for column, position in index.items()} if sheet else {}
+    shape = (dict(written), table, letters)  # each graph of the table: its headers, table and column letters
 
     for line, row in table.rows:
 
@@ -174,7 +180,7 @@ def _read_rows(
         fields: dict[str, Any] = {"name": node_name, "row": line}
         fields.update(_node_fields(cell, report, written, base_dir, roots, prompts_dir))
         graphs.setdefault(graph_name, []).append(NodeSpec.model_construct(**_with_defaults(fields)))
-        shapes.setdefault(graph_name, (dict(written), table, dict(index)))
+        shapes.setdefault(graph_name, shape)
     return issues
 
 

@@ -11,7 +11,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FuncRef", "GraphSpec", "Issue", "NodeSpec", "Targets", "Workflow", "sheet_location", "state_key"]
+__all__ = [
+    "MIN_STEPS",
+    "STEPS_PER_NODE",
+    "FuncRef",
+    "GraphSpec",
+    "Issue",
+    "NodeSpec",
+    "Targets",
+    "Workflow",
+    "sheet_location",
+    "state_key",
+]
+
+STEPS_PER_NODE = 10
+"""A run's default recursion limit, per node of its graph (`GraphSpec.step_limit`)."""
+MIN_STEPS = 50
+"""The least default recursion limit, for the smallest graphs (`GraphSpec.step_limit`)."""
 
 
 def sheet_location(file: str | None, sheet: str, row: int | None, cell: str | None) -> str:
@@ -101,9 +117,14 @@ class NodeSpec(BaseModel):
         ]
         return [(column, targets) for column, targets in cells if targets is not None]
 
-    def successors(self) -> set[str]:
+    def successors(self) -> frozenset[str]:
         """Every node this node may go to directly (router targets are unknown statically)."""
-        return {name for _, t in self.next_cells() if isinstance(t, tuple) for name in t}
+        return self.next_nodes
+
+    @cached_property
+    def next_nodes(self) -> frozenset[str]:
+        """`successors()`, found once (the checks of a graph follow each node's next nodes many times)."""
+        return frozenset(name for _, t in self.next_cells() if isinstance(t, tuple) for name in t)
 
 
 class GraphSpec(BaseModel):
@@ -131,6 +152,15 @@ class GraphSpec(BaseModel):
     def entry(self) -> str:
         """The entry point: the first node."""
         return self.nodes[0].name
+
+    @cached_property
+    def step_limit(self) -> int:
+        """The most steps a run of this graph takes when its config sets no `recursion_limit`.
+
+        `STEPS_PER_NODE` per node, at least `MIN_STEPS` (csv_specs/cli.md, `--recursion-limit`): room for every
+        node to run ten times over, while a loop with no way out stops within a second.
+        """
+        return max(MIN_STEPS, STEPS_PER_NODE * len(self.nodes))
 
     @cached_property
     def by_name(self) -> dict[str, NodeSpec]:
@@ -202,11 +232,18 @@ class Workflow(BaseModel):
 
     def get(self, name: str) -> GraphSpec | None:
         """The graph called `name` (exact, then case-insensitive), or None."""
+        exact, folded = self._by_name
+        return exact.get(name) or folded.get(name.casefold())
+
+    @cached_property
+    def _by_name(self) -> tuple[dict[str, GraphSpec], dict[str, GraphSpec]]:
+        """The graphs by name, and by case-folded name (the first of each), so that a lookup is not a search."""
+        exact: dict[str, GraphSpec] = {}
+        folded: dict[str, GraphSpec] = {}
         for graph in self.graphs:
-            if graph.name == name:
-                return graph
-        folded = name.casefold()
-        return next((g for g in self.graphs if g.name.casefold() == folded), None)
+            exact.setdefault(graph.name, graph)
+            folded.setdefault(graph.name.casefold(), graph)
+        return exact, folded
 
 
 class Issue(BaseModel):

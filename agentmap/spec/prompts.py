@@ -100,6 +100,8 @@ def _from_registry(name: str, base_dir: Path, roots: Sequence[Path], prompts_dir
     registry = _read_file(f"{folder / REGISTRY_NAME}", base_dir, roots, prompts_dir)
     try:
         import yaml
+
+        from agentmap._yaml import load
     except ImportError:
         raise CellError(
             "missing-extra",
@@ -107,7 +109,7 @@ def _from_registry(name: str, base_dir: Path, roots: Sequence[Path], prompts_dir
             'pip install "agentmap[yaml]"',
         ) from None
     try:
-        entries: Any = yaml.safe_load(registry)
+        entries: Any = load(registry)
     except yaml.YAMLError as exc:
         raise CellError(
             "bad-prompt-file", f"{folder / REGISTRY_NAME} is not valid YAML: {exc}", "fix the registry file"

@@ -12,6 +12,7 @@ import contextvars
 import csv
 import difflib
 import io
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,14 +21,21 @@ from typing import Any
 
 from agentmap._sources import is_stored, read_bytes
 from agentmap.errors import ErrorCode, WorkflowFileError
+from agentmap.spec.models import Issue, sheet_location
+from agentmap.spec.quoting import QUOTE_FIX, Record, Records, hidden_rows, open_quote, spanned_column, split_lines
 
 __all__ = [
     "SUFFIXES",
+    "XLSX_SPAN",
+    "XLSX_UNPACKED",
+    "XLSX_VALUES",
     "Table",
+    "check_unpacked",
     "column_letter",
     "csv_table",
     "read_table",
     "read_tables",
+    "sheet_extent",
     "sheet_table",
     "unsaved_tables",
 ]
@@ -46,6 +54,8 @@ class Table:
     """How the file was read when it was not as expected: `(code, message, fix)` warnings."""
     sheet: str | None = None
     """The workbook sheet the table is (None for a CSV or YAML file); its rows are the sheet's row numbers."""
+    issues: tuple[Issue, ...] = ()
+    """Findings at a row of the file made while reading it (a quote never closed, rows inside a quoted cell)."""
 
 
 def read_table(path: Path) -> Table:
@@ -187,23 +197,102 @@ def _file_bytes(path: Path) -> bytes:
 def csv_table(path: Path, text: str, *, delimiter: str = ",", notes: list[tuple[str, str, str]] | None = None) -> Table:
     """The table of CSV `text` read as if it were the file `path` (the studio checks unsaved sheets this way).
 
+    A quote never closed (or not closed within the longest cell `csv` reads) is an error at the line and column it
+    opened, the rows before it read; a quoted cell whose lines each read as a row of the header's width, a warning
+    (`agentmap.spec.quoting`).
+
     Raises:
-        WorkflowFileError: The text is not valid CSV, or has no header row.
+        WorkflowFileError: The text has a line longer than `csv` reads, or no header row.
     """
     notes = [] if notes is None else notes
     if delimiter == ",":
         delimiter = _sniff_delimiter(path, text, notes)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    records = Records(split_lines(text), delimiter)
     numbered: list[tuple[int, list[str]]] = []
-    start = 1
+    spanning: list[Record] = []
+    last: Record | None = None
+    at_limit = False  # reading stopped at a cell longer than `csv` reads
     try:
-        for row in reader:
-            numbered.append((start, row))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise WorkflowFileError(f"{path}:{start}: not valid CSV: {exc}", code=ErrorCode.UNREADABLE) from None
+        for last in records:
+            numbered.append((last.line, last.cells))
+            if len(last.lines) > 1:
+                spanning.append(last)
+        opened = open_quote(last, delimiter) if last is not None and len(last.lines) > 1 else None
+        if opened is not None:  # the rest of the file, read as one cell: not a row
+            numbered.pop()
+            spanning.pop()
+    except csv.Error as exc:  # in practice, a cell longer than `csv` reads (`csv.field_size_limit`)
+        last, at_limit = records.unfinished(), True
+        opened = open_quote(last, delimiter)
+        if opened is None:
+            line = last.line + max(len(last.lines) - 1, 0)
+            raise WorkflowFileError(
+                f"{path}:{line}: {exc}: a cell of this line is longer than the {csv.field_size_limit():,} characters "
+                "a cell may hold",
+                code=ErrorCode.FILE_TOO_BIG,
+                hint="keep a long prompt in a file of its own (Prompt file:prompt.md)",
+            ) from None
+    if opened is not None and not numbered:
+        raise WorkflowFileError(
+            f"{path}:{opened[0]}: the quote that opens column {opened[1] + 1} of the header row is never closed",
+            code=ErrorCode.UNREADABLE,
+            hint=QUOTE_FIX,
+        )
     table = _split_header(path, numbered)
-    return Table(table.headers, table.rows, table.header_line, tuple(notes))
+    found = [_unclosed(path, opened, last, table.headers, at_limit)] if opened is not None and last is not None else []
+    for spanned in spanning:
+        if spanned.line > table.header_line:
+            found += _hidden(path, spanned, table.headers, delimiter)
+    return Table(table.headers, table.rows, table.header_line, tuple(notes), issues=tuple(found))
+
+
+def _unclosed(path: Path, opened: tuple[int, int], record: Record, headers: Sequence[str], at_limit: bool) -> Issue:
+    """The error of a quote never closed: `record` is the row it opened, read to the end of the file (or to the
+    longest cell `csv` reads, `at_limit`)."""
+    line, position = opened
+    column = headers[position] if position < len(headers) else None
+    named = f"the {column} cell" if column else f"column {position + 1}"
+    rest = record.line + len(record.lines) - 1 - line
+    after = f"the {rest:,} line{'s' if rest != 1 else ''} after it {'are' if rest != 1 else 'is'} read as that one cell"
+    where = (
+        f"it is still open after {csv.field_size_limit():,} characters, more than a cell may hold"
+        if at_limit
+        else f"the file ends inside it, {after}, and the rows among them are lost"
+    )
+    return Issue(
+        severity="error",
+        code="unclosed-quote",
+        message=f"the quote that opens {named} on line {line} is never closed: {where}",
+        fix=f"close the quote on line {line}; {QUOTE_FIX}",
+        file=str(path),
+        row=line,
+        column=column,
+    )
+
+
+def _hidden(path: Path, record: Record, headers: Sequence[str], delimiter: str) -> list[Issue]:
+    """The warning of a quoted cell whose later lines each read as a row of the header's width, if it is one."""
+    rows = hidden_rows(record, len(headers), delimiter)
+    if not rows or len(rows) < len(record.lines) - 1:
+        return []
+    position = spanned_column(record)
+    column = headers[position] if position is not None and position < len(headers) else None
+    named = f"the {column} cell" if column else "a quoted cell"
+    lines = f"line {rows[0]}" if len(rows) == 1 else f"lines {rows[0]} to {rows[-1]}"
+    return [
+        Issue(
+            severity="warning",
+            code="rows-in-quoted-cell",
+            message=f"{named} of the row on line {record.line} runs on over {lines}, each of which reads as a row "
+            f"of {len(headers)} cells: {'it is' if len(rows) == 1 else 'they are'} read as part of that cell, not as "
+            f"row{'s' if len(rows) > 1 else ''}",
+            fix=f"if {'it is a row' if len(rows) == 1 else 'they are rows'}, close the quote where the cell ends on "
+            f"line {record.line}; {QUOTE_FIX}",
+            file=str(path),
+            row=record.line,
+            column=column,
+        )
+    ]
 
 
 def _decode(path: Path, data: bytes, notes: list[tuple[str, str, str]]) -> str:
@@ -252,7 +341,51 @@ def _sniff_delimiter(path: Path, text: str, notes: list[tuple[str, str, str]]) -
     return delimiter
 
 
+XLSX_UNPACKED = 10_000_000
+"""Bytes a workbook's parts may unpack to, in all (a 1 MB `.xlsx` can unpack to gigabytes)."""
+XLSX_VALUES = 100_000
+"""Cells holding a value a workbook may have, in all sheets."""
+XLSX_SPAN = 5_000_000
+"""Cells the rows of a workbook may span, in all: each row is read as wide as its last cell (a value or not), and a
+row of no cells between two rows counts one."""
+
+
 def _read_xlsx(path: Path) -> list[Table]:
+    """Each sheet's rows, bounded by the cells the sheet holds, not by the size it declares (`XLSX_*`)."""
+    tables = []
+    for title, numbered in _sheets(path, data_only=True):
+        if any(True for _ in _content_rows(numbered)):
+            tables.append(sheet_table(path, numbered, title))
+    return tables or [_split_header(path, [])]  # no sheet with rows: empty-file
+
+
+def sheet_extent(path: Path, sheet: str) -> tuple[int, int]:
+    """The rows and columns of sheet `sheet` of workbook `path` down to its last cell holding a value or a formula
+    (the size a sheet declares, or a cell emptied far away, is no grid to show), read within the same bounds, the
+    grid they make spanning at most `XLSX_SPAN` cells.
+
+    Raises:
+        WorkflowFileError: The workbook cannot be read, or is beyond a bound (`file-too-big`).
+    """
+    rows = cols = 0
+    for title, numbered in _sheets(path, data_only=False):
+        if title == sheet and numbered:
+            rows, cols = numbered[-1][0], max(len(cells) for _, cells in numbered)
+    if rows * cols > XLSX_SPAN:  # as a grid, every row as wide as the widest
+        corner = f"{column_letter(cols - 1)}{rows}"
+        raise WorkflowFileError(
+            f"{sheet_location(str(path), sheet, rows, corner)}: the sheet is refused: its cells reach row {rows:,} and "
+            f"column {column_letter(cols - 1)}, a grid of {rows * cols:,} cells, more than the {XLSX_SPAN:,} a sheet "
+            "may span",
+            code=ErrorCode.FILE_TOO_BIG,
+            hint="delete the cells far below or beside the table, or save the workflow as CSV (UTF-8)",
+        )
+    return rows, cols
+
+
+def _sheets(path: Path, *, data_only: bool) -> list[tuple[str, list[tuple[int, list[str]]]]]:
+    """Each sheet's title and rows holding a value (`data_only`: a formula's computed value, else the formula), all
+    as wide as the widest (the padding counts in the span)."""
     try:
         import openpyxl
     except ImportError:
@@ -262,22 +395,84 @@ def _read_xlsx(path: Path) -> list[Table]:
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
     data = _file_bytes(path)
+    check_unpacked(path, data)
     try:
-        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=data_only)
     except Exception as exc:
         raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
-    tables = []
+    counts = [0, 0]  # values, span
+    sheets = []
     try:
         for sheet in book.worksheets:
-            numbered = [
-                (i, ["" if c is None else str(c) for c in row])
-                for i, row in enumerate(sheet.iter_rows(values_only=True), start=1)
-            ]
-            if any(True for _ in _content_rows(numbered)):
-                tables.append(sheet_table(path, numbered, sheet.title))
+            numbered = list(_sheet_rows(path, sheet, counts))
+            width = max((len(cells) for _, cells in numbered), default=0)
+            counts[1] += sum(width - len(cells) for _, cells in numbered)
+            if counts[1] > XLSX_SPAN:
+                raise _too_many(path, sheet.title, numbered[-1][0], f"its rows span more than {XLSX_SPAN:,} cells", 0)
+            sheets.append((sheet.title, [(number, cells + [""] * (width - len(cells))) for number, cells in numbered]))
     finally:
         book.close()
-    return tables or [_split_header(path, [])]  # no sheet with rows: empty-file
+    return sheets
+
+
+def check_unpacked(path: Path, data: bytes | None = None) -> None:
+    """Refuse a workbook whose parts unpack to more than `XLSX_UNPACKED` bytes, before any is read (`data`: the
+    file's bytes, when already read).
+
+    Raises:
+        WorkflowFileError: `file-too-big`, or `unreadable` for a file that is not a zip archive.
+    """
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as archive:
+            parts = archive.infolist()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
+    size = sum(part.file_size for part in parts)  # what each part says it unpacks to: reading stops there
+    if size > XLSX_UNPACKED:
+        biggest = max(parts, key=lambda part: part.file_size)
+        raise WorkflowFileError(
+            f"{path} unpacks to {size:,} bytes ({biggest.filename}: {biggest.file_size:,}), more than the "
+            f"{XLSX_UNPACKED:,} a workbook may",
+            code=ErrorCode.FILE_TOO_BIG,
+            hint="save the workflow as CSV (UTF-8), or keep long texts in files of their own (Prompt file:prompt.md)",
+        )
+
+
+def _sheet_rows(path: Path, sheet: Any, counts: list[int]) -> Iterator[tuple[int, list[str]]]:
+    """The rows of `sheet` that hold a value, as text to their last cell holding one; `counts` the values and the
+    span of the workbook so far (`XLSX_VALUES`, `XLSX_SPAN`)."""
+    if hasattr(sheet, "reset_dimensions"):  # the size a sheet declares may be anything: read its cells
+        sheet.reset_dimensions()
+    number = 0
+    for row in sheet.iter_rows(values_only=True):
+        number += 1
+        counts[1] += 1 + len(row)
+        if not row:  # a row the sheet does not have, between two it has (up to a million of them): nothing to do
+            continue
+        if counts[1] > XLSX_SPAN:
+            raise _too_many(path, sheet.title, number, f"its rows span more than {XLSX_SPAN:,} cells", len(row))
+        values = sum(value is not None for value in row)
+        if not values:
+            continue
+        counts[0] += values
+        if counts[0] > XLSX_VALUES:
+            raise _too_many(path, sheet.title, number, f"it holds more than {XLSX_VALUES:,} cells with a value", 0)
+        cells = ["" if value is None else str(value) for value in row]
+        while cells and not cells[-1]:
+            cells.pop()
+        yield number, cells
+
+
+def _too_many(path: Path, sheet: str, row: int, what: str, width: int) -> WorkflowFileError:
+    cell = f"{column_letter(width - 1)}{row}" if width else f"{row}:{row}"
+    return WorkflowFileError(
+        f"{sheet_location(str(path), sheet, row, cell if width else None)}: the workbook is refused here: {what}",
+        code=ErrorCode.FILE_TOO_BIG,
+        hint="delete the rows and columns below and beside the table (a cell far away, even emptied, makes every row "
+        "that wide), or save the workflow as CSV (UTF-8)",
+    )
 
 
 def sheet_table(path: Path, numbered: Iterable[tuple[int, list[str]]], sheet: str) -> Table:
@@ -295,6 +490,8 @@ def _read_yaml(path: Path) -> Table:
     """YAML: a list of rows (mappings with column names as keys), or `{graphs: {Name: [rows]}}`."""
     try:
         import yaml
+
+        from agentmap._yaml import load
     except ImportError:
         raise WorkflowFileError(
             f"reading {path.name} needs the yaml extra",
@@ -302,7 +499,7 @@ def _read_yaml(path: Path) -> Table:
             hint='pip install "agentmap[yaml]"',
         ) from None
     try:
-        data: Any = yaml.safe_load(_file_bytes(path).decode("utf-8-sig"))
+        data: Any = load(_file_bytes(path).decode("utf-8-sig"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code=ErrorCode.NOT_TEXT) from None
     records: list[dict[str, Any]] = []
@@ -322,8 +519,6 @@ def _read_yaml(path: Path) -> Table:
 
 
 def _yaml_cell(value: Any) -> str:
-    import json
-
     if value is None:
         return ""
     if isinstance(value, dict):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
+from agentmap.spec._dataflow import unwritten
 from agentmap.spec.cells import state_key
 from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
 
-__all__ = ["REDUCED_KEYS", "SYSTEM_KEYS", "branch_depths", "check_graph", "fan_outs"]
+__all__ = ["REDUCED_KEYS", "SYSTEM_KEYS", "branch_depths", "check_graph", "fan_outs", "listed", "nearest"]
 
 SYSTEM_KEYS = frozenset({"last_action_success", "graph_success", "errors"})
 """State keys every graph has; nodes may read them without writing them first."""
@@ -23,6 +24,37 @@ REDUCED_KEYS = frozenset({"errors", "last_action_success", "graph_success"})
 
 _RESERVED_CHARS = ("|", ":")
 
+_BRANCH_VISITS = 200_000
+"""Nodes the parallel-write check may reach from the fan-outs of one graph, in all (each branch walked on its own):
+a file of a thousand fan-outs of a thousand nodes each is not walked a million times over."""
+
+_LISTED = 12
+"""Names a message lists before it says how many more there are (a file may hold thousands of nodes)."""
+_GUESS_AMONG = 500
+_GUESS_LENGTH = 100
+"""A "did you mean" compares the name with each candidate: among at most this many, of at most this length."""
+
+
+def listed(names: Iterable[str]) -> str:
+    """`a, b, c` for a message; after the first few, how many more (`a, b, ... and 988 more`)."""
+    shown: list[str] = []
+    more = 0
+    for name in names:
+        if len(shown) < _LISTED:
+            shown.append(name)
+        else:
+            more += 1
+    return ", ".join(shown) + (f", ... and {more:,} more" if more else "")
+
+
+def nearest(name: str, names: Collection[str]) -> str | None:
+    """The one of `names` closest to `name` (a "did you mean"), or None; none is looked for among more than a few
+    hundred names, or for names longer than a line (each comparison costs the product of the two lengths)."""
+    if len(names) > _GUESS_AMONG or len(name) > _GUESS_LENGTH:
+        return None
+    close = difflib.get_close_matches(name, [n for n in names if len(n) <= _GUESS_LENGTH], n=1, cutoff=0.6)
+    return close[0] if close else None
+
 
 def check_graph(
     graph: GraphSpec,
@@ -31,6 +63,7 @@ def check_graph(
     unknown_type_message: Callable[[str], str],
     unknown_type_fix: Callable[[str], str],
     calls: Callable[[NodeSpec], Iterable[str]] = lambda node: (),
+    unknown_type_code: Callable[[str], str] = lambda name: "unknown-agent-type",
 ) -> list[Issue]:
     """Every finding for one graph, errors and warnings, in row order.
 
@@ -41,9 +74,11 @@ def check_graph(
         unknown_type_fix: How to make a type known.
         calls: The nodes a node calls by name rather than by an edge (an orchestrator's workers);
             they count as reachable from it.
+        unknown_type_code: The code of the finding for an unknown type (`code-outside-roots` when the file that
+            would declare it was refused).
     """
     checker = _Checker(graph)
-    checker.names_and_types(known_type, unknown_type_message, unknown_type_fix)
+    checker.names_and_types(known_type, unknown_type_message, unknown_type_fix, unknown_type_code)
     checker.routing()
     checker.parallel_writes()
     checker.reachability(calls)
@@ -77,6 +112,7 @@ class _Checker:
         known_type: Callable[[str], bool],
         unknown_type_message: Callable[[str], str],
         unknown_type_fix: Callable[[str], str],
+        unknown_type_code: Callable[[str], str] = lambda name: "unknown-agent-type",
     ) -> None:
         seen: dict[str, NodeSpec] = {}
         for node in self.graph.nodes:
@@ -101,7 +137,7 @@ class _Checker:
                 self.add(
                     node,
                     "AgentType",
-                    "unknown-agent-type",
+                    unknown_type_code(node.agent_type),
                     unknown_type_message(node.agent_type),
                     unknown_type_fix(node.agent_type),
                 )
@@ -122,20 +158,37 @@ class _Checker:
                     continue
                 for target in targets:
                     if target not in self.nodes:
-                        close = difflib.get_close_matches(target, list(self.nodes), n=1, cutoff=0.6)
-                        guess = f"; did you mean {close[0]!r}?" if close else ""
+                        close = nearest(target, self.nodes)
+                        guess = f"; did you mean {close!r}?" if close else ""
                         self.add(
                             node,
                             column,
                             "unknown-target",
                             f"{column} of {node.name!r} names {target!r}, which is not a node of graph "
                             f"{self.graph.name!r}{guess}",
-                            f"use one of: {', '.join(self.nodes)}; leave the cell empty to end the graph",
+                            f"use one of: {listed(self.nodes)}; leave the cell empty to end the graph",
                         )
 
     def parallel_writes(self) -> None:
+        left = _BRANCH_VISITS
         for source, targets in fan_outs(self.graph):
-            depths = branch_depths(self.graph, source, targets)
+            reaches = _reaches(self.graph, source, targets, limit=left)
+            if reaches is None:
+                node = self.nodes[source]
+                column = next(c for c, t in node.next_cells() if t == targets)
+                self.add(
+                    node,
+                    column,
+                    "check-skipped",
+                    f"parallel writes were not checked from the fan-out of {source!r} on: the branches of this "
+                    f"graph's fan-outs reach more than {_BRANCH_VISITS:,} nodes in all, more than a check may walk",
+                    "make sure parallel branches write different keys (a run stops where two write one key in the "
+                    "same step), or split the graph into subgraphs",
+                    warning=True,
+                )
+                return
+            left -= sum(len(reach) for reach in reaches)
+            depths = _unique(reaches)
             writers: dict[tuple[str, int], tuple[int, NodeSpec]] = {}
             for branch, nodes in enumerate(depths):
                 for name, depth in nodes.items():
@@ -158,16 +211,16 @@ class _Checker:
     def reachability(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
         called = {node.name: set(calls(node)) for node in self.graph.nodes}
         for node in self.graph.nodes:
-            for name in sorted(called[node.name] - set(self.nodes)):
-                close = difflib.get_close_matches(name, list(self.nodes), n=1, cutoff=0.6)
-                guess = f"; did you mean {close[0]!r}?" if close else ""
+            for name in sorted(n for n in called[node.name] if n not in self.nodes):
+                close = nearest(name, self.nodes)
+                guess = f"; did you mean {close!r}?" if close else ""
                 self.add(
                     node,
                     "Context",
                     "unknown-target",
                     f"the Context of {node.name!r} names node {name!r}, which is not a node of graph "
                     f"{self.graph.name!r}{guess}",
-                    f"use one of: {', '.join(self.nodes)}",
+                    f"use one of: {listed(self.nodes)}",
                 )
         if self.has_router or not self.graph.nodes:
             return
@@ -221,7 +274,8 @@ class _Checker:
                         column,
                         "endless-loop",
                         f"{column} of {node.name!r} goes back to {back[0]!r}, closing a loop with no way out: no "
-                        "node of it can end the graph, so a run repeats it until the recursion limit stops it",
+                        "node of it can end the graph, so a run repeats it until the recursion limit stops it "
+                        f"({self.graph.step_limit} steps for this graph; `--recursion-limit STEPS` sets it)",
                         "give a node of the loop a way out (a Success_Next or Failure_Next that leaves it, or an "
                         "empty next cell that ends the graph)",
                         warning=True,
@@ -234,13 +288,26 @@ class _Checker:
         provided = {state_key(f, output=False) for f in entry.inputs} | SYSTEM_KEYS
         if self.has_router:
             provided |= {state_key(f, output=True) for n in self.graph.nodes for f in n.outputs}
-        bit, masks = _written_before(self.graph, {node.name: set(calls(node)) for node in self.graph.nodes})
+        called = {node.name: set(calls(node)) for node in self.graph.nodes}
+        successors: dict[str, set[str]] = {}
+        writes: dict[str, set[str]] = {}
+        reads: dict[str, set[str]] = {}
+        for node in self.graph.nodes:  # a called node runs after its caller
+            nexts = {n for n in node.successors() | called[node.name] if n in self.nodes}
+            successors.setdefault(node.name, set()).update(nexts)
+            writes.setdefault(node.name, set()).update(state_key(f, output=True) for f in node.outputs)
+            if node is not entry:
+                wanted = {state_key(f, output=False) for f in node.inputs} - provided
+                reads.setdefault(node.name, set()).update(wanted)
+        if not any(reads.values()):  # nothing to look for (a graph of one node, say)
+            return
+        unset = unwritten(list(self.nodes), successors, writes, reads)
         for node in self.graph.nodes:
             if node is entry:
                 continue
             for field in node.inputs:
                 key = state_key(field, output=False)
-                if key not in provided and not bit.get(key, 0) & masks[node.name]:
+                if key in unset.get(node.name, ()):
                     self.add(
                         node,
                         "Input_Fields",
@@ -250,37 +317,6 @@ class _Checker:
                         "check the spelling against the Output_Field of earlier nodes, or pass it in the initial state",
                         warning=True,
                     )
-
-
-def _written_before(graph: GraphSpec, called: dict[str, set[str]]) -> tuple[dict[str, int], dict[str, int]]:
-    """Which keys some node may have written before each node runs: a forward data flow.
-
-    Returns:
-        `(bit per key, mask per node)`: key `k` may be set before node `n` when `bit[k] & mask[n]`.
-    """
-    bit: dict[str, int] = {}
-    for node in graph.nodes:
-        for field in node.outputs:
-            bit.setdefault(state_key(field, output=True), 1 << len(bit))
-    written = {
-        node.name: sum(bit[k] for k in {state_key(f, output=True) for f in node.outputs}) for node in graph.nodes
-    }
-    predecessors: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        for nxt in node.successors() | called.get(node.name, set()):  # a called node runs after its caller
-            predecessors.setdefault(nxt, []).append(node.name)
-    masks = dict.fromkeys(graph.by_name, 0)
-    changed = True
-    while changed:
-        changed = False
-        for node in graph.nodes:
-            mask = masks[node.name]
-            for prev in predecessors.get(node.name, ()):
-                mask |= masks[prev] | written[prev]
-            if mask != masks[node.name]:
-                masks[node.name] = mask
-                changed = True
-    return bit, masks
 
 
 def fan_outs(graph: GraphSpec) -> list[tuple[str, tuple[str, ...]]]:
@@ -295,7 +331,28 @@ def fan_outs(graph: GraphSpec) -> list[tuple[str, tuple[str, ...]]]:
 
 def branch_depths(graph: GraphSpec, source: str, targets: Iterable[str]) -> list[dict[str, int]]:
     """For each branch of a fan-out, the nodes only that branch reaches and their distance from `source`."""
-    reaches = [_distances(graph, target, stop=source) for target in targets]
+    reaches = _reaches(graph, source, targets, limit=None)
+    assert reaches is not None  # no limit
+    return _unique(reaches)
+
+
+def _reaches(
+    graph: GraphSpec, source: str, targets: Iterable[str], *, limit: int | None
+) -> list[dict[str, int]] | None:
+    """What each branch of a fan-out reaches (by distance from `source`); None past `limit` nodes in all."""
+    reaches: list[dict[str, int]] = []
+    for target in targets:
+        reach = _distances(graph, target, stop=source, limit=limit)
+        if reach is None:
+            return None
+        if limit is not None:
+            limit -= len(reach)
+        reaches.append(reach)
+    return reaches
+
+
+def _unique(reaches: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Each branch's nodes that no other branch reaches."""
     counts: dict[str, int] = {}
     for reach in reaches:
         for name in reach:
@@ -303,10 +360,13 @@ def branch_depths(graph: GraphSpec, source: str, targets: Iterable[str]) -> list
     return [{n: d for n, d in reach.items() if counts[n] == 1} for reach in reaches]
 
 
-def _distances(graph: GraphSpec, start: str, *, stop: str) -> dict[str, int]:
+def _distances(graph: GraphSpec, start: str, *, stop: str, limit: int | None = None) -> dict[str, int] | None:
+    """The nodes reachable from `start` without passing `stop`, by distance; None past `limit` of them."""
     nodes = graph.by_name
     if start not in nodes:
         return {}
+    if limit is not None and limit < 1:
+        return None
     distances = {start: 1}
     queue = deque([start])
     while queue:
@@ -315,6 +375,8 @@ def _distances(graph: GraphSpec, start: str, *, stop: str) -> dict[str, int]:
             if nxt in nodes and nxt != stop and nxt not in distances:
                 distances[nxt] = distances[current] + 1
                 queue.append(nxt)
+        if limit is not None and len(distances) > limit:
+            return None
     return distances
 
 

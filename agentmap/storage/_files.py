@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import tempfile
@@ -140,7 +141,5 @@ def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        import json
-
         return json.dumps(value, ensure_ascii=False)
     return value

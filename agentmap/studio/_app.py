@@ -14,10 +14,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, InstanceOf
 
+from agentmap._paths import state_file
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.options import CompileOptions
 from agentmap.server import Guard, Reach, new_token
-from agentmap.spec.columns import map_headers
+from agentmap.spec.columns import COLUMNS, map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
 from agentmap.studio._impact import impact
@@ -41,8 +42,11 @@ class StudioConfig(BaseModel):
         max_body: The largest request body accepted, in bytes (5 MiB).
         options: The workflow's compile options (`functions_dir`, `agents_dir`, `settings`), for checks, drawings
             and runs.
-        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`).
+        checkpoint: Where runs started from the studio keep their threads (as `agentmap serve --checkpoint`;
+            default `studio.db` in `$AGENTMAP_STATE_DIR`, else in `.agentmap/`).
         graph: The graph the page shows first (`flows.xlsx::Graph`: the sheet of that name, else that graph's tab).
+        auth: The auth handlers runs from the page go through (`agentmap serve --auth`'s); the page sends the
+            Authorization value entered in it.
     """
 
     target: Path
@@ -51,8 +55,9 @@ class StudioConfig(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
     max_body: int = Field(default=5_242_880, ge=1)  # 5 MiB
     options: InstanceOf[CompileOptions] = Field(default_factory=CompileOptions)
-    checkpoint: str = ".agentmap/studio.db"
+    checkpoint: str = Field(default_factory=lambda: str(state_file("studio.db")))
     graph: str | None = None
+    auth: str | None = None
 
 
 class Row(BaseModel):
@@ -91,7 +96,12 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     files = Files(config.target)
     files.remove_stale_temporaries()  # of saves killed half-way (a studio stopped with kill -9, a crash)
     served = ServedFile(
-        config.checkpoint, config.api_key, config.options, hosts=config.allowed_hosts, max_body=config.max_body
+        config.checkpoint,
+        config.api_key,
+        config.options,
+        hosts=config.allowed_hosts,
+        max_body=config.max_body,
+        auth=config.auth,
     )
 
     @asynccontextmanager
@@ -123,7 +133,7 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
     @app.exception_handler(AgentMapError)
     async def agentmap_error(_: Request, err: AgentMapError) -> JSONResponse:
         status = 409 if isinstance(err, FileChangedError) else 404 if isinstance(err, WorkflowFileError) else 422
-        status = 422 if isinstance(err, FormulaCellsError) else status
+        status = 422 if isinstance(err, FormulaCellsError) or err.code == "file-too-big" else status
         status = 401 if err.code == "api-key-required" else status
         return JSONResponse({"code": err.code, "message": err.message, "hint": err.hint}, status_code=status)
 
@@ -234,6 +244,7 @@ def _sheet(document: Editable, rows: Sequence[tuple[int | None, list[str]]], opt
             for index, cells in rows
         ],
         "columns": [canonical.get(i, "") for i in range(len(header))],
+        "known_columns": list(COLUMNS),  # what "Add column" offers
         "agent_types": sorted(registry.names()),
         **_checked(document, rows, options),
     }

@@ -32,6 +32,7 @@ class ServedFile:
         options: The served workflow's compile options.
         hosts: The names the `Host` header may carry besides this machine's (the studio's own).
         max_body: The largest request body accepted, in bytes (the studio's own).
+        auth: The auth handlers of the served routes (`agentmap serve --auth`), or None.
     """
 
     def __init__(
@@ -42,8 +43,10 @@ class ServedFile:
         *,
         hosts: tuple[str, ...] = (),
         max_body: int = 1_048_576,
+        auth: str | None = None,
     ) -> None:
         self._checkpoint = checkpoint
+        self._auth = auth
         self._api_key = api_key
         self._options = options
         self._hosts = hosts
@@ -72,6 +75,7 @@ class ServedFile:
                     allowed_hosts=self._hosts,
                     max_body=self._max_body,
                     compile_options=self._options,
+                    auth=self._auth,
                 )
                 Path(self._checkpoint).parent.mkdir(parents=True, exist_ok=True)
                 await self.close()

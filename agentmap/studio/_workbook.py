@@ -24,7 +24,7 @@ from typing import Any
 
 from agentmap.errors import ErrorCode, WorkflowFileError
 from agentmap.spec.formulas import as_text
-from agentmap.spec.readers import Table, read_tables, sheet_table
+from agentmap.spec.readers import Table, check_unpacked, read_tables, sheet_extent, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
 __all__ = ["Editable", "FormulaCellsError", "SheetDocument", "sheet_names", "split_sheet"]
@@ -55,6 +55,7 @@ def _workbook(data: bytes, path: Path, *, read_only: bool = False, data_only: bo
             code=ErrorCode.MISSING_EXTRA,
             hint='pip install "agentmap[excel]", or save the sheet as CSV',
         ) from None
+    check_unpacked(path, data)
     try:
         return openpyxl.load_workbook(io.BytesIO(data), read_only=read_only, data_only=data_only)
     except Exception as exc:
@@ -112,7 +113,11 @@ class SheetDocument:
                 code=ErrorCode.FILE_NOT_FOUND,
                 hint="its sheets: " + ", ".join(book.sheetnames),
             )
-        grid = [list(row) for row in book[sheet].iter_rows()]
+        # The grid ends at the last cell holding something (a cell emptied at XFD1048576 is no grid of 17 billion),
+        # found within the bounds a workbook is read in.
+        last_row, last_column = sheet_extent(path, sheet)
+        bounds = {"max_row": last_row, "max_col": last_column}
+        grid = [list(row) for row in book[sheet].iter_rows(**bounds)] if last_row else []
         values = [[cell.value for cell in row] for row in grid]
         formulas = {  # by the cell's type: a text cell `=SUM(A1)` is text
             (r, c): str(getattr(cell.value, "text", cell.value))
@@ -122,7 +127,8 @@ class SheetDocument:
         }
         shown = values
         if formulas:  # the values Excel computed for them, as `agentmap run` reads the sheet
-            shown = [list(row) for row in _workbook(data, path, data_only=True)[sheet].iter_rows(values_only=True)]
+            computed = _workbook(data, path, data_only=True)[sheet]
+            shown = [list(row) for row in computed.iter_rows(**bounds, values_only=True)]
         width = max((len(row) for row in values), default=0)
         records = []
         for row in shown:

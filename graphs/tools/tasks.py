@@ -1,6 +1,7 @@
 """Task-management tools for `graphs/task_assistant.csv`: tasks kept in a SQLite file.
 
-The file is `$AGENTMAP_TASKS_DB`, or `.agentmap/tasks.db` under the working directory. Each tool is a
+The file is `$AGENTMAP_TASKS_DB`, or `tasks.db` beside AgentMap's own files (`$AGENTMAP_STATE_DIR`, else
+`.agentmap/` under the working directory). Each tool is a
 plain typed function; AgentMap turns its signature and docstring into the schema the model sees. The
 `user_id` parameter is filled by AgentMap with the user the assistant serves (the model never sees
 it), so each user has their own list. A tool that cannot do its job raises `ValueError` with a reason
@@ -28,7 +29,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 
 
 def _db() -> sqlite3.Connection:
-    path = Path(os.environ.get("AGENTMAP_TASKS_DB") or Path.cwd() / ".agentmap" / "tasks.db")
+    folder = Path(os.environ.get("AGENTMAP_STATE_DIR") or Path.cwd() / ".agentmap")
+    path = Path(os.environ.get("AGENTMAP_TASKS_DB") or folder / "tasks.db")
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     conn.execute(_SCHEMA)

@@ -208,12 +208,29 @@ def test_parse_rate() -> None:
             parse_rate(bad)
 
 
+def test_a_table_lacking_an_input_column_is_refused_and_a_row_lacking_a_key_fails(tmp_path: Path) -> None:
+    """The runtime's check of the initial state (the one `run` and `serve` make): the table's columns before any
+    row runs, and a row of its own (JSON Lines rows need not share their keys) when it runs."""
+    flow = shout_flow(tmp_path)
+    ran: list[object] = []
+    with pytest.raises(ConfigError) as info:
+        agentmap.batch(flow, [{"wrod": w, "delay": 0} for w in ("a", "b")], on_result=ran.append)
+    assert info.value.code == "missing-state" and ran == []
+    assert "the rows: the initial state has no 'word', read by node 'Loud'" in info.value.message
+    assert "did you mean 'word'?" in info.value.message
+    rows = [{"word": "a", "delay": 0}, {"delay": 0}]
+    result = agentmap.batch(flow, rows)
+    assert result.successes == 1 and result.failures == 1
+    failed = next(r for r in result.rows if not r.success)
+    assert failed.error is not None and "the initial state has no 'word'" in failed.error
+
+
 def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path: Path) -> None:
-    """The runtime's check of the initial state (the one `run` and `serve` make), said once per batch."""
+    """With missing_inputs="warn", the check is said once per batch and the rows run."""
     flow = shout_flow(tmp_path)
     told: list[str] = []
     rows = [{"wrod": w} for w in ("a", "b", "c")]
-    result = agentmap.batch(flow, rows, on_warning=told.append)
+    result = agentmap.batch(flow, rows, on_warning=told.append, missing_inputs="warn")
     assert result.successes == 3
     assert len(told) == 1, told
     assert (
@@ -221,7 +238,7 @@ def test_a_table_lacking_an_input_column_warns_once_for_the_whole_batch(tmp_path
     )
     assert "no 'delay'" in told[0] and "fix: pass 'word', 'delay' in a column of the input" in told[0]
     told.clear()
-    agentmap.batch(flow, words("a", "b"), on_warning=told.append)
+    agentmap.batch(flow, words("a", "b"), on_warning=told.append, missing_inputs="warn")
     assert told == []
 
 
@@ -235,3 +252,24 @@ def test_a_compile_keyword_batch_does_not_take_is_refused_by_name(tmp_path: Path
 def test_compile_keywords_reach_every_row_typed(tmp_path: Path) -> None:
     result = agentmap.batch(shout_flow(tmp_path), words("x", "y"), interrupt_before=["Frame"], fuse=False)
     assert result.success and [r.outputs.get("framed") for r in result.rows] == [None, None]  # paused before Frame
+
+
+def test_a_row_whose_router_raised_names_the_node_in_failed_nodes(tmp_path: Path) -> None:
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "pick.py").write_text(
+        "def pick(state, success, failure):\n    return {'boom': 1}[state['word']]\n", encoding="utf-8"
+    )
+    flow = tmp_path / "route.csv"
+    flow.write_text(
+        "GraphName,Node,AgentType,Input_Fields,Output_Field,Edge\n"
+        "R,Check,echo,word,checked,func:pick\n"
+        "R,Done,echo,checked,done,\n",
+        encoding="utf-8",
+    )
+    result = agentmap.batch(flow, [{"word": "boom"}, {"word": "calm"}], output=tmp_path / "out.csv")
+    failed = next(r for r in result.rows if r.row == 2)
+    assert failed.error is not None and "router func:pick of node 'Check' raised KeyError" in failed.error
+    assert failed.failed_nodes == ("Check",)  # before: empty
+    with (tmp_path / "out.csv").open(encoding="utf-8") as table:
+        rows = list(csv.DictReader(table))
+    assert rows[1]["failed_nodes"] == "Check"

@@ -14,9 +14,14 @@ import agentmap
 from agentmap.batch.tables import read_rows
 from agentmap.errors import ConfigError, WorkflowFileError
 
-# The tables carry no `delay` column (the flow's Loud reads it, as None here): the batch says so once, which
-# these tests of table formats do not look at.
+# The tables carry no `delay` column (the flow's Loud reads it, as None here): run with missing_inputs="warn", the
+# batch says so once, which these tests of table formats do not look at.
 pytestmark = pytest.mark.filterwarnings("ignore:.*the initial state has no 'delay':UserWarning")
+
+
+def batch(*args: Any, **kwargs: Any) -> agentmap.BatchResult:
+    return agentmap.batch(*args, missing_inputs="warn", **kwargs)
+
 
 ROWS = [{"word": "a", "n": 1}, {"word": "b", "n": 2}, {"word": "boom", "n": 3}]
 
@@ -52,7 +57,7 @@ def test_every_format_in_and_out(tmp_path: Path, suffix: str) -> None:
     pytest.importorskip({".parquet": "pyarrow", ".xlsx": "openpyxl"}.get(suffix, "json"))
     source = _write(tmp_path / f"rows{suffix}", ROWS)
     out = tmp_path / f"out{suffix}"
-    result = agentmap.batch(shout_flow(tmp_path), source, output=out, sheet="Sheet" if suffix == ".xlsx" else None)
+    result = batch(shout_flow(tmp_path), source, output=out, sheet="Sheet" if suffix == ".xlsx" else None)
     assert (result.successes, result.failures) == (2, 1)
     table = list(read_rows(out))
     assert [r["framed"] for r in table] == ["<A>", "<B>", "<None>"]  # Frame runs after the failed Loud too
@@ -63,22 +68,22 @@ def test_every_format_in_and_out(tmp_path: Path, suffix: str) -> None:
         *("success", "error", "failed_nodes", "duration_s"),
         *("tokens_in", "tokens_out", "tokens_cached", "cost", "row_id"),
     ]
-    again = agentmap.batch(shout_flow(tmp_path), source, output=out, sheet="Sheet" if suffix == ".xlsx" else None)
+    again = batch(shout_flow(tmp_path), source, output=out, sheet="Sheet" if suffix == ".xlsx" else None)
     assert again.skipped == 3  # a finished output of any format is read back to resume
 
 
 def test_mistakes_in_tables(tmp_path: Path) -> None:
     flow = shout_flow(tmp_path)
     with pytest.raises(WorkflowFileError, match="does not exist"):
-        agentmap.batch(flow, tmp_path / "missing.csv")
+        batch(flow, tmp_path / "missing.csv")
     with pytest.raises(ConfigError, match="unsupported extension"):
-        agentmap.batch(flow, _write(tmp_path / "rows.csv", ROWS), output=tmp_path / "out.txt")
+        batch(flow, _write(tmp_path / "rows.csv", ROWS), output=tmp_path / "out.txt")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"word": "a"}\n{"word": \n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad.jsonl:2: not valid JSON"):
-        agentmap.batch(flow, bad)
+        batch(flow, bad)
     with pytest.raises(ConfigError, match="has no sheet 'Nope'"):
-        agentmap.batch(flow, _write(tmp_path / "rows.xlsx", ROWS), sheet="Nope")
+        batch(flow, _write(tmp_path / "rows.xlsx", ROWS), sheet="Nope")
 
 
 # Each table: (its text, where the mistake is reported, what the message says, the rows a lenient read runs)
@@ -119,14 +124,14 @@ def test_lenient_batch_warns_once_per_row_and_runs_it(tmp_path: Path) -> None:
     source.write_text("word,n\na,1\nb\n", encoding="utf-8")
     flow = shout_flow(tmp_path)
     with pytest.raises(ConfigError, match=r"rows\.csv:3: the row has 1 cell"):
-        agentmap.batch(flow, source)
+        batch(flow, source)
     told: list[str] = []
-    result = agentmap.batch(flow, source, output=tmp_path / "out.csv", lenient=True, on_warning=told.append)
+    result = batch(flow, source, output=tmp_path / "out.csv", lenient=True, on_warning=told.append)
     lenient = [m for m in told if "rows.csv:3" in m]  # the other warning: the table has no `delay` column
     assert result.successes == 2 and len(lenient) == 1  # the input is read three times, the warning given once
     assert [r["n"] for r in read_rows(tmp_path / "out.csv")] == ["1", ""]
     with pytest.warns(UserWarning, match="rows.csv:3"):
-        agentmap.batch(flow, source, lenient=True)
+        batch(flow, source, lenient=True)
 
 
 def test_an_excel_value_outside_the_header_is_refused(tmp_path: Path) -> None:
@@ -146,13 +151,13 @@ def test_an_output_that_is_not_a_batch_output_is_never_overwritten(tmp_path: Pat
     mine = tmp_path / "mine.csv"
     mine.write_text("name\nsomething precious\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="is not the output of a batch"):
-        agentmap.batch(shout_flow(tmp_path), [{"word": "a"}], output=mine)
+        batch(shout_flow(tmp_path), [{"word": "a"}], output=mine)
     assert mine.read_text(encoding="utf-8") == "name\nsomething precious\n"
 
 
 def test_lists_and_dicts_are_json_in_csv_cells(tmp_path: Path) -> None:
     out = tmp_path / "out.csv"
-    agentmap.batch(shout_flow(tmp_path), [{"word": "a", "tags": ["x", "y"], "seen": True}], output=out)
+    batch(shout_flow(tmp_path), [{"word": "a", "tags": ["x", "y"], "seen": True}], output=out)
     (row,) = read_rows(out)
     assert row["seen"] == "true"
     assert row["tags"] == '["x", "y"]' and row["loud"] == "A"

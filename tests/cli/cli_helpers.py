@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGKILL
 
+from components import clean_env
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     env.pop("NO_COLOR", None)
     env.update(extra or {})
     return env
@@ -65,7 +66,8 @@ def agentmap(*args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None 
     """
     from agentmap.cli import main
 
-    overrides: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AGENTMAP_")}
+    kept = clean_env()  # the test's own AGENTMAP_STATE_DIR stays
+    overrides: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AGENTMAP_") and k not in kept}
     overrides["NO_COLOR"] = None
     overrides.update(env or {})
     with _restored_process_state(cwd), CliRunner().isolation(env=overrides) as (out, err, _):

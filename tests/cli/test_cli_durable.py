@@ -4,7 +4,6 @@ process and answer in another; `agentmap threads`. Each runs on SQLite and on a 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +16,7 @@ import durable_graphs
 import forked
 import pytest
 from cli_helpers import COMMAND, agentmap
+from components import clean_env
 
 import agentmap as agentmap_api
 
@@ -35,7 +35,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
 
 def _start(store: dict[str, Any], *args: str, fresh: bool = False) -> subprocess.Popen[str] | forked.Forked:
     """Start `agentmap ARGS --json` as a new process: forked from a warm server, or `fresh` from a new interpreter."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | store["env"]
+    env = clean_env() | store["env"]
     if not fresh:
         return forked.start(*args, "--json", cwd=store["cwd"], env=env)
     return subprocess.Popen(

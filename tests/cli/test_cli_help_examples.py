@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shlex
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 import typer
 from cli_helpers import GRAPHS, agentmap
+from components import clean_env
 from timing import scaled, until
 
 from agentmap.cli.app import EXAMPLES, build_app
@@ -53,6 +53,8 @@ def test_help_shows_placeholders_and_choices_not_python_types() -> None:
     resume = agentmap("resume", "--help").out
     assert "Usage: agentmap resume [OPTIONS] THREAD [ANSWER]" in resume
     assert "--durability [sync|async|exit]" in resume and "--checkpoint FILE|URL" in resume
+    threads = agentmap("threads", "--help").out  # `agentmap threads` alone lists them: no COMMAND is needed
+    assert "Usage: agentmap threads [OPTIONS] [show THREAD]" in threads and "COMMAND [ARGS]" not in threads
     export = agentmap("export", "--help").out
     assert "--format [mermaid|json|svg|png|dot|python]" in export and "--allow-root DIR" in export
     for path in EXAMPLES:
@@ -97,7 +99,7 @@ def test_every_serving_example_serves_as_printed(
         assert re.search(r"# needs .*PostgreSQL", example), f"{example}: say it needs a PostgreSQL server"
         url = request.getfixturevalue("postgres_url")
         words = [url if word.startswith("postgresql://") else word for word in words]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     {"serve": _serves, "studio": _studio_serves, "mcp": _mcp_serves}[path](tmp_path, words, env)
 
 

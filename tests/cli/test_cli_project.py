@@ -21,8 +21,8 @@ def test_init_makes_a_project_that_runs_straight_away(tmp_path: Path) -> None:
     assert created.code == 0, created.text
     for name in ("agentmap.yaml", "workflow.csv", "custom_agents/greeter.py", "functions/choose_next.py"):
         assert (project / name).is_file(), name
-    anonymous = agentmap("run", cwd=project)
-    assert anonymous.code == 0, anonymous.err
+    anonymous = agentmap("run", cwd=project)  # the first command init suggests: no error, no warning
+    assert anonymous.code == 0 and "warning" not in anonymous.err, anonymous.err
     assert json.loads(anonymous.out)["state"]["message"].startswith("Hello, world!")
     named = agentmap("run", "--state", '{"name": "Ada"}', cwd=project)
     assert json.loads(named.out)["state"]["message"] == "Hello, Ada! Welcome back."

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT, agentmap, agentmap_tty, write
+from components import clean_env
 
 _RAISING_AGENT = '''\
 import agentmap
@@ -266,7 +266,7 @@ def test_ctrl_c_stops_cleanly_and_names_the_running_node(tmp_path: Path) -> None
         ),
         {"block": _BLOCKING_AGENT},
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     proc = subprocess.Popen(
         [*COMMAND, "run", str(csv), "--state", '{"x": 1}', "--json"],
         cwd=tmp_path,

@@ -95,8 +95,8 @@ Pick,Say,template,You chose {colour}.,,colour,said,
 
 
 def test_a_paused_nodes_hint_shows_a_plain_answer_and_its_number_is_accepted(tmp_path: Path) -> None:
-    flow = write(tmp_path / "pick.csv", PICK)
-    paused = agentmap("run", flow, "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
+    write(tmp_path / "pick.csv", PICK)
+    paused = agentmap("run", "pick.csv", "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
     assert paused.code == 0, paused.err
     hint = json.loads(paused.out)["resume"]
     assert hint == "agentmap resume c1 --checkpoint runs.db red"  # the first option as typed: no JSON quoting
@@ -105,6 +105,29 @@ def test_a_paused_nodes_hint_shows_a_plain_answer_and_its_number_is_accepted(tmp
     done = agentmap("resume", "c1", "2", "--checkpoint", "runs.db", cwd=tmp_path)  # as the hint offers
     assert done.code == 0, done.err
     assert json.loads(done.out)["state"]["said"] == "You chose green."
+    # the thread remembers the file's absolute path; both documents show it as run was given it
+    assert json.loads(paused.out)["file"] == json.loads(done.out)["file"] == "pick.csv"
+
+
+def test_threads_show_offers_the_command_that_answers_a_paused_thread(tmp_path: Path) -> None:
+    flow = write(tmp_path / "pick.csv", PICK)
+    assert agentmap("run", flow, "--checkpoint", "runs.db", "--thread", "c3", cwd=tmp_path).code == 0
+    shown = json.loads(agentmap("threads", "show", "c3", "--checkpoint", "runs.db", cwd=tmp_path).out)
+    assert shown["resume"] == "agentmap resume c3 --checkpoint runs.db red"  # not without an answer
+    done = agentmap(*shlex.split(shown["resume"])[1:], cwd=tmp_path)  # the command as offered
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["state"]["said"] == "You chose red."
+
+
+@pytest.mark.slow
+def test_a_paused_choice_in_a_terminal_lists_its_options(tmp_path: Path) -> None:
+    flow = write(tmp_path / "pick.csv", PICK)
+    shown = agentmap_tty("run", flow, "--checkpoint", "runs.db", "--thread", "c1", cwd=tmp_path)
+    assert shown.code == 0, shown.plain
+    lines = [line.strip() for line in shown.plain.splitlines()]
+    start = lines.index("? Colour: Which colour?")
+    assert lines[start + 1 : start + 4] == ["1. red", "2. green", "3. blue"]
+    assert "agentmap resume c1 --checkpoint runs.db red" in " ".join(shown.plain.split())
 
 
 def test_a_text_answer_needs_no_json_quoting_even_when_it_looks_like_a_number(tmp_path: Path) -> None:

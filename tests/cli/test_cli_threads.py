@@ -226,7 +226,8 @@ def test_looking_into_a_folder_without_runs_creates_nothing(capsys: pytest.Captu
     code, listed, _ = cli(capsys, "threads")
     assert code == 0 and listed == {"threads": []}
     code, _, err = cli(capsys, "resume", "t1")
-    assert code == 2 and "no thread 't1': there is no checkpoint file .agentmap/runs.db here" in err
+    runs = folder / ".agentmap" / "runs.db"  # the test's AGENTMAP_STATE_DIR (conftest)
+    assert code == 2 and f"no thread 't1': there is no checkpoint file {runs} here" in err
     assert not (folder / ".agentmap").exists()
 
 

@@ -41,9 +41,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
         return code, out, err
 
 
-def _waiting(capsys: pytest.CaptureFixture[str], *threads: str) -> None:
+def _waiting(capsys: pytest.CaptureFixture[str], *threads: str, state: str = '{"request": "a desk"}') -> None:
     for thread in threads:
-        code, paused, err = cli(capsys, "run", "approval.csv", "--thread", thread, "--state", '{"request": "a desk"}')
+        code, paused, err = cli(capsys, "run", "approval.csv", "--thread", thread, "--state", state)
         assert code == 0 and paused["status"] == "paused", err
 
 
@@ -93,7 +93,8 @@ def test_an_approval_edited_while_it_waits_finishes_on_its_revision_or_moves_wit
     (step,) = [s for s in shown["history"] if "moved_from" in s]
     assert step["moved_from"] == verdict_revision(diff) and step["migration"][0] == "node,Review,Approval"
     assert shown["behind"] is False
-    code, fresh, _ = cli(capsys, "run", "approval.csv", "--thread", "p3", "--state", '{"request": "a lamp"}')
+    lamp = '{"request": "a lamp", "cost_center": "Ops"}'  # the edited report reads cost_center: a new run gives it
+    code, fresh, _ = cli(capsys, "run", "approval.csv", "--thread", "p3", "--state", lamp)
     assert fresh["interrupts"][0]["node"] == "Approval"  # new runs take the edit
 
 
@@ -133,7 +134,7 @@ def test_diff_of_two_files_exits_with_the_worst_verdict(
 def test_diff_of_two_revisions_and_an_unknown_revision(capsys: pytest.CaptureFixture[str], folder: Path) -> None:
     _waiting(capsys, "p1")
     (folder / "approval.csv").write_text(EDITED, encoding="utf-8")
-    _waiting(capsys, "p2")
+    _waiting(capsys, "p2", state='{"request": "a desk", "cost_center": "Ops"}')
     _, listed, _ = cli(capsys, "threads")
     old, new = (next(t["revision"] for t in listed["threads"] if t["thread"] == name) for name in ("p1", "p2"))
     code, diff, err = cli(capsys, "diff", old[:8], new[:8])

@@ -82,6 +82,15 @@ def test_score_exits_0_when_every_run_passes_and_prints_a_table(scenarios: Path,
     assert "2 of 2 runs passed (every run passed)" in result.out
 
 
+def test_score_writes_its_intervals_whole_when_the_output_is_not_a_terminal(scenarios: Path, tmp_path: Path) -> None:
+    run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs", "--runs", "3")
+    result = agentmap("eval", "score", tmp_path / "logs")  # piped: no terminal, no width to fit
+    assert result.code == 1, result.text
+    assert "…" not in result.out
+    (secret_wrong,) = [line for line in result.out.splitlines() if line.startswith("│ secret_wrong ")]
+    assert "0.00 [0.00-0.56]" in secret_wrong and "0.00 [0.00-0.18]" in secret_wrong and "expectation 3" in secret_wrong
+
+
 def test_expectations_file_replaces_the_manifest(scenarios: Path, tmp_path: Path) -> None:
     run_json(scenarios, "--workflow", WORKFLOW, "--out", tmp_path / "logs")
     fixed = write(tmp_path / "fixed.csv", SCENARIOS.replace(",seven,", ",1,"))

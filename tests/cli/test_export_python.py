@@ -32,7 +32,8 @@ def _untimed(value: Any) -> Any:
 
 
 def _final(workflow: Path, state: dict[str, Any], cwd: Path) -> Any:
-    result = agentmap("run", workflow, "--state", json.dumps(state), "--json", cwd=cwd)
+    own = {"AGENTMAP_STATE_DIR": str(cwd / ".agentmap")}
+    result = agentmap("run", workflow, "--state", json.dumps(state), "--json", cwd=cwd, env=own)
     return _untimed(json.loads(result.out)["state"])
 
 
@@ -50,6 +51,7 @@ def test_the_module_ends_in_the_workflows_final_state(
     shutil.copytree(ROOT / "graphs", tmp_path / "cli")
     shutil.copytree(ROOT / "graphs", tmp_path / "module")
     monkeypatch.chdir(tmp_path / "module")
+    monkeypatch.setenv("AGENTMAP_STATE_DIR", str(tmp_path / "module" / ".agentmap"))
     workflow = Path(str(name).removesuffix(".state.json") + ".csv")
     module = runpy.run_path(str(_eject(tmp_path / "module" / workflow, tmp_path)))
     state = json.loads((ROOT / "graphs" / name).read_text(encoding="utf-8"))

@@ -30,18 +30,28 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
 # -- an initial state without the inputs no node writes ------------------------------------------
 
 
-def test_a_typo_in_the_initial_state_is_named_with_the_key_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_typo_in_the_initial_state_is_refused_naming_the_key_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", '{"nmae": "Ada"}', "--json")
-    assert code == 0 and json.loads(out)["state"]["greeting"] == "Hello, None!"  # it still runs
-    assert "warning: the initial state has no 'name', read by node 'Greet'" in err
-    assert "did you mean 'name'?" in err and """--state '{"name": "Ada"}'""" in err
+    assert code == 2 and json.loads(out)["error"]["code"] == "missing-state"  # not `Hello, None!`, exit 0
+    assert "error[missing-state]: the initial state has no 'name', read by node 'Greet'" in err
+    assert "did you mean 'name'?" in err and """--state '{"name": "Ada"}'""" in err and "--missing-inputs warn" in err
 
 
-def test_strict_refuses_a_state_without_the_inputs(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--state", "{}", "--strict")
-    assert code == 2 and "error[missing-state]" in err and "'name'" in err
-    code, _, err = cli(capsys, "run", GRAPHS / "hello_world.csv", "--strict", "--json")  # the .state.json
+def test_missing_inputs_warn_runs_with_a_warning_and_strict_is_still_understood(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hello = GRAPHS / "hello_world.csv"
+    code, out, err = cli(capsys, "run", hello, "--state", '{"nmae": "Ada"}', "--missing-inputs", "warn", "--json")
+    assert code == 0 and json.loads(out)["state"]["greeting"] == "Hello, None!"  # asked for: it runs
+    assert "warning: the initial state has no 'name', read by node 'Greet'" in err and "did you mean" in err
+    code, out, err = cli(capsys, "run", hello, "--state", "{}", "--missing-inputs", "ignore", "--json")
     assert code == 0 and "warning" not in err
+    code, _, err = cli(capsys, "run", hello, "--state", "{}", "--strict")  # the older spelling of the default
+    assert code == 2 and "error[missing-state]" in err and "'name'" in err
+    code, _, err = cli(capsys, "run", hello, "--json")  # the .state.json
+    assert code == 0 and "warning" not in err
+    code, _, err = cli(capsys, "run", hello, "--missing-inputs", "loud")
+    assert code == 2 and "--missing-inputs must be error, warn or ignore" in err
 
 
 @pytest.mark.parametrize("workflow", [*sorted(p.name for p in GRAPHS.glob("*.csv")), "assistant/assistant.csv"])
@@ -65,6 +75,17 @@ def test_a_semicolon_cp1252_csv_runs_with_warnings(
     assert "warning[csv-dialect]" in err and "';'" in err and "warning[encoding]" in err
     code, out, _ = cli(capsys, "validate", "flow.csv")
     assert code == 0 and "2 warnings" in out
+
+
+def test_a_misspelt_column_is_named_by_run_too_not_only_by_validate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flow.csv").write_text("GraphName,Node,AgentType,Promt,Output_Field\nG,A,default,Hi,out\n")
+    code, out, err = cli(capsys, "run", "flow.csv", "--json")
+    assert code == 0 and json.loads(out)["state"]["out"] == "[A] DefaultAgent executed"  # the prompt was left out
+    assert "warning[unknown-column]: unknown column 'Promt' is ignored; did you mean 'Prompt'?" in err
+    assert err.count("unknown-column") == 1
 
 
 # -- a file with several graphs and no selector --------------------------------------------------

@@ -45,6 +45,24 @@ def test_unquoted_keys_are_read_as_yaml_with_the_json_spelling_shown(tmp_path: P
     assert cli("run", tmp_path / "flow.csv", "--json").json()["state"]["name"] == "Grace"
 
 
+def test_the_warning_names_what_is_unquoted_keys_or_values(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "flow.csv": """
+            GraphName,Node,AgentType,Context,Input_Fields,Output_Field
+            G,A,echo,"{""provider"": anthropic}",,a
+            G,B,echo,"{temperature: 0.2}",,b
+            G,C,echo,"{model: gpt}",,c
+            """
+        },
+    )
+    found = {i.node: i for i in agentmap.validate(tmp_path / "flow.csv") if i.code == "context-unquoted-keys"}
+    assert "has unquoted text values;" in found["A"].message and "quote the text values" in found["A"].fix
+    assert "has unquoted keys;" in found["B"].message and "quote the keys" in found["B"].fix
+    assert "has unquoted keys and text values;" in found["C"].message
+
+
 def test_a_brace_that_parses_as_nothing_is_an_error_at_the_cell(tmp_path: Path) -> None:
     write(tmp_path, {"flow.csv": 'GraphName,Node,Context\nG,A,"{a: 1}}"\n'})
     result = cli("validate", tmp_path / "flow.csv")

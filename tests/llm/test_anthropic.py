@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import components
 import forked
 import pytest
 from anthropic_stub import AnthropicStub
+from components import clean_env
 from openai_stub import streamed, text
 
 import agentmap
@@ -45,7 +45,7 @@ def _workflow(folder: Path, stub: AnthropicStub) -> Path:
 def test_tokens_cache_reads_and_cost_are_recorded(tmp_path: Path, stub: AnthropicStub) -> None:
     stub.script(text("Paris.", usage=(1400, 200, 400)))  # 1000 new input tokens, 400 read from the cache
     _workflow(tmp_path, stub)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     code, out, err = forked.run("run", "ask.csv", "--state", '{"question": "capital?"}', "--json", cwd=tmp_path,
                                 env=env)  # fmt: skip
     assert code == 0, err
@@ -66,7 +66,7 @@ def test_tokens_cache_reads_and_cost_are_recorded(tmp_path: Path, stub: Anthropi
 def test_cache_writes_are_counted_and_priced_at_the_cache_write_price(tmp_path: Path, stub: AnthropicStub) -> None:
     stub.script(text("Paris.", usage=(3000, 100, 0, 2000)))  # 1000 new input tokens, 2000 written to the cache
     _workflow(tmp_path, stub)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     state = '{"question": "capital?"}'
     code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
     assert code == 0, err
@@ -81,7 +81,7 @@ def test_a_cache_write_price_in_agentmap_yaml_prices_the_writes(tmp_path: Path, 
     _workflow(tmp_path, stub)
     prices = "{input: 1.0, output: 2.0, cached_input: 0.1, cache_write: 5.0}"
     (tmp_path / "agentmap.yaml").write_text(f"llm:\n  prices:\n    claude-sonnet-4-6: {prices}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     state = '{"question": "capital?"}'
     code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
     assert code == 0, err

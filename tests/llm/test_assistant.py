@@ -181,7 +181,7 @@ def test_an_assistant_with_context_cache_answers_a_repeated_request_from_the_llm
 
 def test_a_rate_limit_is_a_polite_reply_by_default(stub: OpenAIStub, tmp_path: Path, dbs: tuple[Path, Path]) -> None:
     stub.script(error(429, "slow down"))
-    result = agentmap.compile(write_graph(tmp_path, openai_context(stub))).invoke({"message": "hi"})
+    result = agentmap.compile(write_graph(tmp_path, openai_context(stub))).invoke({"message": "hi", "user_id": "ada"})
     assert result.success
     assert result.state["response"] == RATE_LIMIT_MESSAGE
     assert [e.name for e in result.summary] == ["Assistant", "Done"]
@@ -193,7 +193,7 @@ def test_fail_on_error_takes_failure_next_with_the_reason(
 ) -> None:
     stub.script(error(429, "slow down"))
     path = write_graph(tmp_path, openai_context(stub, fail_on_error=True))
-    result = agentmap.compile(path).invoke({"message": "hi"})
+    result = agentmap.compile(path).invoke({"message": "hi", "user_id": "ada"})
     assert result.failed_nodes == ["Assistant"]
     assert [e.name for e in result.summary] == ["Assistant", "Failed"]
     [reason] = result.state["errors"]
@@ -203,7 +203,8 @@ def test_fail_on_error_takes_failure_next_with_the_reason(
 def test_a_single_output_field_receives_the_decision(stub: OpenAIStub, tmp_path: Path, dbs: tuple[Path, Path]) -> None:
     stub.script(text("Which task?"))
     path = write_graph(tmp_path, openai_context(stub), outputs="decision")
-    state = agentmap.compile(path).invoke({"message": "update it"}).state
+    app = agentmap.compile(path, missing_inputs="ignore")  # Done reads `response`, which no node writes here
+    state = app.invoke({"message": "update it", "user_id": "ada"}).state
     assert state["decision"] == {
         "decision_type": "ASK_CLARIFICATION",
         "tool_calls": None,
@@ -217,7 +218,7 @@ def test_decision_log_can_be_turned_off(stub: OpenAIStub, tmp_path: Path, dbs: t
     _, log_db = dbs
     stub.script(text("hi"))
     path = write_graph(tmp_path, openai_context(stub, decision_log=False))
-    assert agentmap.compile(path).invoke({"message": "hello"}).success
+    assert agentmap.compile(path).invoke({"message": "hello", "user_id": "ada"}).success
     assert not log_db.exists()
 
 
@@ -226,7 +227,7 @@ def test_decision_log_path_in_context_is_relative_to_the_workflow(
 ) -> None:
     stub.script(text("hi"))
     path = write_graph(tmp_path, openai_context(stub, decision_log="logs/chat.db"))
-    assert agentmap.compile(path).invoke({"message": "hello"}).success
+    assert agentmap.compile(path).invoke({"message": "hello", "user_id": "ada"}).success
     assert [d.response_text for d in SQLiteDecisionLog(tmp_path / "logs" / "chat.db").list_decisions()] == ["hi"]
 
 
@@ -283,15 +284,15 @@ async def test_a_chat_keeping_only_the_text_history_can_confirm_a_delete(dbs: tu
     ("state", "expected"),
     [
         (
-            {"message": "yes", "pending_confirmation": "delete"},
+            {"message": "yes", "pending_confirmation": "delete", "user_id": "ada"},
             "the state's pending_confirmation is not a pending action",
         ),
         (
-            {"message": "yes", "pending_confirmation": {"parameters": {}}},
+            {"message": "yes", "pending_confirmation": {"parameters": {}}, "user_id": "ada"},
             "the state's pending_confirmation is not a pending action (tool_name: Field required)",
         ),
-        ({"message": "   "}, "the message to answer is empty: give the state a non-blank 'message'"),
-        ({"user_id": "ada"}, "the message to answer is empty: give the state a non-blank 'message'"),
+        ({"message": "   ", "user_id": "ada"}, "the message to answer is empty: give the state a non-blank 'message'"),
+        ({"user_id": "ada", "message": None}, "the message to answer is empty: give the state a non-blank 'message'"),
     ],
 )
 def test_bad_turn_state_fails_the_node_with_what_to_change(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from agentmap.agents.costs import DEFAULT_PRICES, Usage, price_of, price_table
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli"), str(Path(__file__).parents[1] / "server")]
 from cli_helpers import agentmap_tty  # noqa: E402
+from components import clean_env  # noqa: E402
 from server_helpers import serving  # noqa: E402
 
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Success_Next"]
@@ -49,7 +49,7 @@ def _setup(
         writer.writerow(["g", "Tell", "openai", tell, context, "a", "b", ""])
     if config is not None:
         (folder / "agentmap.yaml").write_text(config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     return env | {"OPENAI_API_KEY": "sk-stub"}
 
 
@@ -178,7 +178,7 @@ def test_a_node_budget_in_context_stops_its_own_calls(tmp_path: Path, stub: Open
         writer = csv.writer(handle)
         writer.writerow(HEADER)
         writer.writerow(["g", "Ask", "openai", "Answer with a long reply, please. " * 4, context, "q", "a", ""])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"OPENAI_API_KEY": "sk-stub"}
+    env = clean_env() | {"OPENAI_API_KEY": "sk-stub"}
     code, out, err = forked.run("run", "one.csv", "--state", '{"q": "hi"}', "--json", cwd=tmp_path, env=env)
     assert code == 6, out + err
     assert "node 'Ask' stopped before calling 'gpt-4o'" in err and "Context budget" in err, err

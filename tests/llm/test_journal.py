@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import sys
 import threading
@@ -22,6 +21,7 @@ from openai_stub import OpenAIStub, Reply, text, tool_calls
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
 from cli_helpers import agentmap_tty
+from components import clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def _setup(folder: Path, stub: OpenAIStub, extra: dict[str, Any] | None = None) 
         writer.writerow(["g", "Pay", "openai", "Pay.", json.dumps(context), "q", "answer", "", "Oops", "tools.py",
                          "charge_card"])  # fmt: skip
         writer.writerow(["g", "Oops", "echo", "", "", "errors", "problem", "", "", "", ""])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     return env | {"OPENAI_API_KEY": "sk-stub", "EFFECTS": str(folder / "effects.txt")}
 
 
@@ -288,7 +288,7 @@ def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
         writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
         writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card", **context}), "amount", "result",
                          "tools.py"])  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | {"EFFECTS": str(tmp_path / "e")}
+    env = clean_env() | {"EFFECTS": str(tmp_path / "e")}
     Path(env["EFFECTS"] + ".hold1").touch()
     args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")
     proc = forked.start(*args, cwd=tmp_path, env=env)
@@ -407,7 +407,7 @@ def test_a_call_waits_for_its_steps_checkpoint_so_a_kill_before_the_save_never_c
         writer = csv.writer(handle)
         writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
         writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card"}), "amount", "result", "tools.py"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")} | store
+    env = clean_env() | store
     env["EFFECTS"] = str(tmp_path / "effects.txt")
     (tmp_path / "hold").touch()
     proc = forked.start_python(HELD_SAVES, cwd=tmp_path, env=env)

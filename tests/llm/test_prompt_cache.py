@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from agentmap.agents.costs import DEFAULT_PRICES, Usage, price_of
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
 from cli_helpers import agentmap_tty  # noqa: E402
+from components import clean_env  # noqa: E402
 
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Tool_Source"]
 STATIC = " ".join(f"Rule {n}: answer in the customer's language, politely and briefly." for n in range(125))
@@ -75,7 +75,7 @@ def _setup(
     (folder / "in.csv").write_text("\n".join(lines) + "\n")
     if config is not None:
         (folder / "agentmap.yaml").write_text(config)
-    return {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    return clean_env()
 
 
 def _batch(folder: Path, env: dict[str, str], *extra: str) -> tuple[int, dict[str, Any], str]:

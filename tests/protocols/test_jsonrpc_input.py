@@ -6,7 +6,6 @@ field), HTTP never answers 500, and the server still serves a normal call afterw
 from __future__ import annotations
 
 import json
-import os
 import select
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import served
+from components import clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ class Stdio:
 
     def __init__(self, folder: Path) -> None:
         (folder / "flows.csv").write_text(FLOWS, encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        env = clean_env()
         self.err = open(folder / "server.err", "w+b")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentmap", "mcp", "flows.csv"],
@@ -189,7 +189,7 @@ def test_a_refused_response_of_the_client_fails_the_call_that_waits_on_it(stdio:
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[served.Served]:
     (tmp_path / "flows.csv").write_text(FLOWS, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     server = served.Served(ROOT / "graphs" / "hello_world.csv", "flows.csv", cwd=tmp_path, env=env).start()
     try:
         yield server

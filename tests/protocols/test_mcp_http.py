@@ -4,10 +4,12 @@ restart too), and the API key."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -18,6 +20,8 @@ from unittest.mock import ANY
 import httpx
 import pytest
 import served
+from components import clean_env
+from timing import scaled
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, types  # noqa: E402
@@ -43,7 +47,7 @@ class Served(served.Served):
     its environment, with `env`)."""
 
     def __init__(self, folder: Path, *extra: str, targets: tuple[str, ...] = (), env: Mapping[str, str] = {}) -> None:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        environ = clean_env()
         environ.update({"MCP_TEST_KEY": KEY, **env})
         targets = targets or (str(ROOT / "graphs" / "hello_world.csv"), "flows.csv")
         super().__init__(*targets, *extra, cwd=folder, env=environ)
@@ -325,3 +329,48 @@ async def test_a_pause_answered_after_the_file_changed_finishes_on_the_revision_
         assert fresh.structuredContent is not None
         new = await session.call_tool("resume", {"thread_id": fresh.structuredContent["thread_id"], "answer": "yes"})
         assert new.structuredContent is not None and new.structuredContent["result"] == "Out now: a note"
+
+
+async def test_every_request_is_logged_once_after_an_mcp_session(tmp_path: Path) -> None:
+    """The MCP SDK's `logging.debug` when a client's stream closes installs a root handler (`basicConfig`): the
+    server's request lines, which also went up to the root logger, were printed twice from then on. A fresh
+    interpreter: a process forked from the test's fork server starts with that server's logging, not its own."""
+    (tmp_path / "flows.csv").write_text(FLOWS, encoding="utf-8")
+    port = served.free_port()
+    command = [sys.executable, "-m", "agentmap", "serve", str(ROOT / "graphs" / "hello_world.csv"), "flows.csv"]
+    with open(tmp_path / "server.err", "w+", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            [*command, "--port", str(port), "--checkpoint", "memory"], cwd=tmp_path, env=clean_env(), stderr=err
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            async with httpx.AsyncClient() as client:
+                await _answering(client, f"{url}/ok", proc)
+                async with connected(url) as session:
+                    result = await session.call_tool("HelloWorld", {"name": "Ada"})
+                    assert not result.isError, _text(result)
+                for _ in range(5):  # requests after the session's end
+                    assert (await client.get(f"{url}/ok")).status_code == 200
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(scaled(30))
+        err.seek(0)
+        log = err.read()
+    lines = [line for line in log.splitlines() if "request_id=" in line]
+    assert sum(" GET /ok 200 " in line for line in lines) >= 6, log[-3000:]
+    ids = [line.split("request_id=")[1].split()[0] for line in lines]
+    assert len(ids) == len(set(ids)), log[-3000:]  # each request's line once
+
+
+async def _answering(client: httpx.AsyncClient, url: str, proc: subprocess.Popen[bytes]) -> None:
+    """Wait (with a deadline) until `url` answers 200, failing early if the server process ended."""
+    deadline = time.monotonic() + scaled(60)
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        try:
+            if (await client.get(url)).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{url} did not answer within the deadline")

@@ -4,7 +4,6 @@ listed and called, progress, a failing run, bad calls, and a pause answered by e
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from components import clean_env
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
@@ -51,7 +51,7 @@ async def connected(
     tmp_path: Path, *args: str | Path, elicit: Elicit = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[ClientSession]:
     """A client session with `agentmap mcp ARGS`, started as an MCP client starts a server."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}, **(env or {})}
+    env = clean_env(env)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "agentmap", "mcp", *map(str, args)], cwd=tmp_path, env=env
     )
@@ -290,6 +290,7 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(tmp_p
         [question] = paused.structuredContent["questions"]
         assert question["node"] == "Review" and question["question"] == "Publish the post?"
         assert f'"thread_id": "{thread_id}"' in _text(paused)
+        assert "Review asks: Publish the post? Answer with the 'resume' tool" in _text(paused)  # not `post?.`
 
     async with connected(tmp_path, flows, "--checkpoint", database) as session:  # the server started again
         with pytest.raises(McpError) as caught:

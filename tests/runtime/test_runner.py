@@ -80,10 +80,42 @@ def test_initial_state_must_be_a_dict(app: agentmap.CompiledWorkflow) -> None:
     assert "must be a dict" in info.value.message
 
 
-def test_no_initial_state_runs_with_missing_inputs_as_none(app: agentmap.CompiledWorkflow) -> None:
-    result = app.invoke()
-    assert result.state["greeting"] == "Hello, None!"
-    assert result.failed_nodes == ["Check", "Sorry"]
+def test_a_state_without_an_input_no_node_writes_is_refused_naming_the_key(
+    app: agentmap.CompiledWorkflow, write_csv: WriteCsv, caplog: pytest.LogCaptureFixture
+) -> None:
+    for run in (lambda: app.invoke(), lambda: list(app.stream({"nmae": "Ada", "ok": "yes"})), lambda: app.batch([{}])):
+        with pytest.raises(ConfigError) as info:
+            run()
+        assert info.value.code == "missing-state" and "'name', read by node 'Greet'" in info.value.message
+    with pytest.raises(ConfigError, match="did you mean 'name'"):
+        app.invoke({"nmae": "Ada", "ok": "yes"})
+    lenient = agentmap.compile(write_csv(FLOW), missing_inputs="warn")
+    with caplog.at_level("WARNING", logger="agentmap.runtime"):
+        result = lenient.invoke()  # the older behaviour, asked for: the nodes read None
+    assert result.state["greeting"] == "Hello, None!" and result.failed_nodes == ["Check", "Sorry"]
+    assert any("the initial state has no 'name'" in r.getMessage() for r in caplog.records)
+    assert agentmap.compile(write_csv(FLOW), missing_inputs="ignore").invoke().state["greeting"] == "Hello, None!"
+    with pytest.raises(ConfigError, match="missing_inputs must be one of error, warn, ignore"):
+        agentmap.compile(write_csv(FLOW), missing_inputs="loud")  # type: ignore[arg-type]
+
+
+def test_a_node_with_a_context_default_needs_no_input_and_a_saved_thread_counts(write_csv: WriteCsv) -> None:
+    flow = write_csv(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        'G,Ask,input,"Name for {who}?","{""default"": ""Ada""}",who,name,Greet\n'
+        'G,Greet,template,"Hello, {name} and {friend}!",,name|friend,greeting,\n'
+    )
+    app = agentmap.compile(flow, checkpointer=InMemorySaver())
+    with pytest.raises(ConfigError, match="no 'friend', read by node 'Greet'") as info:
+        app.invoke({})
+    assert "'who'" not in info.value.message  # read only by a node with a default
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    assert app.invoke({"friend": "Bo"}, config).state["greeting"] == "Hello, Ada and Bo!"
+    assert app.invoke({}, config).success  # the thread's saved values hold a friend
+
+
+def test_the_graph_of_a_compiled_workflow_embedded_in_langgraph_takes_a_partial_state(app: Any) -> None:
+    assert app.graph.invoke({"ok": "yes"})["greeting"] == "Hello, None!"  # LangGraph's rules, unchecked
 
 
 async def test_ainvoke_matches_invoke(app: agentmap.CompiledWorkflow) -> None:
@@ -203,10 +235,46 @@ def test_recursion_limit_becomes_a_clear_node_error(write_csv: WriteCsv) -> None
         app.invoke({}, {"recursion_limit": 7})
     err = info.value
     assert err.code == "recursion-limit"
-    assert "recursion limit (7)" in err.message
-    assert "recursion_limit" in (err.hint or "")
+    assert "recursion limit (7 steps)" in err.message
+    assert '{"recursion_limit": 28}' in (err.hint or "")  # four times the limit it met
     with pytest.raises(NodeError, match="recursion limit"):
         list(app.stream({}, {"recursion_limit": 4}))
+
+
+class _NodeCounter(RunHooks):
+    def __init__(self) -> None:
+        self.started = 0
+
+    def node_started(self, run: Any, node: Any) -> None:
+        self.started += 1
+
+
+@pytest.mark.parametrize("size", [2, 12])
+def test_a_loop_without_an_exit_stops_after_ten_steps_per_node_and_at_least_fifty(
+    write_csv: WriteCsv, size: int
+) -> None:
+    rows = "".join(f"Loop,N{i},echo,N{(i + 1) % size}\n" for i in range(size))
+    app = agentmap.compile(write_csv("GraphName,Node,AgentType,Edge\n" + rows))
+    limit = max(50, 10 * size)  # the derivation csv_specs/cli.md documents (--recursion-limit)
+    counter = _NodeCounter()
+    with pytest.raises(NodeError) as info:
+        app.invoke({}, hooks=[counter])
+    assert counter.started == limit  # one node a step: the run stopped at the graph's limit, not LangGraph's 10,007
+    assert info.value.code == "recursion-limit" and f"recursion limit ({limit} steps)" in info.value.message
+    assert f"`--recursion-limit {4 * limit}`" in (info.value.hint or "")
+    for way in (lambda: list(app.stream({})), lambda: app.batch([{}, {}])):
+        with pytest.raises(NodeError, match=rf"recursion limit \({limit} steps\)"):
+            way()
+    with pytest.raises(NodeError, match=r"recursion limit \(3 steps\)"):
+        app.invoke({}, {"recursion_limit": 3})  # a limit given still wins
+
+
+async def test_an_async_run_has_the_same_default_limit(write_csv: WriteCsv) -> None:
+    app = agentmap.compile(write_csv("GraphName,Node,AgentType,Edge\nLoop,A,echo,B\nLoop,B,echo,A\n"))
+    with pytest.raises(NodeError, match=r"recursion limit \(50 steps\)"):
+        await app.ainvoke({})
+    with pytest.raises(NodeError, match=r"recursion limit \(50 steps\)"):
+        _ = [chunk async for chunk in app.astream({})]
 
 
 class _Recorder(BaseCallbackHandler):

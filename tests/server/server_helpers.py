@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import textwrap
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import served
+from components import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
@@ -102,7 +102,7 @@ class Replica(served.Served):
     of the test process's AGENTMAP_ settings; `env` is added to its environment."""
 
     def __init__(self, folder: Path, checkpoint: str, *extra: str, env: Mapping[str, str] | None = None) -> None:
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        clean = clean_env()
         super().__init__("steps.csv", "--checkpoint", checkpoint, *extra, cwd=folder, env={**clean, **(env or {})})
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import socket
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 import forked
 import httpx
 import pytest
+from components import clean_env
 from server_helpers import GRAPHS, make_project, serving
 
 pytest.importorskip("a2a")
@@ -140,7 +140,7 @@ def serve_process(folder: Path, database: Path) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    env = clean_env()
     proc = forked.start("serve", folder, "--port", str(port), "--checkpoint", database, cwd=folder, env=env)
     url = f"http://127.0.0.1:{port}"
     try:

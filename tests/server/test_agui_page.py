@@ -149,3 +149,84 @@ def test_a_user_signs_in_chats_answers_the_approval_and_finds_the_thread(
             "[offline] please reverse text abc",
         ]
         page.close()
+
+
+USERS = """
+from langgraph_sdk import Auth
+
+TOKENS = {"ada-token": "ada", "bo-token": "bo"}
+auth = Auth()
+
+
+@auth.authenticate
+async def who(authorization: str | None):
+    scheme, _, token = (authorization or "").partition(" ")
+    if token not in TOKENS:
+        raise Auth.exceptions.HTTPException(status_code=401, detail="unknown token")
+    return TOKENS[token]
+
+
+@auth.on
+async def owner(ctx, value):
+    value.setdefault("metadata", {})["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+"""
+
+
+def _signed_in(browser: Any, address: str, token: str) -> Any:
+    page = browser.new_page(viewport={"width": 1100, "height": 800})
+    page.goto(address)
+    page.fill("#token", token)
+    page.click("#sign-in-button")
+    return page
+
+
+def _chat_until_asked(page: Any, text: str) -> str:
+    page.click("#new-chat")
+    assert _state(page, "idle") == "idle"  # the new thread is open
+    thread = str(page.evaluate("document.body.dataset.thread"))
+    page.fill("#say", text)
+    page.click("#send")
+    assert _state(page, "waiting", "error") == "waiting", page.inner_text("#status")
+    return thread
+
+
+def test_users_sign_in_with_their_token_and_each_sees_only_their_own_threads(
+    tmp_path: Path, browser: Any, page_origin: str
+) -> None:
+    pytest.importorskip("langgraph_sdk")
+    (tmp_path / "chat.csv").write_text(CHAT, encoding="utf-8")
+    (tmp_path / "auth.py").write_text(USERS, encoding="utf-8")
+    config = {
+        "checkpoint": str(tmp_path / "runs.db"),
+        "auth": f"{tmp_path}/auth.py:auth",
+        "cors_origins": (page_origin,),
+    }
+    with serving(tmp_path / "chat.csv", **config) as url:
+        address = f"{page_origin}/chat.html?server={url}&graph=Chat&auth=bearer"
+        refused = _signed_in(browser, address, "a-wrong-token")
+        refused.wait_for_function("document.getElementById('status').textContent.includes('sign-in refused')")
+        assert refused.inner_text("#status") == "sign-in refused: unknown token"
+        refused.close()
+        ada = _signed_in(browser, address, "ada-token")
+        assert _state(ada, "signed-in") == "signed-in"
+        mine = _chat_until_asked(ada, "please title case hello world")
+        ada.click("#approve")
+        assert _state(ada, "idle", "error") == "idle", ada.inner_text("#status")
+        assert _messages(ada)[-1] == ("assistant", "Approved: True")
+        assert ada.eval_on_selector_all("#threads button", "b => b.map(x => x.textContent)") == [mine]
+        bo = _signed_in(browser, address, "bo-token")
+        assert _state(bo, "signed-in") == "signed-in"
+        assert bo.eval_on_selector_all("#threads button", "b => b.length") == 0  # ada's thread is not in bo's list
+        his = _chat_until_asked(bo, "please reverse text abc")
+        assert bo.eval_on_selector_all("#threads button", "b => b.map(x => x.textContent)") == [his]
+        seen = httpx.get(f"{url}/threads/{mine}", headers={"Authorization": "Bearer bo-token"})
+        assert seen.status_code == 404 and seen.json()["code"] == "thread-not-found"
+        owners = {
+            t["thread_id"]: t["metadata"]["owner"]
+            for token in ("ada-token", "bo-token")
+            for t in httpx.post(f"{url}/threads/search", json={}, headers={"Authorization": f"Bearer {token}"}).json()
+        }
+        assert owners == {mine: "ada", his: "bo"}
+        ada.close()
+        bo.close()

@@ -32,9 +32,9 @@ def test_crons_are_created_searched_updated_and_deleted(tmp_path: Path) -> None:
         thread = client.threads.create()
         later = datetime.now(UTC) + timedelta(days=1)
         on_thread = client.crons.create_for_thread(
-            thread["thread_id"], "HelloWorld", schedule="0 9 * * 1-5", input={}, metadata={"team": "a"}
+            thread["thread_id"], "HelloWorld", schedule="0 9 * * 1-5", input={"name": "A"}, metadata={"team": "a"}
         )
-        stateless = client.crons.create("HelloWorld", schedule="30 * * * *", end_time=later)
+        stateless = client.crons.create("HelloWorld", schedule="30 * * * *", input={"name": "B"}, end_time=later)
         assert on_thread["thread_id"] == thread["thread_id"] and on_thread["schedule"] == "0 9 * * 1-5"
         assert stateless["thread_id"] is None and stateless["on_run_completed"] == "delete"
         tick = datetime.fromisoformat(stateless["next_run_date"])
@@ -63,7 +63,7 @@ def test_a_crons_metadata_is_changed_by_update(tmp_path: Path) -> None:
     """`crons.update(metadata=...)` replaces the cron's metadata (before: the store could not write it, a 500)."""
     with serving(GRAPHS / "hello_world.csv", checkpoint=str(tmp_path / "runs.db")) as url:
         client = sdk.get_sync_client(url=url, api_key=None)
-        cron = client.crons.create("HelloWorld", schedule="0 9 * * *", metadata={"team": "a"})
+        cron = client.crons.create("HelloWorld", schedule="0 9 * * *", input={"name": "A"}, metadata={"team": "a"})
         changed = client.crons.update(cron["cron_id"], metadata={"team": "b"})
         assert changed["metadata"] == {"team": "b"} and changed["payload"]["metadata"] == {"team": "b"}
         assert [c["cron_id"] for c in client.crons.search(metadata={"team": "b"})] == [cron["cron_id"]]
@@ -90,6 +90,11 @@ def test_a_bad_schedule_and_an_unknown_thread_are_refused(tmp_path: Path) -> Non
         with pytest.raises(UnprocessableEntityError) as refused:
             client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * *", input={"nmae": "A"})
         assert refused.value.response.json()["code"] == "bad-input"
+        with pytest.raises(UnprocessableEntityError) as refused:  # each tick's run would be refused: so is the cron
+            client.crons.create_for_thread(tid, "HelloWorld", schedule="* * * * *", input={})
+        assert refused.value.response.json()["code"] == "missing-state"
+        assert "no 'name', read by node 'Greet'" in refused.value.response.json()["message"]
+        assert "in the cron's input" in refused.value.response.json()["hint"]
         assert client.crons.search() == []
 
 
@@ -98,7 +103,7 @@ def test_a_cron_ticking_every_second_starts_runs_until_it_is_deleted(tmp_path: P
         client = sdk.get_sync_client(url=url, api_key=None)
         thread = client.threads.create()
         tid = thread["thread_id"]
-        cron = client.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
+        cron = client.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={"name": "A"})
         until(lambda: len(_cron_runs(client, tid)) >= 3, 30, "the cron did not start three runs")
         runs = _cron_runs(client, tid)
         assert {r["metadata"]["cron_id"] for r in runs} == {cron["cron_id"]}
@@ -121,7 +126,9 @@ def test_an_end_time_stops_the_ticks(tmp_path: Path) -> None:
         client = sdk.get_sync_client(url=url, api_key=None)
         tid = client.threads.create()["thread_id"]
         end = datetime.now(UTC) + timedelta(seconds=2)
-        cron = client.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={}, end_time=end)
+        cron = client.crons.create_for_thread(
+            tid, "HelloWorld", schedule=EVERY_SECOND, input={"name": "A"}, end_time=end
+        )
         until(lambda: client.crons.search(thread_id=tid)[0]["next_run_date"] is None, 30, "the cron never ended")
         runs = _cron_runs(client, tid)
         assert 1 <= len(runs) <= 3, runs  # the ticks up to end_time, no later one
@@ -181,7 +188,7 @@ def test_two_replicas_on_one_database_start_each_tick_once(tmp_path: Path, postg
         on_a = sdk.get_sync_client(url=a, api_key=None)
         on_b = sdk.get_sync_client(url=b, api_key=None)
         tid = on_a.threads.create()["thread_id"]
-        cron = on_b.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
+        cron = on_b.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={"name": "A"})
         assert [c["cron_id"] for c in on_a.crons.search()] == [cron["cron_id"]]  # one set of crons
         until(lambda: len(_cron_runs(on_a, tid)) >= 6, 60, "the cron did not start six runs")
         on_a.crons.delete(cron["cron_id"])
@@ -203,7 +210,7 @@ def test_a_replica_leaves_the_ticks_of_a_graph_it_does_not_serve(
     ):
         on_a = sdk.get_sync_client(url=a, api_key=None)
         tid = on_a.threads.create()["thread_id"]
-        cron = on_a.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={})
+        cron = on_a.crons.create_for_thread(tid, "HelloWorld", schedule=EVERY_SECOND, input={"name": "A"})
         assert sdk.get_sync_client(url=b, api_key=None).crons.count() == 1
         until(lambda: len(_cron_runs(on_a, tid)) >= 4, 60, "the cron did not start four runs")
         on_a.crons.delete(cron["cron_id"])

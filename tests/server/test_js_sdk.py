@@ -19,7 +19,7 @@ CLIENT = Path(__file__).resolve().parents[1] / "js" / "langgraph"
 def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client script with its pinned packages installed (`npm ci` from the lock file) in a temporary folder."""
     folder = tmp_path_factory.mktemp("js-client")
-    return components.npm_installed(CLIENT, folder, "@langchain/langgraph-sdk", ("client.mjs",))
+    return components.npm_installed(CLIENT, folder, "@langchain/langgraph-sdk", ("client.mjs", "users.mjs"))
 
 
 def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(node_client: Path, tmp_path: Path) -> None:
@@ -36,3 +36,44 @@ def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(nod
     assert seen["item"] == {"text": "from node"}
     assert seen["cancelled"] == "interrupted" and seen["joined"] == "rested"
     assert seen["unknown"] == "404"
+
+
+USERS = """
+from langgraph_sdk import Auth
+
+TOKENS = {"ada-token": "ada", "bo-token": "bo"}
+auth = Auth()
+
+
+@auth.authenticate
+async def who(authorization: str | None):
+    scheme, _, token = (authorization or "").partition(" ")
+    if token not in TOKENS:
+        raise Auth.exceptions.HTTPException(status_code=401, detail="unknown token")
+    return TOKENS[token]
+
+
+@auth.on
+async def owner(ctx, value):
+    value.setdefault("metadata", {})["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+
+
+@auth.on.store
+async def own_namespace(ctx, value):
+    value["namespace"] = (ctx.user.identity, *(value.get("namespace") or ()))
+"""
+
+
+def test_two_users_of_the_javascript_client_each_reach_only_their_own(node_client: Path, tmp_path: Path) -> None:
+    pytest.importorskip("langgraph_sdk")
+    folder = make_project(tmp_path / "served")
+    (folder / "auth.py").write_text(USERS, encoding="utf-8")
+    with serving(folder / "hello.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
+        done = subprocess.run(["node", "users.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["owner"] == "ada" and seen["waited"]["greeting"] == "Hello, Ada!"
+    assert seen["bo"] == {"get": "404", "state": "404", "run": "404", "runs": "404", "search": []}
+    assert seen["ada"] == [seen["thread"]] and seen["nobody"] == "401"
+    assert seen["items"] == {"ada": {"text": "ada's"}, "bo": None}

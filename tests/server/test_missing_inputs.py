@@ -1,4 +1,5 @@
-"""A run whose input lacks a key the nodes read: a warning in its metadata and the log, or 422 with --strict."""
+"""A run whose input lacks a key the nodes read: 422 naming it (the default), or with `--missing-inputs warn` a
+warning in its metadata and the log."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ sdk = pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
 
-_MESSAGE = "the initial state has no 'name', read by node 'Greet'; no node writes it, so the node will read None"
+_MESSAGE = "the initial state has no 'name', read by node 'Greet'; no node writes it, so the node would read None"
 
 
 def test_a_missing_input_is_a_warning_in_the_run_and_the_log(caplog: pytest.LogCaptureFixture) -> None:
     with (
         caplog.at_level(logging.WARNING, logger="agentmap.server"),
-        serving(GRAPHS / "hello_world.csv", checkpoint="memory") as url,
+        serving(GRAPHS / "hello_world.csv", checkpoint="memory", missing_inputs="warn") as url,
         sdk.get_sync_client(url=url, api_key=None) as client,
     ):
         tid = client.threads.create()["thread_id"]
@@ -35,9 +36,9 @@ def test_a_missing_input_is_a_warning_in_the_run_and_the_log(caplog: pytest.LogC
     assert sum(_MESSAGE in m and "HelloWorld" in m for m in logged) == 1, logged
 
 
-def test_strict_refuses_a_missing_input_with_422(tmp_path: Path) -> None:
+def test_a_missing_input_is_refused_with_422_by_default(tmp_path: Path) -> None:
     with (
-        serving(GRAPHS / "hello_world.csv", checkpoint=str(tmp_path / "runs.db"), strict=True) as url,
+        serving(GRAPHS / "hello_world.csv", checkpoint=str(tmp_path / "runs.db")) as url,
         sdk.get_sync_client(url=url, api_key=None) as client,
     ):
         for thread in (None, client.threads.create()["thread_id"]):

@@ -4,12 +4,12 @@ origin and bodies that are not JSON (cross-site "simple" requests) are refused, 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from components import clean_env
 from server_helpers import GRAPHS, make_project, serving
 
 from agentmap.server import ServeConfig, background
@@ -108,7 +108,7 @@ def test_allow_host_and_the_setting_reach_the_command(tmp_path: Path) -> None:
     from served import Served
 
     (tmp_path / "agentmap.yaml").write_text("serve:\n  allowed_hosts: ['*.corp.example']\n", encoding="utf-8")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    clean = clean_env()
     server = Served(HELLO, "--checkpoint", "memory", "--allow-host", "API.example.com", cwd=tmp_path, env=clean)
     try:
         server.start()

@@ -52,9 +52,12 @@ def test_key_required_by_header_or_bearer(keyed: TestClient) -> None:
 
 def test_public_paths_need_no_key(keyed: TestClient) -> None:
     assert keyed.get("/health").json()["ok"] is True
-    assert "<title>AgentMap run viewer</title>" in keyed.get("/").text
-    assert keyed.get("/viewer/viewer.js").status_code == 200
-    assert keyed.get("/viewer/mermaid.LICENSE").text.startswith("The MIT License")
+    page = keyed.get("/").text
+    assert "<title>AgentMap run viewer</title>" in page
+    assert "<svg" not in page and "HelloWorld" not in page  # the page is public, the workflows are not
+    assert keyed.get("/viewer/viewer.js").status_code == 200 and keyed.get("/viewer/viewer.css").status_code == 200
+    assert keyed.get("/assistants/HelloWorld/svg").status_code == 401
+    assert keyed.get("/assistants/HelloWorld/svg", headers={"X-Api-Key": "k3y"}).text.startswith("<svg")
     assert "/threads/{thread_id}/runs/wait" in keyed.get("/openapi.json").json()["paths"]
 
 
@@ -81,7 +84,7 @@ def test_body_size_limit() -> None:
 
         response = client.post("/runs/wait", content=chunks(), headers={"Content-Type": "application/json"})
         assert response.status_code == 413
-        assert client.post("/runs/wait", json={"assistant_id": "HelloWorld"}).status_code == 200
+        assert client.post("/runs/wait", json={"assistant_id": "HelloWorld", "input": {"name": "A"}}).status_code == 200
 
 
 def test_request_ids_in_responses_errors_and_logs(open_api: TestClient, caplog: pytest.LogCaptureFixture) -> None:

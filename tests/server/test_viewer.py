@@ -102,3 +102,46 @@ def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert '"approved": true' in page.inner_text("#final")
         page.close()
+
+
+def test_viewer_runs_as_the_user_its_authorization_field_names(tmp_path: Path, browser: Any) -> None:
+    pytest.importorskip("langgraph_sdk")
+    import httpx
+
+    folder = make_project(tmp_path / "p")
+    (folder / "auth.py").write_text(
+        "from langgraph_sdk import Auth\n\nauth = Auth()\nTOKENS = {'ada-token': 'ada', 'bo-token': 'bo'}\n\n\n"
+        "@auth.authenticate\nasync def who(authorization: str | None):\n"
+        "    if authorization is None or authorization.removeprefix('Bearer ') not in TOKENS:\n"
+        "        raise Auth.exceptions.HTTPException(status_code=401, detail='unknown token')\n"
+        "    return TOKENS[authorization.removeprefix('Bearer ')]\n\n\n"
+        "@auth.on\nasync def owner(ctx, value):\n"
+        "    value.setdefault('metadata', {})['owner'] = ctx.user.identity\n"
+        "    return {'owner': ctx.user.identity}\n\n\n"
+        "@auth.on.assistants\nasync def anyone_sees_the_graphs(ctx, value):\n    return None\n",
+        encoding="utf-8",
+    )
+    with serving(folder / "review.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
+        page = browser.new_page()
+        page.goto(url + "/")
+        page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs a user
+        assert "unknown token" in page.inner_text("#status")
+        page.fill("#authorization", "Bearer ada-token")
+        page.dispatch_event("#authorization", "change")
+        page.wait_for_selector("#diagram svg g.node")
+        page.fill("#fields input[name=topic]", "owls")
+        page.click("#run-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.fill("#answer", "approve")
+        page.click("#answer-button")
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.close()
+
+        def threads(token: str) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = httpx.post(
+                f"{url}/threads/search", json={}, headers={"Authorization": f"Bearer {token}"}
+            ).json()
+            return found
+
+        assert [t["metadata"]["owner"] for t in threads("ada-token")] == ["ada"]  # the viewer's run was ada's
+        assert threads("bo-token") == []

@@ -50,7 +50,7 @@ def test_readme_example_runs_as_described(tmp_path: Path) -> None:
     result = app.invoke({"name": "Ada"})
     assert (result.state["greeting"], result.success) == ("Hello, Ada!", True)
     assert [e.name for e in result.summary] == ["Greet", "Check", "Done"]
-    assert app.invoke({}).failed_nodes == ["Check", "Sorry"]
+    assert app.invoke({"name": ""}).failed_nodes == ["Check", "Sorry"]  # an empty name; no name is refused
 
 
 def test_format_examples_run_as_described(tmp_path: Path) -> None:
@@ -162,6 +162,11 @@ VALIDATION_CODES = {
     "empty-file",
     "config-assumed",
     "endless-loop",
+    "unclosed-quote",
+    "rows-in-quoted-cell",
+    "code-outside-roots",
+    "check-skipped",
+    "file-too-big",
 }
 
 

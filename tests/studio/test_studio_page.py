@@ -245,6 +245,29 @@ def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(bro
     assert hidden == [f".{flow.name}.lock"]  # the saves' lock file; the atomic write left no temporary
 
 
+def test_a_column_a_finding_asks_for_is_added_and_saved(browser: Any, tmp_path: Path) -> None:
+    flow = tmp_path / "calls.csv"
+    flow.write_text("GraphName,Node,AgentType\nMain,Call,graph\nInner,Hello,echo\n", encoding="utf-8")
+    with studio_page(browser, flow) as page:
+        findings = page.get_by_role("list", name="Findings")
+        assert "add a Context column to the file" in findings.inner_text()
+        before = checks(page)
+        page.get_by_role("combobox", name="Add column").select_option("Context")
+        wait_checked(page, before)
+        settle(page)
+        headers = page.get_by_role("grid").get_by_role("columnheader").all_inner_texts()
+        assert headers == ["GraphName", "Node", "AgentType", "Context"]
+        assert "Context" not in page.get_by_role("combobox", name="Add column").inner_text()  # added once
+        page.get_by_role("tab", name="All rows").click()
+        edit(page, cell(page, 2, 4), '{"workflow": "::Inner"}')
+        assert findings.get_by_role("button", name="error").count() == 0, findings.inner_text()
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+    assert flow.read_text(encoding="utf-8") == (
+        'GraphName,Node,AgentType,Context\nMain,Call,graph,"{""workflow"": ""::Inner""}"\nInner,Hello,echo,\n'
+    )
+
+
 def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(browser: Any, tmp_path: Path) -> None:
     flow = tmp_path / "branching.csv"
     shutil.copy(ROOT / "graphs" / "branching.csv", flow)
@@ -365,6 +388,7 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
         earlier.first.wait_for()
         assert earlier.count() == 1
+        assert " · done · " in earlier.first.inner_text()  # as `agentmap threads` says it, not the protocol's `idle`
 
 
 def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_formatting(

@@ -1,17 +1,18 @@
-// AgentMap run viewer: lists the served workflows, draws each with Mermaid (bundled, offline), starts runs
-// over the same LangGraph protocol the SDK uses, and colours nodes from the run's `nodes` events.
+// AgentMap run viewer: the server draws the page (the graphs, the selected one as the offline SVG, its form);
+// this script adds the live parts: choosing another graph (drawn by GET /assistants/{id}/svg), runs over the same
+// LangGraph protocol the SDK uses, nodes coloured from the run's `nodes` events, answers to paused nodes.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const SYSTEM_KEYS = new Set(["last_action_success", "graph_success", "errors"]);
-const view = { assistant: null, thread: null, nodes: new Map(), rows: new Map(), drawings: 0 };
-
-mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "default" });
+const view = { assistant: null, thread: null, nodes: new Map(), rows: new Map() };
 
 function headers(extra) {
   const h = Object.assign({}, extra || {});
   const key = $("api-key").value.trim();
   if (key) h["X-Api-Key"] = key;
+  const who = $("authorization").value.trim();  // the user, for a server with auth handlers (--auth)
+  if (who) h["Authorization"] = who;
   return h;
 }
 
@@ -34,12 +35,7 @@ function setStatus(text, kind) {
   document.body.dataset.runStatus = kind || "idle";
 }
 
-// Mermaid node ids: LangGraph keeps [A-Za-z0-9_-] and writes other characters as \ + hex code point.
-function safeId(name) {
-  return Array.from(name).map((c) => (/[A-Za-z0-9_-]/.test(c) ? c : "\\" + c.codePointAt(0).toString(16))).join("");
-}
-
-// Mermaid writes each node's fill as an inline !important style, so the colours are set inline too.
+// The drawing fills each node's box with an attribute; the run's colours are set inline, over it.
 const COLOURS = {
   running: ["#fff3c4", "#c99a00"],
   succeeded: ["#c8f0c9", "#1b6e20"],
@@ -60,11 +56,7 @@ function paint(g, status) {
 }
 
 function findNode(svg, name) {
-  const id = safeId(name);
-  for (const g of svg.querySelectorAll("g.node")) {
-    const m = /(?:^|-)flowchart-(.+)-\d+$/.exec(g.id || "");
-    if ((m && m[1] === id) || g.dataset.id === id) return g;
-  }
+  for (const g of svg.querySelectorAll("g.node")) if (g.dataset.node === name) return g;
   return null;
 }
 
@@ -98,10 +90,13 @@ async function select(assistant) {
   for (const b of document.querySelectorAll("nav button")) b.setAttribute("aria-current", String(b.dataset.graph === assistant.graph_id));
   $("graph-title").textContent = assistant.graph_id;
   $("graph-description").textContent = assistant.description || "";
-  const text = await api("/assistants/" + encodeURIComponent(assistant.assistant_id) + "/mermaid");
-  const { svg } = await mermaid.render("graph-" + ++view.drawings, text);
-  $("diagram").innerHTML = svg;
   view.nodes = new Map();
+  if ($("diagram").dataset.graph === assistant.graph_id && $("diagram").querySelector("svg")) {
+    resetRun(); // the server drew this graph and its form: keep them (and what was typed)
+    return;
+  }
+  $("diagram").innerHTML = await api("/assistants/" + encodeURIComponent(assistant.assistant_id) + "/svg");
+  $("diagram").dataset.graph = assistant.graph_id;
   const keys = (assistant.metadata.input_keys || []).length
     ? assistant.metadata.input_keys
     : (assistant.metadata.state_keys || []).filter((k) => !SYSTEM_KEYS.has(k));
@@ -237,13 +232,16 @@ $("question").addEventListener("submit", async (ev) => {
 });
 
 $("api-key").value = sessionStorage.getItem("agentmap-api-key") || "";
+$("authorization").value = sessionStorage.getItem("agentmap-authorization") || "";
 let loadedWith = null;
 function reload() {
-  const key = $("api-key").value;
+  const key = $("api-key").value + "\n" + $("authorization").value;
   if (key === loadedWith) return; // a change event without a new key must not wipe the form
   loadedWith = key;
-  sessionStorage.setItem("agentmap-api-key", key);
+  sessionStorage.setItem("agentmap-api-key", $("api-key").value);
+  sessionStorage.setItem("agentmap-authorization", $("authorization").value);
   loadGraphs();
 }
 $("api-key").addEventListener("change", reload);
+$("authorization").addEventListener("change", reload);
 reload();

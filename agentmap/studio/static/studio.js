@@ -4,8 +4,11 @@
 const $ = (id) => document.getElementById(id);
 const LONG = new Set(["Prompt", "Description", "Context"]);
 const NEXT = new Set(["Edge", "Success_Next", "Failure_Next"]);
+// a thread's status in the words of `agentmap threads` (the LangGraph protocol says idle, busy, interrupted, error)
+const STATUS = { idle: "done", busy: "running", interrupted: "paused", error: "failed" };
 const S = {
-  file: null, sheet: null, sheets: [], version: null, rows: [], header: null, columns: [], lines: [], findings: [], valid: false,
+  file: null, sheet: null, sheets: [], version: null, rows: [], header: null, columns: [], known: [], lines: [], findings: [],
+  valid: false,
   tab: null, sel: null, editing: null, checking: false, pending: false, checks: 0, trs: new Map(),
   marked: [], drawn: "", drawTimer: null, dismissed: null, saving: false,
 };
@@ -34,6 +37,8 @@ function credentials(headers) {
   headers["X-AgentMap-Token"] = TOKEN;
   const key = $("api-key").value.trim();
   if (key) headers["X-Api-Key"] = key;
+  const who = $("authorization").value.trim();  // the user runs go through (agentmap studio --auth)
+  if (who) headers["Authorization"] = who;
   return headers;
 }
 
@@ -108,6 +113,7 @@ function load(data) {
   S.version = data.version;
   S.rows = data.rows.map((r) => ({ id: r.id, cells: r.cells.slice(), formulas: r.formulas || {} }));
   S.columns = data.columns;
+  S.known = data.known_columns || [];
   S.sheet = data.sheet || null;
   S.sheets = data.sheets || [];
   S.header = S.rows.find((r) => !isComment(r) && r.cells.some((c) => c.trim())) || null;
@@ -120,6 +126,7 @@ function load(data) {
   hideChanged();
   renderTabs();
   renderGrid();
+  renderColumnChoice();
   checked(data);
   prepareRun();
 }
@@ -486,6 +493,34 @@ function moveRow(step) {
   renderGrid();
   select(S.sel.row, S.sel.col);
   say("Moved a row", "edited");
+  scheduleCheck();
+}
+
+// ---- columns --------------------------------------------------------------------------------------------
+
+// the columns the file does not have yet, to add at the end of the header (a finding may ask for one: "add a
+// Context column to the file")
+function renderColumnChoice() {
+  const missing = S.known.filter((name) => !S.columns.includes(name));
+  $("add-column").replaceChildren(new Option("choose…", ""), ...missing.map((name) => new Option(name, name)));
+  $("add-column").disabled = !S.header || !missing.length;
+}
+
+function addColumn(name) {
+  if (!S.header || !name || S.columns.includes(name)) return;
+  const at = S.header.cells.length;
+  for (const row of S.rows) {
+    if (isComment(row) || (row !== S.header && blank(row))) continue;  // a comment's or blank line's cells are its own
+    while (row.cells.length < at) row.cells.push("");
+    row.cells.splice(at, 0, row === S.header ? name : "");
+  }
+  while (S.columns.length < at) S.columns.push("");
+  S.columns.splice(at, 0, name);
+  renderGrid();
+  renderColumnChoice();
+  const first = S.sel && visible(S.sel.row) ? S.sel.row : S.rows.find(visible);
+  if (first) select(first, at);
+  say("Added the column " + name, "edited");
   scheduleCheck();
 }
 
@@ -973,7 +1008,7 @@ async function listThreads() {
       const li = document.createElement("li");
       const button = document.createElement("button");
       button.type = "button";
-      button.textContent = `${t.thread_id.slice(0, 8)} · ${t.status} · ${(t.updated_at || "").slice(0, 19).replace("T", " ")}`;
+      button.textContent = `${t.thread_id.slice(0, 8)} · ${STATUS[t.status] || t.status} · ${(t.updated_at || "").slice(0, 19).replace("T", " ")}`;
       button.addEventListener("click", () => reopen(t.thread_id));
       li.append(button);
       return li;
@@ -1026,6 +1061,7 @@ $("add-row").addEventListener("click", addRow);
 $("remove-row").addEventListener("click", removeRow);
 $("row-up").addEventListener("click", () => moveRow(-1));
 $("row-down").addEventListener("click", () => moveRow(1));
+$("add-column").addEventListener("change", (e) => { addColumn(e.target.value); e.target.value = ""; });
 $("save-button").addEventListener("click", () => save(false));
 $("impact-save").addEventListener("click", () => save(false, true));
 $("impact-cancel").addEventListener("click", () => { hideImpact(); say("Not saved", "edited"); });
@@ -1035,6 +1071,8 @@ $("dismiss-button").addEventListener("click", hideChanged);
 $("file-select").addEventListener("change", (e) => openFile(e.target.value));
 $("api-key").value = sessionStorage.getItem("agentmap-studio-key") || "";
 $("api-key").addEventListener("change", () => { sessionStorage.setItem("agentmap-studio-key", $("api-key").value); start(); });
+$("authorization").value = sessionStorage.getItem("agentmap-studio-authorization") || "";
+$("authorization").addEventListener("change", () => sessionStorage.setItem("agentmap-studio-authorization", $("authorization").value));
 document.addEventListener("keydown", (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); save(false); }
 });

@@ -1,5 +1,6 @@
 // The chat page's script (bundled into chat.js by esbuild): the AG-UI client (HttpAgent) against `agentmap serve`.
-// The page's address names the server and the graph: chat.html?server=http://127.0.0.1:PORT&graph=Chat.
+// The page's address names the server and the graph: chat.html?server=http://127.0.0.1:PORT&graph=Chat (and
+// &auth=bearer when the token is a user's).
 // `document.body.dataset.state` says what it does now (signed-out, idle, running, waiting, error), for the test.
 import { HttpAgent } from "@ag-ui/client";
 
@@ -13,7 +14,9 @@ let count = 0;
 
 const setState = (state) => void (document.body.dataset.state = state);
 const say = (text) => void ($("status").textContent = text);
-const headers = () => ({ "Content-Type": "application/json", "X-Api-Key": token });
+// `&auth=bearer`: the token is the user's, for a server with users (`agentmap serve --auth`); else its API key
+const credentials = () => (params.get("auth") === "bearer" ? { Authorization: `Bearer ${token}` } : { "X-Api-Key": token });
+const headers = () => ({ "Content-Type": "application/json", ...credentials() });
 
 function show(messages) {
   const items = messages
@@ -47,7 +50,7 @@ async function listThreads() {
 }
 
 async function open(threadId) {
-  agent = new HttpAgent({ url: `${server}/agui/${graph}`, headers: { "X-Api-Key": token }, threadId });
+  agent = new HttpAgent({ url: `${server}/agui/${graph}`, headers: credentials(), threadId });
   const response = await fetch(`${server}/threads/${threadId}/state`, { headers: headers() });
   const values = response.ok ? (await response.json()).values ?? {} : {};
   agent.setMessages((values.history ?? []).map((m) => ({ id: `h${++count}`, role: m.role, content: m.content })));

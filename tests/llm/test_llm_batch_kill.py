@@ -1,0 +1,79 @@
+"""`agentmap batch --llm-batch` killed with SIGKILL at each moment of its provider jobs' life, then run again with
+the same command: it polls the jobs it (or the provider) already has and no call is billed twice."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import forked
+import pytest
+from batch_stub import OpenAIBatchStub
+from openai_stub import Reply, text
+from timing import until
+
+pytestmark = pytest.mark.slow
+
+ROWS = 5
+BATCH = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--llm-batch", "--llm-batch-poll", "0.05",
+         "--id-column", "id")  # fmt: skip
+HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"]
+
+
+def _echo(body: dict[str, object]) -> Reply:
+    messages = body.get("messages")
+    assert isinstance(messages, list)
+    return text(f"<{str(messages[-1]['content']).upper()}>", usage=(100, 10))
+
+
+def _setup(folder: Path, stub: OpenAIBatchStub) -> dict[str, str]:
+    context = json.dumps({"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
+    with (folder / "flow.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([
+            HEADER,
+            ["G", "A", "llm", "say {topic}", context, "topic", "a", "B"],
+            ["G", "B", "llm", "again {a}", context, "a", "b", ""],
+        ])  # fmt: skip
+    (folder / "rows.csv").write_text("id,topic\n" + "".join(f"r{i},t{i}\n" for i in range(ROWS)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+    return env | {"OPENAI_API_KEY": "sk-stub"}
+
+
+@pytest.mark.parametrize("moment", ["creating", "first job open", "second job open"])
+def test_killed_then_run_again_bills_each_call_once(tmp_path: Path, moment: str) -> None:
+    with OpenAIBatchStub() as stub:
+        stub.script(*([_echo] * (4 * ROWS)))
+        env = _setup(tmp_path, stub)
+        if moment == "creating":  # the provider takes the job; the batch is killed before it hears its id
+            stub.hold_create = threading.Event()
+        elif moment == "first job open":
+            stub.plans.append("hold")
+        else:
+            stub.plans.extend(["complete", "hold"])
+        proc = forked.start(*BATCH, cwd=tmp_path, env=env)
+        want = 2 if moment == "second job open" else 1
+        until(lambda: len(stub.jobs) >= want or proc.poll() is not None, 60, f"job {want} submitted")
+        if moment != "creating":  # polled at least once while open
+            until(lambda: "open: 1 in_progress" in proc.printed()[1] or proc.poll() is not None, 60, "polled")
+        assert proc.poll() is None, proc.printed()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        if stub.hold_create is not None:
+            stub.hold_create.set()
+        for job in stub.jobs.values():
+            job["plan"] = "complete"  # the provider finished the jobs while the batch was gone
+        code, _, err = forked.run(*BATCH, cwd=tmp_path, env=env, timeout=120)
+        assert code == 0, err
+        assert len(stub.custom_ids) == len(set(stub.custom_ids)) == 2 * ROWS  # no call submitted twice
+        assert stub.billed == 2 * ROWS  # no call billed twice
+        assert len(stub.jobs) == 2
+        if moment == "creating":
+            assert "took over job batch_1" in err
+    with (tmp_path / "out.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["success"] for r in rows] == ["true"] * ROWS
+    assert all(f"<SAY T{i}>" in r["b"] for i, r in enumerate(rows))
