@@ -72,7 +72,7 @@ def test_a_rerun_after_an_edit_goes_on_at_each_rows_revision_and_runs_new_rows_o
     with (folder / "rows.csv").open("a", encoding="utf-8") as rows:
         rows.write("r4,a pen\n")
 
-    code, summary, said = _batch(folder, "--redo-failed")
+    code, summary, said = _batch(folder, "--redo-failed", "--missing-inputs", "warn")  # B's cost_center: no column
     assert summary["on_earlier_revisions"] == {first.id: 3}, summary
     assert summary["moved_to_revision"] == 0 and summary["revision"] != first.id
     assert f"3 unfinished rows went on at the revision they started on ({first.short}: 3)" in said, said
@@ -86,7 +86,7 @@ def test_a_rerun_after_an_edit_goes_on_at_each_rows_revision_and_runs_new_rows_o
 def test_latest_moves_the_rows_it_safely_can_and_fails_the_others_saying_why(tmp_path: Path) -> None:
     folder = _started(tmp_path)
     (folder / "purchase.csv").write_text(B, encoding="utf-8")
-    code, summary, _ = _batch(folder, "--redo-failed", "--latest")
+    code, summary, _ = _batch(folder, "--redo-failed", "--latest", "--missing-inputs", "warn")
     assert code == 1 and summary["moved_to_revision"] == 0 and summary["failed"] == 3
     error = _rows(folder)["r2"]["error"]
     assert "needs a migration map" in error and "'Review', where it waits, was renamed 'Approval'" in error, error

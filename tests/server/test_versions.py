@@ -16,6 +16,8 @@ from server_helpers import serving
 from timing import until
 
 sdk = pytest.importorskip("langgraph_sdk")
+from auth_helpers import client as user_client  # noqa: E402
+from auth_helpers import project  # noqa: E402
 from langgraph_sdk.errors import NotFoundError  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -288,3 +290,38 @@ def test_a_run_naming_a_version_the_assistant_lacks_is_refused_naming_the_field(
     assert refused.value.response.status_code == status and body["code"] == code, body
     assert body["message"].startswith("config.configurable.assistant_version: ") and said in body["message"]
     assert client.runs.list(thread) == []
+
+
+ADMINS = """
+from langgraph_sdk import Auth
+
+auth = Auth()
+
+
+@auth.authenticate
+async def who(headers):
+    return {"identity": headers[b"x-user"].decode()}
+
+
+@auth.on.assistants.update
+async def admins_only(ctx, value):
+    return ctx.user.identity == "admin"
+"""
+
+
+def test_with_users_choosing_a_version_or_reloading_is_for_those_the_update_handler_lets(tmp_path: Path) -> None:
+    flow, auth = project(tmp_path / "p", ADMINS, A)
+    with serving(flow, checkpoint=str(tmp_path / "runs.db"), auth=auth) as url:
+        admin, bob = user_client(url, {"X-User": "admin"}), user_client(url, {"X-User": "bob"})
+        flow.write_text(B, encoding="utf-8")
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            bob.http.post("/assistants/reload", json={})
+        assert refused.value.response.status_code == 403
+        assert bob.assistants.get("Purchase")["version"] == 1  # nothing reloaded
+        assert admin.http.post("/assistants/reload", json={})["assistants"][0]["version"] == 2
+        assert [v["version"] for v in bob.assistants.get_versions("Purchase")] == [2, 1]  # reading is everyone's
+        with pytest.raises(httpx.HTTPStatusError) as chosen:
+            bob.assistants.set_latest("Purchase", 1)
+        assert chosen.value.response.status_code == 403
+        assert admin.assistants.set_latest("Purchase", 1)["version"] == 1
+        assert bob.assistants.get("Purchase")["version"] == 1
