@@ -9,12 +9,17 @@
   `--latest` and must go on correctly: exit 0, its run succeeds, only nodes of B run, and no node reads None where a
   fresh run of B does not (target: 0 called safe that fail). A `needs-migration` one is moved with the printed map
   lines (VALUE filled in) and must go on correctly too.
+* The same 100 approvals on three `agentmap serve` replicas sharing one PostgreSQL database (the real command,
+  driven by `langgraph-sdk`): threads started round robin on revision A; B is saved on every replica and each is
+  told (`POST /assistants/reload`); every thread is answered on another replica than the one that started it and
+  must finish on A, never running a node A lacks; a new thread on each replica must take B, version 2
+  (targets: 100 of 100, 0, yes). Without PostgreSQL's binaries the replicas share a SQLite file (said so).
 * Recording a revision for a new thread whose content is stored already, with a new saver each time as in a new
   process (target: at most 2 ms, median), and with the same saver (a set lookup).
 * A run's speed: a run on a new thread with the revision recorded vs the same run with recording switched off,
   alternating pairs as `bench/core.py` times them (target: 1.00-1.05x median).
 
-Run: `python bench/versions.py [--pairs N] [--only approvals|corpus|cost] [--verbose]`.
+Run: `python bench/versions.py [--pairs N] [--only approvals|replicas|corpus|cost] [--verbose]`.
 """
 
 from __future__ import annotations
@@ -99,6 +104,131 @@ def hundred_approvals(folder: Path, count: int = 100) -> bool:
     print(f"  finished correctly: {correct} of {count} (target {count})  {'OK' if correct == count else 'MISSED'}")
     print(f"  threads that ran a node their revision lacks: {strays} (target 0)  {'OK' if not strays else 'MISSED'}")
     print(f"  a new run takes B: {takes_b}  {'OK' if takes_b else 'MISSED'}   ({took / count * 1000:.0f} ms a resume)")
+    return correct == count and not strays and takes_b
+
+
+# -- 1b. the same on three server replicas ------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Replica:
+    """`agentmap serve purchase.csv --checkpoint CHECKPOINT` in `folder`, on a free port (the real command)."""
+
+    def __init__(self, folder: Path, checkpoint: str) -> None:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.folder = folder
+        self.args = [sys.executable, "-m", "agentmap", "serve", "purchase.csv", "--port", str(self.port)]
+        self.args += ["--checkpoint", checkpoint]
+        self.proc: Any = None
+
+    def start(self) -> Replica:
+        import subprocess
+
+        import httpx
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(self.args, cwd=self.folder, env=env, stdout=log, stderr=log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/ok", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the replica on {self.port} did not start (see {self.folder / 'server.log'})")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(60)
+
+
+def _database() -> tuple[contextlib.AbstractContextManager[str], str]:
+    """A fresh PostgreSQL database on a server of its own (tests/runtime/pg.py), or a SQLite file without one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pg", ROOT / "tests" / "runtime" / "pg.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(ROOT / "tests"))  # pg.py reads tests/components.py
+    pg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pg)
+    binaries = pg.binaries()
+    if binaries is None:
+        return contextlib.nullcontext(""), "a SQLite file (PostgreSQL's binaries are not installed)"
+
+    @contextlib.contextmanager
+    def database() -> Any:
+        with pg.server(binaries) as url:
+            yield pg.new_database(url)
+
+    return database(), "PostgreSQL"
+
+
+def three_replicas(folder: Path, count: int = 100) -> bool:
+    from langgraph_sdk import get_sync_client
+
+    serve_a = PURCHASE_A.replace("Purchase,Draft,echo,,,request,draft,Review\n", "")  # the human node first
+    serve_b = PURCHASE_B.replace("Purchase,Draft,echo,,,request,draft,Approval\n", "")
+    nodes_a = {"Review", "Report", "Notify"}
+    held, kind = _database()
+    with held as url:
+        checkpoint = url or str(folder / "runs.db")
+        replicas = []
+        for n in range(3):
+            (folder / f"r{n}").mkdir()
+            (folder / f"r{n}" / "purchase.csv").write_text(serve_a, encoding="utf-8")
+            replicas.append(Replica(folder / f"r{n}", checkpoint))
+        try:
+            for replica in replicas:
+                replica.start()
+            clients = [get_sync_client(url=r.url, api_key=None) for r in replicas]
+            threads = []
+            for i in range(count):
+                client = clients[i % 3]
+                thread = client.threads.create()["thread_id"]
+                paused = client.runs.wait(thread, "Purchase", input={"request": f"item {i}"})
+                assert paused["__interrupt__"][0]["value"]["node"] == "Review", paused
+                threads.append(thread)
+            for n, replica in enumerate(replicas):  # B saved everywhere, each replica told
+                (replica.folder / "purchase.csv").write_text(serve_b, encoding="utf-8")
+                clients[n].http.post("/assistants/reload", json={})
+            correct = strays = 0
+            started = time.perf_counter()
+            for i, thread in enumerate(threads):
+                client = clients[(i + 1) % 3]  # another replica than the one that started it
+                parts = list(
+                    client.runs.stream(thread, "Purchase", command={"resume": "yes"}, stream_mode=["values", "nodes"])
+                )
+                ran = {p.data["node"] for p in parts if p.event == "nodes" and p.data.get("status") == "succeeded"}
+                values = [p.data for p in parts if p.event == "values"][-1]
+                strays += bool(ran - nodes_a)
+                correct += (
+                    values.get("report") == f"Purchase of item {i} approved: True"
+                    and values.get("note") == f"Told the team about item {i}"
+                )
+            took = time.perf_counter() - started
+            takes_b = True
+            for n, client in enumerate(clients):
+                fresh = client.threads.create()["thread_id"]
+                paused = client.runs.wait(fresh, "Purchase", input={"request": f"new {n}", "cost_center": "IT"})
+                takes_b &= paused["__interrupt__"][0]["value"]["node"] == "Approval"
+                takes_b &= client.runs.list(fresh)[0]["metadata"].get("assistant_version") == 2
+        finally:
+            for replica in replicas:
+                replica.stop()
+    print(f"{count} approvals on A on three replicas ({kind}), B saved and reloaded on each; answered elsewhere")
+    print(f"  finished correctly on A: {correct} of {count} (target {count})  {'OK' if correct == count else 'MISSED'}")
+    print(f"  threads that ran a node their revision lacks: {strays} (target 0)  {'OK' if not strays else 'MISSED'}")
+    print(f"  a new thread takes B (version 2) on every replica: {takes_b}  {'OK' if takes_b else 'MISSED'}")
+    print(f"  ({took / count * 1000:.0f} ms an answer, streamed)")
     return correct == count and not strays and takes_b
 
 
@@ -409,13 +539,13 @@ def run_speed(folder: Path, n: int) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=9, help="alternating pairs for the run-speed ratio (default 9)")
-    parser.add_argument("--only", choices=["approvals", "corpus", "cost"], help="one part of the benchmark")
+    parser.add_argument("--only", choices=["approvals", "replicas", "corpus", "cost"], help="one part of the benchmark")
     parser.add_argument("--verbose", action="store_true", help="the corpus: each edit's verdicts")
     given = parser.parse_args()
     home = Path.cwd()
     ok = True
     os.environ.pop("AGENTMAP_CHECKPOINT", None)
-    for name, part in (("approvals", hundred_approvals), ("corpus", corpus)):
+    for name, part in (("approvals", hundred_approvals), ("replicas", three_replicas), ("corpus", corpus)):
         if given.only not in (None, name):
             continue
         with tempfile.TemporaryDirectory() as tmp:

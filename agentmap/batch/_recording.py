@@ -62,6 +62,7 @@ class Recorder:
         recorded = self._partial.append(row_result) if self._partial is not None else [row_result]
         if self.kept is not None:
             result.rows.append(row_result)
+        result.count_revision(row_result)
         if row_result.success:
             result.successes += 1
         else:

@@ -98,6 +98,7 @@ def batch(
     budget: float | None = None,
     cache: bool = True,
     csv_formulas: str = "keep",
+    latest: bool = False,
     llm_batch: bool = False,
     llm_batch_retry: str = "fail",
     llm_batch_timeout: float = 24 * 3600.0,
@@ -131,7 +132,8 @@ def batch(
             run's result).
         checkpoint: A SQLite file or a `postgresql://` URL: each row runs as a thread named by its id there, and
             running the batch again continues each unfinished row (every executor; with Ray on another machine, a
-            PostgreSQL URL).
+            PostgreSQL URL), on the revision of the workflow it started on, whatever the file holds now (new rows
+            run the file as it is: `BatchResult.earlier` counts the rows continued on earlier revisions).
         rate_limit: LLM requests per second per model provider (`5/s`, `300/min`), shared by the whole batch.
         chunk_size: Rows sent to a worker process or Ray worker at a time.
         ray_address: The Ray cluster to use (default: start a local one).
@@ -150,6 +152,9 @@ def batch(
         csv_formulas: A value of a CSV output that a spreadsheet would run as a formula (`=HYPERLINK(...)`):
             `keep` writes it as it is and warns of its cells (`on_warning`), `escape` writes it with a `'`
             before it, as a spreadsheet shows text (csv_specs/batch.md, "Formulas in a CSV output").
+        latest: With `checkpoint`, an unfinished row started on an earlier revision is moved to the file as it is
+            now before it goes on, when that is safe (`agentmap resume --latest`); one whose move is not safe fails
+            saying why (its thread untouched).
         llm_batch: Send the rows' model calls (OpenAI and Anthropic models) as provider batch jobs, at the
             providers' batch price: each row runs to its next model call and waits for its job's answer
             (csv_specs/batch.md, "Provider batch jobs"). The jobs are kept in the `checkpoint` store (default:
@@ -184,6 +189,13 @@ def batch(
                 hint="give an output table (-o) or --checkpoint FILE.db",
             )
         checkpoint = f"{output}.llm-batch.db"
+    if latest and checkpoint is None:
+        raise ConfigError(
+            "latest moves the threads of unfinished rows to the file as it is now, and rows have threads only with "
+            "a checkpoint",
+            code=ErrorCode.USAGE,
+            hint="give --checkpoint (the one the earlier run used), or leave out --latest",
+        )
     store = _row_store(checkpoint, executor, ray_address)
     # Chain fusion (the same rows, fewer LangGraph steps) unless the caller says, or each row is a checkpointed
     # thread (a fused chain would be saved as one step); the checkpointer and state keys are the recipe's.
@@ -208,6 +220,7 @@ def batch(
         list(outputs) if outputs is not None else None,
         store,
         no_cache=not cache,
+        latest=latest,
     )
     told = on_warning or _warn
     row_source, name = _row_source(rows, sheet, told if lenient else None, told)
@@ -345,6 +358,7 @@ def run_batch(
             failed_before=len(finished.failed),
             output=output,
             graph=runner.app.name,
+            revision=runner.app.revision.id if runner.app.revision is not None else None,
         )
         recorder = Recorder(result, partial, {} if keep_rows else None, progress, on_result)
         runner.meter = Meter(float(budget)) if budget is not None else None

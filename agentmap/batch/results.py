@@ -52,6 +52,10 @@ class BatchResult:
             run the same command again to collect them).
         formula_cells: Cells of the CSV output that a spreadsheet would run as formulas (`=HYPERLINK(...)` from
             a model): written as they are, with a warning, or escaped (`csv_formulas="escape"`).
+        revision: The revision of the workflow file as it is now (`runtime.revisions`), which new rows run.
+        earlier: Rows of this call that continued their thread on the earlier revision it started on, by revision
+            id (`agentmap batch` after an edit, with `--checkpoint`).
+        moved: Rows of this call whose thread was moved to `revision` first (`latest`).
     """
 
     rows: list[RowResult] = field(default_factory=list)
@@ -70,6 +74,9 @@ class BatchResult:
     cost: float | None = None
     over_budget: bool = False
     formula_cells: int = 0
+    revision: str | None = None
+    earlier: dict[str, int] = field(default_factory=dict)
+    moved: int = 0
     llm: LLMBatchReport | None = None
 
     @property
@@ -110,8 +117,18 @@ class BatchResult:
             "tokens_cached": self.tokens_cached,
             "cost": None if self.cost is None else round(self.cost, 8),
             "formula_cells": self.formula_cells,
+            "revision": self.revision,
+            "on_earlier_revisions": dict(self.earlier),
+            "moved_to_revision": self.moved,
             **({"llm_batch": dict(self.llm.__dict__)} if self.llm is not None else {}),
         }
+
+    def count_revision(self, row: RowResult) -> None:
+        """Count the revision a row of this call ran: an earlier one (continued), or moved to `revision`."""
+        if row.moved:
+            self.moved += 1
+        elif row.revision is not None and self.revision is not None and row.revision != self.revision:
+            self.earlier[row.revision] = self.earlier.get(row.revision, 0) + 1
 
 
 class BatchInterrupted(KeyboardInterrupt):

@@ -7,6 +7,7 @@ a row behaves exactly as `agentmap run` with that row as its state.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -76,6 +77,9 @@ class RowResult:
         cost: What the row's model calls cost in USD, at the prices paid (None: no call had a price).
         over_budget: The batch's budget stopped the row before a model call: it is not recorded, so running
             the batch again (with a higher budget) runs it.
+        revision: The id of the revision of the workflow the row ran (`runtime.revisions`): a row continuing its
+            thread runs the one it started on, unless moved (None: none recorded).
+        moved: The row's thread was moved to the workflow file as it is now before it went on (`latest`).
         waiting: With `--llm-batch`, the row waits for a provider batch job to answer its model call: it is not
             recorded, and continues once the answer is in.
     """
@@ -93,6 +97,8 @@ class RowResult:
     tokens_cached: int = 0
     cost: float | None = None
     over_budget: bool = False
+    revision: str | None = None
+    moved: bool = False
     waiting: bool = False
 
     def record(self) -> dict[str, Any]:
@@ -218,6 +224,9 @@ class WorkflowRecipe:
         no_cache: Every row's model calls go to the model, not to the LLM response cache (`--no-cache`).
         redo_failed: A checkpointed row whose thread finished with a failure starts over (`--redo-failed`);
             without it, such a row takes that run's result (the batch was stopped before it recorded the row).
+        latest: A row continuing its thread is moved to the workflow file as it is now first (`--latest`), when
+            that is safe (`Thread.move`; else the row fails saying why); without it, it goes on at the revision it
+            started on.
         llm_batch: `on` or `sync`: the rows' model calls go through provider batch jobs (`--llm-batch`, and
             `--llm-batch-retry sync`); None: they are made as usual.
     """
@@ -230,6 +239,7 @@ class WorkflowRecipe:
     run_metadata: Mapping[str, Any] = field(default_factory=dict)
     no_cache: bool = False
     redo_failed: bool = False
+    latest: bool = False
     llm_batch: str | None = None
 
     def compile(self) -> CompiledWorkflow:
@@ -293,11 +303,13 @@ class RowRunner:
         config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
-            snapshot = self.app.graph.get_state(config) if self.recipe.checkpoint else None
-            result = self.app.invoke(self._start(snapshot, state, cells), config)
+            snapshot = self.app.thread(key).snapshot() if self.recipe.checkpoint else None  # read by its revision
+            start = self._start(snapshot, state, cells)
+            app, moved = self._continued(key) if start is None else (self.app, False)
+            result = app.invoke(start, config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
-        return self._finish(job, result, time.perf_counter() - started)
+        return self._finish(job, result, time.perf_counter() - started, app, moved)
 
     async def arun(self, job: Job) -> RowResult:
         """The async twin of `run` (through `CompiledWorkflow.ainvoke`)."""
@@ -306,11 +318,30 @@ class RowRunner:
         config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
-            snapshot = await self.app.graph.aget_state(config) if self.recipe.checkpoint else None
-            result = await self.app.ainvoke(self._start(snapshot, state, cells), config)
+            snapshot = await self.app.thread(key).asnapshot() if self.recipe.checkpoint else None
+            start = self._start(snapshot, state, cells)
+            app, moved = await asyncio.to_thread(self._continued, key) if start is None else (self.app, False)
+            result = await app.ainvoke(start, config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
-        return self._finish(job, result, time.perf_counter() - started)
+        return self._finish(job, result, time.perf_counter() - started, app, moved)
+
+    def _continued(self, key: str) -> tuple[CompiledWorkflow, bool]:
+        """The workflow a row continuing its thread runs, and whether the thread was moved: the revision it started
+        on (compiled from the files stored with it, once per revision), or with `latest` the file as it is now,
+        the thread moved there first when it is behind.
+
+        Raises:
+            ConfigError: Moving it is unsafe or needs a migration map (`unsafe-move`, `needs-migration`); its
+                revision cannot be compiled (`unknown-revision`, `revision-unloadable`, `corrupt-checkpoint`).
+        """
+        thread = self.app.thread(key)
+        if not self.recipe.latest:
+            return thread.app, False
+        if not thread.behind():
+            return self.app, False
+        thread.move()
+        return self.app, True
 
     def _start(self, snapshot: StateSnapshot | None, state: dict[str, Any], cells: str) -> Mapping[str, Any] | None:
         """What the row's run starts from: its state, or None to continue its thread (`_continue`)."""
@@ -331,7 +362,9 @@ class RowRunner:
             config["configurable"] = {**config.get("configurable", {}), MODE_KEY: self.recipe.llm_batch}
         return config
 
-    def _finish(self, job: Job, result: RunResult, duration: float) -> RowResult:
+    def _finish(
+        self, job: Job, result: RunResult, duration: float, app: CompiledWorkflow, moved: bool = False
+    ) -> RowResult:
         error: str | None = None
         if result.interrupts and all(_waits(i) for i in result.interrupts):
             return RowResult(job[0], job[1], {}, False, None, (), duration, waiting=True)
@@ -354,6 +387,8 @@ class RowRunner:
             tokens_out=int(usage.get("output_tokens", 0)),
             tokens_cached=int(usage.get("cached_tokens", 0)),
             cost=usage.get("cost"),
+            revision=app.revision.id if app.revision is not None else None,
+            moved=moved,
         )
 
     def _journaled_usage(self, thread: str) -> dict[str, Any]:

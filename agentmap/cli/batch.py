@@ -155,12 +155,30 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
         f"in {result.duration_s:.1f}s{where}\n"
     )
+    _report_revisions(result)
     if result.tokens_in or result.tokens_out:
         from agentmap.cli.render import money
 
         cost = f", cost {money(result.cost)}" if result.cost is not None else ""
         cached = f" ({result.tokens_cached} cached)" if result.tokens_cached else ""
         sys.stderr.write(f"batch: tokens {result.tokens_in} in{cached}, {result.tokens_out} out{cost}\n")
+
+
+def _report_revisions(result: BatchResult) -> None:
+    """Which revision the rows ran, once the file was edited since some of them started."""
+    now = (result.revision or "")[:12]
+    if result.earlier:
+        continued = sum(result.earlier.values())
+        each = ", ".join(f"{revision[:12]}: {n}" for revision, n in result.earlier.items())
+        sys.stderr.write(
+            f"batch: {continued} unfinished row{'s' if continued != 1 else ''} went on at the revision they started "
+            f"on ({each}); the others ran the file as it is now (revision {now}); --latest moves them to it\n"
+        )
+    if result.moved:
+        sys.stderr.write(
+            f"batch: {result.moved} unfinished row{'s' if result.moved != 1 else ''} moved to the file as it is now "
+            f"(revision {now}) before going on (--latest)\n"
+        )
 
 
 def _warn(message: str) -> None:
@@ -208,6 +226,7 @@ def batch_command(
     budget: float | None = None,
     no_cache: bool = False,
     csv_formulas: str = "keep",
+    latest: bool = False,
     missing_inputs: str | None = None,
     llm_batch: dict[str, Any] | None = None,
 ) -> int:
@@ -258,6 +277,7 @@ def batch_command(
                 budget=budget,
                 cache=not no_cache,
                 csv_formulas=csv_formulas,
+                latest=latest,
                 missing_inputs=mode,
                 **_llm_keywords(llm_batch),
                 **settings.compile_options(),
@@ -393,9 +413,17 @@ def register(app: typer.Typer) -> None:
                 "--checkpoint",
                 metavar="FILE|URL",
                 help="Save each row as a thread named by its id in this SQLite file or postgresql:// database; "
-                "running again continues unfinished rows.",
+                "running again continues unfinished rows, on the revision of the workflow they started on.",
             ),
         ] = None,
+        latest: Annotated[
+            bool,
+            typer.Option(
+                "--latest",
+                help="With --checkpoint: move unfinished rows started on an earlier revision to the workflow as it "
+                "is now before they go on (when that is safe; a row whose move is not fails saying why).",
+            ),
+        ] = False,
         trace: TraceOption = None,
         trace_content: TraceContentOption = False,
         json_output: JsonOption = False,
@@ -466,6 +494,7 @@ def register(app: typer.Typer) -> None:
             redo_failed=redo_failed,
             rate_limit=rate_limit,
             checkpoint=checkpoint,
+            latest=latest,
             json_output=json_output,
             config=config,
             debug=debug,

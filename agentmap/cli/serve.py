@@ -62,6 +62,7 @@ def serve_command(
     webhook_hosts: list[str] | None = None,
     webhook_secret_env: str | None = None,
     webhook_timeout: str = "10s",
+    reload: bool = False,
     auth: str | None = None,
     quota: str | None = None,
     audit: str | None = None,
@@ -120,6 +121,7 @@ def serve_command(
         webhook_hosts=tuple(dict.fromkeys(h.strip().lower() for h in webhook_hosts)),
         webhook_secret=webhook_secret,
         webhook_timeout=seconds(webhook_timeout, "--webhook-timeout"),
+        reload=1.0 if reload else None,
         **users,
     )
     if checkpoint is not None:  # else ServeConfig's default: runs.db in AgentMap's own folder
@@ -328,6 +330,14 @@ def register(app: typer.Typer) -> None:
                 help="How long a webhook try waits for an answer before it is tried again.",
             ),
         ] = "10s",
+        reload: Annotated[
+            bool,
+            typer.Option(
+                "--reload",
+                help="Look at the served files every second: a changed one becomes a new version of its "
+                "assistants, which new threads take; threads of earlier versions finish on theirs.",
+            ),
+        ] = False,
         auth: Annotated[
             str | None,
             typer.Option(
@@ -391,6 +401,7 @@ def register(app: typer.Typer) -> None:
             webhook_hosts=webhook_host,
             webhook_secret_env=webhook_secret_env,
             webhook_timeout=webhook_timeout,
+            reload=reload,
             auth=auth,
             quota=quota,
             audit=audit,

@@ -19,7 +19,6 @@ from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.protocols._tools import check_arguments, input_schema
 from agentmap.protocols.a2a_messages import input_keys
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
-from agentmap.server._threads import snapshot_of
 
 if TYPE_CHECKING:
     from ag_ui.core import RunAgentInput
@@ -86,7 +85,8 @@ def plan_run(server: Server, assistant: Assistant, request: RunAgentInput, visib
 
 def _snapshot(server: Server, assistant: Assistant, thread_id: str, visible: Filter | None) -> Any:
     """The thread's state (None for a thread not made yet, bound to another graph, or hidden by the caller's filter
-    `visible`: the run's start refuses those), read through `server.thread`, as the thread routes read it."""
+    `visible`: the run's start refuses those), read through `server.snapshot`, as the thread routes read it: by the
+    graph of the revision the thread runs, whatever its file holds now."""
     try:
         record = server.thread(thread_id, visible)
     except ApiError as err:
@@ -95,7 +95,7 @@ def _snapshot(server: Server, assistant: Assistant, thread_id: str, visible: Fil
         raise
     if record.metadata.get("graph_id") not in (None, assistant.graph_id):
         return None
-    return snapshot_of(assistant, thread_id)
+    return server.snapshot(record)
 
 
 def _answer(request: RunAgentInput) -> tuple[str, Any] | None:

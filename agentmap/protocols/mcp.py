@@ -227,11 +227,14 @@ class LocalRuns:
         return await _stream(app, state, thread_id, progress)
 
     async def answer(self, assistant: Assistant, thread_id: str, answer: Any, progress: _Progress) -> Leg:
+        """Continue the paused thread on the revision it runs (`Thread.app`), whatever the file holds now."""
+        thread = assistant.app.thread(thread_id)
         try:
-            run_input = await assistant.app.thread(thread_id).arun_input(answer)
+            run_input = await thread.arun_input(answer)
+            app = await asyncio.to_thread(lambda: thread.app)  # compiled by arun_input already
         except AgentMapError as err:
             raise invalid_params(err) from None
-        return await _stream(assistant.app, run_input, thread_id, progress)
+        return await _stream(app, run_input, thread_id, progress)
 
 
 async def _stream(app: CompiledWorkflow, run_input: Any, thread_id: str | None, progress: _Progress) -> Leg:

@@ -9,6 +9,7 @@ it there (`Thread.move`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -141,9 +142,20 @@ def plan(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> V
     """`Thread.plan_move`."""
     saved, snapshot = _waiting(thread)
     where = position(snapshot, saved)
+    if thread.checkpoint_id is not None and _forked(thread):  # a fork from a past step runs its nodes again
+        where = dataclasses.replace(where, finished=())
     if migration is not None:
         migration.check(thread.app, to, where.keys or frozenset())
     return compare(thread.app, to).verdict(where, migration)
+
+
+def _forked(thread: Thread) -> bool:
+    """Whether the thread's checkpoint is a past one (not its latest): going on from it forks the thread, and the
+    nodes that ran after it run again, whatever they finished then."""
+    from agentmap.runtime.threads import thread_config
+
+    latest = thread.saver.get_tuple(thread_config(thread.thread_id))
+    return latest is not None and latest.config["configurable"].get("checkpoint_id") != thread.checkpoint_id
 
 
 def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> Thread:

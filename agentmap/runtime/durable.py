@@ -267,7 +267,8 @@ class Thread:
 
     def plan_move(self, to: CompiledWorkflow | None = None, migration: Migration | None = None) -> Verdict:
         """What moving the thread to `to` (default `asked`) would do: `safe`, `needs-migration` (with the lines of a
-        migration map that would do it) or `unsafe` (why), given `migration` (see `runtime.changes`).
+        migration map that would do it) or `unsafe` (why), given `migration` (see `runtime.changes`). From a past
+        checkpoint (`checkpoint_id`, a fork), the nodes that ran after it are not in the way: the fork runs them again.
 
         Raises:
             ConfigError: The thread has finished, or `migration` names a node or key that does not exist

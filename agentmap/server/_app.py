@@ -35,6 +35,7 @@ from agentmap.server._security import Guard, error_body, server_public
 from agentmap.server._store import open_store
 from agentmap.server._threads import snapshot_of, thread_routes
 from agentmap.server._users import Caller, CallerOf, Users
+from agentmap.server._versions import Versions, version_routes
 from agentmap.server._viewer import viewer_page
 from agentmap.server._webhooks import Webhooks
 
@@ -61,6 +62,10 @@ class Server:
             options=config.compile_options.but(store=self.items, missing_inputs="ignore"),
         )
         self.store = open_store(config.checkpoint)
+        self.versions = Versions(self.store)
+        """The assistants' versions: which one a run takes, reloading a changed file."""
+        for assistant in self.assistants.all:
+            self.versions.serve(assistant)
         self.audit = Audit(config.audit, content=config.audit_content, store=self.store) if config.audit else None
         self.runs = RunManager(
             self.store,
@@ -76,8 +81,9 @@ class Server:
         """Stop the runs, send the spans their tracer still holds, and close the files."""
         self.runs.close()
         for assistant in self.assistants.all:
-            assistant.app.flush()
-            assistant.stateless.flush()
+            for view in (assistant, *assistant.views()):
+                view.app.flush()
+                view.stateless.flush()
         if self.audit is not None:
             self.audit.close()  # what is queued is written before the store closes
         self.store.close()
@@ -108,9 +114,15 @@ class Server:
         graph_id = record.metadata.get("graph_id")
         return self.assistants.get(str(graph_id)) if graph_id is not None else None
 
+    def thread_view(self, record: ThreadRecord, checkpoint_id: str | None = None) -> Assistant | None:
+        """The assistant at the revision a thread runs (at `checkpoint_id`: that checkpoint's), whatever its file
+        holds now (None before its first run)."""
+        assistant = self.thread_assistant(record)
+        return self.versions.of_thread(assistant, record.thread_id, checkpoint_id) if assistant is not None else None
+
     def snapshot(self, record: ThreadRecord, checkpoint_id: str | None = None) -> Any:
-        """The graph state of a thread (None before its first run)."""
-        return snapshot_of(self.thread_assistant(record), record.thread_id, checkpoint_id)
+        """The graph state of a thread (None before its first run), read by the graph of its own revision."""
+        return snapshot_of(self.thread_view(record, checkpoint_id), record.thread_id, checkpoint_id)
 
 
 def create_app(config: ServeConfig) -> FastAPI:
@@ -135,9 +147,15 @@ def create_app(config: ServeConfig) -> FastAPI:
             _log.warning("webhooks are sent unsigned: give --webhook-secret-env so receivers can check them")
         await server.runs.begin()  # claims queued runs, and those a stopped server left unfinished
         ticker = asyncio.get_running_loop().create_task(tick_crons(server))
+        watcher = None
+        if config.reload is not None:  # a changed file becomes a new version without a restart
+            watching = server.versions.watch(server.assistants.all, config.reload)
+            watcher = asyncio.get_running_loop().create_task(watching)
         async with mcp.run():
             yield
         ticker.cancel()
+        if watcher is not None:
+            watcher.cancel()
         await server.runs.shutdown(config.grace)  # finish, or hand over to another replica
         server.close()  # the files close
 
@@ -151,6 +169,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     )
     app.state.server = server
     app.include_router(_assistant_routes(server))
+    app.include_router(version_routes(server))
     app.include_router(thread_routes(server))
     app.include_router(cron_routes(server))
     app.include_router(run_routes(server))
@@ -215,7 +234,7 @@ def _assistant_routes(server: Server) -> APIRouter:
 
     @router.post("/assistants/search")
     def search(body: AssistantSearch, caller: CallerOf) -> list[dict[str, Any]]:
-        """The assistants (one per graph), by graph id or name."""
+        """The assistants (one per graph, at its latest version), by graph id or name."""
         refuse_unsupported(body, "assistants.search")
         value: dict[str, Any] = {
             "graph_id": body.graph_id,
@@ -226,15 +245,16 @@ def _assistant_routes(server: Server) -> APIRouter:
         visible = caller.decide_now("assistants", "search", value)
         found = server.assistants.search(body.graph_id, body.name)
         wanted = value.get("metadata") or {}  # as the handler left it (LangGraph's server searches by it)
-        documents = [a.to_json() for a in found]
+        documents = [server.versions.latest(a).to_json() for a in found]
         documents = [d for d in documents if all(d["metadata"].get(k) == v for k, v in wanted.items())]
         if visible is not None:
             documents = [d for d in documents if visible.matches(d["metadata"])]
         return documents[body.offset : body.offset + body.limit]
 
     def readable(assistant_id: str, caller: Caller) -> Assistant:
-        """The assistant, if the caller's `assistants.read` handler lets them see it (else the 404 of none)."""
-        found = server.assistant(assistant_id)
+        """The assistant at its latest version, if the caller's `assistants.read` handler lets them see it (else the
+        404 of none)."""
+        found = server.versions.latest(server.assistant(assistant_id))
         visible = caller.decide_now("assistants", "read", {"assistant_id": found.assistant_id, "metadata": {}})
         if visible is not None and not visible.matches(found.to_json()["metadata"]):
             raise ApiError(404, "assistant-not-found", f"no assistant {assistant_id!r}")
@@ -242,28 +262,29 @@ def _assistant_routes(server: Server) -> APIRouter:
 
     @router.get("/assistants/{assistant_id}")
     def get(assistant_id: str, caller: CallerOf) -> dict[str, Any]:
-        """One assistant, by assistant id or graph id."""
+        """One assistant at its latest version, by assistant id or graph id."""
         return readable(assistant_id, caller).to_json()
 
     @router.get("/assistants/{assistant_id}/graph")
     def graph(assistant_id: str, caller: CallerOf, xray: int | bool = False) -> dict[str, Any]:
-        """The graph's nodes and edges, as LangGraph draws them."""
+        """The graph's nodes and edges at its latest version, as LangGraph draws them."""
         drawn: dict[str, Any] = readable(assistant_id, caller).app.graph.get_graph(xray=xray).to_json()
         return drawn
 
     @router.get("/assistants/{assistant_id}/schemas")
     def schemas(assistant_id: str, caller: CallerOf) -> dict[str, Any]:
-        """JSON schemas of the graph's input, output and state."""
+        """JSON schemas of the graph's input, output and state at its latest version."""
         return readable(assistant_id, caller).schemas()
 
     @router.get("/assistants/{assistant_id}/svg")
     def svg(assistant_id: str, caller: CallerOf) -> Response:
-        """The graph drawn offline as SVG (what `agentmap export --format svg` writes; the viewer shows it)."""
+        """The graph at its latest version drawn offline as SVG (what `agentmap export --format svg` writes; the
+        viewer shows it)."""
         return Response(readable(assistant_id, caller).svg(), media_type="image/svg+xml")
 
     @router.get("/assistants/{assistant_id}/mermaid", response_class=PlainTextResponse)
     def mermaid(assistant_id: str, caller: CallerOf) -> str:
-        """The graph as Mermaid text (what `agentmap export --format mermaid` writes)."""
+        """The graph at its latest version as Mermaid text (what `agentmap export --format mermaid` writes)."""
         return readable(assistant_id, caller).mermaid()
 
     return router

@@ -57,6 +57,8 @@ class ServeConfig:
         webhook_secret: The key that signs every webhook delivery (`X-AgentMap-Signature`); None: unsigned.
         webhook_timeout: Seconds a webhook try waits for an answer before it counts as failed; a try of a
             replica that died is made again by another once `lease` plus this has run out.
+        reload: Seconds between looks at the served files (`agentmap serve --reload`): a changed one becomes a
+            new version of its assistants, the latest, without a restart. None: only `POST /assistants/reload`.
         auth: A `langgraph_sdk.Auth` object to ask who calls and what they may do: `auth.py:my_auth`,
             `module:name`, or a `langgraph.json` naming one in `auth.path` (csv_specs/serve.md, "Users and
             permissions"); None: no user. With it, the API key (if any) is read from `X-Api-Key` only.
@@ -84,6 +86,7 @@ class ServeConfig:
     webhook_hosts: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_timeout: float = 10.0
+    reload: float | None = None
     auth: str | None = None
     quota: Quota | None = None
     audit: str | None = None

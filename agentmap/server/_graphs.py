@@ -3,12 +3,17 @@
 Each graph is compiled twice through the public API: once with the server's checkpointer (runs on a
 thread) and once without (stateless runs, which LangGraph's server forgets when they end). The assistant id
 is a UUID derived from the graph id, so it is the same after a restart; clients may also use the graph id.
+
+An assistant is also the graph at each of its revisions (`Assistant.at`: compiled from the files stored in the
+checkpointer's database, whatever this replica's file holds): the versions of `_versions.py`, and the revision
+each thread runs.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +28,7 @@ from agentmap.runtime.values import state_problem
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
 
-__all__ = ["Assistant", "Assistants", "InputError", "open_checkpointer"]
+__all__ = ["Assistant", "Assistants", "InputError", "compile_graph", "open_checkpointer"]
 
 _log = logging.getLogger("agentmap.server")
 _NAMESPACE = uuid.UUID("6f0c1c5e-3c1b-4f57-9a55-7a6d1f0d2a11")
@@ -111,10 +116,68 @@ class Assistant:
     assistant_id: str = field(init=False)
     prefix: str = field(default="", repr=False)
     """Qualifies `graph_id` when two served graphs share a name: the file's path under its served folder."""
+    version: int | None = field(default=None, repr=False)
+    """Its number among the assistant's versions (`_versions.py`); None until the server numbered it."""
+    created_at: str = field(default=_STARTED, repr=False)
+    """When its version was first served (the server's start, until it is numbered)."""
+    _views: dict[str, Assistant] = field(default_factory=dict, repr=False, compare=False)
+    _compiling: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _svg: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.assistant_id = str(uuid.uuid5(_NAMESPACE, self.graph_id))
+
+    @property
+    def revision(self) -> str | None:
+        """The id of the revision it was compiled from (None: not from a file, or nothing recorded)."""
+        revision = self.app.revision
+        return revision.id if revision is not None else None
+
+    def at(self, revision: str) -> Assistant:
+        """This graph at `revision` (an assistant of its own, whose `app` never changes): this replica's compile of
+        its file when that is the revision, else compiled from the revision's files stored in the checkpointer's
+        database (at this replica's folder: its Python files run from here). Kept, so each revision compiles once.
+
+        Raises:
+            ConfigError: The database holds no such revision (`unknown-revision`), or it no longer compiles here
+                (`revision-unloadable`).
+            CorruptCheckpointError: A stored file of the revision does not match its digest.
+        """
+        with self._compiling:
+            view = self._views.get(revision)
+            if view is None:
+                app, stateless = (self.app, self.stateless) if revision == self.revision else self._compile(revision)
+                view = Assistant(self.graph_id, app, stateless, *_keys(app), prefix=self.prefix)
+                self._views[revision] = view
+            return view
+
+    def views(self) -> list[Assistant]:
+        """The graph at each revision compiled here so far (`at`)."""
+        with self._compiling:
+            return list(self._views.values())
+
+    def compiled(self, revision: str) -> bool:
+        """Whether `at(revision)` needs no compile."""
+        return revision in self._views or revision == self.revision
+
+    def _compile(self, revision: str) -> tuple[CompiledWorkflow, CompiledWorkflow]:
+        from agentmap.runtime.revisions import compile_at, find_revision
+
+        saver = self.app.graph.checkpointer
+        stored = find_revision(saver, revision)
+        file = Path(str(self.app.spec.file)).parent / stored.workflow
+        app = compile_at(saver, revision, file, self.app.name, self.app.options)
+        return app, compile_at(saver, revision, file, self.app.name, self.stateless.options)
+
+    def refresh(self, fresh: Assistant) -> bool:
+        """Take `fresh`'s compile of the file (a reload); whether its revision is another one. The views of earlier
+        revisions are kept: runs and threads on them go on."""
+        changed = fresh.revision != self.revision
+        if changed:
+            with self._compiling:
+                self.app, self.stateless = fresh.app, fresh.stateless
+                self.state_keys, self.input_keys = fresh.state_keys, fresh.input_keys
+        return changed
 
     @property
     def description(self) -> str:
@@ -131,15 +194,20 @@ class Assistant:
             "description": self.description,
             "config": {},
             "context": {},
-            "metadata": {
-                "created_by": "system",
-                "file": self.app.spec.file,
-                "input_keys": list(self.input_keys),
-                "state_keys": list(self.state_keys),
-            },
-            "version": 1,
+            "metadata": self.metadata(),
+            "version": self.version or 1,
             "created_at": _STARTED,
-            "updated_at": _STARTED,
+            "updated_at": self.created_at,
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """Its `metadata`: `file`, `input_keys`, `state_keys`, and the `revision` it is (`runtime.revisions`)."""
+        return {
+            "created_by": "system",
+            "file": self.app.spec.file,
+            "revision": self.revision,
+            "input_keys": list(self.input_keys),
+            "state_keys": list(self.state_keys),
         }
 
     def schemas(self) -> dict[str, Any]:
@@ -292,16 +360,20 @@ def _prefix(relative: Path) -> str:
 
 
 def _compile_file(path: Path, graph: str | None, checkpointer: Any, options: CompileOptions) -> list[Assistant]:
-    from agentmap.runtime.api import compile, load
+    from agentmap.runtime.api import load
 
-    workflow = load(path, **options.reading())
-    names = [graph] if graph else workflow.graph_names
-    made = []
-    for name in names:
-        app = compile(workflow, name, options=options.but(checkpointer=checkpointer))
-        stateless = compile(workflow, name, options=options)
-        made.append(Assistant(app.name, app, stateless, *_keys(app)))
-    return made
+    names = [graph] if graph else load(path, **options.reading()).graph_names
+    return [compile_graph(path, name, checkpointer, options) for name in names]
+
+
+def compile_graph(path: Path, graph: str, checkpointer: Any, options: CompileOptions) -> Assistant:
+    """Graph `graph` of the file at `path` as an assistant, compiled from the file (so its revision is what it
+    read: `runtime.revisions`), with and without `checkpointer`."""
+    from agentmap.runtime.api import compile
+
+    app = compile(path, graph, options=options.but(checkpointer=checkpointer))
+    stateless = compile(path, graph, options=options)
+    return Assistant(app.name, app, stateless, *_keys(app))
 
 
 def _keys(app: CompiledWorkflow) -> tuple[tuple[str, ...], tuple[str, ...]]:

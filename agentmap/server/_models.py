@@ -25,10 +25,12 @@ __all__ = [
     "CronSearch",
     "CronUpdate",
     "HistoryRequest",
+    "LatestVersion",
     "ProtocolCode",
     "RunCreate",
     "ThreadCreate",
     "ThreadSearch",
+    "VersionSearch",
     "check_json",
     "check_thread_id",
     "refuse_unsupported",
@@ -42,6 +44,7 @@ ProtocolCode = Literal[
     "thread-exists",
     "thread-graph-mismatch",
     "assistant-not-found",
+    "version-not-found",
     "thread-not-found",
     "run-not-found",
     "checkpoint-not-found",
@@ -88,6 +91,20 @@ class AssistantSearch(_Body):
     metadata: dict[str, Any] | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0)
+
+
+class VersionSearch(_Body):
+    """`POST /assistants/{assistant_id}/versions` (`assistants.get_versions`)."""
+
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class LatestVersion(_Body):
+    """`POST /assistants/{assistant_id}/latest` (`assistants.set_latest`)."""
+
+    version: int = Field(ge=1)
 
 
 THREAD_ID_RULE = "a thread id is 1 to 256 characters: letters, digits and - _ . : @"

@@ -21,6 +21,7 @@ from agentmap.server._database import Database, Tx, Where
 from agentmap.server._filters import Filter
 from agentmap.server._quota import QUOTA_TABLE
 from agentmap.server._store_crons import CRON_TABLE
+from agentmap.server._store_versions import VERSION_TABLES
 
 __all__ = ["CHANNEL", "SCHEMA_LOCK", "PostgresDatabase"]
 
@@ -47,6 +48,7 @@ _SCHEMA = [
     "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS attempt INTEGER",  # an event's id: attempt.idx
     "ALTER TABLE agentmap_run_events ADD COLUMN IF NOT EXISTS idx INTEGER",
     CRON_TABLE,
+    *VERSION_TABLES,
     "ALTER TABLE agentmap_runs ADD COLUMN IF NOT EXISTS user_id TEXT",  # who started it: what quotas count by
     "CREATE INDEX IF NOT EXISTS agentmap_runs_user ON agentmap_runs (user_id, status)",
     *AUDIT_TABLE,

@@ -27,6 +27,7 @@ __all__ = [
     "ServerThreadStatus",
     "ThreadRecord",
     "Tick",
+    "VersionRecord",
     "column",
     "now",
     "webhook_of",
@@ -221,6 +222,35 @@ class Tick:
     """The tick after it (None: the cron has none left)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersionRecord:
+    """A version of a served assistant: one revision of its workflow (`runtime.revisions`), numbered from 1 in the
+    order the replicas first served it (`agentmap_assistant_versions`)."""
+
+    assistant_id: str
+    version: int
+    graph_id: str
+    revision: str
+    """The revision's full id (the SHA-256 of its manifest)."""
+    description: str
+    metadata: dict[str, Any]
+    """What the assistant's `metadata` says at this version (`file`, `revision`, `input_keys`, `state_keys`)."""
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> VersionRecord:
+        """A row of `agentmap_assistant_versions`."""
+        return cls(
+            assistant_id=row["assistant_id"],
+            version=int(row["version"]),
+            graph_id=row["graph_id"],
+            revision=row["revision"],
+            description=row["description"] or "",
+            metadata=column(row, "metadata", {}),
+            created_at=row["created_at"],
+        )
+
+
 def webhook_of(request: Mapping[str, Any]) -> str | None:
     """The `webhook` URL of a run's recorded request (`RunRequest.payload`, `RunRecord.request`), if it has one."""
     url = (request.get("body") or {}).get("webhook")
@@ -257,7 +287,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _named(row: Mapping[str, Any]) -> str:
-    for kind in ("run", "cron", "thread"):
+    for kind in ("run", "cron", "thread", "assistant"):
         if row.get(f"{kind}_id"):
             return f"{kind} {row[f'{kind}_id']}"
     return "a stored row"

@@ -18,9 +18,11 @@ from starlette.concurrency import run_in_threadpool
 
 from agentmap.errors import ErrorCode
 from agentmap.server._models import ApiError, RunCreate, check_json, check_thread_id, refuse_unsupported
+from agentmap.server._records import ThreadRecord
 from agentmap.server._runs import STREAM_MODES, Run, RunRequest
 from agentmap.server._threads import snapshot_of
 from agentmap.server._users import Caller
+from agentmap.server._versions import VERSION_FIELD, asked_version
 from agentmap.server._webhooks import check_webhook
 
 if TYPE_CHECKING:
@@ -103,13 +105,13 @@ def _resume(assistant: Assistant, command: dict[str, Any], thread_id: str, claim
 
 def _bind_thread(
     server: Server, body: RunCreate, assistant: Assistant, thread_id: str | None, visible: Filter | None
-) -> tuple[str | None, bool, dict[str, Any] | None]:
-    """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and the binding to save.
+) -> tuple[str | None, bool, ThreadRecord | None]:
+    """The run's thread (a new one for `on_completion="keep"`), whether it is stateless, and its record.
 
     A thread the run makes (`on_completion="keep"`, `if_not_exists="create"`) gets the run's metadata, as
     LangGraph's server gives it (so its owner, stamped by an auth handler, finds it again); another user's thread
-    (one the user's filter `visible` hides) is not found. The binding (the thread's metadata naming its graph) is
-    saved only once the run is known to be good.
+    (one the user's filter `visible` hides) is not found; a thread bound to another graph is refused. The binding
+    (`_bound`: the thread's metadata naming its graph and version) is saved only once the run is known to be good.
     """
     stateless = thread_id is None
     made = dict(body.metadata or {})
@@ -131,21 +133,66 @@ def _bind_thread(
             f"thread {thread_id!r} runs graph {bound!r}, not {assistant.graph_id!r}",
             hint="create a new thread for this assistant",
         )
-    if bound is not None:
-        return thread_id, stateless, None
-    return (
-        thread_id,
-        stateless,
-        {**record.metadata, "graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+    return thread_id, stateless, record
+
+
+def _bound(record: ThreadRecord, view: Assistant) -> dict[str, Any] | None:
+    """The thread's metadata naming its graph and the version it runs, when that is news (None: nothing to save)."""
+    wanted = {"graph_id": view.graph_id, "assistant_id": view.assistant_id, "assistant_version": view.version}
+    if all(record.metadata.get(k) == v for k, v in wanted.items()):
+        return None
+    return {**record.metadata, **wanted}
+
+
+def _may_move(body: RunCreate, chosen: Assistant, thread_id: str) -> None:
+    """Let a run naming another version than its thread's go on from the thread's checkpoint (its latest, or the
+    one it forks from) on that version, when moving the thread there is safe (`runtime.changes`): a thread that
+    finished starts its next run on it; one that waits goes on there only when nothing it holds or waits at is
+    gone or renamed. A pause is answered on the version that asked.
+
+    Raises:
+        ApiError: 409 `unsafe-move` or `needs-migration` (with the reasons and the lines of the map that would move
+            it: `agentmap resume ID --migrate MAP`).
+    """
+    from agentmap.runtime.durable import Thread
+
+    version = f"version {chosen.version}"
+    if body.command is not None:
+        raise ApiError(
+            409,
+            ErrorCode.UNSAFE_MOVE,
+            f"{VERSION_FIELD}: thread {thread_id!r} waits on a question of another version than {version}; its answer "
+            "goes to the version that asked",
+            hint="answer without assistant_version (the thread finishes on its version), or move the thread first "
+            f"(agentmap resume {thread_id} --latest)",
+        )
+    checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+    thread = Thread(chosen.app, thread_id, checkpoint_id)
+    if not thread.snapshot().next:
+        return  # it finished: its next run starts over on the version named, with the state it holds
+    verdict = thread.plan_move()
+    if verdict.verdict == "safe":
+        return
+    code = ErrorCode.UNSAFE_MOVE if verdict.verdict == "unsafe" else ErrorCode.NEEDS_MIGRATION
+    lines = "; ".join(verdict.lines)
+    raise ApiError(
+        409,
+        code,
+        f"{VERSION_FIELD}: thread {thread_id!r} cannot go on at {version} ({verdict.verdict}): "
+        + "; ".join(verdict.reasons),
+        hint=f"let it finish on its own version (no assistant_version), or move it with agentmap resume {thread_id} "
+        + (f"--migrate MAP, MAP holding: kind,old,new; {lines}" if lines else "--restart"),
     )
 
 
 def _run_config(body: RunCreate, caller: Caller, assistant: Assistant) -> dict[str, Any]:
     """The run's LangGraph config: the body's, with the checkpoint to start from, and the user as LangGraph's server
     gives it to a graph (`langgraph_auth_user`, its id and permissions; with the assistant and graph ids, which
-    LangGraph's `get_runtime().server_info` reads)."""
+    LangGraph's `get_runtime().server_info` reads). The version the body names is the server's to read, not the
+    graph's."""
     config = dict(body.config or {})
     configurable = {k: v for k, v in (config.get("configurable") or {}).items() if k not in AUTH_KEYS}
+    configurable.pop("assistant_version", None)
     checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
@@ -188,13 +235,16 @@ def resolve_request(
     caller: Caller,
     visible: Filter | None = None,
     claimant: str | None = None,
+    revision: str | None = None,
 ) -> RunRequest:
     """Check a run's body against its assistant and thread; bind an unbound thread to the graph.
 
-    `caller` is who runs it (its user goes into the run's config and record; its auth handlers were asked already,
-    `admit_run`, whose filter `visible` hides the threads of others). `claimant` names who claims a resume's answer:
-    a new run's own, or the one recorded with a run taken over (whose webhook was checked when it was accepted,
-    maybe by another replica: it is called as recorded).
+    The run takes the revision its thread runs, the version it names, or for a new thread (or none) the assistant's
+    latest version (`_versions.py`), which it is recorded with. `caller` is who runs it (its user goes into the
+    run's config and record; its auth handlers were asked already, `admit_run`, whose filter `visible` hides the
+    threads of others). `claimant` names who claims a resume's answer: a new run's own, or the one recorded with a
+    run taken over (whose webhook was checked when it was accepted, maybe by another replica: it is called as
+    recorded), and `revision` the revision that run was accepted with.
     """
     if claimant is None and body.webhook is not None:
         check_webhook(body.webhook, server.config.webhook_hosts)
@@ -203,15 +253,26 @@ def resolve_request(
     for name in ("input", "command", "config", "metadata"):
         check_json(getattr(body, name), name)
     assistant = server.assistant(body.assistant_id)
-    thread_id, stateless, binding = _bind_thread(server, body, assistant, thread_id, visible)
-    config = _run_config(body, caller, assistant)
-    run_input = _run_input(body, assistant, thread_id, what, claimant)
+    thread_id, stateless, record = _bind_thread(server, body, assistant, thread_id, visible)
+    ran = record is not None and record.metadata.get("graph_id") is not None  # else no run of ours saved a step
+    view = server.versions.for_run(assistant, thread_id if ran else None, revision)
+    asked = asked_version(body.config)
+    if asked is not None:  # the run names its version: it runs that one
+        chosen = server.versions.named(assistant, asked)
+        if ran and thread_id is not None and chosen.revision != view.revision:
+            _may_move(body, chosen, thread_id)
+        view = chosen
+    config = _run_config(body, caller, view)
+    run_input = _run_input(body, view, thread_id, what, claimant)
     metadata = dict(body.metadata or {})
-    stops = breakpoints(body, assistant, stateless, what)  # the request's own mistakes first, then its input's
-    warning = check_inputs(server, assistant, run_input, thread_id, what)
+    stops = breakpoints(body, view, stateless, what)  # the request's own mistakes first, then its input's
+    warning = check_inputs(server, view, run_input, thread_id, what)
     if warning is not None:
-        _log.warning("%s of %s on %s: %s", what, assistant.graph_id, thread_id or "no thread", warning)
+        _log.warning("%s of %s on %s: %s", what, view.graph_id, thread_id or "no thread", warning)
         metadata["warnings"] = [*metadata.get("warnings", ()), warning]
+    if view.version is not None:
+        metadata["assistant_version"] = view.version
+    binding = _bound(record, view) if record is not None and thread_id is not None else None
     if binding is not None and thread_id is not None:  # only once the run is known to be good
         server.store.threads.set_metadata(thread_id, binding)
     kwargs: dict[str, Any] = {}
@@ -220,7 +281,7 @@ def resolve_request(
         kwargs["durability"] = durability
     kwargs.update(stops)
     return RunRequest(
-        assistant=assistant,
+        assistant=view,
         thread_id=thread_id,
         input=run_input,
         stream_modes=stream_modes(body.stream_mode, () if what == "runs.wait" else ("values",)),
@@ -229,11 +290,13 @@ def resolve_request(
         kwargs=kwargs,
         multitask_strategy=body.multitask_strategy or "enqueue",
         stateless=stateless,
+        pinned=asked is not None,
         payload={
             "body": body.model_dump(mode="json", exclude_none=True),
             "thread_id": thread_id,
             "what": what,
             "claimant": claimant,
+            "revision": view.revision,
             **({"user": caller.user.to_json()} if caller.user is not None else {}),
         },
         user_id=caller.identity,
@@ -356,8 +419,14 @@ async def start_run(server: Server, body: RunCreate, thread_id: str | None, what
     if thread_id is not None and body.multitask_strategy in ("interrupt", "rollback"):
         body = await _take_over(server, body, thread_id)
     on_loop = body.command is None and body.input is not None  # reads only the small thread table: stay on the loop
-    if on_loop and thread_id is not None and isinstance(body.input, Mapping):  # unless it reads the thread's values
-        on_loop = server.assistant(body.assistant_id).app.check_state(body.input) is None
+    assistant = server.assistant(body.assistant_id)
+    if on_loop and thread_id is not None:  # unless it reads the thread's checkpoint (its revision, its values)
+        record = server.store.threads.get(thread_id)
+        on_loop = record is None or record.metadata.get("graph_id") is None  # a thread that never ran
+    if on_loop and thread_id is not None and isinstance(body.input, Mapping):
+        on_loop = assistant.app.check_state(body.input) is None
+    if on_loop:  # nor compiles a version this replica has not compiled yet
+        on_loop = asked_version(body.config) is None and server.versions.latest_compiled(assistant)
     if on_loop:
         request = resolve_request(server, body, thread_id, what, caller=caller, visible=admitted.visible)
     else:  # a resume (or a continue) reads the checkpoint, which may wait on the checkpointer's lock
@@ -403,7 +472,7 @@ async def _take_over(server: Server, body: RunCreate, thread_id: str) -> RunCrea
 def _checkpoint_before(server: Server, thread_id: str, runs: set[str]) -> str | None:
     """The checkpoint the first of `runs` started from; None (the checkpoints deleted) when they began the thread."""
     record = server.thread(thread_id)
-    assistant = server.thread_assistant(record)
+    assistant = server.thread_view(record)
     if assistant is None:
         return None
     graph = assistant.app.graph

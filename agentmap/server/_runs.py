@@ -56,6 +56,10 @@ class RunRequest:
     multitask_strategy: str = "enqueue"
     stateless: bool = False
     payload: dict[str, Any] = field(default_factory=dict)
+    """What rebuilds the request on any replica (the request body, its thread and route), kept in the store."""
+    pinned: bool = False
+    """The request named its version (`config.configurable.assistant_version`): the run runs `assistant`, not the
+    revision its thread's checkpoint names."""
     """What rebuilds the request on any replica (the request body, its thread and route, its user), kept in the
     store."""
     user_id: str | None = None
@@ -232,9 +236,18 @@ def emitter(run: Run) -> Callable[[str, Any], None]:
 
 
 async def execute(run: Run, emit: Callable[[str, Any], None]) -> RunStatus:
-    """Run the graph on the event loop; return the run's final status."""
+    """Run the graph on the event loop; return the run's final status.
+
+    A run on a thread runs the revision the thread runs (`Thread.app`: its request's, unless the thread was moved
+    meanwhile), compiled from its stored files in a worker thread when this replica has not compiled it yet.
+    """
     request = run.request
-    app: CompiledWorkflow = request.assistant.stateless if request.stateless else request.assistant.app
+    app: CompiledWorkflow = request.assistant.stateless
+    if not request.stateless and request.pinned:
+        app = request.assistant.app
+    elif not request.stateless:
+        thread = request.assistant.app.thread(run.thread_id)
+        app = await asyncio.to_thread(lambda: thread.app)
     wanted = set(request.stream_modes)
 
     tracker = app.new_tracker()

@@ -15,6 +15,7 @@ from agentmap.server._database import Database, Where
 from agentmap.server._filters import Filter, Value
 from agentmap.server._quota import QUOTA_TABLE
 from agentmap.server._store_crons import CRON_TABLE
+from agentmap.server._store_versions import VERSION_TABLES
 
 __all__ = ["SqliteDatabase"]
 
@@ -62,7 +63,7 @@ class SqliteDatabase(Database):
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SQLITE_SCHEMA)
             self._conn.execute(CRON_TABLE)
-            for statement in (*AUDIT_TABLE, *QUOTA_TABLE):
+            for statement in (*VERSION_TABLES, *AUDIT_TABLE, *QUOTA_TABLE):
                 self._conn.execute(statement)
             self._migrate()
 

@@ -8,10 +8,11 @@ other replicas, the crons and the webhook deliveries due, the audit log's table 
 `Database` (how a transaction is made: `_sqlitestore.SqliteDatabase` serialises writers with `BEGIN IMMEDIATE`,
 `_pgstore.PostgresDatabase` with row locks, `FOR UPDATE ... SKIP LOCKED`): `runs` (`_store_runs.py`, the queue),
 `events` (`_store_events.py`), `threads` (`_store_threads.py`), `crons` and `deliveries` (`_store_crons.py`), `audit`
-(`_audit.py`); the quota's count is taken in `RunRows.accept` (`_quota.py`). The routes, the protocols and the studio
-call their methods; none of them writes SQL. What they take and give are the records of `_records.py`. A client's
-read takes the filter its user's auth handler returned (`visible`, `_filters.Filter`), which the database turns into
-conditions of the query itself (`Database.matching`).
+(`_audit.py`), `versions` (`_store_versions.py`, the assistants' versions); the quota's count is taken in
+`RunRows.accept` (`_quota.py`). The routes, the protocols and the studio call their methods; none of them writes
+SQL. What they take and give are the records of `_records.py`. A client's read takes the filter its user's auth
+handler returned (`visible`, `_filters.Filter`), which the database turns into conditions of the query itself
+(`Database.matching`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agentmap.server._store_crons import CronRows, DeliveryRows
 from agentmap.server._store_events import RunEventRows
 from agentmap.server._store_runs import RunRows
 from agentmap.server._store_threads import ThreadRows
+from agentmap.server._store_versions import VersionRows
 
 __all__ = ["Store", "open_store"]
 
@@ -40,6 +42,8 @@ class Store:
         """The webhook deliveries due on the runs' rows."""
         self.audit = AuditRows(db)
         """The audit log's table (`--audit table`)."""
+        self.versions = VersionRows(db)
+        """The assistants' versions, and the one new runs take."""
 
     @property
     def shared(self) -> bool:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Response
 
-from agentmap.errors import ErrorCode
+from agentmap.errors import ConfigError, ErrorCode
 from agentmap.server._bodies import api_router
 from agentmap.server._encode import jsonable
 from agentmap.server._models import (
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from agentmap.server._graphs import Assistant
 
 __all__ = ["readable", "thread_json", "thread_routes"]
+
+_log = logging.getLogger("agentmap.server")
 
 
 def _checkpoint(config: Any) -> dict[str, Any] | None:
@@ -80,8 +83,13 @@ def state_json(snapshot: Any, thread_id: str) -> dict[str, Any]:
 
 
 def thread_json(server: Server, record: ThreadRecord) -> dict[str, Any]:
-    """A thread record with its current values and pending interrupts."""
-    snapshot = server.snapshot(record)
+    """A thread record with its current values and pending interrupts (none shown when the revision it runs cannot
+    be read: the thread is still listed, and `threads.get_state` or a run on it says why)."""
+    try:
+        snapshot = server.snapshot(record)
+    except ConfigError as err:  # its revision unknown to the database, damaged, or no longer compiling
+        _log.warning("%s", err.message)
+        snapshot = None
     interrupts: dict[str, list[Any]] = {}
     if snapshot is not None:
         for task in snapshot.tasks:
@@ -223,7 +231,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
                 409, ErrorCode.THREAD_BUSY, f"thread {thread_id!r} has a run in progress", hint="wait for it"
             )
         checkpoint_id = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
-        assistant = server.thread_assistant(record)
+        assistant = server.thread_view(record, checkpoint_id)  # the graph of the revision that checkpoint ran
         snapshot = snapshot_of(assistant, thread_id, checkpoint_id)
         if assistant is None or snapshot is None:
             raise ApiError(404, "checkpoint-not-found", f"thread {thread_id!r} has no state yet", hint="run it first")
@@ -253,7 +261,7 @@ def _thread_state_routes(server: Server, router: APIRouter) -> None:
         """The thread's states, newest first."""
         refuse_unsupported(body, "threads.get_history")
         record = readable(server, caller, thread_id)
-        assistant = server.thread_assistant(record)
+        assistant = server.thread_view(record)
         if assistant is None:
             return []
         before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
@@ -275,7 +283,8 @@ def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
 
 
 def snapshot_of(assistant: Assistant | None, thread_id: str, checkpoint_id: str | None = None) -> Any:
-    """The graph's state snapshot for a thread (None when the thread has no graph or no checkpoint)."""
+    """The graph's state snapshot for a thread (None when the thread has no graph or no checkpoint); `assistant`
+    is the graph at the revision the thread runs (`Server.thread_view`)."""
     if assistant is None:
         return None
     snapshot = assistant.app.graph.get_state(_config(thread_id, checkpoint_id))  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from agentmap.server import Guard, Reach, new_token
 from agentmap.spec.columns import COLUMNS, map_headers
 from agentmap.studio._check import check_rows, draw_sheet
 from agentmap.studio._files import FileChangedError, Files
+from agentmap.studio._impact import impact
 from agentmap.studio._runs import ServedFile
 from agentmap.studio._workbook import Editable, FormulaCellsError, SheetDocument
 
@@ -123,7 +124,9 @@ def create_studio_app(config: StudioConfig) -> FastAPI:
         return page.read_text(encoding="utf-8")
 
     app.mount("/studio/static", StaticFiles(directory=str(static)), name="studio")
-    app.include_router(_routes(files, config.options), dependencies=[Depends(_key_check(config.api_key))])
+    app.include_router(
+        _routes(files, config.options, config.checkpoint), dependencies=[Depends(_key_check(config.api_key))]
+    )
     app.include_router(_run_routes(files, served), dependencies=[Depends(_key_check(config.api_key))])
     app.mount("/server", served)  # agentmap serve's own routes (the LangGraph protocol), for the saved file
 
@@ -157,7 +160,7 @@ def _key_check(api_key: str | None) -> Any:
     return check
 
 
-def _routes(files: Files, options: CompileOptions) -> APIRouter:
+def _routes(files: Files, options: CompileOptions, checkpoint: str) -> APIRouter:
     router = APIRouter(prefix="/studio/api")
 
     @router.get("/files")
@@ -186,6 +189,13 @@ def _routes(files: Files, options: CompileOptions) -> APIRouter:
         if not checked.valid or checked.workflow is None:
             raise WorkflowValidationError(checked.issues, source=body.file)
         return {"svg": draw_sheet(checked, body.graph, options)}
+
+    @router.post("/impact")
+    def what_saving_does(sheet: Sheet) -> dict[str, Any]:
+        """The threads waiting on the file (in the studio's checkpoint) and what saving the sheet as it is on screen
+        would do to each (nothing is written): the page shows it before it saves."""
+        checked = check_rows(files.document(sheet.file), [(r.id, r.cells) for r in sheet.rows], options)
+        return impact(files.path(sheet.file), checked, checkpoint, options)
 
     @router.get("/version")
     def version(file: str) -> dict[str, str]:

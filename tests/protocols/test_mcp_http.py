@@ -305,6 +305,32 @@ def test_a_web_page_of_an_origin_not_allowed_is_refused() -> None:
         assert httpx.post(f"{url}/mcp", json=opening, headers=accept).status_code == 200  # no page: no Origin
 
 
+async def test_a_pause_answered_after_the_file_changed_finishes_on_the_revision_it_started_on(
+    project: Callable[..., Served], tmp_path: Path
+) -> None:
+    server = project()
+    async with connected(server.url) as session:
+        paused = await session.call_tool("Publish", {"draft": "the post"})
+        assert paused.structuredContent is not None, _text(paused)
+        thread_id = paused.structuredContent["thread_id"]
+    server.stop()
+    edited = FLOWS.replace("approved,Done\n", "approved,Announce\n").replace(
+        "Publish,Done,echo,,,,approved|draft,result,", "Publish,Announce,template,Out now: {draft},,,draft,result,"
+    )
+    (tmp_path / "flows.csv").write_text(edited, encoding="utf-8")  # Done replaced by Announce while the run waits
+
+    again = project()
+    async with connected(again.url) as session:
+        done = await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
+        assert not done.isError, _text(done)
+        assert done.structuredContent is not None
+        assert done.structuredContent["result"] == {"approved": True, "draft": "the post"}  # Done ran, not Announce
+        fresh = await session.call_tool("Publish", {"draft": "a note"})
+        assert fresh.structuredContent is not None
+        new = await session.call_tool("resume", {"thread_id": fresh.structuredContent["thread_id"], "answer": "yes"})
+        assert new.structuredContent is not None and new.structuredContent["result"] == "Out now: a note"
+
+
 async def test_every_request_is_logged_once_after_an_mcp_session(tmp_path: Path) -> None:
     """The MCP SDK's `logging.debug` when a client's stream closes installs a root handler (`basicConfig`): the
     server's request lines, which also went up to the root logger, were printed twice from then on. A fresh

@@ -352,3 +352,26 @@ async def test_every_graph_of_graphs_is_listed_and_called(tmp_path: Path) -> Non
                 result = await session.call_tool("resume", {"thread_id": content["thread_id"], "answer": "yes"})
                 content = result.structuredContent or {}
             assert content.get("graph_success") is True, (tool.name, _text(result))
+
+
+async def test_a_pause_answered_after_the_file_changed_finishes_on_the_revision_it_started_on(tmp_path: Path) -> None:
+    flows = _flows(tmp_path / "flows")
+    database = tmp_path / "runs.db"
+    async with connected(tmp_path, flows, "--checkpoint", database) as session:
+        paused = await session.call_tool("Publish", {"draft": "the post"})
+        assert paused.structuredContent is not None and paused.structuredContent["status"] == "paused"
+        thread_id = paused.structuredContent["thread_id"]
+    edited = FLOWS.replace("approved,Done\n", "approved,Announce\n").replace(
+        "Publish,Done,echo,,,,approved|draft,result,", "Publish,Announce,template,Out now: {draft},,,draft,result,"
+    )
+    flows.write_text(edited, encoding="utf-8")  # Done replaced by Announce while the run waits
+
+    async with connected(tmp_path, flows, "--checkpoint", database) as session:
+        done = await session.call_tool("resume", {"thread_id": thread_id, "answer": "yes"})
+        assert not done.isError, _text(done)
+        assert done.structuredContent is not None
+        assert done.structuredContent["result"] == {"approved": True, "draft": "the post"}  # Done ran, not Announce
+        fresh = await session.call_tool("Publish", {"draft": "a note"})  # a new run takes the file as it is
+        assert fresh.structuredContent is not None
+        again = await session.call_tool("resume", {"thread_id": fresh.structuredContent["thread_id"], "answer": "yes"})
+        assert again.structuredContent is not None and again.structuredContent["result"] == "Out now: a note"

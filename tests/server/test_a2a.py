@@ -282,3 +282,28 @@ def test_without_the_sdk_a2a_answers_which_extra_to_install(monkeypatch: pytest.
         assert client.get("/ok").status_code == 200  # the rest of the server works
     assert answer.status_code == 501
     assert answer.json()["code"] == "not-supported" and "agentmap[a2a]" in answer.json()["hint"]
+
+
+async def test_a_pause_is_answered_on_the_revision_it_started_on_after_the_file_changed(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    database = str(tmp_path / "runs.db")
+    with serving(project, checkpoint=database) as url:
+        async with agent(url, "Review") as client:
+            task = await task_of(client, message(new_text_part("tea")))
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    edited = (  # Approve renamed Approval, and a node after it
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "Review,Draft,template,Draft about {topic},topic,draft,Approval\n"
+        "Review,Approval,ReviewAgent,,draft,approved,Publish\n"
+        "Review,Publish,template,Published {draft},draft,published,\n"
+    )
+    (project / "review.csv").write_text(edited, encoding="utf-8")
+    with serving(project, checkpoint=database) as url:
+        async with agent(url, "Review") as client:
+            done = await task_of(client, message(new_text_part("yes"), task=task))
+            fresh = await task_of(client, message(new_text_part("cake")))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED, done.status
+    answered = get_data_parts(done.artifacts[0].parts)[0]
+    assert answered["approved"] is True and "published" not in answered  # the graph it started on, to its end
+    assert fresh.status.state == TaskState.TASK_STATE_INPUT_REQUIRED  # a new context takes the file as it is
+    assert get_data_parts(fresh.status.message.parts)[0]["node"] == "Approval"

@@ -302,3 +302,28 @@ def test_a_body_is_read_by_the_servers_one_reader(url: str) -> None:
     surrogate = httpx.post(f"{url}/agui/HelloWorld", content=lone, headers=sent)
     assert refusal(surrogate)[:2] == (422, "bad-input") and "messages[0].content" in refusal(surrogate)[2]
     assert "/agui/{key}" in httpx.get(f"{url}/openapi.json").json()["paths"]
+
+
+def test_a_pause_is_answered_on_the_revision_it_started_on_after_the_file_changed(tmp_path: Path) -> None:
+    folder = make_project(tmp_path / "p")
+    with serving(folder, checkpoint=str(tmp_path / "runs.db")) as served:
+        _, paused = post(served, "Review", body("edited-1", "tea", protocolVersion="1.0"))
+        (interrupt,) = paused[-1]["outcome"]["interrupts"]
+        (folder / "review.csv").write_text(  # Approve renamed Approval, and a node after it
+            "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+            "Review,Draft,template,Draft about {topic},topic,draft,Approval\n"
+            "Review,Approval,ReviewAgent,,draft,approved,Publish\n"
+            "Review,Publish,template,Published {draft},draft,published,\n",
+            encoding="utf-8",
+        )
+        assert httpx.post(f"{served}/assistants/reload", json={}).status_code == 200
+        _, told = post(served, "Review", body("edited-1", "hello?", protocolVersion="1.0"))  # its question, again
+        assert kinds(told) == ["RUN_STARTED", "STATE_SNAPSHOT", "CUSTOM", "RUN_FINISHED"], kinds(told)
+        assert told[-1]["outcome"]["interrupts"][0]["id"] == interrupt["id"]
+        answer = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": "yes"}}]
+        _, answered = post(served, "Review", body("edited-1", resume=answer, protocolVersion="1.0"))
+        assert answered[-1]["type"] == "RUN_FINISHED", answered[-1]
+        assert answered[-1]["result"]["approved"] is True and "published" not in answered[-1]["result"]
+        _, fresh = post(served, "Review", body("edited-2", "cake"))  # a new thread takes the file as it is
+        steps = [e["stepName"] for e in fresh if e["type"] == "STEP_STARTED"]
+        assert steps[-1] == "Approval", steps

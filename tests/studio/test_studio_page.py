@@ -548,3 +548,56 @@ def test_an_answer_typed_in_the_page_means_what_it_says(browser: Any, tmp_path: 
         button.click()
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
         assert "2 cups approved: False" in page.get_by_role("region", name="Final state").inner_text()
+
+
+APPROVE = '"{""interaction_type"": ""approval""}"'
+PURCHASE = (
+    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
+    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
+    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
+)
+
+
+def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_to_them(
+    browser: Any, tmp_path: Path
+) -> None:
+    import agentmap
+
+    flow = tmp_path / "purchase.csv"
+    flow.write_text(PURCHASE, encoding="utf-8")
+    saver = agentmap.checkpointer(str(tmp_path / "studio.db"))  # where the studio keeps its runs' threads
+    app = agentmap.compile(flow, checkpointer=saver)
+    for n in range(3):
+        assert app.invoke({"request": f"item {n}"}, {"configurable": {"thread_id": f"wait-{n}"}}).interrupts
+    app.invoke({"request": "done"}, {"configurable": {"thread_id": "finished"}})
+    app.thread("finished").resume("yes")  # finished: not waiting
+
+    with studio_page(browser, flow) as page:
+        edit(page, cell(page, 2, 2), "Approval")  # Review renamed
+        edit(page, cell(page, 3, 4), "Bought {request}: {approved}")  # a prompt of a node still to run
+        page.keyboard.press("Control+s")
+        page.wait_for_function("document.body.dataset.state === 'impact'", timeout=20_000)
+        warning = page.get_by_role("alert").filter(has_text="Threads waiting on this file")
+        text = warning.inner_text()
+        assert "3 threads of purchase.csv wait on the revision they started on" in text, text
+        assert "3 would need a migration map" in text, text
+        changes = page.get_by_role("list", name="Changes since their revisions").inner_text()
+        assert "(3 threads)" in changes and "Review" in changes and "Approval" in changes, changes
+        waiting = page.get_by_role("list", name="Waiting threads").get_by_role("listitem").all_inner_texts()
+        assert sorted(w[:6] for w in waiting) == ["wait-0", "wait-1", "wait-2"], waiting
+        assert all("needs-migration" in w and "map: node,Review,Approval" in w for w in waiting), waiting
+        page.screenshot(path=str(artefacts(tmp_path) / "studio-impact.png"))
+        assert flow.read_text(encoding="utf-8") == PURCHASE  # nothing written yet
+
+        page.get_by_role("button", name="Keep editing").click()
+        assert page.evaluate("document.body.dataset.state") == "edited" and not warning.is_visible()
+        page.keyboard.press("Control+s")
+        page.get_by_role("button", name="Save: they finish on their revisions").click()
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=20_000)
+        assert "Purchase,Approval,human" in flow.read_text(encoding="utf-8")
+
+    edited = agentmap.compile(flow, checkpointer=agentmap.checkpointer(str(tmp_path / "studio.db")))
+    result = edited.thread("wait-1").resume("yes")  # it finishes on the revision it started on
+    assert result.state["note"] == "Told the team about item 1"
+    assert result.state["report"] == "Purchase of item 1 approved: True"

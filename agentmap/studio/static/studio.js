@@ -659,11 +659,22 @@ function markPictureNode() {
 
 // ---- saving and changes on disk -------------------------------------------------------------------------
 
-async function save(force = false) {
+// before a save, the threads waiting on the file (in the studio's checkpoint) and what the sheet on screen would
+// do to them are shown, and the save waits for a click: they keep the revision they started on either way
+async function save(force = false, confirmed = force) {
   if (S.editing) finishEdit(true);
   S.saving = true;
   say("Saving…", "saving");
   try {
+    if (!confirmed) {
+      const found = await api("POST", "impact", sheet());
+      if (found.waiting) {
+        showImpact(found);
+        say(`Not saved yet: ${plural(found.waiting, "thread")} ${found.waiting === 1 ? "waits" : "wait"} on this file`, "impact");
+        return;
+      }
+    }
+    hideImpact();
     const data = await api("POST", "save", { ...sheet(), base: S.version, force });
     const keep = S.sel ? { pos: S.rows.indexOf(S.sel.row), col: S.sel.col } : null;
     load(data);
@@ -680,6 +691,34 @@ async function save(force = false) {
     S.saving = false;
   }
 }
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+function showImpact(found) {
+  const v = found.verdicts;
+  const judged = [v.safe && `${v.safe} safe`, v["needs-migration"] && `${v["needs-migration"]} would need a migration map`,
+    v.unsafe && `${v.unsafe} unsafe`].filter(Boolean);
+  $("impact-text").textContent = `${plural(found.waiting, "thread")} of ${S.file} ${found.waiting === 1 ? "waits" : "wait"} on `
+    + "the revision they started on. Saving keeps them there (they finish on it); new runs take this sheet. "
+    + (judged.length ? `Moved to this sheet (agentmap resume ID --latest): ${judged.join(", ")}.` : "");
+  $("impact-changes").replaceChildren(...found.revisions.map((r) => {
+    const li = document.createElement("li");
+    li.textContent = `since revision ${r.revision} (${plural(r.threads, "thread")}): ` + (r.changes.length ? r.changes.join("; ") : "no change");
+    return li;
+  }));
+  $("impact-threads").replaceChildren(...found.threads.map((t) => {
+    const li = document.createElement("li");
+    li.className = t.verdict || "unknown";
+    const said = [...t.reasons, ...t.map.map((line) => `map: ${line}`)].join("; ");
+    li.textContent = `${t.thread.slice(0, 8)} ${t.status} at ${t.at.join(", ") || "-"} (revision ${t.revision || "-"}): `
+      + `${t.verdict || "not judged"}${said ? " · " + said : ""}`;
+    return li;
+  }));
+  $("impact").hidden = false;
+  $("impact-save").focus();
+}
+
+function hideImpact() { $("impact").hidden = true; }
 
 function showChanged(text, offerOverwrite) {
   $("changed-text").textContent = text;
@@ -957,7 +996,8 @@ async function fork(checkpointId) {
     } catch (err) { runStatus(err.message, "error"); return; }
   }
   resetRun();
-  await go({ input: null, checkpoint_id: from });
+  // the saved file's version, not the one the thread ran (the server refuses a fork that version cannot go on from)
+  await go({ input: null, checkpoint_id: from, config: { configurable: { assistant_version: "latest" } } });
 }
 
 async function listThreads() {
@@ -1023,6 +1063,8 @@ $("row-up").addEventListener("click", () => moveRow(-1));
 $("row-down").addEventListener("click", () => moveRow(1));
 $("add-column").addEventListener("change", (e) => { addColumn(e.target.value); e.target.value = ""; });
 $("save-button").addEventListener("click", () => save(false));
+$("impact-save").addEventListener("click", () => save(false, true));
+$("impact-cancel").addEventListener("click", () => { hideImpact(); say("Not saved", "edited"); });
 $("reload-button").addEventListener("click", () => openFile(S.file));
 $("overwrite-button").addEventListener("click", () => { hideChanged(); save(true); });
 $("dismiss-button").addEventListener("click", hideChanged);
