@@ -206,8 +206,12 @@ def _async(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator
 _RUNNER: RowRunner | None = None
 
 
-def _start_worker(recipe: WorkflowRecipe, batch_pid: int) -> None:
-    """Process pool initializer: compile once; leave Ctrl-C to the parent, which stops the pool."""
+def _start_worker(recipe: WorkflowRecipe, batch_pid: int, environment: dict[str, str]) -> None:
+    """Process pool initializer: the batch's environment as it is now (the fork server, which an earlier batch of
+    this process may have started, keeps the one of its own start: a key set since would be missing); compile
+    once; leave Ctrl-C to the parent, which stops the pool."""
+    os.environ.clear()
+    os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with(batch_pid)
     global _RUNNER
@@ -336,7 +340,9 @@ def _pool(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(recipe, os.getpid()))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(recipe, os.getpid(), dict(os.environ))
+    )
     pending: set[Future[list[RowResult]]] = set()
     try:
         for chunk in chunks(jobs, chunk_size):

@@ -57,3 +57,17 @@ def test_stopping_the_workers_stops_what_the_fork_server_started(tmp_path: Path)
     assert code == 0, err
     state, quick = out.split()
     assert state in ("gone", "Z") and quick == "True"  # ended (a zombie is ended, waiting to be reaped)
+
+
+def test_process_workers_see_the_environment_the_batch_runs_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable set after an earlier process batch (whose fork server keeps the environment of its start) reaches
+    the workers of the next one: a key exported since is not missing there."""
+    flow = shout_flow(tmp_path)
+    agentmap.batch(flow, words("warm"), executor="process", workers=1)  # the fork server starts without the log
+    log = tmp_path / "runs.log"
+    monkeypatch.setenv("BATCH_RUN_LOG", str(log))
+    result = agentmap.batch(flow, words("a", "b"), executor="process", workers=1)
+    assert result.successes == 2
+    assert sorted(log.read_text(encoding="utf-8").split()) == ["a", "b"]
