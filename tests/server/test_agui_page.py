@@ -113,6 +113,7 @@ def test_a_user_signs_in_chats_answers_the_approval_and_finds_the_thread(
         assert _state(page, "signed-in") == "signed-in"
         assert page.eval_on_selector_all("#threads button", "b => b.length") == 0  # the Hi thread is not a chat
         page.click("#new-chat")
+        assert _state(page, "idle") == "idle"  # the new thread is open
         thread = page.evaluate("document.body.dataset.thread")
         page.fill("#say", "please title case hello world")
         page.click("#send")
