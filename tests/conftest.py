@@ -178,9 +178,14 @@ def postgres_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_url(postgres_server: str) -> str:
-    """A new, empty database on the session's PostgreSQL server."""
-    return str(_pg().new_database(postgres_server))
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A new, empty database on the session's PostgreSQL server; this process's pool of it closed after the test
+    (the server allows 100 connections, and each database's pool would otherwise keep one for the whole run)."""
+    from agentmap.runtime.checkpoint import close_pools
+
+    url = str(_pg().new_database(postgres_server))
+    yield url
+    close_pools(url)
 
 
 @pytest.fixture

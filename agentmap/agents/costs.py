@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmap._langgraph import current_config
 from agentmap.agents.prices import DEFAULT_PRICES, PRICES_DATE, Price, price_of, price_table
 from agentmap.errors import AgentMapError, ErrorCode
 
@@ -187,6 +186,7 @@ def meter() -> Meter | None:
     """The meter of the run whose node is running here (None outside a run AgentMap started)."""
     if "langchain_core.runnables.config" not in sys.modules:
         return None  # no run has started in this process
+    from agentmap._langgraph import current_config
 
     found = (current_config().get("configurable") or {}).get(METER_KEY)
     return found if isinstance(found, Meter) else None

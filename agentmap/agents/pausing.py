@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentmap._langgraph import CHECKPOINTER_KEY
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
-from agentmap.agents.builtins import InputAgent, safe_format
 from agentmap.agents.findings import ConfigWarning
 from agentmap.agents.questions import AnswerError, check_answer, question
 from agentmap.agents.registry import agent
@@ -50,6 +48,7 @@ def require_checkpointer(node: str, kind: str) -> None:
         configurable = get_config().get("configurable", {})
     except RuntimeError:  # not inside a graph run
         return
+    from agentmap._langgraph import CHECKPOINTER_KEY
 
     if CHECKPOINTER_KEY in configurable and configurable[CHECKPOINTER_KEY] is None:
         raise RuntimeError(
@@ -63,6 +62,7 @@ def pauses_run(agent_class: type[BaseAgent], context: Mapping[str, Any]) -> bool
 
     `human` and `suspend` nodes (and their subclasses) always do; an `input` node with Context `interrupt: true`.
     """
+    from agentmap.agents.builtins import InputAgent
 
     if issubclass(agent_class, _WaitingAgent):
         return True
@@ -90,6 +90,7 @@ def ask(payload: dict[str, Any]) -> Any:
 def _prompt_text(agent: BaseAgent, inputs: Mapping[str, Any], fallback: str) -> str:
     if not agent.prompt:
         return fallback
+    from agentmap.agents.builtins import safe_format
 
     try:
         return safe_format(agent.prompt, inputs).strip()

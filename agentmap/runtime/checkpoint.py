@@ -44,6 +44,7 @@ __all__ = [
     "checkpoint_exists",
     "checkpoint_target",
     "checkpointer",
+    "close_pools",
     "is_postgres",
     "redacted",
     "resolve_checkpointer",
@@ -299,16 +300,23 @@ def _pool(url: str, options: dict[str, Any]) -> Any:
         pool = _POOLS.get(url)
         if pool is None or pool.closed:
             if not _POOLS:
-                atexit.register(_close_pools)
+                atexit.register(close_pools)
             pool = _POOLS[url] = ConnectionPool(url, min_size=1, max_size=8, kwargs=options, open=True)
         return pool
 
 
-def _close_pools() -> None:
+def close_pools(url: str | None = None) -> None:
+    """Close this process's connection pool of the database at `url` (every pool without `url`).
+
+    A program that is done with a database (a test that made its own) closes its pool here, so its idle
+    connections do not count against the server's `max_connections` for as long as the process lives; a saver
+    of that database opened again later gets a new pool. Every pool is closed when the process exits.
+    """
     with _POOLS_LOCK:
-        for pool in _POOLS.values():
-            pool.close()
-        _POOLS.clear()
+        for key in [url] if url is not None else list(_POOLS):
+            pool = _POOLS.pop(key, None)
+            if pool is not None:
+                pool.close()
 
 
 def _postgres_saver(url: str) -> Any:

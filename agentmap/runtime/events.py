@@ -34,8 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentmap.runtime.views import views
-
 if TYPE_CHECKING:
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
@@ -138,6 +136,7 @@ def _global_observers() -> tuple[RunHooks, ...]:
     provider = otel_trace.get_tracer_provider()
     if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):  # none installed
         return ()
+    from agentmap.runtime.views import views
 
     found = views().installed_provider()
     return (found,) if found is not None else ()

@@ -7,8 +7,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentmap.runtime.checkpoint import _POSTGRES, _need, _on_postgres, _on_sqlite, checkpoint_target, sqlite_path
-
 __all__ = ["item_store"]
 
 
@@ -27,6 +25,7 @@ def item_store(value: str | None = None, *, lazy: bool = False) -> Any:
     if lazy:
         return _opened_on_first_use(value)
     # Here, not at the top: a run whose nodes never use the lazy store loads none of the savers' code.
+    from agentmap.runtime.checkpoint import _POSTGRES, checkpoint_target, sqlite_path
 
     target = checkpoint_target(value)
     if target.strip().lower() == "memory":
@@ -64,6 +63,7 @@ def _opened_on_first_use(value: str | None) -> Any:
 
 
 def _sqlite_store(path: Path) -> Any:
+    from agentmap.runtime.checkpoint import _need, _on_sqlite
 
     _need("langgraph.store.sqlite", "sqlite")
     from langgraph.store.sqlite import SqliteStore
@@ -72,6 +72,7 @@ def _sqlite_store(path: Path) -> Any:
 
 
 def _postgres_store(url: str) -> Any:
+    from agentmap.runtime.checkpoint import _need, _on_postgres
 
     _need("langgraph.store.postgres", "postgres")
     from langgraph.store.postgres import PostgresStore

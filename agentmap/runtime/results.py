@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.runtime.tracking import NodeExecution
-from agentmap.runtime.views import views
 
 if TYPE_CHECKING:
     from agentmap.runtime.runner import CompiledWorkflow
@@ -125,6 +124,7 @@ class RunResult:
         Args:
             path: Also write the picture here (`.svg`, or `.png` with the `draw` extra).
         """
+        from agentmap.runtime.views import views
 
         if self.workflow is None:
             raise ValueError("this RunResult does not know its workflow; draw it with agentmap.observe.draw_run")
@@ -132,5 +132,6 @@ class RunResult:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: the run's path as SVG (drawn offline), the summary table as HTML, and text."""
+        from agentmap.runtime.views import views
 
         return views().run_bundle(self)

@@ -18,19 +18,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from agentmap.agents.builtins import InputAgent
-from agentmap.agents.pausing import pauses_run
 from agentmap.runtime._run_config import aopen_run, on_thread, open_run, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
-from agentmap.runtime.durable import Thread
 from agentmap.runtime.events import RunHooks, flush_observers, observers_for
-from agentmap.runtime.inputs import missing_inputs, missing_state
 from agentmap.runtime.options import CompileOptions
 from agentmap.runtime.results import RunResult
-from agentmap.runtime.revisions import can_store, keep, revision_of
-from agentmap.runtime.threads import file_digest
 from agentmap.runtime.tracking import ExecutionTracker, SuccessPolicy, resolve_policy
-from agentmap.runtime.views import views
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -114,11 +107,13 @@ class CompiledWorkflow:
 
         A run holding one needs a checkpointer to be resumed.
         """
+        from agentmap.agents.pausing import pauses_run
 
         return [name for name, agent in self.agents.items() if pauses_run(type(agent), agent.context)]
 
     def prompting_nodes(self) -> list[str]:
         """`input` nodes that ask on the terminal (or read piped stdin) rather than pausing the run."""
+        from agentmap.agents.builtins import InputAgent
 
         pausing = set(self.pausing_nodes())
         return [name for name, agent in self.agents.items() if isinstance(agent, InputAgent) and name not in pausing]
@@ -140,11 +135,13 @@ class CompiledWorkflow:
 
     @cached_property
     def _disk_digest(self) -> str | None:
+        from agentmap.runtime.threads import file_digest
 
         return file_digest(self.spec.file) if self.spec.file else None
 
     @cached_property
     def _revision_parts(self) -> tuple[Revision, dict[str, bytes]] | None:
+        from agentmap.runtime.revisions import revision_of
 
         if self._sources is None or not self.spec.file:
             return None
@@ -169,6 +166,7 @@ class CompiledWorkflow:
     def keep_revision(self) -> str | None:
         """Store this workflow's revision in its checkpointer's database (once per database); its id, or None when
         there is none to keep (no file, or a saver that keeps no revisions)."""
+        from agentmap.runtime.revisions import can_store, keep
 
         revision, saver = self.revision, self.graph.checkpointer
         if revision is None or not can_store(saver):
@@ -376,6 +374,7 @@ class CompiledWorkflow:
         """
         if all(key in state for key in self._asked):  # the common case, without building a message
             return None
+        from agentmap.runtime.inputs import missing_state
 
         found = missing_state(self.spec, state, self._called)
         if found is not None and thread_id is not None and self.graph.checkpointer not in (None, False, True):
@@ -391,6 +390,7 @@ class CompiledWorkflow:
     @cached_property
     def _asked(self) -> tuple[str, ...]:
         """The inputs a new state must hold: those no node writes (see `runtime.inputs.missing_inputs`)."""
+        from agentmap.runtime.inputs import missing_inputs
 
         return tuple(missing_inputs(self.spec, {}, self._called))
 
@@ -407,6 +407,7 @@ class CompiledWorkflow:
         Raises:
             ConfigError: The workflow was compiled without a checkpointer (`usage`).
         """
+        from agentmap.runtime.durable import Thread
 
         return Thread(self, thread_id)
 
@@ -416,10 +417,12 @@ class CompiledWorkflow:
 
     def draw(self, path: str | Path | None = None) -> str:
         """The graph as SVG, drawn offline; also written to `path` (`.svg`, or `.png` with the `draw` extra)."""
+        from agentmap.runtime.views import views
 
         return views().draw_graph(self, path)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter's view: SVG (offline) plus `text/vnd.mermaid` for JupyterLab's Mermaid renderer."""
+        from agentmap.runtime.views import views
 
         return views().graph_bundle(self)
