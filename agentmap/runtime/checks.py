@@ -99,8 +99,10 @@ class BuildOptions:
             return known
         folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
         if folder not in self._overlays:
-            refusal = self.code_folder(graph, "custom_agents").refusal
-            self._overlays[folder] = self.registry.with_folder(folder, refusal)
+            # where the folder's files may lead is worked out when one is imported, not for every compile
+            self._overlays[folder] = self.registry.with_folder(
+                folder, lambda file: self.code_folder(graph, "custom_agents").refusal(file)
+            )
         if file is not None and graph.file:
             self._files[graph.file] = (file, self._overlays[folder])
         return self._overlays[folder]
