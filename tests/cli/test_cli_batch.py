@@ -17,6 +17,7 @@ import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap_tty
 from components import clean_env
+from timing import deadline, scaled
 
 from agentmap.cli import main
 
@@ -149,11 +150,11 @@ def _start_and_stop(
     with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
         proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
     partial = folder / "out.csv.partial"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
+    give_up = deadline(60)
+    while time.monotonic() < give_up and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
         time.sleep(0.02)
     os.kill(whom(proc.pid), sig)
-    code = proc.wait(timeout=60)
+    code = proc.wait(timeout=scaled(60))
     return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
 
@@ -164,7 +165,7 @@ def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> No
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1  # less the header line
     assert 30 <= kept < 200 and not (tmp_path / "out.csv").exists()
     ran_before = len((tmp_path / "runs.log").read_text().split())
-    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=scaled(120))
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
     assert summary["skipped"] >= kept - 1 and summary["skipped"] + summary["ran"] == 200
@@ -189,8 +190,8 @@ def _processes_in(folder: Path) -> list[int]:
 
 def _gone(folder: Path, within: float = 30.0) -> list[int]:
     """The processes still working in `folder` once they have all ended, or when `within` seconds have passed."""
-    deadline = time.monotonic() + within
-    while (left := _processes_in(folder)) and time.monotonic() < deadline:
+    give_up = deadline(within)
+    while (left := _processes_in(folder)) and time.monotonic() < give_up:
         time.sleep(0.05)
     return left
 
@@ -240,7 +241,7 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, exe
     assert json.loads(out)["interrupted"] is True
     assert _processes_in(tmp_path) == []  # the command waited for its workers: none is left behind
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
-    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=scaled(120))
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
     assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
 
