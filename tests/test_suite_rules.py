@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 TESTS = Path(__file__).parent
 TIMING = TESTS / "timing.py"
@@ -91,3 +92,17 @@ LocalToolExecutor(tools, timeout=0.3)
     tree = ast.parse(code)
     assert [n.lineno for n in _fixed_deadlines(tree)] == [4]
     assert [k.lineno for k in _fixed_timeouts(tree)] == [5]
+
+
+def test_a_matrix_sample_has_each_value_of_each_parameter() -> None:
+    from types import SimpleNamespace
+
+    from conftest import sampled
+
+    combinations: list[Any] = [
+        SimpleNamespace(callspec=SimpleNamespace(params={"store": store, "boundary": boundary}))
+        for store in ("sqlite", "postgres")
+        for boundary in ("model1", "tool1", "model2")
+    ]
+    kept = [tuple(getattr(c, "callspec").params.values()) for c in sampled(combinations)]  # noqa: B009
+    assert kept == [("sqlite", "model1"), ("sqlite", "tool1"), ("sqlite", "model2"), ("postgres", "model1")]

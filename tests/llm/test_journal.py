@@ -154,6 +154,7 @@ def store(request: pytest.FixtureRequest) -> dict[str, str]:
     return {"AGENTMAP_CHECKPOINT": str(request.getfixturevalue("postgres_url"))}
 
 
+@pytest.mark.matrix  # boundary x store: sampled unless AGENTMAP_TEST_FULL_MATRIX=1 (tests/conftest.py)
 @pytest.mark.parametrize("boundary", ["model1", "tool1", "model2", "tool2", "model3"])
 def test_a_kill_at_each_call_boundary_repeats_no_finished_call_and_no_effect(
     tmp_path: Path, loop: Loop, boundary: str, store: dict[str, str]
