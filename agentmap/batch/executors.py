@@ -321,8 +321,6 @@ def _stop_children(server: int, timeout: float) -> None:
 
 def _stop_forked(server: int, timeout: float) -> None:
     """SIGTERM to each process the (paused) fork server `server` started; wait for them (at most `timeout` s)."""
-    import signal
-
     try:
         pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
     except (OSError, ValueError):

@@ -24,6 +24,10 @@ __all__ = ["REASON", "binaries", "new_database", "outage", "server", "start", "s
 REASON = "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
 
 
+_SETTINGS = "-c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=400"
+"""No TCP, no waiting for the disk; room for every xdist worker's connections (the run shares one server)."""
+
+
 def binaries() -> Path | None:
     """The folder of `initdb` and `pg_ctl`, or None."""
     found = find_executable("pg_ctl", "/usr/lib/postgresql/*/bin")
@@ -56,7 +60,7 @@ def start(bin_dir: Path) -> str:
             check=True,
             capture_output=True,
         )
-        options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+        options = f"-p {port} -k {folder} {_SETTINGS}"
         subprocess.run(
             _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "start"]),
             check=True,
@@ -115,7 +119,7 @@ def outage(url: str, seconds: float) -> None:
     stop = [pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]  # connections cut; committed work kept
     subprocess.run(_as_postgres(stop), check=True, capture_output=True)
     time.sleep(seconds)  # the outage itself
-    options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+    options = f"-p {port} -k {folder} {_SETTINGS}"
     subprocess.run(
         _as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]),
         check=True,

@@ -73,7 +73,9 @@ def test_two_users_of_the_javascript_client_each_reach_only_their_own(node_clien
     folder = make_project(tmp_path / "served")
     (folder / "auth.py").write_text(USERS, encoding="utf-8")
     with serving(folder / "hello.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
-        done = subprocess.run(["node", "users.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", "users.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=scaled(120)
+        )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["owner"] == "ada" and seen["waited"]["greeting"] == "Hello, Ada!"

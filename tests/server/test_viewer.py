@@ -132,10 +132,10 @@ def test_viewer_runs_as_the_user_its_authorization_field_names(tmp_path: Path, b
         page.wait_for_selector("#diagram svg g.node")
         page.fill("#fields input[name=topic]", "owls")
         page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
         page.fill("#answer", "approve")
         page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         page.close()
 
         def threads(token: str) -> list[dict[str, Any]]:

@@ -581,7 +581,7 @@ def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_t
         edit(page, cell(page, 2, 2), "Approval")  # Review renamed
         edit(page, cell(page, 3, 4), "Bought {request}: {approved}")  # a prompt of a node still to run
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'impact'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'impact'", timeout=scaled(20_000))
         warning = page.get_by_role("alert").filter(has_text="Threads waiting on this file")
         text = warning.inner_text()
         assert "3 threads of purchase.csv wait on the revision they started on" in text, text
@@ -598,7 +598,7 @@ def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_t
         assert page.evaluate("document.body.dataset.state") == "edited" and not warning.is_visible()
         page.keyboard.press("Control+s")
         page.get_by_role("button", name="Save: they finish on their revisions").click()
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(20_000))
         assert "Purchase,Approval,human" in flow.read_text(encoding="utf-8")
 
     edited = agentmap.compile(flow, checkpointer=agentmap.checkpointer(str(tmp_path / "studio.db")))
