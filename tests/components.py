@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from timing import scaled
 
 __all__ = ["clean_env", "find_executable", "npm_installed", "require"]
 
@@ -60,7 +61,7 @@ def npm_installed(package: Path, folder: Path, what: str, files: tuple[str, ...]
         cwd=folder,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     require(done.returncode == 0, f"npm ci could not install {what}: {done.stderr[-500:]}")
     return folder

@@ -63,20 +63,91 @@ def _tier(config: pytest.Config) -> str:
     return "all" if named else "fast"
 
 
+FULL_MATRIX = "AGENTMAP_TEST_FULL_MATRIX"
+"""Set to 1: every combination of a `matrix` test runs (else a sample: `sampled`)."""
+
+
+def sampled(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Of the combinations of one `matrix` test (its parametrized items, in collection order), a sample in which
+    each value of each parameter appears at least once: an item is kept when it brings a value not yet seen."""
+    seen: set[tuple[str, str]] = set()
+    kept: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        values = {(name, repr(value)) for name, value in (callspec.params.items() if callspec else ())}
+        if not values <= seen:
+            seen |= values
+            kept.append(item)
+    return kept
+
+
+def _matrix_sample(config: pytest.Config, items: list[pytest.Item]) -> set[pytest.Item]:
+    """The items of `matrix` tests left out of this run (none when AGENTMAP_TEST_FULL_MATRIX=1, or when the
+    command names a combination: `test_x[a-b]`)."""
+    if os.environ.get(FULL_MATRIX, "") == "1" or any("[" in arg for arg in config.args):
+        return set()
+    tests: dict[tuple[str, str], list[pytest.Item]] = {}
+    for item in items:
+        if item.get_closest_marker("matrix") is not None:
+            tests.setdefault((item.path.as_posix(), getattr(item, "originalname", item.name)), []).append(item)
+    left_out: set[pytest.Item] = set()
+    for combinations in tests.values():
+        left_out |= set(combinations) - set(sampled(combinations))
+    return left_out
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the component tier's tests, and keep only the chosen tier's."""
+    """Mark the component tier's tests, and keep only the chosen tier's and the sample of each `matrix` test."""
     tier = _tier(config)
+    left_out = _matrix_sample(config, items)
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
+        if item in left_out:
+            dropped.append(item)
+            continue
         component = is_component(item)
         if component:
             item.add_marker("component")
+        if "ray_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))  # on one worker: one local Ray for the run
         (keep if tier == "all" or component == (tier == "component") else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+class _XdistGroups:
+    """xdist's `--dist loadgroup` (pyproject.toml's addopts) sends the tests of one `xdist_group` to one worker by
+    the group name it appends to their node ids in each worker; with pytest 9 its `item._nodeid` no longer sets
+    the id (pytest keeps it in `item._id`), so without this every test would be a group of its own. Appends it
+    where xdist's own hook did not (after it: `trylast`)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not config.getoption("loadgroup", False):
+            return
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            names = sorted(
+                {
+                    str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")
+                }
+            )
+            if (
+                names
+                and not item.nodeid.endswith("@" + "_".join(names))
+                and isinstance(getattr(item, "_id", None), NodeId)
+            ):
+                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(_XdistGroups(), "agentmap-xdist-groups")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -163,18 +234,50 @@ def _pg() -> Any:
     return module
 
 
+def _run_folder(factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole run: the session's, or with xdist the controller's, which holds each
+    worker's own (`popen-gw0`, ...)."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+_POSTGRES_RECORD = "postgres.url"
+"""In the run's folder: the URL of the run's PostgreSQL server, written by the process that started it."""
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of a real PostgreSQL server started for this session (see tests/runtime/pg.py).
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The URL of the one real PostgreSQL server of this run (see tests/runtime/pg.py): the first test process
+    (xdist worker) that needs it starts it, the others use it, and the run stops it at its end
+    (`pytest_unconfigure`). Each test gets a database of its own on it (`postgres_url`).
 
     Skips where the server binaries are missing (fails under CI).
     """
+    import fcntl
+
     from components import require
 
     bin_dir = _pg().binaries()
     require(bin_dir is not None, _pg().REASON)
-    with _pg().server(bin_dir) as url:
-        yield url
+    folder = _run_folder(tmp_path_factory)
+    with (folder / "postgres.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process starts it; the others wait, then read its URL
+        record = folder / _POSTGRES_RECORD
+        if not record.exists():
+            record.write_text(_pg().start(bin_dir), encoding="utf-8")
+        return record.read_text(encoding="utf-8")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the run's PostgreSQL server (in the controller, or the one process of a run without xdist)."""
+    factory = getattr(config, "_tmp_path_factory", None)  # pytest's own, as xdist reads it
+    base = getattr(factory, "_basetemp", None)  # None: this process made no temporary folder, so no server
+    if hasattr(config, "workerinput") or not isinstance(base, Path):
+        return
+    record = base / _POSTGRES_RECORD
+    if record.exists():
+        _pg().stop(record.read_text(encoding="utf-8"))
+        record.unlink()
 
 
 @pytest.fixture
@@ -199,6 +302,26 @@ def postgres_with_outage() -> Iterator[tuple[str, Callable[[float], None]]]:
     require(bin_dir is not None, pg.REASON)
     with pg.server(bin_dir) as url:
         yield str(pg.new_database(url)), functools.partial(pg.outage, url)
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[Any]:
+    """The `ray` module, with a local Ray (2 CPUs) started once for the test process. Every test using it runs on
+    the same xdist worker (the `ray` xdist_group, set in `pytest_collection_modifyitems`), so a run starts one."""
+    import logging
+
+    from components import require
+
+    try:
+        import ray
+    except ImportError:
+        require(False, 'Ray is not installed (pip install "agentmap[ray]")')
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    except Exception as exc:
+        require(False, f"a local Ray cannot start here: {exc}")
+    yield ray
+    ray.shutdown()
 
 
 @pytest.fixture

@@ -115,11 +115,10 @@ class Forked:
         os.kill(self.pid, sig)
 
     def wait(self, timeout: float | None = None) -> int:
-        """Wait for the end (`timeout`: seconds on an idle machine, scaled: tests/timing.py); the exit code."""
-        limit = None if timeout is None else scaled(timeout)
-        self._process.join(limit)
+        """Wait for the end, as `subprocess.Popen.wait` does (a test passes `timing.scaled(N)`); the exit code."""
+        self._process.join(timeout)
         if self._process.exitcode is None:
-            raise TimeoutError(f"agentmap (pid {self.pid}) still running after {limit} s")
+            raise TimeoutError(f"agentmap (pid {self.pid}) still running after {timeout} s")
         code: int = self._process.exitcode
         return code
 
@@ -158,9 +157,9 @@ def start(*args: str | Path, cwd: Path, env: Mapping[str, str], terminal: str | 
 
 
 def run(*args: str | Path, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> tuple[int, str, str]:
-    """Run `agentmap ARGS` to its end: exit code, stdout, stderr."""
+    """Run `agentmap ARGS` to its end (`timeout`: seconds on an idle machine, scaled): exit code, stdout, stderr."""
     proc = start(*args, cwd=cwd, env=env)
-    out, err = proc.communicate(timeout=timeout)
+    out, err = proc.communicate(timeout=scaled(timeout))
     return proc.wait(), out, err
 
 
@@ -170,7 +169,8 @@ def start_python(code: str, *, cwd: Path, env: Mapping[str, str] | None = None) 
 
 
 def python(code: str, *, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str]:
-    """Run a Python script's text to its end, as `python -c CODE` would: exit code, stdout, stderr."""
+    """Run a Python script's text to its end, as `python -c CODE` would (`timeout`: seconds on an idle machine,
+    scaled): exit code, stdout, stderr."""
     proc = start_python(code, cwd=cwd, env=env)
-    out, err = proc.communicate(timeout=timeout)
+    out, err = proc.communicate(timeout=scaled(timeout))
     return proc.wait(), out, err

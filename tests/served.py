@@ -11,6 +11,7 @@ from typing import Self
 
 import forked
 import httpx
+from timing import deadline, scaled
 
 
 def free_port() -> int:
@@ -42,9 +43,9 @@ class Served:
         self.proc = forked.start("serve", *self.args, "--port", str(self.port), cwd=self.cwd, env=self.env)
 
     def wait_up(self, timeout: float = 60) -> Self:
-        deadline = time.monotonic() + timeout
+        give_up = deadline(timeout)
         while not self.up():
-            if time.monotonic() > deadline:
+            if time.monotonic() > give_up:
                 raise AssertionError(f"the server on port {self.port} did not answer /ok within {timeout} s")
             time.sleep(0.01)
         return self
@@ -53,7 +54,7 @@ class Served:
         """Whether `/ok` answers 200 now (an AssertionError with the server's stderr if it has exited)."""
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise AssertionError(f"the server exited: {self.proc.communicate(5)[1][-2000:]}")
+            raise AssertionError(f"the server exited: {self.proc.communicate(scaled(5))[1][-2000:]}")
         try:
             return httpx.get(f"{self.url}/ok", timeout=2).status_code == 200
         except httpx.HTTPError:
@@ -63,7 +64,7 @@ class Served:
         """Send `sig` and wait (60 s at most) for the end."""
         assert self.proc is not None
         self.proc.send_signal(sig)
-        self.proc.wait(60)
+        self.proc.wait(scaled(60))
 
     def stop(self, sig: int = signal.SIGKILL) -> None:
         """`kill(sig)` if it still runs."""

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from timing import scaled
 
 from agentmap import _langgraph
 
@@ -55,7 +56,7 @@ def test_the_installed_langgraph_is_one_of_the_supported() -> None:
 )
 def test_a_langgraph_without_what_agentmap_reads_fails_at_import_naming_its_version(name: str, remove: str) -> None:
     probe = f"{remove}\nimport agentmap._langgraph\n"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: AgentMap needs LangGraph internals that langgraph 1.") and name in last

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
+from timing import scaled
 
 import agentmap
 from agentmap import AgentMapError, BaseAgent, ExecutionTracker, StateAdapter, agent
@@ -174,7 +175,7 @@ def _barrier_agent(barrier: threading.Barrier) -> str:
 
 
 def test_parallel_sync_branches_run_concurrently_and_join_once(write_csv: WriteCsv) -> None:
-    barrier = threading.Barrier(3, timeout=10)
+    barrier = threading.Barrier(3, timeout=scaled(10))
     app = agentmap.compile(write_csv(BARRIER_FLOW.replace("{waiter}", _barrier_agent(barrier))))
     result = app.invoke({"q": 1})
     assert not barrier.broken
@@ -184,7 +185,7 @@ def test_parallel_sync_branches_run_concurrently_and_join_once(write_csv: WriteC
 
 
 async def test_parallel_sync_branches_run_concurrently_under_ainvoke(write_csv: WriteCsv) -> None:
-    barrier = threading.Barrier(3, timeout=10)
+    barrier = threading.Barrier(3, timeout=scaled(10))
     app = agentmap.compile(write_csv(BARRIER_FLOW.replace("{waiter}", _barrier_agent(barrier))))
     result = await app.ainvoke({"q": 1})
     assert not barrier.broken
@@ -279,7 +280,7 @@ def test_custom_agent_from_an_installed_entry_point(tmp_path: Path) -> None:
     flow.write_text("GraphName,Node,AgentType,Output_Field\nG,P,Plugin,out\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(site)}
     probe = f"import agentmap; print(agentmap.run({str(flow)!r}).state['out'])"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "plugged in"
 

@@ -246,17 +246,23 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
 
     Both end by themselves once the process that started them has gone, but only some time after it; a command
     that has exited must leave no process of its own behind, so `agentmap batch` calls this before it exits
-    (a pool's workers are joined by the pool itself). The helpers' `_stop` methods are the standard library's
-    own way to stop them: each closes its pipe and reaps the process. Nothing to do if no batch used processes.
+    (a pool's workers are joined by the pool itself). The fork server's leftover children and the server itself
+    are stopped by signals (`_stop_children`); the helpers' `_stop` methods, the standard library's own way to
+    stop them, then close their pipes and reap them. Nothing to do if no batch used processes.
     """
     if "multiprocessing.forkserver" not in sys.modules:
         return
     from multiprocessing import forkserver, resource_tracker
 
     def stop() -> None:
-        server = getattr(forkserver._forkserver, "_forkserver_pid", None)
-        if server is not None:
+        recorded = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        for server in {recorded, *_fork_servers_started_here()}:
+            if server is None:
+                continue
             _stop_children(server, timeout)
+            if server != recorded:  # started, but Ctrl-C came before the standard library recorded it: reap it here
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(server, 0)
         tracker = resource_tracker._resource_tracker
         for helper in (forkserver._forkserver, tracker):
             stop_helper = getattr(helper, "_stop", None)
@@ -271,14 +277,50 @@ def stop_worker_processes(timeout: float = 5.0) -> None:
     stopper.join(timeout)
 
 
+def _fork_servers_started_here() -> list[int]:
+    """The processes this process started that run multiprocessing's fork server (Linux: read from /proc)."""
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return []
+    found = []
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            for pid in (task / "children").read_text().split():
+                with contextlib.suppress(OSError):
+                    if b"from multiprocessing.forkserver import main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(int(pid))
+    return found
+
+
 def _stop_children(server: int, timeout: float) -> None:
-    """Stop the processes the fork server started that still run, and wait for them (at most `timeout` seconds).
+    """Stop the fork server and the processes it started that still run, waiting for them (at most `timeout`
+    seconds); the server's `_stop` then reaps it at once.
 
     A pool joins the workers it knows; a worker whose start Ctrl-C cut short (forked, not yet recorded by the
     pool) is known only to the fork server. It would end once the command has gone (it watches the command's
-    process), but after the command had exited. Linux only (the server's children are read from /proc, waited for
-    on pidfds); elsewhere nothing to do.
+    process), but after the command had exited. The server is paused first, so that it forks none after its
+    children are read, and killed last: asked to end by closing its pipe, a server that Ctrl-C caught still
+    importing its preloaded modules would go on importing for seconds after the command had exited (it reads
+    the pipe only once it serves). It holds nothing to save. Linux only (the server's children are read from
+    /proc, waited for on pidfds); elsewhere the server is only asked to end.
     """
+    try:
+        ours = Path(f"/proc/{server}/stat").read_text().rpartition(")")[2].split()[1] == str(os.getpid())
+    except (OSError, IndexError):  # gone already, or no /proc
+        return
+    if not ours:  # a server inherited from the process that forked this one: not this command's to stop
+        return
+    os.kill(server, signal.SIGSTOP)
+    try:
+        _stop_forked(server, timeout)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(server, signal.SIGKILL)
+
+
+def _stop_forked(server: int, timeout: float) -> None:
+    """SIGTERM to each process the (paused) fork server `server` started; wait for them (at most `timeout` s)."""
     try:
         pids = [int(p) for p in Path(f"/proc/{server}/task/{server}/children").read_text().split()]
     except (OSError, ValueError):

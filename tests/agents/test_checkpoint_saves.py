@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import deadline, scaled
 
 import agentmap
 from agentmap.agents import _checkpoint_saves
@@ -30,7 +31,7 @@ class Gate:
 
         def put(*args: Any, **kwargs: Any) -> Any:
             self.entered.set()
-            self.opened.wait(30)
+            self.opened.wait(scaled(30))
             result = original(*args, **kwargs)
             if not self.effects.exists():
                 self.effects.write_text("saved\n")
@@ -54,9 +55,9 @@ def _saver(kind: str, folder: Path) -> Any:
 
 
 def _until(condition: Callable[[], Any], what: str, within: float = 30) -> None:
-    deadline = time.monotonic() + within
+    give_up = deadline(within)
     while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
+        assert time.monotonic() < give_up, f"never happened: {what}"
         time.sleep(0.002)
 
 
@@ -99,7 +100,7 @@ def test_a_tool_call_waits_for_its_steps_checkpoint_and_is_made_right_after(
     _until(waits, "the node waiting for its step's checkpoint")
     assert gate.entered.is_set() and not effects.exists()  # the save is held, and the card was not charged
     gate.opened.set()
-    thread.join(30)
+    thread.join(scaled(30))
     assert not thread.is_alive()
     assert outcome and outcome[0].state["result"] == "charged 1", outcome
     assert effects.read_text().splitlines() == ["saved", "charge 1"]  # charged once, after the save
@@ -122,7 +123,7 @@ def test_a_checkpoint_never_saved_stops_the_node_before_its_call_and_the_run_res
     app = agentmap.compile(charge, checkpointer=saver)
     outcome: list[Any] = []
     thread = _run_in_thread(app, "sync", outcome)
-    thread.join(30)
+    thread.join(scaled(30))
     assert not thread.is_alive()
     error = outcome[0]
     assert isinstance(error, agentmap.errors.AgentMapError), outcome
@@ -145,5 +146,5 @@ def test_with_exit_durability_a_call_waits_for_nothing(charge: Path, waits: Call
     _until(lambda: effects.exists() and effects.read_text() == "charge 1\n", "the card charged, no save done")
     assert not waits()
     gate.opened.set()
-    thread.join(30)
+    thread.join(scaled(30))
     assert not thread.is_alive() and outcome[0].state["result"] == "charged 1", outcome

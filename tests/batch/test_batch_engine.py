@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from batch_helpers import record_every_row, shout_flow, words
-from timing import until
+from timing import scaled, until
 
 import agentmap
 from agentmap.batch import BatchResult, RowResult, parse_rate
@@ -160,7 +160,7 @@ def test_rows_finished_are_written_within_the_window_while_a_slow_row_runs(tmp_p
         assert lines == 3 and run.is_alive()  # the header, a and b: written by time alone
     finally:
         go.touch()
-        run.join(timeout=60)
+        run.join(timeout=scaled(60))
     assert len(reported) == 3 and [r["said"] for r in _read_csv(out)] == ["a", "b", "slow"]
 
 

@@ -36,6 +36,7 @@ def loop() -> Iterator[Loop]:
         yield Loop(server)
 
 
+@pytest.mark.matrix  # executor x store: sampled unless AGENTMAP_TEST_FULL_MATRIX=1 (tests/conftest.py)
 @pytest.mark.parametrize(
     ("executor", "store"),
     [("process", "sqlite"), ("thread", "sqlite"), ("async", "sqlite"),

@@ -1,17 +1,15 @@
-"""The same batches on Ray (a local Ray with 2 CPUs, started once for this module) as on threads and processes."""
+"""The same batches on Ray (the run's local Ray with 2 CPUs: `ray_session` in tests/conftest.py) as on threads and
+processes."""
 
 from __future__ import annotations
 
 import csv
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from batch_helpers import shout_flow, words
-from components import require
 from test_batch_executors import comparable
 from test_batch_retry import retry_flow  # first: it puts the stub provider on sys.path and sets its key
 
@@ -22,20 +20,6 @@ import agentmap
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 GRAPHS = Path(__file__).resolve().parents[2] / "graphs"
-
-
-@pytest.fixture(scope="module")
-def ray_session() -> Iterator[Any]:
-    try:
-        import ray
-    except ImportError:
-        require(False, 'Ray is not installed (pip install "agentmap[ray]")')
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    except Exception as exc:
-        require(False, f"a local Ray cannot start here: {exc}")
-    yield ray
-    ray.shutdown()
 
 
 def test_ray_matches_thread_and_process(ray_session: Any) -> None:

@@ -20,6 +20,7 @@ import pytest
 from components import require
 from test_batch_journal import BATCH, checkpoint, killed_in_second_call_then_continued
 from test_journal import Loop
+from timing import deadline
 
 from openai_stub import OpenAIStub  # isort: skip
 
@@ -49,9 +50,9 @@ def _running(pid: int) -> bool:
 
 
 def _until(condition: Any, what: str, within: float) -> None:
-    deadline = time.monotonic() + within
+    give_up = deadline(within)
     while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
+        assert time.monotonic() < give_up, f"never happened: {what}"
         time.sleep(0.01)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from signal import SIGKILL
 
 from components import clean_env
+from timing import deadline
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,9 +124,9 @@ def agentmap_tty(
     # the slave end stays open here until the end: the child opens it by name, whenever it gets there
     proc = forked.start(*args, cwd=cwd, env=environment, terminal=os.ttyname(slave))
     chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
+    give_up = deadline(timeout)
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < give_up:
             ready, _, _ = select.select([master], [], [], 0.1)
             if ready:
                 try:
@@ -137,7 +138,7 @@ def agentmap_tty(
                 chunks.append(data)
             elif proc.poll() is not None:
                 break
-        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        code = proc.wait(timeout=max(1.0, give_up - time.monotonic()))
     finally:
         os.close(master)
         os.close(slave)

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT, Result, _env, agentmap, agentmap_tty, write
+from timing import deadline, scaled
 
 from agentmap.contracts import AGENT_OUTPUT_SCHEMA
 from agentmap.interface.logs import read_log
@@ -54,7 +55,7 @@ def chat(*args: str | Path, lines: str, env: dict[str, str] | None = None, cwd: 
         input=lines,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
@@ -133,7 +134,7 @@ def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(agent_file: Path, tmp_path: 
         proc.stdin.flush()
         assert proc.stdout.readline() == "heard hello after []\n"  # the chat now waits at the prompt
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=scaled(60))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -214,11 +215,11 @@ def test_ctrl_c_while_the_agent_replies_exits_130(agent_file: Path, tmp_path: Pa
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline:  # the agent has started its minute of sleep
+        give_up = deadline(60)
+        while not ready.exists() and time.monotonic() < give_up:  # the agent has started its minute of sleep
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=scaled(30))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -237,9 +238,9 @@ def test_errors_honour_no_color(no_color: bool) -> None:
     assert "missing.csv does not exist" in result.plain
 
 
-def _read_until(master: int, marker: str, deadline: float) -> str:
+def _read_until(master: int, marker: str, give_up: float) -> str:
     seen = b""
-    while marker.encode() not in seen and time.monotonic() < deadline:
+    while marker.encode() not in seen and time.monotonic() < give_up:
         ready, _, _ = select.select([master], [], [], 0.1)
         if ready:
             try:
@@ -262,13 +263,13 @@ def test_chat_in_a_terminal_prompts_and_says_how_to_leave(agent_file: Path) -> N
         close_fds=True,
     )
     os.close(slave)
-    deadline = time.monotonic() + 60
+    give_up = deadline(60)
     try:
-        banner = _read_until(master, "you> ", deadline)
+        banner = _read_until(master, "you> ", give_up)
         os.write(master, b"hi\n")
-        reply = _read_until(master, "you> ", deadline)
+        reply = _read_until(master, "you> ", give_up)
         os.write(master, b"/exit\n")
-        code = proc.wait(timeout=30)
+        code = proc.wait(timeout=scaled(30))
     finally:
         os.close(master)
         if proc.poll() is None:

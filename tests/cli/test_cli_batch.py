@@ -17,6 +17,7 @@ import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap_tty
 from components import clean_env
+from timing import deadline, scaled, until
 
 from agentmap.cli import main
 
@@ -149,11 +150,11 @@ def _start_and_stop(
     with out.open("wb") as stdout, err.open("wb") as stderr:  # files, not pipes: a leftover worker cannot block us
         proc = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr)
     partial = folder / "out.csv.partial"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
+    give_up = deadline(60)
+    while time.monotonic() < give_up and (not partial.exists() or len(partial.read_bytes().splitlines()) < 31):
         time.sleep(0.02)
     os.kill(whom(proc.pid), sig)
-    code = proc.wait(timeout=60)
+    code = proc.wait(timeout=scaled(60))
     return code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
 
@@ -164,7 +165,7 @@ def test_resume_after_kill_9_loses_no_row_and_repeats_none(tmp_path: Path) -> No
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1  # less the header line
     assert 30 <= kept < 200 and not (tmp_path / "out.csv").exists()
     ran_before = len((tmp_path / "runs.log").read_text().split())
-    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=scaled(120))
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
     assert summary["skipped"] >= kept - 1 and summary["skipped"] + summary["ran"] == 200
@@ -189,8 +190,8 @@ def _processes_in(folder: Path) -> list[int]:
 
 def _gone(folder: Path, within: float = 30.0) -> list[int]:
     """The processes still working in `folder` once they have all ended, or when `within` seconds have passed."""
-    deadline = time.monotonic() + within
-    while (left := _processes_in(folder)) and time.monotonic() < deadline:
+    give_up = deadline(within)
+    while (left := _processes_in(folder)) and time.monotonic() < give_up:
         time.sleep(0.05)
     return left
 
@@ -240,9 +241,63 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_continue(tmp_path: Path, exe
     assert json.loads(out)["interrupted"] is True
     assert _processes_in(tmp_path) == []  # the command waited for its workers: none is left behind
     kept = len((tmp_path / "out.csv.partial").read_bytes().splitlines()) - 1
-    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=scaled(120))
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == kept
     assert [int(r["n"]) for r in _rows(tmp_path / "out.csv")] == list(range(200))
+
+
+_SLOW_FORK_SERVER = """
+import time
+
+with open("/proc/self/cmdline", "rb") as command:
+    if b"multiprocessing.forkserver" in command.read():  # the pool's fork server: a start that takes seconds
+        time.sleep(8)
+"""
+
+
+def _described(pid: int) -> str:
+    """`pid`, its parent and its command line (what a test found left behind)."""
+    try:
+        parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return f"{pid} (ended meanwhile)"
+    return f"{pid} (parent {parent}): {line[:200]}"
+
+
+def _fork_server_of(pid: int) -> int | None:
+    """The multiprocessing fork server that the process `pid` started, once it runs."""
+    for entry in Path("/proc").iterdir():
+        try:
+            child = entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid)
+            if child and b"multiprocessing.forkserver" in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_fork_server_starts_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Ctrl-C before the process pool has its first worker: the fork server is still importing what it preloads
+    (made to take seconds here, as on a busy machine). It would have gone on for seconds after the command
+    exited (before: the command waited 5 s for it, then left it running)."""
+    command, env = _slow_batch(tmp_path)
+    command += ["--executor", "process", "--workers", "2", "--chunk-size", "2"]
+    (tmp_path / "slow_start").mkdir()
+    (tmp_path / "slow_start" / "sitecustomize.py").write_text(_SLOW_FORK_SERVER, encoding="utf-8")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "slow_start"), env.get("PYTHONPATH")]))
+    with (tmp_path / "stderr.txt").open("wb") as stderr:
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        until(lambda: _fork_server_of(proc.pid), 60, "the batch never started its fork server")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=scaled(60)) == 130, (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+        left = [_described(pid) for pid in _processes_in(tmp_path)]
+        assert left == [], (tmp_path / "stderr.txt").read_text(encoding="utf-8")  # none is left to end later
+    finally:
+        for pid in _processes_in(tmp_path):
+            os.kill(pid, signal.SIGKILL)
 
 
 _EXIT_AGENT = """

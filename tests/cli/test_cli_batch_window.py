@@ -16,7 +16,7 @@ from pathlib import Path
 import forked
 import pytest
 from cli_helpers import GRAPHS
-from timing import until
+from timing import scaled, until
 
 from agentmap.cli import main
 
@@ -72,7 +72,7 @@ def test_a_kill_between_two_writes_runs_again_only_the_rows_held_back_and_with_c
     until(lambda: (tmp_path / "held").exists() or first.poll() is not None, 60, "row 14 never started")
     assert first.poll() is None, first.printed()
     first.send_signal(signal.SIGKILL)
-    first.wait(timeout=30)
+    first.wait(timeout=scaled(30))
     assert _effects(tmp_path) == collections.Counter(range(1, 14))  # rows 1-13 finished, each once
 
     code, out, err = forked.run(*args, "--json", cwd=tmp_path, env=env)
@@ -106,7 +106,7 @@ def test_the_input_is_read_once_so_it_may_be_a_pipe(tmp_path: Path, capsys: pyte
         code = main(["batch", str(GRAPHS / "batch_example.csv"), "-i", str(rows), "-o", str(out), "--json"])
     finally:
         done.set()
-        feeder.join(timeout=30)
+        feeder.join(timeout=scaled(30))
     assert code == 1, capsys.readouterr().err  # T-104's amount is not a number, as from the file
     summary = json.loads(capsys.readouterr().out)
     assert (summary["rows"], summary["succeeded"], summary["failed"]) == (5, 4, 1)

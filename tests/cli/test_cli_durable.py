@@ -17,6 +17,7 @@ import forked
 import pytest
 from cli_helpers import COMMAND, agentmap
 from components import clean_env
+from timing import deadline, scaled
 
 import agentmap as agentmap_api
 
@@ -55,8 +56,8 @@ def _lines(side: Path) -> list[str]:
 
 def _wait_for(side: Path, distinct: int, proc: subprocess.Popen[str] | forked.Forked, timeout: float = 30) -> str:
     """Wait until `distinct` nodes have started; return the node running now."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    give_up = deadline(timeout)
+    while time.monotonic() < give_up:
         seen = _lines(side)
         if len(set(seen)) >= distinct:
             return seen[-1]
@@ -89,7 +90,7 @@ def test_kill_9_at_ten_points_then_resume_runs_every_node_once(store: dict[str, 
             code, listed, _ = _run(store, "threads")
             assert code == 0 and [(t["thread"], t["status"]) for t in listed["threads"]] == [("k", "interrupted")]
         proc = _start(store, "resume", "k", *sync)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 0, err
     final = json.loads(out)
     assert final["state"]["count"] == 20 and final["status"] == "done"
@@ -106,7 +107,7 @@ def test_kill_9_at_ten_points_then_resume_runs_every_node_once(store: dict[str, 
 def test_a_crash_in_one_parallel_branch_keeps_the_siblings_writes(store: dict[str, Any]) -> None:
     durable_graphs.fan_out(store["cwd"])
     crashed = _start(store | {"env": store["env"] | {"TICK_BOOM": "1"}}, "run", "fan.csv", "--thread", "f")
-    crashed.communicate(timeout=60)
+    crashed.communicate(timeout=scaled(60))
     assert crashed.returncode == -signal.SIGKILL
     assert sorted(_lines(store["side"])) == ["A", "B", "C", "Start"]
     code, final, err = _run(store, "resume", "f")
@@ -122,7 +123,7 @@ def test_sigterm_stops_the_run_prints_how_to_resume_and_exits_143(store: dict[st
     where = store["env"].get("AGENTMAP_CHECKPOINT") or str(store["cwd"] / ".agentmap" / "runs.db")
     assert [(t.thread_id, t.status) for t in agentmap_api.threads(where)] == [("s", "running")]
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 143, err
     stopped = json.loads(out)
     assert stopped["status"] == "interrupted" and stopped["thread"] == "s" and stopped["exit_code"] == 143
@@ -142,7 +143,7 @@ def test_two_answers_to_one_pause_started_together_only_one_is_taken(store: dict
     assert code == 0 and paused["status"] == "paused", err
     store["env"]["TICK_SLEEP"] = "1"  # Publish runs long enough for the two resumes to overlap
     both = [_start(store, "resume", "p", answer) for answer in ("approve", "reject")]
-    ends = [(proc.wait(60), *proc.communicate(timeout=60)) for proc in both]
+    ends = [(proc.wait(scaled(60)), *proc.communicate(timeout=scaled(60))) for proc in both]
     codes = sorted(code for code, _, _ in ends)
     assert codes == [0, 2], ends
     (_, won, _), (_, _, refused) = sorted(ends, key=lambda end: end[0])

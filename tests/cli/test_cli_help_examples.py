@@ -113,7 +113,7 @@ def _interrupted(proc: Any) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        code: int = proc.wait(30)
+        code: int = proc.wait(scaled(30))
     except TimeoutError:
         proc.send_signal(signal.SIGKILL)
         raise

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import ROOT
+from timing import scaled
 
 _FORBIDDEN_IN_RUN = (
     "pandas",
@@ -49,7 +50,7 @@ def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     data = json.loads(report.read_text())

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT, Result, agentmap, write
+from timing import scaled
 
 
 def _assert_cannot_write(result: Result, path: Path) -> None:
@@ -45,7 +46,7 @@ def test_chat_log_that_cannot_be_written_stops_before_the_chat(tmp_path: Path) -
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=120,
+        timeout=scaled(120),
     )
     result = Result(proc.returncode, proc.stdout, proc.stderr)
     _assert_cannot_write(result, blocker / "s.log")

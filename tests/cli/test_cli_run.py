@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT, agentmap, agentmap_tty, write
 from components import clean_env
+from timing import deadline, scaled
 
 _RAISING_AGENT = '''\
 import agentmap
@@ -277,14 +278,14 @@ def test_ctrl_c_stops_cleanly_and_names_the_running_node(tmp_path: Path) -> None
         stdin=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
+        give_up = deadline(60)
         while not marker.exists():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the blocking node never started"
+            assert time.monotonic() < give_up, "the blocking node never started"
             time.sleep(0.05)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=scaled(30))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -306,7 +307,7 @@ def test_python_dash_m_and_console_script_agree() -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["state"]["greeting"] == "Hello, X!"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import forked
 import pytest
 from cli_helpers import _env, agentmap
+from timing import deadline, scaled
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from openai_stub import OpenAIStub, streamed
@@ -44,8 +45,8 @@ def _setup(folder: Path, stub: OpenAIStub) -> dict[str, str]:
 
 
 def _until(seen: Callable[[], bool], proc: forked.Forked, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    give_up = deadline(60)
+    while time.monotonic() < give_up:
         if seen():
             return
         assert proc.poll() is None, proc.communicate()
@@ -61,7 +62,7 @@ def test_stream_flag_writes_the_text_as_it_comes_and_keeps_the_json(tmp_path: Pa
     _until(lambda: "Ask: Par" in proc.printed()[1], proc, "the first piece")
     assert proc.printed()[0] == ""  # the node has not ended: no result yet
     gate.set()
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=scaled(60))
     assert proc.wait() == 0, err
     assert "Ask: Paris is the capital.\n" in err  # on stderr: stdout carries the JSON document, unchanged
     assert json.loads(out)["state"]["answer"] == "Paris is the capital."
@@ -97,13 +98,13 @@ def test_a_terminal_shows_the_text_before_the_node_ends(tmp_path: Path, stub: Op
         _until(read, proc, "the first piece")
         before = screen.decode("utf-8", "replace")
         gate.set()
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
+        give_up = deadline(60)
+        while proc.poll() is None and time.monotonic() < give_up:
             read()
         read()
     finally:
         os.close(master)
         os.close(slave)
-    assert proc.wait(timeout=60) == 0
+    assert proc.wait(timeout=scaled(60)) == 0
     assert "Final state" not in before and "succeeded" not in before  # shown while the node was running
     assert "Paris is the capital." in screen.decode("utf-8", "replace")

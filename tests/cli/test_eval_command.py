@@ -13,6 +13,7 @@ from typing import Any
 import forked
 import pytest
 from cli_helpers import GRAPHS, ROOT, agentmap, agentmap_tty, write
+from timing import deadline, scaled
 
 from agentmap.interface.logs import read_log
 
@@ -379,13 +380,13 @@ def test_a_killed_run_resumes_keeping_exactly_the_runs_marked_done(tmp_path: Pat
     out = tmp_path / "logs"
     env = {**os.environ, "ACTIVE_AGENT_PATH": str(agent)}
     proc = forked.start("eval", "run", csv, "--out", out, "--k", "4", "--concurrency", "2", cwd=tmp_path, env=env)
-    deadline = time.monotonic() + 60
+    give_up = deadline(60)
     while len(_done(out)) < 5:  # some runs done, most not
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "eval run marked no run done"
+        assert time.monotonic() < give_up, "eval run marked no run done"
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     written = {name: (out / name).read_text(encoding="utf-8") for name in _done(out)}
     assert 5 <= len(written) < 80
     assert all(read_log(out / name).metadata.stop_reason == "single_turn" for name in written)  # none cut short

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from cli_helpers import COMMAND, GRAPHS, ROOT
+from timing import deadline, scaled
 
 from agentmap.cli.app import run_cli
 
@@ -111,7 +112,7 @@ def test_without_the_serve_extra_the_command_says_what_to_install() -> None:
         [sys.executable, "-c", _WITHOUT_FASTAPI, "serve", str(GRAPHS / "hello_world.csv")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert done.returncode == 2, done.stderr
     assert "missing-extra" in done.stderr and 'pip install "agentmap[serve]"' in done.stderr
@@ -128,7 +129,7 @@ def _free_port() -> int:
 def _wait_until_healthy(proc: subprocess.Popen[str], port: int) -> str:
     """The server's URL, once it answers /health."""
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    give_up = deadline(60)
     while True:
         try:
             if httpx.get(f"{url}/health").status_code == 200:
@@ -136,7 +137,7 @@ def _wait_until_healthy(proc: subprocess.Popen[str], port: int) -> str:
         except httpx.TransportError:
             pass
         assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "the server did not start"
+        assert time.monotonic() < give_up, "the server did not start"
         time.sleep(0.1)
 
 
@@ -172,7 +173,7 @@ def test_serve_answers_the_sdk_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert database.is_file()  # the folder of the checkpoint file is made
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 130, err  # Ctrl-C: a graceful shutdown, then the interrupted exit code
     assert "Traceback" not in err
     assert "request_id=" in err and "POST /threads" in err  # access log lines carry the request id
@@ -196,7 +197,7 @@ def test_serve_traces_each_run_and_writes_the_spans_when_stopped(tmp_path: Path)
             (run,) = client.runs.list(thread)
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 130 and "Traceback" not in err, err
     lines = [json.loads(line) for line in spans.read_text(encoding="utf-8").splitlines()]
     (span,) = [s for s in lines if s["name"] == "agentmap.run HelloWorld"]
@@ -240,5 +241,5 @@ def test_serve_serves_the_active_agent_workflow_from_a_subfolder(tmp_path: Path)
         assert result["greeting"] == "Hello, Ada!"
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == 130, err

@@ -13,6 +13,7 @@ import forked
 import httpx
 import pytest
 from cli_helpers import GRAPHS
+from timing import deadline, scaled
 
 from agentmap.cli.app import run_cli
 
@@ -59,10 +60,10 @@ def test_prints_the_address_of_the_page_and_serves_the_file(
         flow.write_bytes((GRAPHS / "branching.csv").read_bytes())
     proc = forked.start("studio", f"{flow}{graph}", "--port", "0", cwd=tmp_path, env=dict(os.environ))
     out = Path(proc._out)
-    deadline = time.monotonic() + 30
+    give_up = deadline(30)
     printed = r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\?file=" + re.escape(query) + r"&token=([\w-]{43})  "
     while not (found := re.search(printed, _read(out))):
-        assert proc.poll() is None and time.monotonic() < deadline, _read(out)
+        assert proc.poll() is None and time.monotonic() < give_up, _read(out)
         time.sleep(0.05)
     url, token = found.group(1), {"X-AgentMap-Token": found.group(2)}
     try:
@@ -74,7 +75,7 @@ def test_prints_the_address_of_the_page_and_serves_the_file(
         assert opened["valid"] is True or opened_name.endswith("[Notes]")
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=20)
+        proc.wait(timeout=scaled(20))
 
 
 @pytest.mark.slow
@@ -84,9 +85,9 @@ def test_a_token_from_the_environment_allowed_hosts_and_a_body_limit(tmp_path: P
     env = {**os.environ, "STUDIO_TOKEN": "scripted-token"}
     args = ["--port", "0", "--token-env", "STUDIO_TOKEN", "--allow-host", "studio.lan", "--max-body", "300"]
     proc = forked.start("studio", str(flow), *args, cwd=tmp_path, env=env)
-    out, deadline = Path(proc._out), time.monotonic() + 30
+    out, give_up = Path(proc._out), deadline(30)
     while not (found := re.search(r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\S*token=(\S+)  ", _read(out))):
-        assert proc.poll() is None and time.monotonic() < deadline, _read(out)
+        assert proc.poll() is None and time.monotonic() < give_up, _read(out)
         time.sleep(0.05)
     url, token = found.group(1), {"X-AgentMap-Token": "scripted-token"}
     try:
@@ -98,7 +99,7 @@ def test_a_token_from_the_environment_allowed_hosts_and_a_body_limit(tmp_path: P
         assert big.status_code == 413
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=20)
+        proc.wait(timeout=scaled(20))
 
 
 def test_refuses_an_unset_token_variable(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

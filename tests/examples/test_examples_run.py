@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -21,7 +22,7 @@ def test_embed_in_langgraph_script(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import deadline, scaled
 
 from agentmap.contracts.conversation import StopReason
 from agentmap.errors import ConfigError
@@ -256,8 +257,8 @@ async def test_a_timed_out_workflow_run_stops_after_the_step_it_was_in(tmp_path:
     summary = await run_eval(scenarios, agent, tmp_path / "logs", timeout=0.3, progress=False)
     assert summary.outcomes[0].stop_reason == StopReason.TIMEOUT
     (tmp_path / "release").touch()  # the step still running ends; the workflow goes no further
-    deadline = time.monotonic() + 30
-    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+    give_up = deadline(30)
+    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < give_up:
         await asyncio.sleep(0.01)
     assert not any(t.name.startswith("eval-run") for t in threading.enumerate())
     assert not (tmp_path / "marked").exists()
@@ -269,14 +270,14 @@ async def test_a_cancelled_workflow_eval_without_timeout_stops_its_runs_after_th
     agent = agent_for(_waiting_workflow(tmp_path))
     scenarios = [Scenario(name="slow", turns=(ScenarioTurn(turn=1, message="hello"),))]
     task = asyncio.ensure_future(run_eval(scenarios, agent, tmp_path / "logs", progress=False))
-    deadline = time.monotonic() + 30
-    while not any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+    give_up = deadline(30)
+    while not any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < give_up:
         await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     (tmp_path / "release").touch()
-    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < deadline:
+    while any(t.name.startswith("eval-run") for t in threading.enumerate()) and time.monotonic() < give_up:
         await asyncio.sleep(0.01)
     assert not any(t.name.startswith("eval-run") for t in threading.enumerate())
     assert not (tmp_path / "marked").exists()
@@ -311,7 +312,9 @@ async def test_workflow_runs_on_worker_threads_log_as_runs_on_the_event_loop(tmp
         return runs
 
     threaded = await run_eval(scenarios, agent, tmp_path / "threads", runs=2, concurrency=3, progress=False)
-    looped = await run_eval(scenarios, agent, tmp_path / "loop", runs=2, concurrency=3, timeout=60, progress=False)
+    looped = await run_eval(
+        scenarios, agent, tmp_path / "loop", runs=2, concurrency=3, timeout=scaled(60), progress=False
+    )
     assert seen(threaded) == seen(looped)
     assert [o.stop_reason for o in threaded.outcomes][::2] == ["single_turn", "missing_input", "completed"]
 

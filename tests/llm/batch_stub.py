@@ -30,6 +30,7 @@ from typing import Any
 
 from anthropic_stub import AnthropicStub
 from openai_stub import OpenAIStub
+from timing import scaled
 
 __all__ = ["AnthropicBatchStub", "OpenAIBatchStub"]
 
@@ -144,7 +145,7 @@ class OpenAIBatchStub(_Jobs, OpenAIStub):
                     stub.jobs[job_id] = job
                     stub.created.set()
                     if stub.hold_create is not None:
-                        stub.hold_create.wait(30)
+                        stub.hold_create.wait(scaled(30))
                     return self._json(200, {"id": job_id, "object": "batch", "status": "validating",
                                             "metadata": job["metadata"]})  # fmt: skip
                 match = re.search(r"/batches/([^/]+)/cancel$", path)

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from timing import scaled
+
 __all__ = ["OpenAIStub", "Reply", "chat_model", "counted", "error", "slow", "streamed", "text", "tokens", "tool_calls"]
 
 
@@ -150,7 +152,7 @@ class OpenAIStub:
         self._closing.set()
         self._server.shutdown()
         self._server.server_close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=scaled(5))
 
     def __enter__(self) -> Self:
         return self

@@ -19,6 +19,7 @@ import pytest
 from openai_stub import OpenAIStub, error, text
 from test_costs import _metadata, _run
 from test_costs import _setup as two_nodes
+from timing import deadline
 
 import agentmap
 
@@ -87,9 +88,9 @@ def test_an_entry_expires_after_its_ttl(tmp_path: Path, stub: OpenAIStub) -> Non
     env = _setup(tmp_path, stub, {"cache": {"ttl": 0.5}})
     assert _run(tmp_path, env)[0] == 0
     assert len(stub.requests) == 2
-    deadline = time.monotonic() + 30
+    give_up = deadline(30)
     while len(stub.requests) == 2:  # hits until the entries expire; then both nodes ask the server again
-        assert time.monotonic() < deadline, "the cached replies never expired"
+        assert time.monotonic() < give_up, "the cached replies never expired"
         code, document, err = _run(tmp_path, env)
         assert code == 0, err
     assert len(stub.requests) == 4

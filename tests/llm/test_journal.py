@@ -18,6 +18,7 @@ from typing import Any
 import forked
 import pytest
 from openai_stub import OpenAIStub, Reply, text, tool_calls
+from timing import deadline, scaled
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
 from cli_helpers import agentmap_tty
@@ -56,7 +57,7 @@ class Loop:
         if done == self.hold:
             self.hold = None
             self.held.set()
-            self.stub._closing.wait(30)  # the client is killed meanwhile
+            self.stub._closing.wait(scaled(30))  # the client is killed meanwhile
         return text("paid twice") if done >= 2 else tool_calls(("charge_card", {"amount": done + 1}))
 
     def counts(self) -> Counter[int]:
@@ -90,8 +91,8 @@ def _effects(folder: Path) -> list[str]:
 
 
 def _until(condition: Any, proc: forked.Forked, what: str, within: float = 30) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    give_up = deadline(within)
+    while time.monotonic() < give_up:
         if condition():
             return
         assert proc.poll() is None, proc.communicate()
@@ -125,7 +126,7 @@ def _kill_at(
     else:
         _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made", within)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
 
 
@@ -153,6 +154,7 @@ def store(request: pytest.FixtureRequest) -> dict[str, str]:
     return {"AGENTMAP_CHECKPOINT": str(request.getfixturevalue("postgres_url"))}
 
 
+@pytest.mark.matrix  # boundary x store: sampled unless AGENTMAP_TEST_FULL_MATRIX=1 (tests/conftest.py)
 @pytest.mark.parametrize("boundary", ["model1", "tool1", "model2", "tool2", "model3"])
 def test_a_kill_at_each_call_boundary_repeats_no_finished_call_and_no_effect(
     tmp_path: Path, loop: Loop, boundary: str, store: dict[str, str]
@@ -294,7 +296,7 @@ def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
     proc = forked.start(*args, cwd=tmp_path, env=env)
     _until(lambda: (tmp_path / "e").exists() and "charge 1" in (tmp_path / "e").read_text(), proc, "charge 1 made")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     Path(env["EFFECTS"] + ".hold1").unlink()
     code, final, err = _resume(tmp_path, env)
     assert code == 0 and final["status"] == ("paused" if paused else "done"), (code, final, err)
@@ -414,7 +416,7 @@ def test_a_call_waits_for_its_steps_checkpoint_so_a_kill_before_the_save_never_c
     waiting = "waits for checkpoint"
     _until(lambda: _effects(tmp_path) or waiting in proc.printed()[1], proc, "the charge, or the node waiting")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     (tmp_path / "hold").unlink()
     args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")
     code, out, err = forked.run(*args, cwd=tmp_path, env=env)

@@ -14,6 +14,7 @@ import forked
 import pytest
 import served
 from test_journal import Loop, _effects, _setup, loop  # noqa: F401  (loop is a fixture)
+from timing import deadline, scaled
 
 sdk = pytest.importorskip("langgraph_sdk")
 
@@ -21,9 +22,9 @@ pytestmark = pytest.mark.slow
 
 
 def _until(check: Callable[[], Any], what: str, seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
+    give_up = deadline(seconds)
     while not (found := check()):
-        assert time.monotonic() < deadline, f"never happened: {what}"
+        assert time.monotonic() < give_up, f"never happened: {what}"
         time.sleep(0.02)
     return found
 
@@ -50,7 +51,7 @@ def test_a_server_killed_during_a_tool_call_repeats_nothing_and_asks_about_the_c
             run = client.runs.create(tid, "g", input={"q": "pay"})
             _until(lambda: "charge 2" in _effects(tmp_path), "the second charge made")
         server.send_signal(signal.SIGKILL)
-        server.wait(60)
+        server.wait(scaled(60))
         hold.unlink()
         server = _serve(tmp_path, env, port)  # started again: it takes the run over from its last checkpoint
         with sdk.get_sync_client(url=f"http://127.0.0.1:{port}", api_key=None) as client:
@@ -66,4 +67,4 @@ def test_a_server_killed_during_a_tool_call_repeats_nothing_and_asks_about_the_c
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGKILL)
-            server.wait(60)
+            server.wait(scaled(60))

@@ -14,7 +14,7 @@ import forked
 import pytest
 from batch_stub import OpenAIBatchStub
 from openai_stub import Reply, text
-from timing import until
+from timing import scaled, until
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +61,12 @@ def test_killed_then_run_again_bills_each_call_once(tmp_path: Path, moment: str)
             until(lambda: "open: 1 in_progress" in proc.printed()[1] or proc.poll() is not None, 60, "polled")
         assert proc.poll() is None, proc.printed()
         proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        proc.wait(scaled(30))
         if stub.hold_create is not None:
             stub.hold_create.set()
         for job in stub.jobs.values():
             job["plan"] = "complete"  # the provider finished the jobs while the batch was gone
-        code, _, err = forked.run(*BATCH, cwd=tmp_path, env=env, timeout=120)
+        code, _, err = forked.run(*BATCH, cwd=tmp_path, env=env)
         assert code == 0, err
         assert len(stub.custom_ids) == len(set(stub.custom_ids)) == 2 * ROWS  # no call submitted twice
         assert stub.billed == 2 * ROWS  # no call billed twice

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from timing import deadline, scaled
 
 import agentmap
 from agentmap.agents.base import AgentEnvironment
@@ -152,7 +153,7 @@ def test_problems_seen_before_starting_a_server(flow_dir: Path) -> None:
 async def test_a_server_that_dies_is_a_clear_error(flow_dir: Path) -> None:
     (flow_dir / "crash.py").write_text("raise SystemExit('no server today')\n")
     with pytest.raises(ConfigError, match=r"MCP source 'mcp:stdio:python crash\.py' could not be listed"):
-        await asyncio.wait_for(load_source_tools("mcp:stdio:python crash.py", base_dir=flow_dir), 30)
+        await asyncio.wait_for(load_source_tools("mcp:stdio:python crash.py", base_dir=flow_dir), scaled(30))
 
 
 def _free_port() -> int:
@@ -171,8 +172,8 @@ def http_server(flow_dir: Path) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        give_up = deadline(20)
+        while time.monotonic() < give_up:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
@@ -181,7 +182,7 @@ def http_server(flow_dir: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=scaled(10))
 
 
 async def test_streamable_http_server(http_server: str, flow_dir: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import test_observe_cli
+from timing import scaled
 
 import agentmap
 from agentmap.cli import main
@@ -149,7 +150,7 @@ def test_process_workers_send_every_rows_spans_over_otlp(
     command = [sys.executable, "-m", "agentmap", "batch", str(GRAPHS / "hello_world.csv"), "-i", str(names)]
     command += ["-o", str(tmp_path / "out.csv"), "--trace", "otlp", "-e", "process", "--workers", "2"]
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
-    done = subprocess.run([*command, "--chunk-size", "2"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*command, "--chunk-size", "2"], env=env, capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     rows: list[int] = []
     for body in received:

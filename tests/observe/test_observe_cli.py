@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from timing import scaled
 
 from agentmap.cli.app import run_cli
 
@@ -134,7 +135,7 @@ def test_otlp_spans_of_a_cli_run_reach_a_collector(collector: tuple[str, list[by
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr
     names: list[str] = []
@@ -160,6 +161,6 @@ def test_a_run_without_tracing_or_pictures_imports_neither() -> None:
         "import sys, agentmap; agentmap.run('graphs/hello_world.csv', {'name': 'Ada'}); "
         "print(sorted(m for m in sys.modules if m.startswith(('agentmap.observe', 'grandalf', 'resvg_py'))))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

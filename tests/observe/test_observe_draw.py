@@ -11,6 +11,7 @@ from typing import Any
 
 import components
 import pytest
+from timing import scaled
 
 import agentmap
 from agentmap.observe import draw_graph, draw_run, to_png
@@ -102,7 +103,10 @@ def test_the_shipped_notebook_draws_offline(tmp_path: Path) -> None:
     notebook.cells.append(nbformat.v4.new_code_cell(probe))  # proves the kernel has no network
     env_path = f"{tmp_path}:{':'.join(p for p in sys.path if p)}"
     client = nbclient.NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "examples")}}
+        notebook,
+        timeout=round(scaled(120)),
+        kernel_name="python3",
+        resources={"metadata": {"path": str(ROOT / "examples")}},
     )
     import os
 
@@ -157,10 +161,10 @@ def test_a_picture_drawn_while_another_is_being_laid_out_waits_its_turn(monkeypa
 
     thread = threading.Thread(target=first, name="first")
     thread.start()
-    assert inside.wait(10)
+    assert inside.wait(scaled(10))
     drawn["second"] = draw_graph(app)
     second_done.set()
-    thread.join(10)
+    thread.join(scaled(10))
     assert drawn == {"first": expected, "second": expected}
 
 

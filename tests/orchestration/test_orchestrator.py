@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from orch_helpers import RecordingWorker, failing, fixed_planner
+from timing import scaled
 
 from agentmap.agents.tools import LocalToolExecutor
 from agentmap.contracts.io import (
@@ -213,7 +214,7 @@ async def test_a_hanging_worker_is_stopped_by_the_request_timeout() -> None:
     worker = RecordingWorker(lambda req, n: "fast" if n == 1 else hang(req, n), tools=["t"])
     orchestrator = Orchestrator(fixed_planner({"tool": "t"}, {"tool": "t"}), {"w": worker}, config=FAST)
 
-    response = await asyncio.wait_for(orchestrator.process(request(timeout_seconds=0.2)), timeout=10)
+    response = await asyncio.wait_for(orchestrator.process(request(timeout_seconds=0.2)), timeout=scaled(10))
 
     assert response.status is ResponseStatus.ERROR
     assert response.error is not None and response.error.type is ErrorType.TIMEOUT
@@ -230,7 +231,7 @@ async def test_a_step_timeout_fails_one_step_and_the_rest_go_on() -> None:
     worker = RecordingWorker(lambda req, n: hang(req, n) if n == 1 else "ok", tools=["t"])
     config = OrchestratorConfig(step_timeout_seconds=0.1)
     orchestrator = Orchestrator(fixed_planner({"tool": "t"}, {"tool": "t"}), {"w": worker}, config=config)
-    response = await asyncio.wait_for(orchestrator.process(request()), timeout=10)
+    response = await asyncio.wait_for(orchestrator.process(request()), timeout=scaled(10))
 
     assert response.status is ResponseStatus.PARTIAL
     failed = response.result["steps"][0]
@@ -378,10 +379,10 @@ async def test_cancel_answers_cancelled_with_what_finished() -> None:
     worker = RecordingWorker(lambda req, n: "first" if n == 1 else block(req, n), tools=["t"])
     orchestrator = Orchestrator(fixed_planner({"tool": "t"}, {"tool": "t"}, {"tool": "t"}), {"w": worker})
     task = asyncio.create_task(orchestrator.process(request(trace_id="to-cancel")))
-    await asyncio.wait_for(started.wait(), timeout=5)
+    await asyncio.wait_for(started.wait(), timeout=scaled(5))
 
     assert orchestrator.cancel("to-cancel")
-    response = await asyncio.wait_for(task, timeout=5)
+    response = await asyncio.wait_for(task, timeout=scaled(5))
 
     assert response.status is ResponseStatus.CANCELLED
     assert response.result["results"] == {"t": "first"}
@@ -422,7 +423,7 @@ async def test_queued_requests_are_served_by_priority() -> None:
     ]
     await asyncio.sleep(0.01)
     gate_open.set()
-    await asyncio.wait_for(asyncio.gather(first, *queued), timeout=5)
+    await asyncio.wait_for(asyncio.gather(first, *queued), timeout=scaled(5))
 
     assert order == ["first", "high", "high-too", "mid", "low"]
 
@@ -464,9 +465,9 @@ async def test_a_queued_request_can_be_cancelled_before_it_starts() -> None:
     await asyncio.sleep(0.01)
 
     assert orchestrator.cancel("wait")
-    cancelled = await asyncio.wait_for(queued, timeout=5)
+    cancelled = await asyncio.wait_for(queued, timeout=scaled(5))
     gate_open.set()
-    finished = await asyncio.wait_for(running, timeout=5)
+    finished = await asyncio.wait_for(running, timeout=scaled(5))
 
     assert cancelled.status is ResponseStatus.CANCELLED and cancelled.result["steps"] == []
     assert finished.status is ResponseStatus.SUCCESS

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import scaled
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent
 from agentmap.agents.tools import LocalToolExecutor
@@ -142,7 +143,7 @@ async def test_an_unknown_tool_suggests_the_closest_one() -> None:
 
 
 async def test_a_tool_past_the_request_timeout_is_a_recoverable_timeout() -> None:
-    response = await asyncio.wait_for(worker().process(_request({"tool": "slow"}, timeout_seconds=0.05)), 10)
+    response = await asyncio.wait_for(worker().process(_request({"tool": "slow"}, timeout_seconds=0.05)), scaled(10))
     assert response.error is not None and response.error.type is ErrorType.TIMEOUT
     assert response.error.recoverable
     assert "did not finish within 0.05s" in response.error.message

@@ -19,6 +19,7 @@ import httpx
 import pytest
 import served
 from components import clean_env
+from timing import deadline, scaled
 
 pytestmark = pytest.mark.slow
 
@@ -108,10 +109,10 @@ class Stdio:
     def answer(self, timeout: float = 60) -> dict[str, Any]:
         """The next message the server writes (an AssertionError after `timeout` seconds without one)."""
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
+        give_up = deadline(timeout)
         while not select.select([self.proc.stdout], [], [], 0.1)[0]:
             assert self.proc.poll() is None, self.log()
-            assert time.monotonic() < deadline, f"no answer within {timeout} s: {self.log()}"
+            assert time.monotonic() < give_up, f"no answer within {timeout} s: {self.log()}"
         line = self.proc.stdout.readline()
         assert line, self.log()
         found: dict[str, Any] = json.loads(line)
@@ -141,7 +142,7 @@ class Stdio:
     def close(self) -> str:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait(60)
+        self.proc.wait(scaled(60))
         log = self.log()
         self.err.close()
         return log
@@ -196,7 +197,7 @@ def serve(tmp_path: Path) -> Iterator[served.Served]:
     finally:
         server.stop(signal.SIGTERM)
         assert server.proc is not None
-        log = server.proc.communicate(5)[1]
+        log = server.proc.communicate(scaled(5))[1]
         assert "Traceback" not in log, log[-3000:]
 
 
@@ -205,7 +206,7 @@ JSON = {"Content-Type": "application/json"}  # what every A2A client sends (the 
 
 def test_bad_input_to_mcp_over_http_gets_its_json_rpc_code_and_never_a_500(serve: served.Served) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    with httpx.Client(base_url=serve.url, headers=headers, timeout=60) as http:
+    with httpx.Client(base_url=serve.url, headers=headers, timeout=scaled(60)) as http:
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
         started = http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
         assert started.status_code == 200
@@ -233,7 +234,9 @@ def test_bad_input_to_a2a_is_invalid_params_naming_the_field(serve: served.Serve
     def send(parts: bytes, request_id: bytes = b"1") -> dict[str, Any]:
         message = b'{"role": "user", "messageId": "m1", "parts": ' + parts + b"}"
         body = b'{"jsonrpc": "2.0", "id": ' + request_id + b', "method": "message/send", "params": {"message": '
-        answer = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body + message + b"}}", headers=JSON, timeout=60)
+        answer = httpx.post(
+            f"{serve.url}/a2a/HelloWorld", content=body + message + b"}}", headers=JSON, timeout=scaled(60)
+        )
         assert answer.status_code == 200, answer.text
         found: dict[str, Any] = answer.json()
         return found
@@ -263,7 +266,7 @@ def test_bad_input_to_a2a_is_invalid_params_naming_the_field(serve: served.Serve
         assert (error["id"], error["error"]["code"]) == (1, -32602), error
         assert error["error"]["message"].startswith(text), error
     body = b'{"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {}}'
-    error = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body, headers=JSON, timeout=60).json()
+    error = httpx.post(f"{serve.url}/a2a/HelloWorld", content=body, headers=JSON, timeout=scaled(60)).json()
     assert (error["id"], error["error"]["code"], error["error"]["message"]) == (5, -32602, "params.id: Field required")
     refused = send(b'[{"kind": "text", "text": "Ada"}]', request_id=b'{"a": 1}')
     assert (refused["id"], refused["error"]["code"]) == (None, -32600)

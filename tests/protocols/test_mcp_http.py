@@ -21,7 +21,7 @@ import httpx
 import pytest
 import served
 from components import clean_env
-from timing import scaled
+from timing import deadline, scaled
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, types  # noqa: E402
@@ -69,7 +69,7 @@ def project(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     for server in started:
         server.stop(signal.SIGKILL)
         assert server.proc is not None
-        log = server.proc.communicate(5)[1]
+        log = server.proc.communicate(scaled(5))[1]
         assert "Traceback" not in log, log[-3000:]  # clients that come and go leave no error in the log
 
 
@@ -172,7 +172,7 @@ async def test_a_pause_is_answered_through_the_resume_tool_after_a_restart(proje
         assert f'"thread_id": "{thread_id}"' in _text(paused)
         server.stop()  # SIGTERM while the client is connected, its event stream open: a clean stop
     assert server.proc is not None
-    log = server.proc.communicate(5)[1]
+    log = server.proc.communicate(scaled(5))[1]
     assert "MCP clients use /mcp (streamable HTTP): tools HelloWorld, Quote, Publish, resume" in log
     assert "Application shutdown complete" in log
     assert "ERROR" not in log and "Traceback" not in log, log[-3000:]
@@ -217,7 +217,7 @@ async def test_a_cancelled_call_stops_the_run_after_its_step(project: Callable[.
 
 async def test_without_the_api_key_mcp_is_refused(project: Callable[..., Served]) -> None:
     server = project("--api-key-env", "MCP_TEST_KEY")  # the key asked on loopback too, once it is set
-    refused = httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=10)
+    refused = httpx.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=scaled(10))
     assert refused.status_code == 401
     assert refused.json()["code"] == "unauthorized"
     with pytest.RaisesGroup(pytest.RaisesExc(httpx.HTTPStatusError, match="401 Unauthorized"), flatten_subgroups=True):
@@ -254,14 +254,14 @@ def test_mcp_says_why_it_offers_no_tools_while_the_rest_serves(tmp_path: Path, m
     ask = tmp_path / "ask.csv"  # its only graph reads the terminal: no tool to offer
     ask.write_text("GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nAsk,Q,input,Name?,,name\n", "utf-8")
     with background(ServeConfig(targets=(str(ask),), checkpoint="memory")) as url:
-        refused = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=10)
+        refused = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=scaled(10))
         assert refused.status_code == 404
         assert refused.json()["code"] == "no-workflow"
         assert refused.json()["message"].startswith("/mcp offers no tools: no graph to offer as an MCP tool")
-        assert httpx.get(f"{url}/assistants/Ask", timeout=10).status_code == 200
+        assert httpx.get(f"{url}/assistants/Ask", timeout=scaled(10)).status_code == 200
     monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)  # the SDK not installed
     with background(ServeConfig(targets=(str(ROOT / "graphs" / "hello_world.csv"),), checkpoint="memory")) as url:
-        missing = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=10)
+        missing = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=scaled(10))
         assert missing.status_code == 404
         assert missing.json()["code"] == "missing-extra"
         assert 'pip install "agentmap[mcp-server]"' in missing.json()["hint"]
@@ -364,8 +364,8 @@ async def test_every_request_is_logged_once_after_an_mcp_session(tmp_path: Path)
 
 async def _answering(client: httpx.AsyncClient, url: str, proc: subprocess.Popen[bytes]) -> None:
     """Wait (with a deadline) until `url` answers 200, failing early if the server process ended."""
-    deadline = time.monotonic() + scaled(60)
-    while time.monotonic() < deadline:
+    give_up = deadline(60)
+    while time.monotonic() < give_up:
         assert proc.poll() is None, "the server exited"
         try:
             if (await client.get(url)).status_code == 200:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import components
 import pytest
+from timing import scaled
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
@@ -29,7 +30,7 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _inspect(build: Path, url: str, *args: str, key: str | None = KEY) -> subprocess.CompletedProcess[str]:
     header = ["--header", f"X-Api-Key: {key}"] if key else []
     command = ["node", "cli.js", "--cli", f"{url}/mcp", "--transport", "http", *header, *args]
-    return subprocess.run(command, cwd=build, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, cwd=build, capture_output=True, text=True, timeout=scaled(120))
 
 
 def test_the_mcp_inspector_lists_and_calls_the_tools(inspector: Path) -> None:

@@ -19,9 +19,13 @@ from pathlib import Path
 
 from components import find_executable
 
-__all__ = ["REASON", "binaries", "new_database", "server"]
+__all__ = ["REASON", "binaries", "new_database", "outage", "server", "start", "stop"]
 
 REASON = "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
+
+
+_SETTINGS = "-c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=400"
+"""No TCP, no waiting for the disk; room for every xdist worker's connections (the run shares one server)."""
 
 
 def binaries() -> Path | None:
@@ -40,14 +44,14 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@contextmanager
-def server(bin_dir: Path) -> Iterator[str]:
-    """Start a throw-away server; yield the URL of its `postgres` database; stop and delete it afterwards."""
+def start(bin_dir: Path) -> str:
+    """Start a throw-away server (it runs until `stop`, whoever started it); the URL of its `postgres` database."""
     folder = Path(tempfile.mkdtemp(prefix="agentmap-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
     data, port = folder / "data", _free_port()
     user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
+    url = f"postgresql://{user}@/postgres?host={folder}&port={port}"
     try:
         subprocess.run(
             _as_postgres(
@@ -56,19 +60,40 @@ def server(bin_dir: Path) -> Iterator[str]:
             check=True,
             capture_output=True,
         )
-        options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+        options = f"-p {port} -k {folder} {_SETTINGS}"
         subprocess.run(
             _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "start"]),
             check=True,
             capture_output=True,
         )
-        yield f"postgresql://{user}@/postgres?host={folder}&port={port}"
-    finally:
+    except BaseException:
+        stop(url)
+        raise
+    return url
+
+
+def stop(url: str) -> None:
+    """Stop the server of `url` (from `start`) and delete its files."""
+    from urllib.parse import parse_qs, urlparse
+
+    folder = Path(parse_qs(urlparse(url).query)["host"][0])
+    bin_dir = binaries()
+    if bin_dir is not None and (folder / "data").exists():
         subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-m", "immediate", "-w", "stop"]),
             capture_output=True,
         )
-        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def server(bin_dir: Path) -> Iterator[str]:
+    """Start a throw-away server; yield the URL of its `postgres` database; stop and delete it afterwards."""
+    url = start(bin_dir)
+    try:
+        yield url
+    finally:
+        stop(url)
 
 
 def new_database(url: str) -> str:
@@ -94,7 +119,7 @@ def outage(url: str, seconds: float) -> None:
     stop = [pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]  # connections cut; committed work kept
     subprocess.run(_as_postgres(stop), check=True, capture_output=True)
     time.sleep(seconds)  # the outage itself
-    options = f"-p {port} -k {folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+    options = f"-p {port} -k {folder} {_SETTINGS}"
     subprocess.run(
         _as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]),
         check=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langgraph.graph import END, START, StateGraph
+from timing import scaled
 
 import agentmap
 from agentmap import BaseAgent
@@ -86,7 +87,7 @@ def test_concurrent_runs_of_one_workflow_each_trace_their_own_execution_id(write
         def process(self, inputs: dict[str, Any]) -> Any:
             if inputs["who"] == "slow":
                 started.set()
-                assert quick_done.wait(60), "the quick run never ended"
+                assert quick_done.wait(scaled(60)), "the quick run never ended"
             return inputs["who"]
 
     class Lines(logging.Handler):
@@ -111,10 +112,10 @@ def test_concurrent_runs_of_one_workflow_each_trace_their_own_execution_id(write
         results: dict[str, Any] = {}
         slow = threading.Thread(target=lambda: results.update(slow=app.invoke({"who": "slow"})))
         slow.start()
-        assert started.wait(60), "the slow run never started"
+        assert started.wait(scaled(60)), "the slow run never started"
         results["quick"] = app.invoke({"who": "quick"})
         quick_done.set()
-        slow.join(60)
+        slow.join(scaled(60))
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)

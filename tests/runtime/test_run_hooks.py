@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import scaled
 
 import agentmap
 from agentmap.runtime.events import RunEnd, RunHooks, RunInfo
@@ -123,7 +124,7 @@ def test_an_observer_of_the_older_shape_still_hears_runs_and_flushes(write_csv: 
 class _Gate(agentmap.BaseAgent):
     """Holds both runs in the same node until each has reached it: the runs overlap for sure."""
 
-    gate = threading.Barrier(2, timeout=30)
+    gate = threading.Barrier(2, timeout=scaled(30))
 
     def process(self, inputs: dict[str, Any]) -> Any:
         self.gate.wait()

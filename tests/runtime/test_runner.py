@@ -13,6 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
+from timing import scaled
 
 import agentmap
 from agentmap import BaseAgent, ConfigError, NodeError
@@ -188,7 +189,7 @@ class _ThreadSeen(BaseCallbackHandler):
 
 
 def test_a_batch_with_an_agent_that_may_wait_runs_its_states_concurrently(write_csv: WriteCsv) -> None:
-    barrier = threading.Barrier(4, timeout=10)
+    barrier = threading.Barrier(4, timeout=scaled(10))
 
     class Meet(BaseAgent):
         def process(self, inputs: dict[str, Any]) -> Any:

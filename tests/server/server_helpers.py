@@ -15,6 +15,7 @@ from typing import Any
 
 import served
 from components import clean_env
+from timing import deadline, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT / "graphs"
@@ -146,7 +147,7 @@ class Receiver:
                     status = receiver.answers.pop(0) if receiver.answers else 200
                     receiver._changed.notify_all()
                 if self.path in receiver.held:
-                    receiver.release.wait(30)
+                    receiver.release.wait(scaled(30))
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -158,14 +159,15 @@ class Receiver:
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
-    def deliveries(self, path: str, count: int, timeout: float = 20.0) -> list[tuple[dict[str, str], dict[str, Any]]]:
-        """The first `count` deliveries to `path` (headers and JSON body), waiting for them up to `timeout` s."""
-        deadline = time.monotonic() + timeout
+    def deliveries(self, path: str, count: int, within: float = 20.0) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        """The first `count` deliveries to `path` (headers and JSON body), waiting for them up to `within` s (of an
+        idle machine: scaled, tests/timing.py)."""
+        give_up = deadline(within)
         with self._changed:
             while True:
                 found = [(h, json.loads(b)) for p, h, b in self.got if p == path]
                 if len(found) >= count:
                     return found[:count]
-                left = deadline - time.monotonic()
+                left = give_up - time.monotonic()
                 assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
                 self._changed.wait(left)

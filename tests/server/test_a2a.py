@@ -19,6 +19,7 @@ import httpx
 import pytest
 from components import clean_env
 from server_helpers import GRAPHS, make_project, serving
+from timing import deadline, scaled
 
 pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.slow
 async def agent(url: str, graph: str, *, streaming: bool = False, key: str | None = None) -> AsyncIterator[Any]:
     """The SDK's client of one served graph, made from its agent card."""
     headers = {"X-Api-Key": key} if key else {}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+    async with httpx.AsyncClient(headers=headers, timeout=scaled(30)) as http:
         client = await create_client(f"{url}/a2a/{graph}", ClientConfig(httpx_client=http, streaming=streaming))
         yield client
 
@@ -144,20 +145,20 @@ def serve_process(folder: Path, database: Path) -> Iterator[str]:
     proc = forked.start("serve", folder, "--port", str(port), "--checkpoint", database, cwd=folder, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        give_up = deadline(60)
         while True:
-            assert proc.poll() is None, f"the server exited: {proc.communicate(5)[1][-2000:]}"
+            assert proc.poll() is None, f"the server exited: {proc.communicate(scaled(5))[1][-2000:]}"
             try:
                 if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the server did not start"
+            assert time.monotonic() < give_up, "the server did not start"
             time.sleep(0.05)
         yield url
     finally:
         proc.send_signal(signal.SIGKILL)
-        proc.wait(60)
+        proc.wait(scaled(60))
 
 
 async def test_two_answers_sent_at_once_resume_the_pause_once(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import components
 import pytest
 from server_helpers import make_project, serving
+from timing import scaled
 
 pytest.importorskip("a2a")
 pytestmark = pytest.mark.slow
@@ -25,7 +26,9 @@ def a2a_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_javascript_a2a_client_sends_streams_answers_and_looks_up(a2a_client: Path, tmp_path: Path) -> None:
     with serving(make_project(tmp_path / "served"), checkpoint=str(tmp_path / "runs.db")) as url:
-        done = subprocess.run(["node", "client.mjs", url], cwd=a2a_client, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", "client.mjs", url], cwd=a2a_client, capture_output=True, text=True, timeout=scaled(120)
+        )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["state"] == seen["got"] == "TASK_STATE_COMPLETED"

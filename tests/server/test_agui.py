@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from server_helpers import GRAPHS, make_project, serving
-from timing import until
+from timing import scaled, until
 
 pytest.importorskip("ag_ui")
 
@@ -52,7 +52,7 @@ def body(thread: str, text: str | None = None, **fields: Any) -> dict[str, Any]:
 
 def post(url: str, graph: str, sent: dict[str, Any], **options: Any) -> tuple[httpx.Response, list[dict[str, Any]]]:
     """POST `sent` to the graph's AG-UI endpoint; the response and the events it streamed."""
-    with httpx.stream("POST", f"{url}/agui/{graph}", json=sent, timeout=60, **options) as response:
+    with httpx.stream("POST", f"{url}/agui/{graph}", json=sent, timeout=scaled(60), **options) as response:
         response.read()
     events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
     return response, events
@@ -250,7 +250,7 @@ def test_failures_end_the_run_with_run_error(url: str) -> None:
 
 
 def test_a_client_that_goes_away_stops_the_run_after_its_step(url: str) -> None:
-    with httpx.stream("POST", f"{url}/agui/Slow", json=body("gone-1", "x"), timeout=60) as response:
+    with httpx.stream("POST", f"{url}/agui/Slow", json=body("gone-1", "x"), timeout=scaled(60)) as response:
         for line in response.iter_lines():
             if line.startswith("data: ") and json.loads(line[6:])["type"] == "STEP_STARTED":
                 break  # the client goes away mid-run

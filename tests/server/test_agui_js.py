@@ -13,6 +13,7 @@ from pathlib import Path
 import components
 import pytest
 from server_helpers import GRAPHS, make_project, serving
+from timing import scaled
 
 pytest.importorskip("ag_ui")
 pytestmark = pytest.mark.slow
@@ -32,7 +33,9 @@ def test_the_agui_client_chats_pauses_answers_and_is_refused(agui_client: Path, 
     shutil.copy(GRAPHS / "llm_offline.csv", folder / "chat.csv")
     shutil.copytree(GRAPHS / "tools", folder / "tools")
     with serving(folder, checkpoint=str(tmp_path / "runs.db")) as url:
-        done = subprocess.run(["node", "client.mjs", url], cwd=agui_client, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", "client.mjs", url], cwd=agui_client, capture_output=True, text=True, timeout=scaled(120)
+        )
         assert done.returncode == 0, done.stderr
         seen = json.loads(done.stdout)
     chat = seen["chat"]

@@ -24,6 +24,7 @@ import httpx
 import pytest
 from components import find_executable, require
 from server_helpers import serving
+from timing import scaled
 
 pytest.importorskip("ag_ui")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -47,7 +48,11 @@ def page_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(PAGE / "chat.mjs", folder / "chat.mjs")
     bundle = [str(folder / "node_modules" / ".bin" / "esbuild"), "chat.mjs", "--bundle", "--format=iife"]
     done = subprocess.run(
-        [*bundle, "--platform=browser", "--outfile=chat.js"], cwd=folder, capture_output=True, text=True, timeout=120
+        [*bundle, "--platform=browser", "--outfile=chat.js"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr
     return folder
@@ -82,7 +87,7 @@ def browser() -> Iterator[Any]:
 def _state(page: Any, *states: str) -> str:
     """Wait until the page is in one of `states`; the one it is in."""
     shown = " || ".join(f"document.body.dataset.state === '{s}'" for s in states)
-    page.wait_for_function(shown, timeout=30_000)
+    page.wait_for_function(shown, timeout=scaled(30_000))
     return str(page.evaluate("document.body.dataset.state"))
 
 

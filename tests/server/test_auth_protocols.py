@@ -15,6 +15,7 @@ import httpx
 import pytest
 from auth_helpers import ALICE, BOB, PRIVATE, client, project
 from server_helpers import serving
+from timing import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +84,7 @@ async def test_an_a2a_task_is_its_callers(tmp_path: Path) -> None:
 
     @asynccontextmanager
     async def agent(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-        async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+        async with httpx.AsyncClient(headers=headers, timeout=scaled(30)) as http:
             yield await create_client(f"{url}/a2a/Publish", ClientConfig(httpx_client=http, streaming=False))
 
     def message(text: str, task: Any = None) -> SendMessageRequest:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from auth_helpers import client
 from server_helpers import Replica, steps_project
+from timing import scaled
 
 pytest.importorskip("langgraph_sdk")
 
@@ -112,7 +113,7 @@ def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _agui(url: str, headers: dict[str, str], sent: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
-    with httpx.stream("POST", f"{url}/agui/Publish", json=sent, headers=headers, timeout=60) as response:
+    with httpx.stream("POST", f"{url}/agui/Publish", json=sent, headers=headers, timeout=scaled(60)) as response:
         response.read()
     events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
     return response.status_code, events
@@ -149,7 +150,7 @@ async def _a2a_task(url: str, headers: dict[str, str], task_id: str | None) -> A
     from a2a.helpers import new_text_part
     from a2a.types.a2a_pb2 import GetTaskRequest, Message, Role, SendMessageRequest
 
-    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+    async with httpx.AsyncClient(headers=headers, timeout=scaled(60)) as http:
         agent = await create_client(f"{url}/a2a/Publish", ClientConfig(httpx_client=http, streaming=False))
         if task_id is not None:
             return await agent.get_task(GetTaskRequest(id=task_id))
@@ -198,7 +199,7 @@ async def test_two_users_on_three_replicas_never_reach_each_others(
             f"{url}/threads/{thread}/runs/stream",
             json={"assistant_id": "Publish", "command": {"resume": "yes"}},
             headers=BOB,
-            timeout=60,
+            timeout=scaled(60),
         )
         assert streamed.status_code == 404
         assert thread not in [t["thread_id"] for t in bob.threads.search(limit=100)]

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 from server_helpers import GRAPHS, serving
+from timing import deadline, scaled
 
 sdk = pytest.importorskip("langgraph_sdk")
 
@@ -191,7 +192,7 @@ def test_every_route_answers_malformed_requests_in_the_documented_shape(server: 
     battery = [*_requests(spec, [thread_id, "no-thread"])]
     battery += [("GET", path, None) for path in ("/viewer/nope.js", "/nope", "/threads/%ED%A0%80/state")]
     failures: list[str] = []
-    client = httpx.Client(base_url=server, timeout=60)
+    client = httpx.Client(base_url=server, timeout=scaled(60))
     for method, path, body in battery:
         asked = f"{method} {path} {body!r:.60}"
         try:
@@ -199,7 +200,7 @@ def test_every_route_answers_malformed_requests_in_the_documented_shape(server: 
         except httpx.TransportError as exc:  # a server that failed may close the connection it answered on
             failures.append(f"{asked}: no answer ({exc!r})")
             client.close()
-            client = httpx.Client(base_url=server, timeout=60)
+            client = httpx.Client(base_url=server, timeout=scaled(60))
             continue
         if answer.status_code >= 500:
             failures.append(f"{asked}: {answer.status_code} {answer.text[:200]}")
@@ -217,7 +218,7 @@ def test_what_uvicorn_answers_itself_is_in_the_documented_shape(tmp_path: Path) 
     with serving(GRAPHS / "hello_world.csv", checkpoint="memory", max_connections=2, header_timeout=60) as url:
         address = urlparse(url)
         where = (address.hostname or "127.0.0.1", address.port or 80)
-        with socket.create_connection(where, timeout=30) as sock:
+        with socket.create_connection(where, timeout=scaled(30)) as sock:
             sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
             answer = b""
             while chunk := sock.recv(65536):
@@ -225,11 +226,11 @@ def test_what_uvicorn_answers_itself_is_in_the_documented_shape(tmp_path: Path) 
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
         assert httpx.Response(400, content=body).json()["code"] == "bad-request"
-        held = [socket.create_connection(where, timeout=30) for _ in range(2)]
+        held = [socket.create_connection(where, timeout=scaled(30)) for _ in range(2)]
         try:
-            deadline = time.monotonic() + 20
+            give_up = deadline(20)
             while (busy := httpx.get(f"{url}/ok")).status_code != 503:  # once the held sockets are accepted
-                assert time.monotonic() < deadline, f"answered {busy.status_code} beyond the limit"
+                assert time.monotonic() < give_up, f"answered {busy.status_code} beyond the limit"
                 time.sleep(0.05)
             error = busy.json()
             assert error["code"] == "busy" and "--max-connections" in error["message"]

@@ -10,22 +10,23 @@ from urllib.parse import urlparse
 
 import pytest
 from server_helpers import make_project, serving
+from timing import deadline, scaled
 
 sdk = pytest.importorskip("langgraph_sdk")
 
 
 def _connect(url: str) -> socket.socket:
     address = urlparse(url)
-    sock = socket.create_connection((address.hostname or "127.0.0.1", address.port or 80), timeout=30)
+    sock = socket.create_connection((address.hostname or "127.0.0.1", address.port or 80), timeout=scaled(30))
     return sock
 
 
 def _closed_by_server(sock: socket.socket, seconds: float, trickle: bytes = b"") -> bool:
     """Whether the server closes `sock` within `seconds`, while we send `trickle` a byte at a time."""
-    deadline = time.monotonic() + seconds
+    give_up = deadline(seconds)
     sock.settimeout(0.1)
     sent = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < give_up:
         if sent < len(trickle):
             try:
                 sock.sendall(trickle[sent : sent + 1])
@@ -77,13 +78,13 @@ def test_beyond_the_connection_limit_a_request_gets_503(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "p")
     with serving(folder, checkpoint="memory", max_connections=3, header_timeout=60) as url:
         held = [_connect(url) for _ in range(3)]
-        deadline = time.monotonic() + 20
+        give_up = deadline(20)
         while (status := httpx.get(f"{url}/ok").status_code) != 503:  # the held sockets are accepted by now
-            assert time.monotonic() < deadline, f"answered {status} beyond the limit"
+            assert time.monotonic() < give_up, f"answered {status} beyond the limit"
             time.sleep(0.05)
         for sock in held:
             sock.close()
-        deadline = time.monotonic() + 20
+        give_up = deadline(20)
         while httpx.get(f"{url}/ok").status_code != 200:  # room again once they are gone
-            assert time.monotonic() < deadline, "the server did not serve again after the connections closed"
+            assert time.monotonic() < give_up, "the server did not serve again after the connections closed"
             time.sleep(0.05)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from server_helpers import GRAPHS, make_project, serving
-from timing import until
+from timing import deadline, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 pytest.importorskip("croniter")
@@ -115,8 +115,8 @@ def test_a_cron_ticking_every_second_starts_runs_until_it_is_deleted(tmp_path: P
         until(lambda: all(r["status"] not in ("pending", "running") for r in _cron_runs(client, tid)), 30, "busy")
         settled = len(_cron_runs(client, tid))
         assert settled <= stopped + 1
-        deadline = time.monotonic() + 2.5  # more than two ticks of the deleted schedule
-        while time.monotonic() < deadline:
+        give_up = deadline(2.5)  # more than two ticks of the deleted schedule
+        while time.monotonic() < give_up:
             assert len(_cron_runs(client, tid)) == settled
             time.sleep(0.2)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from server_helpers import make_project, serving
+from timing import deadline, scaled
 
 sdk = pytest.importorskip("langgraph_sdk")
 
@@ -21,12 +22,12 @@ pytestmark = pytest.mark.slow
 
 def _eventually(check: Callable[[], Any], seconds: float) -> Any:
     """`check()`'s value once it returns without a connection error (the database may still be coming back)."""
-    deadline = time.monotonic() + seconds
+    give_up = deadline(seconds)
     while True:
         try:
             return check()
         except Exception:
-            if time.monotonic() > deadline:
+            if time.monotonic() > give_up:
                 raise
             time.sleep(0.2)
 
@@ -62,8 +63,8 @@ def test_runs_accepted_before_a_ten_second_outage_each_finish_once(
     with (
         serving(folder, checkpoint=url, lease=3.0) as a,
         serving(folder, checkpoint=url, lease=3.0) as b,
-        sdk.get_sync_client(url=a, timeout=30) as on_a,
-        sdk.get_sync_client(url=b, timeout=30) as on_b,
+        sdk.get_sync_client(url=a, timeout=scaled(30)) as on_a,
+        sdk.get_sync_client(url=b, timeout=scaled(30)) as on_b,
     ):
         threads = [on_a.threads.create()["thread_id"] for _ in range(4)]
         runs = [on_a.runs.create(t, "Slow", input={"topic": t}) for t in threads]
@@ -103,14 +104,14 @@ def _naps_running(
     with (
         serving(folder, checkpoint=postgres_url, lease=3.0) as a,
         serving(folder, checkpoint=postgres_url, lease=3.0) as b,
-        sdk.get_sync_client(url=a, timeout=60) as on_a,
-        sdk.get_sync_client(url=b, timeout=60) as on_b,
+        sdk.get_sync_client(url=a, timeout=scaled(60)) as on_a,
+        sdk.get_sync_client(url=b, timeout=scaled(60)) as on_b,
     ):
         thread_id = on_a.threads.create()["thread_id"]
         run_id = on_a.runs.create(thread_id, "Naps", input={"topic": "t"}, **create)["run_id"]
-        deadline = time.monotonic() + 30
+        give_up = deadline(30)
         while on_a.runs.get(thread_id, run_id)["status"] != "running":
-            assert time.monotonic() < deadline, "the run never started"
+            assert time.monotonic() < give_up, "the run never started"
             time.sleep(0.05)
         yield on_a, on_b, thread_id, run_id
 
@@ -138,8 +139,8 @@ def test_a_run_whose_lease_is_taken_over_mid_run_is_joined_with_all_its_steps_on
                     "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = 0 WHERE run_id = %s",
                     (run_id,),
                 )
-            joined = [j.result(timeout=60) for j in joins]
-            streamed = [s.result(timeout=60) for s in streams]
+            joined = [j.result(timeout=scaled(60)) for j in joins]
+            streamed = [s.result(timeout=scaled(60)) for s in streams]
         listed = _eventually(functools.partial(_ended, on_a, thread_id), 60)
         ended = [(r["run_id"], r["status"]) for r in listed]
         wrong = any(v.get("third") != "rested" for v in joined) or any("third" not in k for k in streamed)
@@ -183,9 +184,9 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
     ):
         with ThreadPoolExecutor(4) as pool:
             streams = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
-            deadline = time.monotonic() + 30
+            give_up = deadline(30)
             while not _stored_events(postgres_url, run_id):  # B follows it through the store: it has begun
-                assert time.monotonic() < deadline, "no event of the run reached the store"
+                assert time.monotonic() < give_up, "no event of the run reached the store"
                 time.sleep(0.05)
             # Its lease is lost to a replica that dies holding it for 5 s more: A hears of it (its heartbeat beats
             # every second) before any replica may claim the run. With the lease run out at once, A's own claim
@@ -195,13 +196,13 @@ def test_streams_that_follow_a_run_across_a_handover_get_every_event_of_both_rep
                     "UPDATE agentmap_runs SET owner = 'elsewhere:1:gone', lease_until = %s WHERE run_id = %s",
                     (time.time() + 5, run_id),
                 )
-            deadline = time.monotonic() + 60
+            give_up = deadline(60)
             while sum(e == "metadata" for e, _ in _stored_events(postgres_url, run_id)) < 2:
-                assert time.monotonic() < deadline, "no replica continued the run"
+                assert time.monotonic() < give_up, "no replica continued the run"
                 time.sleep(0.05)
             # joined once it continues: on the replica that continues it, the earlier attempt's come first
             later = [pool.submit(_streamed, c, thread_id, run_id) for c in (on_a, on_b)]
-            on_a_stream, on_b_stream, *joined_later = [s.result(timeout=90) for s in streams + later]
+            on_a_stream, on_b_stream, *joined_later = [s.result(timeout=scaled(90)) for s in streams + later]
         _eventually(functools.partial(_ended, on_a, thread_id), 60)
         stored = _stored_events(postgres_url, run_id)
         attempts = [data["attempt"] for event, data in stored if event == "metadata"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import components
 import pytest
 from server_helpers import make_project, serving
+from timing import scaled
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,9 @@ def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(node_client: Path, tmp_path: Path) -> None:
     folder = make_project(tmp_path / "served")
     with serving(folder, checkpoint=str(tmp_path / "runs.db")) as url:
-        done = subprocess.run(["node", "client.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", "client.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=scaled(120)
+        )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["graphs"] == ["Ask", "HelloWorld", "Review", "Slow"]
@@ -70,7 +73,9 @@ def test_two_users_of_the_javascript_client_each_reach_only_their_own(node_clien
     folder = make_project(tmp_path / "served")
     (folder / "auth.py").write_text(USERS, encoding="utf-8")
     with serving(folder / "hello.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
-        done = subprocess.run(["node", "users.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", "users.mjs", url], cwd=node_client, capture_output=True, text=True, timeout=scaled(120)
+        )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["owner"] == "ada" and seen["waited"]["greeting"] == "Hello, Ada!"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from server_helpers import make_project, serving
+from timing import deadline, scaled
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import NotFoundError  # noqa: E402
@@ -25,9 +26,9 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def _until_a_step_is_saved(client: Any, thread_id: str) -> None:
-    deadline = time.monotonic() + 30
+    give_up = deadline(30)
     while "first" not in (client.threads.get_state(thread_id)["values"] or {}):
-        assert time.monotonic() < deadline, "the first run never saved a step"
+        assert time.monotonic() < give_up, "the first run never saved a step"
         time.sleep(0.02)
 
 
@@ -65,9 +66,9 @@ def test_rollback_of_a_later_run_starts_from_the_checkpoint_before_it(client: An
     tid = client.threads.create()["thread_id"]
     client.runs.wait(tid, "Slow", input={"topic": "kept"})
     old = client.runs.create(tid, "Slow", input={"topic": "old"})
-    deadline = time.monotonic() + 30
+    give_up = deadline(30)
     while client.threads.get_state(tid)["values"]["topic"] != "old":
-        assert time.monotonic() < deadline
+        assert time.monotonic() < give_up
         time.sleep(0.02)
     new = client.runs.create(tid, "Slow", multitask_strategy="rollback")  # no input: from where the thread was
     client.runs.join(tid, new["run_id"])
@@ -100,14 +101,14 @@ def test_interrupt_sent_to_another_replica_stops_the_run_where_it_runs(tmp_path:
         streamed.start()
         _until_a_step_is_saved(on_a, tid)
         new = on_b.runs.create(tid, "Gated", input={"topic": "new"}, multitask_strategy="interrupt")
-        deadline = time.monotonic() + 30
+        give_up = deadline(30)
         while not on_a.runs.get(tid, old["run_id"])["cancel_reason"]:  # replica A has heard of it
-            assert time.monotonic() < deadline, "the replica running the old run never heard of the interrupt"
+            assert time.monotonic() < give_up, "the replica running the old run never heard of the interrupt"
             time.sleep(0.02)
         gate.touch()
         assert on_b.runs.join(tid, new["run_id"])["topic"] == "new"
         assert on_a.runs.get(tid, old["run_id"])["status"] == "interrupted"
-        streamed.join(30)
+        streamed.join(scaled(30))
         old_keys = {
             k
             for h in on_a.threads.get_history(tid, limit=100)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from server_helpers import Replica, holding, steps_project
-from timing import until
+from timing import deadline, scaled, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import ConflictError  # noqa: E402
@@ -195,7 +195,7 @@ def test_replicas_start_together_and_a_stopped_replica_hands_its_run_over_at_onc
     assert time.monotonic() - stopped_at < 25  # well before the 30 s lease would have run out
     assert on_other.runs.get(tid, run["run_id"])["status"] == "success"
     assert _ends(project)["One"] == 1 and _ends(project)["Four"] == 1
-    follower.join(30)
+    follower.join(scaled(30))
     nodes = [next(iter(p.data)) for p in followed if p.event == "updates"]
     assert [n for i, n in enumerate(nodes) if i == 0 or nodes[i - 1] != n] == ["One", "Two", "Three", "Four"]
     assert [p.data["attempt"] for p in followed if p.event == "metadata"] == [1, 2]  # taken over once
@@ -246,7 +246,7 @@ def test_runs_streamed_one_after_another_never_wait_for_the_queue_to_look_again(
 
     streaming = threading.Thread(target=stream_runs, daemon=True)  # ended with the server if it hangs
     streaming.start()
-    streaming.join(60)
+    streaming.join(scaled(60))
     assert not failures, failures
     assert counts == [4] * 8, f"runs streamed so far: {counts} (the next one waits for the queue's next look?) {odd}"
 
@@ -282,7 +282,7 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     receiver.deliveries("/dies", 1)
     a.kill()
     receiver.release.set()
-    (first, sent), (second, again) = receiver.deliveries("/dies", 2, timeout=60)
+    (first, sent), (second, again) = receiver.deliveries("/dies", 2, within=60)
     assert first["X-AgentMap-Delivery"] == second["X-AgentMap-Delivery"] == sent["run_id"] == again["run_id"]
     assert again["status"] == "success"
     receiver.http.shutdown()
@@ -311,8 +311,8 @@ def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_t
             "'checkpoint_writes'::regclass)"
         )
         until(lambda: held.execute(waiting).fetchone(), 60, "the run never tried to save a checkpoint")
-        deadline = time.monotonic() + 2  # the time of many steps: the run must not go on unsaved
-        while "end Two" not in _steps(project) and time.monotonic() < deadline:
+        give_up = deadline(2)  # the time of many steps: the run must not go on unsaved
+        while "end Two" not in _steps(project) and time.monotonic() < give_up:
             time.sleep(0.05)
         server.kill()
         ended = _ends(project)
@@ -405,7 +405,7 @@ def test_an_mcp_call_whose_run_is_handed_back_mid_way_gets_the_runs_real_end(
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # the call's run (it may have no thread)
         (run_id,) = until(lambda: conn.execute("SELECT run_id FROM agentmap_runs").fetchone(), 60, "no run accepted")
     _handed_back_before_its_next_step(project, postgres_url, run_id)
-    calling.join(120)
+    calling.join(scaled(120))
     (result,) = answered
     assert not result.isError and (result.structuredContent or {}).get("four") == "Four", (result, _steps(project))
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # kept for the call until it read the end, then gone

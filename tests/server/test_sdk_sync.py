@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from server_helpers import GRAPHS, make_project, serving
+from timing import deadline, scaled, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import AuthenticationError, ConflictError, NotFoundError  # noqa: E402
@@ -178,9 +179,9 @@ def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path:
         client.runs.wait(tid, "Hold", input={})
         first = client.runs.create(tid, "Hold", command={"resume": "yes"})
         refusals = [_refusal(client, tid)]  # at once: the first answer queued, being applied, or applied
-        deadline = time.monotonic() + 30
+        give_up = deadline(30)
         while client.threads.get_state(tid)["next"] != ["Rest"]:  # the first answer has moved the run on
-            assert time.monotonic() < deadline, "the first answer's run never reached Rest"
+            assert time.monotonic() < give_up, "the first answer's run never reached Rest"
             time.sleep(0.02)
         refusals.append(_refusal(client, tid))
         for body in refusals:
@@ -264,7 +265,7 @@ def test_create_join_cancel_and_join_stream(client: Any) -> None:
     assert client.runs.get(tid, run["run_id"])["status"] == "success"
 
     second = client.runs.create(tid, "Slow", input={"topic": "t"})
-    time.sleep(0.1)
+    until(lambda: client.runs.get(tid, second["run_id"])["status"] != "pending", 30, "the second run never started")
     client.runs.cancel(tid, second["run_id"], wait=True)
     cancelled = client.runs.get(tid, second["run_id"])
     assert cancelled["status"] == "interrupted" and cancelled["cancel_reason"] == "cancelled by the client"
@@ -278,8 +279,8 @@ def test_a_stream_whose_client_leaves_is_cancelled_when_asked(client: Any) -> No
     assert first.event == "metadata"
     stream.close()  # the client goes away after the first event
     run_id = first.data["run_id"]
-    deadline = time.monotonic() + 10
-    while client.runs.get(tid, run_id)["status"] in ("pending", "running") and time.monotonic() < deadline:
+    give_up = deadline(10)
+    while client.runs.get(tid, run_id)["status"] in ("pending", "running") and time.monotonic() < give_up:
         time.sleep(0.05)
     run = client.runs.get(tid, run_id)
     assert run["status"] == "interrupted" and run["cancel_reason"] == "the client disconnected"
@@ -394,7 +395,7 @@ def test_quiet_streams_send_heartbeats_the_client_skips(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "p")
     with serving(folder / "slow.csv", checkpoint="memory", heartbeat=0.1) as url:
         body = {"assistant_id": "Slow", "input": {"topic": "t"}, "stream_mode": "updates"}
-        with httpx.stream("POST", f"{url}/runs/stream", json=body, timeout=30) as response:
+        with httpx.stream("POST", f"{url}/runs/stream", json=body, timeout=scaled(30)) as response:
             text = response.read().decode()
         assert text.count(": heartbeat\n\n") >= 3 and text.count("event: updates") == 3
         with sdk.get_sync_client(url=url, api_key=None) as client:

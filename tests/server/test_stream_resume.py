@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from server_helpers import Replica, holding, steps_project
-from timing import until
+from timing import scaled, until
 
 sdk = pytest.importorskip("langgraph_sdk")
 from langgraph_sdk.errors import UnprocessableEntityError  # noqa: E402
@@ -107,7 +107,7 @@ def _checked(got: list[Event], whole: list[Event]) -> None:
 
 def _refused(url: str, tid: str, run_id: str, last_event_id: str) -> dict[str, Any]:
     answer = httpx.get(
-        f"{url}/threads/{tid}/runs/{run_id}/stream", headers={"Last-Event-ID": last_event_id}, timeout=30
+        f"{url}/threads/{tid}/runs/{run_id}/stream", headers={"Last-Event-ID": last_event_id}, timeout=scaled(30)
     )
     assert answer.status_code == 422, answer.text
     body: dict[str, Any] = answer.json()
@@ -125,7 +125,7 @@ def test_a_stream_resumed_with_its_last_event_id_gets_the_rest_once_in_order(
     follower = _follow(server.url, tid, run_id, whole)  # an uninterrupted stream of the same run
     until(lambda: any(e[0] == "metadata" for e in whole), 30, "the uninterrupted stream got nothing")
     got = _interrupted(project, tid, run_id, server.url, server.url)
-    follower.join(60)
+    follower.join(scaled(60))
     _checked(got, whole)
     client = sdk.get_sync_client(url=server.url, api_key=None)
     assert _status(server.url, tid, run_id) == "success"

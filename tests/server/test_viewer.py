@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from components import find_executable, require
 from server_helpers import GRAPHS, make_project, serving
+from timing import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,7 +40,7 @@ def test_viewer_runs_parallel_and_lights_every_node(tmp_path: Path, browser: Any
         page, outside = _open(browser, url, "Briefing")
         page.fill("#fields input[name=city]", "Lisbon")
         page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         rows = page.eval_on_selector_all(
             "#summary tbody tr", "rows => rows.map(r => [r.cells[0].textContent, r.dataset.status])"
         )
@@ -67,7 +68,7 @@ def test_viewer_shows_a_failed_node_in_red(tmp_path: Path, browser: Any) -> None
         page, _ = _open(browser, url, "Fails")
         page.fill("#fields input[name=x]", "1")
         page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'failed'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'failed'", timeout=scaled(20_000))
         failed = page.eval_on_selector("#summary tbody tr[data-status=failed]", "r => r.innerText")
         assert "Boom" in failed and "the disk is full" in failed
         fill = page.eval_on_selector("#diagram g.node.am-failed > rect", "r => getComputedStyle(r).fill")
@@ -88,7 +89,7 @@ def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
         page.wait_for_selector("#diagram svg g.node")
         page.fill("#fields input[name=topic]", "owls")
         page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
         page.screenshot(path=str(tmp_path / "paused.png"), full_page=True)
         assert page.inner_text("#question-text") == "Publish this draft?"
         assert "Draft about owls" in page.inner_text("#final")
@@ -99,7 +100,7 @@ def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
         assert "approval" in page.inner_text("#status")  # the refused answer says what fits
         page.fill("#answer", "approve")
         page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert '"approved": true' in page.inner_text("#final")
         page.close()
 
@@ -131,10 +132,10 @@ def test_viewer_runs_as_the_user_its_authorization_field_names(tmp_path: Path, b
         page.wait_for_selector("#diagram svg g.node")
         page.fill("#fields input[name=topic]", "owls")
         page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
         page.fill("#answer", "approve")
         page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         page.close()
 
         def threads(token: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import scaled
 
 import agentmap
 from agentmap.storage import _files, tables
@@ -123,7 +124,7 @@ def test_separate_processes_appending_to_one_file_keep_every_row(tmp_path: Path)
         subprocess.Popen([sys.executable, str(script), str(tmp_path), f"p{i}", "25"], stderr=subprocess.PIPE, text=True)
         for i in range(4)
     ]
-    assert all(w.wait(timeout=120) == 0 for w in workers), [w.stderr.read() for w in workers if w.stderr]
+    assert all(w.wait(timeout=scaled(120)) == 0 for w in workers), [w.stderr.read() for w in workers if w.stderr]
     lines = (tmp_path / "data" / "shared.csv").read_text(encoding="utf-8").splitlines()
     assert lines[0] == "who,n" and len(lines) == 1 + 4 * 25
     assert sorted(lines[1:]) == sorted(f"p{i},{n}" for i in range(4) for n in range(25))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from timing import scaled
 
 from agentmap.studio import StudioConfig, background
 
@@ -53,7 +54,7 @@ def test_the_serve_page_runs_as_the_user_and_shows_each_their_own(tmp_path: Path
             f"{url}server/threads/{thread['thread_id']}/runs/wait",
             json={"assistant_id": "HelloWorld", "input": {"name": "Ada"}},
             headers=alice,
-            timeout=60,
+            timeout=scaled(60),
         )
         assert ran.status_code == 200, ran.text
         assert httpx.get(f"{url}server/threads/{thread['thread_id']}", headers=bob).status_code == 404

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from components import find_executable, require
+from timing import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -80,7 +81,7 @@ def checks(page: Any) -> int:
 
 
 def wait_checked(page: Any, before: int) -> None:
-    page.wait_for_function(f"Number(document.body.dataset.checks) > {before}", timeout=10_000)
+    page.wait_for_function(f"Number(document.body.dataset.checks) > {before}", timeout=scaled(10_000))
 
 
 def edit(page: Any, target: Any, text: str) -> None:
@@ -92,14 +93,15 @@ def edit(page: Any, target: Any, text: str) -> None:
     page.keyboard.type(text)
     page.keyboard.press("Enter")
     page.wait_for_function(
-        f"Number(document.body.dataset.checks) > {before} && !document.querySelector('td.editing')", timeout=10_000
+        f"Number(document.body.dataset.checks) > {before} && !document.querySelector('td.editing')",
+        timeout=scaled(10_000),
     )
     settle(page)
 
 
 def settle(page: Any) -> None:
     """Wait until no check is on its way (one sent while typing may still be)."""
-    page.wait_for_function("!S.checking && !S.pending", timeout=10_000)
+    page.wait_for_function("!S.checking && !S.pending", timeout=scaled(10_000))
 
 
 def test_a_misspelled_node_is_marked_on_its_cell_and_clears_when_fixed(browser: Any, tmp_path: Path) -> None:
@@ -231,7 +233,7 @@ def test_adding_a_row_and_saving_keeps_comments_quoting_bom_and_line_endings(bro
         edit(page, cell(page, 3, 4), 'Draft about {topic}, "short"')
         assert page.get_by_role("list", name="Findings").get_by_role("button", name="error").count() == 0
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
     expected = (
         "\ufeff# Review flow, kept by hand\r\n"
         "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\r\n"
@@ -262,7 +264,7 @@ def test_a_column_a_finding_asks_for_is_added_and_saved(browser: Any, tmp_path: 
         edit(page, cell(page, 2, 4), '{"workflow": "::Inner"}')
         assert findings.get_by_role("button", name="error").count() == 0, findings.inner_text()
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
     assert flow.read_text(encoding="utf-8") == (
         'GraphName,Node,AgentType,Context\nMain,Call,graph,"{""workflow"": ""::Inner""}"\nInner,Hello,echo,\n'
     )
@@ -277,15 +279,15 @@ def test_a_file_changed_on_disk_is_offered_for_reload_and_never_overwritten(brow
         theirs = flow.read_text(encoding="utf-8").replace("Runs when Check failed", "Changed elsewhere")
         flow.write_text(theirs, encoding="utf-8")
         alert = page.get_by_role("alert")
-        alert.wait_for(timeout=10_000)
+        alert.wait_for(timeout=scaled(10_000))
         assert "changed on disk" in alert.inner_text()
         alert.get_by_role("button", name="Keep editing").click()
         page.get_by_role("button", name="Save").click()
-        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=scaled(10_000))
         assert flow.read_text(encoding="utf-8") == theirs  # never silently overwritten
         assert alert.get_by_role("button", name="Overwrite with my sheet").is_visible()
         alert.get_by_role("button", name="Reload from disk").click()
-        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=scaled(10_000))
         assert cell(page, 4, 5).inner_text() == "Changed elsewhere"
         assert cell(page, 2, 5).inner_text() != "mine"
 
@@ -316,12 +318,12 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
     shutil.copy(ROOT / "graphs" / "branching.csv", flow)
     (tmp_path / "publish.csv").write_text(HUMAN, encoding="utf-8")
     with studio_page(browser, tmp_path, file="branching.csv") as page:
-        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=scaled(20_000))
         form = page.get_by_role("form", name="Initial state")
         form.get_by_role("textbox", name="approved").fill("yes")
         form.get_by_role("textbox", name="request").fill("a new laptop")
         form.get_by_role("button", name="Run").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         nodes = page.get_by_role("table", name="Nodes run")
         assert nodes.get_by_role("button").all_inner_texts() == ["Check", "Approve", "Report"]
         picture = page.get_by_role("img", name="The graph Approval drawn")
@@ -341,10 +343,10 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         # change a prompt, save, and run again from the checkpoint after Check: the same state, the new file
         edit(page, cell(page, 3, 4), "OK: {request}")
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
-        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
+        page.wait_for_function("document.body.dataset.runReady === 'Approval'", timeout=scaled(20_000))
         page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert '"decision": "OK: a new laptop"' in page.get_by_role("region", name="Final state").inner_text()
         assert nodes.get_by_role("button").all_inner_texts() == ["Approve", "Report"]  # from there on, not Check
         # the checkpoints listed are the fork's branch: the first run's steps after the fork point are not
@@ -361,7 +363,7 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
         page.wait_for_function(
             "document.body.dataset.runStatus === 'succeeded' && $('final').textContent.includes('a phone')",
-            timeout=20_000,
+            timeout=scaled(20_000),
         )
         final = page.get_by_role("region", name="Final state").inner_text()
         assert "Decision for a phone; request=a phone; decision=OK: a phone" in final, final
@@ -369,21 +371,21 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.screenshot(path=str(artefacts(tmp_path) / "studio-fork.png"))
         page.get_by_role("textbox", name="Change the state before forking").fill("[1]")
         page.get_by_role("list", name="Checkpoints").get_by_role("button", name="next: Approve").first.click()
-        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=scaled(10_000))
         assert "must be a JSON object" in page.get_by_role("status").filter(has_text="JSON object").inner_text()
         page.get_by_role("textbox", name="Change the state before forking").fill("")
 
         page.get_by_role("combobox", name="Workflow file").select_option("publish.csv")
-        page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=scaled(20_000))
         page.get_by_role("textbox", name="topic").fill("owls")
         page.get_by_role("button", name="Run").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
         answer = page.get_by_role("form", name="Answer the paused node")
         assert answer.inner_text().startswith("Review: Publish this draft? Draft about owls")
         assert page.get_by_role("img").locator("g.node[data-node='Review'].am-paused").count() == 1
         answer.get_by_role("textbox", name="Answer").fill("yes")
         answer.get_by_role("button", name="Answer").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert "Approved: True" in page.get_by_role("region", name="Final state").inner_text()
         earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
         earlier.first.wait_for()
@@ -417,7 +419,7 @@ def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_for
         assert sheets.all_inner_texts() == ["Greet", "Loud"]
         assert sheets.get_by_text("Greet").get_attribute("aria-selected") == "true"
         assert page.get_by_role("tablist", name="Graphs").get_by_role("tab").all_inner_texts() == ["Greet"]
-        page.get_by_role("img", name="The graph Greet drawn").wait_for(timeout=10_000)
+        page.get_by_role("img", name="The graph Greet drawn").wait_for(timeout=scaled(10_000))
         edit(page, cell(page, 2, 6), "Helo")  # a misspelled node, found on its cell of the sheet
         assert cell(page, 2, 6).get_attribute("aria-invalid") == "true"
         assert "flows.xlsx[Greet]!F2" in page.get_by_role("list", name="Findings").inner_text()
@@ -430,16 +432,16 @@ def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_for
         assert cell(page, 2, 6).get_attribute("aria-invalid") is None
         edit(page, cell(page, 2, 3), "Good day, {name}")
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
-        page.wait_for_function("document.body.dataset.runReady === 'Greet'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
+        page.wait_for_function("document.body.dataset.runReady === 'Greet'", timeout=scaled(20_000))
 
         sheets.get_by_text("Loud").click()
         page.wait_for_function("document.body.dataset.state === 'ready' && S.file === 'flows.xlsx[Loud]'")
         assert cell(page, 2, 1).inner_text() == "Say"
-        page.wait_for_function("document.body.dataset.runReady === 'Loud'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Loud'", timeout=scaled(20_000))
         page.get_by_role("form", name="Initial state").get_by_role("textbox", name="name").fill("Ada")
         page.get_by_role("button", name="Run").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert '"said": "Ada!"' in page.get_by_role("region", name="Final state").inner_text()
 
         # another program saves the workbook while it is open: offered for reload, never overwritten
@@ -448,14 +450,14 @@ def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_for
         theirs["Loud"]["C2"] = "changed elsewhere"
         theirs.save(path)
         alert = page.get_by_role("alert")
-        alert.wait_for(timeout=10_000)
+        alert.wait_for(timeout=scaled(10_000))
         assert "changed on disk" in alert.inner_text()
         alert.get_by_role("button", name="Keep editing").click()
         page.get_by_role("button", name="Save").click()
-        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'conflict'", timeout=scaled(10_000))
         assert openpyxl.load_workbook(path)["Loud"]["C2"].value == "changed elsewhere"
         alert.get_by_role("button", name="Reload from disk").click()
-        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=scaled(10_000))
         assert cell(page, 2, 3).inner_text() == "changed elsewhere"
 
     saved = openpyxl.load_workbook(path)
@@ -477,13 +479,13 @@ def test_a_graph_renamed_on_one_sheet_is_found_on_the_sheet_that_calls_it(browse
         assert "calls.xlsx[Main]!D2" in findings.inner_text()
         assert page.locator("[role=gridcell][aria-invalid=true]").count() == 0  # not on a cell of this sheet
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
         findings.get_by_role("button").filter(has_text="calls.xlsx[Main]!D2").click()  # opens sheet Main
-        page.wait_for_function("S.file === 'calls.xlsx[Main]'", timeout=10_000)
+        page.wait_for_function("S.file === 'calls.xlsx[Main]'", timeout=scaled(10_000))
         page.wait_for_function(
             "document.querySelector(\"[aria-rowindex='2'][aria-colindex='4']\")?.getAttribute('aria-invalid')"
             " === 'true'",
-            timeout=10_000,
+            timeout=scaled(10_000),
         )
 
 
@@ -509,11 +511,11 @@ def test_text_typed_like_a_formula_in_a_workbook_is_saved_as_text(browser: Any, 
     with studio_page(browser, path, file="flows.xlsx[Greet]") as page:
         edit(page, cell(page, 2, 3), "=SUM(A1)")
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
         assert cell(page, 2, 3).inner_text() == "=SUM(A1)" and cell(page, 2, 3).get_attribute("aria-readonly") is None
         edit(page, cell(page, 3, 3), "Goodbye, {name}")  # the next save is not refused
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=10_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(10_000))
     greet = openpyxl.load_workbook(path)["Greet"]
     assert (greet["C2"].value, greet["C2"].data_type, greet["C3"].value) == ("=SUM(A1)", "s", "Goodbye, {name}")
 
@@ -529,24 +531,26 @@ ORDER = (
 def test_an_answer_typed_in_the_page_means_what_it_says(browser: Any, tmp_path: Path) -> None:
     (tmp_path / "order.csv").write_text(ORDER, encoding="utf-8")
     with studio_page(browser, tmp_path, file="order.csv") as page:
-        page.wait_for_function("document.body.dataset.runReady === 'Order'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runReady === 'Order'", timeout=scaled(20_000))
         page.get_by_role("textbox", name="drink").fill("tea")
         page.get_by_role("button", name="Run").click()
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
         form = page.get_by_role("form", name="Answer the paused node")
         box, button = form.get_by_role("textbox", name="Answer"), form.get_by_role("button", name="Answer")
         box.fill("2")  # text, as `agentmap resume ID 2` sends it (before: the number 2, refused as "not text")
         button.click()
-        page.wait_for_function("$('question-text').textContent.startsWith('Review: Order 2 cups?')", timeout=20_000)
+        page.wait_for_function(
+            "$('question-text').textContent.startsWith('Review: Order 2 cups?')", timeout=scaled(20_000)
+        )
         box.fill("maybe")
         button.click()
-        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'error'", timeout=scaled(20_000))
         refusal = page.locator("#run-status").inner_text()
         assert refusal.startswith("command.resume: node 'Review' asks for an approval; 'maybe' is neither"), refusal
         assert form.is_visible()  # the run stays paused: the question is asked again
         box.fill("no")
         button.click()
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert "2 cups approved: False" in page.get_by_role("region", name="Final state").inner_text()
 
 
@@ -577,7 +581,7 @@ def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_t
         edit(page, cell(page, 2, 2), "Approval")  # Review renamed
         edit(page, cell(page, 3, 4), "Bought {request}: {approved}")  # a prompt of a node still to run
         page.keyboard.press("Control+s")
-        page.wait_for_function("document.body.dataset.state === 'impact'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'impact'", timeout=scaled(20_000))
         warning = page.get_by_role("alert").filter(has_text="Threads waiting on this file")
         text = warning.inner_text()
         assert "3 threads of purchase.csv wait on the revision they started on" in text, text
@@ -594,7 +598,7 @@ def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_t
         assert page.evaluate("document.body.dataset.state") == "edited" and not warning.is_visible()
         page.keyboard.press("Control+s")
         page.get_by_role("button", name="Save: they finish on their revisions").click()
-        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=20_000)
+        page.wait_for_function("document.body.dataset.state === 'saved'", timeout=scaled(20_000))
         assert "Purchase,Approval,human" in flow.read_text(encoding="utf-8")
 
     edited = agentmap.compile(flow, checkpointer=agentmap.checkpointer(str(tmp_path / "studio.db")))

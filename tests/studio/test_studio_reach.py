@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from timing import deadline, scaled
 
 from agentmap.studio import StudioConfig, background
 
@@ -96,7 +97,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> N
             f"Host: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nX-AgentMap-Token: {config.token}\r\n"
             f"Content-Length: {50 * 1024 * 1024}\r\n\r\n"
         )
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        with socket.create_connection(("127.0.0.1", port), timeout=scaled(30)) as sock:
             sock.sendall(head.encode() + b'{"file": "branching.csv", "rows": [' + b" " * 65536)  # 64 KiB of 50 MiB
             answer = _response(sock)
         assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
@@ -117,13 +118,13 @@ def _json(body: dict[str, Any]) -> bytes:
 
 def _response(sock: socket.socket) -> bytes:
     """What the server answered before it had the whole body (the head and the JSON document), within 30 s."""
-    got, deadline = b"", time.monotonic() + 30
+    got, give_up = b"", deadline(30)
     while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
         try:
             chunk = sock.recv(65536)
         except TimeoutError:
             pytest.fail(f"no answer within 30 s while 50 MiB were announced and 64 KiB sent: {got!r}")
-        if not chunk or time.monotonic() > deadline:
+        if not chunk or time.monotonic() > give_up:
             break
         got += chunk
     return got

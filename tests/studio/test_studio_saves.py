@@ -16,6 +16,7 @@ import forked
 import httpx
 import pytest
 from studio_helpers import studio_client
+from timing import deadline, scaled
 
 from agentmap.studio import StudioConfig
 
@@ -25,10 +26,10 @@ FLOW = "GraphName,Node,AgentType,Prompt\nG,A,echo,hello\n"
 def _started(flow: Path) -> tuple[forked.Forked, str, str]:
     """`agentmap studio FLOW` in a process of its own; the address and the token it prints once it listens."""
     proc = forked.start("studio", flow, "--port", "0", cwd=flow.parent, env=dict(os.environ))
-    deadline = time.monotonic() + 60
+    give_up = deadline(60)
     printed = r"AgentMap studio: (http://127\.0\.0\.1:\d+/)\S*token=(\S+)  "
     while not (found := re.search(printed, proc.printed()[0])):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.printed()
+        assert proc.poll() is None and time.monotonic() < give_up, proc.printed()
         time.sleep(0.05)
     return proc, found.group(1), found.group(2)
 
@@ -40,7 +41,7 @@ def two_studios(tmp_path: Path) -> Iterator[list[httpx.Client]]:
     flow.write_text(FLOW, encoding="utf-8")
     procs = [_started(flow) for _ in range(2)]
     clients = [
-        httpx.Client(base_url=url + "studio/api/", headers={"X-AgentMap-Token": token}, timeout=60)
+        httpx.Client(base_url=url + "studio/api/", headers={"X-AgentMap-Token": token}, timeout=scaled(60))
         for _, url, token in procs
     ]
     try:
@@ -51,7 +52,7 @@ def two_studios(tmp_path: Path) -> Iterator[list[httpx.Client]]:
         for proc, _, _ in procs:
             proc.send_signal(signal.SIGINT)
         for proc, _, _ in procs:
-            proc.wait(timeout=30)
+            proc.wait(timeout=scaled(30))
 
 
 def _edited(opened: dict[str, Any], prompt: str) -> dict[str, Any]:
@@ -123,9 +124,9 @@ def test_a_save_killed_half_way_leaves_the_file_as_it_was_and_the_next_start_rem
         path.write_text("keep me", encoding="utf-8")
     proc = forked.start_python(_STUCK, cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 60
+        give_up = deadline(60)
         while not (tmp_path / "stuck").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.printed()
+            assert proc.poll() is None and time.monotonic() < give_up, proc.printed()
             time.sleep(0.05)
         temporary = Path((tmp_path / "stuck").read_text())
         assert temporary.parent == tmp_path and temporary.read_bytes().endswith(b"changed\n")
@@ -133,7 +134,7 @@ def test_a_save_killed_half_way_leaves_the_file_as_it_was_and_the_next_start_rem
             assert temporary.exists()
     finally:
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=scaled(30))
     assert temporary.exists() and flow.read_text(encoding="utf-8") == FLOW
     with studio_client(StudioConfig(target=flow)) as client:
         assert not temporary.exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from timing import scaled
 from typer.testing import CliRunner
 
 import agentmap
@@ -262,7 +263,7 @@ def test_a_paused_human_node_is_answered_by_a_second_agentmap_process(tmp_path: 
     def agentmap(*args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "agentmap", "run", "review_save.csv", "--checkpoint", "runs.db", *args]
         done = subprocess.run(
-            command, cwd=folder, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+            command, cwd=folder, capture_output=True, text=True, timeout=scaled(120), stdin=subprocess.DEVNULL
         )
         assert "Traceback" not in done.stderr, done.stderr
         return done
