@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -146,6 +147,10 @@ class _XdistGroups:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A test run started in the background of a script (`cmd &` without job control) ignores Ctrl-C, and so
+    # would every command a test starts: the tests that press Ctrl-C (serve, studio, batch) need it heard.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistGroups(), "agentmap-xdist-groups")
 
