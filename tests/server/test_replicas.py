@@ -363,8 +363,14 @@ def _handed_back_before_its_next_step(project: Path, postgres_url: str, run_id: 
         until(lambda: "start One" in _steps(project), 60, "the run never started")
         held.execute("BEGIN")
         held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run_id,))
+        # held for longer than the replica's lease (2 s, its own clock: not scaled), so no renewal sent before the
+        # row was taken can still count: two waiters then are a renewal and the hand-back, not any two writes
+        taken = time.monotonic()
         until(
-            lambda: held.execute(handing_back).fetchone() == (True,) or "start Three" in _steps(project),
+            lambda: (
+                (time.monotonic() - taken > 2.5 and held.execute(handing_back).fetchone() == (True,))
+                or "start Three" in _steps(project)
+            ),
             60,
             "the replica neither handed the run back nor went on",
         )
