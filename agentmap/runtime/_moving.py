@@ -167,10 +167,18 @@ def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> T
             code=ErrorCode.USAGE,
             hint="compile the workflow from its file: agentmap.compile(path, checkpointer=...)",
         )
+    on_it = Thread(to, thread.thread_id, thread.checkpoint_id)
+    on_it._app = to
+    latest = thread.saver.get_tuple(thread.config())
+    if latest is not None and (latest.metadata or {}).get(REVISION_KEY) == to.revision.id:
+        # on it already (another resume may have just moved it, and `thread` read the old revision): read it
+        # through the revision it is on, refused the same way when it has finished or runs elsewhere
+        _waiting(on_it)
+        return on_it
     saved, snapshot = _waiting(thread)
     was = (saved.metadata or {}).get(REVISION_KEY)
-    if was == to.revision.id and migration is None:
-        return thread
+    if was == to.revision.id:  # moved by another resume since the line above
+        return on_it
     where = position(snapshot, saved)
     if migration is not None:
         migration.check(thread.app, to, where.keys or frozenset())

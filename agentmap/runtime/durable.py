@@ -282,7 +282,8 @@ class Thread:
         """Move the thread to the revision of `to` (default `asked`: the workflow file as compiled now), keeping
         its history: one checkpoint records the move (the revision it moved from, the map's lines), renaming what
         `migration` renames and giving its defaults; a node that was waiting for an answer asks again at the new
-        revision. Returns the thread at its new revision (itself when it runs that revision already).
+        revision. Returns the thread at its new revision (also when it runs that revision already: moved by another
+        resume meanwhile, it is not moved again).
 
         Raises:
             ConfigError: Moving is not safe (`unsafe-move`, naming why) or needs a migration map it was not given

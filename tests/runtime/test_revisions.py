@@ -420,6 +420,24 @@ def test_two_resumes_moving_one_thread_at_once_move_it_once(tmp_path: Path) -> N
     assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
 
 
+def test_a_resume_that_read_the_thread_before_another_moved_it_does_not_move_it_again(tmp_path: Path) -> None:
+    """The race of two resumes, made to happen in order: the late one read the thread on its old revision, then
+    the other moved it; the late one finds it on the new revision and moves nothing (before: a second move, its map
+    applied to a thread already moved)."""
+    db = str(tmp_path / "runs.db")
+    path = _workflow(tmp_path)
+    _paused(path, agentmap.checkpointer(db))
+    path.write_text(NEW, encoding="utf-8")
+    migration = Migration(nodes={"Review": "Check"}, defaults={"channel": "mail"})
+    late = agentmap.compile(path, checkpointer=agentmap.checkpointer(db)).thread("t1")
+    late.snapshot()  # it has read the thread: its graph is the old revision's
+    to = agentmap.compile(path, checkpointer=agentmap.checkpointer(db))
+    to.thread("t1").move(migration=migration)
+    on_it = late.move(migration=migration)
+    assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
+    assert on_it.app.revision is not None and on_it.app.revision.id == to.revision.id  # it goes on at the new one
+
+
 def test_a_move_claimed_by_a_resume_that_died_goes_on(tmp_path: Path) -> None:
     import socket
     import subprocess
