@@ -435,7 +435,8 @@ def test_a_resume_that_read_the_thread_before_another_moved_it_does_not_move_it_
     to.thread("t1").move(migration=migration)
     on_it = late.move(migration=migration)
     assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
-    assert on_it.app.revision is not None and on_it.app.revision.id == to.revision.id  # it goes on at the new one
+    assert on_it.app.revision is not None and to.revision is not None
+    assert on_it.app.revision.id == to.revision.id  # it goes on at the new one
 
 
 def test_a_move_claimed_by_a_resume_that_died_goes_on(tmp_path: Path) -> None:
