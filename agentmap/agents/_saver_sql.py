@@ -121,11 +121,11 @@ def postgres_sql(pool: Any, lock: Any, marks: MutableMapping[Any, Any], create: 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with lock, _internal.get_connection(pool) as conn:
             if not marks.get(create):
-                try:
-                    for statement in _statements(create):
+                for statement in _statements(create):
+                    try:
                         conn.execute(statement)
-                except psycopg.errors.UniqueViolation:  # made by another process at the same moment
-                    conn.rollback()
+                    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+                        conn.rollback()  # made by another process at the same moment: the next one is still made
                 marks[create] = True
             with conn.transaction(), conn.cursor() as cur:
                 cur.execute(sql.replace("?", "%s"), params)
