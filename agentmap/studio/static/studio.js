@@ -730,8 +730,11 @@ function hideChanged() { $("changed").hidden = true; }
 
 async function poll() {
   if (!S.file || S.saving || !$("changed").hidden) return;
+  const asked = { file: S.file, version: S.version };
   try {
-    const now = await api("GET", "version?file=" + encodeURIComponent(S.file));
+    const now = await api("GET", "version?file=" + encodeURIComponent(asked.file));
+    // another file was opened (or this one saved or reloaded) while the answer travelled: it speaks of the old one
+    if (asked.file !== S.file || asked.version !== S.version) return;
     if (now.version !== S.version && now.version !== S.dismissed && !S.saving) {
       S.dismissed = now.version;
       showChanged(`${S.file} changed on disk while open.`, false);
