@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from components import find_executable, require
+from components import chromium
 from server_helpers import GRAPHS, make_project, serving
 from timing import scaled
 
@@ -17,13 +17,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless chromium for the module's tests (each opens its own page)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
@@ -108,20 +103,11 @@ def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
 def test_viewer_runs_as_the_user_its_authorization_field_names(tmp_path: Path, browser: Any) -> None:
     pytest.importorskip("langgraph_sdk")
     import httpx
+    from auth_helpers import token_users
 
     folder = make_project(tmp_path / "p")
-    (folder / "auth.py").write_text(
-        "from langgraph_sdk import Auth\n\nauth = Auth()\nTOKENS = {'ada-token': 'ada', 'bo-token': 'bo'}\n\n\n"
-        "@auth.authenticate\nasync def who(authorization: str | None):\n"
-        "    if authorization is None or authorization.removeprefix('Bearer ') not in TOKENS:\n"
-        "        raise Auth.exceptions.HTTPException(status_code=401, detail='unknown token')\n"
-        "    return TOKENS[authorization.removeprefix('Bearer ')]\n\n\n"
-        "@auth.on\nasync def owner(ctx, value):\n"
-        "    value.setdefault('metadata', {})['owner'] = ctx.user.identity\n"
-        "    return {'owner': ctx.user.identity}\n\n\n"
-        "@auth.on.assistants\nasync def anyone_sees_the_graphs(ctx, value):\n    return None\n",
-        encoding="utf-8",
-    )
+    tokens = {"ada-token": "ada", "bo-token": "bo"}
+    (folder / "auth.py").write_text(token_users(tokens, refusal="unknown token", graphs_open=True), encoding="utf-8")
     with serving(folder / "review.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
         page = browser.new_page()
         page.goto(url + "/")

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from components import find_executable, require
+from components import chromium
 from timing import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = [
+ARGS = (
     "--no-sandbox",
     "--headless",
     "--disable-gpu",
@@ -28,18 +28,13 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
-]
+)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=ARGS)
+    with chromium(ARGS) as launched:
         yield launched
-        launched.close()
 
 
 @contextmanager
