@@ -24,8 +24,8 @@ __all__ = ["RunVersion", "choose_version", "thread_binding"]
 
 @dataclass(frozen=True, slots=True)
 class RunVersion:
-    """The version a run takes: the assistant at that revision, and whether the run named it (`pinned`: a run
-    taken over runs that version, not the latest then)."""
+    """The version a run takes: the assistant at that revision, and whether the run named it (`pinned`: the run
+    runs `assistant`, not the revision its thread's checkpoint names; `RunRequest.pinned`)."""
 
     assistant: Assistant
     pinned: bool
