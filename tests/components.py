@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from timing import scaled
 
-__all__ = ["clean_env", "find_executable", "npm_installed", "require"]
+__all__ = ["chromium", "clean_env", "find_executable", "npm_installed", "require"]
 
 STATE_VARIABLE = "AGENTMAP_STATE_DIR"
 """Where AgentMap keeps its own files: each test's own folder (tests/conftest.py), never the checkout's `.agentmap/`."""
@@ -47,6 +49,19 @@ def find_executable(name: str, *folders: str) -> Path | None:
             if (folder / name).is_file():
                 return folder / name
     return None
+
+
+@contextmanager
+def chromium(args: tuple[str, ...] = ("--no-sandbox",)) -> Iterator[Any]:
+    """Debian's headless chromium driven by Playwright, launched with `args` (skipped, or failed in CI, without
+    Playwright or chromium); closed on leaving."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    found = find_executable("chromium") or find_executable("chromium-browser")
+    require(found is not None, "no chromium found: apt-get install chromium")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(found), args=list(args))
+        yield launched
+        launched.close()
 
 
 def npm_installed(package: Path, folder: Path, what: str, files: tuple[str, ...] = ()) -> Path:

@@ -1,4 +1,5 @@
-"""Workflows for the durable-run tests: a counter whose nodes log to a side file, and a node that asks."""
+"""Workflows for the durable-run tests: a counter whose nodes log to a side file, a node that asks, and a purchase
+approval in two revisions (the versions tests: a thread waiting on the first while the file becomes the second)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,21 @@ class FlakyAgent(BaseAgent):
 '''
 
 HEADER = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+
+APPROVE = '"{""interaction_type"": ""approval""}"'
+PURCHASE_A = HEADER + (
+    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
+    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
+    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
+)
+"""Review (asks for an approval) -> Report -> Notify."""
+PURCHASE_B = HEADER + (
+    f"Purchase,Approval,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
+    "Purchase,Report,template,Purchase of {request} for {cost_center} approved: {approved},,"
+    "request|approved|cost_center,report,\n"
+)
+"""PURCHASE_A edited: Review renamed Approval, Notify removed, Report reads a new input no node writes."""
+PURCHASE_A_NODES = {"Review", "Report", "Notify"}
 
 
 def counter(folder: Path, nodes: int = 20, name: str = "counter.csv") -> Path:

@@ -56,7 +56,7 @@ class Server:
         self.checkpointer = open_checkpointer(config.checkpoint)
         self.items = item_store(config.checkpoint)  # nodes and the /store endpoints share it
         self.assistants = Assistants.load(
-            # a run's input is checked once, as it is accepted (`_run_start`), as `config.missing_inputs` says
+            # a run's input is checked once, as it is accepted (`_run_request`), as `config.missing_inputs` says
             config.targets,
             self.checkpointer,
             options=config.compile_options.but(store=self.items, missing_inputs="ignore"),

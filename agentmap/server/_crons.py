@@ -34,7 +34,7 @@ from agentmap.server._models import (
 )
 from agentmap.server._quota import QuotaExceeded
 from agentmap.server._records import CronChanges, CronRecord, Tick, now
-from agentmap.server._run_start import breakpoints, check_inputs, resolve_request
+from agentmap.server._run_request import breakpoints, check_inputs, resolve_request
 from agentmap.server._users import Caller, CallerOf
 from agentmap.server._webhooks import check_webhook
 

@@ -10,7 +10,7 @@ from agentmap.runtime.revisions import REVISION_KEY
 from agentmap.server._auth import AuthUser
 from agentmap.server._models import ApiError
 from agentmap.server._records import RunRecord
-from agentmap.server._run_start import resolve_request  # the one check of a run's request, as the routes do it
+from agentmap.server._run_request import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
 from agentmap.server._threads import snapshot_of
 from agentmap.server._users import Caller

@@ -13,7 +13,9 @@ from agentmap.server._bodies import api_router
 from agentmap.server._encode import dumps
 from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._records import RunRecord
-from agentmap.server._run_start import Admitted, admit_run, resolve_request, start_run, stream_modes
+from agentmap.server._run_auth import Admitted, admit_run
+from agentmap.server._run_request import resolve_request, stream_modes
+from agentmap.server._run_start import start_run
 from agentmap.server._run_states import RunStatus
 from agentmap.server._runs import Run, RunRequest
 from agentmap.server._users import CallerOf

@@ -107,6 +107,41 @@ GraphName,Node,AgentType,Input_Fields,Output_Field
 agent,Reply,echo,messages,reply
 """
 
+TOKEN_USER = """
+from langgraph_sdk import Auth
+
+TOKENS = {tokens!r}
+auth = Auth()
+
+
+@auth.authenticate
+async def who(authorization: str | None):
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or token not in TOKENS:
+        raise Auth.exceptions.HTTPException(status_code=401, detail={refusal!r})
+    return TOKENS[token]
+
+
+@auth.on
+async def owner(ctx, value):
+    value.setdefault("metadata", {{}})["owner"] = ctx.user.identity
+    return {{"owner": ctx.user.identity}}
+"""
+
+GRAPHS_OPEN = """
+
+@auth.on.assistants
+async def anyone_reads_the_graphs(ctx, value):
+    return None
+"""
+
+OWN_STORE = """
+
+@auth.on.store
+async def own_namespace(ctx, value):
+    value["namespace"] = (ctx.user.identity, *(value.get("namespace") or ()))
+"""
+
 ALICE = {"Authorization": "Bearer user1-token"}
 BOB = {"Authorization": "Bearer user2-token"}
 
@@ -127,3 +162,13 @@ def client(url: str, headers: dict[str, str] | None = None) -> Any:
 def async_client(url: str, headers: dict[str, str] | None = None) -> Any:
     """langgraph-sdk's async client with `headers`, as the tutorials make theirs."""
     return get_client(url=url, api_key=None, headers=headers)
+
+
+def token_users(
+    tokens: dict[str, str], *, refusal: str = "who are you?", graphs_open: bool = False, own_store: bool = False
+) -> str:
+    """An auth file whose users sign in with a bearer token (`tokens`: token -> user; any other is refused with
+    `refusal`, 401) and each own the threads and runs they make; `graphs_open` lets every user read the graphs,
+    `own_store` gives each user their own namespace of the store."""
+    text = TOKEN_USER.format(tokens=tokens, refusal=refusal)
+    return text + (GRAPHS_OPEN if graphs_open else "") + (OWN_STORE if own_store else "")

@@ -1,4 +1,5 @@
-"""A folder of small workflows to serve, and the real server on 127.0.0.1 in a thread of the test process."""
+"""A folder of small workflows to serve, the real server on 127.0.0.1 in a thread of the test process, and a
+langgraph-sdk client's steps on `durable_graphs.PURCHASE_A`/`_B` (the versions tests)."""
 
 from __future__ import annotations
 
@@ -171,3 +172,19 @@ class Receiver:
                 left = give_up - time.monotonic()
                 assert left > 0, f"{len(found)} of {count} deliveries to {path} arrived: {self.got}"
                 self._changed.wait(left)
+
+
+def paused_purchase(client: Any, request: str) -> str:
+    """A new thread of `Purchase` (`durable_graphs.PURCHASE_A`) started with `request` and paused at Review; its id."""
+    thread = client.threads.create()["thread_id"]
+    paused = client.runs.wait(thread, "Purchase", input={"request": request})
+    assert [i["value"]["node"] for i in paused["__interrupt__"]] == ["Review"], paused
+    return str(thread)
+
+
+def approved(client: Any, thread: str) -> tuple[dict[str, Any], set[str]]:
+    """Answer the `Purchase` thread's question yes: its final values and the nodes its run ran."""
+    parts = list(client.runs.stream(thread, "Purchase", command={"resume": "yes"}, stream_mode=["values", "nodes"]))
+    ran = {p.data["node"] for p in parts if p.event == "nodes" and p.data["status"] == "succeeded"}
+    values: dict[str, Any] = [p.data for p in parts if p.event == "values"][-1]
+    return values, ran

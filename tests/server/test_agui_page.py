@@ -22,7 +22,7 @@ from typing import Any
 import components
 import httpx
 import pytest
-from components import find_executable, require
+from auth_helpers import token_users
 from server_helpers import serving
 from timing import scaled
 
@@ -75,13 +75,8 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+    with components.chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _state(page: Any, *states: str) -> str:
@@ -157,26 +152,7 @@ def test_a_user_signs_in_chats_answers_the_approval_and_finds_the_thread(
         page.close()
 
 
-USERS = """
-from langgraph_sdk import Auth
-
-TOKENS = {"ada-token": "ada", "bo-token": "bo"}
-auth = Auth()
-
-
-@auth.authenticate
-async def who(authorization: str | None):
-    scheme, _, token = (authorization or "").partition(" ")
-    if token not in TOKENS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="unknown token")
-    return TOKENS[token]
-
-
-@auth.on
-async def owner(ctx, value):
-    value.setdefault("metadata", {})["owner"] = ctx.user.identity
-    return {"owner": ctx.user.identity}
-"""
+USERS = token_users({"ada-token": "ada", "bo-token": "bo"}, refusal="unknown token")
 
 
 def _signed_in(browser: Any, address: str, token: str) -> Any:
@@ -200,7 +176,6 @@ def _chat_until_asked(page: Any, text: str) -> str:
 def test_users_sign_in_with_their_token_and_each_sees_only_their_own_threads(
     tmp_path: Path, browser: Any, page_origin: str
 ) -> None:
-    pytest.importorskip("langgraph_sdk")
     (tmp_path / "chat.csv").write_text(CHAT, encoding="utf-8")
     (tmp_path / "auth.py").write_text(USERS, encoding="utf-8")
     config = {

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_helpers import client
+from auth_helpers import client, token_users
 from server_helpers import Replica, steps_project
 from timing import scaled
 
@@ -20,37 +20,7 @@ pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
 
-AUTH = """
-from langgraph_sdk import Auth
-
-TOKENS = {"alice-token": "alice", "bob-token": "bob"}
-auth = Auth()
-
-
-@auth.authenticate
-async def who(authorization: str | None):
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or token not in TOKENS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="who are you?")
-    return TOKENS[token]
-
-
-@auth.on
-async def owner(ctx, value):
-    metadata = value.setdefault("metadata", {})
-    metadata["owner"] = ctx.user.identity
-    return {"owner": ctx.user.identity}
-
-
-@auth.on.assistants
-async def anyone_reads_the_graphs(ctx, value):
-    return None
-
-
-@auth.on.store
-async def own_namespace(ctx, value):
-    value["namespace"] = (ctx.user.identity, *(value.get("namespace") or ()))
-"""
+AUTH = token_users({"alice-token": "alice", "bob-token": "bob"}, graphs_open=True, own_store=True)
 
 GRAPHS = """
 GraphName,Node,AgentType,Prompt,Description,Context,Input_Fields,Output_Field,Edge

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import components
 import pytest
+from auth_helpers import token_users
 from server_helpers import make_project, serving
 from timing import scaled
 
@@ -41,35 +42,10 @@ def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(nod
     assert seen["unknown"] == "404"
 
 
-USERS = """
-from langgraph_sdk import Auth
-
-TOKENS = {"ada-token": "ada", "bo-token": "bo"}
-auth = Auth()
-
-
-@auth.authenticate
-async def who(authorization: str | None):
-    scheme, _, token = (authorization or "").partition(" ")
-    if token not in TOKENS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="unknown token")
-    return TOKENS[token]
-
-
-@auth.on
-async def owner(ctx, value):
-    value.setdefault("metadata", {})["owner"] = ctx.user.identity
-    return {"owner": ctx.user.identity}
-
-
-@auth.on.store
-async def own_namespace(ctx, value):
-    value["namespace"] = (ctx.user.identity, *(value.get("namespace") or ()))
-"""
+USERS = token_users({"ada-token": "ada", "bo-token": "bo"}, refusal="unknown token", own_store=True)
 
 
 def test_two_users_of_the_javascript_client_each_reach_only_their_own(node_client: Path, tmp_path: Path) -> None:
-    pytest.importorskip("langgraph_sdk")
     folder = make_project(tmp_path / "served")
     (folder / "auth.py").write_text(USERS, encoding="utf-8")
     with serving(folder / "hello.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:

@@ -6,28 +6,17 @@ revision on every replica (also one whose file is still the old revision). Drive
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from server_helpers import Replica
+from durable_graphs import PURCHASE_A as A
+from durable_graphs import PURCHASE_A_NODES as NODES_A
+from durable_graphs import PURCHASE_B as B
+from server_helpers import Replica, approved, paused_purchase
 
 sdk = pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
 
-APPROVE = '"{""interaction_type"": ""approval""}"'
-HEADER = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
-A = HEADER + (
-    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
-    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
-    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
-)
-B = HEADER + (  # Review renamed Approval, Notify removed, Report reads a new input no node writes
-    f"Purchase,Approval,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
-    "Purchase,Report,template,Purchase of {request} for {cost_center} approved: {approved},,"
-    "request|approved|cost_center,report,\n"
-)
-NODES_A = {"Review", "Report", "Notify"}
 THREADS = 12
 
 
@@ -36,12 +25,6 @@ def _folder(root: Path, name: str, text: str) -> Path:
     folder.mkdir()
     (folder / "steps.csv").write_text(text, encoding="utf-8")
     return folder
-
-
-def _answered(client: Any, thread: str) -> tuple[dict[str, Any], set[str]]:
-    parts = list(client.runs.stream(thread, "Purchase", command={"resume": "yes"}, stream_mode=["values", "nodes"]))
-    ran = {p.data["node"] for p in parts if p.event == "nodes" and p.data["status"] == "succeeded"}
-    return [p.data for p in parts if p.event == "values"][-1], ran
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
@@ -53,13 +36,7 @@ def test_threads_waiting_on_three_replicas_finish_on_their_revision_after_an_edi
     second = Replica(_folder(tmp_path, "two", A), checkpoint)  # its file stays revision A throughout
     replicas.extend([first.start(), second.start()])
     clients = [sdk.get_sync_client(url=r.url, api_key=None) for r in (first, second)]
-    waiting = []
-    for i in range(THREADS):
-        client = clients[i % 2]
-        thread = client.threads.create()["thread_id"]
-        paused = client.runs.wait(thread, "Purchase", input={"request": f"item {i}"})
-        assert [q["value"]["node"] for q in paused["__interrupt__"]] == ["Review"], paused
-        waiting.append(thread)
+    waiting = [paused_purchase(clients[i % 2], f"item {i}") for i in range(THREADS)]
 
     (first.cwd / "steps.csv").write_text(B, encoding="utf-8")  # saved with B, then reloaded: version 2
     (done,) = clients[0].http.post("/assistants/reload", json={})["assistants"]
@@ -70,7 +47,7 @@ def test_threads_waiting_on_three_replicas_finish_on_their_revision_after_an_edi
 
     for i, thread in enumerate(waiting):  # each answered on another replica than the one that started it
         client = clients[(i + 1) % 3]
-        values, ran = _answered(client, thread)
+        values, ran = approved(client, thread)
         assert values["report"] == f"Purchase of item {i} approved: True", values
         assert values["note"] == f"Told the team about item {i}"
         assert ran <= NODES_A and {"Report", "Notify"} <= ran, ran  # never a node revision A does not have

@@ -12,7 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import serving
+from durable_graphs import PURCHASE_A as A
+from durable_graphs import PURCHASE_A_NODES as NODES_A
+from durable_graphs import PURCHASE_B as B
+from server_helpers import approved, paused_purchase, serving
 from timing import until
 
 sdk = pytest.importorskip("langgraph_sdk")
@@ -21,20 +24,6 @@ from auth_helpers import project  # noqa: E402
 from langgraph_sdk.errors import NotFoundError  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-APPROVE = '"{""interaction_type"": ""approval""}"'
-HEADER = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
-A = HEADER + (
-    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
-    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
-    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
-)
-B = HEADER + (  # Review renamed Approval, Notify removed, Report reads a new input no node writes
-    f"Purchase,Approval,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
-    "Purchase,Report,template,Purchase of {request} for {cost_center} approved: {approved},,"
-    "request|approved|cost_center,report,\n"
-)
-NODES_A = {"Review", "Report", "Notify"}
 
 
 @pytest.fixture
@@ -50,24 +39,9 @@ def client(approval: Path) -> Iterator[Any]:
         yield c
 
 
-def _paused(client: Any, request: str) -> str:
-    thread = client.threads.create()["thread_id"]
-    paused = client.runs.wait(thread, "Purchase", input={"request": request})
-    assert [i["value"]["node"] for i in paused["__interrupt__"]] == ["Review"], paused
-    return str(thread)
-
-
 def _reload(client: Any) -> dict[str, Any]:
     done: dict[str, Any] = client.http.post("/assistants/reload", json={})
     return done
-
-
-def _answered(client: Any, thread: str) -> tuple[dict[str, Any], set[str]]:
-    """Answer the thread's question yes: its final values and the nodes its run ran."""
-    parts = list(client.runs.stream(thread, "Purchase", command={"resume": "yes"}, stream_mode=["values", "nodes"]))
-    ran = {p.data["node"] for p in parts if p.event == "nodes" and p.data["status"] == "succeeded"}
-    values = [p.data for p in parts if p.event == "values"][-1]
-    return values, ran
 
 
 def test_a_waiting_thread_finishes_on_its_version_and_new_threads_take_the_reloaded_file(
@@ -75,7 +49,7 @@ def test_a_waiting_thread_finishes_on_its_version_and_new_threads_take_the_reloa
 ) -> None:
     first = client.assistants.get("Purchase")
     assert first["version"] == 1 and len(first["metadata"]["revision"]) == 64
-    waiting = [_paused(client, f"item {i}") for i in range(3)]
+    waiting = [paused_purchase(client, f"item {i}") for i in range(3)]
 
     approval.write_text(B, encoding="utf-8")
     (done,) = _reload(client)["assistants"]
@@ -90,7 +64,7 @@ def test_a_waiting_thread_finishes_on_its_version_and_new_threads_take_the_reloa
 
     for i, thread in enumerate(waiting):  # each finishes on revision A, whose nodes the file no longer has
         assert client.threads.get_state(thread)["next"] == ["Review"]
-        values, ran = _answered(client, thread)
+        values, ran = approved(client, thread)
         assert values["report"] == f"Purchase of item {i} approved: True"
         assert values["note"] == f"Told the team about item {i}"
         assert ran <= NODES_A and "Report" in ran, ran
@@ -124,7 +98,7 @@ def test_set_latest_chooses_the_version_new_threads_take_and_a_restart_keeps_it(
         chosen = client.assistants.set_latest("Purchase", 1)  # back to A, though the file holds B
         assert chosen["version"] == 1 and "cost_center" not in chosen["metadata"]["input_keys"]
         assert client.assistants.get("Purchase")["version"] == 1
-        _paused(client, "a lamp")  # a new thread takes A again
+        paused_purchase(client, "a lamp")  # a new thread takes A again
         final = client.runs.wait(on_b, "Purchase", command={"resume": "yes"})  # the thread of B stays on B
         assert final["report"] == "Purchase of a desk for F approved: True"
 
@@ -141,7 +115,7 @@ def test_set_latest_chooses_the_version_new_threads_take_and_a_restart_keeps_it(
 
 
 def test_a_file_that_no_longer_compiles_is_not_reloaded_and_the_server_goes_on(client: Any, approval: Path) -> None:
-    thread = _paused(client, "a chair")
+    thread = paused_purchase(client, "a chair")
     approval.write_text(A.replace(",Notify\n", ",Notfy\n"), encoding="utf-8")  # an edge to no node
     with pytest.raises(httpx.HTTPStatusError) as refused:
         _reload(client)
@@ -151,7 +125,7 @@ def test_a_file_that_no_longer_compiles_is_not_reloaded_and_the_server_goes_on(c
     assert "approval.csv does not compile" in answer.json()["message"]
     assert "the server goes on with the version it had" in answer.json()["hint"]
     assert client.assistants.get("Purchase")["version"] == 1
-    values, _ = _answered(client, thread)
+    values, _ = approved(client, thread)
     assert values["note"] == "Told the team about a chair"
 
 
@@ -163,7 +137,7 @@ def test_serve_reload_makes_a_changed_file_or_prompt_a_new_version(tmp_path: Pat
         serving(path, checkpoint=str(tmp_path / "runs.db"), reload=0.05) as url,
         sdk.get_sync_client(url=url) as client,
     ):
-        thread = _paused(client, "a bike")
+        thread = paused_purchase(client, "a bike")
         (tmp_path / "ask.txt").write_text("Do we buy {request}?", encoding="utf-8")  # a prompt file the file names
         until(lambda: client.assistants.get("Purchase")["version"] == 2, 20, "the changed prompt was not reloaded")
         fresh = client.threads.create()["thread_id"]
@@ -174,7 +148,7 @@ def test_serve_reload_makes_a_changed_file_or_prompt_a_new_version(tmp_path: Pat
 
         path.write_text(B, encoding="utf-8")
         until(lambda: client.assistants.get("Purchase")["version"] == 3, 20, "the changed file was not reloaded")
-        values, ran = _answered(client, thread)
+        values, ran = approved(client, thread)
         assert values["note"] == "Told the team about a bike" and ran <= NODES_A
 
 
@@ -194,7 +168,7 @@ def test_a_thread_whose_stored_revision_is_damaged_or_gone_is_refused_and_keeps_
 ) -> None:
     database = approval.parent / "runs.db"
     with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
-        thread = _paused(client, "a sofa")
+        thread = paused_purchase(client, "a sofa")
     approval.write_text(B, encoding="utf-8")  # this server compiles A only from the database
     with sqlite3.connect(database) as conn:
         conn.execute(damage)
@@ -216,14 +190,14 @@ def test_a_thread_whose_stored_revision_is_damaged_or_gone_is_refused_and_keeps_
         conn.execute("DELETE FROM agentmap_revision_files")
     approval.write_text(A, encoding="utf-8")
     with serving(approval, checkpoint=str(database)) as url, sdk.get_sync_client(url=url) as client:
-        values, _ = _answered(client, thread)
+        values, _ = approved(client, thread)
         assert values["note"] == "Told the team about a sofa"
 
 
 def test_a_run_naming_a_version_runs_it_and_a_fork_goes_on_at_it_only_when_that_is_safe(
     client: Any, approval: Path
 ) -> None:
-    waiting = _paused(client, "a shelf")
+    waiting = paused_purchase(client, "a shelf")
     done = client.threads.create()["thread_id"]
     client.runs.wait(done, "Purchase", input={"request": "a mug"}, durability="sync")
     client.runs.wait(done, "Purchase", command={"resume": "yes"}, durability="sync")

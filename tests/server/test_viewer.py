@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from components import find_executable, require
+from components import chromium
 from server_helpers import GRAPHS, make_project, serving
 from timing import scaled
 
@@ -17,13 +17,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless chromium for the module's tests (each opens its own page)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
@@ -76,31 +71,41 @@ def test_viewer_shows_a_failed_node_in_red(tmp_path: Path, browser: Any) -> None
         page.close()
 
 
+def _paused_as(browser: Any, url: str, field: str, credential: str, refused: str) -> Any:
+    """A viewer page of `url`, refused (its status naming `refused`) until `field` holds `credential`, then run on
+    `review.csv` (topic owls) until it pauses."""
+    page = browser.new_page()
+    page.goto(url + "/")
+    page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs the credential
+    assert refused in page.inner_text("#status")
+    page.fill(field, credential)
+    page.dispatch_event(field, "change")
+    page.wait_for_selector("#diagram svg g.node")
+    page.fill("#fields input[name=topic]", "owls")
+    page.click("#run-button")
+    page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
+    return page
+
+
+def _answer(page: Any, answer: str, status: str) -> None:
+    """Send `answer` to the paused run and wait until the page's run status is `status`."""
+    page.fill("#answer", answer)
+    page.click("#answer-button")
+    page.wait_for_function(f"document.body.dataset.runStatus === '{status}'", timeout=scaled(20_000))
+
+
 def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
     folder = make_project(tmp_path / "p")
     database = str(tmp_path / "runs.db")
     with serving(folder / "review.csv", checkpoint=database, api_key="k") as url:
-        page = browser.new_page()
-        page.goto(url + "/")
-        page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs the key
-        assert "API key" in page.inner_text("#status")
-        page.fill("#api-key", "k")
-        page.dispatch_event("#api-key", "change")
-        page.wait_for_selector("#diagram svg g.node")
-        page.fill("#fields input[name=topic]", "owls")
-        page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
+        page = _paused_as(browser, url, "#api-key", "k", refused="API key")
         page.screenshot(path=str(tmp_path / "paused.png"), full_page=True)
         assert page.inner_text("#question-text") == "Publish this draft?"
         assert "Draft about owls" in page.inner_text("#final")
         assert page.eval_on_selector_all("#diagram g.node.am-paused", "gs => gs.length") == 1
-        page.fill("#answer", "maybe")
-        page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'error'")
+        _answer(page, "maybe", "error")
         assert "approval" in page.inner_text("#status")  # the refused answer says what fits
-        page.fill("#answer", "approve")
-        page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
+        _answer(page, "approve", "succeeded")
         assert '"approved": true' in page.inner_text("#final")
         page.close()
 
@@ -108,34 +113,14 @@ def test_viewer_answers_a_paused_node(tmp_path: Path, browser: Any) -> None:
 def test_viewer_runs_as_the_user_its_authorization_field_names(tmp_path: Path, browser: Any) -> None:
     pytest.importorskip("langgraph_sdk")
     import httpx
+    from auth_helpers import token_users
 
     folder = make_project(tmp_path / "p")
-    (folder / "auth.py").write_text(
-        "from langgraph_sdk import Auth\n\nauth = Auth()\nTOKENS = {'ada-token': 'ada', 'bo-token': 'bo'}\n\n\n"
-        "@auth.authenticate\nasync def who(authorization: str | None):\n"
-        "    if authorization is None or authorization.removeprefix('Bearer ') not in TOKENS:\n"
-        "        raise Auth.exceptions.HTTPException(status_code=401, detail='unknown token')\n"
-        "    return TOKENS[authorization.removeprefix('Bearer ')]\n\n\n"
-        "@auth.on\nasync def owner(ctx, value):\n"
-        "    value.setdefault('metadata', {})['owner'] = ctx.user.identity\n"
-        "    return {'owner': ctx.user.identity}\n\n\n"
-        "@auth.on.assistants\nasync def anyone_sees_the_graphs(ctx, value):\n    return None\n",
-        encoding="utf-8",
-    )
+    tokens = {"ada-token": "ada", "bo-token": "bo"}
+    (folder / "auth.py").write_text(token_users(tokens, refusal="unknown token", graphs_open=True), encoding="utf-8")
     with serving(folder / "review.csv", checkpoint=str(tmp_path / "runs.db"), auth=f"{folder}/auth.py:auth") as url:
-        page = browser.new_page()
-        page.goto(url + "/")
-        page.wait_for_function("document.body.dataset.runStatus === 'error'")  # the list needs a user
-        assert "unknown token" in page.inner_text("#status")
-        page.fill("#authorization", "Bearer ada-token")
-        page.dispatch_event("#authorization", "change")
-        page.wait_for_selector("#diagram svg g.node")
-        page.fill("#fields input[name=topic]", "owls")
-        page.click("#run-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
-        page.fill("#answer", "approve")
-        page.click("#answer-button")
-        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
+        page = _paused_as(browser, url, "#authorization", "Bearer ada-token", refused="unknown token")
+        _answer(page, "approve", "succeeded")
         page.close()
 
         def threads(token: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import httpx
@@ -15,27 +16,10 @@ from agentmap.studio import StudioConfig, background
 ROOT = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("langgraph_sdk")
+sys.path.insert(0, str(ROOT / "tests" / "server"))
+from auth_helpers import token_users  # noqa: E402
 
-AUTH = """
-from langgraph_sdk import Auth
-
-TOKENS = {"alice-token": "alice", "bob-token": "bob"}
-auth = Auth()
-
-
-@auth.authenticate
-async def who(authorization: str | None):
-    scheme, _, token = (authorization or "").partition(" ")
-    if token not in TOKENS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="who are you?")
-    return TOKENS[token]
-
-
-@auth.on
-async def owner(ctx, value):
-    value.setdefault("metadata", {})["owner"] = ctx.user.identity
-    return {"owner": ctx.user.identity}
-"""
+AUTH = token_users({"alice-token": "alice", "bob-token": "bob"})
 
 
 def test_the_serve_page_runs_as_the_user_and_shows_each_their_own(tmp_path: Path) -> None:

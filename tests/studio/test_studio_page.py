@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from components import find_executable, require
+from components import chromium
+from durable_graphs import PURCHASE_A
 from timing import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = [
+ARGS = (
     "--no-sandbox",
     "--headless",
     "--disable-gpu",
@@ -28,18 +29,13 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
-]
+)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=ARGS)
+    with chromium(ARGS) as launched:
         yield launched
-        launched.close()
 
 
 @contextmanager
@@ -554,22 +550,13 @@ def test_an_answer_typed_in_the_page_means_what_it_says(browser: Any, tmp_path: 
         assert "2 cups approved: False" in page.get_by_role("region", name="Final state").inner_text()
 
 
-APPROVE = '"{""interaction_type"": ""approval""}"'
-PURCHASE = (
-    "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
-    f"Purchase,Review,human,Approve the purchase of {{request}}?,{APPROVE},request,approved,Report\n"
-    "Purchase,Report,template,Purchase of {request} approved: {approved},,request|approved,report,Notify\n"
-    "Purchase,Notify,template,Told the team about {request},,request,note,\n"
-)
-
-
 def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_to_them(
     browser: Any, tmp_path: Path
 ) -> None:
     import agentmap
 
     flow = tmp_path / "purchase.csv"
-    flow.write_text(PURCHASE, encoding="utf-8")
+    flow.write_text(PURCHASE_A, encoding="utf-8")
     saver = agentmap.checkpointer(str(tmp_path / "studio.db"))  # where the studio keeps its runs' threads
     app = agentmap.compile(flow, checkpointer=saver)
     for n in range(3):
@@ -592,7 +579,7 @@ def test_before_a_save_the_page_says_which_threads_wait_and_what_the_edit_does_t
         assert sorted(w[:6] for w in waiting) == ["wait-0", "wait-1", "wait-2"], waiting
         assert all("needs-migration" in w and "map: node,Review,Approval" in w for w in waiting), waiting
         page.screenshot(path=str(artefacts(tmp_path) / "studio-impact.png"))
-        assert flow.read_text(encoding="utf-8") == PURCHASE  # nothing written yet
+        assert flow.read_text(encoding="utf-8") == PURCHASE_A  # nothing written yet
 
         page.get_by_role("button", name="Keep editing").click()
         assert page.evaluate("document.body.dataset.state") == "edited" and not warning.is_visible()
