@@ -280,9 +280,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not isinstance(base, Path):
         return
     record = base / _POSTGRES_RECORD
-    if record.exists():
-        _pg().stop(record.read_text(encoding="utf-8"))
-        record.unlink()
+    try:
+        url = record.read_text(encoding="utf-8")
+    except FileNotFoundError:  # no server; or pytest's clean-up in another run here took this run's old folder
+        return
+    _pg().stop(url)
+    record.unlink(missing_ok=True)
 
 
 @pytest.fixture
