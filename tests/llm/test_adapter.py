@@ -81,7 +81,7 @@ async def test_slow_reply_is_a_timeout_at_the_limit(stub: OpenAIStub) -> None:
     started = time.perf_counter()
     with pytest.raises(LLMTimeoutError, match=r"within 0\.5s"):
         await LLMAdapter(chat_model(stub), timeout_seconds=0.5).ainvoke([HumanMessage("x")])
-    assert time.perf_counter() - started < 4
+    assert time.perf_counter() - started < 5  # gave up at the limit, before the reply came (5 s)
 
 
 def test_sync_slow_reply_times_out_through_the_client(stub: OpenAIStub) -> None:

@@ -319,7 +319,7 @@ async def test_a_slow_model_times_out_with_the_failure_sentence(stub: OpenAIStub
 
     assert outcome.decision.response_text == LLM_FAILURE_MESSAGE
     assert outcome.outcome_category == "TIMEOUT"
-    assert waited < 4  # gave up at the time limit, not when the reply came
+    assert waited < 5  # gave up at the time limit, before the reply came (5 s)
 
 
 async def test_too_many_rounds_give_the_max_iterations_sentence(stub: OpenAIStub, tasks_db: Path) -> None:
