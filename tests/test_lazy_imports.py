@@ -1,12 +1,15 @@
 """An import inside a function is for start-up only: every library imported so is listed, with why, in
 docs/architecture.md, "Imports inside functions" (a new one fails here until it is listed there, or moves to the
-top of its module)."""
+top of its module); an AgentMap module is imported inside a function only when importing the function's own module
+does not load it already (it defers that module) or when it imports the function's module (it breaks a cycle)."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+from import_graph import ImportGraph
 
 ROOT = Path(__file__).parents[1]
 LISTED_TWICE = ("importlib", "concurrent")  # listed by their submodule: `importlib.metadata`, `concurrent.futures`
@@ -62,3 +65,28 @@ def test_the_check_sees_imports_inside_functions_and_methods_only(tmp_path: Path
         "    from agentmap.errors import ConfigError\n\n\nclass C:\n    async def g(self):\n        import ray.util\n"
     )
     assert imported_inside_functions(tmp_path) == {"json": {"a.py"}, "importlib.metadata": {"a.py"}, "ray": {"a.py"}}
+
+
+def test_agentmap_modules_are_imported_inside_a_function_only_to_defer_them_or_to_break_a_cycle() -> None:
+    graph = ImportGraph(ROOT / "agentmap")
+    needless = [f"{inner.module}:{inner.line}" for inner in graph.needless()]
+    assert needless == [], "importing these modules loads what they import inside a function: import it at the top"
+
+
+def test_the_import_check_tells_a_deferred_import_and_a_cycle_from_a_habit(tmp_path: Path) -> None:
+    package = tmp_path / "agentmap"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "base.py": "",
+        "heavy.py": "",
+        "cycle.py": "import agentmap.user\n",
+        "user.py": "import agentmap.base\nimport agentmap.cycle\n\n\n"
+        "def f():\n    from agentmap import base, heavy\n    import agentmap.cycle\n    from agentmap.base import x\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    graph = ImportGraph(package)
+    assert graph.closure("agentmap.user") == {"agentmap", "agentmap.user", "agentmap.base", "agentmap.cycle"}
+    # `base` and `heavy` together defer `heavy`; `cycle` imports `user` back; `base` alone is loaded already
+    assert [(inner.module, inner.line) for inner in graph.needless()] == [("agentmap.user", 8)]

@@ -315,8 +315,6 @@ def _wait(where: _Where, name: str) -> None:
     the batch reads as waiting, never asks a person)."""
     from langgraph.types import interrupt
 
-    from agentmap.agents.questions import question
-
     text = f"model call {where.key.call_index} of node {where.key.node!r} ({name}) waits for a provider batch job"
     interrupt(question(where.key.node, WAIT_KIND, text, call_index=where.key.call_index))
 

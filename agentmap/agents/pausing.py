@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
+from agentmap.agents.builtins import InputAgent, safe_format
 from agentmap.agents.findings import ConfigWarning
 from agentmap.agents.questions import AnswerError, check_answer, question
 from agentmap.agents.registry import agent
@@ -62,7 +63,6 @@ def pauses_run(agent_class: type[BaseAgent], context: Mapping[str, Any]) -> bool
 
     `human` and `suspend` nodes (and their subclasses) always do; an `input` node with Context `interrupt: true`.
     """
-    from agentmap.agents.builtins import InputAgent
 
     if issubclass(agent_class, _WaitingAgent):
         return True
@@ -90,7 +90,6 @@ def ask(payload: dict[str, Any]) -> Any:
 def _prompt_text(agent: BaseAgent, inputs: Mapping[str, Any], fallback: str) -> str:
     if not agent.prompt:
         return fallback
-    from agentmap.agents.builtins import safe_format
 
     try:
         return safe_format(agent.prompt, inputs).strip()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.registry import agent
-from agentmap.agents.tool_sources import check_tool_config
+from agentmap.agents.tool_sources import build_tool_executor, check_tool_config
 from agentmap.agents.tool_sources import split_names as split
 
 if TYPE_CHECKING:
@@ -126,8 +126,6 @@ class ToolAgent(BaseAgent):
     async def executor(self) -> LocalToolExecutor:
         """The node's tools, loaded on first use."""
         if self._executor is None:
-            from agentmap.agents.tool_sources import build_tool_executor
-
             self._executor = await build_tool_executor(_effective(self.context), self.environment)
         return self._executor
 

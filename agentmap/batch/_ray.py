@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.batch.executors import end_with, run_chunk
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
-from agentmap.errors import ConfigError, ErrorCode
+from agentmap.errors import ConfigError, ErrorCode, NodeError
+from agentmap.spec.cells import parse_context
+from agentmap.spec.columns import map_headers
+from agentmap.spec.readers import read_tables
 
 if TYPE_CHECKING:
     from agentmap.spec.readers import Table
@@ -53,7 +56,6 @@ def _add(files: dict[str, bytes], base: Path, path: Path, name: str | None = Non
 
 def _workflow_files(files: dict[str, bytes], base: Path, path: Path, seen: set[Path]) -> None:
     """The workflow file and what its rows name: prompt files, other workflows, tool files."""
-    from agentmap.spec.readers import read_tables
 
     path = path.resolve()
     if path in seen or not path.is_relative_to(base):
@@ -66,8 +68,6 @@ def _workflow_files(files: dict[str, bytes], base: Path, path: Path, seen: set[P
 
 def _table_files(files: dict[str, bytes], base: Path, path: Path, table: Table, seen: set[Path]) -> None:
     """What the rows of one table of the workflow file `path` name."""
-    from agentmap.spec.cells import parse_context
-    from agentmap.spec.columns import map_headers
 
     index = map_headers(table.headers).index
     for _, row in table.rows:
@@ -263,8 +263,6 @@ def run_on_ray(
         while pending:
             yield from _gather(ray, pending)
     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.RayTaskError) as exc:
-        from agentmap.errors import NodeError
-
         raise NodeError(
             f"a Ray worker failed: {exc}",
             code=ErrorCode.WORKER_DIED,

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
-from agentmap.agents.journal import digest
+from agentmap.agents.journal import digest, journal_entries
 from agentmap.agents.llm_batch import MODE_KEY, WAIT_KIND
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError
+from agentmap.runtime.checkpoint import redacted
 from agentmap.runtime.options import CompileOptions
+from agentmap.spec.models import state_key
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -200,7 +202,6 @@ class Shaper:
 
 def output_fields(app: CompiledWorkflow) -> list[str]:
     """Every state key the workflow's nodes write, in node order."""
-    from agentmap.spec.models import state_key
 
     seen: dict[str, None] = {}
     for node in app.spec.nodes:
@@ -394,7 +395,6 @@ class RowRunner:
     def _journaled_usage(self, thread: str) -> dict[str, Any]:
         """The tokens and cost of a row's model calls as its thread's call journal holds them, each call once:
         with `--llm-batch` a row runs in rounds, each of which sees only its own calls."""
-        from agentmap.agents.journal import journal_entries
 
         usage: dict[str, Any] = {}
         for entry in journal_entries(self.app.graph.checkpointer, thread):
@@ -420,7 +420,6 @@ def _paused(key: str, interrupts: Sequence[Any], checkpoint: str | None) -> str:
         return "the run paused for input; run the batch with --checkpoint and resume the row's thread"
     first = interrupts[0]
     question = first.get("question") if isinstance(first, Mapping) else first
-    from agentmap.runtime.checkpoint import redacted
 
     store = redacted(checkpoint.removeprefix("sqlite:"))
     return f"the run paused for input ({question}); answer it: agentmap resume {key} ANSWER --checkpoint {store}"

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from agentmap import __version__
+
 __all__ = ["console", "main"]
 
 
@@ -26,8 +28,6 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
-        from agentmap import __version__
-
         sys.stdout.write(f"agentmap {__version__}\n")
         return 0
     from agentmap.cli._process import collector_off

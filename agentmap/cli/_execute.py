@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap.cli import _durable, _resume
 from agentmap.cli._process import collect_from_here, signal_handlers
-from agentmap.cli.render import shown_path
+from agentmap.cli.render import console, dump_json, shown_path, state_view, summary_table, usage_line
 from agentmap.errors import AgentMapError
 
 if TYPE_CHECKING:
@@ -78,8 +78,6 @@ def execute(
     code = 0 if result.success or result.interrupts else 1
     resume_with = f"{hint} {_resume.example_answer(result)}" if result.interrupts else ""
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         status = "paused" if result.interrupts else "done" if result.success else "failed"
         document: dict[str, Any] = {
             "graph": app.name,
@@ -233,8 +231,6 @@ def _print_human(
 ) -> None:
     from rich.markup import escape
 
-    from agentmap.cli.render import console, state_view, summary_table, usage_line
-
     out = console()
     if not table_shown:  # the live view's last frame is the summary table already
         out.print(summary_table(result.summary, title=_title(app)))
@@ -250,8 +246,6 @@ def _print_human(
 def _report_interrupt(
     app: CompiledWorkflow, tracker: ExecutionTracker, json_mode: bool, stop: _Interrupted, thread: str | None, hint: str
 ) -> None:
-    from agentmap.cli.render import dump_json
-
     summary = tracker.summary
     running = [e.name for e in summary if e.success is None]
     done = [e.name for e in summary if e.success is not None]

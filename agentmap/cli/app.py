@@ -28,6 +28,7 @@ from typing import Any
 
 import typer
 
+from agentmap import __version__
 from agentmap.errors import AgentMapError
 
 __all__ = ["COMMANDS", "EXIT_CODES", "build_app", "run_cli"]
@@ -121,8 +122,6 @@ example that needs a server other than AgentMap's says so in a comment (`# needs
 
 def _version(value: bool) -> None:
     if value:
-        from agentmap import __version__
-
         typer.echo(f"agentmap {__version__}")
         raise typer.Exit()
 

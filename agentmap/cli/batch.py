@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import agentmap
 from agentmap.cli._common import (
     BudgetOption,
     ConfigOption,
@@ -244,7 +245,6 @@ def batch_command(
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
-    import agentmap
     from agentmap._cli_api import BatchInterrupted, BatchOverBudget, executor_named, partial_path
 
     progress: Any = _Bar() if sys.stderr.isatty() else _Quiet()

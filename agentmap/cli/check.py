@@ -21,7 +21,7 @@ from agentmap.cli._common import (
     load,
     split_target,
 )
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import dump_json, print_issues, set_json_output
 from agentmap.errors import FILE_ERROR_CODES, AgentMapError, ErrorCode
 
 if TYPE_CHECKING:
@@ -64,8 +64,6 @@ def validate_workflow(
     warnings = len(issues) - errors
     code = 4 if errors else 0
     if json_output:
-        from agentmap.cli.render import dump_json
-
         dump_json(
             {
                 "file": str(path),
@@ -78,7 +76,6 @@ def validate_workflow(
             }
         )
         return code
-    from agentmap.cli.render import print_issues
 
     print_issues(issues)
     counts = f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from agentmap.cli import _durable
-from agentmap.cli._common import ConfigOption, JsonOption
-from agentmap.cli.render import set_json_output
+from agentmap.cli._common import ConfigOption, JsonOption, load
+from agentmap.cli.render import console, dump_json, set_json_output
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["EXIT", "diff_command", "register"]
@@ -52,7 +52,6 @@ def diff_command(
         )
     from agentmap import CompileOptions
     from agentmap._cli_api import diff_workflows, read_migration
-    from agentmap.cli._common import load
 
     settings = load(config, False)
     if thread is not None:
@@ -62,8 +61,6 @@ def diff_command(
     document = diff_workflows(old, new, thread=thread, checkpoint=checkpoint, migration=migration, options=options)
     code = EXIT[document["verdict"]]
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         dump_json({**document, "exit_code": code})
     else:
         _print(document)
@@ -79,8 +76,6 @@ def _side(side: dict[str, Any]) -> str:
 
 def _print(document: dict[str, Any]) -> None:
     from rich.markup import escape
-
-    from agentmap.cli.render import console
 
     out = console()
     if "thread" in document:

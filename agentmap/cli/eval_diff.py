@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentmap.cli._common import cannot_write, ensure_writable
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import dump_json, set_json_output
 from agentmap.errors import ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -74,8 +74,6 @@ def diff_folders(
 
 def _print(diff: EvalDiff, code: int, junit: Path | None, html: Path | None, json_output: bool) -> None:
     if json_output:
-        from agentmap.cli.render import dump_json
-
         document = {**diff.to_dict(), "exit_code": code}
         if junit is not None:
             document["junit"] = str(junit)

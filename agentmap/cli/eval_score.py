@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from agentmap.cli._common import cannot_write, ensure_writable, load
 from agentmap.cli.eval_diff import check_logs_dir
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import console, dump_json, set_json_output
 from agentmap.errors import ConfigError, ErrorCode, Location, WorkflowFileError
 
 if TYPE_CHECKING:
@@ -116,15 +116,12 @@ def _write_report(result: EvalReport, path: Path) -> None:
 
 def _print_score(result: EvalReport, code: int, report: Path | None, json_output: bool) -> None:
     if json_output:
-        from agentmap.cli.render import dump_json
-
         document = {**result.to_dict(), "exit_code": code}
         if report is not None:
             document["report"] = str(report)
         dump_json(document)
         return
     from agentmap._cli_api import render_table
-    from agentmap.cli.render import console
 
     out = console()
     render_table(result, console=out)

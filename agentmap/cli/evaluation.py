@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentmap.cli._common import ConfigOption, DebugOption, JsonOption, ensure_writable, load
-from agentmap.cli.chat import AgentConfigOption, MemoryOption
+from agentmap.cli.chat import AgentConfigOption, MemoryOption, load_agent, read_agent_config, run_interruptible
 from agentmap.cli.eval_diff import diff_folders
 from agentmap.cli.eval_score import SCENARIOS_HINT, existing_file, score_folder
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import dump_json, set_json_output
 from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
@@ -77,8 +77,6 @@ def run_scenarios(
     names = {s.name for s in load_scenarios(scenarios)}  # mistakes in the file stop before the agent loads
     settings = load(config, debug)
 
-    from agentmap.cli.chat import load_agent, read_agent_config, run_interruptible
-
     call_config = read_agent_config(agent_config)
     if workflow is not None:
         existing_file(
@@ -122,8 +120,6 @@ def run_scenarios(
 def _print_run(summary: EvalRunSummary, scenarios: int, json_output: bool) -> None:
     counts = summary.counts()
     if json_output:
-        from agentmap.cli.render import dump_json
-
         dump_json(
             {
                 "out_dir": str(summary.out_dir),

@@ -35,6 +35,7 @@ from agentmap.cli._common import (
     StreamOption,
     StrictOption,
     WorkflowArgument,
+    ensure_writable,
     json_object,
     load,
     missing_inputs_mode,
@@ -211,7 +212,6 @@ def _open_thread(
 
 def _check_draw(draw: Path) -> None:
     """Refuse a --draw picture that cannot be made or written, before the run starts."""
-    from agentmap.cli._common import ensure_writable
 
     check_picture(draw)
     ensure_writable(draw, "the picture")

@@ -21,6 +21,7 @@ from agentmap.cli._common import (
     load,
     split_target,
 )
+from agentmap.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -194,7 +195,6 @@ def _export_picture(path: Path, graph: str | None, fmt: ExportFormat, output: Pa
     """`export --format svg|png|dot`: the graph drawn offline."""
     if fmt is ExportFormat.png:
         from agentmap.cli._observe import check_picture
-        from agentmap.errors import ConfigError, ErrorCode
 
         if output is None:
             raise ConfigError(

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentmap.cli import _durable, _resume
-from agentmap.cli._common import ConfigOption, JsonOption
-from agentmap.cli.render import set_json_output, shown_path
+from agentmap.cli._common import ConfigOption, JsonOption, load
+from agentmap.cli.render import cache_note, console, dump_json, money, set_json_output, shown_path
 
 if TYPE_CHECKING:
     from agentmap import CompileOptions
@@ -20,7 +20,6 @@ __all__ = ["register"]
 
 def _options(config: Path | None) -> CompileOptions:
     from agentmap import CompileOptions
-    from agentmap.cli._common import load
 
     return CompileOptions.from_settings(load(config, False))
 
@@ -31,13 +30,9 @@ def _list(checkpoint: str | None, json_mode: bool, config: Path | None) -> None:
 
     found: list[ThreadInfo] = threads(checkpoint, options=_options(config)) if checkpoint_exists(checkpoint) else []
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         dump_json({"threads": [t.to_dict() for t in found]})
         return
     from rich.table import Table
-
-    from agentmap.cli.render import console
 
     table = Table(title=f"threads in {checkpoint_target(checkpoint, create=False)}", title_justify="left")
     for column in ("thread", "workflow::graph", "status", "step", "revision", "updated"):
@@ -84,13 +79,9 @@ def _show(thread: str, checkpoint: str | None, json_mode: bool, config: Path | N
         hint = f"{hint} {_resume.answer_for(waiting)}"
     resumable = info.status in ("paused", "interrupted", "failed") and bool(info.next or info.questions)
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         dump_json({**info.to_dict(), "history": history, "resume": hint if resumable else None})
         return
     from rich.markup import escape
-
-    from agentmap.cli.render import console
 
     out = console()
     out.print(
@@ -128,13 +119,9 @@ def _calls(saver: Any, thread: str, json_mode: bool) -> None:
 
     found = journal_entries(saver, thread)
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         dump_json({"thread": thread, "calls": [e.to_dict() for e in found]})
         return
     from rich.table import Table
-
-    from agentmap.cli.render import cache_note, console, money
 
     table = Table(title=f"calls of thread {thread}", title_justify="left")
     for column in ("step", "node", "#", "kind", "name", "status", "ms", "tokens in/out", "cost"):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import ConfigError, Location
 from agentmap.interface.scores import Finding, Judge, JudgeScore
 from agentmap.llm.adapter import LLMAdapter, LLMError
+from agentmap.llm.models import build_model, model_spec
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -268,13 +269,9 @@ def make_llm_judge(
     if rubric is not None and not rubric.strip():
         raise ConfigError("the judge rubric is empty", hint="Give the criteria, or omit the rubric for the default.")
     if isinstance(model, str):
-        from agentmap.llm.models import build_model, model_spec
-
         spec = model_spec(model, settings=settings)
         chat_model, name = build_model(spec), spec.provider if spec.model == spec.provider else spec.name
     else:
-        from agentmap.llm.adapter import LLMAdapter
-
         chat_model, name = model, LLMAdapter(model).model_name
     text = (rubric or DEFAULT_RUBRIC).strip()
     return _LLMJudge(

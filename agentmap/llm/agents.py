@@ -39,6 +39,8 @@ from agentmap.agents.llm_batch import PROVIDERS, ModelBatching
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
+from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message
+from agentmap.errors import ConfigError
 from agentmap.llm import cache
 from agentmap.llm._conversation import format_prompt, history_entries, static_prefix
 from agentmap.llm.models import ModelSpec, build_model, choose_model, model_options, model_problems
@@ -217,7 +219,6 @@ class LLMAgent(BaseAgent):
         started: float,
         spent: costs.Tally,
     ) -> Any:
-        from agentmap.contracts.engine import AgentEngineConfig, DecisionContext, Message
         from agentmap.llm.engine import LLMAgentEngine
         from agentmap.llm.mcp import mcp_sessions
 
@@ -346,7 +347,6 @@ def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] 
     """What is wrong with the settings `node_adapter` reads: Context `budget` and `llm.budget` must be positive
     numbers of dollars; `llm.prices` must be prices; Context `cache` and `llm.cache` must be `{"ttl": SECONDS}`
     (or false); Context `prompt_cache` and `llm.prompt_cache` must be true or false."""
-    from agentmap.errors import ConfigError
 
     llm = (settings or {}).get("llm") or {}
     problems: list[ConfigProblem] = []

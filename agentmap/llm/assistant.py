@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from agentmap._paths import OutsideRootsError, allowed_roots, confine, widen_hint
 from agentmap.agents import costs
-from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
+from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
 from agentmap.agents.registry import agent
 from agentmap.agents.state import parse_input_field, parse_output_field
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -200,7 +200,6 @@ class AssistantAgent(BaseAgent):
 
     def process(self, inputs: dict[str, Any]) -> Any:
         """Decide about the message (synchronously, on AgentMap's shared LLM event loop)."""
-        from agentmap.agents.base import run_sync
 
         return run_sync(self.aprocess(inputs))
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agentmap.agents.registry import agent
+from agentmap.agents.tool_sources import build_tool_executor, split_names
 from agentmap.contracts.io import AgentRequest, describe_validation_error
 from agentmap.llm.adapter import LLMAdapter, LLMRateLimitError, LLMTimeoutError, open_tool_schema
 from agentmap.llm.agents import model_call_problems, node_adapter
@@ -224,8 +225,6 @@ class _NodeTools(LLMPlanner):
 
     async def tool_schemas(self, request: AgentRequest) -> dict[str, dict[str, Any]]:
         if not self._loaded:
-            from agentmap.agents.tool_sources import build_tool_executor
-
             agents = self.node.environment.agents
             for name in self.workers:
                 found = agents.get(name)
@@ -242,8 +241,6 @@ class _NodeTools(LLMPlanner):
 
 
 def _worker_names(context: Mapping[str, Any]) -> list[str]:
-    from agentmap.agents.tool_sources import split_names
-
     return split_names(context.get("workers"))
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.protocols._tools import check_arguments, input_schema
 from agentmap.protocols.a2a_messages import input_keys
+from agentmap.runtime.durable import answers_for
 from agentmap.server._models import THREAD_ID_RULE, ApiError, RunCreate, valid_thread_id
 
 if TYPE_CHECKING:
@@ -149,7 +150,6 @@ def _answer(request: RunAgentInput) -> tuple[str, Any] | None:
 def _check_answer(thread_id: str, pending: tuple[Interrupt, ...], where: str, answer: Any) -> None:
     """Refuse an answer that does not fit what the thread asks (the run's start checks it again, and claims it)."""
     from agentmap.agents.questions import check_answer
-    from agentmap.runtime.durable import answers_for
 
     try:
         if where == "resume":

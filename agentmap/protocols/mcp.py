@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentmap._version import __version__
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError
 from agentmap.protocols._tools import (
     ArgumentError,
@@ -360,8 +361,6 @@ def build_server(graphs: McpGraphs) -> Server[Any, Any]:
     """The MCP server of `graphs` (transport-free: `server.run(read, write, options)`)."""
     from mcp import types
     from mcp.server.lowlevel import Server
-
-    from agentmap._version import __version__
 
     server: Server[Any, Any] = Server("agentmap", version=__version__)
 

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.errors import AgentMapError
+from agentmap.server._models import RunCreate
 from agentmap.server._security import error_body
 from agentmap.server._users import Caller, caller_in
 
@@ -220,8 +221,6 @@ class _QueuedRuns:
     async def start(
         self, assistant: Assistant, state: dict[str, Any], thread_id: str | None, progress: _Progress
     ) -> Leg:
-        from agentmap.server._models import RunCreate
-
         body = RunCreate(
             assistant_id=assistant.assistant_id,
             input=state,
@@ -232,8 +231,6 @@ class _QueuedRuns:
         return await self._leg(body, thread_id, progress)
 
     async def answer(self, assistant: Assistant, thread_id: str, answer: Any, progress: _Progress) -> Leg:
-        from agentmap.server._models import RunCreate
-
         body = RunCreate(
             assistant_id=assistant.assistant_id,
             command={"resume": answer},

@@ -23,7 +23,7 @@ from agentmap.runtime.answers import claim_answers, claimants
 from agentmap.runtime.changes import Position, Verdict, compare
 from agentmap.runtime.durable import Thread
 from agentmap.runtime.revisions import MIGRATION_KEY, MOVED_FROM_KEY
-from agentmap.runtime.threads import REVISION_KEY, run_metadata, snapshot_status, unfinished
+from agentmap.runtime.threads import REVISION_KEY, run_metadata, snapshot_status, thread_config, unfinished
 from agentmap.spec.validation import SYSTEM_KEYS
 
 if TYPE_CHECKING:
@@ -152,7 +152,6 @@ def plan(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> V
 def _forked(thread: Thread) -> bool:
     """Whether the thread's checkpoint is a past one (not its latest): going on from it forks the thread, and the
     nodes that ran after it run again, whatever they finished then."""
-    from agentmap.runtime.threads import thread_config
 
     latest = thread.saver.get_tuple(thread_config(thread.thread_id))
     return latest is not None and latest.config["configurable"].get("checkpoint_id") != thread.checkpoint_id

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentmap._paths import allowed_roots
 from agentmap._sources import exists, read_bytes, recording
-from agentmap.agents.registry import AgentRegistry
+from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
+from agentmap.runtime._subgraph_refs import reference
 from agentmap.runtime.checks import BuildOptions, check
+from agentmap.runtime.node_cache import node_cache
 from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
@@ -124,7 +126,6 @@ def select_graph(workflow: Workflow, name: str | None, *, source: str | None = N
 
 def _uncalled(workflow: Workflow) -> list[GraphSpec]:
     """The graphs of `workflow` that no graph node of the same file runs (its top-level graphs)."""
-    from agentmap.agents.registry import normalize_type
 
     called: set[str] = set()
     here = Path(workflow.file).resolve() if workflow.file else None
@@ -195,8 +196,6 @@ def _report_reading(issues: Sequence[Issue]) -> None:
 
 def _called_graphs(workflow: Workflow, spec: GraphSpec) -> list[GraphSpec]:
     """`spec` and the graphs of the same file its graph nodes call, transitively, in file order."""
-    from agentmap.agents.registry import normalize_type
-    from agentmap.runtime._subgraph_refs import reference
 
     found = {spec.name}
     queue = [spec]
@@ -331,8 +330,6 @@ def _compile_read(source: Source, graph: str | None, given: CompileOptions) -> C
 
         checkpointer = resolve_checkpointer(checkpointer)
     if "cache" not in compile_kwargs and any(node.cache_policy for node in builder.nodes.values()):
-        from agentmap.runtime.node_cache import node_cache  # Context `cache` on a node that is not an LLM's
-
         compile_kwargs["cache"] = node_cache()
     compiled = builder.compile(checkpointer=checkpointer, name=spec.name, **compile_kwargs)
     app = CompiledWorkflow(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from agentmap.agents.builtins import InputAgent
 from agentmap.runtime._run_config import aopen_run, on_thread, open_run, prepare_run
 from agentmap.runtime._streams import clear_errors, node_updates, run_until
 from agentmap.runtime.events import RunHooks, flush_observers, observers_for
@@ -113,7 +114,6 @@ class CompiledWorkflow:
 
     def prompting_nodes(self) -> list[str]:
         """`input` nodes that ask on the terminal (or read piped stdin) rather than pausing the run."""
-        from agentmap.agents.builtins import InputAgent
 
         pausing = set(self.pausing_nodes())
         return [name for name, agent in self.agents.items() if isinstance(agent, InputAgent) and name not in pausing]

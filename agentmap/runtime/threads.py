@@ -25,7 +25,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from agentmap.errors import ConfigError, ErrorCode
+from agentmap.errors import AgentMapError, ConfigError, ErrorCode
 from agentmap.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -299,7 +299,6 @@ def _at_own_revision(
 
 def _listed(saver: Any, thread_id: str, item: Any, now: CompiledWorkflow | None, options: CompileOptions) -> ThreadInfo:
     """Where thread `thread_id` (latest checkpoint `item`) stands, told by the workflow at its own revision."""
-    from agentmap.errors import AgentMapError, ErrorCode
 
     meta: dict[str, Any] = dict(item.metadata or {})
     current = now.revision.id if now is not None and now.revision is not None else None
@@ -339,7 +338,6 @@ def thread_history(
         ConfigError: The checkpoint has no such thread (`unknown-thread`), or had one whose checkpoints are gone
             (`corrupt-checkpoint`).
     """
-    from agentmap.errors import AgentMapError
 
     given = CompileOptions.given("thread_history", options, compile_options)
     info = next((t for t in threads(saver, options=given) if t.thread_id == thread_id), None)
@@ -364,7 +362,6 @@ def saved_keys(values: Mapping[str, Any]) -> tuple[str, ...]:
 def _compile_for(
     saver: Any, key: tuple[str, str], values: Mapping[str, Any], options: CompileOptions
 ) -> CompiledWorkflow | None:
-    from agentmap.errors import AgentMapError
     from agentmap.runtime.api import compile
 
     file, graph = key

@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentmap._version import __version__
 from agentmap.errors import AgentMapError, GraphNotFoundError, NodeError, WorkflowFileError
 from agentmap.runtime.items import item_store
 from agentmap.server._audit import Audit
@@ -131,7 +132,6 @@ def create_app(config: ServeConfig) -> FastAPI:
     Raises:
         WorkflowFileError, WorkflowValidationError, ConfigError: A workflow or the checkpointer cannot be opened.
     """
-    from agentmap._version import __version__
 
     server = Server(config)
     from agentmap.protocols.mcp_http import McpEndpoint  # the same tools as `agentmap mcp`, at /mcp

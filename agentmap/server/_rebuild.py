@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentmap.errors import ErrorCode
 from agentmap.runtime.revisions import REVISION_KEY
 from agentmap.server._auth import AuthUser
-from agentmap.server._models import ApiError
+from agentmap.server._models import ApiError, RunCreate
 from agentmap.server._records import RunRecord
 from agentmap.server._run_request import resolve_request  # the one check of a run's request, as the routes do it
 from agentmap.server._runs import RunRequest
@@ -38,8 +38,6 @@ def rebuilder(server: Server) -> Callable[[RunRecord], RunRequest]:
     """
 
     def rebuild(record: RunRecord) -> RunRequest:
-        from agentmap.server._models import RunCreate
-
         payload = record.request
         body = RunCreate.model_validate(payload.get("body") or {})
         thread_id = payload.get("thread_id")

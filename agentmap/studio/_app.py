@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, InstanceOf
 
 from agentmap._paths import state_file
+from agentmap.agents.registry import registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, WorkflowFileError, WorkflowValidationError
 from agentmap.runtime.options import CompileOptions
 from agentmap.server import Guard, Reach, new_token
@@ -233,8 +234,6 @@ def _book(files: Files, name: str) -> dict[str, Any]:
 
 
 def _sheet(document: Editable, rows: Sequence[tuple[int | None, list[str]]], options: CompileOptions) -> dict[str, Any]:
-    from agentmap.agents.registry import registry
-
     header = next((cells for _, cells in rows if cells and not cells[0].lstrip().startswith("#")), [])
     canonical = {position: name for name, position in map_headers([h.strip() for h in header]).index.items()}
     formulas = document.formulas if isinstance(document, SheetDocument) else {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentmap._paths import allowed_roots
 from agentmap.errors import ERRORS_PAGE, AgentMapError
-from agentmap.runtime.api import validate
+from agentmap.runtime.api import compile, validate
 from agentmap.runtime.options import CompileOptions
 from agentmap.spec.loader import read_workflow
 from agentmap.spec.models import Issue, Workflow
@@ -85,7 +85,6 @@ def check_rows(document: Editable, rows: Rows, options: CompileOptions) -> Check
 def draw_sheet(checked: Checked, graph: str, options: CompileOptions) -> str:
     """Graph `graph` of a valid sheet drawn as `agentmap export --format svg` draws it."""
     from agentmap.observe.draw import draw_graph
-    from agentmap.runtime.api import compile
 
     assert checked.workflow is not None
     with unsaved_tables(checked.unsaved):
