@@ -305,9 +305,11 @@ def batch_command(
         code = 0 if result.success else 1
         _report(result, json_output, {**extra, "exit_code": code})
         if result.llm is not None and result.llm.waiting_rows:
+            from agentmap._cli_api import status_command
+
             sys.stderr.write(
                 f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs; collect them with the "
-                "same command (without --detach)\n"
+                f"same command (without --detach); to look: {status_command(output, checkpoint)}\n"
             )
         failed = result.failures + result.failed_before
         if failed:
@@ -332,10 +334,20 @@ def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `agentmap batch`."""
+    """Add `agentmap batch` and `agentmap batch status` (agentmap/cli/batch_status.py)."""
+    from agentmap.cli.batch_status import RunOrCommands, command_line, register_status
 
-    @app.command("batch")
+    group = typer.Typer(
+        cls=RunOrCommands,
+        invoke_without_command=True,
+        subcommand_metavar="",  # its one subcommand is listed under Commands: `agentmap batch status OUTPUT`
+        help="Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray "
+        "(`agentmap batch status OUTPUT`: where a batch stands).",
+    )
+
+    @group.callback()
     def batch(
+        ctx: typer.Context,
         target: WorkflowArgument = None,
         input_path: Annotated[
             Path,
@@ -470,6 +482,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
+        if ctx.invoked_subcommand is not None:
+            return
         for name, value in (("--input", input_path), ("--output", output)):
             if value == Path():
                 raise ConfigError(
@@ -511,6 +525,10 @@ def register(app: typer.Typer) -> None:
                 "llm_batch_timeout": llm_batch_timeout,
                 "llm_batch_poll": llm_batch_poll,
                 "detach": detach,
+                "llm_batch_command": command_line(ctx, leave_out=("detach",)) if llm_batch else None,
             },
         )
         raise typer.Exit(code)
+
+    register_status(group)
+    app.add_typer(group, name="batch")
