@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -156,8 +157,8 @@ def batch_status(output: str | Path, checkpoint: str | Path | None = None, *, li
         live: Also ask each open job's provider for its status now (a GET; the key variable must be set).
 
     Raises:
-        WorkflowFileError: No batch writes `output`: neither it, its `.partial` file nor its store exists
-            (`no-batch`, exit 3).
+        WorkflowFileError: No batch writes `output`: neither it, its `.partial` file nor its store exists, or the
+            `checkpoint` named is not there (`no-batch`, exit 3).
         ConfigError: `output` is not a batch's output (`output-exists`), its `.partial` file is not a batch's
             (`bad-partial`), or the store cannot be read (`corrupt-checkpoint`, `bad-checkpointer`).
     """
@@ -190,7 +191,7 @@ def _store(output: Path, checkpoint: str | Path | None) -> str | None:
     if checkpoint is not None:
         text = str(checkpoint)
         if not checkpoint_exists(text):
-            raise ConfigError(
+            raise WorkflowFileError(
                 f"--checkpoint {text}: there is no such checkpoint file",
                 code=ErrorCode.NO_BATCH,
                 hint="pass the --checkpoint the batch ran with, or leave it out for <output>.llm-batch.db",
@@ -317,8 +318,6 @@ def _noted(saver: Any) -> tuple[str | None, str | None]:
 
 
 def _close(saver: Any) -> None:
-    import sqlite3
-
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         conn.close()
