@@ -39,16 +39,23 @@ def default_store(output: str | Path) -> str:
 
 
 def status_command(output: str | Path, checkpoint: str | Path | None = None) -> str:
-    """`agentmap batch status OUTPUT` for a batch writing `output` (with the `--checkpoint` it was given)."""
-    store = f" --checkpoint {shlex.quote(str(checkpoint))}" if checkpoint is not None else ""
+    """`agentmap batch status OUTPUT` for a batch writing `output` (with the `--checkpoint` it was given; a
+    PostgreSQL URL's password shown as `***`)."""
+    from agentmap.runtime.checkpoint import redacted
+
+    store = f" --checkpoint {shlex.quote(redacted(str(checkpoint)))}" if checkpoint is not None else ""
     return f"agentmap batch status {shlex.quote(str(output))}{store}"
 
 
 def remember_command(saver: Any, command: str) -> None:
-    """Note in the batch's store the command that runs it again (and the folder it ran in), for `status`."""
+    """Note in the batch's store the command that runs it again (and the folder it ran in), for `status` (a
+    PostgreSQL URL's password in it noted as `***`)."""
+    from agentmap.runtime.checkpoint import redacted
+
     execute = saver_sql(saver, _CREATE_NOTES)
     if execute is None:
         return
+    command = shlex.join(redacted(word) for word in shlex.split(command))
     note = json.dumps({"command": command, "folder": os.getcwd(), "at": time.time()})
     execute(f"INSERT INTO {_NOTES} VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             ("command", note))  # fmt: skip

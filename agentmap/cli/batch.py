@@ -285,6 +285,7 @@ def batch_command(
             )
         except BatchOverBudget as over:
             _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
+            _report_waiting(over.result, output, checkpoint)
             raise
         except BatchInterrupted as stop:
             done = stop.result.successes + stop.result.failures
@@ -304,13 +305,7 @@ def batch_command(
         _stop_workers()
         code = 0 if result.success else 1
         _report(result, json_output, {**extra, "exit_code": code})
-        if result.llm is not None and result.llm.waiting_rows:
-            from agentmap._cli_api import status_command
-
-            sys.stderr.write(
-                f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs; collect them with the "
-                f"same command (without --detach); to look: {status_command(output, checkpoint)}\n"
-            )
+        _report_waiting(result, output, checkpoint)
         failed = result.failures + result.failed_before
         if failed:
             earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
@@ -319,6 +314,19 @@ def batch_command(
                 "rerun them with --redo-failed\n"
             )
         return code
+
+
+def _report_waiting(result: BatchResult, output: Path, checkpoint: str | None) -> None:
+    """With `--llm-batch`: the rows still waiting for provider jobs, how to collect them and how to look."""
+    if result.llm is None or not result.llm.waiting_rows:
+        return
+    from agentmap._cli_api import status_command
+
+    held = f" ({result.llm.held} calls held by --budget: a higher one places them)" if result.llm.held else ""
+    sys.stderr.write(
+        f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs{held}; collect them with the same "
+        f"command (without --detach); to look: {status_command(output, checkpoint)}\n"
+    )
 
 
 def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from openai_stub import Reply, counted
 
 import agentmap
 from agentmap.agents.costs import DEFAULT_PRICES, price_of
+from agentmap.batch.executors import Executor
 from agentmap.batch.results import BatchOverBudget
-from agentmap.batch.status import batch_status
+from agentmap.batch.status import batch_status, status_command
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
 from cli_helpers import agentmap as agentmap_cli  # noqa: E402
@@ -170,6 +171,11 @@ def test_the_run_keeps_its_command_line_beside_the_status_command(tmp_path: Path
     assert "Usage: agentmap batch status [OPTIONS] OUTPUT" in agentmap_cli("batch", "status", "--help").out
 
 
+def test_the_status_command_told_never_shows_a_database_password() -> None:
+    told = status_command("out.csv", "postgresql://app:s3cret@db:5432/batch")
+    assert told == "agentmap batch status out.csv --checkpoint 'postgresql://app:***@db:5432/batch'"
+
+
 # --- --budget with --llm-batch -----------------------------------------------------------------------------------
 
 
@@ -190,6 +196,7 @@ def test_a_budget_places_only_the_calls_it_allows_then_a_higher_one_runs_the_res
         stopped = agentmap_cli(*RUN, "--budget", f"{budget:.10f}", "--json", cwd=tmp_path)
         assert stopped.code == 6, stopped.err
         assert "error[budget-exceeded]" in stopped.err and "held by the budget" in stopped.err
+        assert "held by --budget" in stopped.err and "to look: agentmap batch status out.csv" in stopped.err
         summary = json.loads(stopped.out)
         ran = summary["succeeded"]
         assert 1 <= ran < ROWS and summary["llm_batch"]["held"] == ROWS - ran
@@ -211,8 +218,9 @@ def test_a_budget_places_only_the_calls_it_allows_then_a_higher_one_runs_the_res
     assert [r["a"] for r in rows] == [f"<T{i}>" for i in range(ROWS)] and all(r["success"] == "true" for r in rows)
 
 
-def test_a_budget_stops_the_next_round_from_python(tmp_path: Path, keys: None) -> None:
-    """Two LLM nodes: a budget for the first round's calls and a little more submits no second round."""
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_a_budget_stops_the_next_round_from_python(tmp_path: Path, keys: None, executor: Executor) -> None:
+    """Two LLM nodes: a budget for the first round's calls and a little more submits no whole second round."""
     with OpenAIBatchStub() as stub:
         stub.script(*([_echo] * 40))
         _setup(tmp_path, stub.base_url, nodes=2)
@@ -220,13 +228,13 @@ def test_a_budget_stops_the_next_round_from_python(tmp_path: Path, keys: None) -
         budget = (ROWS + 0.5) * _call_cost(tmp_path)
         with pytest.raises(BatchOverBudget) as stopped:
             agentmap.batch(str(tmp_path / "flow.csv"), tmp_path / "rows.csv", output=out, id_column="id",
-                           llm_batch=True, llm_batch_poll=0.02, budget=budget)  # fmt: skip
+                           llm_batch=True, llm_batch_poll=0.02, budget=budget, executor=executor)  # fmt: skip
         result = stopped.value.result
         assert result.llm is not None and result.llm.held > 0 and result.llm.waiting_rows > 0
         first_round = len(stub.jobs["batch_1"]["requests"])
         assert first_round == ROWS and stub.billed < 2 * ROWS
         assert batch_status(out).spent <= budget
         done = agentmap.batch(str(tmp_path / "flow.csv"), tmp_path / "rows.csv", output=out, id_column="id",
-                              llm_batch=True, llm_batch_poll=0.02, budget=10 * budget)  # fmt: skip
+                              llm_batch=True, llm_batch_poll=0.02, budget=10 * budget, executor=executor)  # fmt: skip
         assert done.successes == ROWS - result.successes
         assert stub.billed == 2 * ROWS and len(set(stub.custom_ids)) == 2 * ROWS
