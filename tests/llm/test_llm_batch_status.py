@@ -238,3 +238,21 @@ def test_a_budget_stops_the_next_round_from_python(tmp_path: Path, keys: None, e
                               llm_batch=True, llm_batch_poll=0.02, budget=10 * budget, executor=executor)  # fmt: skip
         assert done.successes == ROWS - result.successes
         assert stub.billed == 2 * ROWS and len(set(stub.custom_ids)) == 2 * ROWS
+
+
+def test_a_call_queued_for_a_job_is_checked_at_the_batch_price(tmp_path: Path, keys: None) -> None:
+    """A budget below the prompt's cost at the full price, above its cost at the batch price: the call is queued,
+    placed and answered (before, the row's own check priced it at the full price and the batch ran no row)."""
+    price = price_of("gpt-4o-mini", DEFAULT_PRICES)
+    assert price is not None
+    full = -(-len(f"{PADDING} topic: t0") // 4) * price.input / 1e6
+    budget = 0.95 * full
+    assert _call_cost(tmp_path) < budget  # the estimate at the batch price, output included, fits
+    with OpenAIBatchStub() as stub:
+        stub.script(*([_echo] * 4))
+        _setup(tmp_path, stub.base_url)
+        out = tmp_path / "out.csv"
+        result = agentmap.batch(str(tmp_path / "flow.csv"), [{"id": "r0", "topic": "t0"}], output=out,
+                                id_column="id", llm_batch=True, llm_batch_poll=0.02, budget=budget)  # fmt: skip
+        assert result.successes == 1 and stub.billed == 1
+    assert result.cost is not None and result.cost <= budget
