@@ -20,7 +20,6 @@ from agentmap._cli_api.batch import (
     flush_traces,
     partial_path,
     status_command,
-    status_lines,
     stop_worker_processes,
     table_format,
 )
@@ -135,7 +134,6 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "partial_path",
     "stop_worker_processes",
     "batch_status",
-    "status_lines",
     "status_command",
     # batch, serve: spans still buffered go out before the command ends (`batch`)
     "flush_traces",

@@ -16,7 +16,6 @@ __all__ = [
     "flush_traces",
     "partial_path",
     "status_command",
-    "status_lines",
     "stop_worker_processes",
     "table_format",
 ]
@@ -48,13 +47,6 @@ def batch_status(output: Path, checkpoint: str | None, *, live: bool = False) ->
     from agentmap.batch.status import batch_status
 
     return batch_status(output, checkpoint, live=live)
-
-
-def status_lines(status: BatchStatus) -> list[str]:
-    """batch status: the status as the command prints it, line by line."""
-    from agentmap.batch.status import lines
-
-    return list(lines(status))
 
 
 def status_command(output: Path, checkpoint: str | None) -> str:

@@ -18,7 +18,7 @@ import os
 import shlex
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,32 +328,3 @@ def _close(saver: Any) -> None:
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         conn.close()
-
-
-def lines(status: BatchStatus) -> Iterator[str]:
-    """The status as the command prints it."""
-    state = "finished: the output table is written" if status.finished else "under way"
-    yield f"batch {status.output}: {state}"
-    yield (
-        f"rows: {status.rows_done} done ({status.rows_succeeded} succeeded, {status.rows_failed} failed), "
-        f"{status.rows_waiting} waiting for provider batch jobs"
-    )
-    if status.store is None:
-        yield "provider batch jobs: none (the batch keeps no store: it ran without --llm-batch)"
-        return
-    yield (
-        f"calls: {status.calls_in_jobs} in jobs waiting for answers, {status.calls_unplaced} queued in no job "
-        f"(held by --budget, or not sent yet), {status.calls_answered} answered, {status.calls_failed} failed"
-    )
-    yield f"cost so far: ${status.cost:.4f} at the batch price (every model call of the batch: ${status.spent:.4f})"
-    yield f"jobs ({len(status.jobs)}, in {status.store}):" if status.jobs else f"jobs: none yet (in {status.store})"
-    for job in status.jobs:
-        counts = ", ".join(f"{k} {v}" for k, v in job.counts.items()) or "-"
-        live = f", now {job.live}" if job.live is not None else ""
-        yield (
-            f"  {job.id or '(being submitted)'}  {job.provider} {job.model}  {job.state}: {job.status}{live}  "
-            f"calls {job.calls}: {job.answered} answered, {job.failed} failed, {job.waiting} waiting  "
-            f"(provider: {counts})  ${job.cost:.4f}"
-        )
-    if status.rows_waiting:
-        yield f"to collect: {status.collect()}"

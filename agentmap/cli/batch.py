@@ -150,7 +150,9 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         dump_json(summary)
     ran = result.successes + result.failures
     skipped = f", {result.skipped} skipped (done before)" if result.skipped else ""
-    where = f" -> {result.output}" if result.output and not (result.interrupted or result.over_budget) else ""
+    waiting = result.llm is not None and result.llm.waiting_rows > 0  # --detach: the table is written once they end
+    stopped = result.interrupted or result.over_budget or waiting
+    where = f" -> {result.output}" if result.output and not stopped else ""
     sys.stderr.write(
         f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
         f"in {result.duration_s:.1f}s{where}\n"

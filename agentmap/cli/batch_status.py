@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer import _click
@@ -67,7 +68,7 @@ def command_line(ctx: typer.Context, *, leave_out: tuple[str, ...] = ()) -> str:
 
 
 def _status(output: Path, checkpoint: str | None, live: bool, json_mode: bool) -> None:
-    from agentmap._cli_api import batch_status, status_lines
+    from agentmap._cli_api import batch_status
 
     found = batch_status(output, checkpoint, live=live)
     if json_mode:
@@ -75,8 +76,39 @@ def _status(output: Path, checkpoint: str | None, live: bool, json_mode: bool) -
 
         dump_json({**found.to_dict(), "collect": found.collect() if found.rows_waiting else None})
         return
-    for line in status_lines(found):
+    for line in _lines(found):
         sys.stdout.write(line + "\n")
+
+
+def _lines(status: Any) -> Iterator[str]:
+    """A `BatchStatus` as the command prints it."""
+    from agentmap.cli.render import money
+
+    state = "finished: the output table is written" if status.finished else "under way"
+    yield f"batch {status.output}: {state}"
+    yield (
+        f"rows: {status.rows_done} done ({status.rows_succeeded} succeeded, {status.rows_failed} failed), "
+        f"{status.rows_waiting} waiting for provider batch jobs"
+    )
+    if status.store is None:
+        yield "provider batch jobs: none (the batch keeps no store: it ran without --llm-batch)"
+        return
+    yield (
+        f"calls: {status.calls_in_jobs} in jobs waiting for answers, {status.calls_unplaced} queued in no job "
+        f"(held by --budget, or not sent yet), {status.calls_answered} answered, {status.calls_failed} failed"
+    )
+    yield f"cost so far: {money(status.cost)} at the batch price (every model call of the batch: {money(status.spent)})"
+    yield f"jobs ({len(status.jobs)}, in {status.store}):" if status.jobs else f"jobs: none yet (in {status.store})"
+    for job in status.jobs:
+        counts = ", ".join(f"{k} {v}" for k, v in job.counts.items()) or "-"
+        live = f", now {job.live}" if job.live is not None else ""
+        yield (
+            f"  {job.id or '(being submitted)'}  {job.provider} {job.model}  {job.state}: {job.status}{live}  "
+            f"calls {job.calls}: {job.answered} answered, {job.failed} failed, {job.waiting} waiting  "
+            f"(provider: {counts})  {money(job.cost)}"
+        )
+    if status.rows_waiting:
+        yield f"to collect: {status.collect()}"
 
 
 def register_status(group: typer.Typer) -> None:
