@@ -108,7 +108,8 @@ class BatchStatus:
         rows_succeeded: Of those, succeeded.
         rows_failed: Of those, failed.
         rows_waiting: Rows whose model call waits for a provider job (or for a place in one).
-        store: The checkpoint store read (None: the batch keeps none; it ran without `--llm-batch`).
+        store: The checkpoint store read, a PostgreSQL URL's password as `***` (None: the batch keeps none; it
+            ran without `--llm-batch`).
         calls_in_jobs: Calls queued in provider jobs, waiting for their answers.
         calls_unplaced: Calls queued but in no job: held by `--budget`, or not sent yet.
         calls_answered: Calls the provider jobs answered.
@@ -260,11 +261,11 @@ def _output_rows(output: Path) -> dict[str, bool]:
 def _read_store(status: BatchStatus, store: str, live: bool) -> None:
     """The jobs, calls, cost and noted command of the batch's checkpoint store."""
     from agentmap.batch._llm_jobs import JobStore
-    from agentmap.runtime.checkpoint import checkpointer
+    from agentmap.runtime.checkpoint import checkpointer, redacted
 
     saver = checkpointer(store)
     try:
-        status.store = store
+        status.store = redacted(store)
         jobs = JobStore(saver)
         answered = {(c.key, c.digest): c for c in answered_calls(saver)}
         queued = {(c.key, c.digest): c for c in queued_calls(saver)}

@@ -24,6 +24,7 @@ from agentmap.agents.costs import DEFAULT_PRICES, price_of
 from agentmap.batch.executors import Executor
 from agentmap.batch.results import BatchOverBudget
 from agentmap.batch.status import batch_status, status_command
+from agentmap.runtime.checkpoint import redacted
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
 from cli_helpers import agentmap as agentmap_cli  # noqa: E402
@@ -256,3 +257,20 @@ def test_a_call_queued_for_a_job_is_checked_at_the_batch_price(tmp_path: Path, k
                                 id_column="id", llm_batch=True, llm_batch_poll=0.02, budget=budget)  # fmt: skip
         assert result.successes == 1 and stub.billed == 1
     assert result.cost is not None and result.cost <= budget
+
+
+def test_status_reads_a_postgresql_store(tmp_path: Path, keys: None, postgres_url: str) -> None:
+    with OpenAIBatchStub() as stub:
+        stub.script(*([_echo] * 20))
+        _setup(tmp_path, stub.base_url)
+        detached = agentmap_cli(*RUN, "--checkpoint", postgres_url, "--detach", cwd=tmp_path)
+        assert detached.code == 0, detached.err
+        assert "to look: agentmap batch status out.csv --checkpoint" in detached.err
+        found = _status(tmp_path, "--checkpoint", postgres_url)
+        assert (found["rows_waiting"], found["calls_in_jobs"], found["jobs"][0]["id"]) == (ROWS, ROWS, "batch_1")
+        assert found["store"] == redacted(postgres_url) and "--checkpoint" in found["collect"]
+        assert stub.billed == 0 and stub.jobs["batch_1"]["status"] == "in_progress"  # nothing sent, not polled
+        collected = agentmap_cli(*shlex.split(found["collect"])[1:], cwd=tmp_path)
+        assert collected.code == 0, collected.err
+        assert stub.billed == ROWS
+    assert _status(tmp_path, "--checkpoint", postgres_url)["rows_succeeded"] == ROWS
