@@ -167,6 +167,7 @@ class ErrorCode(StrEnum):
     INPUT_NOT_FOUND = "input-not-found"
     BAD_PARTIAL = "bad-partial"
     OUTPUT_EXISTS = "output-exists"
+    NO_BATCH = "no-batch"
     BAD_OUTPUT = "bad-output"
     RAY_UNREACHABLE = "ray-unreachable"
     # while running (exit 5)

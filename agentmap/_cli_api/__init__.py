@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentmap._cli_api.batch import executor_named, flush_traces, partial_path, stop_worker_processes, table_format
+from agentmap._cli_api.batch import (
+    batch_status,
+    executor_named,
+    flush_traces,
+    partial_path,
+    status_command,
+    stop_worker_processes,
+    table_format,
+)
 from agentmap._cli_api.conversation import (
     active_agent_target,
     agent_for,
@@ -125,6 +133,8 @@ __all__ = [  # noqa: RUF022 (grouped by command)
     "executor_named",
     "partial_path",
     "stop_worker_processes",
+    "batch_status",
+    "status_command",
     # batch, serve: spans still buffered go out before the command ends (`batch`)
     "flush_traces",
     # serve, studio, mcp (`servers`)

@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentmap.batch.executors import Executor
+    from agentmap.batch.status import BatchStatus
 
-__all__ = ["executor_named", "flush_traces", "partial_path", "stop_worker_processes", "table_format"]
+__all__ = [
+    "batch_status",
+    "executor_named",
+    "flush_traces",
+    "partial_path",
+    "status_command",
+    "stop_worker_processes",
+    "table_format",
+]
 
 
 def table_format(path: Path, what: str) -> str:
@@ -31,6 +40,20 @@ def partial_path(output: Path) -> Path:
     from agentmap.batch.resume import partial_path
 
     return partial_path(output)
+
+
+def batch_status(output: Path, checkpoint: str | None, *, live: bool = False) -> BatchStatus:
+    """batch status: where the batch writing `output` stands (rows, provider jobs, calls, cost)."""
+    from agentmap.batch.status import batch_status
+
+    return batch_status(output, checkpoint, live=live)
+
+
+def status_command(output: Path, checkpoint: str | None) -> str:
+    """batch: the `agentmap batch status OUTPUT` command that shows where this batch stands."""
+    from agentmap.batch.status import status_command
+
+    return status_command(output, checkpoint)
 
 
 def stop_worker_processes(timeout: float = 5.0) -> None:

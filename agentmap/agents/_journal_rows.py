@@ -169,6 +169,10 @@ class JournalRows(Protocol):
         """Every entry `queued` for a provider batch job (`llm_batch.py`), oldest first."""
         ...
 
+    def answered(self) -> list[JournalRow]:
+        """Every model call's entry `finished` or `failed` (what a batch's calls cost: `journal.answered_calls`)."""
+        ...
+
 
 _COLUMNS = (
     "thread_id",
@@ -209,6 +213,7 @@ _LIST = (
     f"AND r.call_index = j.call_index) FROM {TABLE} j WHERE j.thread_id = ? ORDER BY j.started_at, j.call_index"
 )
 _QUEUED = f"SELECT {_J} FROM {TABLE} j WHERE j.status = 'queued' ORDER BY j.started_at, j.call_index"
+_ANSWERED = f"SELECT {_J} FROM {TABLE} j WHERE j.kind = 'model' AND j.status IN ('finished', 'failed')"
 _SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
 
 
@@ -247,6 +252,9 @@ class _InDatabase:
 
     def queued(self) -> list[JournalRow]:
         return [_row(r) for r in self._execute(_QUEUED, ())]
+
+    def answered(self) -> list[JournalRow]:
+        return [_row(r) for r in self._execute(_ANSWERED, ())]
 
 
 def _made(saver: Any) -> dict[Any, bool]:
@@ -305,6 +313,10 @@ class MemoryRows:
         with self._lock:
             found = [row for row in self._rows.values() if row.status == "queued"]
         return sorted(found, key=lambda row: (row.started_at, row.key.call_index))
+
+    def answered(self) -> list[JournalRow]:
+        with self._lock:
+            return [row for row in self._rows.values() if row.kind == "model" and row.status in ("finished", "failed")]
 
 
 _STORES: dict[str, type[SqliteRows | PostgresRows | MemoryRows]] = {

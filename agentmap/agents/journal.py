@@ -40,10 +40,12 @@ from agentmap.agents.questions import AnswerError, question
 
 __all__ = [
     "TABLE",
+    "AnsweredCall",
     "Entry",
     "InDoubt",
     "QueuedCall",
     "answer_queued",
+    "answered_calls",
     "begin_node",
     "journal_entries",
     "journaled",
@@ -443,6 +445,30 @@ def answer_queued(
     else:
         _put(where, meta, "finished", {ANSWER_KEY: answer, "usage": usage or {}}, found.started_at, 0.0)
     return True
+
+
+@dataclass(frozen=True)
+class AnsweredCall:
+    """A model call of the journal that has its answer (`failed`: its error), with the tokens and cost it carries
+    (`input_tokens`, `output_tokens`, `cached_tokens`, `cache_write_tokens`, `cost`: the price paid, a provider
+    batch job's answer at the batch price)."""
+
+    key: CallKey
+    digest: str
+    name: str
+    failed: bool
+    usage: Mapping[str, Any]
+
+
+def answered_calls(saver: Any) -> list[AnsweredCall]:
+    """Every model call of `saver`'s journal that was answered or failed (what a batch spent, call by call)."""
+    rows = rows_of(saver)
+    if rows is None:
+        return []
+    return [
+        AnsweredCall(row.key, row.digest, row.name, row.status == "failed", _usage(row.response))
+        for row in rows.answered()
+    ]
 
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:

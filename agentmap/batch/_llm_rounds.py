@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentmap.agents.journal import QueuedCall, answer_queued, queued_calls
+from agentmap.batch._llm_budget import within
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of
 
@@ -37,12 +38,20 @@ class LLMBatchOptions:
         timeout: Seconds a job may stay unfinished before it is cancelled and its calls fail their rows.
         poll: Seconds between two looks at the open jobs.
         detach: Stop once every queued call is in a job (run the same command again to collect).
+        budget: `--budget`: calls are placed in jobs only while what the batch committed fits in it
+            (`_llm_budget.py`); the others stay queued, their rows waiting for a run with a higher budget.
+        look: The command that shows the batch's state (`agentmap batch status OUTPUT`), told on the progress lines.
+        again: The command that runs the batch again to collect (the command line's, without `--detach`), noted
+            in the store for `agentmap batch status`.
     """
 
     retry: str = "fail"
     timeout: float = 24 * 3600.0
     poll: float = 30.0
     detach: bool = False
+    budget: float | None = None
+    look: str = ""
+    again: str = ""
 
 
 @dataclass
@@ -59,6 +68,9 @@ class LLMBatchReport:
         cost: What the answered calls cost at the batch price, in USD.
         detached: The batch stopped after submitting (`--detach`).
         waiting_rows: Rows still waiting when the batch stopped (run the same command again to go on).
+        held: Calls the budget kept out of jobs at the last placing (`--budget`; they wait for a higher one).
+        committed: What the batch committed at the last placing, with `--budget`: its answered calls at the prices
+            paid and the estimates of the calls in its jobs, in USD.
     """
 
     submitted: int = 0
@@ -70,12 +82,15 @@ class LLMBatchReport:
     cost: float = 0.0
     detached: bool = False
     waiting_rows: int = 0
+    held: int = 0
+    committed: float = 0.0
 
     def line(self) -> str:
         """One progress line."""
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.jobs.items())) or "none open"
+        held = f", {self.held} held by the budget (${self.committed:.4f} committed)" if self.held else ""
         return (
-            f"llm-batch: jobs submitted {self.submitted} (open: {statuses}); calls waiting {self.waiting}, "
+            f"llm-batch: jobs submitted {self.submitted} (open: {statuses}); calls waiting {self.waiting}{held}, "
             f"answered {self.answered}, failed {self.failed}; cost so far ${self.cost:.4f} at the batch price"
         )
 
@@ -122,7 +137,11 @@ class Jobs:
     def _place(self) -> None:
         placed = self.store.placed()
         groups: dict[tuple[str, str, str, str], list[QueuedCall]] = defaultdict(list)
-        for call in queued_calls(self.saver):
+        queued = queued_calls(self.saver)
+        if self.options.budget is not None:
+            queued, held, done = within(self.options.budget, queued, placed, self.saver)
+            self.report.held, self.report.committed = len(held), done.total
+        for call in queued:
             if (call.key, call.digest) in placed:
                 continue
             if call.request is None:
@@ -293,4 +312,5 @@ class Jobs:
 
     def _progress(self) -> None:
         self.report.waiting = len(queued_calls(self.saver))
-        self._tell(self.report.line())
+        look = f"; to look: {self.options.look}" if self.options.look else ""
+        self._tell(self.report.line() + look)

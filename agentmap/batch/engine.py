@@ -21,6 +21,7 @@ from agentmap.batch.executors import Executor, default_workers, execute, executo
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
+from agentmap.batch.status import default_store, remember_command, status_command
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.batch.writers import check_formulas
 from agentmap.errors import ConfigError, ErrorCode
@@ -105,6 +106,7 @@ def batch(
     llm_batch_poll: float = 30.0,
     detach: bool = False,
     on_llm_progress: Callable[[str], None] | None = None,
+    llm_batch_command: str | None = None,
     **compile_options: Any,
 ) -> BatchResult:
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
@@ -166,6 +168,8 @@ def batch(
         detach: Return once every queued call is in a job (`BatchResult.llm.waiting_rows` rows wait); call again
             to collect.
         on_llm_progress: Told each progress line of the provider jobs (default: the `agentmap.batch` logger).
+        llm_batch_command: The command that runs this batch again, noted in its store for `agentmap batch status`
+            to tell (the command line gives its own).
         **compile_options: `agentmap.compile`'s keywords (`success_policy`, `functions_dir`, `settings`, ...;
             not `checkpointer` or `state_keys`: see `checkpoint`); chain fusion is on unless `fuse=False`.
             `missing_inputs`: a table without a column for an input no node writes is refused before any row
@@ -181,6 +185,8 @@ def batch(
     executor = executor_named(executor)
     check_formulas(csv_formulas)
     llm_options = _llm_options(llm_batch, llm_batch_retry, llm_batch_timeout, llm_batch_poll, detach)
+    if llm_options is not None and output is not None:
+        llm_options = replace(llm_options, look=status_command(output, checkpoint), again=llm_batch_command or "")
     if llm_options is not None and checkpoint is None:
         if output is None:
             raise ConfigError(
@@ -188,7 +194,7 @@ def batch(
                 code=ErrorCode.USAGE,
                 hint="give an output table (-o) or --checkpoint FILE.db",
             )
-        checkpoint = f"{output}.llm-batch.db"
+        checkpoint = default_store(output)
     if latest and checkpoint is None:
         raise ConfigError(
             "latest moves the threads of unfinished rows to the file as it is now, and rows have threads only with "
@@ -211,6 +217,8 @@ def batch(
                 f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE
             )
         llm["budget"] = float(budget)
+        if llm_options is not None:  # held when calls are placed in provider jobs (batch/_llm_budget.py)
+            llm_options = replace(llm_options, budget=float(budget))
     if llm:
         settings = dict(options.settings or {})
         options = replace(options, settings={**settings, "llm": {**(settings.get("llm") or {}), **llm}})
@@ -385,6 +393,7 @@ def run_batch(
                 rounds.run(jobs(), recorder)
             else:
                 result.llm = _llm_rounds(rounds, jobs(), recorder, runner, llm, tell)
+                result.over_budget = result.over_budget or result.llm.held > 0
             recorder.finish()
         except KeyboardInterrupt:
             result.interrupted = True
@@ -455,10 +464,12 @@ def _llm_rounds(
     from agentmap.batch._llm_rounds import Jobs
 
     provider_jobs = Jobs(runner.app.graph.checkpointer, llm, tell)
+    if llm.again:  # for `agentmap batch status OUTPUT` to say how to collect
+        remember_command(provider_jobs.saver, llm.again)
     waiting = rounds.run(jobs, recorder)
     while waiting:
         ready = provider_jobs.settle(waiting)
-        if provider_jobs.report.detached:
+        if provider_jobs.report.detached or not ready:  # not ready: no job open, the calls left held by the budget
             break
         going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
         waiting.update(rounds.run(going, recorder))
@@ -485,6 +496,7 @@ def _stop_over_budget(result: BatchResult, meter: Meter | None, output: Path | N
     if result.over_budget and meter is not None:
         result.duration_s = time.perf_counter() - started
         spent = max(meter.spent, result.cost or 0.0)  # rows run elsewhere, and rows stopped half-way, count too
+        spent = max(spent, result.llm.committed if result.llm is not None else 0.0)  # calls in provider jobs
         raise BatchOverBudget(result, meter.limit or 0.0, spent, partial_path(output) if output is not None else None)
 
 

@@ -112,6 +112,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "agentmap batch graphs/batch_example.csv --input graphs/data/refunds.csv --output results.csv"
         " --id-column ticket_id",
     ),
+    "batch status": ("agentmap batch status results.csv",),
     "eval run": ("agentmap eval run graphs/data/scenarios.csv --workflow graphs/llm_offline.csv --out logs",),
     "eval score": ("agentmap eval score logs --report report.html",),
     "eval diff": ("agentmap eval diff logs logs --junit junit.xml",),

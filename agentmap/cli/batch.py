@@ -151,7 +151,9 @@ def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None
         dump_json(summary)
     ran = result.successes + result.failures
     skipped = f", {result.skipped} skipped (done before)" if result.skipped else ""
-    where = f" -> {result.output}" if result.output and not (result.interrupted or result.over_budget) else ""
+    waiting = result.llm is not None and result.llm.waiting_rows > 0  # --detach: the table is written once they end
+    stopped = result.interrupted or result.over_budget or waiting
+    where = f" -> {result.output}" if result.output and not stopped else ""
     sys.stderr.write(
         f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
         f"in {result.duration_s:.1f}s{where}\n"
@@ -285,6 +287,7 @@ def batch_command(
             )
         except BatchOverBudget as over:
             _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
+            _report_waiting(over.result, output, checkpoint)
             raise
         except BatchInterrupted as stop:
             done = stop.result.successes + stop.result.failures
@@ -304,11 +307,7 @@ def batch_command(
         _stop_workers()
         code = 0 if result.success else 1
         _report(result, json_output, {**extra, "exit_code": code})
-        if result.llm is not None and result.llm.waiting_rows:
-            sys.stderr.write(
-                f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs; collect them with the "
-                "same command (without --detach)\n"
-            )
+        _report_waiting(result, output, checkpoint)
         failed = result.failures + result.failed_before
         if failed:
             earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
@@ -317,6 +316,19 @@ def batch_command(
                 "rerun them with --redo-failed\n"
             )
         return code
+
+
+def _report_waiting(result: BatchResult, output: Path, checkpoint: str | None) -> None:
+    """With `--llm-batch`: the rows still waiting for provider jobs, how to collect them and how to look."""
+    if result.llm is None or not result.llm.waiting_rows:
+        return
+    from agentmap._cli_api import status_command
+
+    held = f" ({result.llm.held} calls held by --budget: a higher one places them)" if result.llm.held else ""
+    sys.stderr.write(
+        f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs{held}; collect them with the same "
+        f"command (without --detach); to look: {status_command(output, checkpoint)}\n"
+    )
 
 
 def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -332,10 +344,20 @@ def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `agentmap batch`."""
+    """Add `agentmap batch` and `agentmap batch status` (agentmap/cli/batch_status.py)."""
+    from agentmap.cli.batch_status import RunOrCommands, command_line, register_status
 
-    @app.command("batch")
+    group = typer.Typer(
+        cls=RunOrCommands,
+        invoke_without_command=True,
+        subcommand_metavar="",  # its one subcommand is listed under Commands: `agentmap batch status OUTPUT`
+        help="Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray "
+        "(`agentmap batch status OUTPUT`: where a batch stands).",
+    )
+
+    @group.callback()
     def batch(
+        ctx: typer.Context,
         target: WorkflowArgument = None,
         input_path: Annotated[
             Path,
@@ -470,6 +492,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Run a workflow once per row of a table; resumable, in input order, on threads, processes or Ray."""
+        if ctx.invoked_subcommand is not None:
+            return
         for name, value in (("--input", input_path), ("--output", output)):
             if value == Path():
                 raise ConfigError(
@@ -511,6 +535,10 @@ def register(app: typer.Typer) -> None:
                 "llm_batch_timeout": llm_batch_timeout,
                 "llm_batch_poll": llm_batch_poll,
                 "detach": detach,
+                "llm_batch_command": command_line(ctx, leave_out=("detach",)) if llm_batch else None,
             },
         )
         raise typer.Exit(code)
+
+    register_status(group)
+    app.add_typer(group, name="batch")

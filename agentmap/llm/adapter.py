@@ -239,7 +239,7 @@ class LLMAdapter:
         batches its model calls and the call has no answer yet)."""
 
         def queued() -> Queued | None:
-            self._check_budget(messages)
+            self._check_budget(messages, batch=True)
             sent, target = self._as_sent(messages, runnable)
             return _batch_calls.queued_call(self.model, sent, target, options, self.key_env, self.price)
 
@@ -331,13 +331,15 @@ class LLMAdapter:
             return _prompt_cache.marked(messages, runnable, self.static_prefix)
         return list(messages), runnable
 
-    def _check_budget(self, messages: Sequence[BaseMessage]) -> None:
+    def _check_budget(self, messages: Sequence[BaseMessage], *, batch: bool = False) -> None:
         """Stop before a call that would pass the budget (estimated from the prompt's characters: the part the
         provider's cache held for the last call at the cached price; a marked static part not yet held, which
-        the call will write, at the cache-write price)."""
+        the call will write, at the cache-write price; `batch`: a call queued for a provider batch job, at the
+        batch price it is billed at)."""
         chars = sum(len(m.text) for m in messages)
         written = len(self.static_prefix) // 4 if self.marks_cache and not self._held else 0
-        costs.check(self.model_name, self.price, chars, self.budget, self._held, written)
+        price = self.price.in_batch() if batch and self.price is not None else self.price
+        costs.check(self.model_name, price, chars, self.budget, self._held, written)
 
     def _measure(self, reply: AIMessage, measured: dict[str, Any]) -> AIMessage:
         """Count a call made for real: its tokens and cost go to the node's tally, the run's meter and (through
