@@ -26,6 +26,7 @@ from typing import Any
 from agentmap.agents._saver_sql import saver_sql
 from agentmap.agents.journal import answered_calls, queued_calls
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
+from agentmap.runtime.checkpoint import checkpoint_exists, checkpointer, redacted
 
 __all__ = ["BatchStatus", "JobStatus", "batch_status", "default_store", "remember_command", "status_command"]
 
@@ -41,7 +42,6 @@ def default_store(output: str | Path) -> str:
 def status_command(output: str | Path, checkpoint: str | Path | None = None) -> str:
     """`agentmap batch status OUTPUT` for a batch writing `output` (with the `--checkpoint` it was given; a
     PostgreSQL URL's password shown as `***`)."""
-    from agentmap.runtime.checkpoint import redacted
 
     store = f" --checkpoint {shlex.quote(redacted(str(checkpoint)))}" if checkpoint is not None else ""
     return f"agentmap batch status {shlex.quote(str(output))}{store}"
@@ -50,7 +50,6 @@ def status_command(output: str | Path, checkpoint: str | Path | None = None) -> 
 def remember_command(saver: Any, command: str) -> None:
     """Note in the batch's store the command that runs it again (and the folder it ran in), for `status` (a
     PostgreSQL URL's password in it noted as `***`)."""
-    from agentmap.runtime.checkpoint import redacted
 
     execute = saver_sql(saver, _CREATE_NOTES)
     if execute is None:
@@ -194,7 +193,6 @@ def batch_status(output: str | Path, checkpoint: str | Path | None = None, *, li
 
 def _store(output: Path, checkpoint: str | Path | None) -> str | None:
     """The checkpoint store to read, or None: the default one was never made (a batch without `--llm-batch`)."""
-    from agentmap.runtime.checkpoint import checkpoint_exists
 
     if checkpoint is not None:
         text = str(checkpoint)
@@ -261,7 +259,6 @@ def _output_rows(output: Path) -> dict[str, bool]:
 def _read_store(status: BatchStatus, store: str, live: bool) -> None:
     """The jobs, calls, cost and noted command of the batch's checkpoint store."""
     from agentmap.batch._llm_jobs import JobStore
-    from agentmap.runtime.checkpoint import checkpointer, redacted
 
     saver = checkpointer(store)
     try:

@@ -20,7 +20,7 @@ from typer import _click
 from typer.core import TyperGroup
 
 from agentmap.cli._common import JsonOption
-from agentmap.cli.render import set_json_output
+from agentmap.cli.render import dump_json, money, set_json_output
 
 __all__ = ["RunOrCommands", "command_line", "register_status"]
 
@@ -72,8 +72,6 @@ def _status(output: Path, checkpoint: str | None, live: bool, json_mode: bool) -
 
     found = batch_status(output, checkpoint, live=live)
     if json_mode:
-        from agentmap.cli.render import dump_json
-
         dump_json({**found.to_dict(), "collect": found.collect() if found.rows_waiting else None})
         return
     for line in _lines(found):
@@ -82,7 +80,6 @@ def _status(output: Path, checkpoint: str | None, live: bool, json_mode: bool) -
 
 def _lines(status: Any) -> Iterator[str]:
     """A `BatchStatus` as the command prints it."""
-    from agentmap.cli.render import money
 
     state = "finished: the output table is written" if status.finished else "under way"
     yield f"batch {status.output}: {state}"
