@@ -1,0 +1,49 @@
+"""The state key `messages`: a chat, kept as LangGraph's `MessagesState` keeps it.
+
+A graph whose state has a key named `messages` keeps a conversation there the way a LangGraph user (and a chat front
+end speaking the LangGraph API, such as LangChain's Agent Chat UI) expects: what a run's input or a node writes to
+it is *appended* (LangGraph's `add_messages` rule: a message whose `id` is already there replaces that one), never
+written over. The messages are stored as LangChain's message dicts (`{"type": "human" | "ai" | "system" | "tool",
+"content": ..., "id": ..., ...}`), plain JSON like the rest of the state; a node may write them as such dicts, as
+`{"role": "user" | "assistant", "content": ...}` dicts, as LangChain message objects or as text (a user message).
+
+```python
+merge_messages([], [{"type": "human", "content": "hi", "id": "m1"}])  # -> [{"type": "human", "content": "hi", ...}]
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MESSAGES_KEY", "merge_messages"]
+
+MESSAGES_KEY = "messages"
+"""The state key that holds a chat (appended to, as LangGraph's `MessagesState`)."""
+
+
+def merge_messages(left: Any, right: Any) -> list[dict[str, Any]]:
+    """`left` with `right` appended (or, for a message whose id is in `left`, put in its place), as message dicts.
+
+    Raises:
+        ValueError: `right` holds something that is not a message (a number, a dict with neither `role` nor
+            `type`), naming it and what a message looks like.
+    """
+    from langchain_core.messages import BaseMessage
+    from langgraph.graph.message import add_messages
+
+    try:
+        merged = add_messages(_listed(left), _listed(right))
+    except (NotImplementedError, ValueError) as exc:
+        raise ValueError(
+            f"state key {MESSAGES_KEY!r} holds chat messages, and {right!r} is not a list of them: write "
+            '{"type": "human", "content": "..."} (or {"role": "user", "content": "..."}, or text) '
+            f"({str(exc).splitlines()[0]})"
+        ) from None
+    return [message.model_dump() for message in merged if isinstance(message, BaseMessage)]  # all are, merged
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
