@@ -14,6 +14,7 @@ merge_messages([], [{"type": "human", "content": "hi", "id": "m1"}])  # -> [{"ty
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["MESSAGES_KEY", "merge_messages"]
@@ -44,6 +45,19 @@ def merge_messages(left: Any, right: Any) -> list[dict[str, Any]]:
 
 
 def _listed(value: Any) -> list[Any]:
+    """`value` as a list of messages; a message dict with a `type` read back whole (its every field, as stored)."""
     if value is None:
         return []
-    return list(value) if isinstance(value, list) else [value]
+    return [_read(entry) for entry in (value if isinstance(value, list) else [value])]
+
+
+def _read(entry: Any) -> Any:
+    from langchain_core.messages import messages_from_dict
+    from pydantic import ValidationError
+
+    if not (isinstance(entry, Mapping) and isinstance(entry.get("type"), str)):
+        return entry  # a role dict, a message object, text: `add_messages` reads it
+    try:
+        return messages_from_dict([{"type": entry["type"], "data": dict(entry)}])[0]
+    except (ValueError, ValidationError, TypeError):
+        return entry  # not a message after all: `add_messages` says why
