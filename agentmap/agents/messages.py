@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MESSAGES_KEY", "merge_messages"]
+__all__ = ["MESSAGES_KEY", "MESSAGE_HINT", "merge_messages", "messages_problem"]
 
 MESSAGES_KEY = "messages"
 """The state key that holds a chat (appended to, as LangGraph's `MessagesState`)."""
@@ -36,12 +36,27 @@ def merge_messages(left: Any, right: Any) -> list[dict[str, Any]]:
     try:
         merged = add_messages(_listed(left), _listed(right))
     except (NotImplementedError, ValueError) as exc:
-        raise ValueError(
-            f"state key {MESSAGES_KEY!r} holds chat messages, and {right!r} is not a list of them: write "
-            '{"type": "human", "content": "..."} (or {"role": "user", "content": "..."}, or text) '
-            f"({str(exc).splitlines()[0]})"
-        ) from None
+        raise ValueError(f"state key {MESSAGES_KEY!r} {_unfit(right, exc)}: {MESSAGE_HINT}") from None
     return [message.model_dump() for message in merged if isinstance(message, BaseMessage)]  # all are, merged
+
+
+MESSAGE_HINT = 'write messages as {"type": "human", "content": "..."} (or {"role": "user", "content": "..."}, or text)'
+"""What a message looks like, said when a value is none."""
+
+
+def messages_problem(value: Any) -> str | None:
+    """Why `value` cannot be written to `messages` (the end of a sentence whose subject is the key), or None."""
+    from langgraph.graph.message import add_messages
+
+    try:
+        add_messages([], _listed(value))
+    except (NotImplementedError, ValueError) as exc:
+        return _unfit(value, exc)
+    return None
+
+
+def _unfit(value: Any, exc: Exception) -> str:
+    return f"holds chat messages, and {value!r} is not a list of them ({str(exc).splitlines()[0]})"
 
 
 def _listed(value: Any) -> list[Any]:

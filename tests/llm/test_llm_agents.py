@@ -153,8 +153,9 @@ def test_a_chat_in_messages_grows_by_each_turn_and_answers_the_last_user_message
 def test_a_chat_input_that_is_no_message_is_refused_by_name(tmp_path: Path) -> None:
     context = {"model": "offline", "memory_key": "messages"}
     path = workflow(tmp_path, ["g", "Chat", "llm", "Be brief.", context, "messages", "reply|messages", "", "Oops"])
-    with pytest.raises(ValueError, match="state key 'messages' holds chat messages, and 5 is not a list of them"):
+    with pytest.raises(agentmap.ConfigError, match="messages holds chat messages, and 5 is not a list of them") as info:
         agentmap.compile(path).invoke({"messages": 5})
+    assert info.value.code == "bad-state" and '{"type": "human", "content": "..."}' in (info.value.hint or "")
 
 
 @pytest.mark.parametrize(
