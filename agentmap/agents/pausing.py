@@ -15,7 +15,7 @@ from typing import Any
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem
 from agentmap.agents.builtins import InputAgent, safe_format
 from agentmap.agents.findings import ConfigWarning
-from agentmap.agents.questions import AnswerError, check_answer, question
+from agentmap.agents.questions import AnswerError, check_answer, inbox_fields, question
 from agentmap.agents.registry import agent
 
 __all__ = [
@@ -85,6 +85,7 @@ def ask(payload: dict[str, Any]) -> Any:
             return check_answer(payload, answer)
         except AnswerError as exc:
             current = {**payload, "error": f"{exc.message}; {exc.hint}" if exc.hint else exc.message}
+            current.update(inbox_fields(current))  # the agent inbox's description tells the error too
 
 
 def _prompt_text(agent: BaseAgent, inputs: Mapping[str, Any], fallback: str) -> str:

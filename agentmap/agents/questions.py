@@ -33,6 +33,7 @@ __all__ = [
     "Interaction",
     "check_answer",
     "example_answer",
+    "inbox_fields",
     "is_question",
     "question",
     "typed_answer",
@@ -83,7 +84,31 @@ def question(
     if options:
         payload["options"] = list(options)
     payload.update(extra)
-    return payload
+    return {**payload, **inbox_fields(payload)}
+
+
+def inbox_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of LangGraph's `HumanInterrupt` (the agent inbox's shape, which LangChain's Agent Chat UI shows
+    with Accept / Respond buttons) for a question a person answers: `action_request`, `config`, `description` (the
+    question, and its `error`). None for `any` and `event`, which any client value answers."""
+    interaction = payload.get("interaction")
+    if interaction not in _INBOX:
+        return {}
+    text = str(payload.get("question", ""))
+    if payload.get("options"):
+        text += "\n\nAnswer one of: " + ", ".join(str(o) for o in payload["options"])
+    if payload.get("error"):
+        text += f"\n\n{payload['error']}"
+    return {
+        "action_request": {"action": str(payload.get("node", "")), "args": {}},
+        "config": {
+            "allow_accept": interaction == "approval",
+            "allow_respond": True,
+            "allow_edit": False,
+            "allow_ignore": False,
+        },
+        "description": text,
+    }
 
 
 def is_question(value: Any) -> bool:
@@ -111,6 +136,7 @@ def check_answer(payload: Any, answer: Any) -> Any:
         return unwrap_answer(payload, answer)
     interaction = payload.get("interaction", "any")
     node = payload.get("node", "?")
+    answer = _unwrap_inbox(interaction, answer)
     if (answer is None or answer == "") and "default" in payload:
         answer = payload["default"]
     answer = _unwrap_envelope(interaction, answer)
@@ -197,12 +223,31 @@ def _choice(node: str, options: list[Any], answer: Any) -> Any:
     )
 
 
+_INBOX = ("approval", "choice", "text_input", "edit", "conversation")
+_INBOX_KEYS = {"type", "args"}
 _ENVELOPE_KEYS = {"action", "data", "request_id", "thread_id"}
 _TEXT_KEYS = {
     "text_input": ("text", "response", "feedback", "message", "value"),
     "conversation": ("message", "text", "response", "value"),
     "edit": ("edited", "content", "text", "value"),
 }
+
+
+def _unwrap_inbox(interaction: str, answer: Any) -> Any:
+    """The answer inside LangGraph's `HumanResponse` (`[{"type": "accept" | "response", "args": ...}]`, what the
+    agent inbox and Agent Chat UI send): `accept` approves an approval; a response's text is read as typed
+    (`typed_answer`). Anything else (`ignore`, `edit`, an accept of another question) stays as sent, to be refused
+    if it does not fit."""
+    if interaction not in _INBOX:
+        return answer
+    single = answer[0] if isinstance(answer, list) and len(answer) == 1 else answer
+    if not (isinstance(single, Mapping) and set(single) <= _INBOX_KEYS and "type" in single):
+        return answer
+    if single["type"] == "accept" and interaction == "approval":
+        return True
+    if single["type"] == "response" and isinstance(single.get("args"), str):
+        return typed_answer(single["args"])
+    return answer
 
 
 def _unwrap_envelope(interaction: str, answer: Any) -> Any:

@@ -10,7 +10,9 @@ Conversation memory (Context `memory_key`, off by default): the history is read 
 its last `max_memory_messages` (default 10) are sent before the new message, and the history with the
 new exchange appended (trimmed to the same window) is written back. The memory key must also be listed
 in Output_Field (`reply|chat_history`): the first other field gets the reply. Messages are stored as
-`{"role": "user" | "assistant", "content": str}` dicts.
+`{"role": "user" | "assistant", "content": str}` dicts. A conversation that ends with the user's message, when
+the node has no other input left over, is that message's answer (a chat front end sends it so). The memory key
+`messages` is a chat (agents/messages.py): only the new messages are written, and the state appends them.
 
 With Tool_Source / Available_Tools the model may call tools: the node runs `LLMAgentEngine`'s loop
 (`max_iterations` model calls at most) and writes the final reply. A provider error, rate limit or
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from agentmap.agents import costs
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
 from agentmap.agents.llm_batch import PROVIDERS, ModelBatching
+from agentmap.agents.messages import MESSAGES_KEY
 from agentmap.agents.registry import agent
 from agentmap.agents.state import StateAdapter
 from agentmap.agents.tool_sources import build_tool_executor, check_tool_config, split_names
@@ -186,7 +189,7 @@ class LLMAgent(BaseAgent):
         """Ask the model (synchronously); return the reply, or the reply and the history with memory."""
         if self._has_tools:
             return run_sync(self.aprocess(inputs))
-        system, user, history = self._conversation(inputs)
+        system, user, history, asked = self._conversation(inputs)
         started = self._begin_call()
         with costs.tally(self.name, self.context.get("budget")) as spent:
             try:
@@ -194,21 +197,21 @@ class LLMAgent(BaseAgent):
             except Exception:
                 self.record_metadata(duration_ms=_since(started), **spent.metadata())
                 raise
-        return self._finish(reply.text, user, history, started, spent, 1)
+        return self._finish(reply.text, user, history, asked, started, spent, 1)
 
     async def aprocess(self, inputs: dict[str, Any]) -> Any:
         """The async twin of `process`; runs the tool loop when the node has tools."""
-        system, user, history = self._conversation(inputs)
+        system, user, history, asked = self._conversation(inputs)
         started = self._begin_call()
         with costs.tally(self.name, self.context.get("budget")) as spent:
             try:
                 if self._has_tools:
-                    return await self._with_tools(inputs, system, user, history, started, spent)
+                    return await self._with_tools(inputs, system, user, history, asked, started, spent)
                 reply = await self.adapter.ainvoke(self._messages(system, user, history))
             except Exception:
                 self.record_metadata(duration_ms=_since(started), **spent.metadata())
                 raise
-        return self._finish(reply.text, user, history, started, spent, 1)
+        return self._finish(reply.text, user, history, asked, started, spent, 1)
 
     async def _with_tools(
         self,
@@ -216,6 +219,7 @@ class LLMAgent(BaseAgent):
         system: str,
         user: str,
         history: list[dict[str, str]],
+        asked: bool,
         started: float,
         spent: costs.Tally,
     ) -> Any:
@@ -251,26 +255,30 @@ class LLMAgent(BaseAgent):
         decision = outcome.decision
         text = decision.response_text or decision.clarification_question or ""
         self.record_metadata(tool_calls=[c.tool_name for c in decision.tool_calls or []])
-        return self._finish(text, user, history, started, spent, outcome.model_calls)
+        return self._finish(text, user, history, asked, started, spent, outcome.model_calls)
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _conversation(self, inputs: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
-        """(system text, user text, earlier messages) for this call."""
+    def _conversation(self, inputs: dict[str, Any]) -> tuple[str, str, list[dict[str, str]], bool]:
+        """(system text, user text, earlier messages, whether the user text is the conversation's last message)
+        for this call."""
         history: list[dict[str, str]] = []
         values = dict(inputs)
         if self.memory_key:
             history = history_entries(values.pop(self.memory_key, None))
-            history = history[-self.max_memory_messages :] if self.max_memory_messages else []
         prompt, used = format_prompt(self.prompt or "", values)
         rest = {k: v for k, v in values.items() if k not in used and v is not None}
         lines = [f"{k}: {v}" for k, v in rest.items()]
         extra = str(next(iter(rest.values()))) if len(rest) == 1 else "\n".join(lines)
+        asked = not extra and bool(history) and history[-1]["role"] == "user"
+        if asked:  # the conversation ends with the question: it is the user message (a chat front end's turn)
+            extra = history.pop()["content"]
+        history = history[-self.max_memory_messages :] if self.max_memory_messages else []
         if self.prompt_role == "user":
-            return "", "\n\n".join(p for p in (prompt, extra) if p), history
+            return "", "\n\n".join(p for p in (prompt, extra) if p), history, asked
         if not extra:
-            return "", prompt, history
-        return prompt, extra, history
+            return "", prompt, history, asked
+        return prompt, extra, history, asked
 
     @staticmethod
     def _messages(system: str, user: str, history: list[dict[str, str]]) -> list[BaseMessage]:
@@ -294,6 +302,7 @@ class LLMAgent(BaseAgent):
         text: str,
         user: str,
         history: list[dict[str, str]],
+        asked: bool,
         started: float,
         spent: costs.Tally,
         calls: int,
@@ -302,8 +311,13 @@ class LLMAgent(BaseAgent):
         if not self.memory_key:
             return text
         window = self.max_memory_messages
-        updated = [*history, {"role": "user", "content": user}, {"role": "assistant", "content": text}]
-        result: dict[str, Any] = {self.memory_key: updated[-window:] if window else []}
+        reply = {"role": "assistant", "content": text}
+        result: dict[str, Any]
+        if self.memory_key == MESSAGES_KEY:  # a chat: the state appends what is new (agents/messages.py)
+            result = {self.memory_key: [reply] if asked else [{"role": "user", "content": user}, reply]}
+        else:
+            updated = [*history, {"role": "user", "content": user}, reply]
+            result = {self.memory_key: updated[-window:] if window else []}
         if self._reply_field:
             result[self._reply_field] = text
         return result

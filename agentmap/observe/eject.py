@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents import builtins
+from agentmap.agents.messages import MESSAGES_KEY
 from agentmap.errors import ConfigError, ErrorCode, Location
 from agentmap.observe._eject_agents import AGENT_NODE, agents_block, may_pause, why_not
 from agentmap.observe._eject_text import HEADER, LOADER, MAIN, RUNTIME
@@ -195,6 +196,13 @@ def eject(app: CompiledWorkflow, success_policy: str = "all_nodes") -> str:
             f"cannot eject graph {graph.name!r}: the success policy {success_policy!r} is not written out",
             code=ErrorCode.CANNOT_EJECT,
             hint="the ejected module computes graph_success as the default all_nodes policy does",
+        )
+    if MESSAGES_KEY in app.graph.builder.channels:
+        raise ConfigError(
+            f"cannot eject graph {graph.name!r}: its chat in the state key {MESSAGES_KEY!r} (appended to on each "
+            "turn) is not written out",
+            code=ErrorCode.CANNOT_EJECT,
+            hint=f"run it with agentmap (run, serve), or rename the key {MESSAGES_KEY!r} if it holds no chat",
         )
     classes = {name: agent for name, agent in app.agents.items() if not _inlined(agent)}
     for node in graph.nodes:

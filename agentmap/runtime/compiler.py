@@ -21,6 +21,7 @@ from langgraph.channels import LastValue
 from langgraph.graph import END, START, StateGraph
 
 from agentmap.agents.base import AgentEnvironment, BaseAgent, NodeRoute
+from agentmap.agents.messages import MESSAGES_KEY, merge_messages
 from agentmap.agents.registry import normalize_type
 from agentmap.agents.runner import input_keys
 from agentmap.runtime._nodes import AgentNode, AsyncAgentNode, AsyncFusedNode, FusedNode, computes_only
@@ -85,6 +86,8 @@ def state_schema(graph: GraphSpec, agents: Mapping[str, BaseAgent], extra: Seque
             keys[key] = Any
     for key in extra:
         keys.setdefault(key, Any)
+    if MESSAGES_KEY in keys:  # a chat: appended to, as LangGraph's MessagesState (agents/messages.py)
+        keys[MESSAGES_KEY] = Annotated[list[dict[str, Any]], merge_messages]
     keys["last_action_success"] = Annotated[bool, _AllOfStep(bool)]
     keys["graph_success"] = Annotated[bool, _LastOfStep(bool)]
     keys["errors"] = Annotated[list[str], operator.add]

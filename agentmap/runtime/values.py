@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentmap.agents.messages import MESSAGE_HINT, MESSAGES_KEY, messages_problem
+
 __all__ = [
     "INT_RANGE",
     "LANGGRAPH_KEYS",
@@ -157,7 +159,8 @@ def state_problem(state: Mapping[str, Any]) -> Problem | None:
     """The first key of an initial state that the run cannot start with, or None.
 
     A key LangGraph keeps for itself (beginning with `__`, or one of `LANGGRAPH_KEYS`) is refused; the runtime's
-    system keys (`errors`, `last_action_success`, `graph_success`) may be given, with a value of their type.
+    system keys (`errors`, `last_action_success`, `graph_success`) may be given, with a value of their type, and
+    `messages` (a chat, agents/messages.py) with messages.
     """
     for key, value in state.items():
         if not isinstance(key, str):
@@ -169,6 +172,8 @@ def state_problem(state: Mapping[str, Any]) -> Problem | None:
                 f"{', '.join(LANGGRAPH_KEYS[:-1])} and {LANGGRAPH_KEYS[-1]}): a run cannot start with it",
                 "rename the key (in the workflow too, if a node reads it)",
             )
+        if key == MESSAGES_KEY and (unfit := messages_problem(value)) is not None:
+            return Problem(key, unfit, MESSAGE_HINT)
         if key in _SYSTEM_TYPES:
             kind, wanted, why = _SYSTEM_TYPES[key]
             if not isinstance(value, kind):

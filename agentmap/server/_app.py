@@ -232,6 +232,14 @@ def _assistant_routes(server: Server) -> APIRouter:
         """Liveness: `{"ok": true}` and the number of assistants."""
         return {"ok": True, "assistants": len(server.assistants.all)}
 
+    @router.get("/info")
+    def info() -> dict[str, Any]:
+        """What LangGraph's `/info` tells: the server's version and what it offers (a client such as LangChain's
+        Agent Chat UI asks it first, with the caller's key, to see that it reaches a LangGraph server)."""
+        from agentmap._version import __version__
+
+        return {"version": __version__, "flags": {"assistants": True, "crons": True, "langsmith": False}}
+
     @router.post("/assistants/search")
     def search(body: AssistantSearch, caller: CallerOf) -> list[dict[str, Any]]:
         """The assistants (one per graph, at its latest version), by graph id or name."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentmap.errors import AgentMapError, ErrorCode
 from agentmap.runtime.durable import Durability
@@ -204,6 +204,15 @@ class RunCreate(_Body):
     thread_id: str | None = None
     webhook: str | None = None
     """A URL POSTed the run when it ends or pauses (its host must be allowed by the server)."""
+
+    @model_validator(mode="after")
+    def _no_input_with_a_command(self) -> RunCreate:
+        """An empty input sent with a command is no input, as LangGraph's server takes it (LangChain's Agent Chat UI
+        resumes with `{"input": {}, "command": {"resume": ...}}`); a command with an input that says something is
+        refused when the run starts."""
+        if self.command is not None and self.input == {}:
+            self.input = None
+        return self
 
 
 class CronCreate(_Body):

@@ -64,3 +64,25 @@ def test_values_that_are_not_questions_pass_unchanged() -> None:
     assert check_answer({"question": "old style"}, 7) == 7
     with pytest.raises(ValueError, match="unknown interaction"):
         question("N", "human", "?", interaction="telepathy")
+
+
+def test_a_question_carries_the_agent_inbox_fields_and_its_answers_are_read() -> None:
+    q = question("Review", "human", "Publish?", interaction="approval")
+    assert q["action_request"] == {"action": "Review", "args": {}} and q["description"] == "Publish?"
+    assert q["config"] == {"allow_accept": True, "allow_respond": True, "allow_edit": False, "allow_ignore": False}
+    assert check_answer(q, [{"type": "accept", "args": None}]) == {"approved": True}
+    assert check_answer(q, [{"type": "response", "args": "no"}]) == {"approved": False}
+    assert check_answer(q, {"type": "response", "args": "Approve"}) == {"approved": True}
+    for unfit in ([{"type": "response", "args": "maybe"}], [{"type": "ignore", "args": None}]):
+        with pytest.raises(AnswerError, match="neither yes nor no"):
+            check_answer(q, unfit)
+    text = question("Ask", "human", "Your name?", interaction="text_input")
+    assert text["config"]["allow_accept"] is False and text["config"]["allow_respond"] is True
+    assert check_answer(text, [{"type": "response", "args": "Ada"}]) == "Ada"
+    with pytest.raises(AnswerError, match="asks for text"):
+        check_answer(text, [{"type": "accept", "args": None}])
+    pick = question("Pick", "human", "Which?", interaction="choice", options=["agile", "lean"])
+    assert pick["description"] == "Which?\n\nAnswer one of: agile, lean"
+    assert check_answer(pick, [{"type": "response", "args": "2"}]) == "lean"
+    event = question("Wait", "suspend", "the payment", interaction="event")
+    assert "action_request" not in event and check_answer(event, [{"type": "accept"}]) == [{"type": "accept"}]

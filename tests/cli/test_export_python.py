@@ -136,3 +136,15 @@ def test_another_success_policy_is_refused(tmp_path: Path) -> None:
     result = agentmap("export", ROOT / "graphs" / "hello_world.csv", "--format", "python", cwd=tmp_path)
     assert result.code == 2 and result.out == "", result.text
     assert "cannot-eject" in result.err and "final_node" in result.err
+
+
+def test_a_chat_in_messages_is_refused(tmp_path: Path) -> None:
+    workflow = tmp_path / "chat.csv"
+    workflow.write_text(
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field\n"
+        'Chat,Talk,llm,Be brief.,"{""model"": ""offline"", ""memory_key"": ""messages""}",messages,reply|messages\n',
+        encoding="utf-8",
+    )
+    result = agentmap("export", workflow, "--format", "python", "-o", tmp_path / "flow.py")
+    assert result.code == 2 and "cannot-eject" in result.err and "'messages'" in result.err, result.text
+    assert not (tmp_path / "flow.py").exists()

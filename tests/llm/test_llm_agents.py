@@ -6,13 +6,16 @@ import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from openai_stub import OpenAIStub, error, slow, text, tool_calls
 
 import agentmap
 from agentmap.llm.agents import LLMAgent, format_prompt
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field",
           "Success_Next", "Failure_Next", "Tool_Source", "Available_Tools"]  # fmt: skip
@@ -121,6 +124,38 @@ def test_memory_is_kept_in_the_state_with_a_window(tmp_path: Path, stub: OpenAIS
     sent = [[m["content"] for m in r["messages"]] for r in stub.requests]
     assert sent[1] == ["Be brief.", "a", "one", "b"]
     assert sent[2] == ["Be brief.", "one", "b", "two", "c"]  # the last 3 messages of the history
+
+
+def test_a_chat_in_messages_grows_by_each_turn_and_answers_the_last_user_message(
+    tmp_path: Path, stub: OpenAIStub
+) -> None:
+    stub.script(text("one"), text("two"))
+    context = openai_context(stub, memory_key="messages")
+    path = workflow(tmp_path, ["g", "Chat", "openai", "Be brief.", context, "messages", "reply|messages", "", "Oops"])
+    app = agentmap.compile(path, checkpointer="memory")
+    thread: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    app.invoke({"messages": [{"type": "human", "content": "a", "id": "m1"}]}, thread)
+    state = app.invoke({"messages": [{"type": "human", "content": "b", "id": "m2"}]}, thread).state
+    assert [(m["type"], m["content"]) for m in state["messages"]] == [
+        ("human", "a"),
+        ("ai", "one"),
+        ("human", "b"),
+        ("ai", "two"),
+    ]
+    assert [m["id"] for m in state["messages"]][::2] == ["m1", "m2"] and state["reply"] == "two"
+    sent = [[(m["role"], m["content"]) for m in r["messages"]] for r in stub.requests]
+    assert sent == [
+        [("system", "Be brief."), ("user", "a")],
+        [("system", "Be brief."), ("user", "a"), ("assistant", "one"), ("user", "b")],
+    ]
+
+
+def test_a_chat_input_that_is_no_message_is_refused_by_name(tmp_path: Path) -> None:
+    context = {"model": "offline", "memory_key": "messages"}
+    path = workflow(tmp_path, ["g", "Chat", "llm", "Be brief.", context, "messages", "reply|messages", "", "Oops"])
+    with pytest.raises(agentmap.ConfigError, match="messages holds chat messages, and 5 is not a list of them") as info:
+        agentmap.compile(path).invoke({"messages": 5})
+    assert info.value.code == "bad-state" and '{"type": "human", "content": "..."}' in (info.value.hint or "")
 
 
 @pytest.mark.parametrize(

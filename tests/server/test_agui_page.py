@@ -2,9 +2,9 @@
 headless chromium (Debian's package, driven by Playwright), served from its own origin: a user signs in with a token,
 chats on a new thread, answers the approval with a button, chats on, and finds the thread again in their list.
 
-The page is ours (tests/js/agui/chat.html): LangChain's agent-chat-ui speaks the LangGraph API, not AG-UI, and builds
-with Next.js; the AG-UI project's demo client is no package. What this shows is the AG-UI client in a browser, across
-origins (`--cors-origin`), with the server's key, against the real server.
+The page is ours (tests/js/agui/chat.html): LangChain's Agent Chat UI speaks the LangGraph API, not AG-UI (it is
+tested in test_agent_chat_ui.py); the AG-UI project's demo client is no package. What this shows is the AG-UI client
+in a browser, across origins (`--cors-origin`), with the server's key, against the real server.
 """
 
 from __future__ import annotations

@@ -122,7 +122,8 @@ def test_the_most_specific_handler_decides_and_its_filter_is_the_stores(tmp_path
             "staff": True,
         }
         assert _status(lambda: carol.threads.create()) == 403  # `False` from threads.create: no write permission
-        assert alice.runs.wait(tid, "agent", input={"messages": ["hi"]})["reply"] == {"messages": ["hi"]}
+        reply = alice.runs.wait(tid, "agent", input={"messages": ["hi"]})["reply"]
+        assert [(m["type"], m["content"]) for m in reply["messages"]] == [("human", "hi")]  # text: a user's message
         assert alice.runs.list(tid)[0]["metadata"]["by"] == "alice"  # threads.create_run's edit is kept
         # threads (any action but those above): members see it, others get the 404 of a thread that is not there
         assert carol.threads.get(tid)["thread_id"] == tid and carol.threads.get_state(tid)["values"]["reply"]

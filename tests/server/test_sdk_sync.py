@@ -162,6 +162,43 @@ def test_a_resume_answer_is_read_by_the_one_answer_rule_never_coerced(client: An
     assert done["approved"] is False  # the same word as on the command line: a rejection
 
 
+def test_an_agent_inbox_answer_with_an_empty_input_resumes_as_agent_chat_ui_sends_it(client: Any, url: str) -> None:
+    info = httpx.get(f"{url}/info")
+    assert info.status_code == 200 and info.json()["flags"]["assistants"] is True  # what the UI asks first
+    tid = client.threads.create()["thread_id"]
+    asked = client.runs.wait(tid, "Review", input={"topic": "owls"})["__interrupt__"][0]["value"]
+    assert asked["description"] == "Publish this draft?" and asked["config"]["allow_accept"] is True
+    both = {"assistant_id": "Review", "input": {"topic": "cats"}, "command": {"resume": "yes"}}
+    refused = httpx.post(f"{url}/threads/{tid}/runs/wait", json=both)
+    assert refused.status_code == 422 and "give input or command, not both" in refused.json()["message"]
+    maybe = {"assistant_id": "Review", "input": {}, "command": {"resume": [{"type": "response", "args": "maybe"}]}}
+    refused = httpx.post(f"{url}/threads/{tid}/runs/wait", json=maybe)
+    assert refused.status_code == 422 and refused.json()["code"] == "bad-answer"
+    accept = {"assistant_id": "Review", "input": {}, "command": {"resume": [{"type": "accept", "args": None}]}}
+    done = httpx.post(f"{url}/threads/{tid}/runs/wait", json=accept, timeout=scaled(30))
+    assert done.status_code == 200 and done.json()["approved"] is True
+
+
+def test_a_chat_in_messages_grows_by_each_turn_and_a_value_that_is_no_message_is_refused(tmp_path: Path) -> None:
+    chat = "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field\n"
+    chat += 'Chat,Talk,llm,Be brief.,"{""model"": ""offline"", ""memory_key"": ""messages""}",messages,reply|messages\n'
+    (tmp_path / "chat.csv").write_text(chat, encoding="utf-8")
+    with serving(tmp_path / "chat.csv", checkpoint=str(tmp_path / "runs.db")) as address:
+        with sdk.get_sync_client(url=address, api_key=None) as client:
+            tid = client.threads.create()["thread_id"]
+            for text in ("please title case hello world", "please reverse text abc"):
+                done = client.runs.wait(tid, "Chat", input={"messages": [{"type": "human", "content": text}]})
+            assert [(m["type"], m["content"]) for m in done["messages"]] == [
+                ("human", "please title case hello world"),
+                ("ai", "[offline] please title case hello world"),
+                ("human", "please reverse text abc"),
+                ("ai", "[offline] please reverse text abc"),
+            ]
+        bad = httpx.post(f"{address}/runs/wait", json={"assistant_id": "Chat", "input": {"messages": 5}})
+    assert bad.status_code == 422 and bad.json()["code"] == "bad-input"
+    assert bad.json()["message"].startswith("input.messages holds chat messages, and 5 is not a list of them")
+
+
 def test_a_second_answer_to_one_pause_is_refused_with_the_answer_taken(tmp_path: Path) -> None:
     folder = make_project(tmp_path / "project")
     gate = tmp_path / "open"
