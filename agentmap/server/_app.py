@@ -236,8 +236,6 @@ def _assistant_routes(server: Server) -> APIRouter:
     def info() -> dict[str, Any]:
         """What LangGraph's `/info` tells: the server's version and what it offers (a client such as LangChain's
         Agent Chat UI asks it first, with the caller's key, to see that it reaches a LangGraph server)."""
-        from agentmap._version import __version__
-
         return {"version": __version__, "flags": {"assistants": True, "crons": True, "langsmith": False}}
 
     @router.post("/assistants/search")
