@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 __all__ = ["MESSAGES_KEY", "MESSAGE_HINT", "merge_messages", "messages_problem"]
 
 MESSAGES_KEY = "messages"
@@ -68,7 +70,6 @@ def _listed(value: Any) -> list[Any]:
 
 def _read(entry: Any) -> Any:
     from langchain_core.messages import messages_from_dict
-    from pydantic import ValidationError
 
     if not (isinstance(entry, Mapping) and isinstance(entry.get("type"), str)):
         return entry  # a role dict, a message object, text: `add_messages` reads it
