@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmap.agents.journal import QueuedCall, answer_queued, queued_calls
+from agentmap.agents.journal import QueuedAnswer, QueuedCall, answer_queued_many, queued_calls
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of
 
@@ -229,6 +229,7 @@ class Jobs:
         queued = {(c.key, c.digest): c for c in queued_calls(self.saver)}
         again: list[str] = []
         unread: list[str] = []
+        written: list[QueuedAnswer] = []  # the job's answers and failures, written at once (one transaction)
         for outcome in outcomes:
             if outcome.custom_id is None:
                 unread.append(str(outcome.error))
@@ -242,31 +243,38 @@ class Jobs:
             elif outcome.again:
                 again.append(outcome.custom_id)
             elif found in queued:
-                self._answer(job, queued[found], outcome)
+                written.append(self._answer(job, queued[found], outcome))
         if status in ("expired", "cancelled"):  # OpenAI lists no line for a request it never started
             again.extend(calls)
         else:
             why = problem or "the job ended without an answer for the call"
             if unread:
                 why = f"{why}; {'; '.join(unread[:3])}"
-            for found in calls.values():
-                if found in queued:
-                    self._fail(queued[found], f"job {job.job_id}: {why}")
+            failed = [queued[found] for found in calls.values() if found in queued]
+            written.extend(QueuedAnswer(call, error=f"job {job.job_id}: {why}") for call in failed)
+        self._write(written)
         self.store.release(again)
         self.report.resubmitted += len(again)
         self.store.done(job.tag, status)
         more = f"; {len(again)} calls to submit again" if again else ""
         self._tell(f"llm-batch: job {job.job_id} {status}{more}")
 
-    def _answer(self, job: JobRow, call: QueuedCall, outcome: Outcome) -> None:
+    def _answer(self, job: JobRow, call: QueuedCall, outcome: Outcome) -> QueuedAnswer:
         if outcome.answer is None:
-            self._fail(call, f"job {job.job_id}, result line {outcome.line}: {outcome.error}")
-            return
+            return QueuedAnswer(call, error=f"job {job.job_id}, result line {outcome.line}: {outcome.error}")
         price = call.request.price if call.request is not None else ()
-        usage = usage_of(job.provider, outcome.answer, price)
-        if answer_queued(self.saver, call, answer=dict(outcome.answer), usage=usage):
-            self.report.answered += 1
-            self.report.cost += usage.get("cost") or 0.0
+        return QueuedAnswer(call, dict(outcome.answer), usage_of(job.provider, outcome.answer, price))
+
+    def _write(self, answers: list[QueuedAnswer]) -> None:
+        """Write answers and failures into their calls' entries (those still queued), counting them."""
+        for given, done in zip(answers, answer_queued_many(self.saver, answers), strict=True):
+            if not done:
+                continue
+            if given.error is not None:
+                self.report.failed += 1
+            else:
+                self.report.answered += 1
+                self.report.cost += (given.usage or {}).get("cost") or 0.0
 
     def _time_out(self, job: JobRow, client: ProviderJobs, status: str) -> None:
         assert job.job_id is not None
@@ -276,14 +284,12 @@ class Jobs:
             _logger.warning("llm-batch: cancelling job %s failed (%s)", job.job_id, exc)
         why = f"job {job.job_id} was still {status} after --llm-batch-timeout {self.options.timeout:g} s"
         queued = {(c.key, c.digest): c for c in queued_calls(self.saver)}
-        for found in self.store.calls_of(job.tag).values():
-            if found in queued:
-                self._fail(queued[found], why)
+        calls = [queued[found] for found in self.store.calls_of(job.tag).values() if found in queued]
+        self._write([QueuedAnswer(call, error=why) for call in calls])
         self.store.done(job.tag, f"timed out ({status})")
 
     def _fail(self, call: QueuedCall, why: str) -> None:
-        if answer_queued(self.saver, call, error=why):
-            self.report.failed += 1
+        self._write([QueuedAnswer(call, error=why)])
 
     def _client(self, provider: str, root: str, key_env: str) -> ProviderJobs:
         key = (provider, root, key_env)
