@@ -101,28 +101,31 @@ class Jobs:
         """
         waiting = set(threads)
         self._recover()
-        self._place()
+        queued = self._place()
         if self.options.detach:
             self.report.detached = True
-            self._progress()
+            self._progress(queued)
             return set()
         while True:
             self._poll()
             self._recover()  # a job whose sending failed for a while (the provider down): sent again
-            self._place()  # the calls of jobs that expired or were cancelled
-            queued = {call.key.thread_id for call in queued_calls(self.saver)}
-            ready = waiting - queued
-            self._progress()
+            queued = self._place()  # the calls of jobs that expired or were cancelled
+            ready = waiting - {call.key.thread_id for call in queued}
+            self._progress(queued)
             if ready or not self.store.jobs("open", "submitting"):
                 return ready
             time.sleep(self.options.poll)
 
     # -- placing calls ------------------------------------------------------------------------
 
-    def _place(self) -> None:
+    def _place(self) -> list[QueuedCall]:
+        """Submit the queued calls in no live job; the calls queued now (read once: the journal is read again
+        only when placing failed some)."""
+        failed = self.report.failed
+        queued = queued_calls(self.saver)
         placed = self.store.placed()
         groups: dict[tuple[str, str, str, str], list[QueuedCall]] = defaultdict(list)
-        for call in queued_calls(self.saver):
+        for call in queued:
             if (call.key, call.digest) in placed:
                 continue
             if call.request is None:
@@ -131,6 +134,7 @@ class Jobs:
             groups[call.request.group].append(call)
         for group, calls in groups.items():
             self._submit(group, calls)
+        return queued if self.report.failed == failed else queued_calls(self.saver)
 
     def _submit(self, group: tuple[str, str, str, str], calls: list[QueuedCall]) -> None:
         provider, root, key_env, model = group
@@ -297,6 +301,6 @@ class Jobs:
             self._clients[key] = jobs_for(provider, root, key_env)
         return self._clients[key]
 
-    def _progress(self) -> None:
-        self.report.waiting = len(queued_calls(self.saver))
+    def _progress(self, queued: list[QueuedCall]) -> None:
+        self.report.waiting = len(queued)
         self._tell(self.report.line())
