@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # timing.py, which the stubs import
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "llm"))
 
 import agentmap

@@ -8,17 +8,21 @@ for a call, `journal.py`.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from agentmap.agents._checkpoint_saves import Key
 from agentmap.agents._saver_sql import (
     Execute,
+    ExecuteMany,
     kept_beside,
     postgres_sql,
+    postgres_sql_many,
     postgres_trigger,
     saver_kind,
     sqlite_sql,
+    sqlite_sql_many,
 )
 
 __all__ = [
@@ -173,6 +177,11 @@ class JournalRows(Protocol):
         """Every model call's entry `finished` or `failed` (what a batch's calls cost: `journal.answered_calls`)."""
         ...
 
+    def settle_queued(self, rows: Sequence[JournalRow]) -> list[bool]:
+        """Write each of `rows` (an answer: `finished` or `failed`) over its entry if that entry is still `queued`
+        with the row's digest, all at once (one transaction); whether each was written."""
+        ...
+
 
 _COLUMNS = (
     "thread_id",
@@ -214,6 +223,11 @@ _LIST = (
 )
 _QUEUED = f"SELECT {_J} FROM {TABLE} j WHERE j.status = 'queued' ORDER BY j.started_at, j.call_index"
 _ANSWERED = f"SELECT {_J} FROM {TABLE} j WHERE j.kind = 'model' AND j.status IN ('finished', 'failed')"
+_SETTLE = (
+    f"UPDATE {TABLE} SET status = ?, response = ?, finished_at = ?, duration_ms = ? WHERE thread_id = ? "
+    "AND checkpoint_ns = ? AND step = ? AND node = ? AND task_id = ? AND call_index = ? AND status = 'queued' "
+    "AND digest = ?"
+)
 _SAVED = "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"  # ids are unique
 
 
@@ -224,8 +238,9 @@ def _row(columns: Any) -> JournalRow:
 class _InDatabase:
     """The journal's tables in the checkpoint's own database, through the saver's connection and lock."""
 
-    def __init__(self, execute: Execute) -> None:
+    def __init__(self, execute: Execute, many: ExecuteMany) -> None:
         self._execute = execute
+        self._many = many
 
     def get(self, key: CallKey) -> JournalRow | None:
         found = self._execute(_GET, key)
@@ -256,6 +271,12 @@ class _InDatabase:
     def answered(self) -> list[JournalRow]:
         return [_row(r) for r in self._execute(_ANSWERED, ())]
 
+    def settle_queued(self, rows: Sequence[JournalRow]) -> list[bool]:
+        if not rows:
+            return []
+        update = [(_SETTLE, (r.status, r.response, r.finished_at, r.duration_ms, *r.key, r.digest)) for r in rows]
+        return [count > 0 for count in self._many(update)]
+
 
 def _made(saver: Any) -> dict[Any, bool]:
     """Which tables were made in `saver`'s database (by the statements that make them): `saver_sql`'s marks."""
@@ -266,14 +287,23 @@ class SqliteRows(_InDatabase):
     """The journal of a `SqliteSaver` (and AgentMap's subclass of it): tables of its SQLite file."""
 
     def __init__(self, saver: Any) -> None:
-        super().__init__(sqlite_sql(saver.conn, saver.lock, _made(saver), _CREATE["sqlite"]))
+        made = _made(saver)
+        create = _CREATE["sqlite"]
+        super().__init__(
+            sqlite_sql(saver.conn, saver.lock, made, create), sqlite_sql_many(saver.conn, saver.lock, made, create)
+        )
 
 
 class PostgresRows(_InDatabase):
     """The journal of a `PostgresSaver` (and AgentMap's subclass of it): tables of its database."""
 
     def __init__(self, saver: Any) -> None:
-        super().__init__(postgres_sql(saver.conn, saver.lock, _made(saver), _CREATE["postgres"]))
+        made = _made(saver)
+        create = _CREATE["postgres"]
+        super().__init__(
+            postgres_sql(saver.conn, saver.lock, made, create),
+            postgres_sql_many(saver.conn, saver.lock, made, create),
+        )
 
 
 class MemoryRows:
@@ -317,6 +347,17 @@ class MemoryRows:
     def answered(self) -> list[JournalRow]:
         with self._lock:
             return [row for row in self._rows.values() if row.kind == "model" and row.status in ("finished", "failed")]
+
+    def settle_queued(self, rows: Sequence[JournalRow]) -> list[bool]:
+        written = []
+        with self._lock:
+            for row in rows:
+                found = self._rows.get(row.key)
+                ok = found is not None and found.status == "queued" and found.digest == row.digest
+                if found is not None and ok:
+                    self._rows[row.key] = replace(row, started_at=found.started_at)
+                written.append(ok)
+        return written
 
 
 _STORES: dict[str, type[SqliteRows | PostgresRows | MemoryRows]] = {

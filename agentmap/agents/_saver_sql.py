@@ -1,11 +1,14 @@
 """SQL in a checkpoint's own database: the tables AgentMap keeps beside LangGraph's checkpoints (the call
 journal, the LLM response cache) are read and written through the saver's connection and lock, each statement in
-its own transaction, the table made on first use. What AgentMap keeps for a saver in the process (that a table
-was made, the in-memory saver's journal and answers) is `kept_beside` it, never set on the saver.
+its own transaction (or several in one: `saver_sql_many`), the table made on first use. What AgentMap keeps for a
+saver in the process (that a table was made, the in-memory saver's journal and answers) is `kept_beside` it, never
+set on the saver.
 
 ```python
 execute = saver_sql(saver, "CREATE TABLE IF NOT EXISTS t (...)")   # None for a saver of another kind
 rows = execute("SELECT a FROM t WHERE b = ?", ("x",))              # `?` placeholders for both databases
+many = saver_sql_many(saver, "CREATE TABLE ...")                    # several statements, one transaction
+counts = many([("UPDATE t SET a = ? WHERE b = ?", (1, "x")), ...])  # the rows each one changed
 ```
 """
 
@@ -14,21 +17,25 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 __all__ = [
     "Create",
     "Execute",
+    "ExecuteMany",
     "kept_beside",
     "postgres_sql",
     "postgres_trigger",
     "saver_kind",
     "saver_sql",
+    "saver_sql_many",
     "sqlite_sql",
 ]
 
 Execute = Callable[[str, tuple[Any, ...]], list[Any]]
+ExecuteMany = Callable[[Sequence[tuple[str, tuple[Any, ...]]]], list[int]]
+"""Statements run in one transaction (one commit: a batch writing a row per call pays one), each one's changed rows."""
 Create = str | tuple[str, ...]
 """What makes a table: statements between `;`, or a tuple of statements (a trigger's body holds `;` of its own)."""
 
@@ -92,15 +99,29 @@ def saver_sql(saver: Any, create: Create) -> Execute | None:
     return None
 
 
+def saver_sql_many(saver: Any, create: Create) -> ExecuteMany | None:
+    """How to run several statements in one transaction in `saver`'s database (see `saver_sql`)."""
+    kind = saver_kind(saver)
+    if kind == "sqlite":
+        return sqlite_sql_many(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
+    if kind == "postgres":
+        return postgres_sql_many(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
+    return None
+
+
+def _made_sqlite(conn: sqlite3.Connection, marks: MutableMapping[Any, Any], create: Create) -> None:
+    if not marks.get(create):
+        for statement in _statements(create):
+            conn.execute(statement)
+        marks[create] = True
+
+
 def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[Any, Any], create: Create) -> Execute:
     """SQL on a SQLite connection shared under `lock`; `marks` remembers that `create` ran."""
 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with lock:
-            if not marks.get(create):
-                for statement in _statements(create):
-                    conn.execute(statement)
-                marks[create] = True
+            _made_sqlite(conn, marks, create)
             try:
                 rows = list(conn.execute(sql, params))
                 conn.commit()
@@ -112,24 +133,65 @@ def sqlite_sql(conn: sqlite3.Connection, lock: Any, marks: MutableMapping[Any, A
     return execute
 
 
+def sqlite_sql_many(
+    conn: sqlite3.Connection, lock: Any, marks: MutableMapping[Any, Any], create: Create
+) -> ExecuteMany:
+    """Statements in one transaction on a SQLite connection shared under `lock` (see `sqlite_sql`)."""
+
+    def many(statements: Sequence[tuple[str, tuple[Any, ...]]]) -> list[int]:
+        with lock:
+            _made_sqlite(conn, marks, create)
+            try:
+                counts = [conn.execute(sql, params).rowcount for sql, params in statements]
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+        return counts
+
+    return many
+
+
 def postgres_sql(pool: Any, lock: Any, marks: MutableMapping[Any, Any], create: Create) -> Execute:
     """SQL on a PostgreSQL connection or pool (a `PostgresSaver`'s `conn`) shared under `lock`; `marks`
     remembers that `create` ran."""
-    import psycopg
     from langgraph.checkpoint.postgres import _internal
 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with lock, _internal.get_connection(pool) as conn:
-            if not marks.get(create):
-                for statement in _statements(create):
-                    try:
-                        conn.execute(statement)
-                    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
-                        conn.rollback()  # made by another process at the same moment: the next one is still made
-                marks[create] = True
+            _made_postgres(conn, marks, create)
             with conn.transaction(), conn.cursor() as cur:
                 cur.execute(sql.replace("?", "%s"), params)
                 rows = cur.fetchall() if cur.description else []
         return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
 
     return execute
+
+
+def postgres_sql_many(pool: Any, lock: Any, marks: MutableMapping[Any, Any], create: Create) -> ExecuteMany:
+    """Statements in one transaction on a PostgreSQL connection or pool (see `postgres_sql`)."""
+    from langgraph.checkpoint.postgres import _internal
+
+    def many(statements: Sequence[tuple[str, tuple[Any, ...]]]) -> list[int]:
+        counts = []
+        with lock, _internal.get_connection(pool) as conn:
+            _made_postgres(conn, marks, create)
+            with conn.transaction(), conn.cursor() as cur:
+                for sql, params in statements:
+                    cur.execute(sql.replace("?", "%s"), params)
+                    counts.append(cur.rowcount)
+        return counts
+
+    return many
+
+
+def _made_postgres(conn: Any, marks: MutableMapping[Any, Any], create: Create) -> None:
+    import psycopg
+
+    if not marks.get(create):
+        for statement in _statements(create):
+            try:
+                conn.execute(statement)
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+                conn.rollback()  # made by another process at the same moment: the next one is still made
+        marks[create] = True

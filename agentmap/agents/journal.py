@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -43,8 +43,10 @@ __all__ = [
     "AnsweredCall",
     "Entry",
     "InDoubt",
+    "QueuedAnswer",
     "QueuedCall",
     "answer_queued",
+    "answer_queued_many",
     "answered_calls",
     "begin_node",
     "journal_entries",
@@ -432,19 +434,37 @@ def answer_queued(
     price) to the entry of `call` as `finished`, or its `error` as `failed`: the row's run reads it when it
     continues. Nothing is written (False) unless the entry is still the
     queued call it was (a call answered twice, or made meanwhile as a normal call, keeps its first answer)."""
+    return answer_queued_many(saver, [QueuedAnswer(call, answer, usage, error)])[0]
+
+
+@dataclass(frozen=True)
+class QueuedAnswer:
+    """What a provider batch job said of a queued call: its `answer` and `usage`, or its `error`."""
+
+    call: QueuedCall
+    answer: Any = None
+    usage: Any = None
+    error: str | None = None
+
+
+def answer_queued_many(saver: Any, answers: Sequence[QueuedAnswer]) -> list[bool]:
+    """`answer_queued` for many calls at once, in one transaction of the store (a job's answers cost one commit):
+    whether each was written."""
     rows = rows_of(saver)
     if rows is None:
-        return False
-    found = rows.get(call.key)
-    if found is None or found.status != "queued" or found.digest != call.digest:
-        return False
-    where = _Where(rows, call.key, None, False)
-    meta = ("model", call.name, call.digest)
-    if error is not None:
-        _put(where, meta, "failed", {ERROR_KEY: error}, found.started_at, 0.0)
-    else:
-        _put(where, meta, "finished", {ANSWER_KEY: answer, "usage": usage or {}}, found.started_at, 0.0)
-    return True
+        return [False] * len(answers)
+    now = time.time()
+    settled: list[JournalRow] = []
+    for given in answers:
+        call = given.call
+        response: dict[str, Any]
+        if given.error is not None:
+            status, response = "failed", {ERROR_KEY: given.error}
+        else:
+            status, response = "finished", {ANSWER_KEY: given.answer, "usage": given.usage or {}}
+        text = seal(call.key, status, call.digest, json.dumps(response, ensure_ascii=False, default=str))
+        settled.append(JournalRow(call.key, "model", call.name, call.digest, status, text, now, now, 0.0))
+    return rows.settle_queued(settled)
 
 
 @dataclass(frozen=True)

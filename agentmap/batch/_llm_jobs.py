@@ -23,7 +23,7 @@ from hashlib import blake2b
 from typing import Any
 
 from agentmap.agents._journal_rows import CallKey
-from agentmap.agents._saver_sql import Execute, saver_sql
+from agentmap.agents._saver_sql import Execute, ExecuteMany, saver_sql, saver_sql_many
 from agentmap.agents.journal import QueuedCall
 
 __all__ = ["JobRow", "JobStore", "custom_id"]
@@ -78,21 +78,25 @@ class JobStore:
     """The jobs and their calls in the checkpoint database of `saver` (SQLite or PostgreSQL)."""
 
     def __init__(self, saver: Any) -> None:
-        execute = saver_sql(saver, _CREATE)
-        if execute is None:
+        execute, many = saver_sql(saver, _CREATE), saver_sql_many(saver, _CREATE)
+        if execute is None or many is None:
             raise ValueError("provider batch jobs are kept in a SQLite or PostgreSQL checkpoint store")
         self._execute: Execute = execute
+        self._many: ExecuteMany = many
 
     def intend(self, tag: str, group: tuple[str, str, str, str], calls: Sequence[tuple[str, QueuedCall]]) -> None:
-        """Record job `tag` about to be submitted, with its calls (custom id, call)."""
+        """Record job `tag` about to be submitted, with its calls (custom id, call), in one transaction: a kill
+        leaves the job with all its calls or nothing of it."""
         provider, root, key_env, model = group
         now = time.time()
         job = (tag, provider, root, key_env, model, None, "submitting", "submitting", "{}", len(calls), now, None)
-        self._execute(f"INSERT INTO {_JOBS} ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 12)})", job)
-        for cid, call in calls:
-            self._execute(
-                f"INSERT INTO {_CALLS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (cid, tag, *call.key, call.digest)
-            )
+        add = f"INSERT INTO {_CALLS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        self._many(
+            [
+                (f"INSERT INTO {_JOBS} ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 12)})", job),
+                *((add, (cid, tag, *call.key, call.digest)) for cid, call in calls),
+            ]
+        )
 
     def submitted(self, tag: str, job_id: str) -> None:
         """The provider took job `tag` as `job_id`."""
@@ -109,13 +113,12 @@ class JobStore:
 
     def abandon(self, tag: str) -> None:
         """Job `tag` was never taken by the provider: gone, with its calls (they are placed again)."""
-        self._execute(f"DELETE FROM {_CALLS} WHERE tag = ?", (tag,))
-        self._execute(f"DELETE FROM {_JOBS} WHERE tag = ?", (tag,))
+        self._many([(f"DELETE FROM {_CALLS} WHERE tag = ?", (tag,)), (f"DELETE FROM {_JOBS} WHERE tag = ?", (tag,))])
 
     def release(self, custom_ids: Sequence[str]) -> None:
         """Drop these calls from their ended job: they are placed in a new one."""
-        for cid in custom_ids:
-            self._execute(f"DELETE FROM {_CALLS} WHERE custom_id = ?", (cid,))
+        if custom_ids:
+            self._many([(f"DELETE FROM {_CALLS} WHERE custom_id = ?", (cid,)) for cid in custom_ids])
 
     def jobs(self, *states: str) -> list[JobRow]:
         """The jobs in `states` (all with none), oldest first."""

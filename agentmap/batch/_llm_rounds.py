@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmap.agents.journal import QueuedCall, answer_queued, queued_calls
+from agentmap.agents.journal import QueuedAnswer, QueuedCall, answer_queued_many, queued_calls
 from agentmap.batch._llm_budget import within
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of
@@ -116,32 +116,35 @@ class Jobs:
         """
         waiting = set(threads)
         self._recover()
-        self._place()
+        queued = self._place()
         if self.options.detach:
             self.report.detached = True
-            self._progress()
+            self._progress(queued)
             return set()
         while True:
             self._poll()
             self._recover()  # a job whose sending failed for a while (the provider down): sent again
-            self._place()  # the calls of jobs that expired or were cancelled
-            queued = {call.key.thread_id for call in queued_calls(self.saver)}
-            ready = waiting - queued
-            self._progress()
+            queued = self._place()  # the calls of jobs that expired or were cancelled
+            ready = waiting - {call.key.thread_id for call in queued}
+            self._progress(queued)
             if ready or not self.store.jobs("open", "submitting"):
                 return ready
             time.sleep(self.options.poll)
 
     # -- placing calls ------------------------------------------------------------------------
 
-    def _place(self) -> None:
+    def _place(self) -> list[QueuedCall]:
+        """Submit the queued calls in no live job; the calls queued now (read once: the journal is read again
+        only when placing failed some)."""
+        failed = self.report.failed
+        queued = queued_calls(self.saver)
         placed = self.store.placed()
         groups: dict[tuple[str, str, str, str], list[QueuedCall]] = defaultdict(list)
-        queued = queued_calls(self.saver)
+        allowed = queued
         if self.options.budget is not None:
-            queued, held, done = within(self.options.budget, queued, placed, self.saver)
+            allowed, held, done = within(self.options.budget, queued, placed, self.saver)
             self.report.held, self.report.committed = len(held), done.total
-        for call in queued:
+        for call in allowed:
             if (call.key, call.digest) in placed:
                 continue
             if call.request is None:
@@ -150,6 +153,7 @@ class Jobs:
             groups[call.request.group].append(call)
         for group, calls in groups.items():
             self._submit(group, calls)
+        return queued if self.report.failed == failed else queued_calls(self.saver)
 
     def _submit(self, group: tuple[str, str, str, str], calls: list[QueuedCall]) -> None:
         provider, root, key_env, model = group
@@ -248,6 +252,7 @@ class Jobs:
         queued = {(c.key, c.digest): c for c in queued_calls(self.saver)}
         again: list[str] = []
         unread: list[str] = []
+        written: list[QueuedAnswer] = []  # the job's answers and failures, written at once (one transaction)
         for outcome in outcomes:
             if outcome.custom_id is None:
                 unread.append(str(outcome.error))
@@ -261,31 +266,38 @@ class Jobs:
             elif outcome.again:
                 again.append(outcome.custom_id)
             elif found in queued:
-                self._answer(job, queued[found], outcome)
+                written.append(self._answer(job, queued[found], outcome))
         if status in ("expired", "cancelled"):  # OpenAI lists no line for a request it never started
             again.extend(calls)
         else:
             why = problem or "the job ended without an answer for the call"
             if unread:
                 why = f"{why}; {'; '.join(unread[:3])}"
-            for found in calls.values():
-                if found in queued:
-                    self._fail(queued[found], f"job {job.job_id}: {why}")
+            failed = [queued[found] for found in calls.values() if found in queued]
+            written.extend(QueuedAnswer(call, error=f"job {job.job_id}: {why}") for call in failed)
+        self._write(written)
         self.store.release(again)
         self.report.resubmitted += len(again)
         self.store.done(job.tag, status)
         more = f"; {len(again)} calls to submit again" if again else ""
         self._tell(f"llm-batch: job {job.job_id} {status}{more}")
 
-    def _answer(self, job: JobRow, call: QueuedCall, outcome: Outcome) -> None:
+    def _answer(self, job: JobRow, call: QueuedCall, outcome: Outcome) -> QueuedAnswer:
         if outcome.answer is None:
-            self._fail(call, f"job {job.job_id}, result line {outcome.line}: {outcome.error}")
-            return
+            return QueuedAnswer(call, error=f"job {job.job_id}, result line {outcome.line}: {outcome.error}")
         price = call.request.price if call.request is not None else ()
-        usage = usage_of(job.provider, outcome.answer, price)
-        if answer_queued(self.saver, call, answer=dict(outcome.answer), usage=usage):
-            self.report.answered += 1
-            self.report.cost += usage.get("cost") or 0.0
+        return QueuedAnswer(call, dict(outcome.answer), usage_of(job.provider, outcome.answer, price))
+
+    def _write(self, answers: list[QueuedAnswer]) -> None:
+        """Write answers and failures into their calls' entries (those still queued), counting them."""
+        for given, done in zip(answers, answer_queued_many(self.saver, answers), strict=True):
+            if not done:
+                continue
+            if given.error is not None:
+                self.report.failed += 1
+            else:
+                self.report.answered += 1
+                self.report.cost += (given.usage or {}).get("cost") or 0.0
 
     def _time_out(self, job: JobRow, client: ProviderJobs, status: str) -> None:
         assert job.job_id is not None
@@ -295,14 +307,12 @@ class Jobs:
             _logger.warning("llm-batch: cancelling job %s failed (%s)", job.job_id, exc)
         why = f"job {job.job_id} was still {status} after --llm-batch-timeout {self.options.timeout:g} s"
         queued = {(c.key, c.digest): c for c in queued_calls(self.saver)}
-        for found in self.store.calls_of(job.tag).values():
-            if found in queued:
-                self._fail(queued[found], why)
+        calls = [queued[found] for found in self.store.calls_of(job.tag).values() if found in queued]
+        self._write([QueuedAnswer(call, error=why) for call in calls])
         self.store.done(job.tag, f"timed out ({status})")
 
     def _fail(self, call: QueuedCall, why: str) -> None:
-        if answer_queued(self.saver, call, error=why):
-            self.report.failed += 1
+        self._write([QueuedAnswer(call, error=why)])
 
     def _client(self, provider: str, root: str, key_env: str) -> ProviderJobs:
         key = (provider, root, key_env)
@@ -310,7 +320,7 @@ class Jobs:
             self._clients[key] = jobs_for(provider, root, key_env)
         return self._clients[key]
 
-    def _progress(self) -> None:
-        self.report.waiting = len(queued_calls(self.saver))
+    def _progress(self, queued: list[QueuedCall]) -> None:
+        self.report.waiting = len(queued)
         look = f"; to look: {self.options.look}" if self.options.look else ""
         self._tell(self.report.line() + look)

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -124,24 +124,66 @@ def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterat
         for job in jobs:
             yield _run(runner, job)
         return
-    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="agentmap-batch")
-    finished: queue.SimpleQueue[Future[RowResult]] = queue.SimpleQueue()  # each row's future, as it finishes
+    threads = _RowThreads(runner, concurrency)
     pending = 0
     try:
         for job in jobs:
-            pool.submit(_run, runner, job).add_done_callback(finished.put)
+            threads.put(job, pending + 1)
             pending += 1
             if pending >= 2 * concurrency:
-                future = finished.get()
                 pending -= 1
-                yield future.result()
+                yield threads.take()
         while pending:
-            future = finished.get()
             pending -= 1
-            yield future.result()
+            yield threads.take()
     finally:
-        # On Ctrl-C, rows not started are dropped; rows running finish in the background, unrecorded.
-        pool.shutdown(wait=not pending, cancel_futures=True)
+        threads.stop(wait=not pending)
+
+
+class _RowThreads:
+    """Up to `concurrency` threads taking rows from a queue and handing back their results through another: a row
+    costs two queue operations (a pool's `submit` made a future, a work item and a callback per row)."""
+
+    def __init__(self, runner: RowRunner, concurrency: int) -> None:
+        self.runner, self.concurrency = runner, concurrency
+        self._todo: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[tuple[RowResult | None, BaseException | None]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def put(self, job: Job, in_flight: int) -> None:
+        """Queue a row; a thread is started while fewer run than rows are in flight (at most `concurrency`)."""
+        self._todo.put(job)
+        if len(self._threads) < min(in_flight, self.concurrency):
+            thread = threading.Thread(target=self._work, name=f"agentmap-batch_{len(self._threads)}")
+            thread.start()
+            self._threads.append(thread)
+
+    def take(self) -> RowResult:
+        """The next row to finish (what its run raised, such as a row's `os._exit`, is raised here)."""
+        result, failure = self._finished.get()
+        if failure is not None:
+            raise failure
+        assert result is not None
+        return result
+
+    def stop(self, *, wait: bool) -> None:
+        """Drop the rows not started (on Ctrl-C: rows running finish in the background, unrecorded) and end the
+        threads once their row is done; `wait` for them."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._todo.get_nowait()
+        for _ in self._threads:
+            self._todo.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+    def _work(self) -> None:
+        while (job := self._todo.get()) is not None:
+            try:
+                self._finished.put((_run(self.runner, job), None))
+            except BaseException as exc:  # handed to the batch's thread
+                self._finished.put((None, exc))
 
 
 _DONE = object()

@@ -26,15 +26,12 @@ from typing import Any
 from agentmap.batch._blocks import BlockWriter
 from agentmap.batch.rows import RESULT_COLUMNS, RowResult
 from agentmap.batch.tables import Warn, read_rows
-from agentmap.batch.writers import open_writer
+from agentmap.batch.writers import json_encoder, open_writer
 from agentmap.errors import ConfigError, ErrorCode
 
 __all__ = ["PartialFile", "partial_path"]
 
 _FORMAT = "agentmap-batch/1"
-
-_RECORD = json.JSONEncoder(ensure_ascii=False, default=str)
-"""A row's record as its line (one encoder for every row: `json.dumps` would make one per call)."""
 
 
 def partial_path(output: Path) -> Path:
@@ -61,6 +58,7 @@ class PartialFile:
         self.formula_cells: list[tuple[int, str, str]] = []
         """After `finish`: the cells of a CSV output a spreadsheet would run (`TableWriter.formula_cells`)."""
         self._blocks: BlockWriter[RowResult] = BlockWriter(self.path)
+        self._record = json_encoder()  # a row's record as its line (json.dumps(..., ensure_ascii=False, default=str))
         self._offsets: dict[str, int] = {}  # row id -> where its last record starts
         self._end = 0  # the file's size once every line given is written
 
@@ -160,7 +158,7 @@ class PartialFile:
             The rows now written to the file that were not returned before (this one, or not yet), in the order
             they were given: what may be reported done.
         """
-        line = (_RECORD.encode(result.record()) + "\n").encode()
+        line = (self._record(result.record()) + "\n").encode()
         self._offsets[result.id] = self._end
         self._end += len(line)
         return self._blocks.add(line, result)

@@ -27,6 +27,7 @@ from agentmap.spec.models import state_key
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from agentmap.runtime.durable import Thread
     from agentmap.runtime.results import RunResult
     from agentmap.runtime.runner import CompiledWorkflow
 
@@ -304,9 +305,10 @@ class RowRunner:
         config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
-            snapshot = self.app.thread(key).snapshot() if self.recipe.checkpoint else None  # read by its revision
+            thread = self.app.thread(key) if self.recipe.checkpoint else None
+            snapshot = thread.snapshot() if thread is not None else None  # read by its revision
             start = self._start(snapshot, state, cells)
-            app, moved = self._continued(key) if start is None else (self.app, False)
+            app, moved = self._continued(thread) if start is None and thread is not None else (self.app, False)
             result = app.invoke(start, config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
@@ -319,26 +321,30 @@ class RowRunner:
         config = self._config(number, key, cells)
         started = time.perf_counter()
         try:
-            snapshot = await self.app.thread(key).asnapshot() if self.recipe.checkpoint else None
+            thread = self.app.thread(key) if self.recipe.checkpoint else None
+            snapshot = await thread.asnapshot() if thread is not None else None
             start = self._start(snapshot, state, cells)
-            app, moved = await asyncio.to_thread(self._continued, key) if start is None else (self.app, False)
+            if start is None and thread is not None:
+                app, moved = await asyncio.to_thread(self._continued, thread)
+            else:
+                app, moved = self.app, False
             result = await app.ainvoke(start, config)
         except Exception as exc:
             return _failed(job, exc, time.perf_counter() - started)
         return self._finish(job, result, time.perf_counter() - started, app, moved)
 
-    def _continued(self, key: str) -> tuple[CompiledWorkflow, bool]:
-        """The workflow a row continuing its thread runs, and whether the thread was moved: the revision it started
-        on (compiled from the files stored with it, once per revision), or with `latest` the file as it is now,
-        the thread moved there first when it is behind.
+    def _continued(self, thread: Thread) -> tuple[CompiledWorkflow, bool]:
+        """The workflow a row continuing `thread` runs, and whether the thread was moved: the revision it started
+        on (compiled from the files stored with it, once per revision; `thread` found it reading the row's
+        snapshot), or with `latest` the file as it is now, the thread moved there first when it is behind.
 
         Raises:
             ConfigError: Moving it is unsafe or needs a migration map (`unsafe-move`, `needs-migration`); its
                 revision cannot be compiled (`unknown-revision`, `revision-unloadable`, `corrupt-checkpoint`).
         """
-        thread = self.app.thread(key)
         if not self.recipe.latest:
             return thread.app, False
+        thread = self.app.thread(thread.thread_id)  # moved as it is now
         if not thread.behind():
             return self.app, False
         thread.move()

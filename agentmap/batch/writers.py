@@ -12,8 +12,9 @@ import contextlib
 import csv
 import datetime
 import json
+import json.encoder
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from agentmap.batch.tables import ROW_GROUP, missing_extra, table_format
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.spec.formulas import as_text, escape_formula, formula_like
 
-__all__ = ["FORMULA_MODES", "TableWriter", "cell_text", "check_formulas", "open_writer"]
+__all__ = ["FORMULA_MODES", "TableWriter", "cell_text", "check_formulas", "json_encoder", "open_writer"]
 
 FORMULA_MODES = ("keep", "escape")
 """What a CSV output does with text a spreadsheet would run: written as it is (and noted), or escaped."""
@@ -45,8 +46,29 @@ _JSON_CELL = json.JSONEncoder(ensure_ascii=False, default=str)
 """Lists and dicts as cell text: `json.dumps(value, ensure_ascii=False, default=str)`, one encoder for every cell."""
 
 
-def cell_text(value: Any) -> str:
-    """A value as one CSV cell: text as is, numbers as written, true/false, JSON for lists and dicts."""
+def json_encoder() -> Callable[[Any], str]:
+    """`_JSON_CELL.encode` for one writer's cells (or one partial file's records), with the C encoder made once
+    rather than per value (what `JSONEncoder.encode` costs over the encoding itself, for the few small values of a
+    cell, is most of it); the same text. Not to be shared between threads (it keeps its circular-reference marks
+    between calls)."""
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed: the standard library's own accelerator
+    if make is None:  # no C accelerator: the standard encoder
+        return _JSON_CELL.encode
+    marks: dict[int, Any] = {}
+    encoder = make(marks, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(encoder(value, 0))
+        except Exception:
+            marks.clear()  # a value it cannot encode: the standard encoder raises what is wrong with it
+            return _JSON_CELL.encode(value)
+
+    return encode
+
+
+def cell_text(value: Any, encode: Callable[[Any], str] = _JSON_CELL.encode) -> str:
+    """A value as one CSV cell: text as is, numbers as written, true/false, JSON for lists and dicts (`encode`)."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -54,7 +76,7 @@ def cell_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple | dict | set):
-        return _JSON_CELL.encode(list(value) if isinstance(value, set) else value)
+        return encode(list(value) if isinstance(value, set) else value)
     return str(value)
 
 
@@ -82,6 +104,7 @@ class TableWriter:
         self._rows_written = 0
         self._temp = path.with_name(f".{path.name}.writing")
         self._rows: list[dict[str, Any]] = []
+        self._json = json_encoder()
         self._handle: Any = None
         self._writer: Any = None
         if self.kind in ("csv", "jsonl"):
@@ -107,7 +130,8 @@ class TableWriter:
         """Write one row (missing columns are empty)."""
         if self.kind == "csv":
             self._rows_written += 1
-            self._writer.writerow([self._csv_cell(cell_text(row.get(c)), c, row) for c in self.columns])
+            text = self._json
+            self._writer.writerow([self._csv_cell(cell_text(row.get(c), text), c, row) for c in self.columns])
         elif self.kind == "jsonl":
             self._handle.write(json.dumps({c: row.get(c) for c in self.columns}, ensure_ascii=False, default=str))
             self._handle.write("\n")

@@ -96,6 +96,26 @@ def test_entries_lists_a_threads_calls_oldest_first_with_their_replays(saver: An
     assert rows.entries("nobody") == []
 
 
+def test_answers_settle_only_entries_still_queued_with_their_request_all_at_once(saver: Any) -> None:
+    rows = rows_of(saver)
+    assert rows is not None
+    for index in range(3):
+        rows.put(_row(_key(index=index), "queued", at=100.0 + index, response='"request"'))
+    rows.put(_row(_key(index=3), "finished", at=103.0, response='"made meanwhile"'))
+    answers = [_row(_key(index=i), "finished", at=200.0, response=f'"answer {i}"') for i in range(4)]
+    other_request = JournalRow(_key(index=2), "tool", "charge_card", "e" * 64, "finished", '"x"', 200.0, 200.5, 0.0)
+    written = rows.settle_queued([answers[0], answers[1], other_request, answers[3]])
+    assert written == [True, True, False, False]
+    for index in (0, 1):  # answered, keeping when the call was queued
+        found = rows.get(_key(index=index))
+        assert found is not None
+        assert (found.status, found.response, found.started_at) == ("finished", f'"answer {index}"', 100.0 + index)
+    assert rows.get(_key(index=2)) == _row(_key(index=2), "queued", at=102.0, response='"request"')
+    assert rows.get(_key(index=3)) == _row(_key(index=3), "finished", at=103.0, response='"made meanwhile"')
+    assert rows.settle_queued([answers[0]]) == [False]  # answered once: a second answer is not written
+    assert rows.settle_queued([]) == []
+
+
 def test_saved_says_whether_a_checkpoint_is_in_the_store(saver: Any) -> None:
     rows = rows_of(saver)
     assert rows is not None
