@@ -19,8 +19,9 @@ __all__ = ["REDUCED_KEYS", "SYSTEM_KEYS", "branch_depths", "check_graph", "fan_o
 SYSTEM_KEYS = frozenset({"last_action_success", "graph_success", "errors"})
 """State keys every graph has; nodes may read them without writing them first."""
 
-REDUCED_KEYS = frozenset({"errors", "last_action_success", "graph_success"})
-"""Keys with reducers, which parallel branches may write together."""
+REDUCED_KEYS = frozenset({"errors", "last_action_success", "graph_success", "messages"})
+"""Keys with reducers, which parallel branches may write together (`messages`: a chat, appended to;
+`agentmap.agents.messages`)."""
 
 _RESERVED_CHARS = ("|", ":")
 

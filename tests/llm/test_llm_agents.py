@@ -150,6 +150,21 @@ def test_a_chat_in_messages_grows_by_each_turn_and_answers_the_last_user_message
     ]
 
 
+def test_parallel_branches_both_add_to_the_chat_in_messages(tmp_path: Path) -> None:
+    path = tmp_path / "chat.csv"
+    path.write_text(
+        "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field,Edge\n"
+        "G,Split,template,go,q,note,Left|Right\n"
+        "G,Left,template,left says {q},q,messages,Join\n"
+        "G,Right,template,right says {q},q,messages,Join\n"
+        "G,Join,template,done,q,result,\n",
+        encoding="utf-8",
+    )
+    assert agentmap.validate(path) == []  # not a parallel write: the chat is appended to
+    result = agentmap.run(path, {"q": "hi"})
+    assert sorted(m["content"] for m in result.state["messages"]) == ["left says hi", "right says hi"]
+
+
 def test_a_chat_input_that_is_no_message_is_refused_by_name(tmp_path: Path) -> None:
     context = {"model": "offline", "memory_key": "messages"}
     path = workflow(tmp_path, ["g", "Chat", "llm", "Be brief.", context, "messages", "reply|messages", "", "Oops"])

@@ -115,8 +115,8 @@ def test_parallel_branches_may_write_reduced_keys_and_the_join_is_not_a_conflict
         """
         GraphName,Node,Input_Fields,Output_Field,Edge
         G,Split,q,,Left|Right
-        G,Left,q,left|errors,Join
-        G,Right,q,right|errors,Join
+        G,Left,q,left|errors|messages,Join
+        G,Right,q,right|errors|messages,Join
         G,Join,left|right,result,
         """,
     )
