@@ -73,12 +73,7 @@ class BuildOptions:
     def code_folder(self, graph: GraphSpec, kind: str) -> CodeFolder:
         """Where the files of `graph`'s `functions` or `custom_agents` folder may lead (`_paths.CodeFolder`)."""
         named = self.functions_dir if kind == "functions" else self.agents_dir
-        base = self.base_dir(graph)
-        key = (str(named or base), kind)
-        if key not in self._code:
-            folder = named or base / kind
-            self._code[key] = CodeFolder.of(folder, base, allowed_roots(self.settings), named=named is not None)
-        return self._code[key]
+        return _code_folder(self._code, self.settings, named, self.base_dir(graph), kind)
 
     def router(self, graph: GraphSpec, ref: FuncRef) -> RouterFn:
         """The `func:` router `ref` of `graph`, from its functions folder or an allowed module.
@@ -99,13 +94,26 @@ class BuildOptions:
             return known
         folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
         if folder not in self._overlays:
-            # where the folder's files may lead is worked out when one is imported, not for every compile
+            # where the folder's files may lead is worked out when one is imported, not for every compile; the
+            # overlay keeps what that needs, not these options (which keep the overlay: a cycle would hold every
+            # graph of the file until a full garbage collection)
+            code, settings, named, base = self._code, self.settings, self.agents_dir, self.base_dir(graph)
             self._overlays[folder] = self.registry.with_folder(
-                folder, lambda file: self.code_folder(graph, "custom_agents").refusal(file)
+                folder, lambda file: _code_folder(code, settings, named, base, "custom_agents").refusal(file)
             )
         if file is not None and graph.file:
             self._files[graph.file] = (file, self._overlays[folder])
         return self._overlays[folder]
+
+
+def _code_folder(
+    known: dict[tuple[str, str], CodeFolder], settings: Mapping[str, Any], named: Path | None, base: Path, kind: str
+) -> CodeFolder:
+    """`BuildOptions.code_folder`: the `kind` folder (`named`, else `base / kind`), found once per options (`known`)."""
+    key = (str(named or base), kind)
+    if key not in known:
+        known[key] = CodeFolder.of(named or base / kind, base, allowed_roots(settings), named=named is not None)
+    return known[key]
 
 
 def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
