@@ -16,7 +16,7 @@ from agentmap._sources import exists, read_bytes, recording
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
-from agentmap.runtime.checks import BuildOptions, check
+from agentmap.runtime.checks import BuildOptions, check, check_each
 from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
@@ -84,8 +84,7 @@ def load(
     workflow, issues = _read(source, options)
     if not strict:
         return workflow
-    for graph in workflow.graphs:
-        issues += check(graph, options)
+    issues += check_each(workflow.graphs, options)
     if any(i.severity == "error" for i in issues):
         raise WorkflowValidationError(issues, source=str(source))
     return workflow
@@ -173,8 +172,7 @@ def validate(
         if selected:  # the file's findings about this graph (and those it calls), or about no graph
             names = {g.name for g in graphs}
             issues = [i for i in issues if i.graph is None or i.graph in names]
-        for spec in graphs:
-            issues += check(spec, options)
+        issues += check_each(graphs, options)
     except AgentMapError as err:
         file = str(parse_selector(source)[0]) if not isinstance(source, Workflow) else source.file
         return [Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=file)]

@@ -130,6 +130,8 @@ class NodeSpec(BaseModel):
 
     def next_cells(self) -> list[tuple[str, Targets]]:
         """The non-empty next columns as `(canonical column, targets)` pairs."""
+        if self.edge is None and self.success_next is None and self.failure_next is None:  # a last node
+            return []
         cells: list[tuple[str, Targets | None]] = [
             ("Edge", self.edge),
             ("Success_Next", self.success_next),
