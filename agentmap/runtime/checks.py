@@ -244,8 +244,7 @@ def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: st
 
 
 def _context(node: NodeSpec) -> dict[str, Any]:
-    # an agent that changes its context must not change the spec
-    context = copy.deepcopy(node.context) if node.context else {}
+    context = _copy(node.context)  # an agent that changes its context must not change the spec
     context["input_fields"] = list(node.inputs)
     context["output_field"] = "|".join(node.outputs)
     context.setdefault("description", node.description)
@@ -254,6 +253,17 @@ def _context(node: NodeSpec) -> dict[str, Any]:
     if node.available_tools:
         context["available_tools"] = list(node.available_tools)
     return context
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy(context: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a parsed Context: a plain copy when every value is a string, number, bool or None (most
+    Contexts; nothing in one can be changed), else `copy.deepcopy`."""
+    if all(type(value) in _ATOMS for value in context.values()):
+        return dict(context)
+    return copy.deepcopy(dict(context))
 
 
 def _environment(
