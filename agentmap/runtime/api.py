@@ -16,7 +16,7 @@ from agentmap._sources import exists, read_bytes, recording
 from agentmap.agents.registry import AgentRegistry
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
-from agentmap.runtime.checks import BuildOptions, check, check_each
+from agentmap.runtime.checks import BuildOptions, check, check_each, collector_paused
 from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
 from agentmap.spec.models import GraphSpec, Issue, Workflow
@@ -165,18 +165,26 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        options = _options(functions_dir, agents_dir, settings, registry)
-        workflow, issues = _read(source, options)
-        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
-        graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
-        if selected:  # the file's findings about this graph (and those it calls), or about no graph
-            names = {g.name for g in graphs}
-            issues = [i for i in issues if i.graph is None or i.graph in names]
-        issues += check_each(graphs, options)
+        with collector_paused():
+            return _validate(source, graph, _options(functions_dir, agents_dir, settings, registry))
     except AgentMapError as err:
         file = str(parse_selector(source)[0]) if not isinstance(source, Workflow) else source.file
         return [Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=file)]
-    return issues
+
+
+def _validate(source: str | Path | Workflow, graph: str | None, options: BuildOptions) -> list[Issue]:
+    """`validate`'s findings.
+
+    Raises:
+        AgentMapError: The file cannot be read, or names no graph `graph`.
+    """
+    workflow, issues = _read(source, options)
+    selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
+    graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
+    if selected:  # the file's findings about this graph (and those it calls), or about no graph
+        names = {g.name for g in graphs}
+        issues = [i for i in issues if i.graph is None or i.graph in names]
+    return issues + check_each(graphs, options)
 
 
 _SAID_AT_RUN = ("csv-dialect", "encoding", "unknown-column")

@@ -112,6 +112,35 @@ def test_what_a_validation_read_is_freed_when_it_returns_not_at_a_later_garbage_
     assert len(kept) == 0
 
 
+def test_the_collector_is_paused_while_a_file_is_validated_and_left_as_it_was(tmp_path: Path) -> None:
+    rows = ["GraphName,Node,AgentType,Context"] + [f"G{i},n,echo," for i in range(50)]
+    path = tmp_path / "graphs.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    seen: list[int] = []
+
+    def collected(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    assert agentmap.validate(path) == []  # what validating imports is imported
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.callbacks.append(collected)
+    try:
+        gc.enable()
+        gc.collect()
+        seen.clear()
+        gc.set_threshold(1)  # on, the collector would run at each object made
+        assert agentmap.validate(path) == []
+        assert len(seen) < 10 and gc.isenabled()  # a few on the way in and out; before: thousands
+        gc.disable()
+        assert agentmap.validate(path) == [] and not gc.isenabled()  # left off when it was off
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(collected)
+        if was:
+            gc.enable()
+
+
 def test_a_graph_of_many_fan_outs_is_checked_within_a_bound_and_says_so(tmp_path: Path) -> None:
     width = 200
     targets = "|".join(f"b{i}" for i in range(width))
