@@ -218,43 +218,40 @@ def _node_fields(
 ) -> dict[str, Any]:
     """A row's node fields parsed from its cells (canonical column -> its text, stripped; a column the table lacks
     is absent); each problem (or 0.9-spelling note) goes to `report`."""
-
-    def cell(column: str) -> str:
-        return cells.get(column, "")
-
+    cell = cells.get
     fields: dict[str, Any] = {}
     notes: list[CellError] = []
     try:
-        fields["context"] = parse_context(cell("Context"), notes)
+        fields["context"] = parse_context(cell("Context", ""), notes)
     except CellError as err:
         report("Context", err.code, err.message, err.fix)
     for note in notes:
         report("Context", note.code, note.message, note.fix, warning=True)
     for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
         try:
-            fields[key] = parse_fields(cell(column), allow_rename=rename)
+            fields[key] = parse_fields(cell(column, ""), allow_rename=rename)
         except CellError as err:
             report(column, err.code, err.message, err.fix)
     for column, key in (("Edge", "edge"), ("Success_Next", "success_next"), ("Failure_Next", "failure_next")):
         try:
-            targets: Targets | None = parse_targets(cell(column))
+            targets: Targets | None = parse_targets(cell(column, ""))
         except CellError as err:
             report(column, err.code, err.message, err.fix)
         else:
             fields[key] = targets
     for note in edge_overrides(fields, written):
         report("Edge", note.code, note.message, note.fix, warning=True)
-    prompt = cell("Prompt")
+    prompt = cell("Prompt", "")
     try:
         prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)
     except CellError as err:
         report("Prompt", err.code, err.message, err.fix)
     fields.update(
-        agent_type=cell("AgentType"),
+        agent_type=cell("AgentType", ""),
         prompt=prompt,
-        description=cell("Description"),
-        tool_source=cell("Tool_Source"),
-        available_tools=split_pipes(cell("Available_Tools")),
+        description=cell("Description", ""),
+        tool_source=cell("Tool_Source", ""),
+        available_tools=split_pipes(cell("Available_Tools", "")),
     )
     return fields
 
