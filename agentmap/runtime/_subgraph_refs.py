@@ -99,6 +99,9 @@ def resolve(
     text = text.strip()
     if not text:
         raise ValueError(_NEEDS)
+    written, sep, name = text.partition("::")
+    if written in ("", ".") and workflow_file is not None:  # `::Inner`: this file (as `parse_selector` reads it)
+        return workflow_file, (name.strip() or None) if sep else None
     path, graph = parse_selector(text)
     if not str(path) or str(path) == ".":
         if workflow_file is None:
@@ -244,7 +247,8 @@ class Walk:
 
     def _resolve(self, path: Path) -> Path:
         if path not in self._resolved:
-            self._resolved[path] = path.resolve()
+            found = self._resolved[path] = path.resolve()
+            self._resolved.setdefault(found, found)  # the resolved path, asked in turn, is found by identity
         return self._resolved[path]
 
 

@@ -17,7 +17,7 @@ from agentmap.agents.registry import AgentRegistry, normalize_type
 from agentmap.agents.registry import registry as default_registry
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, GraphNotFoundError, WorkflowValidationError
 from agentmap.runtime._subgraph_refs import reference
-from agentmap.runtime.checks import BuildOptions, check
+from agentmap.runtime.checks import BuildOptions, check, check_each, collector_paused
 from agentmap.runtime.node_cache import node_cache
 from agentmap.runtime.options import CompileOptions, MissingInputs, check_mode
 from agentmap.spec.loader import parse_selector, read_workflow
@@ -86,8 +86,7 @@ def load(
     workflow, issues = _read(source, options)
     if not strict:
         return workflow
-    for graph in workflow.graphs:
-        issues += check(graph, options)
+    issues += check_each(workflow.graphs, options)
     if any(i.severity == "error" for i in issues):
         raise WorkflowValidationError(issues, source=str(source))
     return workflow
@@ -167,19 +166,26 @@ def validate(
         graph: Only this graph (also selectable with `::Graph`).
     """
     try:
-        options = _options(functions_dir, agents_dir, settings, registry)
-        workflow, issues = _read(source, options)
-        selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
-        graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
-        if selected:  # the file's findings about this graph (and those it calls), or about no graph
-            names = {g.name for g in graphs}
-            issues = [i for i in issues if i.graph is None or i.graph in names]
-        for spec in graphs:
-            issues += check(spec, options)
+        with collector_paused():
+            return _validate(source, graph, _options(functions_dir, agents_dir, settings, registry))
     except AgentMapError as err:
         file = str(parse_selector(source)[0]) if not isinstance(source, Workflow) else source.file
         return [Issue(severity="error", code=err.code, message=err.message, fix=err.hint or "", file=file)]
-    return issues
+
+
+def _validate(source: str | Path | Workflow, graph: str | None, options: BuildOptions) -> list[Issue]:
+    """`validate`'s findings.
+
+    Raises:
+        AgentMapError: The file cannot be read, or names no graph `graph`.
+    """
+    workflow, issues = _read(source, options)
+    selected = graph or (parse_selector(source)[1] if not isinstance(source, Workflow) else None)
+    graphs = _called_graphs(workflow, select_graph(workflow, selected)) if selected else list(workflow.graphs)
+    if selected:  # the file's findings about this graph (and those it calls), or about no graph
+        names = {g.name for g in graphs}
+        issues = [i for i in issues if i.graph is None or i.graph in names]
+    return issues + check_each(graphs, options)
 
 
 _SAID_AT_RUN = ("csv-dialect", "encoding", "unknown-column")

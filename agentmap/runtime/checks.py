@@ -6,7 +6,10 @@ Nothing here imports LangGraph, so validating a workflow never loads it; the com
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import gc
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ from agentmap.spec.models import FuncRef, GraphSpec, Issue, NodeSpec
 from agentmap.spec.types import schema_problem
 from agentmap.spec.validation import check_graph
 
-__all__ = ["BuildOptions", "check"]
+__all__ = ["BuildOptions", "check", "check_each", "collector_paused"]
 
 
 @dataclass(frozen=True)
@@ -49,22 +52,28 @@ class BuildOptions:
     walk: Walk = field(default_factory=Walk, compare=False, repr=False)
     _overlays: dict[Path, AgentRegistry] = field(default_factory=dict, compare=False, repr=False)
     _code: dict[tuple[str, str], CodeFolder] = field(default_factory=dict, compare=False, repr=False)
-    _files: dict[str, tuple[Path, AgentRegistry | None]] = field(default_factory=dict, compare=False, repr=False)
-    """Per workflow file: its path, and the agent types its graphs see (found once, not once per graph)."""
+    _files: dict[str, tuple[Path, Path, AgentRegistry | None]] = field(default_factory=dict, compare=False, repr=False)
+    """Per workflow file: its path, its folder and the agent types its graphs see (found once, not once per graph)."""
 
-    def workflow_file(self, graph: GraphSpec) -> Path | None:
-        """The file `graph` came from, if any."""
+    def _file(self, graph: GraphSpec) -> tuple[Path, Path, AgentRegistry | None] | None:
+        """What `_files` knows of the file `graph` came from, if it came from one."""
         if not graph.file:
             return None
         known = self._files.get(graph.file)
         if known is None:
-            known = self._files[graph.file] = (Path(graph.file), None)
-        return known[0]
+            path = Path(graph.file)
+            known = self._files[graph.file] = (path, path.parent, None)
+        return known
+
+    def workflow_file(self, graph: GraphSpec) -> Path | None:
+        """The file `graph` came from, if any."""
+        known = self._file(graph)
+        return known[0] if known is not None else None
 
     def base_dir(self, graph: GraphSpec) -> Path:
         """The folder relative paths resolve against: the workflow file's folder."""
-        file = self.workflow_file(graph)
-        return file.parent if file is not None else Path.cwd()
+        known = self._file(graph)
+        return known[1] if known is not None else Path.cwd()
 
     def functions_for(self, graph: GraphSpec) -> Path:
         """The functions folder for `graph`."""
@@ -73,12 +82,7 @@ class BuildOptions:
     def code_folder(self, graph: GraphSpec, kind: str) -> CodeFolder:
         """Where the files of `graph`'s `functions` or `custom_agents` folder may lead (`_paths.CodeFolder`)."""
         named = self.functions_dir if kind == "functions" else self.agents_dir
-        base = self.base_dir(graph)
-        key = (str(named or base), kind)
-        if key not in self._code:
-            folder = named or base / kind
-            self._code[key] = CodeFolder.of(folder, base, allowed_roots(self.settings), named=named is not None)
-        return self._code[key]
+        return _code_folder(self._code, self.settings, named, self.base_dir(graph), kind)
 
     def router(self, graph: GraphSpec, ref: FuncRef) -> RouterFn:
         """The `func:` router `ref` of `graph`, from its functions folder or an allowed module.
@@ -93,19 +97,62 @@ class BuildOptions:
     def agent_types(self, graph: GraphSpec) -> AgentRegistry:
         """The types `graph` sees: the registry's plus its custom agents folder's, for this compile only (a
         folder file is imported when a node names a type it declares)."""
-        file = self.workflow_file(graph)
-        known = self._files[graph.file][1] if file is not None and graph.file else None
-        if known is not None:
-            return known
+        known = self._file(graph)
+        if known is not None and known[2] is not None:
+            return known[2]
         folder = self.agents_dir or self.base_dir(graph) / "custom_agents"
         if folder not in self._overlays:
-            # where the folder's files may lead is worked out when one is imported, not for every compile
+            # where the folder's files may lead is worked out when one is imported, not for every compile; the
+            # overlay keeps what that needs, not these options (which keep the overlay: a cycle would hold every
+            # graph of the file until a full garbage collection)
+            code, settings, named, base = self._code, self.settings, self.agents_dir, self.base_dir(graph)
             self._overlays[folder] = self.registry.with_folder(
-                folder, lambda file: self.code_folder(graph, "custom_agents").refusal(file)
+                folder, lambda file: _code_folder(code, settings, named, base, "custom_agents").refusal(file)
             )
-        if file is not None and graph.file:
-            self._files[graph.file] = (file, self._overlays[folder])
+        if known is not None and graph.file:
+            self._files[graph.file] = (known[0], known[1], self._overlays[folder])
         return self._overlays[folder]
+
+
+_paused = 0
+_was_enabled = False
+_pausing = threading.Lock()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a workflow is read and checked, then as it was.
+
+    What a validation builds holds no reference cycle (it is all freed by reference counting when the validation
+    returns: tests/spec/test_small_files.py), and it is long-lived while the validation runs, so each full
+    collection on the way walks it again for nothing: a third of the time of a 1 MB file of 50,000 graphs. A
+    validation is at most a few seconds (csv_specs/security.md), so what other threads leave to the collector
+    meanwhile waits that long. Validations in several threads at once: the collector is on again when the last
+    ends (the `agentmap` command keeps it off while it starts: `cli._process.collector_off`).
+    """
+    global _paused, _was_enabled
+    with _pausing:
+        if _paused == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _pausing:
+            _paused -= 1
+            if _paused == 0 and _was_enabled:
+                gc.enable()
+
+
+def _code_folder(
+    known: dict[tuple[str, str], CodeFolder], settings: Mapping[str, Any], named: Path | None, base: Path, kind: str
+) -> CodeFolder:
+    """`BuildOptions.code_folder`: the `kind` folder (`named`, else `base / kind`), found once per options (`known`)."""
+    key = (str(named or base), kind)
+    if key not in known:
+        known[key] = CodeFolder.of(named or base / kind, base, allowed_roots(settings), named=named is not None)
+    return known[key]
 
 
 def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
@@ -114,15 +161,35 @@ def check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         return _check(graph, options)
 
 
+def check_each(graphs: Iterable[GraphSpec], options: BuildOptions) -> list[Issue]:
+    """`check` of each graph, in order, under one walk (a file of 50,000 graphs enters it once, not per graph)."""
+    issues: list[Issue] = []
+    with walking(options.walk):
+        for graph in graphs:
+            issues += _check(graph, options)
+    return issues
+
+
 def _check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
     registry = options.agent_types(graph)
+    found: dict[str, type[BaseAgent]] = {}
+
+    def agent_class(name: str) -> type[BaseAgent] | None:
+        """`registry.get(name)`, asked once per name of this graph (a type not found is asked again)."""
+        cls = found.get(name)
+        if cls is None:
+            cls = registry.get(name)
+            if cls is not None:
+                found[name] = cls
+        return cls
+
     issues = check_graph(
         graph,
-        known_type=lambda name: registry.get(name) is not None,
+        known_type=lambda name: agent_class(name) is not None,
         unknown_type_message=registry.unknown_message,
         unknown_type_fix=registry.register_hint,
         unknown_type_code=registry.unknown_code,
-        calls=lambda node: _called_nodes(registry, node),
+        calls=lambda node: _called_nodes(agent_class(node.agent_type or "default"), node),
     )
     environment = _environment(graph, options)
     for node in graph.nodes:
@@ -136,15 +203,15 @@ def _check(graph: GraphSpec, options: BuildOptions) -> list[Issue]:
         if retry_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"retry": {{"max_attempts": 3}}}}'
             issues.append(_issue(graph, node, "Context", "bad-config", retry_problem, fix))
-        cache_problem = _node_cache_problem(registry.get(node.agent_type or "default"), node)
+        cls = agent_class(node.agent_type or "default")
+        cache_problem = _node_cache_problem(cls, node)
         if cache_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}: {{"cache": {{"ttl": 3600}}}}, or no cache'
             issues.append(_issue(graph, node, "Context", "bad-config", cache_problem, fix))
-        types_problem = schema_problem(node.context, node.reads)
+        types_problem = schema_problem(node.context, node.reads) if node.context.get("schema") is not None else None
         if types_problem:
             fix = f'fix the {graph.column("Context")} cell of {node.name!r}, e.g. {{"schema": {{"qty": "integer"}}}}'
             issues.append(_issue(graph, node, "Context", "bad-config", types_problem, fix))
-        cls = registry.get(node.agent_type or "default")
         if cls is not None:
             try:
                 problems: Sequence[ConfigProblem] = cls.validate_config(node.prompt, _context(node), environment)
@@ -180,8 +247,7 @@ def _dialect_notes(graph: GraphSpec, node: NodeSpec, cls: type[BaseAgent]) -> li
     return found
 
 
-def _called_nodes(registry: AgentRegistry, node: NodeSpec) -> list[str]:
-    cls = registry.get(node.agent_type or "default")
+def _called_nodes(cls: type[BaseAgent] | None, node: NodeSpec) -> list[str]:
     return cls.referenced_nodes(node.context) if cls is not None else []
 
 
@@ -212,7 +278,7 @@ def _issue(graph: GraphSpec, node: NodeSpec, column: str, code: str, message: st
 
 
 def _context(node: NodeSpec) -> dict[str, Any]:
-    context = copy.deepcopy(node.context)  # an agent that changes its context must not change the spec
+    context = _copy(node.context)  # an agent that changes its context must not change the spec
     context["input_fields"] = list(node.inputs)
     context["output_field"] = "|".join(node.outputs)
     context.setdefault("description", node.description)
@@ -221,6 +287,17 @@ def _context(node: NodeSpec) -> dict[str, Any]:
     if node.available_tools:
         context["available_tools"] = list(node.available_tools)
     return context
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy(context: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a parsed Context: a plain copy when every value is a string, number, bool or None (most
+    Contexts; nothing in one can be changed), else `copy.deepcopy`."""
+    if all(type(value) in _ATOMS for value in context.values()):
+        return dict(context)
+    return copy.deepcopy(dict(context))
 
 
 def _environment(

@@ -29,6 +29,9 @@ class CellError(ValueError):
 
 def split_pipes(text: str) -> tuple[str, ...]:
     """Split `a|b| c` into `("a", "b", "c")`, dropping empty parts."""
+    if "|" not in text:  # most cells: one name or none
+        part = text.strip()
+        return (part,) if part else ()
     return tuple(part.strip() for part in text.split("|") if part.strip())
 
 

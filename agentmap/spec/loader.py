@@ -13,7 +13,7 @@ from typing import Any
 from agentmap.spec.cells import CellError, edge_overrides, parse_context, parse_fields, parse_targets, split_pipes
 from agentmap.spec.columns import map_headers
 from agentmap.spec.formulas import formula_like
-from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow
+from agentmap.spec.models import GraphSpec, Issue, NodeSpec, Targets, Workflow, construct_checked
 from agentmap.spec.prompts import resolve_prompt
 from agentmap.spec.readers import Table, column_letter, read_tables
 
@@ -86,8 +86,16 @@ def _graph(
     """The graph of `nodes` (made as they were: already checked), sharing its table's column maps with the other
     graphs of the table (a file of 40,000 one-row graphs is not 40,000 copies of them)."""
     written, table, letters = shape
-    return GraphSpec.model_construct(
-        name=name, nodes=tuple(nodes), file=file, columns=written, sheet=table.sheet, letters=letters
+    return construct_checked(
+        GraphSpec,
+        {
+            "name": name,
+            "nodes": tuple(nodes),
+            "file": file,
+            "columns": written,
+            "sheet": table.sheet,
+            "letters": letters,
+        },
     )
 
 
@@ -140,15 +148,23 @@ def _read_rows(
     letters = {column: column_letter(position) for column, position in index.items()} if sheet else {}
     shape = (dict(written), table, letters)  # each graph of the table: its headers, table and column letters
 
+    columns = tuple(index.items())
     for line, row in table.rows:
+        width = len(row)
+        cells = {column: row[position].strip() if position < width else "" for column, position in columns}
+        if named_by_sheet and sheet is not None:
+            cells["GraphName"] = sheet
 
-        def cell(column: str, row: list[str] = row) -> str:
-            if column == "GraphName" and named_by_sheet and sheet is not None:
-                return sheet
-            position = index.get(column)
-            return row[position].strip() if position is not None and position < len(row) else ""
-
-        def report(column: str, code: str, message: str, fix: str, *, line: int = line, warning: bool = False) -> None:
+        def report(
+            column: str,
+            code: str,
+            message: str,
+            fix: str,
+            *,
+            line: int = line,
+            cells: Mapping[str, str] = cells,
+            warning: bool = False,
+        ) -> None:
             position = index.get(column)
             issues.append(
                 Issue(
@@ -159,14 +175,14 @@ def _read_rows(
                     file=file,
                     row=line,
                     column=written.get(column, column),
-                    graph=cell("GraphName") or None,
-                    node=cell("Node") or None,
+                    graph=cells.get("GraphName") or None,
+                    node=cells.get("Node") or None,
                     sheet=sheet,
                     cell=f"{column_letter(position)}{line}" if sheet is not None and position is not None else None,
                 )
             )
 
-        graph_name, node_name = cell("GraphName"), cell("Node")
+        graph_name, node_name = cells.get("GraphName", ""), cells.get("Node", "")
         if not graph_name or not node_name:
             missing = "GraphName" if not graph_name else "Node"
             report(
@@ -177,67 +193,71 @@ def _read_rows(
             )
             continue
 
-        fields: dict[str, Any] = {"name": node_name, "row": line}
-        fields.update(_node_fields(cell, report, written, base_dir, roots, prompts_dir))
-        graphs.setdefault(graph_name, []).append(NodeSpec.model_construct(**_with_defaults(fields)))
+        fields = _node_fields(cells, report, written, base_dir, roots, prompts_dir)
+        fields["name"] = node_name
+        fields["row"] = line
+        graphs.setdefault(graph_name, []).append(construct_checked(NodeSpec, _with_defaults(fields)))
         shapes.setdefault(graph_name, shape)
     return issues
 
 
 _DEFAULTS: dict[str, Any] = {
-    name: field.get_default(call_default_factory=True)
+    name: None if name == "name" else field.get_default(call_default_factory=True)
     for name, field in NodeSpec.model_fields.items()
-    if name != "name"
 }
+"""Every field of `NodeSpec` in its order, with its default (`name` is always given)."""
 
 
 def _node_fields(
-    cell: Callable[[str], str],
+    cells: Mapping[str, str],
     report: Callable[..., None],
     written: Mapping[str, str],
     base_dir: Path,
     roots: Sequence[Path],
     prompts_dir: Path | None,
 ) -> dict[str, Any]:
-    """A row's node fields parsed from its cells; each problem (or 0.9-spelling note) goes to `report`."""
+    """A row's node fields parsed from its cells (canonical column -> its text, stripped; a column the table lacks
+    is absent); each problem (or 0.9-spelling note) goes to `report`."""
+    cell = cells.get
     fields: dict[str, Any] = {}
     notes: list[CellError] = []
     try:
-        fields["context"] = parse_context(cell("Context"), notes)
+        fields["context"] = parse_context(cell("Context", ""), notes)
     except CellError as err:
         report("Context", err.code, err.message, err.fix)
     for note in notes:
         report("Context", note.code, note.message, note.fix, warning=True)
     for column, key, rename in (("Input_Fields", "inputs", True), ("Output_Field", "outputs", False)):
         try:
-            fields[key] = parse_fields(cell(column), allow_rename=rename)
+            fields[key] = parse_fields(cell(column, ""), allow_rename=rename)
         except CellError as err:
             report(column, err.code, err.message, err.fix)
     for column, key in (("Edge", "edge"), ("Success_Next", "success_next"), ("Failure_Next", "failure_next")):
         try:
-            targets: Targets | None = parse_targets(cell(column))
+            targets: Targets | None = parse_targets(cell(column, ""))
         except CellError as err:
             report(column, err.code, err.message, err.fix)
         else:
             fields[key] = targets
     for note in edge_overrides(fields, written):
         report("Edge", note.code, note.message, note.fix, warning=True)
-    prompt = cell("Prompt")
+    prompt = cell("Prompt", "")
     try:
         prompt = resolve_prompt(prompt, base_dir, roots, prompts_dir)
     except CellError as err:
         report("Prompt", err.code, err.message, err.fix)
     fields.update(
-        agent_type=cell("AgentType"),
+        agent_type=cell("AgentType", ""),
         prompt=prompt,
-        description=cell("Description"),
-        tool_source=cell("Tool_Source"),
-        available_tools=split_pipes(cell("Available_Tools")),
+        description=cell("Description", ""),
+        tool_source=cell("Tool_Source", ""),
+        available_tools=split_pipes(cell("Available_Tools", "")),
     )
     return fields
 
 
 def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """Every field of a node, in `NodeSpec`'s order: `fields`, else the field's default (a new `context` each)."""
     return {**_DEFAULTS, "context": {}, **fields}
 
 

@@ -7,7 +7,7 @@ parts round-trip through JSON (`model_dump_json` / `model_validate_json`).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,7 @@ __all__ = [
     "NodeSpec",
     "Targets",
     "Workflow",
+    "construct_checked",
     "sheet_location",
     "state_key",
 ]
@@ -45,6 +46,47 @@ def state_key(field: str, *, output: bool) -> str:
         left, _, right = field.partition("=")
         return (left if output else right).strip()
     return field.partition(":")[0].strip()
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_Value = TypeVar("_Value")
+
+
+class _found_once(cached_property[_Value]):  # a decorator, named as `cached_property` is
+    """`functools.cached_property` without the lock Python 3.11 takes on each first use (one lock for every
+    instance: a cost per graph for a file of 50,000 graphs). Two threads asking at once both work out the same
+    value; the models are frozen, so it is the same."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> _found_once[_Value]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> _Value: ...
+
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.attrname or self.func.__name__] = self.func(instance)
+        return value
+
+
+_CONFIG = ConfigDict(frozen=True, ignored_types=(_found_once,))
+
+
+def construct_checked(model: type[_Model], values: dict[str, Any]) -> _Model:
+    """What `model.model_construct(**values)` makes, for `values` naming every field of `model` in the order of its
+    fields, already checked (the reader's nodes and graphs): without `model_construct`'s walk over each field's
+    aliases and defaults on every call (a second for a file of 50,000 one-row graphs).
+
+    `values` becomes the instance's `__dict__` (the caller hands it over). Only for models with no private
+    attributes, no `model_post_init` and no extra fields (`NodeSpec`, `GraphSpec`).
+    """
+    instance = model.__new__(model)
+    object.__setattr__(instance, "__dict__", values)
+    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
 
 
 class FuncRef(BaseModel):
@@ -82,7 +124,7 @@ class NodeSpec(BaseModel):
         row: The line of the row in its file (1-based), when it came from a file.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = _CONFIG
 
     name: str
     agent_type: str = ""
@@ -110,6 +152,8 @@ class NodeSpec(BaseModel):
 
     def next_cells(self) -> list[tuple[str, Targets]]:
         """The non-empty next columns as `(canonical column, targets)` pairs."""
+        if self.edge is None and self.success_next is None and self.failure_next is None:  # a last node
+            return []
         cells: list[tuple[str, Targets | None]] = [
             ("Edge", self.edge),
             ("Success_Next", self.success_next),
@@ -121,7 +165,7 @@ class NodeSpec(BaseModel):
         """Every node this node may go to directly (router targets are unknown statically)."""
         return self.next_nodes
 
-    @cached_property
+    @_found_once
     def next_nodes(self) -> frozenset[str]:
         """`successors()`, found once (the checks of a graph follow each node's next nodes many times)."""
         return frozenset(name for _, t in self.next_cells() if isinstance(t, tuple) for name in t)
@@ -139,7 +183,7 @@ class GraphSpec(BaseModel):
         letters: Canonical column -> its letter in that sheet (`B`), for `flows.xlsx[Sheet]!B7` locations.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = _CONFIG
 
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -153,7 +197,7 @@ class GraphSpec(BaseModel):
         """The entry point: the first node."""
         return self.nodes[0].name
 
-    @cached_property
+    @_found_once
     def step_limit(self) -> int:
         """The most steps a run of this graph takes when its config sets no `recursion_limit`.
 
@@ -162,7 +206,7 @@ class GraphSpec(BaseModel):
         """
         return max(MIN_STEPS, STEPS_PER_NODE * len(self.nodes))
 
-    @cached_property
+    @_found_once
     def by_name(self) -> dict[str, NodeSpec]:
         """Nodes by name (the first of duplicates)."""
         found: dict[str, NodeSpec] = {}
@@ -170,7 +214,7 @@ class GraphSpec(BaseModel):
             found.setdefault(node.name, node)
         return found
 
-    @cached_property
+    @_found_once
     def handled_failures(self) -> frozenset[str]:
         """Nodes whose failure the workflow handles: their Failure_Next names a node or a `func:` router.
 
@@ -220,7 +264,7 @@ class Workflow(BaseModel):
         graphs: The graphs.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = _CONFIG
 
     file: str | None = None
     graphs: tuple[GraphSpec, ...] = ()
@@ -235,7 +279,7 @@ class Workflow(BaseModel):
         exact, folded = self._by_name
         return exact.get(name) or folded.get(name.casefold())
 
-    @cached_property
+    @_found_once
     def _by_name(self) -> tuple[dict[str, GraphSpec], dict[str, GraphSpec]]:
         """The graphs by name, and by case-folded name (the first of each), so that a lookup is not a search."""
         exact: dict[str, GraphSpec] = {}

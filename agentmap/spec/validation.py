@@ -7,6 +7,7 @@ through a predicate the caller passes in, so this module knows nothing of agents
 from __future__ import annotations
 
 import difflib
+import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 
@@ -23,7 +24,8 @@ REDUCED_KEYS = frozenset({"errors", "last_action_success", "graph_success", "mes
 """Keys with reducers, which parallel branches may write together (`messages`: a chat, appended to;
 `agentmap.agents.messages`)."""
 
-_RESERVED_CHARS = ("|", ":")
+_RESERVED = re.compile(r"[|:]")
+"""The characters a node name may not hold."""
 
 _BRANCH_VISITS = 200_000
 """Nodes the parallel-write check may reach from the fan-outs of one graph, in all (each branch walked on its own):
@@ -78,22 +80,31 @@ def check_graph(
         unknown_type_code: The code of the finding for an unknown type (`code-outside-roots` when the file that
             would declare it was refused).
     """
-    checker = _Checker(graph)
+    checker = _Checker(graph, calls)
     checker.names_and_types(known_type, unknown_type_message, unknown_type_fix, unknown_type_code)
     checker.routing()
     checker.parallel_writes()
-    checker.reachability(calls)
+    checker.reachability()
     checker.endless_loops()
-    checker.unset_inputs(calls)
+    checker.unset_inputs()
     return sorted(checker.issues, key=lambda i: (i.row or 0, i.severity != "error"))
 
 
 class _Checker:
-    def __init__(self, graph: GraphSpec) -> None:
+    def __init__(self, graph: GraphSpec, calls: Callable[[NodeSpec], Iterable[str]] = lambda node: ()) -> None:
         self.graph = graph
         self.nodes = graph.by_name
         self.issues: list[Issue] = []
         self.has_router = any(isinstance(t, FuncRef) for node in graph.nodes for _, t in node.next_cells())
+        self._calls = calls
+        self._called: dict[str, set[str]] | None = None
+
+    @property
+    def called(self) -> dict[str, set[str]]:
+        """The nodes each node calls by name (`check_graph`'s `calls`), asked once per node."""
+        if self._called is None:
+            self._called = {node.name: set(self._calls(node)) for node in self.graph.nodes}
+        return self._called
 
     def add(self, node: NodeSpec, column: str, code: str, message: str, fix: str, *, warning: bool = False) -> None:
         self.issues.append(
@@ -126,7 +137,7 @@ class _Checker:
                     f"node {node.name!r} is defined twice in graph {self.graph.name!r} (first on row {first.row})",
                     "rename one of the two rows, or delete the duplicate",
                 )
-            if any(c in node.name for c in _RESERVED_CHARS) or node.name in ("__start__", "__end__"):
+            if _RESERVED.search(node.name) or node.name in ("__start__", "__end__"):
                 self.add(
                     node,
                     "Node",
@@ -209,8 +220,8 @@ class _Checker:
                                 "join (a summary node reading both)",
                             )
 
-    def reachability(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
-        called = {node.name: set(calls(node)) for node in self.graph.nodes}
+    def reachability(self) -> None:
+        called = self.called
         for node in self.graph.nodes:
             for name in sorted(n for n in called[node.name] if n not in self.nodes):
                 close = nearest(name, self.nodes)
@@ -282,26 +293,27 @@ class _Checker:
                         warning=True,
                     )
 
-    def unset_inputs(self, calls: Callable[[NodeSpec], Iterable[str]]) -> None:
+    def unset_inputs(self) -> None:
         if not self.graph.nodes:
             return
         entry = self.nodes[self.graph.entry]
         provided = {state_key(f, output=False) for f in entry.inputs} | SYSTEM_KEYS
         if self.has_router:
             provided |= {state_key(f, output=True) for n in self.graph.nodes for f in n.outputs}
-        called = {node.name: set(calls(node)) for node in self.graph.nodes}
-        successors: dict[str, set[str]] = {}
-        writes: dict[str, set[str]] = {}
         reads: dict[str, set[str]] = {}
-        for node in self.graph.nodes:  # a called node runs after its caller
-            nexts = {n for n in node.successors() | called[node.name] if n in self.nodes}
-            successors.setdefault(node.name, set()).update(nexts)
-            writes.setdefault(node.name, set()).update(state_key(f, output=True) for f in node.outputs)
+        for node in self.graph.nodes:
             if node is not entry:
                 wanted = {state_key(f, output=False) for f in node.inputs} - provided
                 reads.setdefault(node.name, set()).update(wanted)
         if not any(reads.values()):  # nothing to look for (a graph of one node, say)
             return
+        called = self.called
+        successors: dict[str, set[str]] = {}
+        writes: dict[str, set[str]] = {}
+        for node in self.graph.nodes:  # a called node runs after its caller
+            nexts = {n for n in node.successors() | called[node.name] if n in self.nodes}
+            successors.setdefault(node.name, set()).update(nexts)
+            writes.setdefault(node.name, set()).update(state_key(f, output=True) for f in node.outputs)
         unset = unwritten(list(self.nodes), successors, writes, reads)
         for node in self.graph.nodes:
             if node is entry:

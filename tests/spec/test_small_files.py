@@ -8,6 +8,7 @@ generous margin, or bound the memory a validation allocates (tracemalloc): none 
 
 from __future__ import annotations
 
+import gc
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from workbooks import far_cell_workbook, hand_workbook, text_cell
 
 import agentmap
 from agentmap.spec import readers
+from agentmap.spec.models import NodeSpec
 
 MB = 1_000_000
 
@@ -91,6 +93,53 @@ def test_what_each_node_may_read_is_found_in_time_that_grows_with_the_file(tmp_p
     assert agentmap.validate(small) == [] and agentmap.validate(large) == []
     ratio = _fastest(lambda: agentmap.validate(large)) / _fastest(lambda: agentmap.validate(small))
     assert ratio < 12  # 4 times the rows: about 4 times the time (before: a pass over the graph per node, ~64 times)
+
+
+def test_what_a_validation_read_is_freed_when_it_returns_not_at_a_later_garbage_collection(tmp_path: Path) -> None:
+    rows = ["GraphName,Node,AgentType,Context"] + [f"G{i},n,echo," for i in range(300)]
+    path = tmp_path / "graphs.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()  # only what nothing refers to any more is freed
+    try:
+        assert agentmap.validate(path) == []
+        kept = [o for o in gc.get_objects() if isinstance(o, NodeSpec)]
+    finally:
+        if was:
+            gc.enable()
+    # before: 300 (the options of the validation and its custom agents overlay referred to each other, and the
+    # options held the workflow: every graph of the file stayed until a full collection, which then walked them)
+    assert len(kept) == 0
+
+
+def test_the_collector_is_paused_while_a_file_is_validated_and_left_as_it_was(tmp_path: Path) -> None:
+    rows = ["GraphName,Node,AgentType,Context"] + [f"G{i},n,echo," for i in range(50)]
+    path = tmp_path / "graphs.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    seen: list[int] = []
+
+    def collected(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    assert agentmap.validate(path) == []  # what validating imports is imported
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.callbacks.append(collected)
+    try:
+        gc.enable()
+        gc.collect()
+        seen.clear()
+        gc.set_threshold(1)  # on, the collector would run at each object made
+        assert agentmap.validate(path) == []
+        assert len(seen) < 10 and gc.isenabled()  # a few on the way in and out; before: thousands
+        gc.disable()
+        assert agentmap.validate(path) == [] and not gc.isenabled()  # left off when it was off
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(collected)
+        if was:
+            gc.enable()
 
 
 def test_a_graph_of_many_fan_outs_is_checked_within_a_bound_and_says_so(tmp_path: Path) -> None:

@@ -72,3 +72,29 @@ def test_issue_location_and_text() -> None:
     assert str(issue) == "f.csv:3:next: error[unknown-target]: bad -> fix it"
     assert Issue(severity="warning", code="c", message="m").where == "<workflow>"
     assert Issue(severity="warning", code="c", message="m", file="f.csv", column="Node").where == "f.csv:Node"
+
+
+def test_the_nodes_and_graphs_read_are_what_model_construct_makes(write_csv: WriteCsv) -> None:
+    path = write_csv(
+        """
+        GraphName,Node,AgentType,Context,Input_Fields,Output_Field,Edge
+        G,A,echo,"{""k"": [1, 2]}",x,out,B
+        G,B,echo,,out,,
+        """
+    )
+    workflow, _ = read_workflow(path)
+    graph = workflow.graphs[0]
+    made: list[tuple[GraphSpec | NodeSpec, GraphSpec | NodeSpec]] = [
+        (graph, GraphSpec.model_construct(**{name: getattr(graph, name) for name in GraphSpec.model_fields}))
+    ]
+    made += [
+        (node, NodeSpec.model_construct(**{name: getattr(node, name) for name in NodeSpec.model_fields}))
+        for node in graph.nodes
+    ]
+    for read, constructed in made:
+        assert read == constructed and repr(read) == repr(constructed)
+        assert read.model_fields_set == constructed.model_fields_set
+        assert read.model_dump() == constructed.model_dump()
+        assert read.model_copy(update={"name": "Z"}).name == "Z" and read.name != "Z"
+    with pytest.raises(ValidationError):
+        graph.nodes[0].name = "Z"  # still frozen
