@@ -19,7 +19,8 @@ polled or collected, while rows go on), then runs the same command until it exit
 * rows without the answers their calls got (missing, failed, or holding another answer);
 * runs not finished after 10 reruns.
 
-Run: `python bench/llm_batch_kills.py [--rows 10000] [--trials 50] [--seed 1] [--job-seconds 1] [--poll 0.2]`
+Run: `python bench/llm_batch_kills.py [--rows 10000] [--trials 50] [--seed 1] [--job-seconds 1] [--poll 0.2]
+[--span SECONDS]`
 (also `python bench/llm_batch.py --only kills --kill-rows N --trials N`).
 """
 
@@ -64,15 +65,19 @@ def whole_run(rows: int, job_seconds: float, poll: float) -> float:
     return seconds
 
 
-def run(rows: int, trials: int, seed: int, job_seconds: float, poll: float) -> int:
-    """The trials; prints each and the totals; the number of bad outcomes."""
+def run(rows: int, trials: int, seed: int, job_seconds: float, poll: float, span: float | None = None) -> int:
+    """The trials (kills drawn in [0, `span`]; None: a whole run timed first); prints each and the totals; the
+    number of bad outcomes."""
     print(
         f"kill -9 trials of `agentmap {' '.join(BATCH)} --llm-batch-poll {poll:g}`: {rows} rows x 2 LLM nodes "
         f"(OpenAI, then Anthropic), {trials} trials, seed {seed}, jobs answered {job_seconds:g} s after creation",
         flush=True,
     )
-    span = whole_run(rows, job_seconds, poll)
-    print(f"  a whole run without a kill: {span:.1f} s; kills drawn uniformly in [0, span]", flush=True)
+    if span is None:
+        span = whole_run(rows, job_seconds, poll)
+        print(f"  a whole run without a kill: {span:.1f} s; kills drawn uniformly in [0, span]", flush=True)
+    else:
+        print(f"  kills drawn uniformly in [0, {span:g}] s (--span)", flush=True)
     rng = random.Random(seed)
     totals: collections.Counter[str] = collections.Counter()
     seconds = []
@@ -110,8 +115,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--job-seconds", type=float, default=1.0)
     parser.add_argument("--poll", type=float, default=0.2)
+    parser.add_argument("--span", type=float, default=None, help="seconds to draw kills in (default: a whole run's)")
     args = parser.parse_args()
-    sys.exit(1 if run(args.rows, args.trials, args.seed, args.job_seconds, args.poll) else 0)
+    sys.exit(1 if run(args.rows, args.trials, args.seed, args.job_seconds, args.poll, args.span) else 0)
 
 
 if __name__ == "__main__":
