@@ -21,7 +21,12 @@
    around each batch; the batch's own CPU per call is (llm-batch - sync+ckpt) / calls: the journal's queued
    entries, grouping, the JSONL files, polling, the answers written and replayed.
 
-Run: `python bench/llm_batch.py [--rows N] [--concurrency N] [--repeat N] [--rows2 N] [--repeat2 N]`.
+3. Kill -9 at random moments (target: 0 calls billed twice, every row with its calls' answers, in 50 trials of a
+   10,000-row run): `--only kills` runs bench/llm_batch_kills.py's trials, `--kill-rows` rows (default 10,000),
+   `--trials` trials (default 50); not part of a run without `--only`.
+
+Run: `python bench/llm_batch.py [--rows N] [--concurrency N] [--repeat N] [--rows2 N] [--repeat2 N]
+[--only caching|jobs|kills] [--kill-rows N] [--trials N] [--seed N]`.
 """
 
 from __future__ import annotations
@@ -202,8 +207,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--rows2", type=int, default=1000)
     parser.add_argument("--repeat2", type=int, default=3)
-    parser.add_argument("--only", choices=("caching", "jobs"), default=None)
+    parser.add_argument("--only", choices=("caching", "jobs", "kills"), default=None)
+    parser.add_argument("--kill-rows", type=int, default=10_000)
+    parser.add_argument("--trials", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.only == "kills":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from llm_batch_kills import run
+
+        sys.exit(1 if run(args.kill_rows, args.trials, args.seed, job_seconds=1.0, poll=0.2) else 0)
     os.environ["ANTHROPIC_API_KEY"] = "sk-ant-bench"  # the local test server takes any key; no real one is sent
     os.environ["OPENAI_API_KEY"] = "sk-bench"
     if args.only != "jobs":

@@ -189,6 +189,10 @@ async def journaled(
         BatchCallFailed: The provider's batch job did not answer the call (and failed requests are not retried).
     """
     plan = _plan(kind, name, request, idempotent, (encode, decode, done), queue)
+    if isinstance(plan, _Queue):
+        if plan.where.checkpoint is not None:
+            await await_saved(plan.where.checkpoint, *_store_check(plan.where))
+        plan = plan.put()
     if not isinstance(plan, _Call):
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
@@ -219,6 +223,10 @@ def journaled_sync(
 ) -> T:
     """The synchronous twin of `journaled`."""
     plan = _plan(kind, name, request, idempotent, (encode, decode, None), queue)
+    if isinstance(plan, _Queue):
+        if plan.where.checkpoint is not None:
+            wait_saved(plan.where.checkpoint, *_store_check(plan.where))
+        plan = plan.put()
     if not isinstance(plan, _Call):
         return plan.value  # type: ignore[no-any-return]
     if plan.where is None:
@@ -238,6 +246,25 @@ def journaled_sync(
 @dataclass
 class _Replay:
     value: Any
+
+
+@dataclass
+class _Queue:
+    """A model call to journal `queued` for a provider batch job, once its step's checkpoint is saved (as a call
+    made is: journaled before, a kill would leave an entry that a rerun, starting from an earlier checkpoint with
+    another task id, never reads, and the batch would send it beside the rerun's own)."""
+
+    where: _Where
+    meta: tuple[str, str, str]
+    queued: Queued
+    idempotent: bool
+
+    def put(self) -> _Call:
+        """Journal the call `queued` and pause the run until the batch writes its answer (a pause answered
+        otherwise: the call is made as usual)."""
+        _put(self.where, self.meta, "queued", self.queued.to_dict(), time.time(), None)
+        _wait(self.where, self.meta[1])
+        return _Call(self.where, self.meta, self.idempotent)
 
 
 @dataclass
@@ -269,9 +296,9 @@ def _plan(
     idempotent: bool,
     codecs: tuple[Any, Any, Any],
     queue: Callable[[], Queued | None] | None = None,
-) -> _Replay | _Call:
-    """Replay the journaled response, or say how to make the call (asking first when it is in doubt; queueing it
-    for a provider batch job when the run batches its model calls)."""
+) -> _Replay | _Call | _Queue:
+    """Replay the journaled response, or say how to make the call (asking first when it is in doubt), or to queue it
+    for a provider batch job when the run batches its model calls."""
     encode, decode, done = codecs
     where = _where()
     if where is None:
@@ -309,8 +336,7 @@ def _plan(
     if batching and queue is not None:
         queued = queue()
         if queued is not None:
-            _put(where, meta, "queued", queued.to_dict(), time.time(), None)
-            _wait(where, name)
+            return _Queue(where, meta, queued, idempotent)
     return _Call(where, meta, idempotent)
 
 

@@ -148,3 +148,45 @@ def test_with_exit_durability_a_call_waits_for_nothing(charge: Path, waits: Call
     gate.opened.set()
     thread.join(scaled(30))
     assert not thread.is_alive() and outcome[0].state["result"] == "charged 1", outcome
+
+
+def test_a_model_call_for_a_provider_batch_job_is_queued_only_once_its_steps_checkpoint_is_saved(
+    tmp_path: Path, waits: Callable[[], bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentmap batch --llm-batch`: a call queued before its step's checkpoint is saved, then a kill, would leave an
+    entry a rerun (from an earlier checkpoint: another task id) never reads, sent in a job beside the rerun's own
+    and billed twice (bench/llm_batch_kills.py found it). The row runs with the batch's mode in its config."""
+    import csv
+    import json
+
+    from agentmap.agents.journal import queued_calls
+    from agentmap.agents.llm_batch import MODE_KEY
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")
+    context = json.dumps({"model": "openai:gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1"})  # never called
+    flow = tmp_path / "flow.csv"
+    with flow.open("w", newline="") as handle:
+        csv.writer(handle).writerows(
+            [
+                ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field"],
+                ["g", "A", "llm", "say {topic}", context, "topic", "a"],
+            ]
+        )
+    saver = _saver("agentmap", tmp_path)
+    gate = Gate(saver, tmp_path / "effects.txt")
+    app = agentmap.compile(flow, checkpointer=saver)
+    outcome: list[Any] = []
+
+    def run() -> None:
+        outcome.append(app.invoke({"topic": "tea"}, {"configurable": {"thread_id": "t", MODE_KEY: "on"}}))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    _until(lambda: waits() or queued_calls(saver), "the node waiting for its step's checkpoint, or its call queued")
+    assert gate.entered.is_set() and queued_calls(saver) == []  # the save is held: nothing queued yet
+    gate.opened.set()
+    thread.join(scaled(30))
+    assert not thread.is_alive() and outcome
+    assert "waits for a provider batch job" in str(outcome[0].interrupts)  # the run paused
+    (call,) = queued_calls(saver)
+    assert call.key.thread_id == "t" and call.key.node == "A"

@@ -16,10 +16,13 @@ file; Anthropic: results `expired`); `hold`: stays `in_progress`; `("fail", k)`:
 `billed` counts each request answered (what the provider bills); `custom_ids` every custom id submitted.
 `hold_create` (an event), when set on the OpenAI server, makes it take a new job, set `created`, then hold its
 answer until the event is set: a client killed meanwhile never heard of a job the provider has.
+`answer_after` (seconds, default 0) keeps every job `in_progress` that long after its creation, as a provider
+takes its time. A job is answered once even when two clients poll it at the same moment.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -44,6 +47,9 @@ class _Jobs:
         self.files: dict[str, str] = {}
         self.billed = 0
         self.custom_ids: list[str] = []
+        self.answer_after = 0.0
+        self._answering = threading.Lock()
+        self._numbers = itertools.count(1)
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         stub: Any = self
@@ -55,7 +61,7 @@ class _Jobs:
 
     def _new_job(self, requests: list[tuple[str, dict[str, Any]]], metadata: dict[str, Any]) -> dict[str, Any]:
         plan = self.plans.popleft() if self.plans else "complete"
-        number = len(self.jobs) + 1
+        number = next(self._numbers)  # two jobs created at the same moment get two numbers
         job = {"number": number, "requests": requests, "plan": plan, "status": "in_progress", "lines": [],
                "metadata": metadata, "created": time.time()}  # fmt: skip
         self.custom_ids.extend(cid for cid, _ in requests)
@@ -63,8 +69,12 @@ class _Jobs:
 
     def _run(self, job: dict[str, Any]) -> None:
         """Answer a job's requests as its plan says (once)."""
+        with self._answering:
+            self._run_once(job)
+
+    def _run_once(self, job: dict[str, Any]) -> None:
         plan = job["plan"]
-        if job["status"] != "in_progress" or plan == "hold":
+        if job["status"] != "in_progress" or plan == "hold" or time.time() - job["created"] < self.answer_after:
             return
         kind, k = plan if isinstance(plan, tuple) else (plan, None)
         lines: list[Any] = []

@@ -6,13 +6,17 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import forked
 import pytest
 from batch_stub import OpenAIBatchStub
+from llm_batch_trials import Servers, trial
 from openai_stub import Reply, text
 from timing import scaled, until
 
@@ -77,3 +81,29 @@ def test_killed_then_run_again_bills_each_call_once(tmp_path: Path, moment: str)
         rows = list(csv.DictReader(handle))
     assert [r["success"] for r in rows] == ["true"] * ROWS
     assert all(f"<SAY T{i}>" in r["b"] for i, r in enumerate(rows))
+
+
+def test_killed_at_random_moments_no_call_is_billed_twice_and_rows_hold_their_answers(tmp_path: Path) -> None:
+    """The small version of bench/llm_batch_kills.py: a whole run timed, then kills drawn across its span."""
+    rows, poll = 40, 0.05
+
+    def start(args: Sequence[str], folder: Path, env: dict[str, str]) -> forked.Forked:
+        return forked.start(*args, cwd=folder, env=env)
+
+    def run(args: Sequence[str], folder: Path, env: dict[str, str]) -> tuple[int, str]:
+        code, _, err = forked.run(*args, cwd=folder, env=env)
+        return code, err
+
+    def one(folder: Path, delay: float) -> dict[str, Any]:
+        folder.mkdir()
+        with Servers(rows, job_seconds=0.3) as servers:
+            return trial(servers, folder, delay, poll, start, run)
+
+    whole = one(tmp_path / "whole", scaled(120))  # killed only if it has not ended by then
+    assert not whole["killed"], "a whole run did not end in time"
+    assert whole["jobs"] == 2 and whole["calls_in_jobs"] == 2 * rows and whole["wrong_rows"] == 0
+    rng = random.Random(42)
+    for n in range(3):
+        found = one(tmp_path / f"trial{n}", rng.uniform(0.0, whole["seconds"]))
+        assert found["unfinished"] == 0, found["error"]
+        assert (found["billed_twice"], found["sync_calls"], found["wrong_rows"]) == (0, 0, 0), found

@@ -1,0 +1,124 @@
+"""Kill -9 at random moments of an `agentmap batch --llm-batch` run, then the same command until it finishes: no
+call is billed twice and every row ends with the answers its calls got (issue 42's target: 0 in 50 trials of a
+10,000-row run).
+
+The workflow, servers and accounting are tests/llm/llm_batch_trials.py's: two LLM nodes, A
+(`openai:gpt-4o-mini`) then B on A's answer (`anthropic:claude-sonnet-4-5`), served in this process by the test
+servers that speak OpenAI's Files + Batches and Anthropic's Message Batches, each answer unique and recorded. A job
+stays `in_progress` for `--job-seconds` after it is created, so a run spends time polling too.
+
+First one whole run without a kill is timed (its span; the machine's load changes it, so a trial whose run ended
+before its kill gives the span from then on). Each trial, on fresh servers and in a fresh folder, starts
+`python -m agentmap batch flow.csv -i rows.csv -o out.csv --llm-batch --id-column id --llm-batch-poll P`, sends it
+SIGKILL after a delay drawn uniformly from [0, span] (while rows run to their calls, while a job is submitted,
+polled or collected, while rows go on), then runs the same command until it exits 0, and counts (targets 0):
+
+* calls billed twice: a node's request in two jobs the providers took (they bill every request of every job),
+  or answered twice;
+* calls sent outside a job (to the chat endpoints);
+* rows without the answers their calls got (missing, failed, or holding another answer);
+* runs not finished after 10 reruns.
+
+Run: `python bench/llm_batch_kills.py [--rows 10000] [--trials 50] [--seed 1] [--job-seconds 1] [--poll 0.2]
+[--span SECONDS]`
+(also `python bench/llm_batch.py --only kills --kill-rows N --trials N`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests" / d) for d in ("llm", ".")]
+
+from llm_batch_trials import BATCH, Servers, trial  # noqa: E402
+
+COUNTED = ("billed_twice", "sync_calls", "wrong_rows", "unfinished")
+
+
+def _start(args: Sequence[str], folder: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    out = subprocess.DEVNULL
+    return subprocess.Popen([sys.executable, "-m", "agentmap", *args], cwd=folder, env=env, stdout=out, stderr=out)
+
+
+def _run(args: Sequence[str], folder: Path, env: dict[str, str]) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentmap", *args], cwd=folder, env=env, capture_output=True, text=True
+    )
+    return done.returncode, done.stderr
+
+
+def whole_run(rows: int, job_seconds: float, poll: float) -> float:
+    """Seconds one run takes without a kill (checked as a trial is)."""
+    with Servers(rows, job_seconds) as servers, tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        found = trial(servers, Path(tmp), float("inf"), poll, _start, _run)
+        seconds = time.perf_counter() - started
+    assert not found["killed"] and not any(found[k] for k in COUNTED), found
+    return seconds
+
+
+def run(rows: int, trials: int, seed: int, job_seconds: float, poll: float, span: float | None = None) -> int:
+    """The trials (kills drawn in [0, `span`]; None: a whole run timed first); prints each and the totals; the
+    number of bad outcomes."""
+    print(
+        f"kill -9 trials of `agentmap {' '.join(BATCH)} --llm-batch-poll {poll:g}`: {rows} rows x 2 LLM nodes "
+        f"(OpenAI, then Anthropic), {trials} trials, seed {seed}, jobs answered {job_seconds:g} s after creation",
+        flush=True,
+    )
+    if span is None:
+        span = whole_run(rows, job_seconds, poll)
+        print(f"  a whole run without a kill: {span:.1f} s; kills drawn uniformly in [0, span]", flush=True)
+    else:
+        print(f"  kills drawn uniformly in [0, {span:g}] s (--span)", flush=True)
+    rng = random.Random(seed)
+    totals: collections.Counter[str] = collections.Counter()
+    seconds = []
+    for n in range(trials):
+        delay = rng.uniform(0.0, span)
+        with Servers(rows, job_seconds) as servers, tempfile.TemporaryDirectory() as tmp:
+            found = trial(servers, Path(tmp), delay, poll, _start, _run)
+        seconds.append(found["seconds"])
+        if not found["killed"]:
+            span = found["seconds"]
+        for key in (*COUNTED, "killed", "reruns"):
+            totals[key] += found[key]
+        print(
+            f"  trial {n + 1}: kill at {delay:.2f} s ({found['moment']}); {found['reruns']} rerun(s); "
+            f"{found['jobs']} jobs, {found['calls_in_jobs']} calls in them (of {2 * rows}); billed twice "
+            f"{found['billed_twice']}, outside a job {found['sync_calls']}, wrong rows {found['wrong_rows']}, "
+            f"unfinished {found['unfinished']} {found['error']} ({found['seconds']:.1f} s)",
+            flush=True,
+        )
+    bad = sum(totals[k] for k in COUNTED)
+    each = sum(seconds) / max(1, trials)
+    print(f"{trials} trials of {rows} rows ({totals['killed']} killed before their end; {each:.1f} s per trial):")
+    print(f"  calls billed twice: {totals['billed_twice']}")
+    print(f"  calls sent outside a job: {totals['sync_calls']}")
+    print(f"  rows without the answers their calls got: {totals['wrong_rows']}")
+    print(f"  runs not finished: {totals['unfinished']}")
+    print("OK" if bad == 0 else f"FAILED: {bad}")
+    return bad
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--trials", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--job-seconds", type=float, default=1.0)
+    parser.add_argument("--poll", type=float, default=0.2)
+    parser.add_argument("--span", type=float, default=None, help="seconds to draw kills in (default: a whole run's)")
+    args = parser.parse_args()
+    sys.exit(1 if run(args.rows, args.trials, args.seed, args.job_seconds, args.poll, args.span) else 0)
+
+
+if __name__ == "__main__":
+    main()
