@@ -26,7 +26,6 @@ from typing import Any
 import components
 import httpx
 import pytest
-from components import find_executable, require
 from server_helpers import serving
 from timing import scaled
 
@@ -98,13 +97,8 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = find_executable("chromium") or find_executable("chromium-browser")
-    require(chromium is not None, "no chromium found: apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+    with components.chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _signed_in(browser: Any, origin: str, url: str, token: str) -> Any:
