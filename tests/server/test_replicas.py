@@ -355,22 +355,19 @@ def _handed_back_before_its_next_step(project: Path, postgres_url: str, run_id: 
     run before its next step and hands it back to the queue (asserted), then let the row go."""
     import psycopg
 
-    # the heartbeat's renewal waits for the row; a second wait is the replica handing the run back
+    # the heartbeat's renewal waits for the row, and so may the run's events (their key refers to it); the replica
+    # handing the run back is the statement that waits to clear the row's owner (`RunRows.release`)
     handing_back = (
-        "SELECT count(*) >= 2 AS yes FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')"
+        "SELECT count(*) > 0 AS yes FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND query LIKE '%SET owner = NULL, lease_until = 0,%'"
     )
-    with psycopg.connect(postgres_url, autocommit=True) as held:
+    # asked on a connection of its own: a transaction sees one snapshot of the server's activity
+    with psycopg.connect(postgres_url, autocommit=True) as held, psycopg.connect(postgres_url, autocommit=True) as ask:
         until(lambda: "start One" in _steps(project), 60, "the run never started")
         held.execute("BEGIN")
         held.execute("SELECT 1 FROM agentmap_runs WHERE run_id = %s FOR UPDATE", (run_id,))
-        # held for longer than the replica's lease (2 s, its own clock: not scaled), so no renewal sent before the
-        # row was taken can still count: two waiters then are a renewal and the hand-back, not any two writes
-        taken = time.monotonic()
         until(
-            lambda: (
-                (time.monotonic() - taken > 2.5 and held.execute(handing_back).fetchone() == (True,))
-                or "start Three" in _steps(project)
-            ),
+            lambda: ask.execute(handing_back).fetchone() == (True,) or "start Three" in _steps(project),
             60,
             "the replica neither handed the run back nor went on",
         )
