@@ -6,11 +6,14 @@ whose `.ci/run` installs every component, fails instead, so a missing install st
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +83,19 @@ def npm_installed(package: Path, folder: Path, what: str, files: tuple[str, ...]
     )
     require(done.returncode == 0, f"npm ci could not install {what}: {done.stderr[-500:]}")
     return folder
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def static_origin(folder: Path) -> Iterator[str]:
+    """`folder`'s files served on 127.0.0.1 (a web page's own origin, another than the server it talks to)."""
+    http = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{http.server_address[1]}"
+    finally:
+        http.shutdown()

@@ -12,14 +12,11 @@ buttons, and finds their thread in the UI's history; another user's history does
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -83,16 +80,8 @@ def app_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def app_origin(app_folder: Path) -> Iterator[str]:
     """The app's own web server (another origin than the agent's), on 127.0.0.1."""
-    handler = functools.partial(_Quiet, directory=str(app_folder))
-    http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{http.server_address[1]}"
-    http.shutdown()
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    with components.static_origin(app_folder) as origin:
+        yield origin
 
 
 @pytest.fixture(scope="module")

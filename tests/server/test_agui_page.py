@@ -9,13 +9,10 @@ in a browser, across origins (`--cors-origin`), with the server's key, against t
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +58,8 @@ def page_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def page_origin(page_folder: Path) -> Iterator[str]:
     """The page's own web server (another origin than the agent's), on 127.0.0.1."""
-    handler = functools.partial(_Quiet, directory=str(page_folder))
-    http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{http.server_address[1]}"
-    http.shutdown()
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    with components.static_origin(page_folder) as origin:
+        yield origin
 
 
 @pytest.fixture(scope="module")
