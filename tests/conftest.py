@@ -363,3 +363,13 @@ def charge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     monkeypatch.setenv("EFFECTS", str(tmp_path / "effects.txt"))
     return tmp_path / "charge.csv"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium for a module's page tests, each opening its own page (`components.chromium`; a module
+    needing other launch arguments defines its own)."""
+    from components import chromium
+
+    with chromium() as launched:
+        yield launched

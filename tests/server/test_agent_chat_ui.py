@@ -84,12 +84,6 @@ def app_origin(app_folder: Path) -> Iterator[str]:
         yield origin
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with components.chromium() as launched:
-        yield launched
-
-
 def _signed_in(browser: Any, origin: str, url: str, token: str) -> Any:
     """A page of a fresh browser profile, signed in through the UI's form; the history panel open."""
     page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()

@@ -62,12 +62,6 @@ def page_origin(page_folder: Path) -> Iterator[str]:
         yield origin
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with components.chromium() as launched:
-        yield launched
-
-
 def _state(page: Any, *states: str) -> str:
     """Wait until the page is in one of `states`; the one it is in."""
     shown = " || ".join(f"document.body.dataset.state === '{s}'" for s in states)

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from components import chromium
 from server_helpers import GRAPHS, make_project, serving
 from timing import scaled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless chromium for the module's tests (each opens its own page)."""
-    with chromium() as launched:
-        yield launched
 
 
 def _open(browser: Any, url: str, graph: str) -> tuple[Any, list[str]]:
