@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 __all__ = [
@@ -91,22 +91,18 @@ def saver_kind(saver: Any) -> str | None:
 
 def saver_sql(saver: Any, create: Create) -> Execute | None:
     """How to run SQL in `saver`'s database (SQLite or PostgreSQL), `create` run once first; None for others."""
-    kind = saver_kind(saver)
-    if kind == "sqlite":
-        return sqlite_sql(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
-    if kind == "postgres":
-        return postgres_sql(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
-    return None
+    return _for_saver(saver, create, {"sqlite": sqlite_sql, "postgres": postgres_sql})
 
 
 def saver_sql_many(saver: Any, create: Create) -> ExecuteMany | None:
     """How to run several statements in one transaction in `saver`'s database (see `saver_sql`)."""
-    kind = saver_kind(saver)
-    if kind == "sqlite":
-        return sqlite_sql_many(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
-    if kind == "postgres":
-        return postgres_sql_many(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
-    return None
+    return _for_saver(saver, create, {"sqlite": sqlite_sql_many, "postgres": postgres_sql_many})
+
+
+def _for_saver(saver: Any, create: Create, makers: Mapping[str, Callable[..., T]]) -> T | None:
+    """What `makers` makes for `saver`'s kind of database from its connection, lock and tables made; None for others."""
+    maker = makers.get(saver_kind(saver) or "")
+    return None if maker is None else maker(saver.conn, saver.lock, kept_beside(saver, "made", dict), create)
 
 
 def _made_sqlite(conn: sqlite3.Connection, marks: MutableMapping[Any, Any], create: Create) -> None:
