@@ -40,19 +40,30 @@ def browser() -> Iterator[Any]:
 
 @contextmanager
 def studio_page(
-    browser: Any, target: Path, file: str | None = None, *, config: Any = None, url: str | None = None
+    browser: Any,
+    target: Path,
+    file: str | None = None,
+    *,
+    config: Any = None,
+    url: str | None = None,
+    init_script: str | None = None,
 ) -> Iterator[Any]:
     """A page of the studio of `target` (or of `config`, already served at `url`), opened at the address
-    `agentmap studio` prints: the file, and the token at the end."""
+    `agentmap studio` prints: the file, and the token at the end (`init_script` runs before the page's own)."""
     from agentmap.studio import StudioConfig, background
 
     if config is None or url is None:
         checkpoint = str((target if target.is_dir() else target.parent) / "studio.db")
         config = StudioConfig(target=target, checkpoint=checkpoint)
-        with background(config) as url, studio_page(browser, target, file, config=config, url=url) as page:
+        with (
+            background(config) as url,
+            studio_page(browser, target, file, config=config, url=url, init_script=init_script) as page,
+        ):
             yield page
         return
     page = browser.new_page(viewport={"width": 1400, "height": 900})
+    if init_script:
+        page.add_init_script(init_script)
     page.goto(url + f"?file={file or target.name}&token={config.token}")
     page.get_by_role("grid").wait_for()
     page.wait_for_function("Number(document.body.dataset.checks) >= 1")
@@ -384,9 +395,56 @@ def test_a_run_lights_its_nodes_in_order_and_a_paused_node_takes_its_answer(brow
         page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
         assert "Approved: True" in page.get_by_role("region", name="Final state").inner_text()
         earlier = page.get_by_role("list", name="Earlier runs").get_by_role("button")
-        earlier.first.wait_for()
+        # the list is asked for again once the run ends; until its answer comes it shows the run paused
+        page.wait_for_function(
+            "$('threads').textContent.includes(' · done · ')", timeout=scaled(10_000)
+        )  # as `agentmap threads` says it, not the protocol's `idle`
         assert earlier.count() == 1
-        assert " · done · " in earlier.first.inner_text()  # as `agentmap threads` says it, not the protocol's `idle`
+
+
+# counts the answers the page has read from /server/threads/search, once its own code has had them
+COUNT_SEARCHES = """
+window.searchesRead = 0;
+const pageFetch = window.fetch;
+window.fetch = async (url, init) => {
+  const response = await pageFetch(url, init);
+  if (!String(url).endsWith("/threads/search")) return response;
+  const json = response.json.bind(response);
+  response.json = async () => { const data = await json(); window.searchesRead += 1; return data; };
+  return response;
+};
+"""
+
+
+def test_an_earlier_runs_list_answered_late_does_not_replace_a_newer_one(browser: Any, tmp_path: Path) -> None:
+    (tmp_path / "publish.csv").write_text(HUMAN, encoding="utf-8")
+    held: list[tuple[Any, Any]] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:  # the list asked for when the run paused: answered now, delivered after the run ended
+            held.append((route, route.fetch()))
+
+    with studio_page(browser, tmp_path, file="publish.csv", init_script=COUNT_SEARCHES) as page:
+        page.wait_for_function("document.body.dataset.runReady === 'Publish'", timeout=scaled(20_000))
+        page.route("**/server/threads/search", hold_the_first)  # the list asked for on opening is on its way
+        page.get_by_role("textbox", name="topic").fill("owls")
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'paused'", timeout=scaled(20_000))
+        form = page.get_by_role("form", name="Answer the paused node")
+        form.get_by_role("textbox", name="Answer").fill("yes")
+        form.get_by_role("button", name="Answer").click()
+        page.wait_for_function("document.body.dataset.runStatus === 'succeeded'", timeout=scaled(20_000))
+        page.wait_for_function("$('threads').textContent.includes(' · done · ')", timeout=scaled(10_000))
+        assert len(held) == 1
+        read = page.evaluate("window.searchesRead")
+        route, answer = held[0]
+        assert '"interrupted"' in answer.text()  # the late answer says the thread is paused...
+        route.fulfill(response=answer)
+        page.wait_for_function(f"window.searchesRead > {read}", timeout=scaled(10_000))
+        listed = page.get_by_role("list", name="Earlier runs").get_by_role("button").all_inner_texts()
+        assert len(listed) == 1 and " · done · " in listed[0], listed  # ...and is not shown over the newer one
 
 
 def test_a_workbook_opens_a_tab_per_sheet_and_saves_keeping_other_sheets_and_formatting(

@@ -748,6 +748,15 @@ async function poll() {
 const SERVER = "/server";
 const R = { assistant: null, thread: null, nodes: new Map(), state: {}, inputs: {}, order: [], ended: false };
 
+// the lists below are asked for again after every run; their answers can arrive out of order (a list asked for
+// when a run paused can come back after the one asked for when its answer ended it): only the newest is shown
+const lastAsked = { threads: 0, checkpoints: 0 };
+async function newest(list, call) {
+  const mine = ++lastAsked[list];
+  const found = await call();
+  return mine === lastAsked[list] ? found : null;
+}
+
 async function serverCall(method, path, body) {
   const init = { method, headers: credentials({ "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
@@ -962,7 +971,8 @@ async function go(body) {
 async function listCheckpoints() {
   if (!R.thread) return;
   try {
-    const history = await serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 });
+    const history = await newest("checkpoints", () => serverCall("POST", `/threads/${encodeURIComponent(R.thread)}/history`, { limit: 100 }));
+    if (!history) return;
     const byId = new Map(history.map((s) => [s.checkpoint.checkpoint_id, s]));
     const branch = [];
     for (let s = history[0]; s; s = byId.get((s.parent_checkpoint || {}).checkpoint_id)) branch.push(s);
@@ -1006,7 +1016,8 @@ async function fork(checkpointId) {
 async function listThreads() {
   if (!R.assistant) return;
   try {
-    const found = await serverCall("POST", "/threads/search", { metadata: { graph_id: R.assistant.graph_id }, limit: 20 });
+    const found = await newest("threads", () => serverCall("POST", "/threads/search", { metadata: { graph_id: R.assistant.graph_id }, limit: 20 }));
+    if (!found) return;
     $("threads").replaceChildren(...found.map((t) => {
       const li = document.createElement("li");
       const button = document.createElement("button");
