@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -18,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from timing import scaled
 
-__all__ = ["chromium", "clean_env", "find_executable", "npm_installed", "require"]
+__all__ = ["chromium", "clean_env", "find_executable", "require"]
 
 STATE_VARIABLE = "AGENTMAP_STATE_DIR"
 """Where AgentMap keeps its own files: each test's own folder (tests/conftest.py), never the checkout's `.agentmap/`."""
@@ -65,24 +63,6 @@ def chromium(args: tuple[str, ...] = ("--no-sandbox",)) -> Iterator[Any]:
         launched = p.chromium.launch(executable_path=str(found), args=list(args))
         yield launched
         launched.close()
-
-
-def npm_installed(package: Path, folder: Path, what: str, files: tuple[str, ...] = ()) -> Path:
-    """`folder` holding `package`'s package.json, its lock file and `files`, with the pinned packages installed
-    by `npm ci` (skipped, or failed in CI, without Node.js and npm, or when the install fails; `what` names it)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    require(bool(node and npm), "Node.js and npm are missing (Debian's nodejs and npm)")
-    for name in ("package.json", "package-lock.json", *files):
-        shutil.copy(package / name, folder / name)
-    done = subprocess.run(
-        [str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-    )
-    require(done.returncode == 0, f"npm ci could not install {what}: {done.stderr[-500:]}")
-    return folder
 
 
 class _Quiet(SimpleHTTPRequestHandler):

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import components
+import npm_apps
 import pytest
 from timing import scaled
 
@@ -15,14 +15,13 @@ pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "tests" / "js" / "inspector"
 KEY = "k3y-for-tests"
 
 
 @pytest.fixture(scope="session")
-def inspector(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder to run the Inspector's CLI from (its pinned packages installed by `npm ci` into tmp)."""
-    folder = components.npm_installed(PACKAGE, tmp_path_factory.mktemp("mcp-inspector"), "the MCP Inspector")
+def inspector() -> Path:
+    """The folder to run the Inspector's CLI from (its pinned packages installed by `npm ci`)."""
+    folder = npm_apps.built(npm_apps.INSPECTOR)
     # its CLI finds its own package.json relative to the working folder: run it from its build folder
     return folder / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
 

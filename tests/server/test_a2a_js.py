@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import components
+import npm_apps
 import pytest
 from server_helpers import make_project, serving
 from timing import scaled
@@ -14,14 +14,11 @@ from timing import scaled
 pytest.importorskip("a2a")
 pytestmark = pytest.mark.slow
 
-CLIENT = Path(__file__).resolve().parents[1] / "js" / "a2a"
-
 
 @pytest.fixture(scope="session")
-def a2a_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The client script with its pinned package installed (`npm ci` from the lock file) in a temporary folder."""
-    folder = tmp_path_factory.mktemp("js-a2a-client")
-    return components.npm_installed(CLIENT, folder, "@a2a-js/sdk", ("client.mjs",))
+def a2a_client() -> Path:
+    """The client script with its pinned package installed (`npm ci` from the lock file)."""
+    return npm_apps.built(npm_apps.A2A)
 
 
 def test_the_javascript_a2a_client_sends_streams_answers_and_looks_up(a2a_client: Path, tmp_path: Path) -> None:

@@ -13,8 +13,6 @@ buttons, and finds their thread in the UI's history; another user's history does
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 import components
 import httpx
+import npm_apps
 import pytest
 from server_helpers import serving
 from timing import scaled
@@ -29,9 +28,6 @@ from timing import scaled
 pytest.importorskip("langgraph_sdk")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PACKAGE = Path(__file__).resolve().parents[1] / "js" / "agent-chat-ui"
-TEMPLATE = Path("node_modules") / "create-agent-chat-app" / "templates" / "vite"
-APP_FILES = ("src", "public", "index.html", "vite.config.ts", "tailwind.config.js", "components.json")
 CHAT = """\
 GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge
 Chat,Assistant,llm,You help.,"{""model"": ""offline"", ""memory_key"": ""messages""}",messages,reply|messages,Approve
@@ -60,21 +56,9 @@ async def owner(ctx, value):
 
 
 @pytest.fixture(scope="module")
-def app_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def app_folder() -> Path:
     """The Agent Chat UI built by Vite (`npm ci` of the pinned packages, then `vite build`): its `dist` folder."""
-    folder = components.npm_installed(
-        PACKAGE, tmp_path_factory.mktemp("agent-chat-ui"), "LangChain's Agent Chat UI (create-agent-chat-app)"
-    )
-    for name in APP_FILES:
-        source = folder / TEMPLATE / name
-        if source.is_dir():
-            shutil.copytree(source, folder / name)
-        else:
-            shutil.copy(source, folder / name)
-    vite = [str(folder / "node_modules" / ".bin" / "vite"), "build", "--logLevel", "error"]
-    done = subprocess.run(vite, cwd=folder, capture_output=True, text=True, timeout=scaled(300))
-    assert done.returncode == 0, done.stderr[-2000:]
-    return folder / "dist"
+    return npm_apps.built(npm_apps.AGENT_CHAT_UI) / "dist"
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import components
+import npm_apps
 import pytest
 from server_helpers import GRAPHS, make_project, serving
 from timing import scaled
@@ -18,14 +18,11 @@ from timing import scaled
 pytest.importorskip("ag_ui")
 pytestmark = pytest.mark.slow
 
-CLIENT = Path(__file__).resolve().parents[1] / "js" / "agui"
-
 
 @pytest.fixture(scope="session")
-def agui_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The client script with its pinned packages installed (`npm ci` from the lock file) in a temporary folder."""
-    folder = tmp_path_factory.mktemp("js-agui-client")
-    return components.npm_installed(CLIENT, folder, "@ag-ui/client", ("client.mjs",))
+def agui_client() -> Path:
+    """The client script with its pinned packages installed (`npm ci` from the lock file)."""
+    return npm_apps.built(npm_apps.AGUI)
 
 
 def test_the_agui_client_chats_pauses_answers_and_is_refused(agui_client: Path, tmp_path: Path) -> None:

@@ -10,14 +10,13 @@ in a browser, across origins (`--cors-origin`), with the server's key, against t
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import components
 import httpx
+import npm_apps
 import pytest
 from auth_helpers import token_users
 from server_helpers import serving
@@ -26,7 +25,6 @@ from timing import scaled
 pytest.importorskip("ag_ui")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGE = Path(__file__).resolve().parents[1] / "js" / "agui"
 KEY = "token-of-ada"
 HI = "GraphName,Node,AgentType,Prompt,Input_Fields,Output_Field\nHi,Greet,template,Hi {name},name,greeting\n"
 CHAT = """\
@@ -38,21 +36,9 @@ Chat,Decided,template,Approved: {approved},,approved,decision,
 
 
 @pytest.fixture(scope="module")
-def page_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def page_folder() -> Path:
     """The page and its script bundled with the pinned AG-UI client (`npm ci`, then esbuild)."""
-    folder = components.npm_installed(PAGE, tmp_path_factory.mktemp("agui-page"), "@ag-ui/client and esbuild")
-    shutil.copy(PAGE / "chat.html", folder / "chat.html")
-    shutil.copy(PAGE / "chat.mjs", folder / "chat.mjs")
-    bundle = [str(folder / "node_modules" / ".bin" / "esbuild"), "chat.mjs", "--bundle", "--format=iife"]
-    done = subprocess.run(
-        [*bundle, "--platform=browser", "--outfile=chat.js"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-    )
-    assert done.returncode == 0, done.stderr
-    return folder
+    return npm_apps.built(npm_apps.AGUI)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import components
+import npm_apps
 import pytest
 from auth_helpers import token_users
 from server_helpers import make_project, serving
@@ -14,14 +14,11 @@ from timing import scaled
 
 pytestmark = pytest.mark.slow
 
-CLIENT = Path(__file__).resolve().parents[1] / "js" / "langgraph"
-
 
 @pytest.fixture(scope="session")
-def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The client script with its pinned packages installed (`npm ci` from the lock file) in a temporary folder."""
-    folder = tmp_path_factory.mktemp("js-client")
-    return components.npm_installed(CLIENT, folder, "@langchain/langgraph-sdk", ("client.mjs", "users.mjs"))
+def node_client() -> Path:
+    """The client scripts with their pinned packages installed (`npm ci` from the lock file)."""
+    return npm_apps.built(npm_apps.LANGGRAPH)
 
 
 def test_the_javascript_client_runs_streams_answers_cancels_joins_and_stores(node_client: Path, tmp_path: Path) -> None:
