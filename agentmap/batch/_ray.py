@@ -11,8 +11,10 @@ remove: the batch removes it on its own machine when it ends (a local Ray leaves
 machines keep one folder per version of a workflow. Tasks are never retried by Ray: a row never runs twice.
 A Ray worker on the batch's own machine ends with the batch's process, even when that is killed (Ray's own
 notice can come late: a worker outlives a dead local Ray until the process that reaps it does so), so a batch
-run again never finds the killed run's worker still running a row's thread. AgentMap itself must be installed
-on every Ray node.
+run again never finds the killed run's worker still running a row's thread. A worker Ray stops (SIGTERM: a node
+drained, a cluster scaled down or shut down) ends at once too, recording nothing: Ray's own handler would raise
+`SystemExit` in the row's node, which would fail and end the row's thread, so the batch run again would keep that
+error instead of continuing the row. AgentMap itself must be installed on every Ray node.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
@@ -193,6 +197,12 @@ def _end_with_batch(batch: _Batch) -> None:
     end_with(pid)
 
 
+def _stopped_at_once() -> None:
+    """In a Ray worker: SIGTERM ends it at once, as SIGKILL would (see the module's docstring)."""
+    if threading.current_thread() is threading.main_thread():  # where Ray runs a task, and signals are set
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_chunk(
     digest: str, files_ref: list[Any], recipe: WorkflowRecipe, chunk: list[Job], home: str, batch: _Batch
 ) -> list[RowResult]:
@@ -201,6 +211,7 @@ def _run_chunk(
     An error that names a file names it where the user keeps it (`home`, the workflow's folder), not where this
     worker wrote its copy. `batch` is the batch's process: on this machine, the worker ends with it.
     """
+    _stopped_at_once()
     _end_with_batch(batch)
     runner = _compiled(digest, files_ref, recipe)
     copy = str(Path(runner.recipe.source.partition("::")[0]).parent)

@@ -10,6 +10,7 @@ again. The worker ends with the batch's process instead."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,3 +115,47 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
     finally:
         for unreaped in started:
             unreaped.parent.send_signal(9)  # its zombies go to the machine's first process, which reaps them
+
+
+class _WorkerStopped:
+    """`agentmap ARGS` whose row's Ray worker `_kill_at` stops as Ray stops a worker (SIGTERM: Ray's handler in the
+    worker raises SystemExit in the running task), the batch itself left running."""
+
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str]) -> None:
+        self.batch = forked.start(*args, cwd=cwd, env=env)
+        self.store = str(cwd / args[args.index("--checkpoint") + 1])
+        self.code: int | None = None
+
+    def poll(self) -> int | None:
+        return self.batch.poll()
+
+    def send_signal(self, sig: int) -> None:
+        saver = agentmap.checkpointer(self.store)
+        try:
+            worker = saver.get_tuple({"configurable": {"thread_id": "r1"}}).metadata["agentmap_pid"]
+        finally:
+            saver.conn.close()
+        assert worker != self.batch.pid
+        os.kill(worker, signal.SIGTERM)
+
+    def wait(self, timeout: float) -> None:
+        self.code = self.batch.wait(timeout)  # the batch ends: a worker it waited on died
+
+    def communicate(self) -> tuple[str, str]:
+        return self.batch.printed()
+
+
+def test_a_ray_worker_stopped_mid_row_records_no_failure_and_the_row_continues(tmp_path: Path, loop: Loop) -> None:
+    """A worker Ray stops (a node drained, a cluster scaled down or shut down) is not the row's failure: before,
+    the row's node failed with `SystemExit(1)` and its thread ended, so running the batch again kept that error."""
+    batch = (*BATCH, "--checkpoint", "runs.db", "--executor", "ray", "--chunk-size", "1")
+    started: list[_WorkerStopped] = []
+
+    def start(*args: str, cwd: Path, env: dict[str, str]) -> _WorkerStopped:
+        started.append(_WorkerStopped(*args, cwd=cwd, env=env))
+        return started[-1]
+
+    def stopped() -> None:  # the first run said a worker died (exit 5), not that the row failed
+        assert started[0].code == 5, started[0].communicate()
+
+    killed_in_second_call_then_continued(tmp_path, loop, batch, within=180, start=start, killed=stopped)
