@@ -275,6 +275,8 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     assert body["run_id"] == run_id and body["status"] == "success" and body["values"]["four"] == "Four"
 
     # A replica dies in the middle of a delivery: another one makes the next try (when it is due is in the store).
+    # A runs alone, so the first try is A's (B might have claimed it first), and B starts once A is gone.
+    b.kill()
     replicas.append(a.start())
     receiver.held.add("/dies")  # the first try gets no answer before A is gone
     on_a = sdk.get_sync_client(url=a.url, api_key=None)
@@ -282,6 +284,7 @@ def test_a_run_taken_over_calls_the_webhook_it_was_accepted_with(
     receiver.deliveries("/dies", 1)
     a.kill()
     receiver.release.set()
+    replicas.append(b.start())
     (first, sent), (second, again) = receiver.deliveries("/dies", 2, within=60)
     assert first["X-AgentMap-Delivery"] == second["X-AgentMap-Delivery"] == sent["run_id"] == again["run_id"]
     assert again["status"] == "success"
