@@ -168,13 +168,20 @@ def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> T
         )
     on_it = Thread(to, thread.thread_id, thread.checkpoint_id)
     on_it._app = to
-    latest = thread.saver.get_tuple(thread.config())
-    if latest is not None and (latest.metadata or {}).get(REVISION_KEY) == to.revision.id:
+    if _on(thread, to.revision.id):
         # on it already (another resume may have just moved it, and `thread` read the old revision): read it
         # through the revision it is on, refused the same way when it has finished or runs elsewhere
         _waiting(on_it)
         return on_it
-    saved, snapshot = _waiting(thread)
+    try:
+        saved, snapshot = _waiting(thread)
+    except ConfigError:
+        if not _on(thread, to.revision.id):
+            raise
+        # moved by another resume since the line above: read with the old revision's graph, its new checkpoint
+        # seemed to have no node left to run
+        _waiting(on_it)
+        return on_it
     was = (saved.metadata or {}).get(REVISION_KEY)
     if was == to.revision.id:  # moved by another resume since the line above
         return on_it
@@ -195,6 +202,12 @@ def move(thread: Thread, to: CompiledWorkflow, migration: Migration | None) -> T
     if where.paused:  # the node that waited asks again, as the new revision words its question
         to.invoke(None, moved.config())
     return moved
+
+
+def _on(thread: Thread, revision: str) -> bool:
+    """Whether the thread's latest checkpoint is on `revision`."""
+    latest = thread.saver.get_tuple(thread.config())
+    return latest is not None and (latest.metadata or {}).get(REVISION_KEY) == revision
 
 
 _MOVES = "agentmap:move"  # the claims of moves, beside the answers' (another namespace: never read as an answer)

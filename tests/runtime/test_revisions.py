@@ -420,6 +420,38 @@ def test_two_resumes_moving_one_thread_at_once_move_it_once(tmp_path: Path) -> N
     assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
 
 
+def test_a_resume_whose_thread_is_moved_between_its_reads_finds_it_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of two resumes in the other window (CI's loaded run found it): the late one has read the thread's
+    latest checkpoint on the old revision, then the other moves it, then the late one reads its state. Read with
+    the old revision's graph, the moved checkpoint has no node left to run: the late one said the thread had
+    finished (`nothing-to-resume`). It finds the thread moved instead."""
+    db = str(tmp_path / "runs.db")
+    path = _workflow(tmp_path)
+    _paused(path, agentmap.checkpointer(db))
+    path.write_text(NEW, encoding="utf-8")
+    migration = Migration(nodes={"Review": "Check"}, defaults={"channel": "mail"})
+    saver = agentmap.checkpointer(db)
+    late = agentmap.compile(path, checkpointer=saver).thread("t1")
+    late.snapshot()  # its graph is the old revision's
+    read = saver.get_tuple
+    other: list[Any] = []  # the other resume's thread
+
+    def then_moved_by_another(config: Any) -> Any:
+        found = read(config)
+        if not other:  # the late resume's first read: the other resume moves the thread right after it
+            other.append(agentmap.compile(path, checkpointer=agentmap.checkpointer(db)).thread("t1"))
+            other[0].move(migration=migration)
+        return found
+
+    monkeypatch.setattr(saver, "get_tuple", then_moved_by_another)
+    on_it = late.move(migration=migration)
+    assert len(_moves(agentmap.checkpointer(db), "t1")) == 1
+    assert on_it.app.revision is not None and on_it.app.revision.id == other[0].asked.revision.id
+    assert on_it.snapshot().next == ("Check",)
+
+
 def test_a_resume_that_read_the_thread_before_another_moved_it_does_not_move_it_again(tmp_path: Path) -> None:
     """The race of two resumes, made to happen in order: the late one read the thread on its old revision, then
     the other moved it; the late one finds it on the new revision and moves nothing (before: a second move, its map
