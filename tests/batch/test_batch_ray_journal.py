@@ -79,6 +79,16 @@ class Unreaped:
         return self.parent.printed()
 
 
+def _row_worker(folder: Path, batch: tuple[str, ...]) -> int:
+    """The pid of the process that ran row `r1` of `batch` (run in `folder`), as its thread's checkpoint says."""
+    where = batch[batch.index("--checkpoint") + 1]
+    saver = agentmap.checkpointer(where if "://" in where else str(folder / where))
+    try:
+        return int(saver.get_tuple({"configurable": {"thread_id": "r1"}}).metadata["agentmap_pid"])
+    finally:
+        saver.conn.close()
+
+
 @pytest.fixture
 def loop() -> Iterator[Loop]:
     try:
@@ -101,12 +111,7 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
         return started[-1]
 
     def killed() -> None:  # the Ray worker that ran the row ends with the batch, though nothing reaped Ray
-        where = batch[batch.index("--checkpoint") + 1]
-        saver = agentmap.checkpointer(where if "://" in where else str(tmp_path / where))
-        try:
-            worker = saver.get_tuple({"configurable": {"thread_id": "r1"}}).metadata["agentmap_pid"]
-        finally:
-            saver.conn.close()
+        worker = _row_worker(tmp_path, batch)
         assert worker != started[0].pid  # the row ran in a Ray worker, not in the batch's process
         _until(lambda: not _running(worker), f"the Ray worker (pid {worker}) ended with the batch", 20)
 
@@ -123,18 +128,14 @@ class _WorkerStopped:
 
     def __init__(self, *args: str, cwd: Path, env: dict[str, str]) -> None:
         self.batch = forked.start(*args, cwd=cwd, env=env)
-        self.store = str(cwd / args[args.index("--checkpoint") + 1])
+        self.cwd, self.args = cwd, args
         self.code: int | None = None
 
     def poll(self) -> int | None:
         return self.batch.poll()
 
     def send_signal(self, sig: int) -> None:
-        saver = agentmap.checkpointer(self.store)
-        try:
-            worker = saver.get_tuple({"configurable": {"thread_id": "r1"}}).metadata["agentmap_pid"]
-        finally:
-            saver.conn.close()
+        worker = _row_worker(self.cwd, self.args)
         assert worker != self.batch.pid
         os.kill(worker, signal.SIGTERM)
 
