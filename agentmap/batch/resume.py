@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.batch._blocks import BlockWriter
-from agentmap.batch.rows import RESULT_COLUMNS, RowResult
+from agentmap.batch.rows import RESULT_COLUMNS, RowResult, output_row
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.batch.writers import json_encoder, open_writer
 from agentmap.errors import ConfigError, ErrorCode
@@ -186,13 +186,16 @@ class PartialFile:
         written = 0
         try:
             with self.path.open("rb") as source:
+                at = 0  # where the file is read up to: rows recorded in input order are read on, without a seek
                 for key, inputs in rows:
                     position = offsets.get(key)
                     if position is None:
                         continue
-                    source.seek(position)
-                    record = json.loads(source.readline().decode())
-                    writer.write(RowResult.from_record(record, inputs).columns())
+                    if position != at:
+                        source.seek(position)
+                    line = source.readline()
+                    at = position + len(line)
+                    writer.write(output_row(json.loads(line.decode()), inputs))
                     written += 1
         except BaseException:
             writer.abort()

@@ -39,6 +39,7 @@ __all__ = [
     "Shaper",
     "WorkflowRecipe",
     "output_fields",
+    "output_row",
 ]
 
 RESULT_COLUMNS = (
@@ -120,40 +121,30 @@ class RowResult:
             "outputs": self.outputs,
         }
 
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> RowResult:
-        """The inverse of `record`."""
-        failed = record.get("failed_nodes") or ""
-        return cls(
-            row=int(record["row"]),
-            id=str(record["row_id"]),
-            outputs=dict(record.get("outputs") or {}),
-            success=bool(record.get("success")),
-            error=record.get("error"),
-            failed_nodes=tuple(failed.split("|")) if isinstance(failed, str) and failed else tuple(failed or ()),
-            duration_s=float(record.get("duration_s") or 0.0),
-            inputs=dict(inputs or {}),
-            tokens_in=int(record.get("tokens_in") or 0),
-            tokens_out=int(record.get("tokens_out") or 0),
-            tokens_cached=int(record.get("tokens_cached") or 0),
-            cost=None if record.get("cost") in (None, "") else float(record["cost"]),
-        )
-
     def columns(self) -> dict[str, Any]:
         """The output row: inputs, outputs, then the result columns."""
-        return {
-            **self.inputs,
-            **self.outputs,
-            "success": self.success,
-            "error": self.error,
-            "failed_nodes": "|".join(self.failed_nodes),
-            "duration_s": round(self.duration_s, 6),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "tokens_cached": self.tokens_cached,
-            "cost": self.cost,
-            "row_id": self.id,
-        }
+        return output_row(self.record(), self.inputs)
+
+
+def output_row(record: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The output row of a row recorded as `RowResult.record` made it (the `.partial` file's lines): the input row,
+    the outputs, then the result columns. Written straight from the record: a batch's output is written from its
+    `.partial` file, a row at a time."""
+    failed = record.get("failed_nodes") or ""
+    cost = record.get("cost")
+    return {
+        **inputs,
+        **(record.get("outputs") or {}),
+        "success": bool(record.get("success")),
+        "error": record.get("error"),
+        "failed_nodes": failed if isinstance(failed, str) else "|".join(failed),
+        "duration_s": round(float(record.get("duration_s") or 0.0), 6),
+        "tokens_in": int(record.get("tokens_in") or 0),
+        "tokens_out": int(record.get("tokens_out") or 0),
+        "tokens_cached": int(record.get("tokens_cached") or 0),
+        "cost": None if cost in (None, "") else float(cost),
+        "row_id": str(record["row_id"]),
+    }
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,11 @@ class TableWriter:
         if self.kind == "csv":
             self._rows_written += 1
             text = self._json
-            self._writer.writerow([self._csv_cell(cell_text(row.get(c), text), c, row) for c in self.columns])
+            cells = [cell_text(row.get(c), text) for c in self.columns]
+            for i, cell in enumerate(cells):
+                if formula_like(cell):  # rare: most cells are told apart by their first character
+                    cells[i] = self._formula_cell(cell, self.columns[i], row)
+            self._writer.writerow(cells)
         elif self.kind == "jsonl":
             self._handle.write(json.dumps({c: row.get(c) for c in self.columns}, ensure_ascii=False, default=str))
             self._handle.write("\n")
@@ -142,10 +146,8 @@ class TableWriter:
             if len(self._rows) >= ROW_GROUP:
                 self._flush_parquet()
 
-    def _csv_cell(self, text: str, column: str, row: dict[str, Any]) -> str:
-        """A CSV cell's text: noted when a spreadsheet would run it, and then escaped when asked."""
-        if not formula_like(text):
-            return text
+    def _formula_cell(self, text: str, column: str, row: dict[str, Any]) -> str:
+        """A CSV cell a spreadsheet would run: noted, and escaped when asked."""
         self.formula_cells.append((self._rows_written + 1, column, cell_text(row.get("row_id"))))
         return escape_formula(text) if self.escape else text
 
