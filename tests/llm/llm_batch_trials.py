@@ -151,20 +151,36 @@ Run = Callable[[Sequence[str], Path, dict[str, str]], tuple[int, str]]
 
 
 def trial(
-    servers: Servers, folder: Path, delay: float, poll: float, start: Start, run: Run, reruns: int = 10
+    servers: Servers,
+    folder: Path,
+    delays: Sequence[float],
+    poll: float,
+    start: Start,
+    run: Run,
+    reruns: int = 10,
 ) -> dict[str, Any]:
-    """One kill at `delay` seconds, then the same command until it exits 0 (at most `reruns` times); the counts."""
+    """The command started once per delay and killed `delays[i]` seconds after it started (unless it ended before),
+    then run until it exits 0 (at most `reruns` times); the counts. One delay is one trial; several are kills at
+    as many moments of one run, each run taking up where the killed one left off."""
     env = servers.write(folder)
     args = [*BATCH, "--llm-batch-poll", str(poll)]
     started = time.monotonic()
-    proc = start(args, folder, env)
-    while proc.poll() is None and time.monotonic() - started < delay:
-        time.sleep(0.005)
-    killed = proc.poll() is None
-    if killed:
-        proc.send_signal(signal.SIGKILL)
-    code = proc.wait()
-    moment = servers.moment(folder) if killed else "ended before"
+    code, killed, moments = 1, 0, []
+    for delay in delays:
+        began = time.monotonic()
+        proc = start(args, folder, env)
+        while proc.poll() is None and time.monotonic() - began < delay:
+            time.sleep(0.005)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+            proc.wait()
+            moments.append(servers.moment(folder))
+        else:
+            code = proc.wait()
+            moments.append("ended before")
+            if code == 0:
+                break
     runs, err = 0, ""
     while code != 0 and runs < reruns:
         code, err = run(args, folder, env)
@@ -174,8 +190,9 @@ def trial(
         "wrong_rows": servers.wrong_rows(folder / "out.csv"),
         "unfinished": int(code != 0),
         "error": err.strip()[-500:] if code != 0 else "",
-        "killed": int(killed),
-        "moment": moment,
+        "killed": killed,
+        "moment": "; ".join(moments),
+        "moments": moments,
         "reruns": runs,
         "seconds": time.monotonic() - started,
     }

@@ -94,16 +94,18 @@ def test_killed_at_random_moments_no_call_is_billed_twice_and_rows_hold_their_an
         code, _, err = forked.run(*args, cwd=folder, env=env)
         return code, err
 
-    def one(folder: Path, delay: float) -> dict[str, Any]:
+    def one(folder: Path, *delays: float) -> dict[str, Any]:
         folder.mkdir()
         with Servers(rows, job_seconds=0.3) as servers:
-            return trial(servers, folder, delay, poll, start, run)
+            return trial(servers, folder, delays, poll, start, run)
 
     whole = one(tmp_path / "whole", scaled(120))  # killed only if it has not ended by then
     assert not whole["killed"], "a whole run did not end in time"
     assert whole["jobs"] == 2 and whole["calls_in_jobs"] == 2 * rows and whole["wrong_rows"] == 0
     rng = random.Random(42)
-    for n in range(3):
-        found = one(tmp_path / f"trial{n}", rng.uniform(0.0, whole["seconds"]))
+    span = whole["seconds"]
+    # two runs killed once each, then one killed three times as it goes on (a kill while it takes up a killed run)
+    for n, kills in enumerate((1, 1, 3)):
+        found = one(tmp_path / f"trial{n}", *(rng.uniform(0.0, 2 * span / (kills + 1)) for _ in range(kills)))
         assert found["unfinished"] == 0, found["error"]
         assert (found["billed_twice"], found["sync_calls"], found["wrong_rows"]) == (0, 0, 0), found
