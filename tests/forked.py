@@ -141,6 +141,8 @@ def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str], terminal:
     if _OUTPUTS is None:
         _OUTPUTS = tempfile.TemporaryDirectory(prefix="agentmap-forked-")
     folder = Path(tempfile.mkdtemp(dir=_OUTPUTS.name))
+    # a process batch run in this process sets its own shorter list: a server started after it must preload ours
+    _FORKS.set_forkserver_preload(_PRELOAD)
     out, err = folder / "stdout", folder / "stderr"
     where = (terminal, terminal) if terminal else (str(out), str(err))
     process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), *where))

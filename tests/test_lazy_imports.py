@@ -6,6 +6,7 @@ does not load it already (it defers that module) or when it imports the function
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -20,7 +21,8 @@ def _library(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] in LISTED_TWICE else parts[0]
 
 
-def imported_inside_functions(package: Path = ROOT / "agentmap") -> dict[str, set[str]]:
+@functools.cache  # two tests read the package's: parse its 300 modules once
+def imported_inside_functions(package: Path = ROOT / "agentmap") -> dict[str, frozenset[str]]:
     """Each library (not AgentMap's own modules) imported inside a function of `package`, with the files that do."""
     found: dict[str, set[str]] = {}
     for path in sorted(package.rglob("*.py")):
@@ -38,7 +40,7 @@ def imported_inside_functions(package: Path = ROOT / "agentmap") -> dict[str, se
                 for module in modules:
                     if module != "agentmap" and not module.startswith("agentmap."):
                         found.setdefault(_library(module), set()).add(path.name)
-    return found
+    return {library: frozenset(files) for library, files in found.items()}
 
 
 def listed() -> set[str]:

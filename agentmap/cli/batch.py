@@ -188,14 +188,17 @@ def _warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def _stop_workers() -> None:
+def _stop_workers(executor: str) -> None:
     """Stop the worker processes this command started (Ray, or a process pool's helpers), ignoring Ctrl-C.
 
-    The results are written already; the command waits for its workers so that none outlives it.
+    The results are written already; the command waits for its workers so that none outlives it. Only a batch on
+    processes starts a fork server: on other executors one found running belongs to the program that runs this
+    command in its own process, with the workers it forked.
     """
-    from agentmap._cli_api import stop_worker_processes
+    if executor == "process":
+        from agentmap._cli_api import stop_worker_processes
 
-    stop_worker_processes()
+        stop_worker_processes()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
@@ -298,13 +301,13 @@ def batch_command(
             _report(stop.result, json_output, {**extra, "exit_code": 130})
             sys.stdout.flush()
             sys.stderr.flush()
-            _stop_workers()  # os._exit skips the exit hooks that would stop them
+            _stop_workers(executor)  # os._exit skips the exit hooks that would stop them
             if tracing is not None:  # and the exit hook that sends the spans still buffered
                 from agentmap._cli_api import flush_traces
 
                 flush_traces()
             os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
-        _stop_workers()
+        _stop_workers(executor)
         code = 0 if result.success else 1
         _report(result, json_output, {**extra, "exit_code": code})
         _report_waiting(result, output, checkpoint)

@@ -10,7 +10,9 @@ import signal
 import sys
 from pathlib import Path
 
+import forked
 from cli_helpers import agentmap, write
+from timing import scaled
 
 from agentmap.agents.registry import registry
 from agentmap.cli.render import json_output
@@ -67,6 +69,22 @@ def test_a_batch_puts_back_the_collector_the_sigint_handler_and_the_log_level(tm
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
     assert logging.getLogger("agentmap").level == level  # batch silences its per-row log lines meanwhile
+
+
+def test_a_batch_on_threads_leaves_the_processes_the_host_forked_running(tmp_path: Path) -> None:
+    """A program that runs `agentmap batch` in its own process keeps its fork server and the workers it forked
+    (before: the command stopped every fork server child of the process, as if its own process batch had started
+    them)."""
+    csv = write(tmp_path / "flow.csv", "GraphName,Node,AgentType,Input_Fields,Output_Field\nG,S,Echo,text,said\n")
+    rows = write(tmp_path / "rows.csv", "text\nhello\nworld\n")
+    host_worker = forked.start_python(f"import time; time.sleep({scaled(60)})", cwd=tmp_path)
+    try:
+        result = agentmap("batch", csv, "--input", rows, "--output", tmp_path / "out.csv", cwd=tmp_path)
+        assert result.code == 0, result.err
+        assert host_worker.poll() is None
+    finally:
+        host_worker.send_signal(signal.SIGKILL)
+        host_worker.wait(scaled(10))
 
 
 def test_two_commands_with_different_folders_do_not_see_each_others_types(tmp_path: Path) -> None:

@@ -7,18 +7,21 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import components
-import forked
 import pytest
 from anthropic_stub import AnthropicStub
 from components import clean_env
 from openai_stub import streamed, text
 
 import agentmap
+
+sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
+from cli_helpers import agentmap as command  # noqa: E402
 
 HEADER = ["GraphName", "Node", "AgentType", "Input_Fields", "Output_Field", "Prompt", "Context"]
 
@@ -42,12 +45,16 @@ def _workflow(folder: Path, stub: AnthropicStub) -> Path:
     return path
 
 
+def _run(folder: Path, state: str) -> tuple[int, str, str]:
+    """`agentmap run ask.csv --state STATE --json` in `folder`: exit code, stdout, stderr."""
+    result = command("run", "ask.csv", "--state", state, "--json", cwd=folder, env=clean_env())
+    return result.code, result.out, result.err
+
+
 def test_tokens_cache_reads_and_cost_are_recorded(tmp_path: Path, stub: AnthropicStub) -> None:
     stub.script(text("Paris.", usage=(1400, 200, 400)))  # 1000 new input tokens, 400 read from the cache
     _workflow(tmp_path, stub)
-    env = clean_env()
-    code, out, err = forked.run("run", "ask.csv", "--state", '{"question": "capital?"}', "--json", cwd=tmp_path,
-                                env=env)  # fmt: skip
+    code, out, err = _run(tmp_path, '{"question": "capital?"}')
     assert code == 0, err
     document = json.loads(out)
     assert document["state"]["answer"] == "Paris."
@@ -66,9 +73,7 @@ def test_tokens_cache_reads_and_cost_are_recorded(tmp_path: Path, stub: Anthropi
 def test_cache_writes_are_counted_and_priced_at_the_cache_write_price(tmp_path: Path, stub: AnthropicStub) -> None:
     stub.script(text("Paris.", usage=(3000, 100, 0, 2000)))  # 1000 new input tokens, 2000 written to the cache
     _workflow(tmp_path, stub)
-    env = clean_env()
-    state = '{"question": "capital?"}'
-    code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
+    code, out, err = _run(tmp_path, '{"question": "capital?"}')
     assert code == 0, err
     usage = json.loads(out)["usage"]
     assert (usage["input_tokens"], usage["cached_tokens"], usage["cache_write_tokens"]) == (3000, 0, 2000)
@@ -81,9 +86,7 @@ def test_a_cache_write_price_in_agentmap_yaml_prices_the_writes(tmp_path: Path, 
     _workflow(tmp_path, stub)
     prices = "{input: 1.0, output: 2.0, cached_input: 0.1, cache_write: 5.0}"
     (tmp_path / "agentmap.yaml").write_text(f"llm:\n  prices:\n    claude-sonnet-4-6: {prices}\n")
-    env = clean_env()
-    state = '{"question": "capital?"}'
-    code, out, err = forked.run("run", "ask.csv", "--state", state, "--json", cwd=tmp_path, env=env)
+    code, out, err = _run(tmp_path, '{"question": "capital?"}')
     assert code == 0, err
     assert json.loads(out)["usage"]["cost"] == pytest.approx((1000 * 1.0 + 2000 * 5.0 + 100 * 2.0) / 1e6)
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import components
-import forked
 import pytest
 from anthropic_stub import AnthropicStub
 from openai_stub import OpenAIStub, counted, tokens
@@ -23,6 +22,7 @@ import agentmap
 from agentmap.agents.costs import DEFAULT_PRICES, Usage, price_of
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
+from cli_helpers import agentmap as command  # noqa: E402
 from cli_helpers import agentmap_tty  # noqa: E402
 from components import clean_env  # noqa: E402
 
@@ -80,8 +80,8 @@ def _setup(
 
 def _batch(folder: Path, env: dict[str, str], *extra: str) -> tuple[int, dict[str, Any], str]:
     args = ("batch", "ask.csv", "--input", "in.csv", "--output", "out.csv", "--concurrency", "1", "--json", *extra)
-    code, out, err = forked.run(*args, cwd=folder, env=env)
-    return code, (json.loads(out) if out.strip() else {}), err
+    result = command(*args, cwd=folder, env=env)
+    return result.code, (json.loads(result.out) if result.out.strip() else {}), result.err
 
 
 def _rows(folder: Path) -> list[dict[str, str]]:
@@ -150,9 +150,9 @@ def test_a_prompt_cache_that_is_not_true_or_false_is_a_validation_error(
     tmp_path: Path, anthropic: AnthropicStub
 ) -> None:
     env = _setup(tmp_path, anthropic.base_url, extra={"prompt_cache": "no"})
-    code, out, err = forked.run("validate", "ask.csv", cwd=tmp_path, env=env)
-    assert code == 4, out + err
-    assert "Context prompt_cache must be true or false" in out + err, out + err
+    result = command("validate", "ask.csv", cwd=tmp_path, env=env)
+    assert result.code == 4, result.text
+    assert "Context prompt_cache must be true or false" in result.text, result.text
 
 
 def test_the_run_summary_shows_cache_reads_and_writes(tmp_path: Path, anthropic: AnthropicStub) -> None:
@@ -194,9 +194,9 @@ def test_the_budget_counts_the_first_calls_cache_write_before_it_is_made(
     # the prompt alone is ~$0.0064 at the input price, ~$0.0078 with its ~2,090-token static part written at $3.75
     env = _setup(tmp_path, anthropic.base_url)
     state = '{"topic": "orders", "question": "Where is order 1?"}'
-    code, _, err = forked.run("run", "ask.csv", "--state", state, "--budget", "0.007", cwd=tmp_path, env=env)
-    assert code == 6, err
-    assert "error[budget-exceeded]" in err and "would cost about $0.0078" in err, err
+    result = command("run", "ask.csv", "--state", state, "--budget", "0.007", cwd=tmp_path, env=env)
+    assert result.code == 6, result.err
+    assert "error[budget-exceeded]" in result.err and "would cost about $0.0078" in result.err, result.err
     assert anthropic.requests == []
 
 
