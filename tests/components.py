@@ -7,6 +7,7 @@ whose `.ci/run` installs every component, fails instead, so a missing install st
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import threading
@@ -14,11 +15,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["chromium", "clean_env", "find_executable", "require"]
+if TYPE_CHECKING:
+    from forked import Forked
+
+__all__ = ["RayCluster", "chromium", "clean_env", "find_executable", "require"]
 
 STATE_VARIABLE = "AGENTMAP_STATE_DIR"
 """Where AgentMap keeps its own files: each test's own folder (tests/conftest.py), never the checkout's `.agentmap/`."""
@@ -79,3 +83,33 @@ def static_origin(folder: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{http.server_address[1]}"
     finally:
         http.shutdown()
+
+
+class RayCluster:
+    """The run's local Ray (`ray_session`) as a cluster an `agentmap batch --executor ray` joins, where the test's
+    scenario needs no local Ray of the command's own: each command starts one otherwise, seconds of its time (tens
+    on a busy machine). Joined, its Ray workers get the command's environment as a job submitted with
+    `ray job submit --runtime-env-json '{"env_vars": ...}'` does (a cluster's workers otherwise have the environment
+    of the process that started the cluster)."""
+
+    def __init__(self, ray: Any) -> None:
+        port = ray.get_runtime_context().gcs_address.rpartition(":")[2]
+        self.address = f"127.0.0.1:{port}"  # its GCS listens on every interface; SQLite checkpoints are allowed here
+
+    def joining(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env`, for a command whose Ray workers run with the same variables (the variable is how `ray job submit`
+        hands its job's runtime environment to the command it starts)."""
+        job = {"runtime_env": {"env_vars": dict(env)}}
+        return {**env, "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job)}
+
+    def start(self, *args: str, cwd: Path, env: Mapping[str, str]) -> Forked:
+        """`forked.start` of `agentmap ARGS --ray-address ADDRESS`."""
+        import forked
+
+        return forked.start(*args, "--ray-address", self.address, cwd=cwd, env=self.joining(env))
+
+    def run(self, *args: str, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> tuple[int, str, str]:
+        """`forked.run` of `agentmap ARGS --ray-address ADDRESS`."""
+        import forked
+
+        return forked.run(*args, "--ray-address", self.address, cwd=cwd, env=self.joining(env), timeout=timeout)

@@ -20,9 +20,12 @@ import signal
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from components import RayCluster
 
 WriteCsv = Callable[..., Path]
 
@@ -330,6 +333,14 @@ def ray_session() -> Iterator[Any]:
         require(False, f"a local Ray cannot start here: {exc}")
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_session: Any) -> RayCluster:
+    """The run's local Ray as a cluster commands join (`components.RayCluster`)."""
+    from components import RayCluster
+
+    return RayCluster(ray_session)
 
 
 @pytest.fixture

@@ -57,16 +57,18 @@ def killed_in_second_call_then_continued(
     within: float = 30,
     start: Callable[..., Any] = forked.start,
     killed: Callable[[], None] = lambda: None,
+    rerun: Callable[..., tuple[int, str, str]] = forked.run,
 ) -> None:
     """Kill `batch` inside its row's second model call, run it again: the row finishes, no finished call repeated.
     `within`: seconds the batch may take to reach that call (and the second run to finish, four times that);
-    `start` starts the first run (see `_kill_at`), `killed` is called once it was killed."""
+    `start` starts the first run (see `_kill_at`), `killed` is called once it was killed, `rerun` runs the second
+    (`forked.run`'s arguments)."""
     env = _setup(folder, loop.stub)
     (folder / "rows.csv").write_text("id,q\nr1,pay\n")
     _kill_at(folder, env, loop, "model2", batch, within, start)  # model 1 and charge 1 journaled finished
     killed()
     first = _seen(folder, loop)
-    code, _, err = forked.run(*batch, cwd=folder, env=env, timeout=4 * within)
+    code, _, err = rerun(*batch, cwd=folder, env=env, timeout=4 * within)
     try:
         assert code == 0 and "Traceback" not in err, err
         assert "paid twice" in (folder / "out.csv").read_text()

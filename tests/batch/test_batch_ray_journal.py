@@ -1,6 +1,7 @@
-"""The call journal of a Ray batch (`agentmap batch --executor ray --checkpoint ...`, a local Ray started by the
-command): killed inside its row's second model call and run again, the row continues its thread, in a
-PostgreSQL database or a SQLite file, without sending the answered call again.
+"""The call journal of a Ray batch (`agentmap batch --executor ray --checkpoint ...`): killed inside its row's second
+model call and run again, the row continues its thread, in a PostgreSQL database or a SQLite file, without sending
+the answered call again. The batch that is killed starts a local Ray of its own, as a user's would; the runs whose
+Ray is not what is tested join the run's local Ray (`ray_cluster` in tests/conftest.py) instead of starting one.
 
 The batch is killed under a parent that never reaps what is left to it, as a machine's first process may be slow
 to: Ray's own processes then linger as zombies, and a Ray worker that waited for Ray to tell it would go on
@@ -18,7 +19,7 @@ from typing import Any
 
 import forked
 import pytest
-from components import require
+from components import RayCluster, require
 from test_batch_journal import BATCH, checkpoint, killed_in_second_call_then_continued
 from test_journal import Loop
 from timing import deadline
@@ -101,7 +102,7 @@ def loop() -> Iterator[Loop]:
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
-    tmp_path: Path, loop: Loop, store: str, request: pytest.FixtureRequest
+    tmp_path: Path, loop: Loop, store: str, request: pytest.FixtureRequest, ray_cluster: RayCluster
 ) -> None:
     batch = (*BATCH, *checkpoint(store, request), "--executor", "ray", "--chunk-size", "1")
     started: list[Unreaped] = []
@@ -116,18 +117,20 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
         _until(lambda: not _running(worker), f"the Ray worker (pid {worker}) ended with the batch", 20)
 
     try:  # the command starts a local Ray first: tens of seconds on a busy two-core machine, more beside another
-        killed_in_second_call_then_continued(tmp_path, loop, batch, within=180, start=start, killed=killed)
+        killed_in_second_call_then_continued(
+            tmp_path, loop, batch, within=180, start=start, killed=killed, rerun=ray_cluster.run
+        )
     finally:
         for unreaped in started:
             unreaped.parent.send_signal(9)  # its zombies go to the machine's first process, which reaps them
 
 
 class _WorkerStopped:
-    """`agentmap ARGS` whose row's Ray worker `_kill_at` stops as Ray stops a worker (SIGTERM: Ray's handler in the
-    worker raises SystemExit in the running task), the batch itself left running."""
+    """`agentmap ARGS` on `cluster`, whose row's Ray worker `_kill_at` stops as Ray stops a worker (SIGTERM: Ray's
+    handler in the worker raises SystemExit in the running task), the batch itself left running."""
 
-    def __init__(self, *args: str, cwd: Path, env: dict[str, str]) -> None:
-        self.batch = forked.start(*args, cwd=cwd, env=env)
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str], cluster: RayCluster) -> None:
+        self.batch = cluster.start(*args, cwd=cwd, env=env)
         self.cwd, self.args = cwd, args
         self.code: int | None = None
 
@@ -146,17 +149,22 @@ class _WorkerStopped:
         return self.batch.printed()
 
 
-def test_a_ray_worker_stopped_mid_row_records_no_failure_and_the_row_continues(tmp_path: Path, loop: Loop) -> None:
+def test_a_ray_worker_stopped_mid_row_records_no_failure_and_the_row_continues(
+    tmp_path: Path, loop: Loop, ray_cluster: RayCluster
+) -> None:
     """A worker Ray stops (a node drained, a cluster scaled down or shut down) is not the row's failure: before,
-    the row's node failed with `SystemExit(1)` and its thread ended, so running the batch again kept that error."""
+    the row's node failed with `SystemExit(1)` and its thread ended, so running the batch again kept that error.
+    Both runs join a running Ray, as batches on a cluster do."""
     batch = (*BATCH, "--checkpoint", "runs.db", "--executor", "ray", "--chunk-size", "1")
     started: list[_WorkerStopped] = []
 
     def start(*args: str, cwd: Path, env: dict[str, str]) -> _WorkerStopped:
-        started.append(_WorkerStopped(*args, cwd=cwd, env=env))
+        started.append(_WorkerStopped(*args, cwd=cwd, env=env, cluster=ray_cluster))
         return started[-1]
 
     def stopped() -> None:  # the first run said a worker died (exit 5), not that the row failed
         assert started[0].code == 5, started[0].communicate()
 
-    killed_in_second_call_then_continued(tmp_path, loop, batch, within=180, start=start, killed=stopped)
+    killed_in_second_call_then_continued(
+        tmp_path, loop, batch, within=180, start=start, killed=stopped, rerun=ray_cluster.run
+    )
