@@ -93,8 +93,7 @@ class RayCluster:
     of the process that started the cluster)."""
 
     def __init__(self, ray: Any) -> None:
-        port = ray.get_runtime_context().gcs_address.rpartition(":")[2]
-        self.address = f"127.0.0.1:{port}"  # its GCS listens on every interface; SQLite checkpoints are allowed here
+        self.address: str = ray.get_runtime_context().gcs_address  # as Ray says it: this machine's own address
 
     def joining(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env`, for a command whose Ray workers run with the same variables (the variable is how `ray job submit`

@@ -298,10 +298,24 @@ def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: s
 
 
 def _on_this_machine(address: str) -> bool:
-    """Whether a `--ray-address` names a Ray on this machine (`auto`, `local`, localhost or this host's name)."""
+    """Whether a `--ray-address` names a Ray on this machine: `auto`, `local`, localhost, this host's name, or an
+    address of one of its interfaces (the one Ray itself reports for a cluster started here, such as 192.0.2.2)."""
     host = address.removeprefix("ray://")
-    host = host[: host.rindex("]") + 1] if host.startswith("[") else host.partition(":")[0]
-    return host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname()
+    host = host[1 : host.rindex("]")] if host.startswith("[") else host.partition(":")[0]
+    if host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname():
+        return True
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    for family, kind, proto, _, where in found:
+        try:  # a socket binds only to an address of this machine
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind((where[0], 0))
+        except OSError:
+            continue
+        return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,22 @@ def loop() -> Iterator[Loop]:
         yield Loop(server)
 
 
+def test_a_sqlite_checkpoint_is_kept_with_ray_at_this_machines_own_address(
+    tmp_path: Path, ray_cluster: RayCluster
+) -> None:
+    """Ray names a cluster started here by the address it reports (on a machine with a network, that of its
+    interface, not 127.0.0.1): a SQLite checkpoint is on this machine too, so the batch runs (`test_batch_journal.py`
+    has the refusal for another machine)."""
+    (tmp_path / "flow.csv").write_text(
+        "GraphName,Node,AgentType,Prompt,Output_Field\nF,Greet,template,Hello,greeting\n"
+    )
+    (tmp_path / "rows.csv").write_text("id\nr1\nr2\n")
+    batch = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--checkpoint", "runs.db", "--executor", "ray")
+    code, _, err = ray_cluster.run(*batch, "--id-column", "id", cwd=tmp_path, env=dict(os.environ))
+    assert code == 0, err
+    assert (tmp_path / "out.csv").read_text().count("Hello") == 2 and (tmp_path / "runs.db").exists()
+
+
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
     tmp_path: Path, loop: Loop, store: str, request: pytest.FixtureRequest, ray_cluster: RayCluster
