@@ -21,7 +21,7 @@ import forked
 import pytest
 from components import RayCluster, require
 from test_batch_journal import BATCH, checkpoint, killed_in_second_call_then_continued
-from test_journal import Loop
+from test_journal import Loop, _running
 from timing import deadline
 
 from openai_stub import OpenAIStub  # isort: skip
@@ -42,13 +42,6 @@ if pid == 0:
 open("batch.pid", "w").write(str(pid))
 time.sleep(900)  # and is never reaped
 """
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _until(condition: Any, what: str, within: float) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import forked
 import pytest
 from openai_stub import OpenAIStub, Reply, text, tool_calls
-from timing import deadline, scaled
+from timing import deadline, scaled, until
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
 from cli_helpers import agentmap_tty
@@ -33,6 +33,7 @@ from pathlib import Path
 
 def charge_card(amount: int) -> str:
     """Charge the card."""
+    Path(os.environ["EFFECTS"] + f".pid{amount}").write_text(str(os.getpid()))  # the process the test must see end
     with open(os.environ["EFFECTS"], "a") as handle:
         handle.write(f"charge {amount}\\n")
     while Path(os.environ["EFFECTS"] + f".hold{amount}").exists():  # the test kills the process here
@@ -127,7 +128,18 @@ def _kill_at(
         _until(lambda: f"charge {number}" in _effects(folder), proc, f"charge {number} made", within)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=scaled(30))
+    if kind == "tool":  # released only once the process in the tool ended (a batch's worker process ends after it)
+        pid = int(Path(env["EFFECTS"] + f".pid{number}").read_text())
+        until(lambda: not _running(pid), 30, f"the process in charge_card (pid {pid}) outlived the killed command")
     Path(env["EFFECTS"] + f".hold{number}").unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (not gone, not a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _pending_task(folder: Path, env: dict[str, str]) -> str:
