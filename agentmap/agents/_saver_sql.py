@@ -188,6 +188,7 @@ def _made_postgres(conn: Any, marks: MutableMapping[Any, Any], create: Create) -
         for statement in _statements(create):
             try:
                 conn.execute(statement)
-            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
-                conn.rollback()  # made by another process at the same moment: the next one is still made
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+                # made by another process at the same moment (its table, or its row type): the next one is still made
+                conn.rollback()
         marks[create] = True
