@@ -273,7 +273,7 @@ def _llm_options(on: bool, retry: str, timeout: float, poll: float, detach: bool
     return LLMBatchOptions(retry, float(timeout), float(poll), detach)
 
 
-_THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1", "[::1]")
+_THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1")
 
 
 def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: str | None) -> str | None:
