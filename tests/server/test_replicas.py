@@ -311,7 +311,8 @@ def test_a_step_starts_once_the_step_before_is_saved_so_a_kill_runs_again_only_t
         run = client.runs.create(tid, "Steps", input={"topic": "t"})
         waiting = (
             "SELECT 1 FROM pg_locks WHERE NOT granted AND relation IN ('checkpoints'::regclass, "
-            "'checkpoint_writes'::regclass)"
+            "'checkpoint_writes'::regclass) "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         until(lambda: held.execute(waiting).fetchone(), 60, "the run never tried to save a checkpoint")
         give_up = deadline(2)  # the time of many steps: the run must not go on unsaved
@@ -361,10 +362,12 @@ def _handed_back_before_its_next_step(project: Path, postgres_url: str, run_id: 
     # the heartbeat's renewal waits for the row, and so may the run's events (their key refers to it); the replica
     # handing the run back is the statement that waits to clear the row's owner (`RunRows.release`)
     handing_back = (
-        "SELECT count(*) > 0 AS yes FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-        "AND query LIKE '%SET owner = NULL, lease_until = 0,%'"
+        "SELECT count(*) > 0 AS yes FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND query LIKE '%SET owner = NULL, lease_until = 0,%'"
     )
-    # asked on a connection of its own: a transaction sees one snapshot of the server's activity
+    # asked on a connection of its own: a transaction sees one snapshot of the server's activity. Only this test's
+    # database: the server is the test run's, and another test's replica handing its run back is not this one's
+    # (seen, the row was let go early, the lease renewed, and the run never handed back)
     with psycopg.connect(postgres_url, autocommit=True) as held, psycopg.connect(postgres_url, autocommit=True) as ask:
         until(lambda: "start One" in _steps(project), 60, "the run never started")
         held.execute("BEGIN")
