@@ -1,12 +1,13 @@
 """The call journal of a Ray batch (`agentmap batch --executor ray --checkpoint ...`): killed inside its row's second
 model call and run again, the row continues its thread, in a PostgreSQL database or a SQLite file, without sending
-the answered call again. The batch that is killed starts a local Ray of its own, as a user's would; the runs whose
-Ray is not what is tested join the run's local Ray (`ray_cluster` in tests/conftest.py) instead of starting one.
+the answered call again. The SQLite batch that is killed starts a local Ray of its own, as a user's would; the runs
+whose Ray is not what is tested (the PostgreSQL one too: it is killed as the driver of a cluster it joined) join
+the run's local Ray (`ray_cluster` in tests/conftest.py) instead of starting one.
 
-The batch is killed under a parent that never reaps what is left to it, as a machine's first process may be slow
-to: Ray's own processes then linger as zombies, and a Ray worker that waited for Ray to tell it would go on
-running the row (its model call ends in a time-out, the row fails and its thread finishes) beside the batch run
-again. The worker ends with the batch's process instead."""
+The batch with its own Ray is killed under a parent that never reaps what is left to it, as a machine's first
+process may be slow to: Ray's own processes then linger as zombies, and a Ray worker that waited for Ray to tell it
+would go on running the row (its model call ends in a time-out, the row fails and its thread finishes) beside the
+batch run again. The worker ends with the batch's process instead, as it does with a joined cluster's driver."""
 
 from __future__ import annotations
 
@@ -114,10 +115,13 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
     tmp_path: Path, loop: Loop, store: str, request: pytest.FixtureRequest, ray_cluster: RayCluster
 ) -> None:
     batch = (*BATCH, *checkpoint(store, request), "--executor", "ray", "--chunk-size", "1")
-    started: list[Unreaped] = []
+    started: list[Unreaped | forked.Forked] = []
 
-    def start(*args: str, cwd: Path, env: dict[str, str]) -> Unreaped:
-        started.append(Unreaped(*args, cwd=cwd, env=env))
+    def start(*args: str, cwd: Path, env: dict[str, str]) -> Unreaped | forked.Forked:
+        # The SQLite run is killed with the local Ray it started, under a parent that never reaps it; the
+        # PostgreSQL run (the store is its scenario) on a Ray cluster it joined, whose driver dies without a word.
+        own = store == "sqlite"
+        started.append(Unreaped(*args, cwd=cwd, env=env) if own else ray_cluster.start(*args, cwd=cwd, env=env))
         return started[-1]
 
     def killed() -> None:  # the Ray worker that ran the row ends with the batch, though nothing reaped Ray
@@ -130,8 +134,9 @@ def test_a_ray_row_killed_after_a_model_call_continues_without_calling_it_again(
             tmp_path, loop, batch, within=180, start=start, killed=killed, rerun=ray_cluster.run
         )
     finally:
-        for unreaped in started:
-            unreaped.parent.send_signal(9)  # its zombies go to the machine's first process, which reaps them
+        for process in started:
+            if isinstance(process, Unreaped):  # its zombies go to the machine's first process, which reaps them
+                process.parent.send_signal(9)
 
 
 class _WorkerStopped:
