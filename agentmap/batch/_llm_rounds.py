@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from agentmap.agents.journal import QueuedAnswer, QueuedCall, answer_queued_many
 from agentmap.batch._llm_budget import within
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of
+from agentmap.batch.rows import Job
 
 __all__ = ["Jobs", "LLMBatchOptions", "LLMBatchReport", "Tell"]
 
@@ -68,6 +69,7 @@ class LLMBatchReport:
         cost: What the answered calls cost at the batch price, in USD.
         detached: The batch stopped after submitting (`--detach`).
         waiting_rows: Rows still waiting when the batch stopped (run the same command again to go on).
+        parked: Rows not run again at the start: they wait on a call an earlier run of the batch queued.
         held: Calls the budget kept out of jobs at the last placing (`--budget`; they wait for a higher one).
         committed: What the batch committed at the last placing, with `--budget`: its answered calls at the prices
             paid and the estimates of the calls in its jobs, in USD.
@@ -82,6 +84,7 @@ class LLMBatchReport:
     cost: float = 0.0
     detached: bool = False
     waiting_rows: int = 0
+    parked: int = 0
     held: int = 0
     committed: float = 0.0
 
@@ -108,6 +111,20 @@ class Jobs:
         self.report = LLMBatchReport()
         self._tell = tell or _logger.info
         self._clients: dict[tuple[str, str, str], ProviderJobs] = {}
+
+    def not_queued(self, jobs: Iterable[Job], parked: dict[str, Job]) -> Iterator[Job]:
+        """`jobs` but the rows waiting on a call an earlier run queued (killed, or `--detach`), which go into
+        `parked` by id: run again, they would only replay their thread up to that call and wait on it again
+        (a collecting run of 10,000 rows did that work for each before its first look at the jobs)."""
+        queued = {call.key.thread_id for call in queued_calls(self.saver)}
+        for job in jobs:
+            if job[1] in queued:
+                parked[job[1]] = job
+            else:
+                yield job
+        self.report.parked = len(parked)
+        if parked:
+            self._tell(f"llm-batch: {len(parked)} rows wait on calls queued before; they go on once answered")
 
     def settle(self, threads: Iterable[str]) -> set[str]:
         """Place the queued calls, wait for answers; the rows (threads of `threads`) that can go on.

@@ -480,7 +480,9 @@ def _llm_rounds(
     provider_jobs = Jobs(runner.app.graph.checkpointer, llm, tell)
     if llm.again:  # for `agentmap batch status OUTPUT` to say how to collect
         remember_command(provider_jobs.saver, llm.again)
-    waiting = rounds.run(jobs, recorder)
+    parked: dict[str, Job] = {}
+    waiting = rounds.run(provider_jobs.not_queued(jobs, parked), recorder)
+    waiting.update(parked)
     while waiting:
         ready = provider_jobs.settle(waiting)
         if provider_jobs.report.detached or not ready:  # not ready: no job open, the calls left held by the budget

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from openai_stub import Reply, text
 import agentmap
 from agentmap.agents.costs import DEFAULT_PRICES, price_of
 from agentmap.batch.executors import Executor
+from agentmap.batch.rows import Job, RowResult, RowRunner
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
 from cli_helpers import agentmap as agentmap_cli  # noqa: E402
@@ -154,7 +156,10 @@ def test_a_job_past_the_timeout_fails_its_rows(tmp_path: Path, keys: None) -> No
     assert all("--llm-batch-timeout" in r["error"] for r in rows)
 
 
-def test_detach_then_the_same_call_collects_without_submitting_again(tmp_path: Path, keys: None) -> None:
+def test_detach_then_the_same_call_collects_without_submitting_again(
+    tmp_path: Path, keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []  # the row runs (`RowRunner.run`) of the collecting call
     with OpenAIBatchStub() as stub:
         stub.script(*([_echo] * 20))
         flow = _workflow(tmp_path, {"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
@@ -162,8 +167,21 @@ def test_detach_then_the_same_call_collects_without_submitting_again(tmp_path: P
         assert first.llm is not None and first.llm.detached and first.llm.waiting_rows == 3
         assert not (tmp_path / "out.csv").exists()
         assert len(stub.jobs) == 1 and stub.billed == 0
-        second = _run(flow, _rows(3), tmp_path / "out.csv", llm_batch=True)
+        run = RowRunner.run
+
+        def counted(self: RowRunner, job: Job) -> RowResult:
+            runs.append(job[1])
+            return run(self, job)
+
+        monkeypatch.setattr(RowRunner, "run", counted)
+        lines: list[str] = []
+        second = _run(flow, _rows(3), tmp_path / "out.csv", llm_batch=True, on_llm_progress=lines.append)
         assert second.successes == 3
+        # the rows waiting on job 1 are not run up to their queued call again: each runs once after A's answer,
+        # once after B's
+        assert second.llm is not None and second.llm.parked == 3
+        assert "llm-batch: 3 rows wait on calls queued before; they go on once answered" in lines
+        assert len(runs) == 6 and set(Counter(runs).values()) == {2}
         assert len(set(stub.custom_ids)) == len(stub.custom_ids) == 6  # job 1 polled again, not sent again
         assert stub.billed == 6
 
