@@ -88,7 +88,7 @@ def run(
             flush=True,
         )
     else:
-        print(f"  kills drawn uniformly in [0, {span:g}] s (--span)", flush=True)
+        print(f"  kills drawn uniformly in [0, {2 * span / (per_run + 1):g}] s (--span {span:g})", flush=True)
     rng = random.Random(seed)
     totals: collections.Counter[str] = collections.Counter()
     seconds = []
