@@ -153,6 +153,14 @@ def _order(write_csv: WriteCsv, text: str, state: dict[str, Any]) -> list[str]:
     return [record.name for record in agentmap.compile(write_csv(text)).invoke(state).summary]
 
 
+def _in_steps(order: list[str], *steps: str) -> bool:
+    """Whether the nodes ran in `steps`, one after another ("B C": the nodes of one step, which run at once, so in
+    either order: `C` before `B` was seen under load)."""
+    sizes = [len(step.split()) for step in steps]
+    cut = [sorted(order[sum(sizes[:n]) : sum(sizes[: n + 1])]) for n in range(len(steps))]
+    return sum(sizes) == len(order) and cut == [sorted(step.split()) for step in steps]
+
+
 _DYNAMIC_JOIN = """
 GraphName,Node,AgentType,Input_Fields,Output_Field,Edge,Success_Next,Failure_Next
 G,A,echo,x,a,B|C,,
@@ -164,7 +172,8 @@ G,J,echo,x,j,,,
 
 
 def test_a_join_reached_through_success_next_runs_once_after_every_branch(write_csv: WriteCsv) -> None:
-    assert _order(write_csv, _DYNAMIC_JOIN, {"x": 1}) == ["A", "B", "C", "C2", "J"]
+    order = _order(write_csv, _DYNAMIC_JOIN, {"x": 1})
+    assert _in_steps(order, "A", "B C", "C2", "J"), order
 
 
 def test_a_plain_join_whose_branch_may_end_early_still_runs_for_the_other_branch(write_csv: WriteCsv) -> None:
@@ -176,8 +185,10 @@ def test_a_plain_join_whose_branch_may_end_early_still_runs_for_the_other_branch
     G,C,echo,x,c,J,,
     G,J,echo,x,j,,,
     """
-    assert _order(write_csv, text, {"x": True}) == ["A", "B", "C", "B2", "J"]
-    assert _order(write_csv, text, {"x": False}) == ["A", "B", "C", "J"]
+    order = _order(write_csv, text, {"x": True})
+    assert _in_steps(order, "A", "B C", "B2", "J"), order
+    order = _order(write_csv, text, {"x": False})
+    assert _in_steps(order, "A", "B C", "J"), order
 
 
 def test_a_join_on_a_single_path_runs_at_once_and_takes_no_extra_step(write_csv: WriteCsv) -> None:
@@ -193,7 +204,8 @@ def test_a_join_on_a_single_path_runs_at_once_and_takes_no_extra_step(write_csv:
     workflow = agentmap.compile(write_csv(text))
     result = workflow.invoke({"x": False}, config={"recursion_limit": 5})
     assert [r.name for r in result.summary] == ["A", "C2", "J", "K"]
-    assert [r.name for r in workflow.invoke({"x": True}).summary] == ["A", "B", "C", "C2", "J", "K"]
+    order = [r.name for r in workflow.invoke({"x": True}).summary]
+    assert _in_steps(order, "A", "B C", "C2", "J", "K"), order
 
 
 def test_nested_joins_the_outer_one_waits_for_the_inner_one(write_csv: WriteCsv) -> None:
