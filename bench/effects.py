@@ -43,8 +43,19 @@ def _workflow(folder: Path, base_url: str) -> Path:
     path = folder / "pay.csv"
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field",
-                         "Tool_Source", "Available_Tools"])  # fmt: skip
+        writer.writerow(
+            [
+                "GraphName",
+                "Node",
+                "AgentType",
+                "Prompt",
+                "Context",
+                "Input_Fields",
+                "Output_Field",
+                "Tool_Source",
+                "Available_Tools",
+            ]
+        )
         writer.writerow(["g", "Pay", "openai", "Pay.", json.dumps(context), "q", "answer", "tools.py", "charge_card"])
     return path
 
@@ -139,15 +150,21 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ratios, added = measure(Path(tmp), args.repeat)
-    print(f"journal / no journal, a 5-call tool loop: min {min(ratios):.2f}x  median "
-          f"{statistics.median(ratios):.2f}x  max {max(ratios):.2f}x")  # fmt: skip
-    print(f"added per call: min {min(added):.2f} ms  median {statistics.median(added):.2f} ms  "
-          f"max {max(added):.2f} ms  ({args.repeat} pairs)")  # fmt: skip
+    print(
+        f"journal / no journal, a 5-call tool loop: min {min(ratios):.2f}x  median "
+        f"{statistics.median(ratios):.2f}x  max {max(ratios):.2f}x"
+    )
+    print(
+        f"added per call: min {min(added):.2f} ms  median {statistics.median(added):.2f} ms  "
+        f"max {max(added):.2f} ms  ({args.repeat} pairs)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         ratios, added = bookkeeping(Path(tmp), args.repeat)
-    print(f"one tool call, journaled / not: min {min(ratios):.2f}x  median {statistics.median(ratios):.2f}x  "
-          f"max {max(ratios):.2f}x; added: min {min(added):.0f} us  median {statistics.median(added):.0f} us  "
-          f"max {max(added):.0f} us")  # fmt: skip
+    print(
+        f"one tool call, journaled / not: min {min(ratios):.2f}x  median {statistics.median(ratios):.2f}x  "
+        f"max {max(ratios):.2f}x; added: min {min(added):.0f} us  median {statistics.median(added):.0f} us  "
+        f"max {max(added):.0f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ def _workflow(folder: Path, base_url: str) -> None:
     for i in range(1, 11):
         after = f"N{i + 1}" if i < 10 else ""
         if i == 5:
-            rows.append(["g", "N5", "tool", "", json.dumps({"tool": "charge_card"}), "amount", "charged", after,
-                         "tools.py"])  # fmt: skip
+            rows.append(
+                ["g", "N5", "tool", "", json.dumps({"tool": "charge_card"}), "amount", "charged", after, "tools.py"]
+            )
         else:
             rows.append(["g", f"N{i}", "openai", f"Step {i}: {{q}}", model, "q", f"a{i}", after, ""])
     with (folder / "flow.csv").open("w", newline="") as handle:
@@ -65,8 +66,14 @@ def _workflow(folder: Path, base_url: str) -> None:
 
 
 def _command(folder: Path, env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run([sys.executable, "-m", "agentmap", *args, "--json"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "agentmap", *args, "--json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     try:
         document = json.loads(done.stdout) if done.stdout.strip() else {}
     except ValueError:
@@ -82,8 +89,13 @@ def _trial(stub: Any, rng: random.Random, latency: float, full: float) -> dict[s
         env |= {"OPENAI_API_KEY": "sk-stub", "EFFECTS": str(folder / "effects"), "LATENCY": str(latency)}
         first = len(stub.requests)
         args = ["run", "flow.csv", "--thread", "t", "--state", '{"q": "go", "amount": 1}', "--json"]
-        proc = subprocess.Popen([sys.executable, "-m", "agentmap", *args], cwd=folder, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentmap", *args],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.0, full))
         proc.send_signal(signal.SIGKILL)
         proc.wait(60)
@@ -146,8 +158,10 @@ def main() -> None:
     print(f"  model requests repeated (not in flight at the kill): {totals['repeated']}")
     print(f"  tool effects repeated: {totals['effects_repeated']}")
     print(f"  runs not finished right: {totals['unfinished']}")
-    print(f"  asked about the call in doubt: {totals['asked']}; in-flight request sent again: "
-          f"{totals['in_flight_resent']}")  # fmt: skip
+    print(
+        f"  asked about the call in doubt: {totals['asked']}; in-flight request sent again: "
+        f"{totals['in_flight_resent']}"
+    )
     print("OK" if bad == 0 else f"FAILED: {bad}")
 
 

@@ -126,11 +126,13 @@ def _two_nodes(folder: Path, base_url: str, rows: int) -> tuple[Path, Path]:
     context = json.dumps({"model": "openai:gpt-4o-mini", "base_url": base_url, "max_retries": 0})
     flow = folder / "two.csv"
     with flow.open("w", newline="") as handle:
-        csv.writer(handle).writerows([
-            ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"],
-            ["g", "A", "llm", "say {topic}", context, "topic", "a", "B"],
-            ["g", "B", "llm", "again {a}", context, "a", "b", ""],
-        ])  # fmt: skip
+        csv.writer(handle).writerows(
+            [
+                ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"],
+                ["g", "A", "llm", "say {topic}", context, "topic", "a", "B"],
+                ["g", "B", "llm", "again {a}", context, "a", "b", ""],
+            ]
+        )
     table = folder / "rows2.csv"
     table.write_text("id,topic\n" + "".join(f"r{n},topic {n}\n" for n in range(rows)))
     return flow, table
@@ -157,8 +159,9 @@ def _round(rows: int, concurrency: int, order: tuple[str, ...]) -> dict[str, dic
                 elif kind == "llm-batch":
                     extra = {"llm_batch": True, "llm_batch_poll": 0.05, "on_llm_progress": lambda _: None}
                 cpu, wall = time.process_time(), time.perf_counter()
-                result = agentmap.batch(flow, table, output=out, concurrency=concurrency, keep_rows=False,
-                                        id_column="id", **extra)  # fmt: skip
+                result = agentmap.batch(
+                    flow, table, output=out, concurrency=concurrency, keep_rows=False, id_column="id", **extra
+                )
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                 assert result.successes == rows, f"{kind}: {result.failures} rows failed"
                 with out.open(newline="") as handle:

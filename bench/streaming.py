@@ -111,8 +111,10 @@ def measure(folder: Path, repeat: int, *, held: bool) -> dict[str, list[float]]:
 
 def _line(label: str, values: list[float], unit: str) -> str:
     fmt = "{:.2f}x" if unit == "x" else "{:.2f} ms"
-    return (f"{label}: min {fmt.format(min(values))}  median {fmt.format(statistics.median(values))}  "
-            f"max {fmt.format(max(values))}")  # fmt: skip
+    return (
+        f"{label}: min {fmt.format(min(values))}  median {fmt.format(statistics.median(values))}  "
+        f"max {fmt.format(max(values))}"
+    )
 
 
 def main() -> None:

@@ -148,9 +148,11 @@ class ToolAgent(BaseAgent):
         idempotent = None if marked is None else bool(marked)
         result = await executor.execute(name, args, user_id, idempotent=idempotent)
         self.record_metadata(
-            tool=name, tool_success=result.success, tool_error_code=result.error_code,
+            tool=name,
+            tool_success=result.success,
+            tool_error_code=result.error_code,
             tool_duration_ms=round(result.duration_ms, 3),
-        )  # fmt: skip
+        )
         if not result.success:
             raise ToolCallFailed(f"{result.error} [{result.error_code}]")
         return result.data

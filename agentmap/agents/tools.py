@@ -160,12 +160,17 @@ class LocalToolExecutor:
         request = {"arguments": parameters or {}, "user_id": user_id}
         try:
             return await journaled(
-                "tool", tool_name, request, lambda: self._execute(tool_name, parameters, user_id),
-                encode=lambda r: r.model_dump(mode="json"), decode=ToolResult.model_validate,
-                idempotent=idempotent, failed=lambda r: not r.success,
+                "tool",
+                tool_name,
+                request,
+                lambda: self._execute(tool_name, parameters, user_id),
+                encode=lambda r: r.model_dump(mode="json"),
+                decode=ToolResult.model_validate,
+                idempotent=idempotent,
+                failed=lambda r: not r.success,
                 unsure=lambda r: r.error_code == "timeout",  # it may still run, and take effect, after we stop waiting
                 done=lambda data: ToolResult(success=True, data=data),
-            )  # fmt: skip
+            )
         except InDoubt as exc:
             return ToolResult(success=False, error=str(exc), error_code="in_doubt")
 

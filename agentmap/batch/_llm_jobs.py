@@ -128,8 +128,11 @@ class JobStore:
 
     def calls_of(self, tag: str) -> dict[str, tuple[CallKey, str]]:
         """The calls of job `tag`: custom id -> (journal key, request digest)."""
-        rows = self._execute(f"SELECT custom_id, thread_id, checkpoint_ns, step, node, task_id, call_index, digest "
-                             f"FROM {_CALLS} WHERE tag = ?", (tag,))  # fmt: skip
+        rows = self._execute(
+            f"SELECT custom_id, thread_id, checkpoint_ns, step, node, task_id, call_index, digest "
+            f"FROM {_CALLS} WHERE tag = ?",
+            (tag,),
+        )
         return {str(r[0]): (CallKey(r[1], r[2], int(r[3]), r[4], r[5], int(r[6])), str(r[7])) for r in rows}
 
     def placed(self) -> set[tuple[CallKey, str]]:

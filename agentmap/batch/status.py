@@ -56,8 +56,9 @@ def remember_command(saver: Any, command: str) -> None:
         return
     command = shlex.join(redacted(word) for word in shlex.split(command))
     note = json.dumps({"command": command, "folder": os.getcwd(), "at": time.time()})
-    execute(f"INSERT INTO {_NOTES} VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            ("command", note))  # fmt: skip
+    execute(
+        f"INSERT INTO {_NOTES} VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("command", note)
+    )
 
 
 @dataclass
@@ -269,8 +270,16 @@ def _read_store(status: BatchStatus, store: str, live: bool) -> None:
         status.spent = sum(_cost(c.usage) for c in answered.values())
         placed = set()
         for row in jobs.jobs():
-            job = JobStatus(row.job_id, row.provider, row.model, row.state, row.status, dict(row.counts), row.calls,
-                            submitted_at=row.submitted_at)  # fmt: skip
+            job = JobStatus(
+                row.job_id,
+                row.provider,
+                row.model,
+                row.state,
+                row.status,
+                dict(row.counts),
+                row.calls,
+                submitted_at=row.submitted_at,
+            )
             for call in jobs.calls_of(row.tag).values():
                 found = answered.get(call)
                 if found is not None:

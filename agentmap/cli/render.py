@@ -247,9 +247,13 @@ def summary_table(executions: Sequence[NodeExecution], *, title: str | None = No
     for number, (label, execution) in enumerate(rows, start=1):
         usage = _usage_cells(execution.metadata) if metered else ()
         table.add_row(
-            str(number), escape(label), _status(execution), _seconds(execution.duration), *usage,
+            str(number),
+            escape(label),
+            _status(execution),
+            _seconds(execution.duration),
+            *usage,
             escape(execution.error or ""),
-        )  # fmt: skip
+        )
     return table
 
 

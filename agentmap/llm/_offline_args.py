@@ -23,21 +23,22 @@ from typing import Any
 
 __all__ = ["choose_tool", "fill_arguments", "humanize"]
 
-_SYNONYMS = {
-    "create": "add", "new": "add", "insert": "add", "make": "add",
-    "remove": "delete", "erase": "delete", "drop": "delete",
-    "show": "list", "view": "list", "display": "list", "all": "list",
-    "done": "complete", "finish": "complete", "finished": "complete", "completed": "complete",
-    "change": "update", "edit": "update", "rename": "update", "modify": "update",
-    "find": "search", "lookup": "search", "fetch": "get",
-    "plus": "add", "sum": "add", "total": "add", "times": "multiply", "product": "multiply",
-    "minus": "subtract", "difference": "subtract",
-}  # fmt: skip
-_STOP = {
-    "a", "an", "the", "to", "of", "and", "or", "for", "in", "on", "with", "my", "me", "i", "you", "is",
-    "it", "this", "that", "be", "by", "as", "at", "from", "please", "can", "could", "would", "will",
-    "return", "returns", "given", "use", "tool", "function", "value", "some", "any",
-}  # fmt: skip
+_VERBS = {
+    "add": "create new insert make plus sum total",
+    "delete": "remove erase drop",
+    "list": "show view display all",
+    "complete": "done finish finished completed",
+    "update": "change edit rename modify",
+    "search": "find lookup",
+    "get": "fetch",
+    "multiply": "times product",
+    "subtract": "minus difference",
+}
+_SYNONYMS = {word: verb for verb, words in _VERBS.items() for word in words.split()}
+_STOPS = """a an the to of and or for in on with my me i you is it this that be by as at from please can could
+would will
+return returns given use tool function value some any"""
+_STOP = set(_STOPS.split())
 _THRESHOLD = 2.0  # one name word shared by at most half the tools
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _QUOTED = r"\"([^\"]*)\"|'([^']*)'|“([^”]*)”"

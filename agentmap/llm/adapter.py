@@ -184,8 +184,16 @@ class LLMAdapter:
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages, measured=measured)
         queue = self._queue(messages, runnable, options)
-        reply = await journaled("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
-                                decode=replayed, idempotent=True, queue=queue)  # fmt: skip
+        reply = await journaled(
+            "model",
+            self.model_name,
+            request,
+            call,
+            encode=lambda r: _dump(r, measured),
+            decode=replayed,
+            idempotent=True,
+            queue=queue,
+        )
         if not measured:
             costs.replayed()
         return reply
@@ -221,8 +229,16 @@ class LLMAdapter:
         request = self._request(messages, runnable, options)
         replayed = self._replayed(messages, measured=measured)
         queue = self._queue(messages, runnable, options)
-        reply = journaled_sync("model", self.model_name, request, call, encode=lambda r: _dump(r, measured),
-                               decode=replayed, idempotent=True, queue=queue)  # fmt: skip
+        reply = journaled_sync(
+            "model",
+            self.model_name,
+            request,
+            call,
+            encode=lambda r: _dump(r, measured),
+            decode=replayed,
+            idempotent=True,
+            queue=queue,
+        )
         if not measured:
             costs.replayed()
         return reply
@@ -357,8 +373,12 @@ class LLMAdapter:
 
         tools = (getattr(runnable, "kwargs", None) or {}).get("tools")
         chosen = {k: v for k, v in options.items() if k != "timeout"}
-        return {"model": self.model_name, "messages": convert_to_openai_messages(list(messages)), "tools": tools,
-                "options": chosen}  # fmt: skip
+        return {
+            "model": self.model_name,
+            "messages": convert_to_openai_messages(list(messages)),
+            "tools": tools,
+            "options": chosen,
+        }
 
     def _as_ai_message(self, reply: Any) -> AIMessage:
         from langchain_core.messages import AIMessage
@@ -384,10 +404,18 @@ def _as_chunk(reply: AIMessage) -> AIMessageChunk:
     from langchain_core.messages import AIMessageChunk
     from langchain_core.messages.tool import tool_call_chunk
 
-    calls = [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c.get("id"), index=i)
-             for i, c in enumerate(reply.tool_calls)]  # fmt: skip
-    return AIMessageChunk(content=reply.content, id=reply.id, tool_call_chunks=calls, chunk_position="last",
-                          usage_metadata=reply.usage_metadata, response_metadata=reply.response_metadata)  # fmt: skip
+    calls = [
+        tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c.get("id"), index=i)
+        for i, c in enumerate(reply.tool_calls)
+    ]
+    return AIMessageChunk(
+        content=reply.content,
+        id=reply.id,
+        tool_call_chunks=calls,
+        chunk_position="last",
+        usage_metadata=reply.usage_metadata,
+        response_metadata=reply.response_metadata,
+    )
 
 
 def _load(value: Any) -> AIMessage:

@@ -176,8 +176,11 @@ def workflow_dir(tmp_path: Path) -> Path:
         ''',
     )
     write(base / "lib" / "a.py", 'def ping() -> str:\n    """Ping."""\n    return "pong"\n')
-    write(base / "lib" / "b.py", '__all__ = ["echo"]\ndef echo(x: str) -> str:\n    """Echo."""\n    return x\n'
-          'def hidden() -> None:\n    """Not exported."""\n')  # fmt: skip
+    write(
+        base / "lib" / "b.py",
+        '__all__ = ["echo"]\ndef echo(x: str) -> str:\n    """Echo."""\n    return x\n'
+        'def hidden() -> None:\n    """Not exported."""\n',
+    )
     write(base / "lib" / "_private.py", 'def secret() -> None:\n    """No."""\n')
     return base
 

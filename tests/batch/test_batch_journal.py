@@ -39,10 +39,14 @@ def loop() -> Iterator[Loop]:
 @pytest.mark.matrix  # executor x store: sampled unless AGENTMAP_TEST_FULL_MATRIX=1 (tests/conftest.py)
 @pytest.mark.parametrize(
     ("executor", "store"),
-    [("process", "sqlite"), ("thread", "sqlite"), ("async", "sqlite"),
-     pytest.param("process", "postgres", marks=pytest.mark.postgres),
-     pytest.param("async", "postgres", marks=pytest.mark.postgres)],
-)  # fmt: skip
+    [
+        ("process", "sqlite"),
+        ("thread", "sqlite"),
+        ("async", "sqlite"),
+        pytest.param("process", "postgres", marks=pytest.mark.postgres),
+        pytest.param("async", "postgres", marks=pytest.mark.postgres),
+    ],
+)
 def test_a_row_killed_after_a_model_call_continues_without_calling_it_again(
     tmp_path: Path, loop: Loop, executor: str, store: str, request: pytest.FixtureRequest
 ) -> None:

@@ -42,8 +42,9 @@ def retry_flow(folder: Path, stub: OpenAIStub, retry: dict[str, Any], **context:
         writer = csv.writer(handle)
         writer.writerow(["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"])
         writer.writerow(["Ask", "Pre", "echo", "", "", "question", "asked", "Answer"])
-        writer.writerow(["Ask", "Answer", "llm", "Answer: {question}", json.dumps(options | context), "question",
-                         "answer", "Post"])  # fmt: skip
+        writer.writerow(
+            ["Ask", "Answer", "llm", "Answer: {question}", json.dumps(options | context), "question", "answer", "Post"]
+        )
         writer.writerow(["Ask", "Post", "echo", "", "", "answer", "final", ""])
     return path
 

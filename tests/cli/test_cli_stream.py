@@ -81,8 +81,9 @@ def test_a_terminal_shows_the_text_before_the_node_ends(tmp_path: Path, stub: Op
     stub.script(streamed("Par", "is is ", "the capital.", gate=gate))
     env = _setup(tmp_path, stub) | {"COLUMNS": "120", "LINES": "50", "TERM": "xterm-256color"}
     master, slave = pty.openpty()
-    proc = forked.start("run", "ask.csv", "--state", '{"question": "France?"}', cwd=tmp_path, env=env,
-                        terminal=os.ttyname(slave))  # fmt: skip
+    proc = forked.start(
+        "run", "ask.csv", "--state", '{"question": "France?"}', cwd=tmp_path, env=env, terminal=os.ttyname(slave)
+    )
     screen = b""
 
     def read() -> bool:

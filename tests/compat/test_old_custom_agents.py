@@ -78,9 +78,13 @@ def test_the_old_base_class_keeps_the_agent_contract() -> None:
     assert issubclass(OldBase, agentmap.BaseAgent)
     tracker = agentmap.ExecutionTracker()
     agent = Double(
-        "D", "", {"input_fields": ["n"], "output_field": "m"},
-        logger=logging.getLogger("t"), execution_tracking_service=tracker, state_adapter_service=object(),
-    )  # fmt: skip
+        "D",
+        "",
+        {"input_fields": ["n"], "output_field": "m"},
+        logger=logging.getLogger("t"),
+        execution_tracking_service=tracker,
+        state_adapter_service=object(),
+    )
     assert agent.run({"n": 4}) == {"m": 8, "last_action_success": True}
     assert agent.execution_tracking_service is tracker
     with pytest.raises(ValueError, match="ExecutionTracker not provided"):

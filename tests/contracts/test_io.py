@@ -257,6 +257,10 @@ def test_the_types_are_dataclasses_as_the_contract_declares_them() -> None:
     data = dataclasses.asdict(response)
     assert data["error"]["message"] == "too slow" and data["status"] is ResponseStatus.ERROR
     assert dataclasses.asdict(request)["metadata"] == {
-        "trace_id": "a", "profile": "default", "priority": 7, "timeout_seconds": None, "parent_context": None,
+        "trace_id": "a",
+        "profile": "default",
+        "priority": 7,
+        "timeout_seconds": None,
+        "parent_context": None,
         "tags": None,
-    }  # fmt: skip
+    }

@@ -108,18 +108,27 @@ class AnthropicStub(OpenAIStub):
         start = message | {"content": [], "stop_reason": None, "usage": usage | {"output_tokens": 1}}
         events: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start}),
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
-        ]  # fmt: skip
-        deltas = [("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "text_delta", "text": t}}) for t in texts]  # fmt: skip
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+        ]
+        deltas = [
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+            )
+            for t in texts
+        ]
         events += [
             *deltas,
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                               "usage": usage}),  # the whole usage, as the API sends it now
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": usage},
+            ),  # the whole usage, as the API sends it now
             ("message_stop", {"type": "message_stop"}),
-        ]  # fmt: skip
+        ]
         sent = [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
         return [b"".join(sent[:3]), *sent[3:]]  # the start and the first piece at once: `gate` holds the rest
 

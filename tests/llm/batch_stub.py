@@ -62,8 +62,15 @@ class _Jobs:
     def _new_job(self, requests: list[tuple[str, dict[str, Any]]], metadata: dict[str, Any]) -> dict[str, Any]:
         plan = self.plans.popleft() if self.plans else "complete"
         number = next(self._numbers)  # two jobs created at the same moment get two numbers
-        job = {"number": number, "requests": requests, "plan": plan, "status": "in_progress", "lines": [],
-               "metadata": metadata, "created": time.time()}  # fmt: skip
+        job = {
+            "number": number,
+            "requests": requests,
+            "plan": plan,
+            "status": "in_progress",
+            "lines": [],
+            "metadata": metadata,
+            "created": time.time(),
+        }
         self.custom_ids.extend(cid for cid, _ in requests)
         return job
 
@@ -109,28 +116,60 @@ class OpenAIBatchStub(_Jobs, OpenAIStub):
         if job["status"] != "in_progress":
             out = f"file-out-{job_id}"
             self.files[out] = "".join(
-                json.dumps({"id": f"req-{cid}", "custom_id": cid,
-                            "response": {"status_code": 200, "request_id": "r", "body": body}, "error": None}) + "\n"
+                json.dumps(
+                    {
+                        "id": f"req-{cid}",
+                        "custom_id": cid,
+                        "response": {"status_code": 200, "request_id": "r", "body": body},
+                        "error": None,
+                    }
+                )
+                + "\n"
                 for cid, _, body in done
             ) + "".join(
-                (line + "\n") if line != "stray" else json.dumps({"custom_id": "nobody", "response": {
-                    "status_code": 200, "body": {"choices": []}}, "error": None}) + "\n"
+                (line + "\n")
+                if line != "stray"
+                else json.dumps(
+                    {"custom_id": "nobody", "response": {"status_code": 200, "body": {"choices": []}}, "error": None}
+                )
+                + "\n"
                 for line in job.get("extra", [])
-            )  # fmt: skip
+            )
             if failed:
                 err = f"file-err-{job_id}"
                 self.files[err] = "".join(
-                    json.dumps({"id": f"req-{cid}", "custom_id": cid, "response": None,
-                                "error": {"code": "batch_expired", "message": "expired"}}) + "\n"
-                    if status == "expired" else
-                    json.dumps({"id": f"req-{cid}", "custom_id": cid,
-                                "response": {"status_code": status, "body": body}, "error": None}) + "\n"
+                    json.dumps(
+                        {
+                            "id": f"req-{cid}",
+                            "custom_id": cid,
+                            "response": None,
+                            "error": {"code": "batch_expired", "message": "expired"},
+                        }
+                    )
+                    + "\n"
+                    if status == "expired"
+                    else json.dumps(
+                        {
+                            "id": f"req-{cid}",
+                            "custom_id": cid,
+                            "response": {"status_code": status, "body": body},
+                            "error": None,
+                        }
+                    )
+                    + "\n"
                     for cid, status, body in failed
-                )  # fmt: skip
+                )
         total = len(job["requests"])
-        return {"id": job_id, "object": "batch", "status": job["status"], "output_file_id": out,
-                "error_file_id": err, "metadata": job["metadata"], "created_at": int(job["created"]),
-                "request_counts": {"total": total, "completed": len(done), "failed": len(failed)}}  # fmt: skip
+        return {
+            "id": job_id,
+            "object": "batch",
+            "status": job["status"],
+            "output_file_id": out,
+            "error_file_id": err,
+            "metadata": job["metadata"],
+            "created_at": int(job["created"]),
+            "request_counts": {"total": total, "completed": len(done), "failed": len(failed)},
+        }
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         base = super()._handler_class()
@@ -156,8 +195,9 @@ class OpenAIBatchStub(_Jobs, OpenAIStub):
                     stub.created.set()
                     if stub.hold_create is not None:
                         stub.hold_create.wait(scaled(30))
-                    return self._json(200, {"id": job_id, "object": "batch", "status": "validating",
-                                            "metadata": job["metadata"]})  # fmt: skip
+                    return self._json(
+                        200, {"id": job_id, "object": "batch", "status": "validating", "metadata": job["metadata"]}
+                    )
                 match = re.search(r"/batches/([^/]+)/cancel$", path)
                 if match:
                     stub.jobs[match.group(1)]["status"] = "cancelled"
@@ -204,8 +244,14 @@ class AnthropicBatchStub(_Jobs, AnthropicStub):
         ended = job["status"] != "in_progress"
         url = f"{self.base_url}/v1/messages/batches/{job_id}/results" if ended else None
         created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(job["created"])) + "Z"
-        return {"id": job_id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "results_url": url, "created_at": created}  # fmt: skip
+        return {
+            "id": job_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "results_url": url,
+            "created_at": created,
+        }
 
     def _results(self, job_id: str) -> str:
         job = self.jobs[job_id]

@@ -174,13 +174,19 @@ class OpenAIStub:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.calls:
             message["tool_calls"] = [
-                {"id": f"call_{next(self._ids)}", "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(args)}}
+                {
+                    "id": f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
                 for name, args in reply.calls
-            ]  # fmt: skip
+            ]
         prompt, completion, *cached = reply.usage or self._counted(body, reply)
-        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                                 "total_tokens": prompt + completion}  # fmt: skip
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
         if cached:
             usage["prompt_tokens_details"] = {"cached_tokens": cached[0]}
         return {
@@ -225,8 +231,13 @@ class OpenAIStub:
                     return
                 try:
                     if reply.status != 200:
-                        payload = {"error": {"message": reply.error_message, "type": reply.headers.get(
-                            "x-error-type", "server_error"), "code": None}}  # fmt: skip
+                        payload = {
+                            "error": {
+                                "message": reply.error_message,
+                                "type": reply.headers.get("x-error-type", "server_error"),
+                                "code": None,
+                            }
+                        }
                         self._send(reply.status, json.dumps(payload).encode(), "application/json")
                     elif body.get("stream"):
                         self._stream(stub._events(body, reply), reply.gate)
@@ -303,7 +314,6 @@ def chat_model(stub: OpenAIStub, **kwargs: Any) -> Any:
     """A real `ChatOpenAI` pointed at `stub` (dummy key, no retries); `kwargs` override its settings."""
     from langchain_openai import ChatOpenAI
 
-    settings: dict[str, Any] = {"model": "gpt-stub", "api_key": "sk-test", "base_url": stub.base_url,
-                                "max_retries": 0}  # fmt: skip
+    settings: dict[str, Any] = {"model": "gpt-stub", "api_key": "sk-test", "base_url": stub.base_url, "max_retries": 0}
     settings.update(kwargs)
     return ChatOpenAI(**settings)

@@ -37,9 +37,13 @@ def stub() -> Iterator[OpenAIStub]:
 
 
 def _setup(
-    folder: Path, stub: OpenAIStub, extra: dict[str, Any] | None = None, *, tell: str = "Say it again.",
+    folder: Path,
+    stub: OpenAIStub,
+    extra: dict[str, Any] | None = None,
+    *,
+    tell: str = "Say it again.",
     config: str | None = None,
-) -> dict[str, str]:  # fmt: skip
+) -> dict[str, str]:
     """Two `openai` nodes on gpt-4o-mini, Ask then Tell, each with `extra` in its Context."""
     return two_nodes(folder, stub, config=config, extra=extra, tell=tell)
 
@@ -166,13 +170,15 @@ def test_threads_show_calls_marks_a_cache_hit(tmp_path: Path, stub: OpenAIStub) 
         assert _run(tmp_path, env, "--checkpoint", "runs.db", "--thread", thread)[0] == 0
     hits = {}
     for thread in ("t1", "t2"):
-        code, out, err = forked.run("threads", "show", thread, "--calls", "--checkpoint", "runs.db", "--json",
-                                    cwd=tmp_path, env=env)  # fmt: skip
+        code, out, err = forked.run(
+            "threads", "show", thread, "--calls", "--checkpoint", "runs.db", "--json", cwd=tmp_path, env=env
+        )
         assert code == 0, err
         hits[thread] = [c["cache_hit"] for c in json.loads(out)["calls"]]
     assert hits == {"t1": [False, False], "t2": [True, True]}
-    shown = agentmap_tty("threads", "show", "t2", "--calls", "--checkpoint", "runs.db", cwd=tmp_path,
-                         env=env | {"COLUMNS": "200"})  # fmt: skip
+    shown = agentmap_tty(
+        "threads", "show", "t2", "--calls", "--checkpoint", "runs.db", cwd=tmp_path, env=env | {"COLUMNS": "200"}
+    )
     assert shown.code == 0 and shown.out.count("finished (cache hit)") == 2, shown.out
 
 
@@ -219,8 +225,7 @@ def test_a_bad_llm_cache_in_agentmap_yaml_is_a_validation_error(tmp_path: Path, 
 
 
 def _batch(folder: Path, env: dict[str, str], output: str, *extra: str) -> list[dict[str, str]]:
-    code, _, err = forked.run("batch", "two.csv", "--input", "in.csv", "--output", output, *extra, cwd=folder,
-                              env=env)  # fmt: skip
+    code, _, err = forked.run("batch", "two.csv", "--input", "in.csv", "--output", output, *extra, cwd=folder, env=env)
     assert code == 0, err
     with (folder / output).open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -289,8 +294,9 @@ def test_a_hit_streams_to_a_langgraph_sdk_client_of_agentmap_serve(
         for _ in range(2):
             thread = c.threads.create()["thread_id"]  # a run on a thread: the cache is in the server's checkpoint
             parts = list(c.runs.stream(thread, "g", input={"q": "hi"}, stream_mode="messages-tuple"))
-            runs.append([(m["content"], meta["langgraph_node"]) for m, meta in (p.data for p in parts
-                         if p.event == "messages")])  # fmt: skip
+            runs.append(
+                [(m["content"], meta["langgraph_node"]) for m, meta in (p.data for p in parts if p.event == "messages")]
+            )
     assert [t for t in runs[0] if t[0]] == [("one", "Ask"), ("two", "Tell")]
     assert runs[1] == [("one", "Ask"), ("two", "Tell")]  # from the cache: one chunk a reply
     assert len(stub.requests) == 2

@@ -146,7 +146,9 @@ def test_threads_show_calls_lists_tokens_and_cost(tmp_path: Path, stub: OpenAISt
     assert code == 0, err
     calls = json.loads(out)["calls"]
     assert [(c["node"], c["input_tokens"], c["output_tokens"], c["cached_tokens"]) for c in calls] == [
-        ("Ask", 1000, 200, 400), ("Tell", 2000, 100, 0)]  # fmt: skip
+        ("Ask", 1000, 200, 400),
+        ("Tell", 2000, 100, 0),
+    ]
     assert [c["cost"] for c in calls] == [pytest.approx(0.00024), pytest.approx(0.00036)]
     shown = agentmap_tty("threads", "show", "t", "--calls", cwd=tmp_path, env=env)
     assert "1000/200 (400 cached)" in shown.out and "$0.00036" in shown.out, shown.out

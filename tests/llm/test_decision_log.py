@@ -40,9 +40,14 @@ async def test_pending_row_is_updated_with_the_outcome(tmp_path: Path) -> None:
         assert pending is not None and pending.decision_type == "PENDING"
 
         await write_decision(
-            log, "d1", intent_type="add_task", decision_type="INVOKE_TOOL", outcome_category="SUCCESS",
-            duration_ms=12.5, response_text="Added.",
-        )  # fmt: skip
+            log,
+            "d1",
+            intent_type="add_task",
+            decision_type="INVOKE_TOOL",
+            outcome_category="SUCCESS",
+            duration_ms=12.5,
+            response_text="Added.",
+        )
         done = log.get_decision("d1")
         assert done is not None
         assert (done.intent_type, done.decision_type, done.outcome_category) == ("add_task", "INVOKE_TOOL", "SUCCESS")
@@ -56,18 +61,32 @@ async def test_tool_invocations_round_trip_as_json(tmp_path: Path) -> None:
     with SQLiteDecisionLog(tmp_path / "d.db") as log:
         await write_decision(log, "d1")
         await log.write_tool_invocation_log(
-            decision_id="d1", tool_name="add_task", parameters={"title": "milk", "tags": ["a"]},
-            result={"id": 1, "due": date(2025, 1, 2)}, success=True, error_code=None, error_message=None,
+            decision_id="d1",
+            tool_name="add_task",
+            parameters={"title": "milk", "tags": ["a"]},
+            result={"id": 1, "due": date(2025, 1, 2)},
+            success=True,
+            error_code=None,
+            error_message=None,
             duration_ms=1.5,
-        )  # fmt: skip
+        )
         await log.write_tool_invocation_log(
-            decision_id="d1", tool_name="complete_task", parameters={"task_id": 9}, result=None,
-            success=False, error_code="execution_error", error_message="there is no task 9", duration_ms=0.4,
-        )  # fmt: skip
+            decision_id="d1",
+            tool_name="complete_task",
+            parameters={"task_id": 9},
+            result=None,
+            success=False,
+            error_code="execution_error",
+            error_message="there is no task 9",
+            duration_ms=0.4,
+        )
         first, second = log.get_tool_invocations("d1")
     assert (first.tool_name, first.parameters, first.result, first.success) == (
-        "add_task", {"title": "milk", "tags": ["a"]}, {"id": 1, "due": "2025-01-02"}, True,
-    )  # fmt: skip
+        "add_task",
+        {"title": "milk", "tags": ["a"]},
+        {"id": 1, "due": "2025-01-02"},
+        True,
+    )
     assert (second.success, second.error_code, second.error_message) == (False, "execution_error", "there is no task 9")
 
 
@@ -114,9 +133,15 @@ async def test_render_logs_shows_decisions_and_tool_calls(tmp_path: Path) -> Non
             log, "d1", decision_type="INVOKE_TOOL", outcome_category="TOOL_ERROR", response_text="No such task."
         )
         await log.write_tool_invocation_log(
-            decision_id="d1", tool_name="complete_task", parameters={"task_id": 9}, result=None, success=False,
-            error_code="execution_error", error_message="there is no task 9", duration_ms=2,
-        )  # fmt: skip
+            decision_id="d1",
+            tool_name="complete_task",
+            parameters={"task_id": 9},
+            result=None,
+            success=False,
+            error_code="execution_error",
+            error_message="there is no task 9",
+            duration_ms=2,
+        )
         await write_decision(log, "d2", conversation_id="other", message="hello")
 
     out = render_logs(path)

@@ -98,8 +98,12 @@ async def test_text_only_is_respond_only_with_constitution_tools_and_temperature
     assert request["messages"][-1] == {"role": "user", "content": "hi there"}
     assert request["temperature"] == 0.0
     assert sorted(t["function"]["name"] for t in request["tools"]) == [
-        "add_task", "complete_task", "delete_task", "list_tasks", "update_task",
-    ]  # fmt: skip
+        "add_task",
+        "complete_task",
+        "delete_task",
+        "list_tasks",
+        "update_task",
+    ]
     add = next(t["function"] for t in request["tools"] if t["function"]["name"] == "add_task")
     assert add["parameters"]["required"] == ["title"]
 
@@ -376,8 +380,12 @@ async def test_an_executor_without_schemas_offers_open_tools(stub: OpenAIStub, t
     decision = await make_engine(stub, executor=task_executor(schemas=False)).process_message(ctx("add"))
     tools = stub.requests[0]["tools"]
     assert {t["function"]["name"] for t in tools} == {
-        "add_task", "list_tasks", "update_task", "complete_task", "delete_task",
-    }  # fmt: skip
+        "add_task",
+        "list_tasks",
+        "update_task",
+        "complete_task",
+        "delete_task",
+    }
     assert decision.decision_type is DecisionType.INVOKE_TOOL
     assert task_titles(tasks_db) == {1: ("free form", False)}
 

@@ -40,8 +40,19 @@ def charge_card(amount: int) -> str:
         time.sleep(0.01)
     return f"charged {amount}"
 '''
-HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Success_Next",
-          "Failure_Next", "Tool_Source", "Available_Tools"]  # fmt: skip
+HEADER = [
+    "GraphName",
+    "Node",
+    "AgentType",
+    "Prompt",
+    "Context",
+    "Input_Fields",
+    "Output_Field",
+    "Success_Next",
+    "Failure_Next",
+    "Tool_Source",
+    "Available_Tools",
+]
 
 
 class Loop:
@@ -79,8 +90,9 @@ def _setup(folder: Path, stub: OpenAIStub, extra: dict[str, Any] | None = None) 
     with (folder / "pay.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(HEADER)
-        writer.writerow(["g", "Pay", "openai", "Pay.", json.dumps(context), "q", "answer", "", "Oops", "tools.py",
-                         "charge_card"])  # fmt: skip
+        writer.writerow(
+            ["g", "Pay", "openai", "Pay.", json.dumps(context), "q", "answer", "", "Oops", "tools.py", "charge_card"]
+        )
         writer.writerow(["g", "Oops", "echo", "", "", "errors", "problem", "", "", "", ""])
     env = clean_env()
     return env | {"OPENAI_API_KEY": "sk-stub", "EFFECTS": str(folder / "effects.txt")}
@@ -234,8 +246,9 @@ def test_a_changed_request_is_called_again(tmp_path: Path, loop: Loop) -> None:
 
 def test_threads_show_calls_lists_the_journal(tmp_path: Path, loop: Loop) -> None:
     env = _setup(tmp_path, loop.stub)
-    code, out, err = forked.run("run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json",
-                                cwd=tmp_path, env=env)  # fmt: skip
+    code, out, err = forked.run(
+        "run", "pay.csv", "--thread", "t", "--state", '{"q": "pay"}', "--json", cwd=tmp_path, env=env
+    )
     assert code == 0, err
     code, out, err = forked.run("threads", "show", "t", "--calls", "--json", cwd=tmp_path, env=env)
     assert code == 0, err
@@ -259,8 +272,12 @@ def test_threads_show_calls_marks_the_calls_a_resume_replayed(tmp_path: Path, lo
     assert code == 0, err
     calls = json.loads(out)["calls"]
     assert [(c["call_index"], c["replays"], c["cache_hit"]) for c in calls] == [
-        (0, 1, False), (1, 1, False), (2, 0, False), (3, 0, False), (4, 0, False)
-    ]  # fmt: skip
+        (0, 1, False),
+        (1, 1, False),
+        (2, 0, False),
+        (3, 0, False),
+        (4, 0, False),
+    ]
     shown = agentmap_tty("threads", "show", "t", "--calls", cwd=tmp_path, env=env | {"COLUMNS": "200"})
     assert shown.code == 0 and shown.out.count("finished (replayed)") == 2, shown.out
 
@@ -300,8 +317,9 @@ def test_a_tool_node_cut_short_asks_unless_its_context_says_idempotent(
     with (tmp_path / "charge.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["GraphName", "Node", "AgentType", "Context", "Input_Fields", "Output_Field", "Tool_Source"])
-        writer.writerow(["g", "Charge", "tool", json.dumps({"tool": "charge_card", **context}), "amount", "result",
-                         "tools.py"])  # fmt: skip
+        writer.writerow(
+            ["g", "Charge", "tool", json.dumps({"tool": "charge_card", **context}), "amount", "result", "tools.py"]
+        )
     env = clean_env() | {"EFFECTS": str(tmp_path / "e")}
     Path(env["EFFECTS"] + ".hold1").touch()
     args = ("run", "charge.csv", "--thread", "t", "--state", '{"amount": 1}', "--json")

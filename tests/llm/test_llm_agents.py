@@ -17,8 +17,19 @@ from agentmap.llm.agents import LLMAgent, format_prompt
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field",
-          "Success_Next", "Failure_Next", "Tool_Source", "Available_Tools"]  # fmt: skip
+HEADER = [
+    "GraphName",
+    "Node",
+    "AgentType",
+    "Prompt",
+    "Context",
+    "Input_Fields",
+    "Output_Field",
+    "Success_Next",
+    "Failure_Next",
+    "Tool_Source",
+    "Available_Tools",
+]
 TOOLS = '''
 def add_numbers(a: int, b: int) -> int:
     """Add two integers."""
@@ -77,9 +88,18 @@ def test_offline_node_answers_from_its_inputs(tmp_path: Path) -> None:
 def test_prompt_as_the_user_message(tmp_path: Path) -> None:
     path = workflow(
         tmp_path,
-        ["g", "Sum", "llm", "Summarize: {text}", {"model": "offline", "prompt_role": "user"}, "text|tone|size",
-         "summary", "", "Oops"],
-    )  # fmt: skip
+        [
+            "g",
+            "Sum",
+            "llm",
+            "Summarize: {text}",
+            {"model": "offline", "prompt_role": "user"},
+            "text|tone|size",
+            "summary",
+            "",
+            "Oops",
+        ],
+    )
     result = agentmap.compile(path).invoke({"text": "the cat sat", "tone": "dry", "size": "short"})
     # Inputs the prompt does not use follow it as `name: value` lines.
     assert result.state["summary"] == "[offline] Summarize: the cat sat tone: dry size: short"
@@ -92,9 +112,18 @@ def test_openai_node_sends_system_and_user_messages(tmp_path: Path, stub: OpenAI
     stub.script(text("Bonjour!", usage=(12, 3)))
     path = workflow(
         tmp_path,
-        ["g", "Translate", "openai", "Translate into {language}.", openai_context(stub, temperature=0.2),
-         "language|phrase", "french", "", "Oops"],
-    )  # fmt: skip
+        [
+            "g",
+            "Translate",
+            "openai",
+            "Translate into {language}.",
+            openai_context(stub, temperature=0.2),
+            "language|phrase",
+            "french",
+            "",
+            "Oops",
+        ],
+    )
     result = agentmap.compile(path).invoke({"language": "French", "phrase": "Hello!"})
     assert result.success and result.state["french"] == "Bonjour!"
     [request] = stub.requests
@@ -204,9 +233,20 @@ def test_tools_loop_through_the_engine(tmp_path: Path, stub: OpenAIStub) -> None
     stub.script(tool_calls(("add_numbers", {"a": 2, "b": 40})), text("The sum is 42."))
     path = workflow(
         tmp_path,
-        ["g", "Calc", "openai", "Use tools.", openai_context(stub), "q", "answer", "", "Oops", "tools.py",
-         "add_numbers"],
-    )  # fmt: skip
+        [
+            "g",
+            "Calc",
+            "openai",
+            "Use tools.",
+            openai_context(stub),
+            "q",
+            "answer",
+            "",
+            "Oops",
+            "tools.py",
+            "add_numbers",
+        ],
+    )
     result = agentmap.compile(path).invoke({"q": "what is 2 + 40?"})
     assert result.success and result.state["answer"] == "The sum is 42."
     first, second = stub.requests
@@ -244,9 +284,19 @@ def test_running_out_of_iterations_fails_the_node(tmp_path: Path, stub: OpenAISt
     stub.script(*[tool_calls(("add_numbers", {"a": 1, "b": 1}))] * 2)
     path = workflow(
         tmp_path,
-        ["g", "Calc", "openai", "Use tools.", openai_context(stub, max_iterations=2), "q", "answer", "", "Oops",
-         "tools.py"],
-    )  # fmt: skip
+        [
+            "g",
+            "Calc",
+            "openai",
+            "Use tools.",
+            openai_context(stub, max_iterations=2),
+            "q",
+            "answer",
+            "",
+            "Oops",
+            "tools.py",
+        ],
+    )
     result = agentmap.compile(path).invoke({"q": "loop"})
     assert result.failed_nodes == ["Calc"]
     assert "still calling tools after 2 model calls" in result.state["errors"][0]

@@ -22,8 +22,18 @@ from agentmap.batch.rows import Job, RowResult, RowRunner
 sys.path[:0] = [str(Path(__file__).parents[1] / "cli")]
 from cli_helpers import agentmap as agentmap_cli  # noqa: E402
 
-HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge",
-          "Success_Next", "Failure_Next"]  # fmt: skip
+HEADER = [
+    "GraphName",
+    "Node",
+    "AgentType",
+    "Prompt",
+    "Context",
+    "Input_Fields",
+    "Output_Field",
+    "Edge",
+    "Success_Next",
+    "Failure_Next",
+]
 
 
 def _echo(body: dict[str, Any]) -> Reply:
@@ -81,8 +91,9 @@ def test_openai_jobs_answer_every_row_at_half_the_price(tmp_path: Path, keys: No
         sync = agentmap.batch(str(flow), _rows(n), output=tmp_path / "sync.csv", executor=executor)
         assert stub.billed == 0 and len(stub.requests) == 2 * n
         lines: list[str] = []
-        batched = _run(flow, _rows(n), tmp_path / "out.csv", llm_batch=True, executor=executor,
-                       on_llm_progress=lines.append)  # fmt: skip
+        batched = _run(
+            flow, _rows(n), tmp_path / "out.csv", llm_batch=True, executor=executor, on_llm_progress=lines.append
+        )
         assert batched.successes == n and batched.failures == 0
         assert stub.billed == 2 * n  # two rounds: A's calls, then B's
         assert len(stub.jobs) == 2
@@ -203,8 +214,17 @@ def test_the_command_line_runs_llm_batch(tmp_path: Path, keys: None) -> None:
         flow = _workflow(tmp_path, {"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
         rows = tmp_path / "rows.csv"
         rows.write_text("topic\nt0\nt1\n")
-        result = agentmap_cli("batch", str(flow), "-i", str(rows), "-o", str(tmp_path / "out.csv"),
-                                      "--llm-batch", "--llm-batch-poll", "0.02")  # fmt: skip
+        result = agentmap_cli(
+            "batch",
+            str(flow),
+            "-i",
+            str(rows),
+            "-o",
+            str(tmp_path / "out.csv"),
+            "--llm-batch",
+            "--llm-batch-poll",
+            "0.02",
+        )
     assert result.code == 0, result.err
     assert "llm-batch: submitted job" in result.err
     assert "<SAY T1>" in _read(tmp_path / "out.csv")[1]["done"]

@@ -23,8 +23,19 @@ from timing import scaled, until
 pytestmark = pytest.mark.slow
 
 ROWS = 5
-BATCH = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--llm-batch", "--llm-batch-poll", "0.05",
-         "--id-column", "id")  # fmt: skip
+BATCH = (
+    "batch",
+    "flow.csv",
+    "-i",
+    "rows.csv",
+    "-o",
+    "out.csv",
+    "--llm-batch",
+    "--llm-batch-poll",
+    "0.05",
+    "--id-column",
+    "id",
+)
 HEADER = ["GraphName", "Node", "AgentType", "Prompt", "Context", "Input_Fields", "Output_Field", "Edge"]
 
 
@@ -37,11 +48,13 @@ def _echo(body: dict[str, object]) -> Reply:
 def _setup(folder: Path, stub: OpenAIBatchStub) -> dict[str, str]:
     context = json.dumps({"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
     with (folder / "flow.csv").open("w", newline="") as handle:
-        csv.writer(handle).writerows([
-            HEADER,
-            ["G", "A", "llm", "say {topic}", context, "topic", "a", "B"],
-            ["G", "B", "llm", "again {a}", context, "a", "b", ""],
-        ])  # fmt: skip
+        csv.writer(handle).writerows(
+            [
+                HEADER,
+                ["G", "A", "llm", "say {topic}", context, "topic", "a", "B"],
+                ["G", "B", "llm", "again {a}", context, "a", "b", ""],
+            ]
+        )
     (folder / "rows.csv").write_text("id,topic\n" + "".join(f"r{i},t{i}\n" for i in range(ROWS)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMAP_")}
     return env | {"OPENAI_API_KEY": "sk-stub"}

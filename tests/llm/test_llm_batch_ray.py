@@ -33,8 +33,16 @@ def test_ray_rows_wait_for_each_job_then_go_on_as_on_threads(ray_session: Any, t
             context = {"model": model, "base_url": stub.base_url, "api_key_env": KEY_ENV, "max_retries": 0}
             flow = _workflow(tmp_path, context)
             out = tmp_path / f"{executor}.csv"
-            result = agentmap.batch(str(flow), _rows(N), output=out, executor=executor, chunk_size=2, llm_batch=True,
-                                    llm_batch_poll=0.02, on_llm_progress=lambda _: None)  # fmt: skip
+            result = agentmap.batch(
+                str(flow),
+                _rows(N),
+                output=out,
+                executor=executor,
+                chunk_size=2,
+                llm_batch=True,
+                llm_batch_poll=0.02,
+                on_llm_progress=lambda _: None,
+            )
             assert (result.successes, result.failures) == (N, 0), executor
             assert len(stub.jobs) == 2  # round 1: every row's call of A; round 2: every row's call of B
             assert len(stub.custom_ids) == len(set(stub.custom_ids)) == 2 * N  # no call submitted twice

@@ -59,8 +59,19 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-stub")
 
 
-RUN = ("batch", "flow.csv", "-i", "rows.csv", "-o", "out.csv", "--id-column", "id", "--llm-batch",
-       "--llm-batch-poll", "0.02")  # fmt: skip
+RUN = (
+    "batch",
+    "flow.csv",
+    "-i",
+    "rows.csv",
+    "-o",
+    "out.csv",
+    "--id-column",
+    "id",
+    "--llm-batch",
+    "--llm-batch-poll",
+    "0.02",
+)
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -126,8 +137,14 @@ def test_status_from_python_counts_failed_rows_and_anthropic_jobs(tmp_path: Path
         stub.plans.append(("fail", 1))
         _setup(tmp_path, stub.base_url, "anthropic:claude-haiku-4-5")
         out = tmp_path / "out.csv"
-        result = agentmap.batch(str(tmp_path / "flow.csv"), tmp_path / "rows.csv", output=out, id_column="id",
-                                llm_batch=True, llm_batch_poll=0.02)  # fmt: skip
+        result = agentmap.batch(
+            str(tmp_path / "flow.csv"),
+            tmp_path / "rows.csv",
+            output=out,
+            id_column="id",
+            llm_batch=True,
+            llm_batch_poll=0.02,
+        )
     assert (result.successes, result.failures) == (5, 1)
     status = batch_status(out)
     assert (status.rows_done, status.rows_succeeded, status.rows_failed) == (6, 5, 1)
@@ -228,15 +245,31 @@ def test_a_budget_stops_the_next_round_from_python(tmp_path: Path, keys: None, e
         out = tmp_path / "out.csv"
         budget = (ROWS + 0.5) * _call_cost(tmp_path)
         with pytest.raises(BatchOverBudget) as stopped:
-            agentmap.batch(str(tmp_path / "flow.csv"), tmp_path / "rows.csv", output=out, id_column="id",
-                           llm_batch=True, llm_batch_poll=0.02, budget=budget, executor=executor)  # fmt: skip
+            agentmap.batch(
+                str(tmp_path / "flow.csv"),
+                tmp_path / "rows.csv",
+                output=out,
+                id_column="id",
+                llm_batch=True,
+                llm_batch_poll=0.02,
+                budget=budget,
+                executor=executor,
+            )
         result = stopped.value.result
         assert result.llm is not None and result.llm.held > 0 and result.llm.waiting_rows > 0
         first_round = len(stub.jobs["batch_1"]["requests"])
         assert first_round == ROWS and stub.billed < 2 * ROWS
         assert batch_status(out).spent <= budget
-        done = agentmap.batch(str(tmp_path / "flow.csv"), tmp_path / "rows.csv", output=out, id_column="id",
-                              llm_batch=True, llm_batch_poll=0.02, budget=10 * budget, executor=executor)  # fmt: skip
+        done = agentmap.batch(
+            str(tmp_path / "flow.csv"),
+            tmp_path / "rows.csv",
+            output=out,
+            id_column="id",
+            llm_batch=True,
+            llm_batch_poll=0.02,
+            budget=10 * budget,
+            executor=executor,
+        )
         assert done.successes == ROWS - result.successes
         assert stub.billed == 2 * ROWS and len(set(stub.custom_ids)) == 2 * ROWS
 
@@ -253,8 +286,15 @@ def test_a_call_queued_for_a_job_is_checked_at_the_batch_price(tmp_path: Path, k
         stub.script(*([_echo] * 4))
         _setup(tmp_path, stub.base_url)
         out = tmp_path / "out.csv"
-        result = agentmap.batch(str(tmp_path / "flow.csv"), [{"id": "r0", "topic": "t0"}], output=out,
-                                id_column="id", llm_batch=True, llm_batch_poll=0.02, budget=budget)  # fmt: skip
+        result = agentmap.batch(
+            str(tmp_path / "flow.csv"),
+            [{"id": "r0", "topic": "t0"}],
+            output=out,
+            id_column="id",
+            llm_batch=True,
+            llm_batch_poll=0.02,
+            budget=budget,
+        )
         assert result.successes == 1 and stub.billed == 1
     assert result.cost is not None and result.cost <= budget
 

@@ -206,8 +206,13 @@ def test_an_llm_planner_with_context_cache_plans_a_repeated_goal_from_the_llm_ca
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.chdir(tmp_path)  # the cache without a checkpoint: .agentmap/llm_cache.db in the working folder
-    context = {"model": "openai:gpt-stub", "base_url": stub.base_url, "max_retries": 0, "workers": ["flights"],
-               "cache": {"ttl": 3600}}  # fmt: skip
+    context = {
+        "model": "openai:gpt-stub",
+        "base_url": stub.base_url,
+        "max_retries": 0,
+        "workers": ["flights"],
+        "cache": {"ttl": 3600},
+    }
     stub.script(
         text(json.dumps({"steps": [{"tool": "search_flights", "inputs": {"origin": "Paris", "destination": "Rome"}}]}))
     )
