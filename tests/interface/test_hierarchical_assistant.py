@@ -100,32 +100,40 @@ async def test_config_wins_over_environment(tool_root: Path, monkeypatch: pytest
 THREADS = '''
 import asyncio
 import threading
+from pathlib import Path
 
 
 async def {name}_where(topic: str) -> str:
-    """Tell where the {name} lookup of a topic ran."""
-    await asyncio.sleep(0.05)
-    return str(threading.get_ident())
+    """Tell where the {name} lookup of a topic ran, once the {other} lookup has started too."""
+    folder = Path(__file__).parents[1]
+    (folder / "{name}.started").touch()
+    for _ in range(1200):  # at most a minute: the two lookups run side by side, so each sees the other start
+        if (folder / "{other}.started").exists():
+            return f"{threading.get_ident()} met"
+        await asyncio.sleep(0.05)
+    return f"{threading.get_ident()} alone"
 '''
 
 
 @pytest.mark.parametrize("mode", ["async", "threads"])
 async def test_execution_mode_runs_domains_on_the_loop_or_in_threads(tmp_path: Path, mode: str) -> None:
-    for name in ("alpha", "beta"):
+    for name, other in (("alpha", "beta"), ("beta", "alpha")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "tools.py").write_text(THREADS.replace("{name}", name), encoding="utf-8")
+        tools = THREADS.replace("{name}", name).replace("{other}", other)
+        (tmp_path / name / "tools.py").write_text(tools, encoding="utf-8")
     output = await agent_for(ASSISTANT)(
         "Where did the alpha and beta lookups of the topic run?",
         config={"tool_root": str(tmp_path), "execution_mode": mode},
     )
-    where = {t["tool"]: int(t["output"]) for t in output["traces"]}
-    assert set(where) == {"alpha_where", "beta_where"}
+    told = {t["tool"]: t["output"].split() for t in output["traces"]}
+    assert {tool: met for tool, (_, met) in told.items()} == {"alpha_where": "met", "beta_where": "met"}, told
+    where = {tool: int(thread) for tool, (thread, _) in told.items()}
     loop_thread = threading.get_ident()
     if mode == "async":
         assert set(where.values()) == {loop_thread}
     else:
         assert loop_thread not in where.values()
-        assert len(set(where.values())) == 2  # one thread per domain
+        assert len(set(where.values())) == 2  # one thread per domain: they ran at once
 
 
 async def test_a_relative_tool_root_in_config_is_read_from_the_working_folder(
