@@ -1,0 +1,212 @@
+"""Whether a thread batch's rows gain from running on many threads: what the thread executor measures, and decides.
+
+Rows that wait (on a model, a tool, the network, each other) overlap on threads. Rows that only compute do not:
+the GIL runs one thread of Python at a time, and many threads taking turns at it cost more CPU than one thread
+running the same rows in turn. So the thread executor (`executors._RowThreads`) reads, over windows of wall time,
+how busy the batch kept the cores and how many rows it finished (`Meter`, a `Window` per reading), and `Pacing`
+says from each window whether rows run on one thread (`narrow`) or on up to `--concurrency` threads (wide).
+
+Rows go to one thread when the batch keeps about one core busy (`COMPUTING`, the GIL's one core: rows compute).
+They stay there while the batch keeps that core busy, or finishes rows about as fast as it did on every thread
+(rows that wait on something more threads would not speed up, such as a database's one writer), and go back to
+every thread when they run at once on more cores (`PARALLEL`), or finish slower than on every thread (`SLOWER`;
+or no pace was seen there), or none finishes in a window that left the core idle (a row waits: on the network, on
+other rows).
+
+Busy is the CPU time of the batch's threads, plus the time its row threads and its own thread were ready to run
+but waited for a core (Linux's per-thread scheduler statistics), counted up to the CPU time: a machine loaded by
+other processes slows computing rows without making them look like waiting ones (their thread waits for a core
+about as long as it runs while another process shares it), but many threads waiting on the network or taking
+turns at the GIL each wake now and then, and on a loaded machine wait for a core each time, which would add up to
+more than the one core they use. The batch's threads are this process's threads but those that were there before
+the batch started (its own thread excepted): the threads running rows, and the helpers their runs start
+(LangGraph saves a checkpointed run's steps from a thread of its own, started for each run). A thread waiting
+for the GIL sleeps: it is not busy. Where the statistics cannot be read (not Linux, or a /proc that hides them)
+nothing is measured and rows stay on every thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["COMPUTING", "PARALLEL", "SLOWER", "WINDOW", "Meter", "Pacing", "Rate", "Window", "busy_seconds"]
+
+WINDOW = 0.2
+"""Seconds of wall time a window lasts at least."""
+
+COMPUTING = 0.85
+"""The batch keeping at least this much of a core busy computes (taking turns at the GIL, on every thread)."""
+
+PARALLEL = 1.3
+"""The batch's threads using more than this many cores of CPU run at once (rows in code that releases the GIL):
+more threads help."""
+
+SLOWER = 0.9
+"""Rows on one thread finishing at less than this share of the pace they had on every thread lose time there."""
+
+KEEP = 0.8
+"""How much of the rows and seconds counted so far a pace keeps at each window (the recent windows weigh most)."""
+
+FIRST_PATIENCE = 2.0
+"""Seconds rows stay on every thread after one narrow stint that did not last (before rows are tried on one
+thread again); doubled after each such stint, up to `MOST_PATIENCE`."""
+
+MOST_PATIENCE = 60.0
+
+LASTING = 5 * WINDOW
+"""A narrow stint at least this long was right while it lasted: the rows changed, and the patience starts over."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """What the batch did over a stretch of wall time.
+
+    Attributes:
+        wall: Seconds the window lasted.
+        ran: Seconds the batch's threads ran (their CPU time), summed over the threads.
+        queued: Seconds its row threads and its own thread were ready to run but waited for a core, summed.
+        rows: Rows finished within it.
+    """
+
+    wall: float
+    ran: float
+    queued: float = 0.0
+    rows: int = 0
+
+    @property
+    def cores(self) -> float:
+        """How many cores the batch kept busy on average: running, or ready to run (for at most as long as it ran)."""
+        return (self.ran + min(self.queued, self.ran)) / self.wall if self.wall > 0 else 0.0
+
+    @property
+    def running(self) -> float:
+        """How many cores the batch's threads ran on, on average."""
+        return self.ran / self.wall if self.wall > 0 else 0.0
+
+
+@dataclass
+class Rate:
+    """The pace at which rows finish over the recent windows (each window weighs `KEEP` times the next one)."""
+
+    rows: float = 0.0
+    wall: float = 0.0
+
+    def add(self, window: Window) -> None:
+        self.rows, self.wall = self.rows * KEEP + window.rows, self.wall * KEEP + window.wall
+
+    @property
+    def per_second(self) -> float:
+        return self.rows / self.wall if self.wall > 0 else 0.0
+
+
+@dataclass
+class Pacing:
+    """Whether rows run on one thread, decided window after window (see the module's docstring); a narrow stint
+    that did not last makes rows stay on every thread longer before the next.
+
+    Attributes:
+        narrow: Rows run on one thread.
+        patience: Seconds rows stay on every thread before they may go to one thread again.
+        since: When the current way began (on the clock `after` is given).
+        wide: The pace of rows on every thread, over the last windows there.
+        alone: The pace of rows on one thread, over the windows of this stint.
+    """
+
+    narrow: bool = False
+    patience: float = 0.0
+    since: float = 0.0
+    wide: Rate = field(default_factory=Rate)
+    alone: Rate = field(default_factory=Rate)
+
+    def after(self, window: Window, now: float) -> bool:
+        """Whether rows run on one thread after `window`, which ended at `now`."""
+        computing, parallel = window.cores >= COMPUTING, window.running >= PARALLEL
+        if not self.narrow:
+            self.wide.add(window)
+            if computing and not parallel and now - self.since >= self.patience:
+                self.narrow, self.since, self.alone = True, now, Rate()
+            return self.narrow
+        self.alone.add(window)
+        slower = not self.wide.rows or self.alone.per_second < SLOWER * self.wide.per_second  # unknown: as slower
+        if parallel or (not computing and (window.rows == 0 or slower)):
+            lasted = now - self.since >= LASTING
+            self.patience = FIRST_PATIENCE if lasted else min(MOST_PATIENCE, max(FIRST_PATIENCE, 2 * self.patience))
+            self.narrow, self.since, self.wide = False, now, Rate()
+        return self.narrow
+
+
+def busy_seconds(thread: int) -> tuple[float, float] | None:
+    """Seconds the thread of this process with native id `thread` has run, and waited for a core, since it
+    started (None: not readable here)."""
+    try:
+        with open(f"/proc/self/task/{thread}/schedstat", "rb") as handle:
+            ran, queued, _ = handle.read().split()
+        return int(ran) / 1e9, int(queued) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+class Meter:
+    """Reads, window after window, how busy the batch kept the cores; `working` is False where threads cannot be
+    measured (then it reads nothing).
+
+    Made in the batch's own thread as the batch starts: the process's other threads then are not the batch's.
+    """
+
+    def __init__(self, length: float = WINDOW) -> None:
+        self.length = length
+        own = threading.get_native_id()
+        first = busy_seconds(own)
+        self.working = first is not None
+        self._queued: dict[int, float] = {own: first[1]} if first is not None else {}
+        self._others: dict[int, float] = {}  # the threads that are not the batch's: CPU seconds they ran so far
+        for thread in _threads() if first is not None else ():
+            if thread != own and (busy := busy_seconds(thread)) is not None:
+                self._others[thread] = busy[0]
+        self._cpu = time.process_time()
+        self.started = time.monotonic()
+
+    def due(self, now: float) -> bool:
+        """Whether the current window has lasted long enough to be read."""
+        return self.working and now - self.started >= self.length
+
+    def left(self, now: float) -> float | None:
+        """Seconds until the current window may be read (None when nothing is measured)."""
+        return max(0.0, self.started + self.length - now) if self.working else None
+
+    def read(self, threads: Iterable[int], rows: int, now: float) -> Window | None:
+        """The window ending `now`, in which `rows` rows finished; `threads` (native ids) are the batch's row
+        threads and its own, whose waits for a core count (a thread not seen before started within the window). A
+        new window starts. None, and nothing read from then on, when one of `threads` cannot be read."""
+        cpu = time.process_time()
+        ran = cpu - self._cpu
+        for other, before in list(self._others.items()):
+            busy = busy_seconds(other)
+            if busy is None:  # ended
+                del self._others[other]
+                continue
+            ran -= busy[0] - before
+            self._others[other] = busy[0]
+        queued = 0.0
+        for thread in threads:
+            busy = busy_seconds(thread)
+            if busy is None:
+                self.working = False
+                return None
+            queued += busy[1] - self._queued.get(thread, 0.0)
+            self._queued[thread] = busy[1]
+        window = Window(now - self.started, max(0.0, ran), queued, rows)
+        self._cpu, self.started = cpu, now
+        return window
+
+
+def _threads() -> list[int]:
+    """The native ids of this process's threads (none where /proc cannot be read)."""
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except (OSError, ValueError):
+        return []

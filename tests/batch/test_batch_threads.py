@@ -1,0 +1,105 @@
+"""The thread executor runs rows on as many threads as help: rows that only compute go to one thread, rows that
+wait still run `concurrency` at once (batch/_pacing.py), and rows that start waiting get every thread back."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from timing import scaled
+
+import agentmap
+from agentmap.batch import BatchResult
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="threads are measured from Linux's per-thread scheduler statistics"
+)
+
+AGENT = '''
+import threading
+import time
+
+from agentmap import BaseAgent
+
+GROUP = threading.Barrier(8)
+LOCK = threading.Lock()
+COMPUTED = []  # the threads of the rows that computed, in the order they finished
+STATE = {"phase": "compute", "waited": 0}
+
+
+def spin(seconds):
+    """Compute (hold the GIL) for `seconds` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class PaceAgent(BaseAgent):
+    """`mode` compute: about `ms` of CPU; wait: wait for 7 other rows (at most `timeout` s); switch: compute until
+    the last 30 rows ran on one thread, then the next 16 rows wait for each other, then the rest do nothing."""
+
+    def process(self, inputs):
+        name = threading.current_thread().name
+        timeout = float(inputs["timeout"])
+        if inputs["mode"] == "compute":
+            spin(float(inputs["ms"]) / 1000)
+            return {"thread": name, "phase": "compute"}
+        if inputs["mode"] == "wait":
+            GROUP.wait(timeout)
+            return {"thread": name, "phase": "wait"}
+        with LOCK:
+            phase = STATE["phase"]
+            if phase == "wait":
+                STATE["waited"] += 1
+                if STATE["waited"] > 16:
+                    phase = "done"
+        if phase == "compute":
+            spin(float(inputs["ms"]) / 1000)
+            with LOCK:
+                COMPUTED.append(name)
+                if len(set(COMPUTED[-30:])) == 1 and len(COMPUTED) >= 30:
+                    STATE["phase"] = "wait"
+        elif phase == "wait":
+            GROUP.wait(timeout)
+        return {"thread": name, "phase": phase}
+'''
+
+
+def _flow(folder: Path) -> Path:
+    (folder / "custom_agents").mkdir()
+    (folder / "custom_agents" / "pace.py").write_text(textwrap.dedent(AGENT), encoding="utf-8")
+    flow = folder / "pace.csv"
+    flow.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nP,Pace,pace,mode|ms|timeout,ran\n")
+    return flow
+
+
+def _rows(mode: str, count: int, ms: float = 0.0) -> list[dict[str, object]]:
+    return [{"mode": mode, "ms": ms, "timeout": scaled(30)} for _ in range(count)]
+
+
+def _ran(result: BatchResult) -> list[dict[str, str]]:
+    """What each row's agent said (its thread and phase), in row order; every row must have succeeded."""
+    assert result.failures == 0, [r.error for r in result.rows if not r.success][:3]
+    return [r.outputs["ran"] for r in sorted(result.rows, key=lambda r: r.row)]
+
+
+def test_rows_that_only_compute_end_up_on_one_thread(tmp_path: Path) -> None:
+    ran = _ran(agentmap.batch(_flow(tmp_path), _rows("compute", 400, ms=2), concurrency=8))
+    late = Counter(r["thread"] for r in ran[250:])  # the batch has seen the rows compute long before
+    assert late.most_common(1)[0][1] >= 135, late  # before: spread over the 8 threads
+
+
+def test_rows_that_wait_for_each_other_still_run_concurrency_at_once(tmp_path: Path) -> None:
+    ran = _ran(agentmap.batch(_flow(tmp_path), _rows("wait", 32), concurrency=8))
+    assert len({r["thread"] for r in ran}) == 8  # each group of 8 met at the barrier: 8 rows at once
+
+
+def test_rows_that_start_waiting_get_every_thread_back(tmp_path: Path) -> None:
+    ran = _ran(agentmap.batch(_flow(tmp_path), _rows("switch", 1500, ms=1), concurrency=8))
+    phases = Counter(r["phase"] for r in ran)
+    assert phases["wait"] == 16, phases  # the computing rows went to one thread (before: they never did)
+    waited = {r["thread"] for r in ran if r["phase"] == "wait"}
+    assert len(waited) == 8  # then the rows that wait for each other met, 8 at once, with no deadlock
