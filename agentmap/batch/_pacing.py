@@ -10,8 +10,8 @@ Rows go to one thread when the batch keeps about one core busy (`COMPUTING`, the
 They stay there while the batch keeps that core busy, or finishes rows about as fast as it did on every thread
 (rows that wait on something more threads would not speed up, such as a database's one writer), and go back to
 every thread when they run at once on more cores (`PARALLEL`), or finish slower than on every thread (`SLOWER`;
-or no pace was seen there), or none finishes in a window that left the core idle (a row waits: on the network, on
-other rows).
+or too few rows finished there to tell, `KNOWN`), or none finishes in a window that left the core idle (a row
+waits: on the network, on other rows).
 
 Busy is the CPU time of the batch's threads, plus the time its row threads and its own thread were ready to run
 but waited for a core (Linux's per-thread scheduler statistics), counted up to the CPU time: a machine loaded by
@@ -33,7 +33,21 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["COMPUTING", "PARALLEL", "SLOWER", "WINDOW", "Meter", "Pacing", "Rate", "Window", "busy_seconds"]
+__all__ = [
+    "COMPUTING",
+    "FIRST_PATIENCE",
+    "KNOWN",
+    "LASTING",
+    "MOST_PATIENCE",
+    "PARALLEL",
+    "SLOWER",
+    "WINDOW",
+    "Meter",
+    "Pacing",
+    "Rate",
+    "Window",
+    "busy_seconds",
+]
 
 WINDOW = 0.2
 """Seconds of wall time a window lasts at least."""
@@ -47,6 +61,9 @@ more threads help."""
 
 SLOWER = 0.9
 """Rows on one thread finishing at less than this share of the pace they had on every thread lose time there."""
+
+KNOWN = 8
+"""Rows (counted as `Rate` counts them) a pace on every thread rests on before rows on one thread are held to it."""
 
 KEEP = 0.8
 """How much of the rows and seconds counted so far a pace keeps at each window (the recent windows weigh most)."""
@@ -96,10 +113,12 @@ class Rate:
     wall: float = 0.0
 
     def add(self, window: Window) -> None:
+        """Count the rows and seconds of `window`."""
         self.rows, self.wall = self.rows * KEEP + window.rows, self.wall * KEEP + window.wall
 
     @property
     def per_second(self) -> float:
+        """Rows finished a second (0 before any window)."""
         return self.rows / self.wall if self.wall > 0 else 0.0
 
 
@@ -131,7 +150,8 @@ class Pacing:
                 self.narrow, self.since, self.alone = True, now, Rate()
             return self.narrow
         self.alone.add(window)
-        slower = not self.wide.rows or self.alone.per_second < SLOWER * self.wide.per_second  # unknown: as slower
+        known = self.wide.rows >= KNOWN  # else as slower
+        slower = not known or self.alone.per_second < SLOWER * self.wide.per_second
         if parallel or (not computing and (window.rows == 0 or slower)):
             lasted = now - self.since >= LASTING
             self.patience = FIRST_PATIENCE if lasted else min(MOST_PATIENCE, max(FIRST_PATIENCE, 2 * self.patience))
@@ -189,7 +209,7 @@ class Meter:
             if busy is None:  # ended
                 del self._others[other]
                 continue
-            ran -= busy[0] - before
+            ran -= max(0.0, busy[0] - before)  # (a number the system gave again to a new thread: not below 0)
             self._others[other] = busy[0]
         queued = 0.0
         for thread in threads:

@@ -148,6 +148,8 @@ class _RowThreads:
         self._threads: list[threading.Thread] = []
         self._pending = 0
         self._finishing = 0  # rows taken since the window began
+        self._first = 0  # rows the first thread finished (on one thread, the rows of its pace: not those others ran)
+        self._first_seen = 0
         self._active = concurrency  # the threads that take rows: threads 0 to `_active - 1`
         self._gate = threading.Condition()
         self._pacing, self._meter = Pacing(), Meter()  # made in the batch's thread, which the meter reads too
@@ -201,7 +203,9 @@ class _RowThreads:
         if not self._meter.due(now):
             return
         threads = [threading.get_native_id(), *(t.native_id for t in self._threads if t.native_id is not None)]
-        window = self._meter.read(threads, self._finishing, now)
+        first = self._first
+        alone, self._first_seen = first - self._first_seen, first
+        window = self._meter.read(threads, alone if self._active == 1 else self._finishing, now)
         self._finishing = 0
         if window is None:  # not measurable here: every thread, as they start
             self._widen()
@@ -251,6 +255,8 @@ class _RowThreads:
                 self._finished.put((_run(self.runner, job), None))
             except BaseException as exc:  # handed to the batch's thread
                 self._finished.put((None, exc))
+            if index == 0:
+                self._first += 1
 
 
 _DONE = object()

@@ -66,6 +66,9 @@ def test_rows_that_do_not_keep_the_core_busy_wait_on_every_thread_when_their_pac
     pacing = Pacing()
     assert pacing.after(_busy(1.0, rows=0), 0.2)  # the first rows had not finished yet
     assert not pacing.after(_busy(0.3, rows=3), 0.4)
+    pacing = Pacing()
+    assert pacing.after(_busy(1.0, rows=3), 0.2)  # too few to tell a pace
+    assert not pacing.after(_busy(0.7, rows=3), 0.4)
 
 
 def test_a_row_waiting_on_one_thread_gives_rows_every_thread_back() -> None:
