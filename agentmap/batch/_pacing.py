@@ -14,15 +14,15 @@ or too few rows finished there to tell, `KNOWN`), or none finishes in a window t
 waits: on the network, on other rows).
 
 Busy is the CPU time of the batch's threads, plus the time its row threads and its own thread were ready to run
-but waited for a core (Linux's per-thread scheduler statistics), counted up to the CPU time: a machine loaded by
-other processes slows computing rows without making them look like waiting ones (their thread waits for a core
-about as long as it runs while another process shares it), but many threads waiting on the network or taking
-turns at the GIL each wake now and then, and on a loaded machine wait for a core each time, which would add up to
-more than the one core they use. The batch's threads are this process's threads but those that were there before
-the batch started (its own thread excepted): the threads running rows, and the helpers their runs start
-(LangGraph saves a checkpointed run's steps from a thread of its own, started for each run). A thread waiting
-for the GIL sleeps: it is not busy. Where the statistics cannot be read (not Linux, or a /proc that hides them)
-nothing is measured and rows stay on every thread.
+but waited for a core (Linux's per-thread scheduler statistics): a machine loaded by other processes slows
+computing rows without making them look like waiting ones. The batch's threads are this process's threads but
+those that were there before the batch started (its own thread excepted): the threads running rows, and the
+helpers their runs start (LangGraph saves a checkpointed run's steps from a thread of its own, started for each
+run). A thread waiting for the GIL sleeps: rows taking turns at it keep about one thread running or ready to
+run at any time, however loaded the machine. (Many threads waiting on the network or taking turns
+at the GIL each wake now and then, and on a loaded machine wait for a core each time: waiting rows can look busy
+on every thread; they are then tried on one thread, where their pace tells.) Where the statistics cannot be read
+(not Linux, or a /proc that hides them) nothing is measured and rows stay on every thread.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ COMPUTING = 0.85
 """The batch keeping at least this much of a core busy computes (taking turns at the GIL, on every thread)."""
 
 PARALLEL = 1.3
-"""The batch's threads using more than this many cores of CPU run at once (rows in code that releases the GIL):
-more threads help."""
+"""The threads running rows (and the batch's own) using more than this many cores of CPU run at once (rows in code
+that releases the GIL): more threads help."""
 
 SLOWER = 0.9
 """Rows on one thread finishing at less than this share of the pace they had on every thread lose time there."""
@@ -87,22 +87,27 @@ class Window:
         ran: Seconds the batch's threads ran (their CPU time), summed over the threads.
         queued: Seconds its row threads and its own thread were ready to run but waited for a core, summed.
         rows: Rows finished within it.
+        own: Of `ran`, the seconds its row threads and its own thread ran (None: all of it). Only those tell that
+            rows run at once: a thread their runs start, or one the process started meanwhile for something else,
+            may run beside them.
     """
 
     wall: float
     ran: float
     queued: float = 0.0
     rows: int = 0
+    own: float | None = None
 
     @property
     def cores(self) -> float:
-        """How many cores the batch kept busy on average: running, or ready to run (for at most as long as it ran)."""
-        return (self.ran + min(self.queued, self.ran)) / self.wall if self.wall > 0 else 0.0
+        """How many cores the batch kept busy (running or ready to run) on average."""
+        return (self.ran + self.queued) / self.wall if self.wall > 0 else 0.0
 
     @property
     def running(self) -> float:
-        """How many cores the batch's threads ran on, on average."""
-        return self.ran / self.wall if self.wall > 0 else 0.0
+        """How many cores the threads running rows and the batch's own thread ran on, on average."""
+        ran = self.ran if self.own is None else self.own
+        return ran / self.wall if self.wall > 0 else 0.0
 
 
 @dataclass
@@ -182,7 +187,7 @@ class Meter:
         own = threading.get_native_id()
         first = busy_seconds(own)
         self.working = first is not None
-        self._queued: dict[int, float] = {own: first[1]} if first is not None else {}
+        self._seen: dict[int, tuple[float, float]] = {own: first} if first is not None else {}
         self._others: dict[int, float] = {}  # the threads that are not the batch's: CPU seconds they ran so far
         for thread in _threads() if first is not None else ():
             if thread != own and (busy := busy_seconds(thread)) is not None:
@@ -204,22 +209,23 @@ class Meter:
         new window starts. None, and nothing read from then on, when one of `threads` cannot be read."""
         cpu = time.process_time()
         ran = cpu - self._cpu
-        for other, before in list(self._others.items()):
+        for other, had in list(self._others.items()):
             busy = busy_seconds(other)
             if busy is None:  # ended
                 del self._others[other]
                 continue
-            ran -= max(0.0, busy[0] - before)  # (a number the system gave again to a new thread: not below 0)
+            ran -= max(0.0, busy[0] - had)  # (a number the system gave again to a new thread: not below 0)
             self._others[other] = busy[0]
-        queued = 0.0
+        own = queued = 0.0
         for thread in threads:
             busy = busy_seconds(thread)
             if busy is None:
                 self.working = False
                 return None
-            queued += busy[1] - self._queued.get(thread, 0.0)
-            self._queued[thread] = busy[1]
-        window = Window(now - self.started, max(0.0, ran), queued, rows)
+            before = self._seen.get(thread, (0.0, 0.0))
+            own, queued = own + busy[0] - before[0], queued + busy[1] - before[1]
+            self._seen[thread] = busy
+        window = Window(now - self.started, max(0.0, ran), queued, rows, own)
         self._cpu, self.started = cpu, now
         return window
 

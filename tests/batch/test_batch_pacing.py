@@ -32,10 +32,10 @@ def test_rows_that_keep_about_one_core_busy_go_to_one_thread() -> None:
     assert Pacing().after(loaded, 0.2)
     many = _busy(2.0, ran=0.9)  # threads taking turns at the GIL each wait for a core when woken: still rows compute
     assert Pacing().after(many, 0.2)
-
-
-def test_threads_waking_on_a_loaded_machine_do_not_look_busy() -> None:
-    assert not Pacing().after(_busy(2.3, ran=0.3), 0.2)  # each waits for a core when woken; the core mostly idle
+    shared = _busy(1.0, ran=0.3)  # a machine so loaded that the one thread runs a third of the time: it computes
+    pacing = Pacing()
+    assert pacing.after(_busy(1.0), 0.2)
+    assert pacing.after(shared, 0.4) and pacing.after(_busy(1.0, ran=0.3, rows=5), 0.6)  # whatever its pace
 
 
 def test_rows_that_wait_or_run_at_once_stay_on_every_thread() -> None:
@@ -80,6 +80,11 @@ def test_a_row_waiting_on_one_thread_gives_rows_every_thread_back() -> None:
 def test_rows_that_start_running_at_once_get_every_thread_back() -> None:
     pacing = _narrowed()
     assert not pacing.after(_busy(1.5), 0.4)
+
+
+def test_only_the_threads_running_rows_tell_that_rows_run_at_once() -> None:
+    beside = Window(0.2, 0.2 * 1.5, 0.0, 20, own=0.2 * 0.9)  # a thread of another part of the process ran beside
+    assert Pacing().after(beside, 0.2)
 
 
 def test_a_stint_on_one_thread_that_did_not_last_makes_the_next_wait_longer() -> None:
@@ -132,18 +137,13 @@ def test_the_meter_counts_the_threads_started_since_it_was_made() -> None:
         quiet = meter.read([own], 0, time.monotonic())  # a thread that was there before the batch: not the batch's
         assert quiet is not None and quiet.ran < 0.05
         after.start()
-        until(lambda: "after" in ids, 10, "the thread never started")
-
-        def seen() -> Window | None:
-            window = meter.read([own, ids["after"]], 3, time.monotonic())
-            assert window is not None
-            return window if window.ran >= 0.05 else None
-
-        window = until(seen, 10, "the meter never saw the thread started since compute")
+        until(lambda: "after" in ids and ran("after") >= 0.05, 10, "the thread started since never computed")
+        window = meter.read([own, ids["after"]], 3, time.monotonic())
     finally:
         done.set()
         before.join()
         if after.is_alive():
             after.join()
-    assert window.rows == 3 and meter.working
+    assert window is not None and window.rows == 3 and window.own is not None and window.own >= 0.05
+    assert window.ran > 0 and meter.working
     assert meter.read([0], 0, time.monotonic()) is None and not meter.working  # no such thread: nothing measured
