@@ -23,6 +23,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from agentmap.agents.base import TRACE
 from agentmap.batch._pacing import Meter, Pacing
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
@@ -211,9 +212,12 @@ class _RowThreads:
             self._widen()
             return
         narrow = self._pacing.after(window, now)
-        if narrow != (self._active == 1):
-            told = (1 if narrow else self.concurrency, window.cores, window.rows, window.wall)
-            _logger.debug("batch: rows go to %d thread(s) (%.2f cores busy, %d rows in %.2f s)", *told)
+        change = narrow != (self._active == 1)
+        level = logging.DEBUG if change else TRACE  # each change; every window at TRACE
+        if _logger.isEnabledFor(level):
+            way, threads_now = ("go to" if change else "stay on"), 1 if narrow else self.concurrency
+            message = "batch: rows %s %d thread(s) (%.2f cores busy, %.2f running rows, %d rows in %.2f s)"
+            _logger.log(level, message, way, threads_now, window.cores, window.running, window.rows, window.wall)
         if narrow:
             self._active = 1
         else:

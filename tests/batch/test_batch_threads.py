@@ -15,6 +15,7 @@ import pytest
 from timing import scaled
 
 import agentmap
+from agentmap.agents.base import TRACE
 from agentmap.batch import BatchResult
 
 pytestmark = pytest.mark.skipif(
@@ -87,10 +88,11 @@ def _ran(result: BatchResult) -> list[dict[str, str]]:
 
 
 class _Told(logging.Handler):
-    """The thread executor's DEBUG lines (each change between one thread and every thread), for failure messages."""
+    """The thread executor's lines (each window it read, at TRACE, and each change between one thread and every
+    thread, at DEBUG), for failure messages."""
 
     def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
+        super().__init__(TRACE)
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -102,7 +104,7 @@ def _told() -> Iterator[list[str]]:
     logger = logging.getLogger("agentmap.batch")
     handler, level = _Told(), logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
+    logger.setLevel(TRACE)
     try:
         yield handler.lines
     finally:
