@@ -6,7 +6,8 @@ running the same rows in turn. So the thread executor (`executors._RowThreads`) 
 how busy the batch kept the cores and how many rows it finished (`Meter`, a `Window` per reading), and `Pacing`
 says from each window whether rows run on one thread (`narrow`) or on up to `--concurrency` threads (wide).
 
-Rows go to one thread when the batch keeps about one core busy (`COMPUTING`, the GIL's one core: rows compute).
+Rows go to one thread when the batch keeps about one core busy over the recent windows (`COMPUTING`, the GIL's
+one core: rows compute).
 They stay there while the batch keeps that core busy, or finishes rows about as fast as it did on every thread
 (rows that wait on something more threads would not speed up, such as a database's one writer), and go back to
 every thread when they run at once on more cores (`PARALLEL`), or finish slower than on every thread (`SLOWER`;
@@ -112,18 +113,19 @@ class Window:
 
 @dataclass
 class Rate:
-    """The pace at which rows finish over the recent windows (each window weighs `KEEP` times the next one)."""
+    """How much of something (rows finished, seconds a core was busy) a second of wall time saw over the recent
+    windows (each window weighs `KEEP` times the next one)."""
 
     rows: float = 0.0
     wall: float = 0.0
 
-    def add(self, window: Window) -> None:
-        """Count the rows and seconds of `window`."""
-        self.rows, self.wall = self.rows * KEEP + window.rows, self.wall * KEEP + window.wall
+    def add(self, rows: float, wall: float) -> None:
+        """Count `rows` seen over `wall` seconds (a window)."""
+        self.rows, self.wall = self.rows * KEEP + rows, self.wall * KEEP + wall
 
     @property
     def per_second(self) -> float:
-        """Rows finished a second (0 before any window)."""
+        """What a second saw (0 before any window)."""
         return self.rows / self.wall if self.wall > 0 else 0.0
 
 
@@ -138,6 +140,13 @@ class Pacing:
         since: When the current way began (on the clock `after` is given).
         wide: The pace of rows on every thread, over the last windows there.
         alone: The pace of rows on one thread, over the windows of this stint.
+        busy: The cores the batch kept busy, over the recent windows since rows last went to every thread (what
+            `COMPUTING` is held to). Not one window's: Linux counts a thread's wait for a core when the wait ends,
+            so on a loaded machine a window ending while the one thread waits reads a core partly idle, and the
+            next one more than a core. As rows go to one thread, what it counted stops at one core (threads
+            waiting on the network, each waiting for a core as it wakes, can count more): a row waiting there
+            shows within a window.
+        cores: What `busy` read after the last window (for the log).
     """
 
     narrow: bool = False
@@ -145,22 +154,27 @@ class Pacing:
     since: float = 0.0
     wide: Rate = field(default_factory=Rate)
     alone: Rate = field(default_factory=Rate)
+    busy: Rate = field(default_factory=Rate)
+    cores: float = 0.0
 
     def after(self, window: Window, now: float) -> bool:
         """Whether rows run on one thread after `window`, which ended at `now`."""
-        computing, parallel = window.cores >= COMPUTING, window.running >= PARALLEL
+        self.busy.add(window.ran + window.queued, window.wall)
+        self.cores = self.busy.per_second
+        computing, parallel = self.cores >= COMPUTING, window.running >= PARALLEL
         if not self.narrow:
-            self.wide.add(window)
+            self.wide.add(window.rows, window.wall)
             if computing and not parallel and now - self.since >= self.patience:
                 self.narrow, self.since, self.alone = True, now, Rate()
+                self.busy.rows = min(self.busy.rows, self.busy.wall)
             return self.narrow
-        self.alone.add(window)
+        self.alone.add(window.rows, window.wall)
         known = self.wide.rows >= KNOWN  # else as slower
         slower = not known or self.alone.per_second < SLOWER * self.wide.per_second
         if parallel or (not computing and (window.rows == 0 or slower)):
             lasted = now - self.since >= LASTING
             self.patience = FIRST_PATIENCE if lasted else min(MOST_PATIENCE, max(FIRST_PATIENCE, 2 * self.patience))
-            self.narrow, self.since, self.wide = False, now, Rate()
+            self.narrow, self.since, self.wide, self.busy = False, now, Rate(), Rate()
         return self.narrow
 
 

@@ -217,7 +217,8 @@ class _RowThreads:
         if _logger.isEnabledFor(level):
             way, threads_now = ("go to" if change else "stay on"), 1 if narrow else self.concurrency
             message = "batch: rows %s %d thread(s) (%.2f cores busy, %.2f running rows, %d rows in %.2f s)"
-            _logger.log(level, message, way, threads_now, window.cores, window.running, window.rows, window.wall)
+            cores = self._pacing.cores
+            _logger.log(level, message, way, threads_now, cores, window.running, window.rows, window.wall)
         if narrow:
             self._active = 1
         else:

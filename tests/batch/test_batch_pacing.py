@@ -38,6 +38,13 @@ def test_rows_that_keep_about_one_core_busy_go_to_one_thread() -> None:
     assert pacing.after(shared, 0.4) and pacing.after(_busy(1.0, ran=0.3, rows=5), 0.6)  # whatever its pace
 
 
+def test_a_window_ending_while_the_one_thread_waits_for_a_core_does_not_give_rows_every_thread() -> None:
+    pacing = Pacing()  # a loaded machine: the thread runs a third of the time, its waits for a core counted late
+    assert pacing.after(_busy(1.0, ran=0.3), 0.2) and pacing.after(_busy(1.0, ran=0.3), 0.4)
+    assert pacing.after(_busy(0.7, ran=0.3, rows=5), 0.6)  # a wait not counted yet, and the load grew: slower
+    assert pacing.after(_busy(1.3, ran=0.3, rows=5), 0.8)  # the wait counted
+
+
 def test_rows_that_wait_or_run_at_once_stay_on_every_thread() -> None:
     assert not Pacing().after(_busy(0.5), 0.2)  # the cores are idle half the time: the rows wait
     assert not Pacing().after(_busy(1.8), 0.2)  # 1.8 cores of CPU: the rows run at once (code that frees the GIL)

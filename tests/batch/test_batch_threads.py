@@ -112,13 +112,18 @@ def _told() -> Iterator[list[str]]:
         logger.setLevel(level)
 
 
+def _said(counted: Counter[str], told: list[str]) -> str:
+    """A failure message: what was counted, then the executor's lines, one a line (none cut)."""
+    return "\n".join([repr(counted), *told])
+
+
 def test_rows_that_only_compute_end_up_on_one_thread(tmp_path: Path) -> None:
     with _told() as told:
         ran = _ran(agentmap.batch(_flow(tmp_path), _rows("compute", 1000, ms=2), concurrency=8))
     phases = Counter(r["phase"] for r in ran)
-    assert phases["done"], (phases, told)  # 30 rows in a row ran on one thread (before: spread over the 8 threads)
+    assert phases["done"], _said(phases, told)  # 30 rows in a row ran on one thread (before: spread over the 8 threads)
     after = Counter(r["thread"] for r in ran if r["phase"] == "done")
-    assert after.most_common(1)[0][1] >= 0.8 * phases["done"], (after, told)  # and the rows after them, mostly
+    assert after.most_common(1)[0][1] >= 0.8 * phases["done"], _said(after, told)  # and the rows after them, mostly
 
 
 def test_rows_that_wait_for_each_other_still_run_concurrency_at_once(tmp_path: Path) -> None:
@@ -130,6 +135,6 @@ def test_rows_that_start_waiting_get_every_thread_back(tmp_path: Path) -> None:
     with _told() as told:
         ran = _ran(agentmap.batch(_flow(tmp_path), _rows("switch", 1500, ms=1), concurrency=8))
     phases = Counter(r["phase"] for r in ran)
-    assert phases["wait"] == 16, (phases, told)  # the computing rows went to one thread (before: they never did)
+    assert phases["wait"] == 16, _said(phases, told)  # the computing rows went to one thread (before: they never did)
     waited = {r["thread"] for r in ran if r["phase"] == "wait"}
     assert len(waited) == 8  # then the rows that wait for each other met, 8 at once, with no deadlock
