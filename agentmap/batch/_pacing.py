@@ -2,7 +2,7 @@
 
 Rows that wait (on a model, a tool, the network, each other) overlap on threads. Rows that only compute do not:
 the GIL runs one thread of Python at a time, and many threads taking turns at it cost more CPU than one thread
-running the same rows in turn. So the thread executor (`executors._RowThreads`) reads, over windows of wall time,
+running the same rows in turn. So the thread executor (`_row_threads.RowThreads`) reads, over windows of wall time,
 how busy the batch kept the cores and how many rows it finished (`Meter`, a `Window` per reading), and `Pacing`
 says from each window whether rows run on one thread (`narrow`) or on up to `--concurrency` threads (wide).
 

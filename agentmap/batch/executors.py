@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import queue
 import select
@@ -23,9 +22,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from agentmap.agents.base import TRACE
-from agentmap.batch._pacing import Meter, Pacing
 from agentmap.batch._process_state import ProcessExit, exits_stop_the_batch, quiet_resource_tracker
+from agentmap.batch._row_threads import threads
 from agentmap.batch.rows import Job, RowResult, RowRunner, WorkflowRecipe
 from agentmap.errors import ConfigError, ErrorCode, NodeError
 
@@ -35,8 +33,6 @@ Executor = Literal["thread", "async", "process", "ray"]
 """Where a batch runs its rows: threads, one event loop, worker processes or a Ray cluster."""
 
 EXECUTORS: tuple[Executor, ...] = get_args(Executor)
-
-_logger = logging.getLogger("agentmap.batch")
 
 
 def executor_named(name: str) -> Executor:
@@ -84,7 +80,7 @@ def execute(
         if value < 1:
             raise ConfigError(f"the {name} must be at least 1, got {value}", code=ErrorCode.USAGE)
     if executor == "thread":
-        return _in_process(_threads(runner or RowRunner(recipe), jobs, concurrency))
+        return _in_process(threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":
         return _in_process(_async(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "process":
@@ -113,155 +109,6 @@ def _in_process(results: Iterator[RowResult]) -> Iterator[RowResult]:
                 hint="run again to continue (finished rows are kept); have the agent raise an error instead: its row "
                 "then fails and the batch goes on",
             ) from None
-
-
-def _run(runner: RowRunner, job: Job) -> RowResult:
-    """Run one row, naming it in the `ProcessExit` it may raise."""
-    try:
-        return runner.run(job)
-    except ProcessExit as exited:
-        exited.row = job[0]
-        raise
-
-
-def _threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterator[RowResult]:
-    if concurrency == 1:
-        for job in jobs:
-            yield _run(runner, job)
-        return
-    yield from _RowThreads(runner, concurrency).results(jobs)
-
-
-class _RowThreads:
-    """Up to `concurrency` threads taking rows from a queue and handing back their results through another: a row
-    costs two queue operations (a pool's `submit` made a future, a work item and a callback per row).
-
-    Rows go to every thread while that helps, else to one (`_pacing.py`): rows that only compute take turns at
-    the GIL, and many threads taking turns cost more CPU than one. The others wait, parked, until rows wait again.
-    The batch's thread only hands out rows and takes results, so it sees a row that waits on one thread (on the
-    network, or on other rows) within a window, and gives rows every thread again.
-    """
-
-    def __init__(self, runner: RowRunner, concurrency: int) -> None:
-        self.runner, self.concurrency = runner, concurrency
-        self._todo: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self._finished: queue.SimpleQueue[tuple[RowResult | None, BaseException | None]] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._pending = 0
-        self._finishing = 0  # rows taken since the window began
-        self._first = 0  # rows the first thread finished (on one thread, the rows of its pace: not those others ran)
-        self._first_seen = 0
-        self._active = concurrency  # the threads that take rows: threads 0 to `_active - 1`
-        self._gate = threading.Condition()
-        self._pacing, self._meter = Pacing(), Meter()  # made in the batch's thread, which the meter reads too
-
-    def results(self, jobs: Iterator[Job]) -> Iterator[RowResult]:
-        """Run `jobs`, at most `2 * concurrency` of them handed out at once; yield the results as rows finish."""
-        try:
-            for job in jobs:
-                self._put(job)
-                if self._pending >= 2 * self.concurrency:
-                    yield self._take()
-            while self._pending:
-                yield self._take()
-        finally:
-            self.stop(wait=not self._pending)
-
-    def _put(self, job: Job) -> None:
-        """Queue a row; a thread is started while fewer run than rows are in flight (at most those taking rows)."""
-        self._todo.put(job)
-        self._pending += 1
-        if len(self._threads) < min(self._pending, self._active):
-            self._start()
-
-    def _start(self) -> None:
-        thread = threading.Thread(
-            target=self._work, args=(len(self._threads),), name=f"agentmap-batch_{len(self._threads)}"
-        )
-        thread.start()
-        self._threads.append(thread)
-
-    def _take(self) -> RowResult:
-        """The next row to finish (what its run raised, such as a row's `os._exit`, is raised here)."""
-        self._pending -= 1
-        while True:
-            try:
-                result, failure = self._finished.get(timeout=self._meter.left(time.monotonic()))
-            except queue.Empty:  # no row finished within the window: it is read all the same
-                self._pace()
-                continue
-            self._finishing += 1
-            self._pace()
-            break
-        if failure is not None:
-            raise failure
-        assert result is not None
-        return result
-
-    def _pace(self) -> None:
-        """At the end of a window: rows on one thread or on every thread, as `Pacing` says from it."""
-        now = time.monotonic()
-        if not self._meter.due(now):
-            return
-        threads = [threading.get_native_id(), *(t.native_id for t in self._threads if t.native_id is not None)]
-        first = self._first
-        alone, self._first_seen = first - self._first_seen, first
-        window = self._meter.read(threads, alone if self._active == 1 else self._finishing, now)
-        self._finishing = 0
-        if window is None:  # not measurable here: every thread, as they start
-            self._widen()
-            return
-        narrow = self._pacing.after(window, now)
-        change = narrow != (self._active == 1)
-        level = logging.DEBUG if change else TRACE  # each change; every window at TRACE
-        if _logger.isEnabledFor(level):
-            way, threads_now = ("go to" if change else "stay on"), 1 if narrow else self.concurrency
-            message = "batch: rows %s %d thread(s) (%.2f cores busy, %.2f running rows, %d rows in %.2f s)"
-            cores = self._pacing.cores
-            _logger.log(level, message, way, threads_now, cores, window.running, window.rows, window.wall)
-        if narrow:
-            self._active = 1
-        else:
-            self._widen()
-
-    def _widen(self) -> None:
-        """Every thread takes rows; those the rows handed out need are started."""
-        if self._active == self.concurrency:
-            return
-        with self._gate:
-            self._active = self.concurrency
-            self._gate.notify_all()
-        while len(self._threads) < min(self._pending + 1, self.concurrency):
-            self._start()
-
-    def stop(self, *, wait: bool) -> None:
-        """Drop the rows not started (on Ctrl-C: rows running finish in the background, unrecorded) and end the
-        threads once their row is done; `wait` for them."""
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self._todo.get_nowait()
-        with self._gate:
-            self._active = self.concurrency
-            self._gate.notify_all()
-        for _ in self._threads:
-            self._todo.put(None)
-        if wait:
-            for thread in self._threads:
-                thread.join()
-
-    def _work(self, index: int) -> None:
-        while True:
-            if index >= self._active:  # rows go to fewer threads: wait until they go to this one again
-                with self._gate:
-                    self._gate.wait_for(lambda: index < self._active)
-            if (job := self._todo.get()) is None:
-                return
-            try:
-                self._finished.put((_run(self.runner, job), None))
-            except BaseException as exc:  # handed to the batch's thread
-                self._finished.put((None, exc))
-            if index == 0:
-                self._first += 1
 
 
 _DONE = object()
