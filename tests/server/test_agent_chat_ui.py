@@ -81,6 +81,8 @@ def _signed_in(browser: Any, origin: str, url: str, token: str) -> Any:
 
 
 def _say(page: Any, text: str) -> None:
+    """Send `text` once the UI has ended its last run: while it streams, its form shows Cancel and ignores Enter."""
+    page.get_by_role("button", name="Send", exact=True).wait_for(timeout=scaled(30_000))
     page.fill("textarea[placeholder='Type your message...']", text)
     page.press("textarea[placeholder='Type your message...']", "Enter")
 
