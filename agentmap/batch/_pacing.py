@@ -100,9 +100,9 @@ class Window:
     own: float | None = None
 
     @property
-    def cores(self) -> float:
-        """How many cores the batch kept busy (running or ready to run) on average."""
-        return (self.ran + self.queued) / self.wall if self.wall > 0 else 0.0
+    def busy(self) -> float:
+        """Seconds the batch's threads were busy: running, or ready to run and waiting for a core."""
+        return self.ran + self.queued
 
     @property
     def running(self) -> float:
@@ -159,7 +159,7 @@ class Pacing:
 
     def after(self, window: Window, now: float) -> bool:
         """Whether rows run on one thread after `window`, which ended at `now`."""
-        self.busy.add(window.ran + window.queued, window.wall)
+        self.busy.add(window.busy, window.wall)
         self.cores = self.busy.per_second
         computing, parallel = self.cores >= COMPUTING, window.running >= PARALLEL
         if not self.narrow:
