@@ -331,6 +331,12 @@ class Jobs:
     def _fail(self, call: QueuedCall, why: str) -> None:
         self._write([QueuedAnswer(call, error=why)])
 
+    def close(self) -> None:
+        """Close the connections to the providers."""
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
     def _client(self, provider: str, root: str, key_env: str) -> ProviderJobs:
         key = (provider, root, key_env)
         if key not in self._clients:

@@ -481,14 +481,17 @@ def _llm_rounds(
     if llm.again:  # for `agentmap batch status OUTPUT` to say how to collect
         remember_command(provider_jobs.saver, llm.again)
     parked: dict[str, Job] = {}
-    waiting = rounds.run(provider_jobs.not_queued(jobs, parked), recorder)
-    waiting.update(parked)
-    while waiting:
-        ready = provider_jobs.settle(waiting)
-        if provider_jobs.report.detached or not ready:  # not ready: no job open, the calls left held by the budget
-            break
-        going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
-        waiting.update(rounds.run(going, recorder))
+    try:
+        waiting = rounds.run(provider_jobs.not_queued(jobs, parked), recorder)
+        waiting.update(parked)
+        while waiting:
+            ready = provider_jobs.settle(waiting)
+            if provider_jobs.report.detached or not ready:  # not ready: no job open, the calls left held by budget
+                break
+            going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
+            waiting.update(rounds.run(going, recorder))
+    finally:
+        provider_jobs.close()
     provider_jobs.report.waiting_rows = len(waiting)
     return provider_jobs.report
 

@@ -313,10 +313,13 @@ def _live(provider: str, root: str, key_env: str, job_id: str) -> str:
     """The provider's status of a job now (a GET), or why it could not be asked."""
     from agentmap.batch._provider_jobs import ProviderError, jobs_for
 
+    jobs = jobs_for(provider, root, key_env)
     try:
-        return jobs_for(provider, root, key_env).state(job_id).status
+        return jobs.state(job_id).status
     except ProviderError as exc:
         return f"unreachable: {exc}"
+    finally:
+        jobs.close()
 
 
 def _noted(saver: Any) -> tuple[str | None, str | None]:

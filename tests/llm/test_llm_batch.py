@@ -112,6 +112,34 @@ def test_openai_jobs_answer_every_row_at_half_the_price(tmp_path: Path, keys: No
     assert any("cost so far" in line for line in lines)
 
 
+def test_a_jobs_polls_reuse_one_connection_per_provider_closed_at_the_end(
+    tmp_path: Path, keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job is polled until it ends (every 30 s by default, for hours): each poll on a new client paid a TLS
+    context and a connection again."""
+    import httpx
+
+    sent: list[tuple[httpx.Client, str]] = []
+    real_send = httpx.Client.send
+
+    def send(client: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        sent.append((client, request.url.path))
+        return real_send(client, request, **kwargs)
+
+    monkeypatch.setattr(httpx.Client, "send", send)
+    with OpenAIBatchStub() as stub:
+        stub.script(*([_echo] * 8))
+        stub.answer_after = 0.2  # polled every 0.02 s: several polls a job
+        flow = _workflow(tmp_path, {"model": "openai:gpt-4o-mini", "base_url": stub.base_url, "max_retries": 0})
+        assert _run(flow, _rows(2), tmp_path / "out.csv", llm_batch=True).successes == 2
+    to_jobs = [(client, path) for client, path in sent if "/batches" in path or "/files" in path]
+    polls = [path for _, path in to_jobs if path.startswith("/v1/batches/")]
+    assert len(polls) >= 4  # two jobs (A's round, then B's), each polled while in progress
+    clients = {id(client): client for client, _ in to_jobs}
+    assert len(clients) == 1
+    assert all(client.is_closed for client in clients.values())
+
+
 def test_anthropic_expired_calls_are_resubmitted_alone_and_failures_are_row_errors(tmp_path: Path, keys: None) -> None:
     with AnthropicBatchStub() as stub:
         stub.script(*([_echo] * 40))
