@@ -30,6 +30,7 @@ retries by that policy alone: its client makes no retries of its own unless Cont
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -93,6 +94,7 @@ class LLMAgent(BaseAgent):
         self._has_tools = bool(split_names(context.get("tool_source")) or split_names(context.get("available_tools")))
         self._spec: ModelSpec | None = None
         self._adapter: LLMAdapter | None = None
+        self._building = threading.Lock()  # the rows a batch runs on threads reach a node's first call at once
         self._executor: LocalToolExecutor | None = None
 
     # -- configuration -------------------------------------------------------------------------
@@ -159,15 +161,16 @@ class LLMAgent(BaseAgent):
     def adapter(self) -> LLMAdapter:
         """The node's model, wrapped for calls (built on first use)."""
         if self._adapter is None:
-            model = build_model(self.spec)
-            self._adapter = node_adapter(
-                model,
-                self.context,
-                self.environment.settings,
-                timeout=self.spec.timeout,
-                static=static_prefix(self.prompt or ""),
-                key_env=self.spec.api_key_env,
-            )
+            with self._building:  # built once: a model's clients cost tens of milliseconds of CPU each
+                if self._adapter is None:
+                    self._adapter = node_adapter(
+                        build_model(self.spec),
+                        self.context,
+                        self.environment.settings,
+                        timeout=self.spec.timeout,
+                        static=static_prefix(self.prompt or ""),
+                        key_env=self.spec.api_key_env,
+                    )
         return self._adapter
 
     def model_batching(self) -> ModelBatching | None:

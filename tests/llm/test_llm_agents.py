@@ -136,6 +136,28 @@ def test_openai_node_sends_system_and_user_messages(tmp_path: Path, stub: OpenAI
     assert (metadata["model"], metadata["input_tokens"], metadata["output_tokens"]) == ("openai:gpt-stub", 12, 3)
 
 
+def test_rows_on_threads_reaching_a_node_at_once_build_its_model_once(
+    tmp_path: Path, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's clients cost tens of milliseconds of CPU each (TLS contexts): eight rows of a batch arriving at a
+    node's first call together get the one model, not eight."""
+    from agentmap.llm import models
+
+    built: list[str] = []
+
+    def build(spec: Any) -> Any:
+        built.append(spec.name)
+        return real(spec)
+
+    real = models.build_model
+    monkeypatch.setattr("agentmap.llm.agents.build_model", build)
+    stub.script(*[text("ok")] * 8)
+    path = workflow(tmp_path, ["g", "Say", "openai", "Say {n}.", openai_context(stub), "n", "said", "", "Oops"])
+    result = agentmap.batch(str(path), [{"n": i} for i in range(8)], concurrency=8)
+    assert result.successes == 8 and len(stub.requests) == 8
+    assert built == ["openai:gpt-stub"]
+
+
 def test_memory_is_kept_in_the_state_with_a_window(tmp_path: Path, stub: OpenAIStub) -> None:
     stub.script(text("one"), text("two"), text("three"))
     context = openai_context(stub, memory_key="history", max_memory_messages=3)
