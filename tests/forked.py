@@ -38,14 +38,41 @@ _PRELOAD = [
     "agentmap.server._app",
     "agentmap.llm.agents",
     "agentmap.llm.engine",
-    "langchain_openai",  # the LLM tests' model: about 1.5 s of imports per command otherwise
+    "langchain_openai",  # the LLM tests' models: about 1.5 s of imports per command otherwise
+    "langchain_anthropic",
     "langgraph.graph",
     "langgraph.checkpoint.sqlite",
     "langgraph.checkpoint.postgres",
     "mcp.server.streamable_http_manager",  # `agentmap serve` offers /mcp when the SDK is installed
+    # what most commands then imported on their first use (found by listing each command's new modules)
+    "agentmap.cli._jsonout",
+    "agentmap.llm._legacy_models",
+    "agentmap.llm.offline",
+    "agentmap.runtime.inputs",
+    "langchain_core.tracers.stdout",
+    "typer._click.decorators",
+    "h11",  # an HTTP client's first connection
 ]
 _FORKS = multiprocessing.get_context("forkserver")
 _FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset of these: one server serves both
+_SERVER: int | None = None
+"""The pid of the fork server this module started (with `_PRELOAD`)."""
+
+
+def _preloaded_server() -> None:
+    """Make this process's fork server one that has imported `_PRELOAD`. A test that ran a process batch here
+    first started it with the batch executor's shorter list, and every command forked from that one imported
+    the rest again (most of a command's CPU): that server is stopped and ours started (once a worker). Reads
+    multiprocessing's one `ForkServer` (`_forkserver`, whose `_stop` CPython's own tests use)."""
+    global _SERVER
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver
+    if server._forkserver_pid not in (None, _SERVER):
+        server._stop()
+    _FORKS.set_forkserver_preload(_PRELOAD)
+    server.ensure_running()
+    _SERVER = server._forkserver_pid
 
 
 def _child(cwd: str, env: Mapping[str, str], out: str, err: str) -> None:
@@ -141,8 +168,7 @@ def _spawn(target: Any, first: Any, cwd: Path, env: Mapping[str, str], terminal:
     if _OUTPUTS is None:
         _OUTPUTS = tempfile.TemporaryDirectory(prefix="agentmap-forked-")
     folder = Path(tempfile.mkdtemp(dir=_OUTPUTS.name))
-    # a process batch run in this process sets its own shorter list: a server started after it must preload ours
-    _FORKS.set_forkserver_preload(_PRELOAD)
+    _preloaded_server()
     out, err = folder / "stdout", folder / "stderr"
     where = (terminal, terminal) if terminal else (str(out), str(err))
     process = _FORKS.Process(target=target, args=(first, str(cwd), dict(env), *where))
