@@ -315,27 +315,55 @@ def postgres_with_outage() -> Iterator[tuple[str, Callable[[float], None]]]:
         yield str(pg.new_database(url)), functools.partial(pg.outage, url)
 
 
-@pytest.fixture(scope="session")
-def ray_session() -> Iterator[Any]:
-    """The `ray` module, with a local Ray (2 CPUs) started once for the test process. Every test using it runs on
-    the same xdist worker (the `ray` xdist_group, set in `pytest_collection_modifyitems`), so a run starts one."""
-    import logging
+class _LocalRay:
+    """The local Ray (2 CPUs) of this test process: started by the first test that asks for it, stopped after the
+    last of the run of tests that do (`pytest_runtest_teardown`). Every test using it runs on the same xdist worker
+    (the `ray` xdist_group, set in `pytest_collection_modifyitems`), one after another, so a run starts one; idle,
+    its processes would take about a seventh of a core for the rest of the worker's tests."""
 
-    from components import require
+    def __init__(self) -> None:
+        self.ray: Any = None
 
-    try:
-        import ray
-    except ImportError:
-        require(False, 'Ray is not installed (pip install "agentmap[ray]")')
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    except Exception as exc:
-        require(False, f"a local Ray cannot start here: {exc}")
-    yield ray
-    ray.shutdown()
+    def start(self) -> Any:
+        if self.ray is None:
+            import logging
+
+            from components import require
+
+            try:
+                import ray
+            except ImportError:
+                require(False, 'Ray is not installed (pip install "agentmap[ray]")')
+            try:
+                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+            except Exception as exc:
+                require(False, f"a local Ray cannot start here: {exc}")
+            self.ray = ray
+        return self.ray
+
+    def stop(self) -> None:
+        if self.ray is not None:
+            self.ray.shutdown()
+            self.ray = None
 
 
-@pytest.fixture(scope="session")
+_RAY = _LocalRay()
+
+
+@pytest.fixture
+def ray_session() -> Any:
+    """The `ray` module, with this test process's local Ray running (`_LocalRay`)."""
+    return _RAY.start()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the local Ray once the next test does not use it (after the fixtures' own teardown: `trylast`)."""
+    if nextitem is None or "ray_session" not in getattr(nextitem, "fixturenames", ()):
+        _RAY.stop()
+
+
+@pytest.fixture
 def ray_cluster(ray_session: Any) -> RayCluster:
     """The run's local Ray as a cluster commands join (`components.RayCluster`)."""
     from components import RayCluster
