@@ -3,8 +3,9 @@
 `agentmap()` calls `agentmap.cli.main` inside the test process, with stdin empty and stdout/stderr captured
 (not terminals, as with pipes), the environment scrubbed as for a child process, and the process-wide state
 the command changes (working folder, garbage collector, logging, SIGINT handler, output mode) put back
-afterwards. `agentmap_subprocess()` starts `python -m agentmap` for what only a real process shows
-(start-up, signals, exit codes seen by a shell); `agentmap_tty()` runs it on a pseudo-terminal.
+afterwards. `agentmap_forked()` runs it in a new process forked from one that has imported it (a process killed, or
+a second one); `agentmap_subprocess()` starts `python -m agentmap` for what only a fresh interpreter shows
+(start-up, imports); `agentmap_tty()` runs it on a pseudo-terminal.
 """
 
 from __future__ import annotations
@@ -110,6 +111,17 @@ def agentmap_subprocess(
         stdin=subprocess.DEVNULL,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def agentmap_forked(
+    *args: str | Path, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> Result:
+    """Run `agentmap ARGS` in a new process forked warm (`tests/forked.py`), for a test that needs a process of its
+    own (killed, or a second process after a first) but not Python's start-up: a second less a run."""
+    import forked
+
+    code, out, err = forked.run(*args, cwd=cwd, env=_env(env), timeout=timeout)
+    return Result(code, out, err)
 
 
 def agentmap_tty(

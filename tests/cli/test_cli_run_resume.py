@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from cli_helpers import ROOT, agentmap, agentmap_subprocess, agentmap_tty, write
+from cli_helpers import ROOT, agentmap, agentmap_forked, agentmap_tty, write
 
 from agentmap.agents.questions import question
 
@@ -38,7 +38,7 @@ def test_a_paused_run_is_resumed_by_a_second_process(workflow: Path, tmp_path: P
     (waiting,) = [e for e in document["summary"] if e["success"] is None]
     assert waiting["name"] == "Name" and waiting["metadata"] == {"paused": True}
 
-    done = agentmap_subprocess(
+    done = agentmap_forked(
         "run", workflow, "--checkpoint", "runs.db", "--thread", thread, "--resume", '"Ada"', cwd=tmp_path
     )
     assert done.code == 0, done.err

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import agentmap, agentmap_subprocess
+from cli_helpers import agentmap, agentmap_forked
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,7 @@ def _paused(folder: Path, target: str, thread: str, count: int) -> None:
 def _killed(folder: Path, target: str, thread: str, count: int) -> None:
     state = json.dumps({"count": count})
     env = _env(folder, thread, target) | {"PAY_KILL": "1"}
-    done = agentmap_subprocess("run", "flow.csv", "--thread", thread, "--state", state, cwd=folder, env=env)
+    done = agentmap_forked("run", "flow.csv", "--thread", thread, "--state", state, cwd=folder, env=env)
     assert done.code == -9, done.text
     assert _lines(folder / f"effects-{thread}.txt") == ["charge 1", "charge 2"]
 

@@ -15,7 +15,7 @@ from agentmap.errors import WorkflowValidationError
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
 from cli_helpers import agentmap as cli
-from cli_helpers import agentmap_subprocess
+from cli_helpers import agentmap_forked
 
 _AGENT = '''
 from pathlib import Path
@@ -103,7 +103,7 @@ def test_an_entry_expires_after_its_ttl(tmp_path: Path, monkeypatch: pytest.Monk
 def test_the_cache_outlives_the_process_and_the_summary_shows_the_hit(tmp_path: Path) -> None:
     _project(tmp_path)
     for _ in range(2):
-        result = agentmap_subprocess("run", "flow.csv", "--state", '{"name": "ada"}', "--json", cwd=tmp_path)
+        result = agentmap_forked("run", "flow.csv", "--state", '{"name": "ada"}', "--json", cwd=tmp_path)
         assert result.code == 0, result.err
     assert _ran(tmp_path) == ["ada"]
     assert (tmp_path / ".agentmap" / "node_cache.db").is_file()

@@ -8,6 +8,7 @@ the final state, the files written under the storage folder and the validation w
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from timing import scaled
 from typer.testing import CliRunner
 
 import agentmap
@@ -253,31 +253,27 @@ def test_the_corpus_holds_every_folder() -> None:
 
 @pytest.mark.slow
 def test_a_paused_human_node_is_answered_by_a_second_agentmap_process(tmp_path: Path) -> None:
-    """The real command, two processes, one SQLite checkpoint file: pause, a refused answer, then a good one."""
-    import subprocess
-    import sys
+    """The real command, three processes, one SQLite checkpoint file: pause, a refused answer, then a good one."""
+    import forked
 
     folder = tmp_path / "review_save"
     shutil.copytree(CORPUS / "review_save", folder)
 
-    def agentmap(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "agentmap", "run", "review_save.csv", "--checkpoint", "runs.db", *args]
-        done = subprocess.run(
-            command, cwd=folder, capture_output=True, text=True, timeout=scaled(120), stdin=subprocess.DEVNULL
-        )
-        assert "Traceback" not in done.stderr, done.stderr
+    def agentmap(*args: str) -> tuple[int, str, str]:
+        done = forked.run("run", "review_save.csv", "--checkpoint", "runs.db", *args, cwd=folder, env=os.environ)
+        assert "Traceback" not in done[2], done[2]
         return done
 
     def agentmap_run(*args: str) -> dict[str, Any]:
-        done = agentmap(*args)
-        assert done.returncode in (0, 1), done.stderr
-        document: dict[str, Any] = json.loads(done.stdout)
+        code, out, err = agentmap(*args)
+        assert code in (0, 1), err
+        document: dict[str, Any] = json.loads(out)
         return document
 
     paused = agentmap_run("--thread", "t9", "--state", '{"request": "refund #3"}')
     assert paused["paused"] is True and paused["interrupts"][0]["interaction"] == "approval"
-    refused = agentmap("--thread", "t9", "--resume", '"maybe"')  # checked before resuming: still paused
-    assert refused.returncode == 2 and "neither yes nor no" in refused.stderr
+    code, _, err = agentmap("--thread", "t9", "--resume", '"maybe"')  # checked before resuming: still paused
+    assert code == 2 and "neither yes nor no" in err
     done = agentmap_run("--thread", "t9", "--resume", '"approve"')
     assert done["success"] is True and done["state"]["approved"] is True
     log = (folder / "data" / "decisions.csv").read_text(encoding="utf-8")
