@@ -53,8 +53,7 @@ _PRELOAD = [
     "typer._click.decorators",
     "h11",  # an HTTP client's first connection
 ]
-_FORKS = multiprocessing.get_context("forkserver")
-_FORKS.set_forkserver_preload(_PRELOAD)  # the batch executor asks for a subset of these: one server serves both
+_FORKS = multiprocessing.get_context("forkserver")  # the batch executor's fork server too: ours serves both
 _SERVER: int | None = None
 """The pid of the fork server this module started (with `_PRELOAD`)."""
 

@@ -486,7 +486,8 @@ def _llm_rounds(
         waiting.update(parked)
         while waiting:
             ready = provider_jobs.settle(waiting)
-            if provider_jobs.report.detached or not ready:  # not ready: no job open, the calls left held by budget
+            # not ready: no job open, the calls left held by the budget
+            if provider_jobs.report.detached or not ready:
                 break
             going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
             waiting.update(rounds.run(going, recorder))
