@@ -47,6 +47,27 @@ def open_tool_schema(name: str, description: str = "") -> dict[str, Any]:
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One model call, as `LLMAdapter.invoke` and `ainvoke` both make it.
+
+    Attributes:
+        messages: The conversation, as the node gave it.
+        runnable: The model, its tools bound.
+        limit: Its time limit in seconds (None: none).
+        options: What is passed with it (temperature, time limit).
+        request: What the call journal's digest of it is made of (`LLMAdapter._request`).
+        measured: Its tokens and cost, once made or answered (empty: the journal replayed it).
+    """
+
+    messages: Sequence[BaseMessage]
+    runnable: Any
+    limit: float | None
+    options: dict[str, Any]
+    request: dict[str, Any]
+    measured: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def _model_name(model: BaseChatModel) -> str:
     for attr in ("model_name", "model", "model_id"):
         value = getattr(model, attr, None)
@@ -161,42 +182,24 @@ class LLMAdapter:
             LLMTimeoutError: When the model does not answer in time.
             LLMError: On any other failure.
         """
-        runnable = bound if bound is not None else self.bind_tools(tools or ())
-        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
-        options = self.call_options(temperature=temperature, timeout_seconds=limit)
+        call = self._call(
+            messages, bound if bound is not None else self.bind_tools(tools or ()), temperature, timeout_seconds
+        )
 
-        measured: dict[str, Any] = {}
-
-        async def call() -> AIMessage:
-            hit = self._cached(messages, request, measured)
+        async def send() -> AIMessage:
+            hit = self._cached(call)
             if hit is not None:
                 return hit
-            self._check_budget(messages)
-            sent, target = self._as_sent(messages, runnable)
+            sent, target = self._outgoing(call)
             try:
                 # asyncio.timeout, not wait_for: no extra task per call.
-                async with asyncio.timeout(limit):
-                    reply = await target.ainvoke(sent, config=self._config(config), **options)
+                async with asyncio.timeout(call.limit):
+                    reply = await target.ainvoke(sent, config=self._config(config), **call.options)
             except Exception as exc:
-                raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._keep(request, self._measure(self._as_ai_message(reply), measured))
+                raise to_llm_error(exc, model=self.model_name, timeout=call.limit) from exc
+            return self._received(call, reply)
 
-        request = self._request(messages, runnable, options)
-        replayed = self._replayed(messages, measured=measured)
-        queue = self._queue(messages, runnable, options)
-        reply = await journaled(
-            "model",
-            self.model_name,
-            request,
-            call,
-            encode=lambda r: _dump(r, measured),
-            decode=replayed,
-            idempotent=True,
-            queue=queue,
-        )
-        if not measured:
-            costs.replayed()
-        return reply
+        return self._settled(call, await journaled("model", self.model_name, call.request, send, **self._journal(call)))
 
     def invoke(
         self,
@@ -208,38 +211,51 @@ class LLMAdapter:
         config: Mapping[str, Any] | None = None,
     ) -> AIMessage:
         """The synchronous twin of `ainvoke` (the time limit is enforced by the provider's client)."""
-        runnable = self.bind_tools(tools or ())
-        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
-        options = self.call_options(temperature=temperature, timeout_seconds=limit)
+        call = self._call(messages, self.bind_tools(tools or ()), temperature, timeout_seconds)
 
-        measured: dict[str, Any] = {}
-
-        def call() -> AIMessage:
-            hit = self._cached(messages, request, measured)
+        def send() -> AIMessage:
+            hit = self._cached(call)
             if hit is not None:
                 return hit
-            self._check_budget(messages)
-            sent, target = self._as_sent(messages, runnable)
+            sent, target = self._outgoing(call)
             try:
-                reply = target.invoke(sent, config=self._config(config), **options)
+                reply = target.invoke(sent, config=self._config(config), **call.options)
             except Exception as exc:
-                raise to_llm_error(exc, model=self.model_name, timeout=limit) from exc
-            return self._keep(request, self._measure(self._as_ai_message(reply), measured))
+                raise to_llm_error(exc, model=self.model_name, timeout=call.limit) from exc
+            return self._received(call, reply)
 
-        request = self._request(messages, runnable, options)
-        replayed = self._replayed(messages, measured=measured)
-        queue = self._queue(messages, runnable, options)
-        reply = journaled_sync(
-            "model",
-            self.model_name,
-            request,
-            call,
-            encode=lambda r: _dump(r, measured),
-            decode=replayed,
-            idempotent=True,
-            queue=queue,
-        )
-        if not measured:
+        return self._settled(call, journaled_sync("model", self.model_name, call.request, send, **self._journal(call)))
+
+    def _call(
+        self, messages: Sequence[BaseMessage], runnable: Any, temperature: float | None, timeout_seconds: float | None
+    ) -> _Call:
+        """One call as both twins make it: its options, and the journal's digest of it."""
+        limit = self.timeout_seconds if timeout_seconds is None else timeout_seconds
+        options = self.call_options(temperature=temperature, timeout_seconds=limit)
+        return _Call(messages, runnable, limit, options, self._request(messages, runnable, options))
+
+    def _journal(self, call: _Call) -> dict[str, Any]:
+        """How the call journal keeps the call's reply, replays it, and queues the call for a provider batch job."""
+        return {
+            "encode": lambda reply: _dump(reply, call.measured),
+            "decode": self._replayed(call.messages, measured=call.measured),
+            "idempotent": True,
+            "queue": self._queue(call),
+        }
+
+    def _outgoing(self, call: _Call) -> tuple[list[BaseMessage], Any]:
+        """The messages and the model a call the journal did not answer sends, once the budget allows it."""
+        self._check_budget(call.messages)
+        return self._as_sent(call.messages, call.runnable)
+
+    def _received(self, call: _Call, reply: Any) -> AIMessage:
+        """A reply the model sent: checked, counted, and kept in the LLM response cache."""
+        return self._keep(call.request, self._measure(self._as_ai_message(reply), call.measured))
+
+    @staticmethod
+    def _settled(call: _Call, reply: AIMessage) -> AIMessage:
+        """The call's reply; one the journal replayed, which measured nothing, is counted as replayed."""
+        if not call.measured:
             costs.replayed()
         return reply
 
@@ -248,16 +264,14 @@ class LLMAdapter:
         """Whether this model's calls can go through a provider batch job (`agentmap batch --llm-batch`)."""
         return _batch_calls.batching_of(self.model, self.model_name)
 
-    def _queue(
-        self, messages: Sequence[BaseMessage], runnable: Any, options: Mapping[str, Any]
-    ) -> Callable[[], Queued | None]:
+    def _queue(self, call: _Call) -> Callable[[], Queued | None]:
         """How the call journal gets this call as the provider's batch API takes it (asked only when the run
         batches its model calls and the call has no answer yet)."""
 
         def queued() -> Queued | None:
-            self._check_budget(messages, batch=True)
-            sent, target = self._as_sent(messages, runnable)
-            return _batch_calls.queued_call(self.model, sent, target, options, self.key_env, self.price)
+            self._check_budget(call.messages, batch=True)
+            sent, target = self._as_sent(call.messages, call.runnable)
+            return _batch_calls.queued_call(self.model, sent, target, call.options, self.key_env, self.price)
 
         return queued
 
@@ -277,17 +291,17 @@ class LLMAdapter:
         measured.update(dataclasses.asdict(usage), cost=cost, batch=True)
         return reply
 
-    def _cached(self, messages: Sequence[BaseMessage], request: Any, measured: dict[str, Any]) -> AIMessage | None:
-        """The reply the LLM response cache holds for `request` (counted as a cache hit, told to the run's
+    def _cached(self, call: _Call) -> AIMessage | None:
+        """The reply the LLM response cache holds for the call (counted as a cache hit, told to the run's
         callbacks as one streamed chunk, without tokens), or None: not cached, expired, or `--no-cache`."""
         if self.cache_ttl is None:
             return None
-        value = cache.lookup(self.model_name, request)
+        value = cache.lookup(self.model_name, call.request)
         if value is None:
             return None
         costs.cache_hit()
-        measured["cache_hit"] = True  # a model call answered, with no tokens or cost: not a journal replay
-        return self._replayed(messages, hit=True)(value)
+        call.measured["cache_hit"] = True  # a model call answered, with no tokens or cost: not a journal replay
+        return self._replayed(call.messages, hit=True)(value)
 
     def _keep(self, request: Any, reply: AIMessage) -> AIMessage:
         """Store a reply the model sent in the LLM response cache (when the node caches)."""
