@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentmap.agents import costs
 from agentmap.agents.journal import journaled, journaled_sync
@@ -66,6 +66,15 @@ class _Call:
     options: dict[str, Any]
     request: dict[str, Any]
     measured: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class _JournalArgs(TypedDict):
+    """The call journal's arguments for a model call (`journal.journaled` and `journaled_sync`)."""
+
+    encode: Callable[[AIMessage], Any]
+    decode: Callable[[Any], AIMessage]
+    idempotent: bool
+    queue: Callable[[], Queued | None]
 
 
 def _model_name(model: BaseChatModel) -> str:
@@ -234,18 +243,19 @@ class LLMAdapter:
         options = self.call_options(temperature=temperature, timeout_seconds=limit)
         return _Call(messages, runnable, limit, options, self._request(messages, runnable, options))
 
-    def _journal(self, call: _Call) -> dict[str, Any]:
+    def _journal(self, call: _Call) -> _JournalArgs:
         """How the call journal keeps the call's reply, replays it, and queues the call for a provider batch job."""
-        return {
-            "encode": lambda reply: _dump(reply, call.measured),
-            "decode": self._replayed(call.messages, measured=call.measured),
-            "idempotent": True,
-            "queue": self._queue(call),
-        }
+        return _JournalArgs(
+            encode=lambda reply: _dump(reply, call.measured),
+            decode=self._replayed(call.messages, measured=call.measured),
+            idempotent=True,
+            queue=self._queue(call),
+        )
 
-    def _outgoing(self, call: _Call) -> tuple[list[BaseMessage], Any]:
-        """The messages and the model a call the journal did not answer sends, once the budget allows it."""
-        self._check_budget(call.messages)
+    def _outgoing(self, call: _Call, *, batch: bool = False) -> tuple[list[BaseMessage], Any]:
+        """The messages and the model a call the journal did not answer sends (`batch`: queues for a provider
+        batch job), once the budget allows it."""
+        self._check_budget(call.messages, batch=batch)
         return self._as_sent(call.messages, call.runnable)
 
     def _received(self, call: _Call, reply: Any) -> AIMessage:
@@ -269,8 +279,7 @@ class LLMAdapter:
         batches its model calls and the call has no answer yet)."""
 
         def queued() -> Queued | None:
-            self._check_budget(call.messages, batch=True)
-            sent, target = self._as_sent(call.messages, call.runnable)
+            sent, target = self._outgoing(call, batch=True)
             return _batch_calls.queued_call(self.model, sent, target, call.options, self.key_env, self.price)
 
         return queued
