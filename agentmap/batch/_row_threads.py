@@ -1,5 +1,13 @@
 """The thread executor: rows on up to `--concurrency` threads of the batch's process, fed from a queue, or on one
-of them while that costs less (`_pacing.py`: rows that only compute take turns at the GIL)."""
+of them while that costs less (`_pacing.py`: rows that only compute take turns at the GIL).
+
+Waking the batch's thread costs more than its work: it runs on the other core, so the GIL and every object a row
+made cross between the cores each time (on a 2-core machine, a row of the 5-node chain of `bench/batch.py` cost
+about 15% more CPU on one row thread than in the batch's own thread). So while rows run on one thread, the batch's
+thread is woken to take their results once that thread has run every row handed out (up to `AHEAD` of them), and at
+least every `HANDOVER` seconds (a row that waits long keeps those before it from waiting with it); while rows run
+on every thread, at each row's end.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +16,31 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from agentmap.agents.base import TRACE
 from agentmap.batch._pacing import Meter, Pacing
 from agentmap.batch._process_state import ProcessExit
 from agentmap.batch.rows import Job, RowResult, RowRunner
 
-__all__ = ["RowThreads", "run_row", "threads"]
+__all__ = ["AHEAD", "HANDOVER", "RowThreads", "run_row", "threads"]
 
 _logger = logging.getLogger("agentmap.batch")
+
+AHEAD = 64
+"""Rows handed out at once while rows run on one thread (on every thread: twice `--concurrency`)."""
+
+HANDOVER = 0.05
+"""Seconds at most between two looks of the batch's thread at the rows finished on one thread."""
+
+
+class _Finished(NamedTuple):
+    """A row's end on its thread: its result, or what its run raised."""
+
+    result: RowResult | None
+    failure: BaseException | None
 
 
 def run_row(runner: RowRunner, job: Job) -> RowResult:
@@ -39,8 +62,9 @@ def threads(runner: RowRunner, jobs: Iterator[Job], concurrency: int) -> Iterato
 
 
 class RowThreads:
-    """Up to `concurrency` threads taking rows from a queue and handing back their results through another: a row
-    costs two queue operations (a pool's `submit` made a future, a work item and a callback per row).
+    """Up to `concurrency` threads taking rows from a queue and handing back their results in a deque, waking the
+    batch's thread as the module's docstring says (a pool's `submit` made a future, a work item and a callback per
+    row).
 
     Rows go to every thread while that helps, else to one (`_pacing.py`): rows that only compute take turns at
     the GIL, and many threads taking turns cost more CPU than one. The others wait, parked, until rows wait again.
@@ -51,7 +75,8 @@ class RowThreads:
     def __init__(self, runner: RowRunner, concurrency: int) -> None:
         self.runner, self.concurrency = runner, concurrency
         self._todo: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self._finished: queue.SimpleQueue[tuple[RowResult | None, BaseException | None]] = queue.SimpleQueue()
+        self._finished: deque[_Finished] = deque()
+        self._woken = threading.Event()  # set when the batch's thread is to look at `_finished`
         self._threads: list[threading.Thread] = []
         self._pending = 0
         self._finishing = 0  # rows taken since the window began
@@ -62,11 +87,12 @@ class RowThreads:
         self._pacing, self._meter = Pacing(), Meter()  # made in the batch's thread, which the meter reads too
 
     def results(self, jobs: Iterator[Job]) -> Iterator[RowResult]:
-        """Run `jobs`, at most `2 * concurrency` of them handed out at once; yield the results as rows finish."""
+        """Run `jobs`, at most `2 * concurrency` of them handed out at once (`AHEAD` on one thread); yield the results
+        as rows finish."""
         try:
             for job in jobs:
                 self._put(job)
-                if self._pending >= 2 * self.concurrency:
+                if self._pending >= (AHEAD if self._active == 1 else 2 * self.concurrency):
                     yield self._take()
             while self._pending:
                 yield self._take()
@@ -90,19 +116,24 @@ class RowThreads:
     def _take(self) -> RowResult:
         """The next row to finish (what its run raised, such as a row's `os._exit`, is raised here)."""
         self._pending -= 1
-        while True:
-            try:
-                result, failure = self._finished.get(timeout=self._meter.left(time.monotonic()))
-            except queue.Empty:  # no row finished within the window: it is read all the same
-                self._pace()
-                continue
-            self._finishing += 1
+        while not self._finished:  # a window with no row taken is read all the same
+            self._woken.wait(self._patience())
+            self._woken.clear()  # (a row's thread adds its row before it wakes this one: none is missed)
             self._pace()
-            break
+        result, failure = self._finished.popleft()
+        self._finishing += 1
+        self._pace()
         if failure is not None:
             raise failure
         assert result is not None
         return result
+
+    def _patience(self) -> float | None:
+        """Seconds the batch's thread waits for a row's thread to wake it (None: until woken)."""
+        left = self._meter.left(time.monotonic())
+        if self._active > 1:
+            return left
+        return HANDOVER if left is None else min(left, HANDOVER)
 
     def _pace(self) -> None:
         """At the end of a window: rows on one thread or on every thread, as `Pacing` says from it."""
@@ -163,8 +194,11 @@ class RowThreads:
             if (job := self._todo.get()) is None:
                 return
             try:
-                self._finished.put((run_row(self.runner, job), None))
+                finished = _Finished(run_row(self.runner, job), None)
             except BaseException as exc:  # handed to the batch's thread
-                self._finished.put((None, exc))
+                finished = _Finished(None, exc)
+            self._finished.append(finished)
             if index == 0:
                 self._first += 1
+            if self._active > 1 or finished.failure is not None or self._todo.empty():
+                self._woken.set()

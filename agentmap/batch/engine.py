@@ -112,9 +112,9 @@ def batch(
     """Run a workflow once per row: `agentmap.batch("flow.csv", [{"name": "Ada"}, {"name": "Grace"}])`.
 
     A failing row never stops the batch: its error is in its `RowResult`. With `output`, finished rows are
-    appended to `<output>.partial` as they finish (in blocks: each within 0.2 s, csv_specs/batch.md "Resuming")
-    and the output table is written in input order at the end; calling again with the same output skips rows
-    already done (`redo_failed` reruns the failures).
+    appended to `<output>.partial` as they finish (in blocks: each within 0.2 s of the batch taking it,
+    csv_specs/batch.md "Resuming") and the output table is written in input order at the end; calling again with
+    the same output skips rows already done (`redo_failed` reruns the failures).
 
     Args:
         source: The workflow file (`flow.csv` or `flow.csv::Graph`).

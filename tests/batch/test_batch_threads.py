@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import textwrap
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from timing import scaled
 
 import agentmap
 from agentmap.agents.base import TRACE
-from agentmap.batch import BatchResult
+from agentmap.batch import BatchResult, RowResult
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="threads are measured from Linux's per-thread scheduler statistics"
@@ -138,3 +139,46 @@ def test_rows_that_start_waiting_get_every_thread_back(tmp_path: Path) -> None:
     assert phases["wait"] == 16, _said(phases, told)  # the computing rows went to one thread (before: they never did)
     waited = {r["thread"] for r in ran if r["phase"] == "wait"}
     assert len(waited) == 8  # then the rows that wait for each other met, 8 at once, with no deadlock
+
+
+TALLY_AGENT = """
+from agentmap import BaseAgent
+
+
+class TallyAgent(BaseAgent):
+    def process(self, inputs):
+        tally = inputs["tally"]
+        with tally.lock:
+            tally.finished += 1
+        return "ok"
+"""
+
+
+class _Tally:
+    """Rows finished so far, counted by the rows themselves (one object in every row's state)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.finished = 0
+
+    def __str__(self) -> str:
+        return "tally"
+
+
+def test_rows_on_one_thread_hand_over_their_results_in_groups(tmp_path: Path) -> None:
+    """Waking the batch's thread costs the GIL and the row's objects a trip to the other core: while rows run on one
+    thread, the batch's thread takes their results many at a time. Before, it took each as it came, and at most
+    twice `concurrency` rows were ever handed out."""
+    (tmp_path / "custom_agents").mkdir()
+    (tmp_path / "custom_agents" / "tally.py").write_text(TALLY_AGENT, encoding="utf-8")
+    flow = tmp_path / "tally.csv"
+    flow.write_text("GraphName,Node,AgentType,Input_Fields,Output_Field\nT,Tally,tally,tally,ran\n")
+    tally, lags = _Tally(), list[int]()
+
+    def taken(result: RowResult) -> None:  # in the batch's thread, as it takes each row
+        lags.append(tally.finished - len(lags) - 1)  # rows finished and not yet taken
+
+    rows = [{"id": i, "tally": tally} for i in range(3000)]
+    result = agentmap.batch(flow, rows, concurrency=4, id_column="id", on_result=taken, keep_rows=False)
+    assert result.successes == 3000
+    assert max(lags) > 2 * 4, Counter(lags).most_common(5)
