@@ -2,7 +2,7 @@
 
 Each finished row is appended to `<output>.partial` as one JSON line. Lines are written in blocks (`BlockWriter`):
 a row's line is written, flushed and synced with the rows that finished with it, at most `BLOCK_SECONDS` after the
-row finished (and once `BLOCK_ROWS` rows wait), and at once when the batch ends, stops on Ctrl-C or on an error.
+batch took the row (and once `BLOCK_ROWS` rows wait), and at once when the batch ends, stops on Ctrl-C or on an error.
 A row is reported done (the progress, `on_result`) only once its line is written. So a batch killed at any moment
 (`kill -9`, a lost machine) keeps every row it reported and loses at most the rows of that last fraction of a second,
 which running it again runs again (and, with `--checkpoint`, takes from their finished threads).
@@ -195,7 +195,7 @@ class PartialFile:
                         source.seek(position)
                     line = source.readline()
                     at = position + len(line)
-                    writer.write(output_row(json.loads(line.decode()), inputs))
+                    writer.write(output_row(json.loads(line), inputs))
                     written += 1
         except BaseException:
             writer.abort()

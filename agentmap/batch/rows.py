@@ -297,8 +297,7 @@ class RowRunner:
         started = time.perf_counter()
         try:
             thread = self.app.thread(key) if self.recipe.checkpoint else None
-            snapshot = thread.snapshot() if thread is not None else None  # read by its revision
-            start = self._start(snapshot, state, cells)
+            start = self._start(thread.snapshot(), state, cells) if thread is not None else state  # by its revision
             app, moved = self._continued(thread) if start is None and thread is not None else (self.app, False)
             result = app.invoke(start, config)
         except Exception as exc:
@@ -313,8 +312,7 @@ class RowRunner:
         started = time.perf_counter()
         try:
             thread = self.app.thread(key) if self.recipe.checkpoint else None
-            snapshot = await thread.asnapshot() if thread is not None else None
-            start = self._start(snapshot, state, cells)
+            start = self._start(await thread.asnapshot(), state, cells) if thread is not None else state
             if start is None and thread is not None:
                 app, moved = await asyncio.to_thread(self._continued, thread)
             else:
