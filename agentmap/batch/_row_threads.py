@@ -2,11 +2,11 @@
 of them while that costs less (`_pacing.py`: rows that only compute take turns at the GIL).
 
 Waking the batch's thread costs more than its work: it runs on the other core, so the GIL and every object a row
-made cross between the cores each time (on a 2-core machine, a row of the 5-node chain of `bench/batch.py` cost
-about 15% more CPU on one row thread than in the batch's own thread). So while rows run on one thread, the batch's
-thread is woken to take their results once that thread has run every row handed out (up to `AHEAD` of them), and at
-least every `HANDOVER` seconds (a row that waits long keeps those before it from waiting with it); while rows run
-on every thread, at each row's end.
+made cross between the cores each time (on a 2-core machine, the 5-node chain of `bench/batch.py` cost 5-15% more
+CPU on one row thread woken for each row than in the batch's own thread). So while rows run on one thread, the
+batch's thread takes their results when that thread has run every row handed out (up to `AHEAD` of them), when a
+row raised, and at least every `HANDOVER` seconds (the rows finished before one that waits long do not wait with
+it); while rows run on every thread, as each row ends.
 """
 
 from __future__ import annotations
