@@ -6,8 +6,9 @@ running the same rows in turn. So the thread executor (`_row_threads.RowThreads`
 how busy the batch kept the cores and how many rows it finished (`Meter`, a `Window` per reading), and `Pacing`
 says from each window whether rows run on one thread (`narrow`) or on up to `--concurrency` threads (wide).
 
-Rows go to one thread when the batch keeps about one core busy over the recent windows (`COMPUTING`, the GIL's
-one core: rows compute).
+Rows start on one thread (`RowThreads` makes its `Pacing` narrow where the `Meter` works: its first window tells
+whether they wait), and go to one thread when the batch keeps about one core busy over the recent windows
+(`COMPUTING`, the GIL's one core: rows compute).
 They stay there while the batch keeps that core busy, or finishes rows about as fast as it did on every thread
 (rows that wait on something more threads would not speed up, such as a database's one writer), and go back to
 every thread when they run at once on more cores (`PARALLEL`), or finish slower than on every thread (`SLOWER`;

@@ -82,9 +82,11 @@ class RowThreads:
         self._finishing = 0  # rows taken since the window began
         self._first = 0  # rows the first thread finished (on one thread, the rows of its pace: not those others ran)
         self._first_seen = 0
-        self._active = concurrency  # the threads that take rows: threads 0 to `_active - 1`
         self._gate = threading.Condition()
-        self._pacing, self._meter = Pacing(), Meter()  # made in the batch's thread, which the meter reads too
+        self._meter = Meter()  # made in the batch's thread, which reads it too
+        # Rows start on one thread where the meter tells within a window that they wait (then they get every thread)
+        self._pacing = Pacing(narrow=self._meter.working, since=time.monotonic())
+        self._active = 1 if self._pacing.narrow else concurrency  # the threads that take rows: 0 to `_active - 1`
 
     def results(self, jobs: Iterator[Job]) -> Iterator[RowResult]:
         """Run `jobs`, at most `2 * concurrency` of them handed out at once (`AHEAD` on one thread); yield the results

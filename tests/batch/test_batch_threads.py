@@ -127,6 +127,13 @@ def test_rows_that_only_compute_end_up_on_one_thread(tmp_path: Path) -> None:
     assert after.most_common(1)[0][1] >= 0.8 * phases["done"], _said(after, told)  # and the rows after them, mostly
 
 
+def test_rows_start_on_one_thread(tmp_path: Path) -> None:
+    """A batch's first window runs its rows on one thread (before: on every thread, taking turns at the GIL until
+    the first window was read); rows that wait get every thread after it (the test below)."""
+    ran = _ran(agentmap.batch(_flow(tmp_path), _rows("compute", 200, ms=0.5), concurrency=8))
+    assert len({r["thread"] for r in ran[:20]}) == 1, [r["thread"] for r in ran[:20]]
+
+
 def test_rows_that_wait_for_each_other_still_run_concurrency_at_once(tmp_path: Path) -> None:
     ran = _ran(agentmap.batch(_flow(tmp_path), _rows("wait", 32), concurrency=8))
     assert len({r["thread"] for r in ran}) == 8  # each group of 8 met at the barrier: 8 rows at once
