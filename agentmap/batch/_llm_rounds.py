@@ -1,4 +1,4 @@
-"""`agentmap batch --llm-batch`: the rows' model calls sent as provider batch jobs, round by round.
+"""`agentmap batch --llm-batch`: the rows' model calls sent as provider batch jobs, round by round (`run_rounds`).
 
 Each round runs the rows that can go on (`run_batch` through the usual executor); a row stops at its next model
 call, journaled `queued` (agents/llm_batch.py), and waits. `Jobs.settle` then places every queued call not yet in
@@ -17,15 +17,20 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentmap.agents.journal import QueuedAnswer, QueuedCall, answer_queued_many, queued_calls
 from agentmap.batch._llm_budget import within
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of
 from agentmap.batch.rows import Job
+from agentmap.batch.status import remember_command
 
-__all__ = ["Jobs", "LLMBatchOptions", "LLMBatchReport", "Tell"]
+if TYPE_CHECKING:
+    from agentmap.batch._recording import Recorder
+    from agentmap.runtime.runner import CompiledWorkflow
+
+__all__ = ["Jobs", "LLMBatchOptions", "LLMBatchReport", "Rounds", "Tell", "run_rounds", "say_synchronous"]
 
 _logger = logging.getLogger("agentmap.batch.llm")
 
@@ -99,6 +104,46 @@ class LLMBatchReport:
 
 
 Tell = Callable[[str], None]
+
+
+class Rounds(Protocol):
+    """What runs the rows of a round: through the batch's executor, recording those that end."""
+
+    def run(self, jobs: Iterable[Job], recorder: Recorder) -> dict[str, Job]:
+        """Run `jobs`, record each row that ends; the rows that wait for a provider batch job, by id."""
+        ...
+
+
+def run_rounds(
+    rounds: Rounds, jobs: Iterable[Job], recorder: Recorder, app: CompiledWorkflow, llm: LLMBatchOptions, tell: Tell
+) -> LLMBatchReport:
+    """Run the rows round by round: each to its next model call, then the provider jobs, then on."""
+    provider_jobs = Jobs(app.graph.checkpointer, llm, tell)
+    if llm.again:  # for `agentmap batch status OUTPUT` to say how to collect
+        remember_command(provider_jobs.saver, llm.again)
+    parked: dict[str, Job] = {}
+    try:
+        waiting = rounds.run(provider_jobs.not_queued(jobs, parked), recorder)
+        waiting.update(parked)
+        while waiting:
+            ready = provider_jobs.settle(waiting)
+            # not ready: no job open, the calls left held by the budget
+            if provider_jobs.report.detached or not ready:
+                break
+            going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
+            waiting.update(rounds.run(going, recorder))
+    finally:
+        provider_jobs.close()
+    provider_jobs.report.waiting_rows = len(waiting)
+    return provider_jobs.report
+
+
+def say_synchronous(app: CompiledWorkflow, tell: Tell) -> None:
+    """Before any row runs: the nodes whose model calls go through no provider batch job, and why."""
+    for name, agent in app.agents.items():
+        batching = agent.model_batching()
+        if batching is not None and batching.provider is None:
+            tell(f"llm-batch: node {name!r} ({batching.model}) runs synchronously: {batching.why}")
 
 
 class Jobs:

@@ -14,14 +14,14 @@ from typing import Any
 
 from agentmap.agents.costs import Meter
 from agentmap.batch._input_scan import Finished, RowSource, check_columns, row_options, scan
-from agentmap.batch._llm_rounds import LLMBatchOptions, LLMBatchReport, Tell
+from agentmap.batch._llm_rounds import LLMBatchOptions, Tell, run_rounds, say_synchronous
 from agentmap.batch._recording import Recorder
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
 from agentmap.batch.results import BatchInterrupted, BatchOverBudget, BatchResult, Progress
 from agentmap.batch.resume import PartialFile, partial_path
 from agentmap.batch.rows import Job, RowResult, RowRunner, Shaper, WorkflowRecipe, output_fields
-from agentmap.batch.status import default_store, remember_command, status_command
+from agentmap.batch.status import default_store, status_command
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.batch.writers import check_formulas
 from agentmap.errors import ConfigError, ErrorCode
@@ -400,13 +400,13 @@ def run_batch(
         runner.recipe = recipe = replace(recipe, run_metadata=span.metadata)
         llm = options.llm
         if llm is not None:
-            _say_synchronous(runner.app, tell)
+            say_synchronous(runner.app, tell)
         rounds = _Rounds(recipe, options, runner if executor in ("thread", "async") else None)
         try:
             if llm is None:
                 rounds.run(jobs(), recorder)
             else:
-                result.llm = _llm_rounds(rounds, jobs(), recorder, runner, llm, tell)
+                result.llm = run_rounds(rounds, jobs(), recorder, runner.app, llm, tell)
                 result.over_budget = result.over_budget or result.llm.held > 0
             recorder.finish()
         except KeyboardInterrupt:
@@ -468,41 +468,6 @@ class _Rounds:
     def close(self) -> None:
         if self._stream is not None and hasattr(self._stream, "close"):
             self._stream.close()
-
-
-def _llm_rounds(
-    rounds: _Rounds, jobs: Iterable[Job], recorder: Recorder, runner: RowRunner, llm: LLMBatchOptions, tell: Tell
-) -> LLMBatchReport:
-    """Run the rows round by round: each to its next model call, then the provider jobs, then on
-    (`batch/_llm_rounds.py`)."""
-    from agentmap.batch._llm_rounds import Jobs
-
-    provider_jobs = Jobs(runner.app.graph.checkpointer, llm, tell)
-    if llm.again:  # for `agentmap batch status OUTPUT` to say how to collect
-        remember_command(provider_jobs.saver, llm.again)
-    parked: dict[str, Job] = {}
-    try:
-        waiting = rounds.run(provider_jobs.not_queued(jobs, parked), recorder)
-        waiting.update(parked)
-        while waiting:
-            ready = provider_jobs.settle(waiting)
-            # not ready: no job open, the calls left held by the budget
-            if provider_jobs.report.detached or not ready:
-                break
-            going = sorted((waiting.pop(key) for key in ready if key in waiting), key=lambda job: job[0])
-            waiting.update(rounds.run(going, recorder))
-    finally:
-        provider_jobs.close()
-    provider_jobs.report.waiting_rows = len(waiting)
-    return provider_jobs.report
-
-
-def _say_synchronous(app: Any, tell: Tell) -> None:
-    """Before any row runs: the nodes whose model calls go through no provider batch job, and why."""
-    for name, agent in app.agents.items():
-        batching = agent.model_batching()
-        if batching is not None and batching.provider is None:
-            tell(f"llm-batch: node {name!r} ({batching.model}) runs synchronously: {batching.why}")
 
 
 def _spent(result: BatchResult, budget: float | None) -> bool:
