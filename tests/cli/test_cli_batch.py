@@ -370,11 +370,11 @@ def test_the_progress_bars_eta_is_the_rows_left_at_the_batchs_own_rate() -> None
     from rich.console import Console
 
     from agentmap.batch import RowResult
-    from agentmap.cli.batch import _Bar
+    from agentmap.cli._batch_progress import BarProgress
 
     now = [0.0]
     out = Console(record=True, width=200, force_terminal=True)
-    bar = _Bar(clock=lambda: now[0], console=out)
+    bar = BarProgress(clock=lambda: now[0], console=out)
     bar.start(400, 0)
     now[0] = 7.9
     for number in range(1, 33):  # 32 rows end within a tenth of a second, 8 s after the start: 4 rows/s
