@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-    from agentmap.agents.journal import Entry
+    from agentmap.agents.journal_entries import Entry
     from agentmap.runtime.durable import Thread
     from agentmap.runtime.migration import Migration
     from agentmap.runtime.options import CompileOptions
@@ -83,7 +83,7 @@ def thread_history(saver: Any, thread_id: str, *, options: CompileOptions) -> tu
 
 def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
     """threads show --calls: the model and tool calls a thread's runs recorded (replayed on resume)."""
-    from agentmap.agents.journal import journal_entries
+    from agentmap.agents.journal_entries import journal_entries
 
     return journal_entries(saver, thread_id)
 

@@ -174,7 +174,8 @@ class JournalRows(Protocol):
         ...
 
     def answered(self) -> list[JournalRow]:
-        """Every model call's entry `finished` or `failed` (what a batch's calls cost: `journal.answered_calls`)."""
+        """Every model call's entry `finished` or `failed` (what a batch's calls cost:
+        `journal_entries.answered_calls`)."""
         ...
 
     def settle_queued(self, rows: Sequence[JournalRow]) -> list[bool]:

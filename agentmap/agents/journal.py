@@ -25,34 +25,25 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentmap._langgraph import CHECKPOINTER_KEY, TASK_ID_KEY, current_config
 from agentmap.agents._checkpoint_saves import Key, await_saved, step_checkpoint, wait_saved
 from agentmap.agents._journal_rows import TABLE, CallKey, JournalRow, JournalRows, rows_of
-from agentmap.agents._journal_seal import check_task, opened, seal, unsealed
+from agentmap.agents._journal_seal import check_task, opened, seal
 from agentmap.agents._node_calls import NODE as _NODE
 from agentmap.agents._node_calls import begin_node
-from agentmap.agents.llm_batch import ANSWER_KEY, ERROR_KEY, WAIT_KIND, BatchCallFailed, Queued, mode_of
+from agentmap.agents.llm_batch import ERROR_KEY, WAIT_KIND, BatchCallFailed, Queued, mode_of
 from agentmap.agents.questions import AnswerError, question
 
 __all__ = [
     "TABLE",
-    "AnsweredCall",
-    "Entry",
     "InDoubt",
-    "QueuedAnswer",
-    "QueuedCall",
-    "answer_queued",
-    "answer_queued_many",
-    "answered_calls",
     "begin_node",
-    "journal_entries",
     "journaled",
     "journaled_sync",
-    "queued_calls",
     "tool",
     "unwrap_answer",
 ]
@@ -78,34 +69,6 @@ def tool(func: Any = None, *, idempotent: bool = False) -> Any:
 
 class InDoubt(RuntimeError):
     """A person answered `fail` to an in-doubt call: it did not take effect and must not be made again."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One journaled call, as `agentmap threads show ID --calls` lists it."""
-
-    step: int
-    node: str
-    call_index: int
-    kind: str
-    name: str
-    status: str
-    duration_ms: float | None
-    started_at: float
-    task_id: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cost: float | None = None
-    replays: int = 0
-    """How many times a resume answered the call from this entry instead of making it."""
-    cache_hit: bool = False
-    """Whether the LLM response cache answered the model call (no provider was called)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry as JSON values."""
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -424,131 +387,3 @@ def unwrap_answer(payload: Mapping[str, Any], answer: Any) -> Any:
         hint="answer done, retry or fail (or --data '{\"done\": RESULT}' to give the result of a call that took "
         "effect)",
     )
-
-
-@dataclass(frozen=True)
-class QueuedCall:
-    """A model call journaled `queued` for a provider batch job: where it is, and the request to send."""
-
-    key: CallKey
-    digest: str
-    name: str
-    request: Queued | None
-    """None: the entry holds no request the batch can read (damaged): the batch fails its row."""
-
-
-def queued_calls(saver: Any) -> list[QueuedCall]:
-    """Every call of `saver`'s journal waiting for a provider batch job, oldest first.
-
-    Raises:
-        CorruptCheckpointError: An entry is not what was written.
-    """
-    rows = rows_of(saver)
-    if rows is None:
-        return []
-    found = []
-    for row in rows.queued():
-        text = opened(row)
-        found.append(QueuedCall(row.key, row.digest, row.name, Queued.from_dict(json.loads(text) if text else None)))
-    return found
-
-
-def answer_queued(
-    saver: Any, call: QueuedCall, *, answer: Any = None, usage: Any = None, error: str | None = None
-) -> bool:
-    """Write a provider batch job's `answer` (its body, with the call's `usage`: tokens and cost at the batch
-    price) to the entry of `call` as `finished`, or its `error` as `failed`: the row's run reads it when it
-    continues. Nothing is written (False) unless the entry is still the
-    queued call it was (a call answered twice, or made meanwhile as a normal call, keeps its first answer)."""
-    return answer_queued_many(saver, [QueuedAnswer(call, answer, usage, error)])[0]
-
-
-@dataclass(frozen=True)
-class QueuedAnswer:
-    """What a provider batch job said of a queued call: its `answer` and `usage`, or its `error`."""
-
-    call: QueuedCall
-    answer: Any = None
-    usage: Any = None
-    error: str | None = None
-
-
-def answer_queued_many(saver: Any, answers: Sequence[QueuedAnswer]) -> list[bool]:
-    """`answer_queued` for many calls at once, in one transaction of the store (a job's answers cost one commit):
-    whether each was written."""
-    rows = rows_of(saver)
-    if rows is None:
-        return [False] * len(answers)
-    now = time.time()
-    settled: list[JournalRow] = []
-    for given in answers:
-        call = given.call
-        response: dict[str, Any]
-        if given.error is not None:
-            status, response = "failed", {ERROR_KEY: given.error}
-        else:
-            status, response = "finished", {ANSWER_KEY: given.answer, "usage": given.usage or {}}
-        text = seal(call.key, status, call.digest, json.dumps(response, ensure_ascii=False, default=str))
-        settled.append(JournalRow(call.key, "model", call.name, call.digest, status, text, now, now, 0.0))
-    return rows.settle_queued(settled)
-
-
-@dataclass(frozen=True)
-class AnsweredCall:
-    """A model call of the journal that has its answer (`failed`: its error), with the tokens and cost it carries
-    (`input_tokens`, `output_tokens`, `cached_tokens`, `cache_write_tokens`, `cost`: the price paid, a provider
-    batch job's answer at the batch price)."""
-
-    key: CallKey
-    digest: str
-    name: str
-    failed: bool
-    usage: Mapping[str, Any]
-
-
-def answered_calls(saver: Any) -> list[AnsweredCall]:
-    """Every model call of `saver`'s journal that was answered or failed (what a batch spent, call by call)."""
-    rows = rows_of(saver)
-    if rows is None:
-        return []
-    return [
-        AnsweredCall(row.key, row.digest, row.name, row.status == "failed", _usage(row.response))
-        for row in rows.answered()
-    ]
-
-
-def journal_entries(saver: Any, thread_id: str) -> list[Entry]:
-    """The journal of `thread_id` in `saver`'s database, oldest call first (empty without one)."""
-    rows = rows_of(saver)
-    return [] if rows is None else [_entry(row, replays) for row, replays in rows.entries(thread_id)]
-
-
-def _entry(row: JournalRow, replays: int) -> Entry:
-    key = row.key
-    return Entry(
-        int(key.step),
-        str(key.node),
-        int(key.call_index),
-        str(row.kind),
-        str(row.name),
-        str(row.status),
-        row.duration_ms,
-        row.started_at,
-        str(key.task_id),
-        replays=replays,
-        **_usage(row.response),
-    )
-
-
-def _usage(response: Any) -> dict[str, Any]:
-    """The tokens and cost a model call's journaled response carries beside the reply (llm/adapter.py)."""
-    response = unsealed(response)
-    try:
-        usage = json.loads(response).get("usage") if response else None
-    except (ValueError, AttributeError):
-        return {}
-    if not isinstance(usage, Mapping):
-        return {}
-    keys = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost")
-    found = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float))}
-    return found | {"cache_hit": True} if usage.get("cache_hit") is True else found

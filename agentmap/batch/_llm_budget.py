@@ -23,7 +23,7 @@ from typing import Any
 
 from agentmap.agents._journal_rows import CallKey
 from agentmap.agents.costs import Price, Usage
-from agentmap.agents.journal import QueuedCall, answered_calls
+from agentmap.agents.journal_entries import QueuedCall, answered_calls
 
 __all__ = ["Committed", "committed", "estimate", "within"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from agentmap.agents._journal_rows import CallKey
 from agentmap.agents._saver_sql import Execute, ExecuteMany, saver_sql, saver_sql_many
-from agentmap.agents.journal import QueuedCall
+from agentmap.agents.journal_entries import QueuedCall
 
 __all__ = ["JobRow", "JobStore", "custom_id"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentmap.agents.journal import QueuedAnswer, QueuedCall, answer_queued_many, queued_calls
+from agentmap.agents.journal_entries import QueuedAnswer, QueuedCall, answer_queued_many, queued_calls
 from agentmap.batch._llm_budget import within
 from agentmap.batch._llm_jobs import JobRow, JobStore, custom_id
 from agentmap.batch._provider_jobs import Outcome, ProviderError, ProviderJobs, jobs_for, split, usage_of

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentmap.agents.costs import METER_KEY, Meter
-from agentmap.agents.journal import digest, journal_entries
+from agentmap.agents.journal import digest
+from agentmap.agents.journal_entries import journal_entries
 from agentmap.agents.llm_batch import MODE_KEY, WAIT_KIND
 from agentmap.batch._tracing import ROW_ID_KEY, ROW_KEY
 from agentmap.errors import AgentMapError, ConfigError, ErrorCode, NodeError

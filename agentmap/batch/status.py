@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmap.agents._saver_sql import saver_sql
-from agentmap.agents.journal import answered_calls, queued_calls
+from agentmap.agents.journal_entries import answered_calls, queued_calls
 from agentmap.errors import ConfigError, ErrorCode, WorkflowFileError
 from agentmap.runtime.checkpoint import checkpoint_exists, checkpointer, redacted
 

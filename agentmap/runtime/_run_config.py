@@ -176,7 +176,7 @@ def _meter(app: CompiledWorkflow, budget: Any, continued: RunnableConfig | None)
         raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
     spent = 0.0
     if continued is not None and on_thread(app, continued):
-        from agentmap.agents.journal import journal_entries
+        from agentmap.agents.journal_entries import journal_entries
 
         thread = str(continued["configurable"]["thread_id"])
         spent = sum(e.cost or 0.0 for e in journal_entries(app.graph.checkpointer, thread))

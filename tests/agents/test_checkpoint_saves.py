@@ -159,7 +159,7 @@ def test_a_model_call_for_a_provider_batch_job_is_queued_only_once_its_steps_che
     import csv
     import json
 
-    from agentmap.agents.journal import queued_calls
+    from agentmap.agents.journal_entries import queued_calls
     from agentmap.agents.llm_batch import MODE_KEY
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-stub")

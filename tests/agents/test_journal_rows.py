@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 import agentmap
 from agentmap.agents._journal_rows import CallKey, JournalRow, MemoryRows, PostgresRows, SqliteRows, rows_of
-from agentmap.agents.journal import journal_entries
+from agentmap.agents.journal_entries import journal_entries
 
 PG = [pytest.mark.postgres, pytest.mark.slow]
 STORES = {"memory": MemoryRows, "sqlite": SqliteRows, "postgres": PostgresRows}

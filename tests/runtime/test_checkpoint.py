@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import agentmap
-from agentmap.agents.journal import journal_entries
+from agentmap.agents.journal_entries import journal_entries
 from agentmap.agents.questions import AnswerError
 from agentmap.errors import ConfigError
 from agentmap.runtime.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
