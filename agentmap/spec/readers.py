@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextvars
 import csv
 import difflib
-import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,22 +20,19 @@ from typing import Any
 
 from agentmap._sources import is_stored, read_bytes
 from agentmap.errors import ErrorCode, WorkflowFileError
-from agentmap.spec.models import Issue, sheet_location
+from agentmap.spec.models import Issue
 from agentmap.spec.quoting import QUOTE_FIX, Record, Records, hidden_rows, open_quote, spanned_column, split_lines
 
 __all__ = [
     "SUFFIXES",
-    "XLSX_SPAN",
-    "XLSX_UNPACKED",
-    "XLSX_VALUES",
     "Table",
-    "check_unpacked",
     "column_letter",
+    "content_rows",
     "csv_table",
+    "file_bytes",
     "read_table",
     "read_tables",
-    "sheet_extent",
-    "sheet_table",
+    "split_header",
     "unsaved_tables",
 ]
 
@@ -102,7 +98,9 @@ def read_tables(path: Path) -> list[Table]:
     if suffix in (".csv", ".tsv"):
         return [_read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")]
     if suffix == ".xlsx":
-        return _read_xlsx(path)
+        from agentmap.spec.workbooks import read_workbook  # the `excel` extra's reader, loaded when used
+
+        return read_workbook(path)
     return [_read_yaml(path)]
 
 
@@ -152,7 +150,8 @@ def _nearby(path: Path, *, inside: bool) -> str | None:
     return f"workflow files there: {', '.join(sorted(candidates))}" if candidates else None
 
 
-def _content_rows(numbered: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+def content_rows(numbered: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    """The rows that hold something, with their numbers: not blank, not a `#` comment."""
     for line, row in numbered:
         if not row or all(not cell.strip() for cell in row):
             continue
@@ -161,8 +160,13 @@ def _content_rows(numbered: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[i
         yield line, row
 
 
-def _split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Table:
-    rows = _content_rows(numbered)
+def split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Table:
+    """The table of numbered rows: its first row holding something is the header.
+
+    Raises:
+        WorkflowFileError: No row holds anything (`empty-file`).
+    """
+    rows = content_rows(numbered)
     first = next(rows, None)
     if first is None:
         raise WorkflowFileError(
@@ -174,7 +178,7 @@ def _split_header(path: Path, numbered: Iterable[tuple[int, list[str]]]) -> Tabl
 
 
 def _read_csv(path: Path, *, delimiter: str) -> Table:
-    data = _file_bytes(path)
+    data = file_bytes(path)
     if b"\x00" in data[:4096]:
         raise WorkflowFileError(
             f"{path} is a binary file, not CSV text",
@@ -186,7 +190,7 @@ def _read_csv(path: Path, *, delimiter: str) -> Table:
     return csv_table(path, text, delimiter=delimiter, notes=notes)
 
 
-def _file_bytes(path: Path) -> bytes:
+def file_bytes(path: Path) -> bytes:
     """The bytes of workflow file `path` (a stored revision's, else the disk's: `agentmap._sources`)."""
     try:
         return read_bytes(path)
@@ -238,7 +242,7 @@ def csv_table(path: Path, text: str, *, delimiter: str = ",", notes: list[tuple[
             code=ErrorCode.UNREADABLE,
             hint=QUOTE_FIX,
         )
-    table = _split_header(path, numbered)
+    table = split_header(path, numbered)
     found = [_unclosed(path, opened, last, table.headers, at_limit)] if opened is not None and last is not None else []
     for spanned in spanning:
         if spanned.line > table.header_line:
@@ -341,151 +345,6 @@ def _sniff_delimiter(path: Path, text: str, notes: list[tuple[str, str, str]]) -
     return delimiter
 
 
-XLSX_UNPACKED = 10_000_000
-"""Bytes a workbook's parts may unpack to, in all (a 1 MB `.xlsx` can unpack to gigabytes)."""
-XLSX_VALUES = 100_000
-"""Cells holding a value a workbook may have, in all sheets."""
-XLSX_SPAN = 5_000_000
-"""Cells the rows of a workbook may span, in all: each row is read as wide as its last cell (a value or not), and a
-row of no cells between two rows counts one."""
-
-
-def _read_xlsx(path: Path) -> list[Table]:
-    """Each sheet's rows, bounded by the cells the sheet holds, not by the size it declares (`XLSX_*`)."""
-    tables = []
-    for title, numbered in _sheets(path, data_only=True):
-        if any(True for _ in _content_rows(numbered)):
-            tables.append(sheet_table(path, numbered, title))
-    return tables or [_split_header(path, [])]  # no sheet with rows: empty-file
-
-
-def sheet_extent(path: Path, sheet: str) -> tuple[int, int]:
-    """The rows and columns of sheet `sheet` of workbook `path` down to its last cell holding a value or a formula
-    (the size a sheet declares, or a cell emptied far away, is no grid to show), read within the same bounds, the
-    grid they make spanning at most `XLSX_SPAN` cells.
-
-    Raises:
-        WorkflowFileError: The workbook cannot be read, or is beyond a bound (`file-too-big`).
-    """
-    rows = cols = 0
-    for title, numbered in _sheets(path, data_only=False):
-        if title == sheet and numbered:
-            rows, cols = numbered[-1][0], max(len(cells) for _, cells in numbered)
-    if rows * cols > XLSX_SPAN:  # as a grid, every row as wide as the widest
-        corner = f"{column_letter(cols - 1)}{rows}"
-        raise WorkflowFileError(
-            f"{sheet_location(str(path), sheet, rows, corner)}: the sheet is refused: its cells reach row {rows:,} and "
-            f"column {column_letter(cols - 1)}, a grid of {rows * cols:,} cells, more than the {XLSX_SPAN:,} a sheet "
-            "may span",
-            code=ErrorCode.FILE_TOO_BIG,
-            hint="delete the cells far below or beside the table, or save the workflow as CSV (UTF-8)",
-        )
-    return rows, cols
-
-
-def _sheets(path: Path, *, data_only: bool) -> list[tuple[str, list[tuple[int, list[str]]]]]:
-    """Each sheet's title and rows holding a value (`data_only`: a formula's computed value, else the formula), all
-    as wide as the widest (the padding counts in the span)."""
-    try:
-        import openpyxl
-    except ImportError:
-        raise WorkflowFileError(
-            f"reading {path.name} needs the excel extra",
-            code=ErrorCode.MISSING_EXTRA,
-            hint='pip install "agentmap[excel]", or save the sheet as CSV',
-        ) from None
-    data = _file_bytes(path)
-    check_unpacked(path, data)
-    try:
-        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=data_only)
-    except Exception as exc:
-        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
-    counts = [0, 0]  # values, span
-    sheets = []
-    try:
-        for sheet in book.worksheets:
-            numbered = list(_sheet_rows(path, sheet, counts))
-            width = max((len(cells) for _, cells in numbered), default=0)
-            counts[1] += sum(width - len(cells) for _, cells in numbered)
-            if counts[1] > XLSX_SPAN:
-                raise _too_many(path, sheet.title, numbered[-1][0], f"its rows span more than {XLSX_SPAN:,} cells", 0)
-            sheets.append((sheet.title, [(number, cells + [""] * (width - len(cells))) for number, cells in numbered]))
-    finally:
-        book.close()
-    return sheets
-
-
-def check_unpacked(path: Path, data: bytes | None = None) -> None:
-    """Refuse a workbook whose parts unpack to more than `XLSX_UNPACKED` bytes, before any is read (`data`: the
-    file's bytes, when already read).
-
-    Raises:
-        WorkflowFileError: `file-too-big`, or `unreadable` for a file that is not a zip archive.
-    """
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as archive:
-            parts = archive.infolist()
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise WorkflowFileError(f"cannot read {path} as a spreadsheet: {exc}", code=ErrorCode.UNREADABLE) from None
-    size = sum(part.file_size for part in parts)  # what each part says it unpacks to: reading stops there
-    if size > XLSX_UNPACKED:
-        biggest = max(parts, key=lambda part: part.file_size)
-        raise WorkflowFileError(
-            f"{path} unpacks to {size:,} bytes ({biggest.filename}: {biggest.file_size:,}), more than the "
-            f"{XLSX_UNPACKED:,} a workbook may",
-            code=ErrorCode.FILE_TOO_BIG,
-            hint="save the workflow as CSV (UTF-8), or keep long texts in files of their own (Prompt file:prompt.md)",
-        )
-
-
-def _sheet_rows(path: Path, sheet: Any, counts: list[int]) -> Iterator[tuple[int, list[str]]]:
-    """The rows of `sheet` that hold a value, as text to their last cell holding one; `counts` the values and the
-    span of the workbook so far (`XLSX_VALUES`, `XLSX_SPAN`)."""
-    if hasattr(sheet, "reset_dimensions"):  # the size a sheet declares may be anything: read its cells
-        sheet.reset_dimensions()
-    number = 0
-    for row in sheet.iter_rows(values_only=True):
-        number += 1
-        counts[1] += 1 + len(row)
-        if not row:  # a row the sheet does not have, between two it has (up to a million of them): nothing to do
-            continue
-        if counts[1] > XLSX_SPAN:
-            raise _too_many(path, sheet.title, number, f"its rows span more than {XLSX_SPAN:,} cells", len(row))
-        values = sum(value is not None for value in row)
-        if not values:
-            continue
-        counts[0] += values
-        if counts[0] > XLSX_VALUES:
-            raise _too_many(path, sheet.title, number, f"it holds more than {XLSX_VALUES:,} cells with a value", 0)
-        cells = ["" if value is None else str(value) for value in row]
-        while cells and not cells[-1]:
-            cells.pop()
-        yield number, cells
-
-
-def _too_many(path: Path, sheet: str, row: int, what: str, width: int) -> WorkflowFileError:
-    cell = f"{column_letter(width - 1)}{row}" if width else f"{row}:{row}"
-    return WorkflowFileError(
-        f"{sheet_location(str(path), sheet, row, cell if width else None)}: the workbook is refused here: {what}",
-        code=ErrorCode.FILE_TOO_BIG,
-        hint="delete the rows and columns below and beside the table (a cell far away, even emptied, makes every row "
-        "that wide), or save the workflow as CSV (UTF-8)",
-    )
-
-
-def sheet_table(path: Path, numbered: Iterable[tuple[int, list[str]]], sheet: str) -> Table:
-    """The table of sheet `sheet` of workbook `path` from its rows `(row number, cells)` (the studio checks unsaved
-    sheets this way).
-
-    Raises:
-        WorkflowFileError: The sheet has no header row.
-    """
-    table = _split_header(path, numbered)
-    return Table(table.headers, table.rows, table.header_line, sheet=sheet)
-
-
 def _read_yaml(path: Path) -> Table:
     """YAML: a list of rows (mappings with column names as keys), or `{graphs: {Name: [rows]}}`."""
     try:
@@ -499,7 +358,7 @@ def _read_yaml(path: Path) -> Table:
             hint='pip install "agentmap[yaml]"',
         ) from None
     try:
-        data: Any = load(_file_bytes(path).decode("utf-8-sig"))
+        data: Any = load(file_bytes(path).decode("utf-8-sig"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkflowFileError(f"{path} is not valid YAML: {exc}", code=ErrorCode.NOT_TEXT) from None
     records: list[dict[str, Any]] = []
@@ -515,7 +374,7 @@ def _read_yaml(path: Path) -> Table:
     for record in records:
         headers += [str(k) for k in record if str(k) not in headers]
     rows = [(i, [_yaml_cell(r.get(h)) for h in headers]) for i, r in enumerate(records, start=1)]
-    return _split_header(path, [(0, headers), *rows])
+    return split_header(path, [(0, headers), *rows])
 
 
 def _yaml_cell(value: Any) -> str:

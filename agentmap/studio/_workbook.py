@@ -24,7 +24,8 @@ from typing import Any
 
 from agentmap.errors import ErrorCode, WorkflowFileError
 from agentmap.spec.formulas import as_text
-from agentmap.spec.readers import Table, check_unpacked, read_tables, sheet_extent, sheet_table
+from agentmap.spec.readers import Table, read_tables
+from agentmap.spec.workbooks import check_unpacked, sheet_extent, sheet_table
 from agentmap.studio._document import Document, Record, version_of
 
 __all__ = ["Editable", "FormulaCellsError", "SheetDocument", "sheet_names", "split_sheet"]
