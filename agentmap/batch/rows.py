@@ -298,7 +298,8 @@ class RowRunner:
         started = time.perf_counter()
         try:
             thread = self.app.thread(key) if self.recipe.checkpoint else None
-            start = self._start(thread.snapshot(), state, cells) if thread is not None else state  # by its revision
+            # a checkpointed row's snapshot, read by the revision its thread runs
+            start = self._start(thread.snapshot(), state, cells) if thread is not None else state
             app, moved = self._continued(thread) if start is None and thread is not None else (self.app, False)
             result = app.invoke(start, config)
         except Exception as exc:
