@@ -17,7 +17,8 @@ import sys
 import types
 from typing import Any
 
-from agentmap.batch.engine import batch, parse_rate, run_batch
+from agentmap.batch._options import parse_rate
+from agentmap.batch.engine import batch, run_batch
 from agentmap.batch.results import BatchInterrupted, BatchResult
 from agentmap.batch.rows import RowResult
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import logging
-import re
-import socket
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agentmap.agents.costs import Meter
 from agentmap.batch._input_scan import Finished, RowSource, check_columns, row_options, scan
-from agentmap.batch._llm_rounds import LLMBatchOptions, Tell, run_rounds, say_synchronous
+from agentmap.batch._llm_rounds import Tell, run_rounds, say_synchronous
+from agentmap.batch._options import BatchOptions, checked_budget, llm_batch_options, row_store, with_model_limits
 from agentmap.batch._recording import Recorder
 from agentmap.batch._tracing import BatchSpan, shippable_options
 from agentmap.batch.executors import Executor, default_workers, execute, executor_named
@@ -25,37 +24,11 @@ from agentmap.batch.status import default_store, status_command
 from agentmap.batch.tables import Warn, read_rows
 from agentmap.batch.writers import check_formulas
 from agentmap.errors import ConfigError, ErrorCode
-from agentmap.runtime.checkpoint import is_postgres
 from agentmap.runtime.options import CompileOptions
 
-__all__ = ["BatchOptions", "LLMBatchOptions", "batch", "parse_rate", "run_batch"]
+__all__ = ["BatchOptions", "batch", "run_batch"]
 
 _logger = logging.getLogger("agentmap.batch")
-
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$", re.IGNORECASE)
-
-
-def parse_rate(text: str | float) -> float:
-    """Requests per second from `5/s`, `300/min`, `1000/h` or a bare number (per second).
-
-    Raises:
-        ConfigError: The text is not such a rate, or is not above zero.
-    """
-    if isinstance(text, int | float):
-        value = float(text)
-    else:
-        match = _RATE.match(text)
-        if match is None:
-            raise ConfigError(
-                f"bad rate limit {text!r}",
-                code=ErrorCode.USAGE,
-                hint="write requests per time, e.g. 5/s, 300/min or 1000/h",
-            )
-        unit = (match.group(2) or "s")[0].lower()
-        value = float(match.group(1)) / {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
-    if value <= 0:
-        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code=ErrorCode.USAGE)
-    return value
 
 
 def _row_source(rows: Any, sheet: str | None, warn: Warn | None, note: Warn) -> tuple[RowSource, str]:
@@ -184,7 +157,7 @@ def batch(
     """
     executor = executor_named(executor)
     check_formulas(csv_formulas)
-    llm_options = _llm_options(llm_batch, llm_batch_retry, llm_batch_timeout, llm_batch_poll, detach)
+    llm_options = llm_batch_options(llm_batch, llm_batch_retry, llm_batch_timeout, llm_batch_poll, detach)
     if llm_options is not None and output is not None:
         llm_options = replace(llm_options, look=status_command(output, checkpoint), again=llm_batch_command or "")
     if llm_options is not None and checkpoint is None:
@@ -202,26 +175,16 @@ def batch(
             code=ErrorCode.USAGE,
             hint="give --checkpoint (the one the earlier run used), or leave out --latest",
         )
-    store = _row_store(checkpoint, executor, ray_address)
+    store = row_store(checkpoint, executor, ray_address)
     # Chain fusion (the same rows, fewer LangGraph steps) unless the caller says, or each row is a checkpointed
     # thread (a fused chain would be saved as one step); the checkpointer and state keys are the recipe's.
     fused = {"fuse": True} if checkpoint is None else {}
     options = CompileOptions.of("batch", {**fused, **compile_options}, refuse=("checkpointer", "state_keys"))
-    llm: dict[str, Any] = {}
-    if rate_limit is not None:
-        share = 1 if executor in ("thread", "async") else workers or default_workers()
-        llm["rate_limit"] = parse_rate(rate_limit) / share
-    if budget is not None:  # each row's run is held to it where rows do not share the batch's meter
-        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
-            raise ConfigError(
-                f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE
-            )
-        llm["budget"] = float(budget)
-        if llm_options is not None:  # held when calls are placed in provider jobs (batch/_llm_budget.py)
-            llm_options = replace(llm_options, budget=float(budget))
-    if llm:
-        settings = dict(options.settings or {})
-        options = replace(options, settings={**settings, "llm": {**(settings.get("llm") or {}), **llm}})
+    budget = checked_budget(budget)
+    share = 1 if executor in ("thread", "async") else workers or default_workers()
+    options = with_model_limits(options, rate_limit, budget, share)
+    if llm_options is not None and budget is not None:  # held as calls are placed in jobs (batch/_llm_budget.py)
+        llm_options = replace(llm_options, budget=budget)
     recipe = WorkflowRecipe(
         str(source),
         options,
@@ -255,83 +218,6 @@ def batch(
         progress=progress,
         tell=on_llm_progress,
     )
-
-
-def _llm_options(on: bool, retry: str, timeout: float, poll: float, detach: bool) -> LLMBatchOptions | None:
-    """The `--llm-batch` options, checked (None without `--llm-batch`)."""
-    if not on:
-        if detach:
-            raise ConfigError("--detach goes with --llm-batch", code=ErrorCode.USAGE, hint="add --llm-batch")
-        return None
-    if retry not in ("fail", "sync"):
-        raise ConfigError(
-            f"--llm-batch-retry {retry!r}: use fail or sync", code=ErrorCode.USAGE, hint="--llm-batch-retry sync"
-        )
-    for name, value in (("--llm-batch-timeout", timeout), ("--llm-batch-poll", poll)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}", code=ErrorCode.USAGE)
-    return LLMBatchOptions(retry, float(timeout), float(poll), detach)
-
-
-_THIS_MACHINE = ("auto", "local", "localhost", "127.0.0.1", "::1")
-
-
-def _row_store(checkpoint: str | Path | None, executor: Executor, ray_address: str | None) -> str | None:
-    """The checkpointer string each row's thread is saved in (`--checkpoint`): a PostgreSQL URL as given, else a
-    SQLite file (absolute for Ray, whose workers run in other folders; refused when Ray runs elsewhere)."""
-    if checkpoint is None:
-        return None
-    text = str(checkpoint)
-    if is_postgres(text):
-        return text
-    path = Path(text.removeprefix("sqlite:"))
-    if executor != "ray":
-        return f"sqlite:{path}"
-    if ray_address is not None and not _on_this_machine(ray_address):
-        raise ConfigError(
-            f"--checkpoint {text}: a SQLite file is on this machine only, and the Ray cluster at {ray_address!r} "
-            "runs rows elsewhere",
-            code=ErrorCode.USAGE,
-            hint="use a postgresql:// checkpoint that every Ray node reaches, or leave out --ray-address",
-        )
-    return f"sqlite:{path.resolve()}"
-
-
-def _on_this_machine(address: str) -> bool:
-    """Whether a `--ray-address` names a Ray on this machine: `auto`, `local`, localhost, this host's name, or an
-    address of one of its interfaces (the one Ray itself reports for a cluster started here, such as 192.0.2.2)."""
-    host = address.removeprefix("ray://")
-    host = host[1 : host.rindex("]")] if host.startswith("[") else host.partition(":")[0]
-    if host.lower() in _THIS_MACHINE or host.startswith("127.") or host == socket.gethostname():
-        return True
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return False
-    for family, kind, proto, _, where in found:
-        try:  # a socket binds only to an address of this machine
-            with socket.socket(family, kind, proto) as probe:
-                probe.bind((where[0], 0))
-        except OSError:
-            continue
-        return True
-    return False
-
-
-@dataclass(frozen=True)
-class BatchOptions:
-    """How `run_batch` runs the rows, as `batch` checked them (its keyword arguments of the same names)."""
-
-    executor: Executor = "thread"
-    concurrency: int = 8
-    workers: int | None = None
-    chunk_size: int = 16
-    ray_address: str | None = None
-    redo_failed: bool = False
-    keep_rows: bool = True
-    budget: float | None = None
-    csv_formulas: str = "keep"
-    llm: LLMBatchOptions | None = None
 
 
 def run_batch(
