@@ -13,12 +13,13 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 import agentmap
 from agentmap.cli._batch_progress import BarProgress, LineProgress
+from agentmap.cli._batch_report import report, report_failed, report_interrupted, report_waiting
 from agentmap.cli._common import (
     BudgetOption,
     ConfigOption,
@@ -35,9 +36,6 @@ from agentmap.cli._observe import TraceContentOption, TraceOption, tracing_for
 from agentmap.cli._process import collect_from_here, signal_handlers
 from agentmap.errors import ConfigError, ErrorCode
 
-if TYPE_CHECKING:
-    from agentmap import BatchResult
-
 __all__ = ["register"]
 
 
@@ -49,47 +47,6 @@ def _renames(pairs: list[str]) -> dict[str, str]:
             raise ConfigError(f"bad --map {pair!r}", code=ErrorCode.USAGE, hint="write --map column=state_key")
         renames[column.strip()] = key.strip()
     return renames
-
-
-def _report(result: BatchResult, json_mode: bool, extra: dict[str, Any]) -> None:
-    summary = {**extra, **result.summary()}
-    if json_mode:
-        from agentmap.cli.render import dump_json
-
-        dump_json(summary)
-    ran = result.successes + result.failures
-    skipped = f", {result.skipped} skipped (done before)" if result.skipped else ""
-    waiting = result.llm is not None and result.llm.waiting_rows > 0  # --detach: the table is written once they end
-    stopped = result.interrupted or result.over_budget or waiting
-    where = f" -> {result.output}" if result.output and not stopped else ""
-    sys.stderr.write(
-        f"batch: {ran} rows ran: {result.successes} succeeded, {result.failures} failed{skipped} "
-        f"in {result.duration_s:.1f}s{where}\n"
-    )
-    _report_revisions(result)
-    if result.tokens_in or result.tokens_out:
-        from agentmap.cli.render import money
-
-        cost = f", cost {money(result.cost)}" if result.cost is not None else ""
-        cached = f" ({result.tokens_cached} cached)" if result.tokens_cached else ""
-        sys.stderr.write(f"batch: tokens {result.tokens_in} in{cached}, {result.tokens_out} out{cost}\n")
-
-
-def _report_revisions(result: BatchResult) -> None:
-    """Which revision the rows ran, once the file was edited since some of them started."""
-    now = (result.revision or "")[:12]
-    if result.earlier:
-        continued = sum(result.earlier.values())
-        each = ", ".join(f"{revision[:12]}: {n}" for revision, n in result.earlier.items())
-        sys.stderr.write(
-            f"batch: {continued} unfinished row{'s' if continued != 1 else ''} went on at the revision they started "
-            f"on ({each}); the others ran the file as it is now (revision {now}); --latest moves them to it\n"
-        )
-    if result.moved:
-        sys.stderr.write(
-            f"batch: {result.moved} unfinished row{'s' if result.moved != 1 else ''} moved to the file as it is now "
-            f"(revision {now}) before going on (--latest)\n"
-        )
 
 
 def _warn(message: str) -> None:
@@ -158,7 +115,7 @@ def batch_command(
     table_format(input_path, "input table")
     table_format(output, "output table")
     ensure_writable(output, "output table")
-    from agentmap._cli_api import BatchInterrupted, BatchOverBudget, executor_named, partial_path
+    from agentmap._cli_api import BatchInterrupted, BatchOverBudget, executor_named
 
     progress: Any = BarProgress() if sys.stderr.isatty() else LineProgress()
     collect_from_here()  # start-up's objects live until exit; the rows' garbage is collected as usual
@@ -197,16 +154,11 @@ def batch_command(
                 **settings.policy_options(),
             )
         except BatchOverBudget as over:
-            _report(over.result, json_output, {**extra, "exit_code": over.exit_code})
-            _report_waiting(over.result, output, checkpoint)
+            report(over.result, json_output, {**extra, "exit_code": over.exit_code})
+            report_waiting(over.result, output, checkpoint)
             raise
         except BatchInterrupted as stop:
-            done = stop.result.successes + stop.result.failures
-            sys.stderr.write(
-                f"interrupted: Ctrl-C stopped the batch; {done} rows finished in this run are kept in "
-                f"{partial_path(output)}\n  run the same command again to continue where it stopped\n"
-            )
-            _report(stop.result, json_output, {**extra, "exit_code": 130})
+            report_interrupted(stop.result, output, json_output, {**extra, "exit_code": 130})
             sys.stdout.flush()
             sys.stderr.flush()
             _stop_workers(executor)  # os._exit skips the exit hooks that would stop them
@@ -217,29 +169,10 @@ def batch_command(
             os._exit(130)  # rows still running in threads cannot be stopped; their results are not recorded
         _stop_workers(executor)
         code = 0 if result.success else 1
-        _report(result, json_output, {**extra, "exit_code": code})
-        _report_waiting(result, output, checkpoint)
-        failed = result.failures + result.failed_before
-        if failed:
-            earlier = f", {result.failed_before} of them in an earlier run" if result.failed_before else ""
-            sys.stderr.write(
-                f"batch: {failed} row{'s' if failed != 1 else ''} failed{earlier} (see the error column of {output}); "
-                "rerun them with --redo-failed\n"
-            )
+        report(result, json_output, {**extra, "exit_code": code})
+        report_waiting(result, output, checkpoint)
+        report_failed(result, output)
         return code
-
-
-def _report_waiting(result: BatchResult, output: Path, checkpoint: str | None) -> None:
-    """With `--llm-batch`: the rows still waiting for provider jobs, how to collect them and how to look."""
-    if result.llm is None or not result.llm.waiting_rows:
-        return
-    from agentmap._cli_api import status_command
-
-    held = f" ({result.llm.held} calls held by --budget: a higher one places them)" if result.llm.held else ""
-    sys.stderr.write(
-        f"llm-batch: {result.llm.waiting_rows} rows wait for provider batch jobs{held}; collect them with the same "
-        f"command (without --detach); to look: {status_command(output, checkpoint)}\n"
-    )
 
 
 def _llm_keywords(options: dict[str, Any] | None) -> dict[str, Any]:
