@@ -230,7 +230,9 @@ class Settings(BaseModel):
             log.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN and infinity (YAML's .nan, .inf) stay what they are in `agent_settings`, where pydantic would make them
+    # None: `llm.budget: .inf` must be refused as no amount, not read as no budget
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     workflow: str | None = None
     paths: PathsSettings = Field(default_factory=PathsSettings)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ __all__ = [
     "Price",
     "Tally",
     "Usage",
+    "is_budget",
     "price_of",
     "price_table",
     "tally",
@@ -84,6 +86,12 @@ class Usage:
 
 _CACHE_WRITE_KEYS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
 """langchain-anthropic's cache writes by lifetime (its `cache_creation` is then 0)."""
+
+
+def is_budget(value: object) -> bool:
+    """Whether `value` can be a budget: a finite number of US dollars above zero (True and False are not numbers;
+    NaN and infinity, which JSON and YAML can spell, are not amounts)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value < math.inf
 
 
 class BudgetExceeded(AgentMapError, RuntimeError):

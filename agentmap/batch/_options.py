@@ -3,11 +3,13 @@ the `--llm-batch` options, the store each row's thread is saved in, and the mode
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from agentmap.agents.costs import is_budget
 from agentmap.batch._llm_rounds import LLMBatchOptions
 from agentmap.batch.executors import Executor
 from agentmap.errors import ConfigError, ErrorCode
@@ -21,7 +23,12 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|h
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """How `run_batch` runs the rows, as `batch` checked them (its keyword arguments of the same names)."""
+    """How `run_batch` runs the rows, as `batch` checked them (its keyword arguments of the same names).
+
+    Raises:
+        ConfigError: `concurrency`, `workers` or `chunk_size` below 1 (None workers is the default, the CPUs; 0 is
+            no number of workers, not the default), checked as the options are made, before the batch touches a file.
+    """
 
     executor: Executor = "thread"
     concurrency: int = 8
@@ -34,12 +41,18 @@ class BatchOptions:
     csv_formulas: str = "keep"
     llm: LLMBatchOptions | None = None
 
+    def __post_init__(self) -> None:
+        counts = (("concurrency", self.concurrency), ("workers", self.workers), ("chunk size", self.chunk_size))
+        for name, value in counts:
+            if value is not None and value < 1:
+                raise ConfigError(f"the {name} must be at least 1, got {value}", code=ErrorCode.USAGE)
+
 
 def parse_rate(text: str | float) -> float:
     """Requests per second from `5/s`, `300/min`, `1000/h` or a bare number (per second).
 
     Raises:
-        ConfigError: The text is not such a rate, or is not above zero.
+        ConfigError: The text is not such a rate, or is not a finite number above zero.
     """
     if isinstance(text, int | float):
         value = float(text)
@@ -53,8 +66,8 @@ def parse_rate(text: str | float) -> float:
             )
         unit = (match.group(2) or "s")[0].lower()
         value = float(match.group(1)) / {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
-    if value <= 0:
-        raise ConfigError(f"the rate limit must be above zero, got {text!r}", code=ErrorCode.USAGE)
+    if not 0 < value < math.inf:  # NaN, or more digits than a float holds, is no rate either
+        raise ConfigError(f"the rate limit must be a finite number above zero, got {text!r}", code=ErrorCode.USAGE)
     return value
 
 
@@ -62,11 +75,11 @@ def checked_budget(budget: float | None) -> float | None:
     """`budget` (USD) as a float, or None for no budget.
 
     Raises:
-        ConfigError: It is not a positive number.
+        ConfigError: It is not a finite number above zero (`costs.is_budget`, the rule every budget keeps).
     """
     if budget is None:
         return None
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
+    if not is_budget(budget):
         raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}", code=ErrorCode.USAGE)
     return float(budget)
 
@@ -93,7 +106,7 @@ def llm_batch_options(on: bool, retry: str, timeout: float, poll: float, detach:
 
     Raises:
         ConfigError: `--detach` without `--llm-batch`, an unknown `--llm-batch-retry`, or a timeout or poll that is
-            not a positive number of seconds.
+            not a finite number of seconds above zero.
     """
     if not on:
         if detach:
@@ -104,7 +117,7 @@ def llm_batch_options(on: bool, retry: str, timeout: float, poll: float, detach:
             f"--llm-batch-retry {retry!r}: use fail or sync", code=ErrorCode.USAGE, hint="--llm-batch-retry sync"
         )
     for name, value in (("--llm-batch-timeout", timeout), ("--llm-batch-poll", poll)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}", code=ErrorCode.USAGE)
     return LLMBatchOptions(retry, float(timeout), float(poll), detach)
 

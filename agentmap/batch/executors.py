@@ -73,12 +73,9 @@ def execute(
         runner: An already compiled runner for the in-process executors.
 
     Raises:
-        ConfigError: An unknown executor, or a number below 1.
+        ConfigError: An unknown executor (the numbers are `BatchOptions`' to check).
     """
     executor = executor_named(executor)
-    for name, value in (("concurrency", concurrency), ("workers", workers or 1), ("chunk size", chunk_size)):
-        if value < 1:
-            raise ConfigError(f"the {name} must be at least 1, got {value}", code=ErrorCode.USAGE)
     if executor == "thread":
         return _in_process(threads(runner or RowRunner(recipe), jobs, concurrency))
     if executor == "async":

@@ -368,7 +368,7 @@ def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] 
     llm = (settings or {}).get("llm") or {}
     problems: list[ConfigProblem] = []
     for where, value in (("Context budget", context.get("budget")), ("llm.budget", llm.get("budget"))):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        if value is not None and not costs.is_budget(value):
             problems.append(f"{where} must be a positive number of US dollars, got {value!r}")
     for where, value in (("Context cache", context.get("cache")), ("llm.cache", llm.get("cache"))):
         problem = cache.cache_problem(value, where)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,6 +139,8 @@ def _number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
             raise ValueError
     except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"model option {name!r} must be {what}, got {value!r}") from None
+    if not math.isfinite(number):  # NaN or infinity (JSON and YAML can spell both): no setting at all
+        raise ConfigError(f"model option {name!r} must be a finite number, got {value!r}")
     if number < 0:
         raise ConfigError(f"model option {name!r} must not be negative, got {value!r}")
     if number == 0 and name == "timeout":

@@ -6,7 +6,6 @@ budget, and what a continued thread's journaled model calls cost already), the n
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from agentmap._sources import stored
-from agentmap.agents.costs import METER_KEY, Meter
+from agentmap.agents.costs import METER_KEY, Meter, is_budget
 from agentmap.agents.runner import with_tracker
 from agentmap.errors import ConfigError, ErrorCode
 from agentmap.runtime._streams import clear_errors
@@ -170,9 +169,7 @@ def _check_inputs(app: CompiledWorkflow, state: Mapping[str, Any], config: Runna
 def _meter(app: CompiledWorkflow, budget: Any, continued: RunnableConfig | None) -> Meter:
     """The run's meter: its budget (`configurable["budget"]`, USD) and, for a run that continues a thread,
     what the thread's journaled model calls cost already (so a raised budget counts the whole thread)."""
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf
-    ):
+    if budget is not None and not is_budget(budget):
         raise ConfigError(f"the budget must be a positive number of US dollars, got {budget!r}")
     spent = 0.0
     if continued is not None and on_thread(app, continued):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -53,7 +54,7 @@ def cache_problem(value: Any, where: str) -> str | None:
     if unknown:
         return f'{where} takes only "ttl" (seconds), not {", ".join(map(repr, unknown))}'
     ttl = value.get("ttl")
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < math.inf:  # NaN: no number
         return f'{where} "ttl" must be a positive number of seconds, got {ttl!r}'
     return None
 

@@ -147,3 +147,76 @@ def test_a_budget_that_is_not_a_number_is_refused() -> None:
     result = agentmap("run", HELLO, "--state", '{"name": "Ada"}', "--budget", "nan")
     assert result.code == 2, result.text
     assert "the budget must be a positive number of US dollars" in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget", "nan"], "the budget must be a positive number of US dollars, got nan"),
+        (["--budget", "inf"], "the budget must be a positive number of US dollars, got inf"),
+        (["--rate-limit", "9" * 400], "the rate limit must be a finite number above zero, got '999"),
+        (
+            ["--llm-batch", "--llm-batch-timeout", "nan"],
+            "--llm-batch-timeout must be a positive number of seconds, got nan",
+        ),
+        (["--llm-batch", "--llm-batch-poll", "inf"], "--llm-batch-poll must be a positive number of seconds, got inf"),
+        (["--llm-batch", "--llm-batch-retry", "maybe"], "--llm-batch-retry 'maybe': use fail or sync"),
+        (["--detach"], "--detach goes with --llm-batch"),
+        (["--executor", "process", "--workers", "0"], "the workers must be at least 1, got 0"),
+        (["--concurrency", "0"], "the concurrency must be at least 1, got 0"),
+    ],
+)
+def test_a_batch_option_that_is_no_such_value_is_refused_before_any_file_is_touched(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """NaN and infinity are no amount, rate or number of seconds, and 0 workers is not the default: each is refused
+    with exit 2, never read as no budget, no limit, waiting forever or every CPU; no output file is started."""
+    rows = write(tmp_path / "rows.csv", "name\nAda\n")
+    out = tmp_path / "out.csv"
+    result = agentmap("batch", HELLO, "-i", rows, "-o", out, *args)
+    assert result.code == 2, result.text
+    assert result.err.startswith(f"error[usage]: {message}"), result.err
+    assert "Traceback" not in result.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("llm:\n  budget: .inf\n", "llm.budget must be a positive number of US dollars, got inf"),
+        ("llm:\n  budget: .nan\n", "llm.budget must be a positive number of US dollars, got nan"),
+        ("llm:\n  temperature: .nan\n", "model option 'temperature' must be a finite number, got nan"),
+        ("llm:\n  cache: {ttl: .inf}\n", 'llm.cache "ttl" must be a positive number of seconds, got inf'),
+    ],
+)
+def test_nan_and_infinity_in_agentmap_yaml_are_refused_not_dropped(tmp_path: Path, config: str, message: str) -> None:
+    """YAML spells NaN and infinity (`.nan`, `.inf`); a setting holding one is an error of the workflow that reads it,
+    not a setting left out (a budget of `.inf` is no budget one can keep)."""
+    write(tmp_path / "agentmap.yaml", config)
+    flow = write(
+        tmp_path / "ask.csv",
+        'GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\ng,Ask,openai,Answer.,"{""model"": '
+        '""gpt-4o-mini""}",q,a,\n',
+    )
+    result = agentmap("validate", flow, cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+    assert result.code == 4, result.text
+    assert message in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ('""budget"": NaN', "Context budget must be a positive number of US dollars, got nan"),
+        ('""budget"": Infinity', "Context budget must be a positive number of US dollars, got inf"),
+        ('""temperature"": NaN', "model option 'temperature' must be a finite number, got nan"),
+    ],
+)
+def test_nan_and_infinity_in_a_context_cell_are_refused(tmp_path: Path, setting: str, message: str) -> None:
+    flow = write(
+        tmp_path / "ask.csv",
+        "GraphName,Node,AgentType,Prompt,Context,Input_Fields,Output_Field,Edge\n"
+        f'g,Ask,openai,Answer.,"{{""model"": ""gpt-4o-mini"", {setting}}}",q,a,\n',
+    )
+    result = agentmap("validate", flow, cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+    assert result.code == 4, result.text
+    assert message in result.text, result.text
