@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from agentmap.agents import costs
 from agentmap.agents.base import AgentEnvironment, BaseAgent, ConfigProblem, run_sync
+from agentmap.agents.findings import EnvironmentProblem
 from agentmap.agents.llm_batch import PROVIDERS, ModelBatching
 from agentmap.agents.messages import MESSAGES_KEY
 from agentmap.agents.registry import agent
@@ -366,28 +367,37 @@ def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] 
     (or false); Context `prompt_cache` and `llm.prompt_cache` must be true or false."""
 
     llm = (settings or {}).get("llm") or {}
-    problems: list[ConfigProblem] = []
+    found: list[str] = []
     for where, value in (("Context budget", context.get("budget")), ("llm.budget", llm.get("budget"))):
         if value is not None and not costs.is_budget(value):
-            problems.append(f"{where} must be a positive number of US dollars, got {value!r}")
+            found.append(f"{where} must be a positive number of US dollars, got {value!r}")
     for where, value in (("Context cache", context.get("cache")), ("llm.cache", llm.get("cache"))):
         problem = cache.cache_problem(value, where)
         if problem:
-            problems.append(problem)
+            found.append(problem)
     for where, value in (
         ("Context prompt_cache", context.get("prompt_cache")),
         ("llm.prompt_cache", llm.get("prompt_cache")),
     ):
         if value is not None and not isinstance(value, bool):
-            problems.append(
+            found.append(
                 f"{where} must be true or false (mark the static part of the prompt for the provider's "
                 f"prompt cache, or not), got {value!r}"
             )
     try:
         costs.price_table(llm.get("prices"))
     except ConfigError as exc:
-        problems.append(exc.message)
-    return problems
+        found.append(exc.message)
+    # a problem of an llm.* setting is fixed in the config, not in the node's Context cell
+    return [_in_config(message) if message.startswith("llm.") else message for message in found]
+
+
+def _in_config(message: str) -> EnvironmentProblem:
+    setting = message.split(" ", 1)[0]
+    variable = "AGENTMAP_LLM__" + setting.removeprefix("llm.").split(".", 1)[0].upper()
+    return EnvironmentProblem(
+        message, fix=f"fix {setting} in the config file (agentmap.yaml) or {variable} (csv_specs/llm.md)"
+    )
 
 
 @agent("chatgpt")

@@ -201,6 +201,9 @@ def test_nan_and_infinity_in_agentmap_yaml_are_refused_not_dropped(tmp_path: Pat
     result = agentmap("validate", flow, cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
     assert result.code == 4, result.text
     assert message in result.text, result.text
+    if message.startswith("llm."):  # fixed in the config, not in the node's Context cell
+        setting = message.split(" ", 1)[0]
+        assert f"fix: fix {setting} in the config file (agentmap.yaml)" in result.text, result.text
 
 
 @pytest.mark.parametrize(
