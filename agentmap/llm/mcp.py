@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -143,20 +143,22 @@ async def load_source_tools(
     """
     connection = mcp_connection(source, base_dir=base_dir, settings=settings)
     try:
-        from langchain_mcp_adapters.client import MultiServerMCPClient
+        import langchain_mcp_adapters  # noqa: F401
     except ImportError:
         raise ConfigError(
             f"MCP source '{source}' needs langchain-mcp-adapters: pip install \"agentmap[mcp]\"",
             code=ErrorCode.MISSING_EXTRA,
         ) from None
-    client = MultiServerMCPClient({"server": connection}, handle_tool_errors=False)  # type: ignore[dict-item]
+    session = _Session(connection)
     try:
-        tools: list[BaseTool] = await client.get_tools()
+        tools = await session.tools()
     except Exception as exc:
         raise ConfigError(
             f"MCP source '{source}' could not be listed: {_reason(exc)}", code=ErrorCode.MCP_UNAVAILABLE
         ) from None
-    return [_plain(tool, connection) for tool in tools]
+    finally:
+        await session.close()
+    return [_plain(tool, connection) for tool in tools.values()]
 
 
 def _reason(exc: BaseException) -> str:
@@ -170,8 +172,12 @@ def _plain(tool: BaseTool, connection: dict[str, Any]) -> BaseTool:
     """Wrap an adapter tool so a call returns the result's data rather than content blocks."""
 
     async def call(**kwargs: Any) -> Any:
+        if _POOL.get() is None:  # outside a block: a session for this call alone
+            async with mcp_sessions():
+                return await call(**kwargs)
         pool = _POOL.get()
-        runner = tool if pool is None else await pool.tool(connection, tool.name)
+        assert pool is not None
+        runner = await pool.tool(connection, tool.name)
         message = await runner.ainvoke({"type": "tool_call", "name": tool.name, "args": kwargs, "id": "agentmap"})
         artifact = getattr(message, "artifact", None)
         if isinstance(artifact, dict) and isinstance(artifact.get("structured_content"), dict):
@@ -198,12 +204,10 @@ class _Session:
         self.task = asyncio.create_task(self._own(connection))
 
     async def _own(self, connection: dict[str, Any]) -> None:
-        from langchain_mcp_adapters.client import MultiServerMCPClient
         from langchain_mcp_adapters.tools import load_mcp_tools
 
-        client = MultiServerMCPClient({"server": connection}, handle_tool_errors=False)  # type: ignore[dict-item]
         try:
-            async with client.session("server") as session:
+            async with _open(connection) as session:
                 tools = await load_mcp_tools(session, handle_tool_errors=False)
                 self._ready.set_result({t.name: t for t in tools})
                 await self._stop.wait()
@@ -217,6 +221,43 @@ class _Session:
     async def close(self) -> None:
         self._stop.set()
         await asyncio.gather(self.task, return_exceptions=True)
+
+
+@asynccontextmanager
+async def _open(connection: dict[str, Any]) -> AsyncIterator[Any]:
+    """An initialized MCP client session to the server of `connection`.
+
+    A stdio server's stderr goes to `_errlog()`, named here: the MCP SDK's default is the `sys.stderr` of the
+    moment it was imported, which in a notebook (or under a host that captured stderr then) is a stream with no
+    file behind it, and the server could not be started (`UnsupportedOperation: fileno`).
+    """
+    if connection["transport"] != "stdio":
+        from langchain_mcp_adapters.client import MultiServerMCPClient
+
+        client = MultiServerMCPClient({"server": connection}, handle_tool_errors=False)  # type: ignore[dict-item]
+        async with client.session("server") as session:
+            yield session
+        return
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = StdioServerParameters(command=connection["command"], args=connection["args"], cwd=connection["cwd"])
+    async with stdio_client(server, errlog=_errlog()) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: this process's `sys.stderr` when a file is behind it, else the stderr the
+    process started with (a notebook's `sys.stderr` is a stream object of the kernel)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+            continue
+    raise ConfigError("an MCP stdio server needs a stderr file for its messages, and this process has none")
 
 
 class _Pool:

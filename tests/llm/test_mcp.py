@@ -227,3 +227,32 @@ def test_an_llm_node_keeps_one_server_for_its_tool_loop(flow_dir: Path, monkeypa
     # 2 calls in the first reply, then the same 2 resent plus 1 more in the third request: one process.
     assert len(tool_results) == 5 and len(set(tool_results)) == 1
     assert not _alive(int(tool_results[0]))
+
+
+NOTEBOOK = """
+import asyncio, io, sys
+from pathlib import Path
+sys.stderr = io.StringIO()  # a notebook's stderr: a stream object with no file behind it
+import mcp.client.stdio  # the SDK takes the stderr of this moment as its servers' stderr
+from agentmap.agents.base import AgentEnvironment
+from agentmap.agents.tool_sources import build_tool_executor
+
+async def main():
+    settings = {"mcp": {"allowed_commands": ["python server.py"]}}
+    environment = AgentEnvironment(base_dir=Path.cwd(), settings=settings)
+    executor = await build_tool_executor({"tool_source": "mcp:stdio:python server.py"}, environment)
+    result = await executor.execute("add_numbers", {"a": 2, "b": 40}, "u")
+    sys.__stdout__.write(f"{executor.get_available_tools()[0]} {result.success} {result.data}\\n")
+
+asyncio.run(main())
+"""
+
+
+def test_a_stdio_server_starts_where_stderr_is_no_file(flow_dir: Path) -> None:
+    """In a notebook `sys.stderr` is the kernel's stream object; the MCP SDK's default would hand it to the server
+    process as its stderr, which needs a file (`UnsupportedOperation: fileno`). The server starts all the same."""
+    done = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK], cwd=flow_dir, capture_output=True, text=True, timeout=scaled(60)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "add_numbers True 42", done.stdout + done.stderr
