@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import os
 import sys
 import threading
@@ -168,7 +169,7 @@ def _check_limits(*, concurrency: int, max_turns: int | None, timeout: float | N
         raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
     if max_turns is not None and max_turns < 1:
         raise ConfigError(f"--max-turns must be at least 1, got {max_turns}")
-    if timeout is not None and timeout <= 0:
+    if timeout is not None and not 0 < timeout < math.inf:  # NaN too: no number of seconds
         raise ConfigError(f"--timeout must be a positive number of seconds, got {timeout}")
     if runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {runs}")

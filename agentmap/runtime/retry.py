@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,7 +51,9 @@ class RetryAttempt(Exception):
 def context_problem(context: Mapping[str, Any]) -> str | None:
     """What is wrong with a node's `retry` / `timeout_seconds` Context keys, or None."""
     timeout = context.get("timeout_seconds")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf
+    ):
         return f'Context "timeout_seconds" must be a positive number of seconds, not {timeout!r}'
     retry = context.get("retry")
     if retry is None:
@@ -67,7 +70,7 @@ def context_problem(context: Mapping[str, Any]) -> str | None:
         return f'Context "retry": max_attempts must be a whole number >= 1, not {attempts!r}'
     for key in ("backoff", "initial_interval", "max_interval"):
         value = retry.get(key, 1)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
             return f'Context "retry": {key} must be a number >= 0, not {value!r}'
     on = retry.get("on", ["error"])
     if isinstance(on, str):

@@ -184,6 +184,7 @@ BAD_SCENARIOS = "scenario,turn,user_message\nchat,1,hi\nchat,1,again\n"
         (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--concurrency", "0"], 2, ["--concurrency"]),
         (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--concurrency", "many"], 2, ["--concurrency"]),
         (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--timeout", "0"], 2, ["--timeout must be a positive"]),
+        (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--timeout", "nan"], 2, ["--timeout must be a positive"]),
         (["eval", "run", "GOOD", "--workflow", WORKFLOW, "--agent", "a.py"], 2, ["--agent or --workflow"]),
         (["eval", "run", "GOOD"], 2, ["no active agent", "ACTIVE_AGENT_PATH"]),
         (["eval", "run", "GOOD", "--workflow", "nowhere.csv"], 3, ["workflow does not exist"]),

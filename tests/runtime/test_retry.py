@@ -79,6 +79,9 @@ def test_timeout_seconds_bounds_each_attempt_and_timeouts_are_retried(tmp_path: 
         ('""retry"": {""tries"": 3}', "unknown key(s) tries"),
         ('""retry"": ""often""', 'Context "retry" must be an object'),
         ('""timeout_seconds"": -1', "must be a positive number of seconds"),
+        ('""timeout_seconds"": NaN', "must be a positive number of seconds, not nan"),
+        ('""timeout_seconds"": Infinity', "must be a positive number of seconds, not inf"),
+        ('""retry"": {""backoff"": NaN}', "backoff must be a number >= 0, not nan"),
     ],
 )
 def test_bad_retry_settings_are_validation_errors_at_the_context_cell(
