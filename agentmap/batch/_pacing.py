@@ -203,14 +203,11 @@ class Meter:
         first = busy_seconds(own)
         self.working = first is not None
         self._seen: dict[int, tuple[float, float]] = {own: first} if first is not None else {}
-        # CPU seconds each thread of the process ran so far, read from the same counters as `_seen` (the process's
-        # CPU clock can lag them by a tenth of a second and more on a busy VM, more than a window holds)
-        self._ran: dict[int, float] = {own: first[0]} if first is not None else {}
-        self._others: set[int] = set()  # the threads that are not the batch's
+        self._others: dict[int, float] = {}  # the threads that are not the batch's: CPU seconds they ran so far
         for thread in _threads() if first is not None else ():
             if thread != own and (busy := busy_seconds(thread)) is not None:
-                self._ran[thread] = busy[0]
-                self._others.add(thread)
+                self._others[thread] = busy[0]
+        self._cpu = time.process_time()
         self.started = time.monotonic()
 
     def due(self, now: float) -> bool:
@@ -225,20 +222,15 @@ class Meter:
         """The window ending `now`, in which `rows` rows finished; `threads` (native ids) are the batch's row
         threads and its own, whose waits for a core count (a thread not seen before started within the window). A
         new window starts. None, and nothing read from then on, when one of `threads` cannot be read."""
-        ran, now_ran = 0.0, {}
-        for thread in _threads():
-            busy = busy_seconds(thread)
-            if busy is None:  # ended as it was read
+        cpu = time.process_time()
+        ran = cpu - self._cpu
+        for other, had in list(self._others.items()):
+            busy = busy_seconds(other)
+            if busy is None:  # ended
+                del self._others[other]
                 continue
-            had = self._ran.get(thread, 0.0)  # a thread started since the last window ran all of it within it
-            if busy[0] < had:  # a number the system gave again to a new thread: the batch's, from its start
-                self._others.discard(thread)
-                had = 0.0
-            now_ran[thread] = busy[0]
-            if thread not in self._others:
-                ran += busy[0] - had
-        self._ran = now_ran  # threads that ended are forgotten (what they ran since the last window with them)
-        self._others &= now_ran.keys()
+            ran -= max(0.0, busy[0] - had)  # (a number the system gave again to a new thread: not below 0)
+            self._others[other] = busy[0]
         own = queued = 0.0
         for thread in threads:
             busy = busy_seconds(thread)
@@ -248,8 +240,8 @@ class Meter:
             before = self._seen.get(thread, (0.0, 0.0))
             own, queued = own + busy[0] - before[0], queued + busy[1] - before[1]
             self._seen[thread] = busy
-        window = Window(now - self.started, ran, queued, rows, own)
-        self.started = now
+        window = Window(now - self.started, max(0.0, ran), queued, rows, own)
+        self._cpu, self.started = cpu, now
         return window
 
 
