@@ -367,34 +367,36 @@ def model_call_problems(context: Mapping[str, Any], settings: Mapping[str, Any] 
     (or false); Context `prompt_cache` and `llm.prompt_cache` must be true or false."""
 
     llm = (settings or {}).get("llm") or {}
-    found: list[str] = []
+    found: list[tuple[str, str]] = []  # (where, message)
     for where, value in (("Context budget", context.get("budget")), ("llm.budget", llm.get("budget"))):
         if value is not None and not costs.is_budget(value):
-            found.append(f"{where} must be a positive number of US dollars, got {value!r}")
+            found.append((where, f"{where} must be a positive number of US dollars, got {value!r}"))
     for where, value in (("Context cache", context.get("cache")), ("llm.cache", llm.get("cache"))):
         problem = cache.cache_problem(value, where)
         if problem:
-            found.append(problem)
+            found.append((where, problem))
     for where, value in (
         ("Context prompt_cache", context.get("prompt_cache")),
         ("llm.prompt_cache", llm.get("prompt_cache")),
     ):
         if value is not None and not isinstance(value, bool):
             found.append(
-                f"{where} must be true or false (mark the static part of the prompt for the provider's "
-                f"prompt cache, or not), got {value!r}"
+                (
+                    where,
+                    f"{where} must be true or false (mark the static part of the prompt for the provider's "
+                    f"prompt cache, or not), got {value!r}",
+                )
             )
     try:
         costs.price_table(llm.get("prices"))
     except ConfigError as exc:
-        found.append(exc.message)
-    # a problem of an llm.* setting is fixed in the config, not in the node's Context cell
-    return [_in_config(message) if message.startswith("llm.") else message for message in found]
+        found.append(("llm.prices", exc.message))
+    return [_in_config(where, message) if where.startswith("llm.") else message for where, message in found]
 
 
-def _in_config(message: str) -> EnvironmentProblem:
-    setting = message.split(" ", 1)[0]
-    variable = "AGENTMAP_LLM__" + setting.removeprefix("llm.").split(".", 1)[0].upper()
+def _in_config(setting: str, message: str) -> EnvironmentProblem:
+    """A problem of an `llm.*` setting: fixed in the config (or its variable), not in the node's Context cell."""
+    variable = "AGENTMAP_LLM__" + setting.removeprefix("llm.").upper()
     return EnvironmentProblem(
         message, fix=f"fix {setting} in the config file (agentmap.yaml) or {variable} (csv_specs/llm.md)"
     )
