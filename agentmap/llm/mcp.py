@@ -172,13 +172,11 @@ def _plain(tool: BaseTool, connection: dict[str, Any]) -> BaseTool:
     """Wrap an adapter tool so a call returns the result's data rather than content blocks."""
 
     async def call(**kwargs: Any) -> Any:
-        if _POOL.get() is None:  # outside a block: a session for this call alone
-            async with mcp_sessions():
-                return await call(**kwargs)
-        pool = _POOL.get()
-        assert pool is not None
-        runner = await pool.tool(connection, tool.name)
-        message = await runner.ainvoke({"type": "tool_call", "name": tool.name, "args": kwargs, "id": "agentmap"})
+        async with mcp_sessions():  # the enclosing block's session, or outside one a session for this call alone
+            pool = _POOL.get()
+            assert pool is not None
+            runner = await pool.tool(connection, tool.name)
+            message = await runner.ainvoke({"type": "tool_call", "name": tool.name, "args": kwargs, "id": "agentmap"})
         artifact = getattr(message, "artifact", None)
         if isinstance(artifact, dict) and isinstance(artifact.get("structured_content"), dict):
             data = artifact["structured_content"]
